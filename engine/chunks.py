@@ -1,0 +1,98 @@
+"""Turning what a caller hands to ``buf.add`` into one decoded event (a dict).
+
+Accepted: a dict; JSON text as ``str`` or ``bytes``, also an SSE line (``data: {...}``,
+``event: NAME`` which names the next payload, comments and ``id:``/``retry:`` lines); and SDK
+objects, read as the fields they carry (pydantic's ``model_dump(exclude_unset=True)``), never
+inventing null fields that the wire did not send.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .errors import ChunkError
+
+SKIP = object()  # SSE framing with no payload of its own
+
+
+class Sentinel(str):
+    """A non-JSON end marker such as OpenAI's ``data: [DONE]``."""
+
+
+def decode(chunk: Any, index: int, sse_state: dict) -> Any:
+    """Return a dict, a :class:`Sentinel`, or :data:`SKIP`; raise :class:`ChunkError`."""
+    if chunk.__class__ is dict:
+        return chunk
+    if isinstance(chunk, (bytes, bytearray, memoryview)):
+        try:
+            chunk = bytes(chunk).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ChunkError(index, f"bytes are not UTF-8 ({exc.reason} at byte {exc.start})")
+    if isinstance(chunk, str):
+        return _decode_text(chunk, index, sse_state)
+    if isinstance(chunk, dict):
+        return dict(chunk)
+    as_fields = sdk_fields(chunk)
+    if as_fields is None:
+        raise ChunkError(
+            index,
+            f"expected a JSON object (dict, JSON text or an SDK object), got {type(chunk).__name__}",
+        )
+    return as_fields
+
+
+def _decode_text(text: str, index: int, sse_state: dict) -> Any:
+    stripped = text.strip()
+    if not stripped or stripped.startswith(":"):
+        return SKIP
+    name = None
+    if stripped.startswith(("event:", "id:", "retry:")):
+        field, _, value = stripped.partition(":")
+        if field == "event":
+            sse_state["event"] = value.strip()
+        return SKIP
+    if stripped.startswith("data:"):
+        stripped = stripped[5:].strip()
+        name = sse_state.pop("event", None)
+        if not stripped.startswith(("{", "[")):
+            return Sentinel(stripped)
+    try:
+        value = json.loads(stripped)
+    except ValueError as exc:
+        raise ChunkError(index, f"not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise ChunkError(index, f"expected a JSON object, got a JSON {_json_kind(value)}")
+    if name and "type" not in value and "_event" not in value:
+        value = {"_event": name, **value}
+    return value
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    return "number"
+
+
+def sdk_fields(obj: Any) -> dict | None:
+    """The fields an SDK object carries, as plain JSON data, or None if it is not one."""
+    dump = getattr(obj, "model_dump", None)
+    if callable(dump):
+        try:
+            value = dump(exclude_unset=True, by_alias=True, mode="json")
+        except TypeError:
+            value = dump()
+        return value if isinstance(value, dict) else None
+    to_dict = getattr(obj, "to_dict", None)
+    if callable(to_dict):
+        value = to_dict()
+        return value if isinstance(value, dict) else None
+    if hasattr(obj, "__dict__") and not isinstance(obj, type):
+        return {k: v for k, v in vars(obj).items() if not k.startswith("_")}
+    return None

@@ -1,0 +1,22 @@
+"""Loading a descriptor file: read safely, validate fully, then compile.
+
+An invalid descriptor never compiles: every problem is collected (schema, paths, references)
+and raised together as one :class:`~engine.errors.DescriptorError`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .errors import DescriptorError
+from .strategy import ExtractionStrategy
+from .validate import validate_text
+
+
+def load_descriptor(path: str | Path) -> ExtractionStrategy:
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    data, problems = validate_text(text, str(path))
+    if problems:
+        raise DescriptorError(problems)
+    return ExtractionStrategy(data, source=str(path))

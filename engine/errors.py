@@ -1,0 +1,46 @@
+"""The errors the engine raises, each saying where and what was expected."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, order=True)
+class Problem:
+    """One fault in a descriptor, located in its YAML source.
+
+    ``pointer`` is the JSON pointer of the offending key or value; ``line`` and ``col`` are
+    1-based; ``rule`` names the check that failed (a schema keyword, ``jmespath``, ``slot``...).
+    """
+
+    file: str
+    line: int
+    col: int
+    pointer: str
+    message: str
+    rule: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}: {self.pointer or '/'}: {self.message}"
+
+
+class DescriptorError(ValueError):
+    """A descriptor that does not validate; carries every Problem found."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = list(problems)
+        lines = "\n".join(str(p) for p in self.problems)
+        super().__init__(f"invalid descriptor ({len(self.problems)} problem(s)):\n{lines}")
+
+
+class UnknownFormatError(LookupError):
+    """An unknown format name, or a stream that no strategy recognised."""
+
+
+class ChunkError(ValueError):
+    """A chunk that is not a JSON object. Names its position; the buffer is left as it was."""
+
+    def __init__(self, index: int, reason: str) -> None:
+        self.index = index
+        self.reason = reason
+        super().__init__(f"chunk {index}: {reason}")

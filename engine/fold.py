@@ -1,0 +1,194 @@
+"""``fold``: the delta-merge operation of OpenAI Chat, Cohere-style and Ollama wires.
+
+On a delta-merge wire the message is a fold of deltas: the content-like strings named in
+``concat`` concatenate, lists named in ``lists`` merge their entries by a SLOT key, the
+arguments field of a list entry streams through its :class:`~engine.jsonscan.ArgsStream`, and
+every other value is set once (a later ``null`` or ``""`` never erases it, and an id or name
+repeated on every fragment is never concatenated).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .assembly import Assembly, append_text, ensure_slotted
+from .model import Fragments, SlottedList, ingest
+from .ops import OPERATIONS, CompileContext, Run, Target
+from .paths import compile_get, compile_read
+
+
+@dataclass(frozen=True)
+class ListFold:
+    """How one list field of a delta merges into the message."""
+
+    pattern: str
+    slot: Any  # getter on the entry, or None
+    without_slot: str  # "continue": continue the open entry unless it brings a new identity;
+    #                    "new": every entry without a slot is a new item
+    identity: tuple[tuple[str, ...], ...]  # fields whose arrival starts a new entry
+    drop: frozenset[str]
+    args: tuple[str, ...]  # args field chain inside an entry, or ()
+    concat: frozenset[str]
+
+
+@dataclass(frozen=True)
+class FoldSpec:
+    concat: frozenset[str]
+    lists: dict[str, ListFold] = field(default_factory=dict)
+    display_key: str | None = None  # the concat key that is display text at this level
+
+
+def op_fold(spec: dict, ctx: CompileContext) -> Run:
+    read = compile_read(spec["from"], ctx.choice_alias)
+    at = spec.get("at", "")
+    target = Target(at, ctx) if at else None
+    base = target.pattern if target is not None else ""
+    concat = frozenset(spec.get("concat", ()))
+    display_key = None
+    for key in concat:
+        if ctx.text_pattern == (f"{base}.{key}" if base else key):
+            display_key = key
+    lists = {}
+    for name, lspec in (spec.get("lists") or {}).items():
+        pattern = f"{base}.{name}[*]" if base else f"{name}[*]"
+        args = tuple(lspec["args"].split(".")) if lspec.get("args") else ()
+        identity = tuple(tuple(p.split(".")) for p in lspec.get("identity", ()))
+        lists[name] = ListFold(
+            pattern=pattern,
+            slot=compile_get(lspec["slot"]) if lspec.get("slot") else None,
+            without_slot=lspec.get("without_slot", "continue"),
+            identity=identity,
+            drop=frozenset(lspec.get("drop", ())),
+            args=args,
+            concat=frozenset(lspec.get("concat", ())),
+        )
+    fold = FoldSpec(concat=concat, lists=lists, display_key=display_key)
+    order = ctx.list_order
+
+    def run(asm: Assembly, ev: Any, ch: Any) -> None:
+        delta = read(ev, ch)
+        if delta.__class__ is not dict:
+            return
+        dest = asm.root if target is None else target.locate_item(asm, ev, ch, True)
+        if dest is not None:
+            fold_delta(asm, dest, delta, fold, order)
+
+    return run
+
+
+def fold_delta(asm: Assembly, dest: dict, delta: dict, spec: FoldSpec, order: str) -> None:
+    concat = spec.concat
+    lists = spec.lists
+    for key, value in delta.items():
+        if key in concat:
+            if value.__class__ is str:
+                if value:
+                    append_text(dest, key, value)
+                    if key == spec.display_key:
+                        asm.display.append(value)
+                elif key not in dest:
+                    dest[key] = ""
+            elif value is None:
+                if key not in dest:
+                    dest[key] = None
+            else:
+                _set_once(dest, key, value)
+        elif key in lists:
+            if value is None:
+                if key not in dest:
+                    dest[key] = None
+                continue
+            entries = value if value.__class__ is list else [value]
+            lst = ensure_slotted(dest, key, order)
+            lfold = lists[key]
+            for entry in entries:
+                if entry.__class__ is dict:
+                    _fold_entry(asm, lst, entry, lfold)
+        else:
+            _set_once(dest, key, value)
+
+
+def _set_once(dest: dict, key: str, value: Any) -> None:
+    current = dest.get(key)
+    if value is None:
+        if key not in dest:
+            dest[key] = None
+        return
+    if current is None or current == "":
+        dest[key] = ingest(value)
+    elif current.__class__ is dict and value.__class__ is dict:
+        for k, v in value.items():
+            _set_once(current, k, v)
+
+
+def _fold_entry(asm: Assembly, lst: SlottedList, entry: dict, spec: ListFold) -> None:
+    slot = spec.slot(entry) if spec.slot is not None else None
+    if slot is None:
+        slot = _slot_without_key(lst, entry, spec)
+    item = lst.get(slot)
+    if item is None:
+        item = lst.put(slot, {})
+        asm.item_added(spec.pattern, item)
+    else:
+        lst.last = slot
+    _merge_entry(asm, item, item, entry, spec, 0)
+
+
+def _slot_without_key(lst: SlottedList, entry: dict, spec: ListFold) -> Any:
+    """An entry that names no SLOT: it continues the open item unless it brings an identity
+    (a name or id) that the open item already has, which starts a new item."""
+    if spec.without_slot == "continue" and lst.last is not None:
+        open_item = lst.get(lst.last)
+        brings_new = False
+        for chain in spec.identity:
+            incoming = _dig(entry, chain)
+            if incoming not in (None, "") and _dig(open_item, chain) not in (None, ""):
+                brings_new = True
+                break
+        if not brings_new:
+            return lst.last
+    return _next_free_slot(lst)
+
+
+def _next_free_slot(lst: SlottedList) -> Any:
+    ints = [k for k in lst.by_slot if type(k) is int]
+    return (max(ints) + 1) if ints else len(lst)
+
+
+def _dig(obj: Any, chain: tuple[str, ...]) -> Any:
+    for field_name in chain:
+        if obj.__class__ is not dict:
+            return None
+        obj = obj.get(field_name)
+    if obj.__class__ is Fragments:
+        return str(obj)
+    return obj
+
+
+def _merge_entry(
+    asm: Assembly, item: dict, dest: dict, entry: dict, spec: ListFold, depth: int
+) -> None:
+    args = spec.args
+    for key, value in entry.items():
+        if depth == 0 and key in spec.drop:
+            continue
+        if args and depth < len(args) and key == args[depth]:
+            if depth == len(args) - 1:
+                if value is not None and asm.args_of(item, args).feed(value):
+                    asm.calls_dirty = True
+                continue
+            if value.__class__ is dict:
+                sub = dest.get(key)
+                if sub.__class__ is not dict:
+                    sub = dest[key] = {}
+                _merge_entry(asm, item, sub, value, spec, depth + 1)
+                continue
+        if depth == 0 and key in spec.concat and value.__class__ is str:
+            if value:
+                append_text(dest, key, value)
+            continue
+        _set_once(dest, key, value)
+
+
+OPERATIONS["fold"] = op_fold

@@ -1,0 +1,119 @@
+"""The message under assembly: plain dicts plus three growing node types.
+
+A streamed message is mostly dicts and scalars copied from the wire. Three things grow and so
+get their own node, each cheap to extend and turned into plain JSON only when asked
+(:func:`materialize`, called by ``as_dict()``):
+
+- :class:`Fragments`: a string built by appends, kept as a list and joined on demand, so that
+  a stream of n fragments never copies its prefix n times;
+- :class:`SlottedList`: a list whose items are addressed by a SLOT (an index, an id) rather
+  than by position, the way every wire names the call or block a fragment belongs to;
+- :class:`~engine.jsonscan.ArgsStream`: a call's arguments with their parse state.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .jsonscan import ArgsStream
+
+
+class Fragments:
+    """A string assembled from streamed pieces."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, first: str = "") -> None:
+        self.parts = [first] if first else []
+
+    def append(self, piece: str) -> None:
+        self.parts.append(piece)
+
+    def __str__(self) -> str:
+        parts = self.parts
+        if len(parts) > 1:
+            parts[:] = ["".join(parts)]
+        return parts[0] if parts else ""
+
+
+class SlottedList:
+    """Items keyed by the wire's SLOT, kept in the order they were opened.
+
+    ``order`` says how the list materializes: ``"slot"`` sorts integer slots (a wire index is a
+    key, not a position: a first call at index 1 still gives a dense list), ``"arrival"``
+    keeps the order of first appearance.
+    """
+
+    __slots__ = ("items", "by_slot", "meta", "order", "last")
+
+    def __init__(self, items: list | None = None, order: str = "slot") -> None:
+        self.items: list[dict] = []
+        self.by_slot: dict[Any, int] = {}
+        self.meta: list[Any] = []  # per-item scratch owned by the interpreter
+        self.order = order
+        self.last: Any = None  # slot of the most recently opened item
+        for position, item in enumerate(items or ()):
+            self.put(position, item)
+
+    def get(self, slot: Any) -> dict | None:
+        position = self.by_slot.get(slot)
+        return None if position is None else self.items[position]
+
+    def put(self, slot: Any, item: dict) -> dict:
+        position = self.by_slot.get(slot)
+        if position is None:
+            self.by_slot[slot] = len(self.items)
+            self.items.append(item)
+            self.meta.append(None)
+        else:
+            self.items[position] = item
+        self.last = slot
+        return item
+
+    def slots(self) -> list[Any]:
+        keys = list(self.by_slot)
+        if self.order == "slot" and all(type(k) is int for k in keys):
+            keys.sort()
+        return keys
+
+    def ordered(self) -> list[dict]:
+        return [self.items[self.by_slot[k]] for k in self.slots()]
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+def materialize(node: Any) -> Any:
+    """Turn an assembly tree into plain JSON-compatible values (a fresh copy)."""
+    cls = node.__class__
+    if cls is dict:
+        return {k: materialize(v) for k, v in node.items()}
+    if cls is Fragments:
+        return str(node)
+    if cls is SlottedList:
+        return [materialize(item) for item in node.ordered()]
+    if cls is list:
+        return [materialize(v) for v in node]
+    if cls is ArgsStream:
+        return node.materialize()
+    return node
+
+
+def ingest(value: Any) -> Any:
+    """Copy a wire value into the assembly tree, so later merges never alias the chunk."""
+    cls = value.__class__
+    if cls is dict:
+        return {k: ingest(v) for k, v in value.items()}
+    if cls is list:
+        return [ingest(v) for v in value]
+    return value
+
+
+def text_of(value: Any) -> str | None:
+    """The string at a node, whether plain or still growing."""
+    cls = value.__class__
+    if cls is str:
+        return value
+    if cls is Fragments:
+        return str(value)
+    return None

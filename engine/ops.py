@@ -1,0 +1,504 @@
+"""The operations of the descriptor language: one compiler per operation, one table.
+
+Each entry of :data:`OPERATIONS` turns an operation's YAML arguments into a closure
+``run(assembly, event, choice)``, compiled once per descriptor. A new operation is a schema
+entry, a function here and its own test; the interpreter never branches on a wire.
+
+Common rules: ``from`` is a read path into the event (the wire's payload) and an absent or
+null source makes the operation do nothing; ``at`` is a target path into the message, in which
+``[path]`` steps address an item of a slotted list by the SLOT the event carries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .assembly import Assembly, append_text, ensure_slotted
+from .jsonscan import ArgsStream
+from .model import Fragments, SlottedList, ingest
+from .paths import Reader, Segment, compile_read, parse_target
+
+Run = Callable[[Assembly, Any, Any], None]
+
+
+@dataclass(frozen=True)
+class CompileContext:
+    """What an operation needs to know about the rest of its descriptor."""
+
+    choice_alias: str | None
+    calls_pattern: str | None  # e.g. "content[*]"
+    calls_args: tuple[str, ...]  # the args field chain inside a call item
+    text_pattern: str | None  # e.g. "content[*].text"
+    list_order: str
+
+
+def pattern_of(segments: tuple[Segment, ...]) -> str:
+    out = []
+    for seg in segments:
+        if seg.field is not None:
+            out.append(("." if out else "") + seg.field)
+        else:
+            out.append("[*]")
+    return "".join(out)
+
+
+class Target:
+    """A compiled target path: walks (and creates) the way to where an operation writes."""
+
+    __slots__ = ("segments", "steps", "last", "item_patterns", "pattern", "rel", "order")
+
+    def __init__(self, path: str, ctx: CompileContext) -> None:
+        self.segments = parse_target(path, ctx.choice_alias)
+        self.pattern = pattern_of(self.segments)
+        self.order = ctx.list_order
+        # For each slot step, the pattern of the list it indexes (to recognise call lists).
+        patterns = []
+        for i, seg in enumerate(self.segments):
+            patterns.append(pattern_of(self.segments[: i + 1]) if seg.field is None else None)
+        self.item_patterns = tuple(patterns)
+        # Fields after the innermost slot: the path inside the item.
+        last_slot = max((i for i, s in enumerate(self.segments) if s.field is None), default=-1)
+        self.rel = tuple(s.field for s in self.segments[last_slot + 1 :])
+        self.steps = self.segments
+
+    def locate_item(self, asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
+        """The innermost slotted item on the path (or the root when there is none)."""
+        node: Any = asm.root
+        segs = self.segments
+        n = len(segs)
+        i = 0
+        end = n - len(self.rel)
+        while i < end:
+            seg = segs[i]
+            if seg.field is not None:
+                nxt_is_slot = i + 1 < n and segs[i + 1].field is None
+                if nxt_is_slot:
+                    if node.get(seg.field).__class__ is not SlottedList:
+                        if not create and node.get(seg.field) is None:
+                            return None
+                        ensure_slotted(node, seg.field, self.order)
+                    node = node[seg.field]
+                else:
+                    child = node.get(seg.field)
+                    if child.__class__ is not dict:
+                        if not create:
+                            return None
+                        child = node[seg.field] = {}
+                    node = child
+            else:
+                slot = seg.slot(ev, ch)
+                if slot is None:
+                    return None
+                item = node.get(slot)
+                if item is None:
+                    if not create:
+                        return None
+                    item = node.put(slot, {})
+                    asm.item_added(self.item_patterns[i], item)
+                node = item
+            i += 1
+        return node
+
+    def parent_of_field(self, item: dict, create: bool = True) -> dict | None:
+        """The dict holding the last field of ``rel`` inside ``item``."""
+        node = item
+        for field in self.rel[:-1]:
+            child = node.get(field)
+            if child.__class__ is not dict:
+                if not create:
+                    return None
+                child = node[field] = {}
+            node = child
+        return node
+
+
+def _display_target(target: Target, ctx: CompileContext) -> bool:
+    return ctx.text_pattern is not None and target.pattern == ctx.text_pattern
+
+
+# --- set, set_once, merge -----------------------------------------------------------------
+
+
+def op_set(spec: dict, ctx: CompileContext) -> Run:
+    """Replace the value at ``at`` with the event's value at ``from`` (a copy)."""
+    read = compile_read(spec["from"], ctx.choice_alias)
+    at = spec.get("at", "")
+    if at == "":
+
+        def set_root(asm: Assembly, ev: Any, ch: Any) -> None:
+            value = read(ev, ch)
+            if value.__class__ is dict:
+                asm.root.clear()
+                asm.root.update(ingest(value))
+
+        return set_root
+    target = Target(at, ctx)
+    if not target.rel:  # writing a whole item: an open by another name
+        return _open(target, read)
+    last = target.rel[-1]
+
+    def set_field(asm: Assembly, ev: Any, ch: Any) -> None:
+        value = read(ev, ch)
+        if value is None:
+            return
+        item = target.locate_item(asm, ev, ch, True)
+        if item is not None:
+            target.parent_of_field(item)[last] = ingest(value)
+
+    return set_field
+
+
+def op_set_once(spec: dict, ctx: CompileContext) -> Run:
+    """Set the value at ``at`` unless it already holds one (null and "" count as none)."""
+    read = compile_read(spec["from"], ctx.choice_alias)
+    target = Target(spec["at"], ctx)
+    last = target.rel[-1]
+
+    def set_once(asm: Assembly, ev: Any, ch: Any) -> None:
+        value = read(ev, ch)
+        if value is None or value == "":
+            return
+        item = target.locate_item(asm, ev, ch, True)
+        if item is None:
+            return
+        parent = target.parent_of_field(item)
+        if parent.get(last) in (None, ""):
+            parent[last] = ingest(value)
+
+    return set_once
+
+
+def op_merge(spec: dict, ctx: CompileContext) -> Run:
+    """Copy the fields of the event's object at ``from`` into the object at ``at``.
+
+    Null fields never erase a value already there; ``except`` names fields left alone.
+    """
+    read = compile_read(spec["from"], ctx.choice_alias)
+    excluded = frozenset(spec.get("except", ()))
+    at = spec.get("at", "")
+    target = Target(at, ctx) if at else None
+
+    def merge(asm: Assembly, ev: Any, ch: Any) -> None:
+        value = read(ev, ch)
+        if value.__class__ is not dict:
+            return
+        if target is None:
+            dest = asm.root
+        else:
+            item = target.locate_item(asm, ev, ch, True)
+            if item is None:
+                return
+            if target.rel:
+                parent = target.parent_of_field(item)
+                dest = parent.get(target.rel[-1])
+                if dest.__class__ is not dict:
+                    dest = parent[target.rel[-1]] = {}
+            else:
+                dest = item
+        for key, val in value.items():
+            if key in excluded or (val is None and dest.get(key) is not None):
+                continue
+            dest[key] = ingest(val)
+
+    return merge
+
+
+# --- open, close --------------------------------------------------------------------------
+
+
+def _open(target: Target, read: Reader) -> Run:
+    *_, last_seg = target.segments
+    pattern = target.item_patterns[-1]
+
+    def open_item(asm: Assembly, ev: Any, ch: Any) -> None:
+        value = read(ev, ch)
+        slot = last_seg.slot(ev, ch)
+        if slot is None:
+            return
+        # Walk to the list that holds the item (creating the way).
+        node: Any = asm.root
+        segs = target.segments
+        for i in range(len(segs) - 2):
+            seg = segs[i]
+            if seg.field is not None:
+                nxt_is_slot = segs[i + 1].field is None
+                if nxt_is_slot:
+                    node = ensure_slotted(node, seg.field, target.order)
+                else:
+                    child = node.get(seg.field)
+                    if child.__class__ is not dict:
+                        child = node[seg.field] = {}
+                    node = child
+            else:
+                inner = seg.slot(ev, ch)
+                item = node.get(inner)
+                if item is None:
+                    item = node.put(inner, {})
+                    asm.item_added(target.item_patterns[i], item)
+                node = item
+        lst = ensure_slotted(node, segs[-2].field, target.order)
+        item = ingest(value) if value.__class__ is dict else {}
+        lst.put(slot, item)
+        asm.item_added(pattern, item)
+
+    return open_item
+
+
+def op_open(spec: dict, ctx: CompileContext) -> Run:
+    """Open a new item at the slotted path ``at``, starting from the event's ``from`` object."""
+    target = Target(spec["at"], ctx)
+    if target.rel or not target.segments or target.segments[-1].field is not None:
+        raise ValueError("open: 'at' must end with a slot step, e.g. content[index]")
+    read = compile_read(spec.get("from", ""), ctx.choice_alias) if "from" in spec else None
+    return _open(target, read or (lambda ev, ch: None))
+
+
+def op_close(spec: dict, ctx: CompileContext) -> Run:
+    """The item at ``at`` is complete: finalize its arguments (parse an object-form wire's
+    JSON text); with ``from``, first adopt the fields of the final item the event carries."""
+    target = Target(spec["at"], ctx)
+    read = compile_read(spec["from"], ctx.choice_alias) if "from" in spec else None
+    args_fields = ctx.calls_args
+
+    def close(asm: Assembly, ev: Any, ch: Any) -> None:
+        item = target.locate_item(asm, ev, ch, read is not None)
+        if item is None:
+            return
+        if read is not None:
+            final = read(ev, ch)
+            if final.__class__ is dict:
+                _adopt(asm, item, final, args_fields)
+        track = asm.track_of.get(id(item))
+        streams = [track.args] if track is not None else list(_streams_in(item))
+        for stream in streams:
+            if stream.close():
+                asm.calls_dirty = True
+
+    return close
+
+
+def _adopt(asm: Assembly, item: dict, final: dict, args_fields: tuple[str, ...]) -> None:
+    """Take the fields of a restated final item; the arguments go through their stream."""
+    track = asm.track_of.get(id(item))
+    for key, val in final.items():
+        if track is not None and args_fields and key == args_fields[0]:
+            if len(args_fields) == 1:
+                if track.args.replace(val):
+                    asm.calls_dirty = True
+                continue
+            if val.__class__ is dict and args_fields[1] in val:
+                sub = item.get(key)
+                for k2, v2 in val.items():
+                    if k2 == args_fields[1]:
+                        if track.args.replace(v2):
+                            asm.calls_dirty = True
+                    elif sub.__class__ is dict:
+                        sub[k2] = ingest(v2)
+                continue
+        current = item.get(key)
+        if current.__class__ in (Fragments, SlottedList, ArgsStream):
+            if current.__class__ is ArgsStream:
+                current.replace(val)
+                continue
+            if current.__class__ is SlottedList and val.__class__ is list and len(val) < len(current):
+                continue  # never lose streamed items to a shorter restatement
+        item[key] = ingest(val)
+
+
+def _streams_in(node: Any):
+    if node.__class__ is ArgsStream:
+        yield node
+    elif node.__class__ is dict:
+        for value in node.values():
+            yield from _streams_in(value)
+
+
+# --- append, args -------------------------------------------------------------------------
+
+
+def op_append(spec: dict, ctx: CompileContext) -> Run:
+    """Append the event's string at ``from`` to the string at ``at``."""
+    read = compile_read(spec["from"], ctx.choice_alias)
+    target = Target(spec["at"], ctx)
+    display = _display_target(target, ctx)
+    last = target.rel[-1]
+    shallow = len(target.rel) == 1
+
+    def append(asm: Assembly, ev: Any, ch: Any) -> None:
+        piece = read(ev, ch)
+        if piece.__class__ is not str or not piece:
+            return
+        item = target.locate_item(asm, ev, ch, True)
+        if item is None:
+            return
+        parent = item if shallow else target.parent_of_field(item)
+        current = parent.get(last)
+        if current.__class__ is Fragments:
+            current.parts.append(piece)
+        else:
+            append_text(parent, last, piece)
+        if display and asm.display_allowed(item):
+            asm.display.append(piece)
+
+    return append
+
+
+def op_args(spec: dict, ctx: CompileContext) -> Run:
+    """Feed an argument fragment (a JSON text piece, or a whole object) to the call at ``at``."""
+    read = compile_read(spec["from"], ctx.choice_alias)
+    target = Target(spec["at"], ctx)
+    rel = target.rel
+
+    def args(asm: Assembly, ev: Any, ch: Any) -> None:
+        piece = read(ev, ch)
+        if piece is None:
+            return
+        item = target.locate_item(asm, ev, ch, True)
+        if item is None:
+            return
+        if asm.args_of(item, rel).feed(piece):
+            asm.calls_dirty = True
+
+    return args
+
+
+def op_args_final(spec: dict, ctx: CompileContext) -> Run:
+    """The wire restates a call's whole argument text (``...arguments.done``): adopt it."""
+    read = compile_read(spec["from"], ctx.choice_alias)
+    target = Target(spec["at"], ctx)
+    rel = target.rel
+
+    def args_final(asm: Assembly, ev: Any, ch: Any) -> None:
+        value = read(ev, ch)
+        if value is None:
+            return
+        item = target.locate_item(asm, ev, ch, True)
+        if item is not None and asm.args_of(item, rel).replace(value):
+            asm.calls_dirty = True
+
+    return args_final
+
+
+def op_push(spec: dict, ctx: CompileContext) -> Run:
+    """Add the event's value at ``from`` as a new element of the list at ``at``."""
+    read = compile_read(spec["from"], ctx.choice_alias)
+    target = Target(spec["at"], ctx)
+    last = target.rel[-1]
+
+    def push(asm: Assembly, ev: Any, ch: Any) -> None:
+        value = read(ev, ch)
+        if value is None:
+            return
+        item = target.locate_item(asm, ev, ch, True)
+        if item is None:
+            return
+        parent = target.parent_of_field(item)
+        current = parent.get(last)
+        if current.__class__ is not list:
+            current = parent[last] = []
+        current.append(ingest(value))
+
+    return push
+
+
+# --- turn-level fields, DONE, errors ------------------------------------------------------
+
+
+def _first_of(paths: Any, ctx: CompileContext) -> Reader:
+    readers = [compile_read(p, ctx.choice_alias) for p in ([paths] if isinstance(paths, str) else paths)]
+    if len(readers) == 1:
+        return readers[0]
+
+    def first(ev: Any, ch: Any) -> Any:
+        for r in readers:
+            v = r(ev, ch)
+            if v is not None:
+                return v
+        return None
+
+    return first
+
+
+def op_stop_reason(spec: Any, ctx: CompileContext) -> Run:
+    """Record the provider's raw stop reason (the first non-null of the paths given)."""
+    read = _first_of(spec, ctx)
+
+    def stop_reason(asm: Assembly, ev: Any, ch: Any) -> None:
+        value = read(ev, ch)
+        if value is not None:
+            asm.stop_reason = value
+
+    return stop_reason
+
+
+def op_usage(spec: Any, ctx: CompileContext) -> Run:
+    """Record the provider's usage object: ``replace`` (the latest wins) or ``merge``."""
+    if isinstance(spec, str):
+        spec = {"from": spec}
+    read = compile_read(spec["from"], ctx.choice_alias)
+    merge = spec.get("mode", "replace") == "merge"
+
+    def usage(asm: Assembly, ev: Any, ch: Any) -> None:
+        value = read(ev, ch)
+        if value is None:
+            return
+        if merge and asm.usage.__class__ is dict and value.__class__ is dict:
+            merged = dict(asm.usage)
+            merged.update({k: v for k, v in value.items() if v is not None})
+            asm.usage = merged
+        else:
+            asm.usage = ingest(value)
+
+    return usage
+
+
+def op_finish(spec: Any, ctx: CompileContext) -> Run:
+    """The wire's DONE: the turn is over (with ``when``, only if that path holds a value)."""
+    if spec is None or spec is True:
+
+        def finish(asm: Assembly, ev: Any, ch: Any) -> None:
+            asm.finished = True
+
+        return finish
+    read = compile_read(spec["when"], ctx.choice_alias)
+
+    def finish_when(asm: Assembly, ev: Any, ch: Any) -> None:
+        if read(ev, ch) is not None:
+            asm.finished = True
+
+    return finish_when
+
+
+def op_error(spec: dict, ctx: CompileContext) -> Run:
+    """A provider error event: keep its payload in ``buf.error`` and end the stream."""
+    read = compile_read(spec.get("from", ""), ctx.choice_alias)
+
+    def error(asm: Assembly, ev: Any, ch: Any) -> None:
+        value = read(ev, ch)
+        if value is None:
+            return
+        asm.error = ingest(value)
+        asm.finished = True
+
+    return error
+
+
+OPERATIONS: dict[str, Callable[[Any, CompileContext], Run]] = {
+    "set": op_set,
+    "set_once": op_set_once,
+    "merge": op_merge,
+    "open": op_open,
+    "close": op_close,
+    "append": op_append,
+    "args": op_args,
+    "args_final": op_args_final,
+    "push": op_push,
+    "stop_reason": op_stop_reason,
+    "usage": op_usage,
+    "finish": op_finish,
+    "error": op_error,
+}
+"""Every operation of the language, by its YAML key. ``fold`` and ``extend`` live in
+:mod:`engine.fold` and register themselves here."""

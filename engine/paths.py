@@ -1,0 +1,150 @@
+"""Paths, compiled once when a descriptor loads.
+
+Two kinds of path appear in a descriptor:
+
+- a *read path* says where a value sits in a chunk (or in an assembled item). A plain field
+  chain (``delta.partial_json``) compiles to direct dictionary look-ups, because this runs on
+  every chunk; anything else is JMESPath, compiled once. The empty path is the object itself.
+  A read path whose first field is the descriptor's choice alias (``choice.delta``) reads from
+  the choice the buffer follows rather than from the chunk.
+- a *target path* says where in the message under assembly an operation writes. It is a field
+  chain in which ``[read-path]`` addresses an item of a slotted list by the SLOT that the
+  chunk carries: ``output[output_index].content[content_index].text``. In patterns (the
+  ``calls`` and ``text`` sections) ``[*]`` stands for every item.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import jmespath
+
+Reader = Callable[[Any, Any], Any]  # (event, choice) -> value or None
+
+_FIELD = r"[A-Za-z_$][A-Za-z0-9_$-]*"
+_PLAIN = re.compile(rf"^{_FIELD}(\.{_FIELD})*$")
+_TARGET_TOKEN = re.compile(rf"({_FIELD})|\[([^\]]*)\]|(\.)")
+
+
+class PathError(ValueError):
+    """A path that does not compile; the message says why."""
+
+
+def is_plain(path: str) -> bool:
+    return path == "" or bool(_PLAIN.match(path))
+
+
+def compile_read(path: str, choice_alias: str | None = None) -> Reader:
+    """Compile a read path into ``reader(event, choice)``."""
+    if path == "":
+        return lambda ev, ch: ev
+    if is_plain(path):
+        fields = path.split(".")
+        from_choice = choice_alias is not None and fields[0] == choice_alias
+        if from_choice:
+            fields = fields[1:]
+            if not fields:
+                return lambda ev, ch: ch
+        getter = _chain(fields)
+        if from_choice:
+            return lambda ev, ch: None if ch is None else getter(ch)
+        return lambda ev, ch: getter(ev)
+    try:
+        expression = jmespath.compile(path)
+    except jmespath.exceptions.JMESPathError as exc:
+        raise PathError(f"JMESPath does not compile: {_jmespath_reason(exc)}") from None
+    search = expression.search
+    if choice_alias is not None:
+        return lambda ev, ch: search({**ev, choice_alias: ch} if ch is not None else ev)
+    return lambda ev, ch: search(ev)
+
+
+def compile_get(path: str) -> Callable[[Any], Any]:
+    """Compile a read path over one object (an assembled item or message)."""
+    reader = compile_read(path)
+    return lambda obj: reader(obj, None)
+
+
+def _jmespath_reason(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else exc.__class__.__name__
+
+
+def _chain(fields: list[str]) -> Callable[[Any], Any]:
+    """Direct look-ups for a plain chain; specialised for the short chains of the hot path."""
+    if len(fields) == 1:
+        (a,) = fields
+
+        def get1(obj: Any) -> Any:
+            return obj.get(a) if obj.__class__ is dict else None
+
+        return get1
+    if len(fields) == 2:
+        a, b = fields
+
+        def get2(obj: Any) -> Any:
+            if obj.__class__ is not dict:
+                return None
+            obj = obj.get(a)
+            return obj.get(b) if obj.__class__ is dict else None
+
+        return get2
+
+    def get_n(obj: Any) -> Any:
+        for field in fields:
+            if obj.__class__ is not dict:
+                return None
+            obj = obj.get(field)
+        return obj
+
+    return get_n
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One step of a target path: a field, or an item of a slotted list."""
+
+    field: str | None = None
+    slot: Reader | None = None  # for an item step; None with ``any`` for ``[*]``
+    slot_path: str | None = None
+    any: bool = False
+
+
+def parse_target(path: str, choice_alias: str | None = None) -> tuple[Segment, ...]:
+    """Parse ``a.b[slot].c`` into segments; ``""`` is the message root."""
+    if path == "":
+        return ()
+    segments: list[Segment] = []
+    pos = 0
+    expect_field = True
+    while pos < len(path):
+        m = _TARGET_TOKEN.match(path, pos)
+        if m is None:
+            raise PathError(f"unexpected {path[pos]!r} at offset {pos}")
+        field, slot, dot = m.groups()
+        if field is not None:
+            if not expect_field:
+                raise PathError(f"expected '.' or '[' before {field!r} at offset {pos}")
+            segments.append(Segment(field=field))
+            expect_field = False
+        elif slot is not None:
+            if expect_field or not segments:
+                raise PathError(f"a slot [..] must follow a field, at offset {pos}")
+            slot = slot.strip()
+            if slot == "*":
+                segments.append(Segment(any=True, slot_path="*"))
+            else:
+                if not slot:
+                    raise PathError(f"empty slot [] at offset {pos}")
+                segments.append(Segment(slot=compile_read(slot, choice_alias), slot_path=slot))
+        else:
+            if expect_field:
+                raise PathError(f"unexpected '.' at offset {pos}")
+            expect_field = True
+        pos = m.end()
+    if expect_field:
+        raise PathError("path ends with '.'")
+    return tuple(segments)

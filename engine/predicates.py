@@ -1,0 +1,80 @@
+"""Predicates: the descriptor's small language for "does this object look like X".
+
+Used to recognise a wire from one chunk (``recognize``), and to pick items out of an assembled
+message (``where`` in ``calls`` and ``text``). Every form is a mapping:
+
+``{field: P, equals: V}``, ``{field: P, in: [V, ...]}``, ``{field: P, prefix: S}``,
+``{field: P, is: object|list|string|number|boolean|null}``, ``{has: P}`` (present and not null),
+``{any: [...]}``, ``{all: [...]}``, ``{not: {...}}``. ``P`` is a read path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .paths import compile_get
+
+Predicate = Callable[[Any], bool]
+
+_TYPES: dict[str, tuple[type, ...]] = {
+    "object": (dict,),
+    "list": (list,),
+    "string": (str,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "null": (type(None),),
+}
+
+
+def compile_predicate(spec: dict) -> Predicate:
+    if "any" in spec:
+        parts = [compile_predicate(p) for p in spec["any"]]
+        return lambda obj: any(p(obj) for p in parts)
+    if "all" in spec:
+        parts = [compile_predicate(p) for p in spec["all"]]
+        return lambda obj: all(p(obj) for p in parts)
+    if "not" in spec:
+        inner = compile_predicate(spec["not"])
+        return lambda obj: not inner(obj)
+    if "has" in spec:
+        get = compile_get(spec["has"])
+        return lambda obj: obj.__class__ is dict and get(obj) is not None
+    get = compile_get(spec["field"])
+    if "equals" in spec:
+        expected = spec["equals"]
+        return lambda obj: obj.__class__ is dict and get(obj) == expected
+    if "in" in spec:
+        allowed = frozenset(spec["in"])
+        return lambda obj: obj.__class__ is dict and _hashable(get(obj)) in allowed
+    if "prefix" in spec:
+        prefix = spec["prefix"]
+        return lambda obj: obj.__class__ is dict and str(get(obj) or "").startswith(prefix)
+    if "is" in spec:
+        kinds = _TYPES[spec["is"]]
+
+        def is_kind(obj: Any) -> bool:
+            if obj.__class__ is not dict:
+                return False
+            value = get(obj)
+            if spec["is"] == "null":
+                return value is None and _present(obj, spec["field"])
+            return isinstance(value, kinds) and not (kinds == (int, float) and value is True)
+
+        return is_kind
+    raise ValueError(f"unknown predicate form: {sorted(spec)}")
+
+
+def _hashable(value: Any) -> Any:
+    try:
+        hash(value)
+    except TypeError:
+        return None
+    return value
+
+
+def _present(obj: dict, path: str) -> bool:
+    *parents, last = path.split(".")
+    for field in parents:
+        obj = obj.get(field) if isinstance(obj, dict) else None
+    return isinstance(obj, dict) and last in obj

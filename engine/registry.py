@@ -1,0 +1,60 @@
+"""The registry of built-in formats: found by name from a scan of the ``formats`` folder.
+
+Descriptors are compiled once and cached; a strategy is immutable, so every buffer shares it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+from pathlib import Path
+
+from .descriptor import load_descriptor
+from .errors import UnknownFormatError
+from .strategy import ExtractionStrategy
+
+
+def data_dir(kind: str) -> Path:
+    """``formats`` or ``schemas``: inside the installed package, or beside it in a checkout."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / kind, here.parent / kind):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"cannot find the built-in {kind} folder near {here}")
+
+
+@functools.cache
+def _builtin_paths() -> dict[str, Path]:
+    found = {}
+    for path in data_dir("formats").glob("*.yaml"):
+        found[path.stem] = path
+    return found
+
+
+@functools.cache
+def _compiled(name: str) -> ExtractionStrategy:
+    return load_descriptor(_builtin_paths()[name])
+
+
+def list_formats() -> list[str]:
+    """Built-in format names, in their declared order."""
+    return sorted(_builtin_paths(), key=lambda n: (_compiled(n).descriptor.get("order", 99), n))
+
+
+def load_format(name_or_path: str | Path) -> ExtractionStrategy:
+    """A built-in format by name, or a descriptor file by path."""
+    key = str(name_or_path)
+    if key in _builtin_paths():
+        return _compiled(key)
+    path = Path(key)
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        return load_descriptor(path)
+    known = list_formats()
+    close = difflib.get_close_matches(key, known, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    raise UnknownFormatError(f"unknown format {key!r}{hint} Known formats: {', '.join(known)}")
+
+
+def wire_strategies() -> list[ExtractionStrategy]:
+    """The built-in strategies that reassemble a wire (every format that recognises chunks)."""
+    return [s for s in (_compiled(n) for n in list_formats()) if s.is_wire]

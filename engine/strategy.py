@@ -1,0 +1,407 @@
+"""A compiled descriptor: the immutable, shared strategy for one wire format.
+
+:func:`compile_descriptor` turns a validated descriptor (plain data) into an
+:class:`ExtractionStrategy`. Compilation happens once per load; the strategy holds only
+compiled closures and never per-stream state, which lives in :class:`~engine.assembly.Assembly`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import fold as _fold  # noqa: F401  (registers the fold operation)
+from .assembly import Assembly
+from .jsonscan import ArgsStream
+from .model import materialize
+from .ops import OPERATIONS, CompileContext, Run, pattern_of
+from .paths import compile_get, compile_read, parse_target
+from .predicates import Predicate, compile_predicate
+
+
+@dataclass(frozen=True)
+class ExtractedCall:
+    """A finished call: its tool name, parsed arguments and native call id."""
+
+    name: str
+    arguments: dict
+    id: str | None = None
+    end: int | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class Forming:
+    """Is a call coming, and (once streamed) its tool name. Falsy when not forming."""
+
+    forming: bool
+    tool_name: str | None = None
+
+    def __bool__(self) -> bool:
+        return self.forming
+
+
+NOT_FORMING = Forming(False)
+
+
+@dataclass(frozen=True)
+class CallsSpec:
+    pattern: str
+    list_fields: tuple[tuple[str, ...], ...]  # field chains between [*] steps
+    where: Predicate
+    name: Callable[[Any], Any]
+    id: Callable[[Any], Any]
+    args_fields: tuple[str, ...]
+    args_form: str
+
+    def install_args(self, item: dict) -> ArgsStream:
+        """Put an :class:`ArgsStream` at the item's args field, seeded with what is there."""
+        parent = item
+        for f in self.args_fields[:-1]:
+            child = parent.get(f)
+            if child.__class__ is not dict:
+                child = parent[f] = {}
+            parent = child
+        current = parent.get(self.args_fields[-1])
+        stream = new_args_stream(self.args_form, current)
+        parent[self.args_fields[-1]] = stream
+        return stream
+
+
+def new_args_stream(form: str, current: Any) -> ArgsStream:
+    if current.__class__ is ArgsStream:
+        return current
+    if current.__class__ is str:
+        stream = ArgsStream(form)
+        stream.feed(current)
+        return stream
+    if form == "object" or current is None:
+        return ArgsStream(form, initial=current)
+    stream = ArgsStream(form)
+    stream.set_whole(current)
+    return stream
+
+
+@dataclass(frozen=True)
+class TextSpec:
+    pattern: str
+    list_fields: tuple[tuple[str, ...], ...]
+    where: Predicate | None
+
+
+@dataclass(frozen=True)
+class Spec:
+    """The compiled, immutable description of one wire."""
+
+    name: str
+    title: str
+    descriptor: dict
+    initial_message: dict
+    calls: CallsSpec | None
+    text: TextSpec | None
+    leaks_into_text: bool
+    sentinels: frozenset[str]
+
+    def new_args(self, current: Any) -> ArgsStream:
+        form = self.calls.args_form if self.calls is not None else "string"
+        return new_args_stream(form, current)
+
+
+class Program:
+    """The event rules: dispatch by discriminator to compiled operation lists."""
+
+    __slots__ = (
+        "discriminator",
+        "wrapped",
+        "table",
+        "every",
+        "ignored",
+        "choice_list",
+        "choice_key",
+    )
+
+    def __init__(self, events: dict, ctx: CompileContext) -> None:
+        disc = events.get("discriminator")
+        self.wrapped = False
+        if isinstance(disc, dict):
+            self.wrapped = bool(disc.get("or_wrapped"))
+            disc = disc["field"]
+        self.discriminator = compile_get(disc) if disc else None
+        choice = events.get("choice")
+        self.choice_list = compile_get(choice["list"]) if choice else None
+        self.choice_key = choice.get("key", "index") if choice else None
+        self.every = tuple(compile_ops(events.get("every", []), ctx))
+        self.table = _compile_table(events.get("on", {}), ctx)
+        self.ignored = frozenset(events.get("ignore", ()))
+
+    def split(self, chunk: dict) -> tuple[Any, Any]:
+        """The event's name and payload."""
+        if self.discriminator is None:
+            return None, chunk
+        name = self.discriminator(chunk)
+        if name is None and self.wrapped and len(chunk) == 1:
+            ((name, payload),) = chunk.items()
+            return name, payload
+        return name, chunk
+
+    def choose(self, payload: Any, choice: int) -> Any:
+        if self.choice_list is None:
+            return None
+        entries = self.choice_list(payload)
+        if entries.__class__ is not list:
+            return None
+        key = self.choice_key
+        for position, entry in enumerate(entries):
+            if entry.__class__ is dict and entry.get(key, position) == choice:
+                return entry
+        return None
+
+    def apply(self, asm: Assembly, chunk: dict, choice: int) -> None:
+        name, payload = self.split(chunk)
+        if payload.__class__ is not dict:
+            asm.unknown[str(name)] += 1
+            return
+        ch = self.choose(payload, choice) if self.choice_list is not None else None
+        for op in self.every:
+            op(asm, payload, ch)
+        if self.discriminator is None:
+            return
+        rules = self.table.get(name)
+        if rules is None:
+            if name not in self.ignored:
+                asm.unknown[str(name)] += 1
+            return
+        if rules.__class__ is SubTable:
+            rules = rules.pick(payload)
+            if rules is None:
+                asm.unknown[str(name)] += 1
+                return
+        for op in rules:
+            op(asm, payload, ch)
+
+
+class SubTable:
+    """A nested discriminator (Anthropic's ``content_block_delta`` by ``delta.type``)."""
+
+    __slots__ = ("discriminator", "table")
+
+    def __init__(self, spec: dict, ctx: CompileContext) -> None:
+        self.discriminator = compile_get(spec["discriminator"])
+        self.table = {k: tuple(compile_ops(v, ctx)) for k, v in spec["on"].items()}
+
+    def pick(self, payload: dict) -> tuple[Run, ...] | None:
+        return self.table.get(self.discriminator(payload))
+
+
+def _compile_table(on: dict, ctx: CompileContext) -> dict[str, Any]:
+    table: dict[str, Any] = {}
+    for name, rules in on.items():
+        if isinstance(rules, dict):
+            table[name] = SubTable(rules, ctx)
+        else:
+            table[name] = tuple(compile_ops(rules or [], ctx))
+    return table
+
+
+def compile_ops(rules: list, ctx: CompileContext) -> list[Run]:
+    out = []
+    for rule in rules:
+        if isinstance(rule, str):
+            name, args = rule, None
+        else:
+            ((name, args),) = rule.items()
+        out.append(OPERATIONS[name](args, ctx))
+    return out
+
+
+def _pattern_parts(path: str) -> tuple[str, tuple[tuple[str, ...], ...], tuple[str, ...]]:
+    """``output[*].content[*].text`` -> pattern, field chains before each [*], tail fields."""
+    segments = parse_target(path)
+    chains: list[tuple[str, ...]] = []
+    current: list[str] = []
+    for seg in segments:
+        if seg.field is not None:
+            current.append(seg.field)
+        else:
+            chains.append(tuple(current))
+            current = []
+    return pattern_of(segments), tuple(chains), tuple(current)
+
+
+class ExtractionStrategy:
+    """One wire format, compiled from its descriptor. Immutable and shared between streams."""
+
+    def __init__(self, descriptor: dict, source: str | None = None) -> None:
+        self.descriptor = descriptor
+        self.source = source
+        self.name: str = descriptor["name"]
+        self.title: str = descriptor.get("title", self.name)
+        calls_spec = descriptor.get("calls")
+        calls = None
+        if calls_spec:
+            pattern, chains, tail = _pattern_parts(calls_spec["at"])
+            if tail:
+                raise ValueError("calls.at must end with [*]")
+            calls = CallsSpec(
+                pattern=pattern,
+                list_fields=chains,
+                where=compile_predicate(calls_spec["where"])
+                if calls_spec.get("where")
+                else (lambda item: True),
+                name=compile_get(calls_spec["name"]),
+                id=compile_get(calls_spec["id"]) if calls_spec.get("id") else (lambda item: None),
+                args_fields=tuple(calls_spec["args"].split(".")),
+                args_form=calls_spec.get("args_form", "string"),
+            )
+        text_spec = descriptor.get("text")
+        text = None
+        if text_spec:
+            pattern, chains, tail = _pattern_parts(text_spec["at"])
+            text = TextSpec(
+                pattern=pattern,
+                list_fields=chains + (tail,),
+                where=compile_predicate(text_spec["where"]) if text_spec.get("where") else None,
+            )
+        events = descriptor.get("events", {})
+        choice = events.get("choice")
+        ctx = CompileContext(
+            choice_alias=(choice.get("alias", "choice") if choice else None),
+            calls_pattern=calls.pattern if calls else None,
+            calls_args=calls.args_fields if calls else (),
+            text_pattern=text.pattern if text else None,
+            list_order=events.get("list_order", "slot"),
+        )
+        self.spec = Spec(
+            name=self.name,
+            title=self.title,
+            descriptor=descriptor,
+            initial_message=descriptor.get("message", {}) or {},
+            calls=calls,
+            text=text,
+            leaks_into_text=bool(descriptor.get("leaks_into_text", False)),
+            sentinels=frozenset(descriptor.get("done_sentinels", ())),
+        )
+        self.leaks_into_text = self.spec.leaks_into_text
+        self.is_wire = "events" in descriptor
+        self.program = Program(events, ctx)
+        recognize = descriptor.get("recognize", {})
+        self._recognize_chunk = compile_predicate(recognize["chunk"])
+        self._recognize_message = (
+            compile_predicate(recognize["message"]) if recognize.get("message") else None
+        )
+
+    def __repr__(self) -> str:
+        return f"<ExtractionStrategy {self.name}>"
+
+    # -- identification ----------------------------------------------------------------------
+
+    def recognizes(self, shape: Any) -> bool:
+        """Is ``shape`` (one chunk, or a whole assembled message) of this wire?"""
+        if not isinstance(shape, dict):
+            return False
+        if self._recognize_chunk(shape):
+            return True
+        return self._recognize_message is not None and self._recognize_message(shape)
+
+    def recognizes_chunk(self, chunk: Any) -> bool:
+        return isinstance(chunk, dict) and self._recognize_chunk(chunk)
+
+    def is_stream_complete(self, chunk: Any) -> bool:
+        """Is this chunk the wire's DONE?"""
+        if isinstance(chunk, str) and chunk.strip() in self.spec.sentinels:
+            return True
+        if not isinstance(chunk, dict):
+            return False
+        # Run the rules on a scratch assembly: DONE is whatever a finish or error rule says.
+        scratch = self.new_assembly()
+        try:
+            self.program.apply(scratch, chunk, 0)
+        except Exception:  # a chunk that does not fit is not a DONE
+            return False
+        return scratch.finished
+
+    # -- whole messages ------------------------------------------------------------------------
+
+    def _call_items(self, message: Any) -> list[dict]:
+        calls = self.spec.calls
+        if calls is None or not isinstance(message, dict):
+            return []
+        return [item for item in _walk(message, calls.list_fields) if calls.where(item)]
+
+    def forming(self, message: Any) -> Forming:
+        items = self._call_items(message)
+        if not items:
+            return NOT_FORMING
+        name = self.spec.calls.name(items[0])
+        return Forming(True, name if isinstance(name, str) and name else None)
+
+    def extract(self, message: Any) -> list[ExtractedCall]:
+        calls = self.spec.calls
+        out = []
+        for item in self._call_items(message):
+            name = calls.name(item)
+            args = parse_arguments(_dig(item, calls.args_fields))
+            if isinstance(name, str) and name and args is not None:
+                out.append(ExtractedCall(name, args, calls.id(item)))
+        return out
+
+    def content_text(self, message: Any) -> str:
+        text = self.spec.text
+        if text is None or not isinstance(message, dict):
+            return ""
+        *chains, tail = text.list_fields
+        items = _walk(message, tuple(chains)) if chains else [message]
+        pieces = []
+        for item in items:
+            if chains and text.where is not None and not text.where(item):
+                continue
+            value = _dig(item, tail)
+            if isinstance(value, str):
+                pieces.append(value)
+        return "".join(pieces)
+
+    # -- streams -------------------------------------------------------------------------------
+
+    def new_assembly(self) -> Assembly:
+        return Assembly(self)
+
+    def message_of(self, asm: Assembly) -> dict:
+        return materialize(asm.root)
+
+
+def parse_arguments(raw: Any) -> dict | None:
+    """API.md's rule: an object passes; a JSON text counts once it parses to an object."""
+    if isinstance(raw, dict):
+        return raw
+    if isinstance(raw, str):
+        if not raw.strip():
+            return None
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            return None
+        return value if isinstance(value, dict) else None
+    return None
+
+
+def _dig(obj: Any, fields: tuple[str, ...]) -> Any:
+    for f in fields:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(f)
+    return obj
+
+
+def _walk(message: dict, chains: tuple[tuple[str, ...], ...]) -> list[dict]:
+    level = [message]
+    for chain in chains:
+        nxt = []
+        for node in level:
+            lst = _dig(node, chain)
+            if isinstance(lst, list):
+                nxt.extend(x for x in lst if isinstance(x, dict))
+            elif isinstance(lst, dict) and chain == chains[-1]:
+                nxt.append(lst)
+        level = nxt
+    return level
