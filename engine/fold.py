@@ -15,6 +15,7 @@ from typing import Any
 from .assembly import Assembly, append_text, ensure_slotted
 from .model import Fragments, SlottedList, ingest
 from .ops import OPERATIONS, CompileContext, Run, Target
+from .parts import JoinRule, join_parts, string_as_part
 from .paths import compile_get, compile_read
 
 
@@ -37,6 +38,9 @@ class FoldSpec:
     concat: frozenset[str]
     lists: dict[str, ListFold] = field(default_factory=dict)
     display_key: str | None = None  # the concat key that is display text at this level
+    parts: dict[str, JoinRule] = field(default_factory=dict)  # concat keys that may be parts
+    display_part: Any = None  # predicate: which parts of the display key are display text
+    display_field: str = "text"
 
 
 def op_fold(spec: dict, ctx: CompileContext) -> Run:
@@ -63,7 +67,15 @@ def op_fold(spec: dict, ctx: CompileContext) -> Run:
             args=args,
             concat=frozenset(lspec.get("concat", ())),
         )
-    fold = FoldSpec(concat=concat, lists=lists, display_key=display_key)
+    parts = {k: JoinRule.from_spec(v) for k, v in (spec.get("parts") or {}).items()}
+    fold = FoldSpec(
+        concat=concat | frozenset(parts),
+        lists=lists,
+        display_key=display_key,
+        parts=parts,
+        display_part=ctx.text_part_where,
+        display_field=ctx.text_part_field,
+    )
     order = ctx.list_order
 
     def run(asm: Assembly, ev: Any, ch: Any) -> None:
@@ -82,12 +94,20 @@ def fold_delta(asm: Assembly, dest: dict, delta: dict, spec: FoldSpec, order: st
     lists = spec.lists
     for key, value in delta.items():
         if key in concat:
-            if value.__class__ is str:
+            current = dest.get(key)
+            if value.__class__ is list and key in spec.parts:
+                _fold_parts(asm, dest, key, value, spec)
+            elif current.__class__ is list and value.__class__ is str and key in spec.parts:
+                if value:
+                    part = string_as_part(current, value, spec.parts[key])
+                    if key == spec.display_key and _shows(spec, part):
+                        asm.display.append(value)
+            elif value.__class__ is str:
                 if value:
                     append_text(dest, key, value)
                     if key == spec.display_key:
                         asm.display.append(value)
-                elif key not in dest:
+                elif dest.get(key) is None:
                     dest[key] = ""
             elif value is None:
                 if key not in dest:
@@ -107,6 +127,32 @@ def fold_delta(asm: Assembly, dest: dict, delta: dict, spec: FoldSpec, order: st
                     _fold_entry(asm, lst, entry, lfold)
         else:
             _set_once(dest, key, value)
+
+
+def _shows(spec: FoldSpec, part: dict) -> bool:
+    return spec.display_part is None or spec.display_part(part)
+
+
+def _fold_parts(asm: Assembly, dest: dict, key: str, value: list, spec: FoldSpec) -> None:
+    """A list delta on a content-like key: typed parts that join (Mistral's content chunks).
+    Text that arrived earlier as plain strings becomes the first text part."""
+    rule = spec.parts[key]
+    current = dest.get(key)
+    if current.__class__ is not list:
+        earlier = str(current) if current is not None else ""
+        current = dest[key] = []
+        if earlier:
+            string_as_part(current, earlier, rule)
+    show = key == spec.display_key
+    field_name = spec.display_field
+
+    def on_part(stored: dict, part: dict) -> None:
+        if show and _shows(spec, stored):
+            piece = part.get(field_name)
+            if piece.__class__ is str and piece:
+                asm.display.append(piece)
+
+    join_parts(current, value, rule, on_part)
 
 
 def _set_once(dest: dict, key: str, value: Any) -> None:

@@ -32,6 +32,8 @@ class CompileContext:
     calls_args: tuple[str, ...]  # the args field chain inside a call item
     text_pattern: str | None  # e.g. "content[*].text"
     list_order: str
+    text_part_where: Any = None  # where the display text is a list of parts: which parts
+    text_part_field: str = "text"
 
 
 def pattern_of(segments: tuple[Segment, ...]) -> str:

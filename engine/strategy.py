@@ -88,6 +88,8 @@ class TextSpec:
     pattern: str
     list_fields: tuple[tuple[str, ...], ...]
     where: Predicate | None
+    part_where: Predicate | None = None  # the text field may hold typed parts instead
+    part_field: str = "text"
 
 
 @dataclass(frozen=True)
@@ -258,10 +260,15 @@ class ExtractionStrategy:
         text = None
         if text_spec:
             pattern, chains, tail = _pattern_parts(text_spec["at"])
+            parts_spec = text_spec.get("parts")
             text = TextSpec(
                 pattern=pattern,
                 list_fields=chains + (tail,),
                 where=compile_predicate(text_spec["where"]) if text_spec.get("where") else None,
+                part_where=compile_predicate(parts_spec["where"])
+                if parts_spec and parts_spec.get("where")
+                else None,
+                part_field=parts_spec.get("field", "text") if parts_spec else "text",
             )
         events = descriptor.get("events", {})
         choice = events.get("choice")
@@ -271,6 +278,8 @@ class ExtractionStrategy:
             calls_args=calls.args_fields if calls else (),
             text_pattern=text.pattern if text else None,
             list_order=events.get("list_order", "slot"),
+            text_part_where=text.part_where if text else None,
+            text_part_field=text.part_field if text else "text",
         )
         self.spec = Spec(
             name=self.name,
@@ -359,9 +368,52 @@ class ExtractionStrategy:
             value = _dig(item, tail)
             if isinstance(value, str):
                 pieces.append(value)
+            elif isinstance(value, list) and text.part_where is not None:
+                for part in value:
+                    if text.part_where(part) and isinstance(part.get(text.part_field), str):
+                        pieces.append(part[text.part_field])
         return "".join(pieces)
 
     # -- streams -------------------------------------------------------------------------------
+
+    def streamed_fields(self) -> list[tuple[str, ...]]:
+        """Where string fragments sit in an event: the field chains (``*`` for every list
+        entry) that ``append``, ``args`` and ``fold`` concatenate. Tools and property tests use
+        it to re-split a stream's fragments without knowing the wire."""
+        events = self.descriptor.get("events", {})
+        choice = events.get("choice")
+        alias = choice.get("alias", "choice") if choice else None
+        found: list[tuple[str, ...]] = []
+
+        def chain(path: str) -> tuple[str, ...]:
+            fields = tuple(path.split(".")) if path else ()
+            if alias and fields and fields[0] == alias:
+                fields = (*choice["list"].split("."), "*", *fields[1:])
+            return fields
+
+        def visit(rules: list) -> None:
+            for rule in rules or []:
+                if not isinstance(rule, dict):
+                    continue
+                ((op, args),) = rule.items()
+                if op in ("append", "args") and isinstance(args.get("from"), str):
+                    found.append(chain(args["from"]))
+                elif op == "fold":
+                    base = chain(args.get("from", ""))
+                    found.extend((*base, key) for key in args.get("concat", ()))
+                    for name, lspec in (args.get("lists") or {}).items():
+                        if lspec.get("args"):
+                            found.append((*base, name, "*", *lspec["args"].split(".")))
+                        found.extend((*base, name, "*", key) for key in lspec.get("concat", ()))
+
+        visit(events.get("every", []))
+        for rules in events.get("on", {}).values():
+            if isinstance(rules, dict):
+                for sub in rules.get("on", {}).values():
+                    visit(sub)
+            else:
+                visit(rules)
+        return sorted(set(found))
 
     def new_assembly(self) -> Assembly:
         return Assembly(self)

@@ -1,0 +1,567 @@
+"""The ``mcs-formats`` command: a thin layer over the library (the library never imports it).
+
+Subcommands (API.md, "Command line"):
+
+- ``list [--json]``: the built-in formats, one a line.
+- ``show NAME``: a descriptor as YAML, ``extends`` resolved (the strategy's ``descriptor``).
+- ``validate PATH... [--json]``: silent and 0 when valid; else 1 and one line a problem,
+  ``FILE:LINE:COL: /json/pointer: message``.
+- ``replay STREAM.jsonl [--format NAME|PATH] [--tools NAME,...] [--json]``: a recorded stream
+  played chunk by chunk through an :class:`~engine.LLMStreamBuffer`, as a client sees it.
+  With ``--json`` one event a line: ``format``, ``text``, ``call``, ``ran``, ``done``,
+  ``message``; ``held`` / ``released`` are reserved for when the client holds text.
+- ``new NAME [--dir DIR]``: a commented skeleton ``formats/NAME.yaml`` and
+  ``tests/golden/NAME/``.
+
+Exit codes: 0 success, 1 a problem in the input (an invalid descriptor, a malformed stream),
+2 a usage error (argparse's own, an unknown format name, a name ``new`` refuses).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any, TextIO
+
+import yaml
+
+from . import registry
+from .buffer import LLMStreamBuffer
+from .errors import ChunkError, DescriptorError, Problem, UnknownFormatError
+
+EXIT_OK, EXIT_PROBLEM, EXIT_USAGE = 0, 1, 2
+
+
+class CLIError(Exception):
+    """A failure reported as one message on stderr and an exit code, never a traceback."""
+
+    def __init__(self, message: str, code: int = EXIT_PROBLEM) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+# -- output helpers ------------------------------------------------------------------------------
+
+
+class Style:
+    """Markers for the human replay: ``⟦call⟧`` where the terminal can show it, ANSI colour on
+    a terminal unless ``NO_COLOR`` is set; plain ASCII ``[[call]]`` where it cannot."""
+
+    _COLOURS = {"dim": "2", "bold": "1", "call": "1;32", "ran": "1;35", "warn": "1;31",
+                "head": "1;36"}
+
+    def __init__(self, out: TextIO) -> None:
+        encoding = getattr(out, "encoding", None) or "ascii"
+        try:
+            "⟦⟧·—".encode(encoding)
+            self.open, self.close, self.dot = "⟦", "⟧", "·"
+        except (UnicodeEncodeError, LookupError):
+            self.open, self.close, self.dot = "[[", "]]", "-"
+        self.colour = out.isatty() and not os.environ.get("NO_COLOR")
+
+    def paint(self, text: str, kind: str) -> str:
+        if not self.colour or kind not in self._COLOURS:
+            return text
+        return f"\033[{self._COLOURS[kind]}m{text}\033[0m"
+
+    def marker(self, name: str, kind: str = "head") -> str:
+        return self.paint(f"{self.open}{name}{self.close}", kind)
+
+
+def _json(value: Any, indent: int | None = None) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=indent, default=repr)
+
+
+def _load_strategy(name_or_path: str):
+    """A format by name or path; an unknown name is a usage error, an invalid file a problem."""
+    try:
+        return registry.load_format(name_or_path)
+    except UnknownFormatError as exc:
+        raise CLIError(str(exc), EXIT_USAGE) from None
+    except DescriptorError as exc:
+        raise CLIError(str(exc)) from None
+    except OSError as exc:
+        raise CLIError(f"{name_or_path}: {exc.strerror or exc}") from None
+
+
+# -- list, show ----------------------------------------------------------------------------------
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    names = registry.list_formats()
+    if args.json:
+        rows = []
+        for name in names:
+            strategy = registry.load_format(name)
+            rows.append(
+                {"name": name, "title": strategy.title, "docs": strategy.descriptor.get("docs")}
+            )
+        print(_json(rows, indent=2))
+    else:
+        for name in names:
+            print(name)
+    return EXIT_OK
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    strategy = _load_strategy(args.name)
+    sys.stdout.write(
+        yaml.safe_dump(
+            strategy.descriptor,
+            sort_keys=False,
+            allow_unicode=True,
+            default_flow_style=None,  # scalar-only lists and maps inline, as the files write them
+            width=100,
+        )
+    )
+    return EXIT_OK
+
+
+# -- validate ------------------------------------------------------------------------------------
+
+
+def _validator():
+    """``engine.validate_descriptor`` once it exists; until then a stand-in over
+    ``validate_text`` that also compiles the data, so that a broken file never passes silently."""
+    import engine
+    from . import validate
+
+    found = getattr(engine, "validate_descriptor", None) or getattr(
+        validate, "validate_descriptor", None
+    )
+    if found is not None:
+        return found
+
+    def stand_in(path: str) -> list[Problem]:
+        from .strategy import ExtractionStrategy
+
+        text = Path(path).read_text(encoding="utf-8")
+        try:
+            data, problems = validate.validate_text(text, path)
+        except ValueError as exc:  # a YAML syntax error carries its position
+            line, col = getattr(exc, "line", 1), getattr(exc, "col", 1)
+            return [Problem(path, line, col, "", str(exc), "yaml")]
+        if problems:
+            return list(problems)
+        try:
+            ExtractionStrategy(data, source=path)
+        except Exception as exc:  # noqa: BLE001 - any compile failure is a problem to report
+            return [Problem(path, 1, 1, "", f"does not compile: {exc}", "compile")]
+        return []
+
+    return stand_in
+
+
+def _problems_of(arg: str, validate_descriptor) -> list[Problem]:
+    """Every problem of one file, its FILE spelled as on the command line."""
+    path = Path(arg)
+    if not path.exists():
+        return [Problem(arg, 1, 1, "", "no such file", "file")]
+    if not path.is_file():
+        return [Problem(arg, 1, 1, "", "not a file", "file")]
+    try:
+        problems = validate_descriptor(arg)
+    except UnicodeDecodeError as exc:
+        return [Problem(arg, 1, 1, "", f"not UTF-8 text: {exc.reason}", "file")]
+    except OSError as exc:
+        return [Problem(arg, 1, 1, "", f"cannot read: {exc.strerror or exc}", "file")]
+    resolved = path.resolve()
+    out = []
+    for problem in problems:
+        # Problems in another file (an `extends` parent) keep that file's name.
+        if problem.file != arg and Path(problem.file).resolve() == resolved:
+            problem = dataclasses.replace(problem, file=arg)
+        out.append(problem)
+    return out
+
+
+def _expand(paths: list[str]) -> list[str]:
+    """A folder stands for the descriptors in it."""
+    out = []
+    for arg in paths:
+        path = Path(arg)
+        if path.is_dir():
+            found = sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml"))
+            out.extend(str(p) for p in found)
+        else:
+            out.append(arg)
+    return out
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    validate_descriptor = _validator()
+    problems: list[Problem] = []
+    for arg in _expand(args.paths):
+        problems.extend(_problems_of(arg, validate_descriptor))
+    if args.json:
+        print(_json([dataclasses.asdict(p) for p in problems], indent=2))
+    else:
+        for problem in problems:
+            print(problem)
+    return EXIT_PROBLEM if problems else EXIT_OK
+
+
+# -- replay --------------------------------------------------------------------------------------
+
+
+def read_stream(path: str) -> list[tuple[int, Any]]:
+    """The decoded events of a JSON Lines file, each with its 1-based line number.
+
+    Blank lines are skipped; a line that is not JSON is a :class:`CLIError` naming
+    ``FILE:LINE`` and the reason."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except FileNotFoundError:
+        raise CLIError(f"{path}: no such file") from None
+    except UnicodeDecodeError as exc:
+        raise CLIError(f"{path}: not UTF-8 text: {exc.reason}") from None
+    except OSError as exc:
+        raise CLIError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    events = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            events.append((number, json.loads(line)))
+        except json.JSONDecodeError as exc:
+            raise CLIError(
+                f"{path}:{number}: not JSON: {exc.msg} (column {exc.colno})"
+            ) from None
+    return events
+
+
+class ReplayPrinter:
+    """What a client would show: for humans, or as one JSON event a line."""
+
+    def __init__(self, out: TextIO, as_json: bool) -> None:
+        self.out = out
+        self.as_json = as_json
+        self.style = Style(out)
+        self.at_line_start = True
+
+    def _emit(self, event: dict) -> None:
+        self.out.write(_json(event) + "\n")
+
+    def _line(self, text: str) -> None:
+        if not self.at_line_start:
+            self.out.write("\n")
+        self.out.write(text + "\n")
+        self.at_line_start = True
+
+    def header(self, strategy, source: str) -> None:
+        if self.as_json:
+            self._emit({"event": "format", "format": strategy.name, "title": strategy.title})
+            return
+        s = self.style
+        title = s.paint(f"{s.dot} {strategy.title}", "dim")
+        self._line(f"{s.marker('format')} {s.paint(strategy.name, 'bold')} {title}"
+                   f" {s.paint(f'{s.dot} {source}', 'dim')}")
+
+    def text(self, text: str) -> None:
+        if self.as_json:
+            self._emit({"event": "text", "text": text})
+            return
+        self.out.write(text)
+        self.at_line_start = text.endswith("\n")
+
+    def call(self, call, chunk: int | None) -> None:
+        if self.as_json:
+            self._emit({"event": "call", "name": call.name, "arguments": call.arguments,
+                        "id": call.id, "chunk": chunk})
+            return
+        s = self.style
+        where = "at close" if chunk is None else f"chunk {chunk}"
+        self._line(f"{s.marker('call', 'call')} {s.paint(call.name, 'bold')} "
+                   f"{_json(call.arguments)} id={call.id} {s.paint(f'{s.dot} {where}', 'dim')}")
+
+    def ran(self, call, result: Any) -> None:
+        if self.as_json:
+            self._emit({"event": "ran", "name": call.name, "arguments": call.arguments,
+                        "id": call.id, "result": result})
+            return
+        s = self.style
+        self._line(f"{s.marker('ran', 'ran')} {s.paint(call.name, 'bold')} -> {_json(result)}")
+
+    def done(self, chunk: int) -> None:
+        if self.as_json:
+            self._emit({"event": "done", "chunk": chunk})
+            return
+        self._line(f"{self.style.marker('done', 'dim')} {self.style.paint(f'chunk {chunk}', 'dim')}")
+
+    def message(self, buf: LLMStreamBuffer, unknown: Counter) -> None:
+        if self.as_json:
+            self._emit({"event": "message", "message": buf.as_dict(),
+                        "stop_reason": buf.stop_reason, "usage": buf.usage,
+                        "error": buf.error, "format": buf.format, "unknown": dict(unknown)})
+            return
+        s = self.style
+        self._line(f"{s.marker('message')} {buf.format}")
+        self._line(_json(buf.as_dict(), indent=2))
+        self._line(f"{s.marker('stop_reason')} {_json(buf.stop_reason)}")
+        self._line(f"{s.marker('usage')} {_json(buf.usage)}")
+        error = buf.error
+        marker = s.marker("error", "warn") if error is not None else s.marker("error")
+        self._line(f"{marker} {_json(error)}")
+        total = sum(unknown.values())
+        detail = ", ".join(f"{name}×{n}" if s.open == "⟦" else f"{name} x{n}"
+                           for name, n in sorted(unknown.items()))
+        self._line(f"{s.marker('unknown')} {total} event(s) skipped"
+                   + (f" ({detail})" if detail else ""))
+
+
+class CallTracker:
+    """The calls not yet shown: ``buf.calls()`` is recomputed, so compare by value, counting
+    duplicates (two identical calls without ids are two calls)."""
+
+    def __init__(self) -> None:
+        self.shown: Counter = Counter()
+
+    def new(self, calls) -> list:
+        seen: Counter = Counter()
+        fresh = []
+        for call in calls:
+            key = (call.name, _json(call.arguments), call.id)
+            seen[key] += 1
+            if seen[key] > self.shown[key]:
+                self.shown[key] += 1
+                fresh.append(call)
+        return fresh
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    strategies = [_load_strategy(args.format)] if args.format else None
+    tools = _tool_names(args.tools)
+    events = read_stream(args.stream)
+    buf = LLMStreamBuffer(strategies=strategies)
+    printer = ReplayPrinter(sys.stdout, args.json)
+    tracker = CallTracker()
+    announced = finished = False
+
+    def show(chunk: int | None) -> None:
+        nonlocal announced, finished
+        if not announced and buf.strategy is not None:
+            printer.header(buf.strategy, args.stream)
+            announced = True
+        text = buf.text()
+        if text:
+            printer.text(text)
+        for call in tracker.new(buf.calls()):
+            printer.call(call, chunk)
+            if tools is not None and call.name in tools:
+                printer.ran(call, call.arguments)  # the echo tool: its result is its input
+        if not finished and chunk is not None and buf.is_finished():
+            finished = True
+            printer.done(chunk)
+        sys.stdout.flush()
+
+    for index, (number, event) in enumerate(events):
+        try:
+            buf.add(event)
+        except ChunkError as exc:
+            raise CLIError(f"{args.stream}:{number}: {exc.reason}") from None
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            raise CLIError(f"{args.stream}:{number}: event does not fit: {exc}") from None
+        show(index)
+    try:
+        buf.close()
+    except UnknownFormatError as exc:
+        raise CLIError(f"{args.stream}: {exc}") from None
+    show(None)
+    printer.message(buf, Counter(getattr(buf, "unknown_events", None) or {}))
+    return EXIT_OK
+
+
+def _tool_names(spec: str | None) -> frozenset[str] | None:
+    if spec is None:
+        return None
+    return frozenset(name.strip() for name in spec.split(",") if name.strip())
+
+
+# -- new -----------------------------------------------------------------------------------------
+
+NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
+
+SKELETON = """\
+# yaml-language-server: $schema=../schemas/format.schema.json
+#
+# __NAME__: a streaming wire format, declared in YAML (no Python). Fill in the TODOs, drop
+# recorded streams into tests/golden/__NAME__/, then:
+#   mcs-formats validate formats/__NAME__.yaml
+#   mcs-formats replay tests/golden/__NAME__/SCENARIO.jsonl --format formats/__NAME__.yaml
+# Worked examples: formats/anthropic_messages.yaml (an event wire: start / delta / stop per
+# slot) and formats/openai_chat.yaml (a delta-merge wire: the message is a fold of deltas).
+
+# -- header: `name` equals the file's stem ------------------------------------------------------
+name: __NAME__
+title: TODO Provider API (streaming)
+docs: https://example.com/TODO-the-provider-streaming-documentation
+api_version: "TODO"
+order: 99  # where `mcs-formats list` shows it, and when the buffer tries it
+
+# -- recognize: does one chunk's envelope belong to this wire? ----------------------------------
+# Predicates: {field: P, equals: V}, {field: P, in: [...]}, {field: P, prefix: S},
+# {field: P, is: object|list|string|number|boolean|null}, {has: P}, {any: [...]}, {all: [...]},
+# {not: {...}}. P is a read path: a field chain (delta.text) or JMESPath. Be specific: the
+# buffer takes the first format that recognises a chunk.
+recognize:
+  chunk:
+    field: type
+    in: [__NAME__.delta, __NAME__.done]  # TODO: the event types only this wire sends
+  # message: {all: [{field: object, equals: TODO}, {has: content}]}  # a whole stream=false reply
+
+# -- events: what each event does to the message under assembly ---------------------------------
+# Operations: __OPERATIONS__.
+# A target such as "content[index].text" addresses the item of a slotted list by the SLOT the
+# event carries; `from` is a read path into the event.
+events:
+  discriminator: type
+  on:
+    __NAME__.delta:
+      - append: {at: content, from: delta}  # display text: the event's `delta` string
+    __NAME__.done:
+      - stop_reason: stop_reason
+      - usage: usage
+      - finish  # the wire's DONE: buf.is_finished() becomes true
+    # error:
+    #   - error: {from: error}  # keeps the payload in buf.error and ends the stream
+  ignore: [ping]  # known events that carry nothing (others are skipped and counted)
+
+# -- message: the assembled message before the first event --------------------------------------
+message: {role: assistant}
+
+# -- calls: where the tool calls sit in the assembled message -----------------------------------
+calls:
+  at: "tool_calls[*]"
+  name: function.name
+  id: id
+  args: function.arguments
+  args_form: string  # string: JSON text streamed in pieces; object: a whole object
+
+# -- text: where the display text sits ----------------------------------------------------------
+text:
+  at: content
+
+leaks_into_text: false  # does a text-only reply still carry the call envelope?
+"""
+
+GOLDEN_README = """\
+# Golden streams for `__NAME__`
+
+Drop recorded streams here, one scenario a file: `<source>_<scenario>.jsonl` (for example
+`hand_parallel_tool_calls.jsonl`, `sdk_text.jsonl`).
+
+- JSON Lines: one decoded event a line, exactly as the provider sent it. Where the event's name
+  travels only outside the payload (an SSE `event:` line, an AWS event-stream header), put it in
+  the object as `"_event"`.
+- Cover at least: plain text, one tool call, parallel tool calls, a stream cut by a length
+  limit, and the provider's error event.
+- Say where each capture comes from (and its licence) beside it, in this folder.
+
+Check a stream as a client would see it:
+
+    mcs-formats replay tests/golden/__NAME__/SCENARIO.jsonl --format formats/__NAME__.yaml
+
+Then run the golden tests once with `--snapshot-update` and review the snapshots.
+"""
+
+
+def _operations() -> str:
+    try:
+        from . import strategy  # noqa: F401  (its import registers every operation)
+        from .ops import OPERATIONS
+    except ImportError:  # pragma: no cover - the list is a comment; never fail over it
+        return "see engine/ops.py"
+    return ", ".join(OPERATIONS)
+
+
+def cmd_new(args: argparse.Namespace) -> int:
+    name = args.name
+    if not NAME_PATTERN.match(name):
+        raise CLIError(
+            f"invalid format name {name!r}: use lowercase letters, digits and underscores, "
+            "starting with a letter (e.g. my_provider)",
+            EXIT_USAGE,
+        )
+    root = Path(args.dir)
+    descriptor = root / "formats" / f"{name}.yaml"
+    golden = root / "tests" / "golden" / name
+    if name in registry.list_formats():
+        raise CLIError(f"format {name!r} already exists (a built-in format)", EXIT_USAGE)
+    for existing in (descriptor, golden):
+        if existing.exists():
+            raise CLIError(f"format {name!r} already exists: {existing}", EXIT_USAGE)
+    descriptor.parent.mkdir(parents=True, exist_ok=True)
+    golden.mkdir(parents=True)
+    descriptor.write_text(
+        SKELETON.replace("__NAME__", name).replace("__OPERATIONS__", _operations()),
+        encoding="utf-8",
+    )
+    (golden / "README.md").write_text(GOLDEN_README.replace("__NAME__", name), encoding="utf-8")
+    print(f"created {descriptor}")
+    print(f"created {golden / 'README.md'}")
+    print(f"next: fill in the TODOs, then `mcs-formats validate {descriptor}`")
+    return EXIT_OK
+
+
+# -- entry point ---------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mcs-formats",
+        description="Streaming tool-call wire formats of LLM providers, from YAML descriptors.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("list", help="the built-in formats, one a line")
+    p.add_argument("--json", action="store_true", help="a JSON list of {name, title, docs}")
+    p.set_defaults(run=cmd_list)
+
+    p = sub.add_parser("show", help="a descriptor as YAML, `extends` resolved")
+    p.add_argument("name", metavar="NAME", help="a built-in format name, or a descriptor path")
+    p.set_defaults(run=cmd_show)
+
+    p = sub.add_parser("validate", help="check descriptors; silent when all are valid")
+    p.add_argument("paths", metavar="PATH", nargs="+", help="descriptor files (or folders)")
+    p.add_argument("--json", action="store_true", help="a JSON list of problems")
+    p.set_defaults(run=cmd_validate)
+
+    p = sub.add_parser("replay", help="play a recorded stream as a client sees it")
+    p.add_argument("stream", metavar="STREAM.jsonl", help="JSON Lines, one decoded event a line")
+    p.add_argument("--format", metavar="NAME|PATH",
+                   help="only this format (default: resolve among all built-ins)")
+    p.add_argument("--tools", metavar="NAME,...",
+                   help="run calls of these tools with an echo tool (result = arguments)")
+    p.add_argument("--json", action="store_true", help="one JSON event a line")
+    p.set_defaults(run=cmd_replay)
+
+    p = sub.add_parser("new", help="scaffold formats/NAME.yaml and tests/golden/NAME/")
+    p.add_argument("name", metavar="NAME", help="lowercase letters, digits, underscores")
+    p.add_argument("--dir", default=".", metavar="DIR",
+                   help="the project folder to scaffold into (default: the current one)")
+    p.set_defaults(run=cmd_new)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except CLIError as exc:
+        sys.stdout.flush()
+        print(f"mcs-formats {args.command}: {exc}", file=sys.stderr)
+        return exc.code
+    except BrokenPipeError:  # `mcs-formats replay ... | head`
+        sys.stderr.close()
+        return EXIT_PROBLEM
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

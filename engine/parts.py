@@ -1,0 +1,97 @@
+"""Typed parts that join: Mistral's content chunks, Gemini's parts.
+
+Some wires stream a list of typed parts (``{type: thinking, thinking: [...]}``,
+``{type: text, text}``, ``{text, thought: true}``) where the non-streaming message holds one part
+per run: adjacent parts of one kind join into one, their text fields concatenating (nested part
+lists join the same way), other fields set once. A :class:`JoinRule` says what "one kind" is
+(``key``: the fields that must be equal) and which fields are text; a part without any text
+field (a function call) never joins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .model import Fragments, ingest
+
+_ABSENT = object()
+
+
+@dataclass(frozen=True)
+class JoinRule:
+    key: tuple[str, ...]
+    text: tuple[str, ...]
+    string_part: dict | None = None  # how a bare string delta becomes a part: {type: text}
+    string_field: str | None = None
+    blocked_by: tuple[str, ...] = ()  # fields on the incoming part that prevent a join
+
+    @classmethod
+    def from_spec(cls, spec: dict) -> JoinRule:
+        string = spec.get("string")
+        return cls(
+            key=tuple(spec.get("key", ())),
+            text=tuple(spec.get("text", ("text",))),
+            string_part={k: v for k, v in string.items() if k != "field"} if string else None,
+            string_field=string.get("field", "text") if string else None,
+            blocked_by=tuple(spec.get("unless", ())),
+        )
+
+    def joinable(self, last: dict, part: dict) -> bool:
+        if any(part.get(f) is not None for f in self.blocked_by):
+            return False
+        if not any(f in last for f in self.text) or not any(f in part for f in self.text):
+            return False
+        return all(last.get(k, _ABSENT) == part.get(k, _ABSENT) for k in self.key)
+
+
+def join_parts(
+    parts: list, incoming: list, rule: JoinRule, on_part: Callable[[dict, dict], None] | None
+) -> None:
+    """Append ``incoming`` parts to ``parts``, joining each with the last one where it may.
+
+    ``on_part(stored, incoming_part)`` is told about every part taken (to show display text,
+    or to track a call).
+    """
+    for part in incoming:
+        if part.__class__ is not dict:
+            continue
+        last = parts[-1] if parts else None
+        if last is not None and rule.joinable(last, part):
+            _join_into(last, part, rule)
+            if on_part is not None:
+                on_part(last, part)
+        else:
+            stored = ingest(part)
+            for f in rule.text:
+                if stored.get(f).__class__ is str:
+                    stored[f] = Fragments(stored[f])
+            parts.append(stored)
+            if on_part is not None:
+                on_part(stored, part)
+
+
+def _join_into(last: dict, part: dict, rule: JoinRule) -> None:
+    for key, value in part.items():
+        if key in rule.text:
+            current = last.get(key)
+            if value.__class__ is str:
+                if current.__class__ is Fragments:
+                    if value:
+                        current.parts.append(value)
+                else:
+                    last[key] = Fragments((current or "") + value)
+            elif value.__class__ is list and current.__class__ is list:
+                join_parts(current, value, rule, None)
+            elif current is None:
+                last[key] = ingest(value)
+        elif last.get(key) in (None, ""):
+            last[key] = ingest(value)
+
+
+def string_as_part(parts: list, text: str, rule: JoinRule) -> dict:
+    """A bare string delta on a parts list joins the last text part, or starts one."""
+    part = {**(rule.string_part or {}), rule.string_field or "text": text}
+    join_parts(parts, [part], rule, None)
+    return parts[-1]

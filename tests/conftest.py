@@ -1,0 +1,58 @@
+"""Shared test helpers: golden fixture discovery and replay."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import engine
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = ROOT / "tests" / "golden"
+
+
+def golden_streams(formats: list[str] | None = None) -> list[Path]:
+    """Every golden stream of every built-in format (a new fixture needs no test code)."""
+    names = formats or engine.list_formats()
+    return sorted(p for name in names for p in (GOLDEN / name).glob("*.jsonl"))
+
+
+def stream_id(path: Path) -> str:
+    return f"{path.parent.name}/{path.stem}"
+
+
+def read_stream(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def replay(events: list, fmt: str | None = None, choice: int = 0) -> engine.LLMStreamBuffer:
+    strategies = [engine.load_format(fmt)] if fmt else None
+    buf = engine.LLMStreamBuffer(strategies=strategies, choice=choice)
+    for event in events:
+        buf.add(event)
+    buf.close()
+    return buf
+
+
+def outcome(buf: engine.LLMStreamBuffer) -> dict:
+    """Everything a stream produces that a user can observe, as plain data."""
+    return {
+        "format": buf.format,
+        "finished": buf.is_finished(),
+        "message": buf.as_dict(),
+        "calls": [{"name": c.name, "arguments": c.arguments, "id": c.id} for c in buf.calls()],
+        "text": buf.get_content(),
+        "stop_reason": buf.stop_reason,
+        "usage": buf.usage,
+        "error": buf.error,
+        "unknown_events": dict(sorted(buf.unknown_events.items())),
+    }
+
+
+@pytest.fixture
+def json_snapshot(snapshot):
+    from syrupy.extensions.json import JSONSnapshotExtension
+
+    return snapshot.use_extension(JSONSnapshotExtension)

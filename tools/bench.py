@@ -1,0 +1,205 @@
+"""Per-chunk cost of the client loop, as a ratio to the ``json.loads`` floor.
+
+For each wire and size, a generated stream (as dicts) goes through the loop a client runs on
+every chunk: ``buf.add(chunk)``, ``buf.forming()``, ``buf.calls()``. Its time is divided by the
+time ``json.loads`` takes to decode the same chunks' JSON text, measured in the same run, so
+the figure does not depend on the machine. Two stream kinds: two parallel calls whose
+arguments stream in fragments of about 8 bytes, and text only.
+
+    python tools/bench.py [--sizes 100,1000,10000,100000] [--wires a,b] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import engine  # noqa: E402
+
+FRAG = 8
+
+
+def _arg_fragments(n: int) -> Iterator[str]:
+    """A JSON object's text in ~8-byte pieces, about n of them."""
+    body = json.dumps({"q": "x" * max(1, n * FRAG - 10)})
+    for i in range(0, len(body), FRAG):
+        yield body[i : i + FRAG]
+
+
+def _split(n: int, kinds: int = 2) -> list[list[str]]:
+    per = max(1, (n - 4) // kinds)
+    return [list(_arg_fragments(per)) for _ in range(kinds)]
+
+
+def _words(n: int) -> Iterator[str]:
+    for i in range(n):
+        yield f"word{i % 10} "
+
+
+# -- generators: each returns the chunks of one stream, as dicts ---------------------------
+
+
+def openai_chat(n: int, calls: bool) -> list[dict]:
+    base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+
+    def chunk(delta: dict, finish: str | None = None) -> dict:
+        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    out = [chunk({"role": "assistant", "content": None})]
+    if calls:
+        a, b = _split(n)
+        for slot, name in ((0, "alpha"), (1, "beta")):
+            fn = {"name": name, "arguments": ""}
+            tc = {"index": slot, "id": f"call_{slot}", "type": "function", "function": fn}
+            out.append(chunk({"tool_calls": [tc]}))
+        for i in range(max(len(a), len(b))):
+            for slot, frags in ((0, a), (1, b)):
+                if i < len(frags):
+                    tc = {"index": slot, "function": {"arguments": frags[i]}}
+                    out.append(chunk({"tool_calls": [tc]}))
+        out.append(chunk({}, "tool_calls"))
+    else:
+        out += [chunk({"content": w}) for w in _words(n - 2)]
+        out.append(chunk({}, "stop"))
+    return out
+
+
+def openai_responses(n: int, calls: bool) -> list[dict]:
+    out = [{"type": "response.created", "response": {"id": "resp_1", "object": "response",
+                                                     "status": "in_progress", "output": []}}]
+    if calls:
+        a, b = _split(n)
+        for slot in (0, 1):
+            item = {"type": "function_call", "id": f"fc_{slot}", "call_id": f"call_{slot}",
+                    "name": f"tool{slot}", "arguments": "", "status": "in_progress"}
+            out.append({"type": "response.output_item.added", "output_index": slot, "item": item})
+        for i in range(max(len(a), len(b))):
+            for slot, frags in ((0, a), (1, b)):
+                if i < len(frags):
+                    out.append({"type": "response.function_call_arguments.delta",
+                                "item_id": f"fc_{slot}", "output_index": slot,
+                                "delta": frags[i]})
+    else:
+        item = {"type": "message", "id": "msg_1", "role": "assistant", "content": [],
+                "status": "in_progress"}
+        out.append({"type": "response.output_item.added", "output_index": 0, "item": item})
+        out.append({"type": "response.content_part.added", "item_id": "msg_1",
+                    "output_index": 0, "content_index": 0,
+                    "part": {"type": "output_text", "text": "", "annotations": []}})
+        out += [{"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0,
+                 "content_index": 0, "delta": w} for w in _words(n - 4)]
+    out.append({"type": "response.completed", "response": {"id": "resp_1", "object": "response",
+                                                           "status": "completed", "output": []}})
+    return out
+
+
+def anthropic_messages(n: int, calls: bool) -> list[dict]:
+    out = [{"type": "message_start", "message": {"id": "msg_1", "type": "message",
+                                                 "role": "assistant", "content": [],
+                                                 "model": "m", "usage": {"output_tokens": 1}}}]
+    if calls:
+        a, b = _split(n)
+        for slot in (0, 1):
+            out.append({"type": "content_block_start", "index": slot,
+                        "content_block": {"type": "tool_use", "id": f"toolu_{slot}",
+                                          "name": f"tool{slot}", "input": {}}})
+        for i in range(max(len(a), len(b))):
+            for slot, frags in ((0, a), (1, b)):
+                if i < len(frags):
+                    out.append({"type": "content_block_delta", "index": slot,
+                                "delta": {"type": "input_json_delta", "partial_json": frags[i]}})
+        out += [{"type": "content_block_stop", "index": s} for s in (0, 1)]
+    else:
+        out.append({"type": "content_block_start", "index": 0,
+                    "content_block": {"type": "text", "text": ""}})
+        out += [{"type": "content_block_delta", "index": 0,
+                 "delta": {"type": "text_delta", "text": w}} for w in _words(n - 4)]
+        out.append({"type": "content_block_stop", "index": 0})
+    out.append({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+                "usage": {"output_tokens": n}})
+    out.append({"type": "message_stop"})
+    return out
+
+
+GENERATORS: dict[str, Callable[[int, bool], list[dict]]] = {
+    "openai_chat": openai_chat,
+    "openai_responses": openai_responses,
+    "anthropic_messages": anthropic_messages,
+}
+
+
+# -- measurement ------------------------------------------------------------------------------
+
+
+def _best(fn: Callable[[], None], repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        gc.collect()
+        gc.disable()
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+        gc.enable()
+    return best
+
+
+def measure(wire: str, chunks: list[dict], repeat: int) -> tuple[float, float]:
+    """Seconds per chunk for the client loop and for the json.loads floor."""
+    strategy = engine.load_format(wire)
+    texts = [json.dumps(c) for c in chunks]
+    loads = json.loads
+
+    def floor() -> None:
+        for t in texts:
+            loads(t)
+
+    def loop() -> None:
+        buf = engine.LLMStreamBuffer(strategies=[strategy])
+        add, forming, calls = buf.add, buf.forming, buf.calls
+        for c in chunks:
+            add(c)
+            forming()
+            calls()
+
+    n = len(chunks)
+    return _best(loop, repeat) / n, _best(floor, repeat) / n
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="100,1000,10000,100000")
+    parser.add_argument("--wires", default=",".join(GENERATORS))
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    wires = args.wires.split(",")
+    print(f"{'wire':<20} {'stream':<6} " + " ".join(f"{s:>9}" for s in sizes) + "   growth")
+    worst = 0.0
+    for wire in wires:
+        for kind, calls in (("calls", True), ("text", False)):
+            ratios, per_chunk = [], []
+            for size in sizes:
+                chunks = GENERATORS[wire](size, calls)
+                loop, floor = measure(wire, chunks, args.repeat if size < 100000 else 1)
+                ratios.append(loop / floor)
+                per_chunk.append(loop)
+            ref = sizes.index(1000) if 1000 in sizes else 0
+            growth = per_chunk[-1] / per_chunk[ref]
+            worst = max(worst, *ratios[ref:])
+            cells = " ".join(f"{r:>8.2f}x" for r in ratios)
+            print(f"{wire:<20} {kind:<6} {cells}   {growth:.2f}")
+    print(f"\nratio = per-chunk cost of add+forming+calls / json.loads of the same chunk's text;"
+          f"\ngrowth = per-chunk cost at {sizes[-1]} / at 1000. Worst ratio from 1000 up: "
+          f"{worst:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
