@@ -41,6 +41,7 @@ class Assembly:
         "finished",
         "unknown",
         "track_of",
+        "open_parts",
     )
 
     def __init__(self, strategy: ExtractionStrategy) -> None:
@@ -55,6 +56,7 @@ class Assembly:
         self.error: Any = None
         self.finished = False
         self.unknown: Counter[str] = Counter()
+        self.open_parts: list = []  # calls streaming over several parts (engine.extend)
 
     # -- items -----------------------------------------------------------------------------
 

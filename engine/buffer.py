@@ -14,6 +14,7 @@ from typing import Any
 from .assembly import Assembly
 from .chunks import SKIP, Sentinel, decode
 from .errors import ChunkError, UnknownFormatError
+from .extend import finish_open_parts
 from .strategy import NOT_FORMING, ExtractedCall, ExtractionStrategy, Forming
 
 
@@ -104,6 +105,7 @@ class LLMStreamBuffer:
                     f"no format recognised any of the {len(self._pending)} chunk(s); tried: {tried}"
                 )
             return
+        finish_open_parts(self._asm)
         for track in self._asm.tracks:
             if not track.args.closed:
                 track.args.closed = True

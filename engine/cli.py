@@ -25,6 +25,7 @@ import json
 import os
 import re
 import sys
+import textwrap
 from collections import Counter
 from pathlib import Path
 from typing import Any, TextIO
@@ -53,8 +54,14 @@ class Style:
     """Markers for the human replay: ``⟦call⟧`` where the terminal can show it, ANSI colour on
     a terminal unless ``NO_COLOR`` is set; plain ASCII ``[[call]]`` where it cannot."""
 
-    _COLOURS = {"dim": "2", "bold": "1", "call": "1;32", "ran": "1;35", "warn": "1;31",
-                "head": "1;36"}
+    _COLOURS = {
+        "dim": "2",
+        "bold": "1",
+        "call": "1;32",
+        "ran": "1;35",
+        "warn": "1;31",
+        "head": "1;36",
+    }
 
     def __init__(self, out: TextIO) -> None:
         encoding = getattr(out, "encoding", None) or "ascii"
@@ -109,17 +116,55 @@ def cmd_list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+class _ShowDumper(yaml.SafeDumper):
+    """Block style as the descriptor files write it: lists indented under their key, short
+    lists and maps of scalars inline (``in: [a, b]``, ``{at: content, from: delta}``)."""
+
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+        return super().increase_indent(flow, False)
+
+
+def _inline(values, limit: int = 72) -> bool:
+    scalar = all(not isinstance(v, (dict, list)) for v in values)
+    return scalar and len(_json(values if isinstance(values, list) else list(values))) <= limit
+
+
+class _Item(dict):
+    """A map that is a list item: one key reads best as a block (``- usage: usage``)."""
+
+
+def _represent_list(dumper: _ShowDumper, data: list) -> yaml.Node:
+    items = [_Item(x) if type(x) is dict else x for x in data]
+    return dumper.represent_sequence(
+        "tag:yaml.org,2002:seq", items, flow_style=bool(data) and _inline(data)
+    )
+
+
+def _represent_dict(dumper: _ShowDumper, data: dict) -> yaml.Node:
+    wanted = len(data) > 1 or not isinstance(data, _Item)
+    flow = bool(data) and wanted and _inline(list(data.values()), 56)
+    return dumper.represent_mapping("tag:yaml.org,2002:map", data, flow_style=flow)
+
+
+_ShowDumper.add_representer(list, _represent_list)
+_ShowDumper.add_representer(dict, _represent_dict)
+_ShowDumper.add_representer(_Item, _represent_dict)
+
+
+def to_yaml(descriptor: dict) -> str:
+    """A descriptor as YAML that any safe loader reads back to the same data (keys such as
+    ``on`` are quoted, because YAML 1.1 loaders would read them as booleans)."""
+    text = yaml.dump(descriptor, Dumper=_ShowDumper, sort_keys=False, allow_unicode=True, width=100)
+    # A blank line before each top-level section, as the files have.
+    return "".join(
+        "\n" + line if i and line[:1].isalnum() and line.rstrip().endswith(":") else line
+        for i, line in enumerate(text.splitlines(keepends=True))
+    )
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     strategy = _load_strategy(args.name)
-    sys.stdout.write(
-        yaml.safe_dump(
-            strategy.descriptor,
-            sort_keys=False,
-            allow_unicode=True,
-            default_flow_style=None,  # scalar-only lists and maps inline, as the files write them
-            width=100,
-        )
-    )
+    sys.stdout.write(to_yaml(strategy.descriptor))
     return EXIT_OK
 
 
@@ -130,6 +175,7 @@ def _validator():
     """``engine.validate_descriptor`` once it exists; until then a stand-in over
     ``validate_text`` that also compiles the data, so that a broken file never passes silently."""
     import engine
+
     from . import validate
 
     found = getattr(engine, "validate_descriptor", None) or getattr(
@@ -231,9 +277,7 @@ def read_stream(path: str) -> list[tuple[int, Any]]:
         try:
             events.append((number, json.loads(line)))
         except json.JSONDecodeError as exc:
-            raise CLIError(
-                f"{path}:{number}: not JSON: {exc.msg} (column {exc.colno})"
-            ) from None
+            raise CLIError(f"{path}:{number}: not JSON: {exc.msg} (column {exc.colno})") from None
     return events
 
 
@@ -261,8 +305,10 @@ class ReplayPrinter:
             return
         s = self.style
         title = s.paint(f"{s.dot} {strategy.title}", "dim")
-        self._line(f"{s.marker('format')} {s.paint(strategy.name, 'bold')} {title}"
-                   f" {s.paint(f'{s.dot} {source}', 'dim')}")
+        self._line(
+            f"{s.marker('format')} {s.paint(strategy.name, 'bold')} {title}"
+            f" {s.paint(f'{s.dot} {source}', 'dim')}"
+        )
 
     def text(self, text: str) -> None:
         if self.as_json:
@@ -273,18 +319,34 @@ class ReplayPrinter:
 
     def call(self, call, chunk: int | None) -> None:
         if self.as_json:
-            self._emit({"event": "call", "name": call.name, "arguments": call.arguments,
-                        "id": call.id, "chunk": chunk})
+            self._emit(
+                {
+                    "event": "call",
+                    "name": call.name,
+                    "arguments": call.arguments,
+                    "id": call.id,
+                    "chunk": chunk,
+                }
+            )
             return
         s = self.style
         where = "at close" if chunk is None else f"chunk {chunk}"
-        self._line(f"{s.marker('call', 'call')} {s.paint(call.name, 'bold')} "
-                   f"{_json(call.arguments)} id={call.id} {s.paint(f'{s.dot} {where}', 'dim')}")
+        self._line(
+            f"{s.marker('call', 'call')} {s.paint(call.name, 'bold')} "
+            f"{_json(call.arguments)} id={call.id} {s.paint(f'{s.dot} {where}', 'dim')}"
+        )
 
     def ran(self, call, result: Any) -> None:
         if self.as_json:
-            self._emit({"event": "ran", "name": call.name, "arguments": call.arguments,
-                        "id": call.id, "result": result})
+            self._emit(
+                {
+                    "event": "ran",
+                    "name": call.name,
+                    "arguments": call.arguments,
+                    "id": call.id,
+                    "result": result,
+                }
+            )
             return
         s = self.style
         self._line(f"{s.marker('ran', 'ran')} {s.paint(call.name, 'bold')} -> {_json(result)}")
@@ -293,13 +355,22 @@ class ReplayPrinter:
         if self.as_json:
             self._emit({"event": "done", "chunk": chunk})
             return
-        self._line(f"{self.style.marker('done', 'dim')} {self.style.paint(f'chunk {chunk}', 'dim')}")
+        s = self.style
+        self._line(f"{s.marker('done', 'dim')} {s.paint(f'chunk {chunk}', 'dim')}")
 
     def message(self, buf: LLMStreamBuffer, unknown: Counter) -> None:
         if self.as_json:
-            self._emit({"event": "message", "message": buf.as_dict(),
-                        "stop_reason": buf.stop_reason, "usage": buf.usage,
-                        "error": buf.error, "format": buf.format, "unknown": dict(unknown)})
+            self._emit(
+                {
+                    "event": "message",
+                    "message": buf.as_dict(),
+                    "stop_reason": buf.stop_reason,
+                    "usage": buf.usage,
+                    "error": buf.error,
+                    "format": buf.format,
+                    "unknown": dict(unknown),
+                }
+            )
             return
         s = self.style
         self._line(f"{s.marker('message')} {buf.format}")
@@ -310,10 +381,13 @@ class ReplayPrinter:
         marker = s.marker("error", "warn") if error is not None else s.marker("error")
         self._line(f"{marker} {_json(error)}")
         total = sum(unknown.values())
-        detail = ", ".join(f"{name}×{n}" if s.open == "⟦" else f"{name} x{n}"
-                           for name, n in sorted(unknown.items()))
-        self._line(f"{s.marker('unknown')} {total} event(s) skipped"
-                   + (f" ({detail})" if detail else ""))
+        detail = ", ".join(
+            f"{name}×{n}" if s.open == "⟦" else f"{name} x{n}"
+            for name, n in sorted(unknown.items())
+        )
+        self._line(
+            f"{s.marker('unknown')} {total} event(s) skipped" + (f" ({detail})" if detail else "")
+        )
 
 
 class CallTracker:
@@ -417,7 +491,7 @@ recognize:
   # message: {all: [{field: object, equals: TODO}, {has: content}]}  # a whole stream=false reply
 
 # -- events: what each event does to the message under assembly ---------------------------------
-# Operations: __OPERATIONS__.
+# __OPERATIONS__
 # A target such as "content[index].text" addresses the item of a slotted list by the SLOT the
 # event carries; `from` is a read path into the event.
 events:
@@ -481,6 +555,13 @@ def _operations() -> str:
     return ", ".join(OPERATIONS)
 
 
+def _skeleton(name: str) -> str:
+    operations = textwrap.fill(
+        f"Operations: {_operations()}.", width=96, initial_indent="# ", subsequent_indent="# "
+    )
+    return SKELETON.replace("# __OPERATIONS__", operations).replace("__NAME__", name)
+
+
 def cmd_new(args: argparse.Namespace) -> int:
     name = args.name
     if not NAME_PATTERN.match(name):
@@ -500,7 +581,7 @@ def cmd_new(args: argparse.Namespace) -> int:
     descriptor.parent.mkdir(parents=True, exist_ok=True)
     golden.mkdir(parents=True)
     descriptor.write_text(
-        SKELETON.replace("__NAME__", name).replace("__OPERATIONS__", _operations()),
+        _skeleton(name),
         encoding="utf-8",
     )
     (golden / "README.md").write_text(GOLDEN_README.replace("__NAME__", name), encoding="utf-8")
@@ -535,17 +616,27 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("replay", help="play a recorded stream as a client sees it")
     p.add_argument("stream", metavar="STREAM.jsonl", help="JSON Lines, one decoded event a line")
-    p.add_argument("--format", metavar="NAME|PATH",
-                   help="only this format (default: resolve among all built-ins)")
-    p.add_argument("--tools", metavar="NAME,...",
-                   help="run calls of these tools with an echo tool (result = arguments)")
+    p.add_argument(
+        "--format",
+        metavar="NAME|PATH",
+        help="only this format (default: resolve among all built-ins)",
+    )
+    p.add_argument(
+        "--tools",
+        metavar="NAME,...",
+        help="run calls of these tools with an echo tool (result = arguments)",
+    )
     p.add_argument("--json", action="store_true", help="one JSON event a line")
     p.set_defaults(run=cmd_replay)
 
     p = sub.add_parser("new", help="scaffold formats/NAME.yaml and tests/golden/NAME/")
     p.add_argument("name", metavar="NAME", help="lowercase letters, digits, underscores")
-    p.add_argument("--dir", default=".", metavar="DIR",
-                   help="the project folder to scaffold into (default: the current one)")
+    p.add_argument(
+        "--dir",
+        default=".",
+        metavar="DIR",
+        help="the project folder to scaffold into (default: the current one)",
+    )
     p.set_defaults(run=cmd_new)
     return parser
 

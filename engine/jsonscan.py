@@ -208,7 +208,7 @@ class ArgsStream:
         if self.closed:
             return False
         self.closed = True
-        if self.form == "object" and self.is_empty and self.state == OPEN:
+        if self.is_empty and self.state == OPEN:
             initial = self.initial if isinstance(self.initial, dict) else {}
             self.state, self.value = COMPLETE, initial
             return True
@@ -217,6 +217,8 @@ class ArgsStream:
     def materialize(self) -> Any:
         """What the assembled message shows at this field."""
         if self.form == "string":
+            if self.closed and self.is_empty and self.state == COMPLETE:
+                return "{}"  # closed with no arguments: the non-streaming form of a no-arg call
             return self.text
         if not self.closed:
             if self._whole is not None:

@@ -457,7 +457,8 @@ def op_usage(spec: Any, ctx: CompileContext) -> Run:
 
 
 def op_finish(spec: Any, ctx: CompileContext) -> Run:
-    """The wire's DONE: the turn is over (with ``when``, only if that path holds a value)."""
+    """The wire's DONE: the turn is over (with ``when``, only if that path holds a true value:
+    a finish reason, ``done: true``)."""
     if spec is None or spec is True:
 
         def finish(asm: Assembly, ev: Any, ch: Any) -> None:
@@ -467,7 +468,7 @@ def op_finish(spec: Any, ctx: CompileContext) -> Run:
     read = compile_read(spec["when"], ctx.choice_alias)
 
     def finish_when(asm: Assembly, ev: Any, ch: Any) -> None:
-        if read(ev, ch) is not None:
+        if read(ev, ch):
             asm.finished = True
 
     return finish_when

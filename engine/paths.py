@@ -69,6 +69,16 @@ def compile_get(path: str) -> Callable[[Any], Any]:
 
 
 def _jmespath_reason(exc: Exception) -> str:
+    """One short line: jmespath's own messages span lines and repeat the expression."""
+    if isinstance(exc, jmespath.exceptions.IncompleteExpressionError):
+        return "incomplete expression"
+    if isinstance(exc, jmespath.exceptions.LexerError):
+        message = exc.message[:1].lower() + exc.message[1:]
+        return f"{message} at column {exc.lexer_position + 1}"
+    if isinstance(exc, jmespath.exceptions.ParseError):
+        if exc.token_value not in (None, ""):
+            return f"unexpected {exc.token_value!r} at column {exc.lex_position + 1}"
+        return f"{exc.msg} at column {exc.lex_position + 1}"
     text = str(exc).strip().splitlines()
     return text[0] if text else exc.__class__.__name__
 

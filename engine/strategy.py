@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import extend as _extend  # noqa: F401  (registers the extend operation)
 from . import fold as _fold  # noqa: F401  (registers the fold operation)
 from .assembly import Assembly
 from .jsonscan import ArgsStream
@@ -54,6 +55,7 @@ class CallsSpec:
     id: Callable[[Any], Any]
     args_fields: tuple[str, ...]
     args_form: str
+    args_whole: bool = False  # the wire sends arguments whole (Gemini, Ollama)
 
     def install_args(self, item: dict) -> ArgsStream:
         """Put an :class:`ArgsStream` at the item's args field, seeded with what is there."""
@@ -64,7 +66,12 @@ class CallsSpec:
                 child = parent[f] = {}
             parent = child
         current = parent.get(self.args_fields[-1])
-        stream = new_args_stream(self.args_form, current)
+        if self.args_whole and current.__class__ is not ArgsStream:
+            # Whole arguments: absent means a call without arguments.
+            stream = ArgsStream(self.args_form)
+            stream.set_whole({} if current is None else current)
+        else:
+            stream = new_args_stream(self.args_form, current)
         parent[self.args_fields[-1]] = stream
         return stream
 
@@ -213,8 +220,23 @@ def compile_ops(rules: list, ctx: CompileContext) -> list[Run]:
             name, args = rule, None
         else:
             ((name, args),) = rule.items()
-        out.append(OPERATIONS[name](args, ctx))
+        when = None
+        if isinstance(args, dict) and "when" in args and name != "finish":
+            when = compile_read(args["when"], ctx.choice_alias)
+            args = {k: v for k, v in args.items() if k != "when"}
+        op = OPERATIONS[name](args, ctx)
+        out.append(op if when is None else _guarded(op, when))
     return out
+
+
+def _guarded(op: Run, when) -> Run:
+    """An operation that runs only when the event holds a true value at ``when``."""
+
+    def guarded(asm: Assembly, ev: Any, ch: Any) -> None:
+        if when(ev, ch):
+            op(asm, ev, ch)
+
+    return guarded
 
 
 def _pattern_parts(path: str) -> tuple[str, tuple[tuple[str, ...], ...], tuple[str, ...]]:
@@ -255,6 +277,7 @@ class ExtractionStrategy:
                 id=compile_get(calls_spec["id"]) if calls_spec.get("id") else (lambda item: None),
                 args_fields=tuple(calls_spec["args"].split(".")),
                 args_form=calls_spec.get("args_form", "string"),
+                args_whole=calls_spec.get("args_arrive", "fragments") == "whole",
             )
         text_spec = descriptor.get("text")
         text = None

@@ -8,10 +8,9 @@ JSON pointer. Only the safe constructors are ever used.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
-
-import re
 
 import yaml
 
@@ -66,18 +65,17 @@ def escape(token: str) -> str:
 def load(text: str) -> tuple[Any, SourceMap]:
     """Parse one YAML document safely; return the data and its source map."""
     loader = DescriptorLoader(text)
+    source = SourceMap()
     try:
         node = loader.get_single_node()
-    except yaml.MarkedYAMLError as exc:
+        data = None if node is None else _build(loader, node, "", source)
+    except yaml.MarkedYAMLError as exc:  # syntax, and tags the safe loader refuses
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         raise YAMLSourceError(f"YAML syntax: {exc.problem or exc}", line, col) from None
     finally:
         loader.dispose()
-    source = SourceMap()
-    if node is None:
-        return None, source
-    return _build(loader, node, "", source), source
+    return data, source
 
 
 def _mark(node: yaml.Node) -> tuple[int, int]:

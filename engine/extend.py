@@ -1,0 +1,222 @@
+"""``extend``: whole parts appended in order of appearance (Gemini, Bedrock tool results).
+
+A wire that sends whole parts (Gemini's ``parts``) assembles them by appending, joining
+adjacent parts of one kind (see :mod:`engine.parts`). Some of those parts may instead be a call
+streamed over several parts (Gemini 3's ``functionCall {name, willContinue: true}`` followed by
+``partialArgs`` pieces): ``continuation`` declares that shape, and the op assembles one whole
+call part from it, closed by a part without ``willContinue``, by an empty call part (which is
+not kept), by any other part, or by the end of input.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from .assembly import Assembly
+from .jsonscan import COMPLETE
+from .model import Fragments, ingest
+from .ops import OPERATIONS, CompileContext, Run, Target
+from .parts import JoinRule, join_parts
+from .paths import compile_read
+
+_PATH_TOKEN = re.compile(r"\.([A-Za-z_$][\w$-]*)|\[(\d+)\]|\['([^']*)'\]")
+
+
+@dataclass(frozen=True)
+class Continuation:
+    """How a call streamed over several parts is declared."""
+
+    field: str  # the part's call object: functionCall
+    flag: str  # the "more follows" flag on it: willContinue
+    pieces: str  # the list of path-addressed pieces: partialArgs
+    path: str  # a piece's JSON path field: jsonPath
+    values: tuple[str, ...]  # a piece's value fields: stringValue, numberValue, ...
+    text_value: str  # the value field whose pieces concatenate: stringValue
+    args: str  # where the assembled object goes in the call object: args
+
+
+def op_extend(spec: dict, ctx: CompileContext) -> Run:
+    read = compile_read(spec["from"], ctx.choice_alias)
+    target = Target(spec["at"], ctx)
+    rule = JoinRule.from_spec(spec["join"]) if spec.get("join") else None
+    pattern = f"{target.pattern}[*]"
+    cont_spec = spec.get("continuation")
+    cont = (
+        Continuation(
+            field=cont_spec["field"],
+            flag=cont_spec.get("flag", "willContinue"),
+            pieces=cont_spec["pieces"],
+            path=cont_spec.get("path", "jsonPath"),
+            values=tuple(cont_spec["values"]),
+            text_value=cont_spec.get("text_value", cont_spec["values"][0]),
+            args=cont_spec.get("args", "args"),
+        )
+        if cont_spec
+        else None
+    )
+    display_where = _display_where(ctx, target)
+
+    def extend(asm: Assembly, ev: Any, ch: Any) -> None:
+        incoming = read(ev, ch)
+        if incoming is None:
+            return
+        if incoming.__class__ is not list:
+            incoming = [incoming]
+        item = target.locate_item(asm, ev, ch, True)
+        if item is None:
+            return
+        parent = target.parent_of_field(item)
+        last = target.rel[-1]
+        parts = parent.get(last)
+        if parts.__class__ is not list:
+            parts = parent[last] = []
+        for part in incoming:
+            if part.__class__ is not dict:
+                parts.append(ingest(part))
+                continue
+            if cont is not None and _continue(asm, parts, part, cont):
+                continue
+            _take(asm, parts, part, rule, pattern, display_where, cont)
+
+    return extend
+
+
+def _display_where(ctx: CompileContext, target: Target):
+    if ctx.text_pattern is None or not ctx.text_pattern.startswith(f"{target.pattern}[*]."):
+        return None
+    field = ctx.text_pattern[len(target.pattern) + 4 :]
+    return field
+
+
+def _take(asm, parts, part, rule, pattern, display_field, cont) -> None:
+    before = len(parts)
+    if cont is not None and (part.get(cont.field) or {}).get(cont.flag):
+        call = {k: v for k, v in part[cont.field].items() if k not in (cont.flag, cont.pieces)}
+        stored = {**ingest({k: v for k, v in part.items() if k != cont.field}), cont.field: call}
+        parts.append(stored)
+        asm.item_added(pattern, stored)
+        track = asm.track_of.get(id(stored))
+        if track is not None:
+            track.args.reset()  # its arguments are still streaming
+        asm.open_parts.append((stored, cont, {}, {}))
+        _apply_pieces(asm.open_parts[-1], part[cont.field].get(cont.pieces) or [])
+        return
+    if rule is not None:
+        join_parts(parts, [part], rule, None)
+    else:
+        parts.append(ingest(part))
+    stored = parts[-1]
+    if len(parts) > before:
+        asm.item_added(pattern, stored)
+    if display_field and asm.display_allowed(stored):
+        piece = part.get(display_field)
+        if piece.__class__ is str and piece:
+            asm.display.append(piece)
+
+
+def _continue(asm: Assembly, parts: list, part: dict, cont: Continuation) -> bool:
+    """Route a part to the call still streaming, if there is one; True when consumed."""
+    if not asm.open_parts:
+        return False
+    state = asm.open_parts[-1]
+    call = part.get(cont.field)
+    if call.__class__ is dict:
+        if not call:
+            finish_open_parts(asm)  # the empty call part closes it and is not kept
+            return True
+        if cont.pieces in call and not call.get("name"):
+            _apply_pieces(state, call.get(cont.pieces) or [])
+            if not call.get(cont.flag):
+                finish_open_parts(asm)
+            return True
+    finish_open_parts(asm)
+    return False
+
+
+def _apply_pieces(state: tuple, pieces: list) -> None:
+    _stored, cont, args, continuing = state
+    for piece in pieces:
+        if piece.__class__ is not dict:
+            continue
+        path = piece.get(cont.path)
+        if not isinstance(path, str):
+            continue
+        value, present = None, False
+        for name in cont.values:
+            if name in piece:
+                value, present = piece[name], True
+                if name == cont.text_value and continuing.get(path):
+                    prior = _get_leaf(args, path)
+                    if isinstance(prior, str) and isinstance(value, str):
+                        value = prior + value
+                break
+        if not present:
+            continue
+        _set_leaf(args, path, ingest(value))
+        continuing[path] = bool(piece.get(cont.flag))
+
+
+def finish_open_parts(asm: Assembly) -> None:
+    """Close every call still streaming over parts: its args become one whole object."""
+    while asm.open_parts:
+        stored, cont, args, _ = asm.open_parts.pop()
+        stored[cont.field][cont.args] = args
+        track = asm.track_of.get(id(stored))
+        if track is not None:
+            track.args.set_whole(args)
+            track.args.closed = True
+            if track.args.state == COMPLETE:
+                asm.calls_dirty = True
+
+
+def _tokens(path: str) -> list:
+    if not path.startswith("$"):
+        raise ValueError(f"a JSON path starts with '$': {path!r}")
+    out, pos = [], 1
+    while pos < len(path):
+        m = _PATH_TOKEN.match(path, pos)
+        if m is None:
+            raise ValueError(f"cannot read JSON path {path!r} at offset {pos}")
+        name, index, quoted = m.groups()
+        out.append(int(index) if index is not None else (name if name is not None else quoted))
+        pos = m.end()
+    return out
+
+
+def _get_leaf(root: dict, path: str) -> Any:
+    node: Any = root
+    for token in _tokens(path):
+        if isinstance(token, int):
+            node = node[token] if isinstance(node, list) and token < len(node) else None
+        else:
+            node = node.get(token) if isinstance(node, dict) else None
+    return str(node) if node.__class__ is Fragments else node
+
+
+def _set_leaf(root: dict, path: str, value: Any) -> None:
+    tokens = _tokens(path)
+    if not tokens:
+        return
+    node: Any = root
+    for token, nxt in zip(tokens, tokens[1:], strict=False):
+        empty: Any = [] if isinstance(nxt, int) else {}
+        if isinstance(token, int):
+            while len(node) <= token:
+                node.append(None)
+            if node[token] is None:
+                node[token] = empty
+            node = node[token]
+        else:
+            if node.get(token) is None:
+                node[token] = empty
+            node = node[token]
+    last = tokens[-1]
+    if isinstance(last, int):
+        while len(node) <= last:
+            node.append(None)
+    node[last] = value
+
+
+OPERATIONS["extend"] = op_extend
