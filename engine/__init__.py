@@ -4,6 +4,7 @@ from .buffer import LLMStreamBuffer
 from .errors import ChunkError, DescriptorError, Problem, UnknownFormatError
 from .registry import list_formats, load_format
 from .strategy import ExtractedCall, ExtractionStrategy, Forming
+from .validate import validate_descriptor
 
 __all__ = [
     "ChunkError",
@@ -16,4 +17,5 @@ __all__ = [
     "UnknownFormatError",
     "list_formats",
     "load_format",
+    "validate_descriptor",
 ]

@@ -28,7 +28,8 @@ def decode(chunk: Any, index: int, sse_state: dict) -> Any:
         try:
             chunk = bytes(chunk).decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise ChunkError(index, f"bytes are not UTF-8 ({exc.reason} at byte {exc.start})")
+            reason = f"bytes are not UTF-8 ({exc.reason} at byte {exc.start})"
+            raise ChunkError(index, reason) from None
     if isinstance(chunk, str):
         return _decode_text(chunk, index, sse_state)
     if isinstance(chunk, dict):
@@ -37,7 +38,8 @@ def decode(chunk: Any, index: int, sse_state: dict) -> Any:
     if as_fields is None:
         raise ChunkError(
             index,
-            f"expected a JSON object (dict, JSON text or an SDK object), got {type(chunk).__name__}",
+            "expected a JSON object (dict, JSON text or an SDK object), "
+            f"got {type(chunk).__name__}",
         )
     return as_fields
 

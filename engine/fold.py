@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .assembly import Assembly, append_text, ensure_slotted
+from .jsonscan import COMPLETE
 from .model import Fragments, SlottedList, ingest
 from .ops import OPERATIONS, CompileContext, Run, Target
 from .parts import JoinRule, join_parts, string_as_part
@@ -171,7 +172,7 @@ def _set_once(dest: dict, key: str, value: Any) -> None:
 def _fold_entry(asm: Assembly, lst: SlottedList, entry: dict, spec: ListFold) -> None:
     slot = spec.slot(entry) if spec.slot is not None else None
     if slot is None:
-        slot = _slot_without_key(lst, entry, spec)
+        slot = _slot_without_key(lst, entry, spec, asm)
     item = lst.get(slot)
     if item is None:
         item = lst.put(slot, {})
@@ -181,18 +182,24 @@ def _fold_entry(asm: Assembly, lst: SlottedList, entry: dict, spec: ListFold) ->
     _merge_entry(asm, item, item, entry, spec, 0)
 
 
-def _slot_without_key(lst: SlottedList, entry: dict, spec: ListFold) -> Any:
-    """An entry that names no SLOT: it continues the open item unless it brings an identity
-    (a name or id) that the open item already has, which starts a new item."""
+def _slot_without_key(lst: SlottedList, entry: dict, spec: ListFold, asm: Assembly) -> Any:
+    """An entry that names no SLOT continues the open item, unless it starts a new one: it
+    brings a value of the first identity field (the call id) that differs from the open
+    item's, or it brings any identity while the open item's arguments are already complete.
+    An id or name merely repeated on every fragment therefore never splits a call."""
     if spec.without_slot == "continue" and lst.last is not None:
         open_item = lst.get(lst.last)
-        brings_new = False
-        for chain in spec.identity:
-            incoming = _dig(entry, chain)
-            if incoming not in (None, "") and _dig(open_item, chain) not in (None, ""):
-                brings_new = True
-                break
-        if not brings_new:
+        new = False
+        if spec.identity:
+            strong = _dig(entry, spec.identity[0])
+            known = _dig(open_item, spec.identity[0])
+            if strong not in (None, "") and known not in (None, "") and strong != known:
+                new = True
+            elif strong in (None, "") or known in (None, ""):
+                brings = any(_dig(entry, chain) not in (None, "") for chain in spec.identity)
+                track = asm.track_of.get(id(open_item))
+                new = brings and track is not None and track.args.state == COMPLETE
+        if not new:
             return lst.last
     return _next_free_slot(lst)
 

@@ -304,7 +304,8 @@ def _adopt(asm: Assembly, item: dict, final: dict, args_fields: tuple[str, ...])
             if current.__class__ is ArgsStream:
                 current.replace(val)
                 continue
-            if current.__class__ is SlottedList and val.__class__ is list and len(val) < len(current):
+            shorter = val.__class__ is list and len(val) < len(current)
+            if current.__class__ is SlottedList and shorter:
                 continue  # never lose streamed items to a shorter restatement
         item[key] = ingest(val)
 
@@ -409,7 +410,8 @@ def op_push(spec: dict, ctx: CompileContext) -> Run:
 
 
 def _first_of(paths: Any, ctx: CompileContext) -> Reader:
-    readers = [compile_read(p, ctx.choice_alias) for p in ([paths] if isinstance(paths, str) else paths)]
+    paths = [paths] if isinstance(paths, str) else paths
+    readers = [compile_read(p, ctx.choice_alias) for p in paths]
     if len(readers) == 1:
         return readers[0]
 
@@ -504,4 +506,4 @@ OPERATIONS: dict[str, Callable[[Any, CompileContext], Run]] = {
     "error": op_error,
 }
 """Every operation of the language, by its YAML key. ``fold`` and ``extend`` live in
-:mod:`engine.fold` and register themselves here."""
+:mod:`engine.fold` and :mod:`engine.extend` and register themselves here."""

@@ -133,26 +133,26 @@ def parse_target(path: str, choice_alias: str | None = None) -> tuple[Segment, .
     while pos < len(path):
         m = _TARGET_TOKEN.match(path, pos)
         if m is None:
-            raise PathError(f"unexpected {path[pos]!r} at offset {pos}")
+            raise PathError(f"unexpected {path[pos]!r} at column {pos + 1}")
         field, slot, dot = m.groups()
         if field is not None:
             if not expect_field:
-                raise PathError(f"expected '.' or '[' before {field!r} at offset {pos}")
+                raise PathError(f"expected '.' or '[' before {field!r} at column {pos + 1}")
             segments.append(Segment(field=field))
             expect_field = False
         elif slot is not None:
             if expect_field or not segments:
-                raise PathError(f"a slot [..] must follow a field, at offset {pos}")
+                raise PathError(f"a slot [..] must follow a field at column {pos + 1}")
             slot = slot.strip()
             if slot == "*":
                 segments.append(Segment(any=True, slot_path="*"))
             else:
                 if not slot:
-                    raise PathError(f"empty slot [] at offset {pos}")
+                    raise PathError(f"empty slot [] at column {pos + 1}")
                 segments.append(Segment(slot=compile_read(slot, choice_alias), slot_path=slot))
         else:
             if expect_field:
-                raise PathError(f"unexpected '.' at offset {pos}")
+                raise PathError(f"unexpected '.' at column {pos + 1}")
             expect_field = True
         pos = m.end()
     if expect_field:

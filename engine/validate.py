@@ -1,9 +1,482 @@
-"""Validation placeholder replaced below."""
+"""Checking a descriptor: every problem, each located in the YAML source.
+
+A descriptor is read with the safe loader, keeping the line and column of every key and value
+(:mod:`engine.yamlsource`), then checked in three passes, and every problem found is reported,
+sorted by position, as ``FILE:LINE:COL: /json/pointer: message``:
+
+1. the JSON Schema (``schemas/format.schema.json``, draft 2020-12), all errors collected. The
+   schema's custom formats (``read-path``, ``target-path``, ``item-target``, ``field-target``,
+   ``pattern``, ``call-pattern``) are checked here, by compiling the path as the engine will:
+   a JMESPath that does not compile, a target that does not parse, a ``[*]`` where an operation
+   needs one SLOT, an ``open`` that does not end with a SLOT step, ``calls.at`` without ``[*]``;
+2. what a schema cannot say: ``name`` equals the file's stem, sections in the schema's order,
+   every operation known to the engine;
+3. when all of that passes, the descriptor is compiled, so that whatever the checks above miss
+   is still a reported problem and never a traceback at load.
+
+A problem's ``rule`` names the check: a schema keyword (``type``, ``required``, ``enum``...),
+or ``unknown-key``, ``operation``, ``jmespath``, ``slot``, ``target``, ``item-target``,
+``field-target``, ``pattern``, ``call-pattern``, ``name``, ``order``, ``yaml``, ``compile``.
+"""
+
 from __future__ import annotations
 
-from .yamlsource import load
+import datetime
+import functools
+import json
+import re
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator, FormatChecker, ValidationError
+from jsonschema.exceptions import relevance
+
+from .errors import Problem
+from .paths import PathError, Segment, compile_read, parse_target
+from .yamlsource import SourceMap, YAMLSourceError, escape, load
+
+# -- the schema --------------------------------------------------------------------------------
 
 
-def validate_text(text, file):
-    data, _ = load(text)
-    return data, []
+def schema_path() -> Path:
+    """``format.schema.json``: inside the installed package, or beside it in a checkout."""
+    here = Path(__file__).resolve().parent
+    for folder in (here / "schemas", here.parent / "schemas"):
+        candidate = folder / "format.schema.json"
+        if candidate.is_file():
+            return candidate
+    raise FileNotFoundError(f"cannot find schemas/format.schema.json near {here}")
+
+
+@functools.cache
+def schema() -> dict:
+    """The descriptor schema, read once."""
+    return json.loads(schema_path().read_text(encoding="utf-8"))
+
+
+def operation_names() -> list[str]:
+    """The operations the schema declares, in its order."""
+    return list(schema()["$defs"]["operation_mapping"]["properties"])
+
+
+def section_order() -> list[str]:
+    """Top-level keys in the order a descriptor writes them: the header, then the sections."""
+    defs = schema()["$defs"]
+    return [*defs["header"]["properties"], *defs["wire_descriptor"]["properties"]]
+
+
+# -- the custom formats: paths compiled as the engine compiles them -----------------------------
+
+
+class PathProblem(ValueError):
+    """A path the engine would refuse; ``rule`` names the check."""
+
+    def __init__(self, message: str, rule: str) -> None:
+        super().__init__(message)
+        self.rule = rule
+
+
+_SLOT = re.compile(r"\[([^\]]*)\]")
+
+
+def _read_path(value: str) -> None:
+    try:
+        compile_read(value)
+    except PathError as exc:
+        raise PathProblem(str(exc), "jmespath") from None
+
+
+def _segments(value: str) -> tuple[Segment, ...]:
+    """Parse a target or pattern; a bad slot path is reported as such."""
+    for match in _SLOT.finditer(value):
+        inner = match.group(1).strip()
+        if inner and inner != "*":
+            try:
+                compile_read(inner)
+            except PathError as exc:
+                raise PathProblem(f"slot [{inner}]: {exc}", "slot") from None
+    try:
+        return parse_target(value)
+    except PathError as exc:
+        raise PathProblem(f"target path does not parse: {exc}", "target") from None
+
+
+def _target(value: str) -> tuple[Segment, ...]:
+    segments = _segments(value)
+    if any(seg.any for seg in segments):
+        raise PathProblem(
+            "[*] is for patterns; an operation writes one item: name its SLOT, "
+            "e.g. content[index]",
+            "slot",
+        )
+    return segments
+
+
+def _item_target(value: str) -> None:
+    segments = _target(value)
+    if not segments or segments[-1].field is not None:
+        raise PathProblem("must end with a SLOT step, e.g. content[index]", "item-target")
+
+
+def _field_target(value: str) -> None:
+    segments = _target(value)
+    if not segments or segments[-1].field is None:
+        raise PathProblem("must end with a field, e.g. content[index].text", "field-target")
+
+
+def _pattern(value: str) -> tuple[Segment, ...]:
+    segments = _segments(value)
+    for seg in segments:
+        if seg.field is None and not seg.any:
+            raise PathProblem(
+                f"a pattern matches every item with [*], not a SLOT [{seg.slot_path}]", "pattern"
+            )
+    return segments
+
+
+def _call_pattern(value: str) -> None:
+    segments = _pattern(value)
+    if not segments or not segments[-1].any:
+        raise PathProblem("must end with [*], e.g. content[*]", "call-pattern")
+
+
+FORMATS = {
+    "read-path": _read_path,
+    "target-path": _target,
+    "item-target": _item_target,
+    "field-target": _field_target,
+    "pattern": _pattern,
+    "call-pattern": _call_pattern,
+}
+"""The schema's custom ``format`` values and their checks. Editors ignore them."""
+
+
+def _format_checker() -> FormatChecker:
+    checker = FormatChecker(formats=())
+    for name, check in FORMATS.items():
+
+        def run(instance: Any, check=check) -> bool:
+            if isinstance(instance, str):
+                check(instance)
+            return True
+
+        checker.checks(name, raises=PathProblem)(run)
+    return checker
+
+
+@functools.cache
+def _validator() -> Draft202012Validator:
+    return Draft202012Validator(schema(), format_checker=_format_checker())
+
+
+# -- schema errors as problems ------------------------------------------------------------------
+
+_JSON_TYPES = (
+    (bool, "boolean"),
+    (int, "integer"),
+    (float, "number"),
+    (str, "string"),
+    (list, "array"),
+    (dict, "object"),
+    (type(None), "null"),
+)
+
+# Errors whose own wording is better than a subschema's ``errorMessage``.
+_SELF_EXPLAINING = frozenset(
+    {"type", "enum", "const", "required", "additionalProperties", "unevaluatedProperties",
+     "dependentRequired", "format"}
+)
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, datetime.date):  # an unquoted 2023-06-01 is a YAML timestamp
+        return "a date (quote it)"
+    for cls, name in _JSON_TYPES:
+        if type(value) is cls:
+            return name
+    return type(value).__name__
+
+
+def _pointer(path: Iterable[Any]) -> str:
+    return "".join("/" + escape(str(part)) for part in path)
+
+
+def _resolve(fragment: dict) -> dict | None:
+    ref = fragment.get("$ref")
+    if not isinstance(ref, str) or not ref.startswith("#/"):
+        return None
+    node: Any = schema()
+    for part in ref[2:].split("/"):
+        node = node[part.replace("~1", "/").replace("~0", "~")]
+    return node
+
+
+def _declared_keys(fragment: dict, deep: bool) -> set[str]:
+    """The keys an object schema declares; with ``deep``, also those of the subschemas it
+    applies in place (what ``unevaluatedProperties`` counts as evaluated)."""
+    keys = set(fragment.get("properties", {}))
+    if deep:
+        subs = [_resolve(fragment), fragment.get("then"), fragment.get("else")]
+        subs += fragment.get("allOf", [])
+        for sub in subs:
+            if isinstance(sub, dict):
+                keys |= _declared_keys(sub, deep)
+    return keys
+
+
+def _is_def(fragment: Any, name: str) -> bool:
+    target = schema()["$defs"][name]
+    return fragment is target or fragment == target
+
+
+class _Locator:
+    """Builds problems for one file from pointers, using the YAML source map."""
+
+    def __init__(self, file: str, source: SourceMap) -> None:
+        self.file = file
+        self.source = source
+
+    def at_value(self, pointer: str, message: str, rule: str) -> Problem:
+        line, col = self.source.locate(pointer)
+        return Problem(self.file, line, col, pointer, message, rule)
+
+    def at_key(self, pointer: str, message: str, rule: str) -> Problem:
+        line, col = self.source.locate(pointer, prefer_key=True)
+        return Problem(self.file, line, col, pointer, message, rule)
+
+
+def _problems_of_error(err: ValidationError, where: _Locator) -> Iterator[Problem]:
+    """One schema error as problems (an object with three unknown keys gives three)."""
+    pointer = _pointer(err.absolute_path)
+    keyword = err.validator
+    instance = err.instance
+    if keyword in ("additionalProperties", "unevaluatedProperties") and isinstance(instance, dict):
+        allowed = _declared_keys(err.schema, deep=keyword == "unevaluatedProperties")
+        expected = ", ".join(sorted(allowed))
+        is_operation = _is_def(err.schema, "operation_mapping")
+        for key in instance:
+            if key in allowed:
+                continue
+            if is_operation:
+                yield where.at_key(
+                    f"{pointer}/{escape(key)}",
+                    f"unknown operation {key!r}, expected one of: {expected}",
+                    "operation",
+                )
+            else:
+                yield where.at_key(
+                    f"{pointer}/{escape(key)}",
+                    f"unknown key {key!r}, expected one of: {expected}",
+                    "unknown-key",
+                )
+        return
+    if keyword == "type":
+        wanted = err.validator_value
+        wanted = wanted if isinstance(wanted, list) else [wanted]
+        yield where.at_value(
+            pointer, f"expected {' or '.join(wanted)}, got {_kind(instance)}", "type"
+        )
+        return
+    if keyword == "required" and isinstance(instance, dict):
+        for key in err.validator_value:
+            if key not in instance:
+                yield where.at_key(pointer, f"missing required key {key!r}", "required")
+        return
+    if keyword == "dependentRequired" and isinstance(instance, dict):
+        for key, needs in err.validator_value.items():
+            if key in instance:
+                for need in needs:
+                    if need not in instance:
+                        yield where.at_key(
+                            f"{pointer}/{escape(key)}",
+                            f"{key!r} needs {need!r} beside it",
+                            "dependentRequired",
+                        )
+        return
+    if keyword == "enum" and _is_def(err.schema, "bare_operation"):
+        if instance in operation_names():
+            message = f"operation {instance!r} takes arguments: write {{{instance}: {{...}}}}"
+        else:
+            names = ", ".join(sorted(operation_names()))
+            message = f"unknown operation {instance!r}, expected one of: {names}"
+        yield where.at_value(pointer, message, "operation")
+        return
+    if keyword in ("enum", "const"):
+        allowed = err.validator_value if keyword == "enum" else [err.validator_value]
+        shown = ", ".join(str(v) for v in allowed)
+        yield where.at_value(pointer, f"{instance!r} is not one of: {shown}", keyword)
+        return
+    if keyword == "format" and isinstance(err.cause, PathProblem):
+        yield where.at_value(pointer, str(err.cause), err.cause.rule)
+        return
+    custom = err.schema.get("errorMessage") if isinstance(err.schema, dict) else None
+    if isinstance(custom, str) and keyword not in _SELF_EXPLAINING:
+        yield where.at_value(pointer, custom, keyword)
+        return
+    yield where.at_value(pointer, _plain_message(err), keyword)
+
+
+def _plain_message(err: ValidationError) -> str:
+    value = err.validator_value
+    keyword = err.validator
+    if keyword == "minItems":
+        return "must not be empty" if value == 1 else f"expected at least {value} items"
+    if keyword == "maxItems":
+        return f"expected at most {value} items"
+    if keyword == "minProperties":
+        return "must not be empty" if value == 1 else f"expected at least {value} keys"
+    if keyword == "maxProperties":
+        return f"expected at most {value} key(s)"
+    if keyword == "minLength":
+        return "must not be empty"
+    if keyword == "uniqueItems":
+        return "has repeated items"
+    if keyword == "minimum":
+        return f"expected at least {value}, got {err.instance!r}"
+    if keyword == "pattern":
+        return f"{err.instance!r} does not match {value}"
+    return err.message
+
+
+def _schema_problems(data: Any, where: _Locator) -> list[Problem]:
+    """All schema errors, best first; at a value of the wrong type only that is said."""
+    errors = sorted(_validator().iter_errors(data), key=relevance, reverse=True)
+    type_errors: dict[str, ValidationError] = {}
+    for err in errors:
+        if err.validator == "type":
+            pointer = _pointer(err.absolute_path)
+            known = type_errors.get(pointer)
+            # The outermost type check names every type allowed there.
+            if known is None or len(err.absolute_schema_path) < len(known.absolute_schema_path):
+                type_errors[pointer] = err
+    out = []
+    for err in errors:
+        pointer = _pointer(err.absolute_path)
+        if pointer in type_errors and err is not type_errors[pointer]:
+            continue
+        out.extend(_problems_of_error(err, where))
+    return out
+
+
+# -- what the schema cannot say -----------------------------------------------------------------
+
+
+def _name_problems(data: dict, file: str, where: _Locator) -> list[Problem]:
+    name = data.get("name")
+    path = Path(file)
+    if not isinstance(name, str) or path.suffix not in (".yaml", ".yml") or name == path.stem:
+        return []
+    return [
+        where.at_value("/name", f"name {name!r} must equal the file's stem {path.stem!r}", "name")
+    ]
+
+
+def _order_problems(data: dict, where: _Locator) -> list[Problem]:
+    order = {key: i for i, key in enumerate(section_order())}
+    out = []
+    latest: str | None = None
+    for key in data:
+        if key not in order:
+            continue  # an unknown key is the schema's to report
+        if latest is not None and order[key] < order[latest]:
+            out.append(
+                where.at_key(
+                    f"/{escape(key)}", f"section {key!r} belongs before {latest!r}", "order"
+                )
+            )
+        elif latest is None or order[key] > order[latest]:
+            latest = key
+    return out
+
+
+def _operation_lists(data: dict) -> Iterator[tuple[str, list]]:
+    """Every list of operations in the descriptor, with its pointer."""
+    events = data.get("events")
+    if not isinstance(events, dict):
+        return
+    if isinstance(events.get("every"), list):
+        yield "/events/every", events["every"]
+    table = events.get("on")
+    if not isinstance(table, dict):
+        return
+    for name, rules in table.items():
+        base = f"/events/on/{escape(name)}"
+        if isinstance(rules, list):
+            yield base, rules
+        elif isinstance(rules, dict) and isinstance(rules.get("on"), dict):
+            for sub, sub_rules in rules["on"].items():
+                if isinstance(sub_rules, list):
+                    yield f"{base}/on/{escape(sub)}", sub_rules
+
+
+def _engine_problems(data: dict, where: _Locator) -> list[Problem]:
+    """Operations the schema allows but the engine does not implement (schema and engine out
+    of step: a developer's problem, said where it shows)."""
+    from .strategy import OPERATIONS  # importing the strategy registers every operation
+
+    out = []
+    for base, rules in _operation_lists(data):
+        for i, rule in enumerate(rules):
+            if isinstance(rule, str):
+                name, pointer = rule, f"{base}/{i}"
+            elif isinstance(rule, dict) and len(rule) == 1:
+                (name,) = rule
+                pointer = f"{base}/{i}/{escape(name)}"
+            else:
+                continue
+            if name in operation_names() and name not in OPERATIONS:
+                out.append(
+                    where.at_key(
+                        pointer, f"operation {name!r} is not implemented by the engine", "operation"
+                    )
+                )
+    return out
+
+
+def _compile_problems(data: dict, where: _Locator) -> list[Problem]:
+    from .strategy import ExtractionStrategy
+
+    try:
+        ExtractionStrategy(data, source=where.file)
+    except Exception as exc:  # noqa: BLE001 - whatever the compiler refuses is a problem
+        message = str(exc) or exc.__class__.__name__
+        return [where.at_value("", f"does not compile: {message}", "compile")]
+    return []
+
+
+# -- entry points -------------------------------------------------------------------------------
+
+
+def validate_text(text: str, file: str) -> tuple[Any, list[Problem]]:
+    """Check a descriptor's YAML text; ``file`` names it in the problems (and gives the stem
+    that ``name`` must equal). Returns the data (None when the YAML does not parse) and every
+    problem, sorted by position."""
+    try:
+        data, source = load(text)
+    except YAMLSourceError as exc:
+        return None, [Problem(file, exc.line, exc.col, exc.pointer, str(exc), "yaml")]
+    where = _Locator(file, source)
+    problems = _schema_problems(data, where)
+    if isinstance(data, dict):
+        problems += _name_problems(data, file, where)
+        problems += _order_problems(data, where)
+        problems += _engine_problems(data, where)
+        if not problems:
+            problems += _compile_problems(data, where)
+    return data, sorted(set(problems), key=lambda p: (p.line, p.col, p.pointer, p.message))
+
+
+def validate_descriptor(path: str | Path) -> list[Problem]:
+    """Every problem of the descriptor file at ``path``; ``[]`` when it is valid.
+
+    ``Problem.file`` is ``path`` as given; a file that cannot be read is one problem.
+    """
+    file = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        return [Problem(file, 1, 1, "", f"not UTF-8 text: {exc.reason}", "file")]
+    except OSError as exc:
+        return [Problem(file, 1, 1, "", f"cannot read: {exc.strerror or exc}", "file")]
+    return validate_text(text, file)[1]

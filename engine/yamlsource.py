@@ -36,10 +36,13 @@ class SourceMap:
 
 
 class YAMLSourceError(ValueError):
-    def __init__(self, message: str, line: int, col: int) -> None:
+    """YAML that cannot be read: where (1-based), and the JSON pointer when one is known."""
+
+    def __init__(self, message: str, line: int, col: int, pointer: str = "") -> None:
         super().__init__(message)
         self.line = line
         self.col = col
+        self.pointer = pointer
 
 
 class DescriptorLoader(yaml.SafeLoader):
@@ -72,7 +75,13 @@ def load(text: str) -> tuple[Any, SourceMap]:
     except yaml.MarkedYAMLError as exc:  # syntax, and tags the safe loader refuses
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        raise YAMLSourceError(f"YAML syntax: {exc.problem or exc}", line, col) from None
+        problem = exc.problem or str(exc)
+        if problem.startswith("but ") and exc.context:
+            problem = f"{exc.context}, {problem}"
+        elif exc.context and exc.context_mark and exc.problem_mark:
+            where = exc.context_mark
+            problem += f" ({exc.context} from {where.line + 1}:{where.column + 1})"
+        raise YAMLSourceError(f"YAML syntax: {problem}", line, col) from None
     finally:
         loader.dispose()
     return data, source
@@ -95,7 +104,7 @@ def _build(loader: DescriptorLoader, node: yaml.Node, pointer: str, source: Sour
             source.keys[child] = _mark(key_node)
             if key in out:
                 line, col = _mark(key_node)
-                raise YAMLSourceError(f"duplicate key {key!r}", line, col)
+                raise YAMLSourceError(f"duplicate key {key!r}", line, col, child)
             out[key] = _build(loader, value_node, child, source)
         return out
     if isinstance(node, yaml.SequenceNode):

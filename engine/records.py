@@ -1,0 +1,44 @@
+"""The data a driver hands to a format: the tools it offers and the records of calls it ran.
+
+Both are plain dataclasses. A format renders them into its own wire shapes through the
+``results`` and ``declarations`` sections of its descriptor (see :mod:`engine.results`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def _empty_object_schema() -> dict:
+    return {"type": "object", "properties": {}}
+
+
+@dataclass
+class Tool:
+    """A tool as every wire declares it: a name, a description and a JSON Schema object for
+    its arguments (a tool without arguments has an empty object schema)."""
+
+    name: str
+    description: str = ""
+    parameters: dict = field(default_factory=_empty_object_schema)
+
+
+@dataclass
+class ToolCallRecord:
+    """One call that ran: what was called, and its result, or the error it failed with.
+
+    ``error`` set means the call failed (its ``result`` is then ignored). ``tool_call_id`` is
+    the wire's own call id, echoed back so the provider can pair the result with its call;
+    it is None on wires that send none (some Gemini models) and for text calls.
+    """
+
+    name: str
+    arguments: dict
+    result: Any = None
+    error: str | None = None
+    tool_call_id: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None

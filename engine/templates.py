@@ -1,0 +1,408 @@
+"""Templates: the descriptor's small, declarative language for building wire shapes.
+
+A descriptor says how a tool result, an assistant echo or a tool declaration looks on its
+wire as plain data. :func:`compile_template` checks a template once, when the descriptor
+loads, and :meth:`Template.render` fills it from a *context*: a dict such as
+``{"message": ..., "records": [...], "record": {...}}`` or ``{"tools": [...]}``. Nothing
+is evaluated: there are no expressions, no code and no string formatting, only the
+constructs below. A template is
+
+- a **literal**: a string, number, boolean or null stands for itself; a list renders each
+  element; a mapping renders each value. A value that renders to *nothing* (see below) is
+  left out: a mapping drops the key, a list drops the element. Keys beginning with ``$``
+  are reserved for the constructs and are an error anywhere else.
+- ``{$path: "a.b.0.c"}``: the value at a *path* in the context. A path is field names
+  joined by dots; a segment of digits indexes a list. A value that is absent or null
+  renders to nothing, unless ``default: <template>`` says what to use instead. The value
+  is the context's own (shared, not copied).
+- ``{$if: <condition>, then: <template>, else: <template>}``: one branch or the other;
+  a missing branch renders to nothing. The condition is a path (true when the value there
+  is truthy), or a predicate mapping of the descriptor's predicate language
+  (``{field: P, equals: V}``, ``{has: P}``, ``{field: P, is: object}``, ``any``/``all``/
+  ``not``; see :mod:`engine.predicates`) tested against the context.
+- ``{$each: "path", as: name, $emit: <template>}``: a list with one rendering of ``$emit``
+  per element of the list at the path, the element bound as ``name`` (default ``item``).
+  A missing or null list gives ``[]``.
+- ``{$json: <template>}``: the rendered value serialised as JSON text.
+- ``{$result: "path", as: text | object}``: a tool result, rendered from the call record
+  at the path (default ``record``: a mapping with ``result``, ``error`` and ``failed``).
+  ``text`` (the default): the error message for a failed call, a string result as it is,
+  any other result as JSON text. ``object``, for wires that need a JSON object: a failed
+  call as ``{"error": message}``, a mapping result as it is, any other result wrapped as
+  ``{"result": value}``.
+- ``{$echo: "path", list: field, calls: {where: <predicate>, id: P, name: P},
+  records: "path"}``: the assistant turn as the wire needs it back. The value at the path
+  (a list of items, or a mapping whose ``list`` field holds the items) is copied with every
+  item kept in order (text, thinking blocks and their signatures, reasoning fields, thought
+  signatures, whatever the wire sent), except that a *call* item no record answers is
+  dropped, so that the history never holds a call without its result. ``calls`` says which
+  items are calls (``where``, every item when absent) and where their call id and tool name
+  are (item paths); an item is answered by the record whose ``tool_call_id`` equals its id,
+  or, when the item has no id, by a record without one that has its name. ``records`` is
+  the path of the records (default ``records``). Without ``calls`` the value is copied
+  whole. A list left empty renders to nothing (with ``list``: the field is removed).
+
+A template that is not one of these raises :class:`ValueError` naming the JSON pointer of
+the offending part, e.g. ``/results/result/content/0: unknown construct $pth``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+from .predicates import compile_predicate
+
+
+class _Missing:
+    """What a template renders to when it renders to nothing."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+MISSING: Any = _Missing()
+
+Node = Callable[[dict], Any]
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_RESULT_MODES = ("text", "object")
+
+
+class Template:
+    """A compiled template; immutable and shareable."""
+
+    __slots__ = ("spec", "_node")
+
+    def __init__(self, spec: Any, node: Node) -> None:
+        self.spec = spec
+        self._node = node
+
+    def render(self, context: dict, default: Any = None) -> Any:
+        """The rendered value, or ``default`` when the template renders to nothing."""
+        value = self._node(context)
+        return default if value is MISSING else value
+
+    def __repr__(self) -> str:
+        return f"Template({self.spec!r})"
+
+
+def compile_template(spec: Any, pointer: str = "") -> Template:
+    """Check ``spec`` and compile it. ``pointer`` is where the spec sits in its document,
+    so that an error names the place (``/results/assistant/content``)."""
+    return Template(spec, _compile(spec, pointer))
+
+
+# --- paths ---------------------------------------------------------------------------------
+
+
+def _split_path(path: Any, pointer: str) -> tuple[str | int, ...]:
+    if not isinstance(path, str) or not path:
+        raise ValueError(f"{pointer}: a path must be a non-empty string, got {path!r}")
+    segments: list[str | int] = []
+    for seg in path.split("."):
+        if not seg:
+            raise ValueError(f"{pointer}: empty segment in path {path!r}")
+        segments.append(int(seg) if seg.isdigit() else seg)
+    return tuple(segments)
+
+
+def _reader(path: Any, pointer: str) -> Callable[[Any], Any]:
+    segments = _split_path(path, pointer)
+
+    def read(obj: Any) -> Any:
+        for seg in segments:
+            if isinstance(obj, dict):
+                obj = obj.get(seg, MISSING) if isinstance(seg, str) else MISSING
+            elif isinstance(obj, list) and isinstance(seg, int):
+                obj = obj[seg] if seg < len(obj) else MISSING
+            else:
+                return MISSING
+            if obj is MISSING:
+                return MISSING
+        return obj
+
+    return read
+
+
+def _absent(value: Any) -> bool:
+    return value is MISSING or value is None
+
+
+# --- compilation ---------------------------------------------------------------------------
+
+
+def _child(pointer: str, key: Any) -> str:
+    return f"{pointer}/{str(key).replace('~', '~0').replace('/', '~1')}"
+
+
+def _compile(spec: Any, pointer: str) -> Node:
+    if isinstance(spec, dict):
+        constructs = [k for k in spec if isinstance(k, str) and k.startswith("$")]
+        if not constructs:
+            return _compile_mapping(spec, pointer)
+        known = [k for k in constructs if k in _CONSTRUCTS]
+        unknown = [k for k in constructs if k not in _CONSTRUCTS and k != "$emit"]
+        if unknown:
+            raise ValueError(f"{_child(pointer, unknown[0])}: unknown construct {unknown[0]}")
+        if len(known) != 1:
+            what = ", ".join(known) if known else "$emit without $each"
+            raise ValueError(f"{pointer}: one construct per mapping, found {what}")
+        name = known[0]
+        compiler, allowed = _CONSTRUCTS[name]
+        for key in spec:
+            if key != name and key not in allowed:
+                raise ValueError(f"{_child(pointer, key)}: {name} takes no option {key!r}")
+        return compiler(spec, pointer)
+    if isinstance(spec, list):
+        return _compile_list(spec, pointer)
+    if spec is None or isinstance(spec, (str, int, float, bool)):
+        return lambda ctx: spec
+    raise ValueError(f"{pointer}: a template holds JSON values only, got {type(spec).__name__}")
+
+
+def _compile_mapping(spec: dict, pointer: str) -> Node:
+    for key in spec:
+        if not isinstance(key, str):
+            raise ValueError(f"{_child(pointer, key)}: keys must be strings")
+    if all(not isinstance(v, (dict, list)) for v in spec.values()):
+        constant = dict(spec)
+        return lambda ctx: dict(constant)
+    items = [(k, _compile(v, _child(pointer, k))) for k, v in spec.items()]
+
+    def render(ctx: dict) -> dict:
+        out = {}
+        for key, node in items:
+            value = node(ctx)
+            if value is not MISSING:
+                out[key] = value
+        return out
+
+    return render
+
+
+def _compile_list(spec: list, pointer: str) -> Node:
+    nodes = [_compile(v, _child(pointer, i)) for i, v in enumerate(spec)]
+
+    def render(ctx: dict) -> list:
+        return [v for v in (node(ctx) for node in nodes) if v is not MISSING]
+
+    return render
+
+
+def _compile_path(spec: dict, pointer: str) -> Node:
+    read = _reader(spec["$path"], _child(pointer, "$path"))
+    if "default" not in spec:
+        return lambda ctx: MISSING if _absent(value := read(ctx)) else value
+    fallback = _compile(spec["default"], _child(pointer, "default"))
+
+    def render(ctx: dict) -> Any:
+        value = read(ctx)
+        return fallback(ctx) if _absent(value) else value
+
+    return render
+
+
+def _compile_condition(cond: Any, pointer: str) -> Callable[[dict], bool]:
+    if isinstance(cond, str):
+        read = _reader(cond, pointer)
+        return lambda ctx: bool(read(ctx))
+    if isinstance(cond, dict):
+        try:
+            return compile_predicate(cond)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"{pointer}: not a predicate: {exc}") from None
+    raise ValueError(f"{pointer}: a condition is a path or a predicate mapping, got {cond!r}")
+
+
+def _compile_if(spec: dict, pointer: str) -> Node:
+    if "then" not in spec and "else" not in spec:
+        raise ValueError(f"{pointer}: $if needs then or else")
+    test = _compile_condition(spec["$if"], _child(pointer, "$if"))
+    yes = _compile(spec["then"], _child(pointer, "then")) if "then" in spec else None
+    no = _compile(spec["else"], _child(pointer, "else")) if "else" in spec else None
+
+    def render(ctx: dict) -> Any:
+        branch = yes if test(ctx) else no
+        return MISSING if branch is None else branch(ctx)
+
+    return render
+
+
+def _compile_each(spec: dict, pointer: str) -> Node:
+    read = _reader(spec["$each"], _child(pointer, "$each"))
+    name = spec.get("as", "item")
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ValueError(f"{_child(pointer, 'as')}: a name, got {name!r}")
+    if "$emit" not in spec:
+        raise ValueError(f"{pointer}: $each needs $emit")
+    emit = _compile(spec["$emit"], _child(pointer, "$emit"))
+
+    def render(ctx: dict) -> list:
+        source = read(ctx)
+        if _absent(source):
+            return []
+        if not isinstance(source, list):
+            source = list(source) if isinstance(source, tuple) else [source]
+        out = []
+        for element in source:
+            value = emit({**ctx, name: element})
+            if value is not MISSING:
+                out.append(value)
+        return out
+
+    return render
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _compile_json(spec: dict, pointer: str) -> Node:
+    inner = _compile(spec["$json"], _child(pointer, "$json"))
+
+    def render(ctx: dict) -> Any:
+        value = inner(ctx)
+        return MISSING if value is MISSING else _dumps(value)
+
+    return render
+
+
+def _compile_result(spec: dict, pointer: str) -> Node:
+    path = spec["$result"]
+    read = _reader("record" if path is None else path, _child(pointer, "$result"))
+    mode = spec.get("as", "text")
+    if mode not in _RESULT_MODES:
+        raise ValueError(f"{_child(pointer, 'as')}: one of {', '.join(_RESULT_MODES)}")
+
+    def render(ctx: dict) -> Any:
+        record = read(ctx)
+        if not isinstance(record, dict):
+            return MISSING
+        return render_result(record, mode)
+
+    return render
+
+
+def render_result(record: dict, mode: str = "text") -> Any:
+    """One record's result by the ``$result`` rules (``text`` or ``object``)."""
+    error = record.get("error")
+    failed = error is not None
+    if mode == "text":
+        if failed:
+            return str(error)
+        result = record.get("result")
+        return result if isinstance(result, str) else _dumps(result)
+    if failed:
+        return {"error": str(error)}
+    result = record.get("result")
+    return result if isinstance(result, dict) else {"result": result}
+
+
+def _compile_echo(spec: dict, pointer: str) -> Node:
+    read = _reader(spec["$echo"], _child(pointer, "$echo"))
+    field = spec.get("list")
+    if field is not None and (not isinstance(field, str) or not field):
+        raise ValueError(f"{_child(pointer, 'list')}: a field name, got {field!r}")
+    calls = spec.get("calls")
+    keep: Callable[[list, list], list] | None = None
+    if calls is not None:
+        where_at = _child(pointer, "calls")
+        if not isinstance(calls, dict):
+            raise ValueError(f"{where_at}: a mapping with where, id and name")
+        for key in calls:
+            if key not in ("where", "id", "name"):
+                raise ValueError(f"{_child(where_at, key)}: calls takes where, id and name")
+        for key in ("id", "name"):
+            if key not in calls:
+                raise ValueError(f"{where_at}: calls needs {key}")
+        is_call = (
+            _compile_condition(calls["where"], _child(where_at, "where"))
+            if "where" in calls
+            else None
+        )
+        call_id = _reader(calls["id"], _child(where_at, "id"))
+        call_name = _reader(calls["name"], _child(where_at, "name"))
+        keep = _answered_filter(is_call, call_id, call_name)
+    records_read = _reader(spec.get("records", "records"), _child(pointer, "records"))
+
+    def filtered(items: Any, ctx: dict) -> Any:
+        if not isinstance(items, list):
+            return items
+        if keep is None:
+            return list(items)
+        records = records_read(ctx)
+        return keep(items, records if isinstance(records, list) else [])
+
+    def render(ctx: dict) -> Any:
+        value = read(ctx)
+        if _absent(value):
+            return MISSING
+        if field is None:
+            items = filtered(value, ctx)
+            return MISSING if items == [] else items
+        if not isinstance(value, dict):
+            return value
+        out = dict(value)
+        if field in out:
+            items = filtered(out[field], ctx)
+            if items == []:
+                del out[field]
+            else:
+                out[field] = items
+        return out
+
+    return render
+
+
+def _answered_filter(
+    is_call: Callable[[Any], bool] | None,
+    call_id: Callable[[Any], Any],
+    call_name: Callable[[Any], Any],
+) -> Callable[[list, list], list]:
+    def keep(items: list, records: list) -> list:
+        by_id: dict[Any, int] = {}
+        by_name: list[Any] = []
+        for record in records:
+            if not isinstance(record, dict):
+                continue
+            rid = record.get("tool_call_id")
+            if rid in (None, ""):
+                by_name.append(record.get("name"))
+            else:
+                by_id[rid] = by_id.get(rid, 0) + 1
+        out = []
+        for item in items:
+            if is_call is not None and not is_call(item):
+                out.append(item)
+                continue
+            iid = call_id(item)
+            if not _absent(iid) and iid != "":
+                if by_id.get(iid, 0) > 0:
+                    by_id[iid] -= 1
+                    out.append(item)
+                continue
+            name = call_name(item)
+            if name in by_name:
+                by_name.remove(name)
+                out.append(item)
+        return out
+
+    return keep
+
+
+_CONSTRUCTS: dict[str, tuple[Callable[[dict, str], Node], frozenset[str]]] = {
+    "$path": (_compile_path, frozenset({"default"})),
+    "$if": (_compile_if, frozenset({"then", "else"})),
+    "$each": (_compile_each, frozenset({"as", "$emit"})),
+    "$json": (_compile_json, frozenset()),
+    "$result": (_compile_result, frozenset({"as"})),
+    "$echo": (_compile_echo, frozenset({"list", "calls", "records"})),
+}
