@@ -1,19 +1,25 @@
 """mcs-formats: streaming tool-call wire formats from declarative YAML descriptors."""
 
 from .buffer import LLMStreamBuffer
+from .drivers import BaseDriver, DriverResponse, Orchestrator, Tool, ToolCallRecord
 from .errors import ChunkError, DescriptorError, Problem, UnknownFormatError
 from .registry import list_formats, load_format
 from .strategy import ExtractedCall, ExtractionStrategy, Forming
 from .validate import validate_descriptor
 
 __all__ = [
+    "BaseDriver",
     "ChunkError",
     "DescriptorError",
+    "DriverResponse",
     "ExtractedCall",
     "ExtractionStrategy",
     "Forming",
     "LLMStreamBuffer",
+    "Orchestrator",
     "Problem",
+    "Tool",
+    "ToolCallRecord",
     "UnknownFormatError",
     "list_formats",
     "load_format",

@@ -42,6 +42,8 @@ class Assembly:
         "unknown",
         "track_of",
         "open_parts",
+        "calls_regressed",
+        "first_open",
     )
 
     def __init__(self, strategy: ExtractionStrategy) -> None:
@@ -57,6 +59,8 @@ class Assembly:
         self.finished = False
         self.unknown: Counter[str] = Counter()
         self.open_parts: list = []  # calls streaming over several parts (engine.extend)
+        self.calls_regressed = False  # a call that was complete no longer is: rebuild
+        self.first_open = 0  # tracks before this index are not open (forming's cursor)
 
     # -- items -----------------------------------------------------------------------------
 
@@ -66,6 +70,7 @@ class Assembly:
         if calls is None or pattern != calls.pattern or not calls.where(item):
             return
         args = calls.install_args(item)
+        args.owner = self
         track = CallTrack(item, args, len(self.tracks))
         self.tracks.append(track)
         self.track_of[id(item)] = track

@@ -15,6 +15,7 @@ from .assembly import Assembly
 from .chunks import SKIP, Sentinel, decode
 from .errors import ChunkError, UnknownFormatError
 from .extend import finish_open_parts
+from .jsonscan import COMPLETE
 from .strategy import NOT_FORMING, ExtractedCall, ExtractionStrategy, Forming
 
 
@@ -36,15 +37,30 @@ class LLMStreamBuffer:
         self._pending_end = False
         self._index = 0  # position of the next chunk, for error messages
         self._sse: dict = {}
+        self.codec: Any = None  # the text codec scanning display text (attach_codec)
+        self._rounds = False  # per-round bookkeeping is on (a codec or a deferred consume)
         self._reset_view()
 
     def _reset_view(self) -> None:
         self._shown = 0  # display fragments already handed out by text()
         self._held = False
         self._calls: list[ExtractedCall] = []
+        self._emitted: set[int] = set()  # track indexes already in _calls
+        self._emitted_order: list[int] = []
+        self._scan_from = 0
+        self._needs_sort = False
         self._forming: tuple[Any, Forming] = (None, NOT_FORMING)
         self._closed = False
         self._content: tuple[int, str] = (0, "")
+        # Drivers' state (engine.drivers): the text codec's scanner and what it was fed, the
+        # native calls already handled, and the consumes deferred to the next round.
+        self._scanner = self.codec.new_scanner() if self.codec is not None else None
+        self._fed = 0  # display fragments fed to the scanner
+        self._scan_closed = False
+        self._late: list[str] = []  # display after the scanner closed (nothing scans it)
+        self._native_done = 0  # calls() before this index were handled (consume_native)
+        self._native_mark: int | None = None  # consume_native of this round, applied next
+        self._claimed: list[ExtractedCall] = []  # text calls consumed in this round
 
     # -- input -----------------------------------------------------------------------------
 
@@ -53,6 +69,8 @@ class LLMStreamBuffer:
         index = self._index
         self._index += 1
         self._held = False
+        if self._rounds:
+            self._new_round()
         event = decode(chunk, index, self._sse)
         if event is SKIP:
             return
@@ -98,6 +116,8 @@ class LLMStreamBuffer:
         """End of input: close whatever is still open; nothing stays held after this."""
         self._closed = True
         self._held = False
+        if self._rounds:
+            self._new_round()
         if self._asm is None:
             if self._pending:
                 tried = ", ".join(s.name for s in self.strategies)
@@ -138,15 +158,16 @@ class LLMStreamBuffer:
         )
 
     def forming(self) -> Forming:
-        """Is a call coming, and its name once streamed. O(1)."""
+        """Is a call coming, and its name once streamed. O(1) amortized."""
         asm = self._asm
         if asm is None or not asm.tracks:
             return NOT_FORMING
-        track = asm.tracks[0]
-        for candidate in asm.tracks:
-            if candidate.args.state == 0:
-                track = candidate
-                break
+        tracks = asm.tracks
+        i = asm.first_open
+        while i < len(tracks) and tracks[i].args.state != 0:
+            i += 1
+        asm.first_open = i
+        track = tracks[i] if i < len(tracks) else tracks[0]
         name = asm.strategy.spec.calls.name(track.item)
         cached_key, cached = self._forming
         key = (track.order, name)
@@ -157,22 +178,46 @@ class LLMStreamBuffer:
         return forming
 
     def calls(self) -> list[ExtractedCall]:
-        """Calls whose arguments are complete so far, in message order."""
+        """Calls whose arguments are complete so far, in message order. O(new calls)."""
         asm = self._asm
         if asm is None or not asm.calls_dirty:
             return self._calls
         asm.calls_dirty = False
+        if asm.calls_regressed:
+            asm.calls_regressed = False
+            self._emitted.clear()
+            self._emitted_order = []
+            self._calls = []
+            self._scan_from = 0
         spec = asm.strategy.spec.calls
-        out = []
-        for track in asm.complete_calls():
+        tracks = asm.tracks
+        emitted = self._emitted
+        added = False
+        for index in range(self._scan_from, len(tracks)):
+            track = tracks[index]
+            if index in emitted or track.args.state != COMPLETE:
+                continue
             name = spec.name(track.item)
             if name.__class__ is not str or not name:
                 asm.calls_dirty = True  # the name may still arrive
                 continue
             call_id = spec.id(track.item)
-            out.append(ExtractedCall(name, track.args.value, call_id if call_id else None))
-        self._calls = out
-        return out
+            if not added:
+                self._calls = list(self._calls)  # never mutate a list handed out
+                added = True
+            if self._calls and self._emitted_order and self._emitted_order[-1] > index:
+                self._needs_sort = True
+            self._calls.append(ExtractedCall(name, track.args.value, call_id or None))
+            self._emitted_order.append(index)
+            emitted.add(index)
+        while self._scan_from in emitted:
+            self._scan_from += 1
+        if self._needs_sort:
+            pairs = sorted(zip(self._emitted_order, self._calls, strict=True), key=lambda p: p[0])
+            self._emitted_order = [p[0] for p in pairs]
+            self._calls = [p[1] for p in pairs]
+            self._needs_sort = False
+        return self._calls
 
     def as_dict(self) -> dict:
         """The provider's ``stream=false`` message, as far as streamed."""
@@ -201,6 +246,8 @@ class LLMStreamBuffer:
         """Display text released since the last call ("" while held)."""
         if self._held or self._asm is None:
             return ""
+        if self._scanner is not None:
+            return self._scanned_text()
         display = self._asm.display
         if self._shown == len(display):
             return ""
@@ -218,3 +265,107 @@ class LLMStreamBuffer:
             joined += "".join(display[count:])
             self._content = (len(display), joined)
         return joined
+
+    # -- drivers' hooks: the text codec, deferred consumes ------------------------------------
+    #
+    # A round is what happens between two ``add``s (or an ``add`` and ``close``): every
+    # driver fed this buffer looks at it, then the client reads ``text()``. What a driver
+    # handled is advanced past only at the start of the next round, so that every driver of
+    # the round sees the same calls; ``text()`` releases what no driver held in the round.
+
+    def attach_codec(self, codec: Any) -> None:
+        """Scan the display text with a text codec (:class:`engine.textcodec.TextCodec`) for
+        calls written into it; ``text()`` then shows only what is not, or cannot be, a call.
+        The first codec attached stays; the display text streamed so far is scanned too."""
+        if self.codec is not None:
+            return
+        self.codec = codec
+        self._rounds = True
+        self._scanner = codec.new_scanner()
+        self._fed = 0
+
+    def native_calls(self) -> list[ExtractedCall]:
+        """``calls()`` not yet advanced past by ``consume_native``."""
+        calls = self.calls()
+        return calls[self._native_done :] if self._native_done else calls
+
+    def consume_native(self) -> None:
+        """A driver handled the native calls so far; from the next round on,
+        ``native_calls()`` holds only calls after them."""
+        self._native_mark = len(self.calls())
+        self._rounds = True
+
+    def text_calls(self) -> list[ExtractedCall]:
+        """Complete text calls not yet advanced past, in text order, ``end`` set (the calls
+        consumed in this round included, so that every driver of the round sees them)."""
+        scanner = self._sync()
+        if scanner is None:
+            return []
+        found = [ExtractedCall(c.name, c.arguments, None, c.end) for c in scanner.complete_calls()]
+        if not self._claimed:
+            return found
+        return sorted([*self._claimed, *found], key=lambda c: c.end)
+
+    def text_forming(self) -> Forming:
+        """Is a text call forming, and its name once streamed."""
+        scanner = self._sync()
+        if scanner is None:
+            return NOT_FORMING
+        forming, name = scanner.forming()
+        return Forming(True, name) if forming else NOT_FORMING
+
+    def consume_text_call(self, call: ExtractedCall) -> bool:
+        """A driver runs ``call`` (one of ``text_calls()``): its span is never shown. False
+        when it was consumed already (by another driver, or earlier in this round)."""
+        scanner = self._sync()
+        if scanner is None:
+            return False
+        for found in scanner.complete_calls():
+            if (found.end, found.name, found.arguments) == (call.end, call.name, call.arguments):
+                scanner.consume_call(found)
+                self._claimed.append(call)
+                return True
+        return False
+
+    def _new_round(self) -> None:
+        """Apply what drivers deferred in the round that ends."""
+        if self._claimed:
+            self._claimed = []
+        if self._native_mark is not None:
+            self._native_done = max(self._native_done, self._native_mark)
+            self._native_mark = None
+
+    def _sync(self) -> Any:
+        """The scanner, fed the display fragments that arrived since it was last fed."""
+        scanner = self._scanner
+        asm = self._asm
+        if scanner is None or asm is None:
+            return None
+        display = asm.display
+        fed = self._fed
+        if fed != len(display):
+            feed = self._late.append if self._scan_closed else scanner.feed
+            for piece in display[fed:]:
+                feed(piece)
+            self._fed = len(display)
+        return scanner
+
+    def _scanned_text(self) -> str:
+        """``text()`` through the scanner: what no driver held in this round flows; once the
+        stream has ended (its DONE, or ``close()``), everything still held flows."""
+        scanner = self._sync()
+        if self._scan_closed:
+            pass
+        elif self._closed or self._asm.finished:
+            scanner.close()
+            self._scan_closed = True
+        else:
+            if scanner.forming()[0]:
+                scanner.release_held()
+            for call in scanner.complete_calls():
+                scanner.release_call(call)
+        released = scanner.releasable()
+        if self._late:
+            released += "".join(self._late)
+            self._late = []
+        return released

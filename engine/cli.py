@@ -171,60 +171,16 @@ def cmd_show(args: argparse.Namespace) -> int:
 # -- validate ------------------------------------------------------------------------------------
 
 
-def _validator():
-    """``engine.validate_descriptor`` once it exists; until then a stand-in over
-    ``validate_text`` that also compiles the data, so that a broken file never passes silently."""
-    import engine
-
-    from . import validate
-
-    found = getattr(engine, "validate_descriptor", None) or getattr(
-        validate, "validate_descriptor", None
-    )
-    if found is not None:
-        return found
-
-    def stand_in(path: str) -> list[Problem]:
-        from .strategy import ExtractionStrategy
-
-        text = Path(path).read_text(encoding="utf-8")
-        try:
-            data, problems = validate.validate_text(text, path)
-        except ValueError as exc:  # a YAML syntax error carries its position
-            line, col = getattr(exc, "line", 1), getattr(exc, "col", 1)
-            return [Problem(path, line, col, "", str(exc), "yaml")]
-        if problems:
-            return list(problems)
-        try:
-            ExtractionStrategy(data, source=path)
-        except Exception as exc:  # noqa: BLE001 - any compile failure is a problem to report
-            return [Problem(path, 1, 1, "", f"does not compile: {exc}", "compile")]
-        return []
-
-    return stand_in
-
-
-def _problems_of(arg: str, validate_descriptor) -> list[Problem]:
+def _problems_of(arg: str) -> list[Problem]:
     """Every problem of one file, its FILE spelled as on the command line."""
+    from .validate import validate_descriptor  # the validator (and its schema) only when asked
+
     path = Path(arg)
     if not path.exists():
         return [Problem(arg, 1, 1, "", "no such file", "file")]
     if not path.is_file():
         return [Problem(arg, 1, 1, "", "not a file", "file")]
-    try:
-        problems = validate_descriptor(arg)
-    except UnicodeDecodeError as exc:
-        return [Problem(arg, 1, 1, "", f"not UTF-8 text: {exc.reason}", "file")]
-    except OSError as exc:
-        return [Problem(arg, 1, 1, "", f"cannot read: {exc.strerror or exc}", "file")]
-    resolved = path.resolve()
-    out = []
-    for problem in problems:
-        # Problems in another file (an `extends` parent) keep that file's name.
-        if problem.file != arg and Path(problem.file).resolve() == resolved:
-            problem = dataclasses.replace(problem, file=arg)
-        out.append(problem)
-    return out
+    return validate_descriptor(arg)
 
 
 def _expand(paths: list[str]) -> list[str]:
@@ -241,10 +197,9 @@ def _expand(paths: list[str]) -> list[str]:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    validate_descriptor = _validator()
     problems: list[Problem] = []
     for arg in _expand(args.paths):
-        problems.extend(_problems_of(arg, validate_descriptor))
+        problems.extend(_problems_of(arg))
     if args.json:
         print(_json([dataclasses.asdict(p) for p in problems], indent=2))
     else:
@@ -573,7 +528,7 @@ def cmd_new(args: argparse.Namespace) -> int:
     root = Path(args.dir)
     descriptor = root / "formats" / f"{name}.yaml"
     golden = root / "tests" / "golden" / name
-    if name in registry.list_formats():
+    if (registry.data_dir("formats") / f"{name}.yaml").exists():
         raise CLIError(f"format {name!r} already exists (a built-in format)", EXIT_USAGE)
     for existing in (descriptor, golden):
         if existing.exists():
@@ -643,12 +598,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):  # a narrow terminal encoding never crashes a replay
+            stream.reconfigure(errors="backslashreplace")
     try:
         return args.run(args)
     except CLIError as exc:
         sys.stdout.flush()
         print(f"mcs-formats {args.command}: {exc}", file=sys.stderr)
         return exc.code
+    except DescriptorError as exc:  # a built-in descriptor that does not load
+        sys.stdout.flush()
+        print(f"mcs-formats {args.command}: {exc}", file=sys.stderr)
+        return EXIT_PROBLEM
     except BrokenPipeError:  # `mcs-formats replay ... | head`
         sys.stderr.close()
         return EXIT_PROBLEM

@@ -19,4 +19,8 @@ def load_descriptor(path: str | Path) -> ExtractionStrategy:
     data, problems = validate_text(text, str(path))
     if problems:
         raise DescriptorError(problems)
+    if "codec" in data:
+        from .textstrategy import TextStrategy
+
+        return TextStrategy(data, source=str(path))
     return ExtractionStrategy(data, source=str(path))

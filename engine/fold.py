@@ -205,8 +205,7 @@ def _slot_without_key(lst: SlottedList, entry: dict, spec: ListFold, asm: Assemb
 
 
 def _next_free_slot(lst: SlottedList) -> Any:
-    ints = [k for k in lst.by_slot if type(k) is int]
-    return (max(ints) + 1) if ints else len(lst)
+    return max(lst.next_int, len(lst))
 
 
 def _dig(obj: Any, chain: tuple[str, ...]) -> Any:

@@ -44,6 +44,7 @@ class ArgsStream:
         "_started",
         "_ended",
         "_whole",
+        "owner",
     )
 
     def __init__(self, form: str, initial: Any = None) -> None:
@@ -59,6 +60,7 @@ class ArgsStream:
         self._started = False  # a non-space character has been seen
         self._ended = False  # the top-level value has closed
         self._whole: Any = None  # a whole (non-string) value handed over by the wire
+        self.owner: Any = None  # told (``calls_regressed``) when a complete call stops being one
 
     # -- feeding -------------------------------------------------------------------------
 
@@ -73,6 +75,7 @@ class ArgsStream:
             return False
         if self._ended:
             if _NOT_SPACE.search(fragment):
+                self._regress()
                 self.state = INVALID
                 self.value = None
                 return True
@@ -84,6 +87,7 @@ class ArgsStream:
         if isinstance(value, str):
             self.reset()
             return self.feed(value) or True
+        self._regress()
         self._whole = value
         self.parts = []
         self._ended = True
@@ -105,7 +109,12 @@ class ArgsStream:
             self.set_whole(text)
         return True
 
+    def _regress(self) -> None:
+        if self.state == COMPLETE and self.owner is not None:
+            self.owner.calls_regressed = True
+
     def reset(self) -> None:
+        self._regress()
         self.parts = []
         self.state = OPEN
         self.value = None

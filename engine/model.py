@@ -44,7 +44,7 @@ class SlottedList:
     keeps the order of first appearance.
     """
 
-    __slots__ = ("items", "by_slot", "meta", "order", "last")
+    __slots__ = ("items", "by_slot", "meta", "order", "last", "next_int")
 
     def __init__(self, items: list | None = None, order: str = "slot") -> None:
         self.items: list[dict] = []
@@ -52,6 +52,7 @@ class SlottedList:
         self.meta: list[Any] = []  # per-item scratch owned by the interpreter
         self.order = order
         self.last: Any = None  # slot of the most recently opened item
+        self.next_int = 0  # the smallest integer above every integer slot (a free slot)
         for position, item in enumerate(items or ()):
             self.put(position, item)
 
@@ -62,6 +63,8 @@ class SlottedList:
     def put(self, slot: Any, item: dict) -> dict:
         position = self.by_slot.get(slot)
         if position is None:
+            if type(slot) is int and slot >= self.next_int:
+                self.next_int = slot + 1
             self.by_slot[slot] = len(self.items)
             self.items.append(item)
             self.meta.append(None)

@@ -55,6 +55,11 @@ def load_format(name_or_path: str | Path) -> ExtractionStrategy:
     raise UnknownFormatError(f"unknown format {key!r}{hint} Known formats: {', '.join(known)}")
 
 
+def text_strategy():
+    """The built-in text codec strategy (``mcs_text``)."""
+    return next(s for s in (_compiled(n) for n in list_formats()) if not s.is_wire)
+
+
 def wire_strategies() -> list[ExtractionStrategy]:
     """The built-in strategies that reassemble a wire (every format that recognises chunks)."""
     return [s for s in (_compiled(n) for n in list_formats()) if s.is_wire]

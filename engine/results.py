@@ -75,7 +75,9 @@ def _compile_results(spec: Any) -> CompiledResults:
         raise ValueError("/results: a mapping")
     for key in spec:
         if key not in _RESULTS_KEYS:
-            raise ValueError(f"/results/{key}: unknown key; known: {', '.join(sorted(_RESULTS_KEYS))}")
+            raise ValueError(
+                f"/results/{key}: unknown key; known: {', '.join(sorted(_RESULTS_KEYS))}"
+            )
     mode = spec.get("mode", "one_message" if "message" in spec else "per_call")
     if mode not in _MODES:
         raise ValueError(f"/results/mode: one of {', '.join(_MODES)}, got {mode!r}")
@@ -141,8 +143,10 @@ def record_view(record: Any) -> dict:
     if isinstance(record, dict):
         get = record.get
     else:
+
         def get(key: str, default: Any = None) -> Any:
             return getattr(record, key, default)
+
     error = get("error")
     return {
         "name": get("name"),
@@ -160,8 +164,10 @@ def tool_view(tool: Any) -> dict:
     if isinstance(tool, dict):
         get = tool.get
     else:
+
         def get(key: str, default: Any = None) -> Any:
             return getattr(tool, key, default)
+
     parameters = get("parameters")
     if parameters is None:
         parameters = get("input_schema")
@@ -213,9 +219,7 @@ def tool_declarations(strategy: Any, tools: Iterable[Any]) -> Any:
     tools), as its ``declarations`` section says."""
     template = sections_of(strategy).declarations
     if template is None:
-        raise NotImplementedError(
-            f"format {_name_of(strategy)!r} declares no declarations section"
-        )
+        raise NotImplementedError(f"format {_name_of(strategy)!r} declares no declarations section")
     views = [tool_view(t) for t in tools]
     if not views:
         return {}
@@ -236,15 +240,17 @@ def results_text(records: Iterable[Any]) -> str:
         name = view["name"]
         if view["failed"]:
             error = view["error"]
-            parts.append(error if error.startswith(f"Tool '{name}'") else
-                         f"Tool '{name}' failed: {error}")
+            parts.append(
+                error if error.startswith(f"Tool '{name}'") else f"Tool '{name}' failed: {error}"
+            )
         else:
             parts.append(f"Tool '{name}' returned: {render_result(view, 'text')}")
     return "\n\n".join(parts)
 
 
-def text_result_messages(text: str, records: Iterable[Any], role: str = DEFAULT_LEAK_ROLE
-                         ) -> list[dict]:
+def text_result_messages(
+    text: str, records: Iterable[Any], role: str = DEFAULT_LEAK_ROLE
+) -> list[dict]:
     """History for a call that leaked into plain text (it never had a native call id): the
     assistant's text as it was, then every result in one message in ``role``. Never the
     system role: several wires (Anthropic, Bedrock, Gemini) have none in their messages."""
@@ -272,7 +278,6 @@ def leak_result_messages(strategy: Any, text: str, records: Iterable[Any]) -> li
         "results_text": generic[1]["content"],
     }
     out: list = []
-    for template, fallback in ((spec.leak_assistant, generic[0]),
-                               (spec.leak_message, generic[1])):
+    for template, fallback in ((spec.leak_assistant, generic[0]), (spec.leak_message, generic[1])):
         _append(out, fallback if template is None else template.render(ctx, MISSING))
     return copy.deepcopy(out)

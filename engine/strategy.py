@@ -397,6 +397,21 @@ class ExtractionStrategy:
                         pieces.append(part[text.part_field])
         return "".join(pieces)
 
+    # -- history -------------------------------------------------------------------------------
+
+    def result_messages(self, message: Any, records: list) -> list[dict]:
+        """The native history for these calls: the assistant turn and the results, keyed by
+        call id, as the descriptor's ``results`` section declares them."""
+        from .results import result_messages
+
+        return result_messages(self, message, records)
+
+    def tool_declarations(self, tools: list) -> Any:
+        """The wire's request fragment declaring these tools (``declarations`` section)."""
+        from .results import tool_declarations
+
+        return tool_declarations(self, tools)
+
     # -- streams -------------------------------------------------------------------------------
 
     def streamed_fields(self) -> list[tuple[str, ...]]:

@@ -31,16 +31,18 @@ constructs below. A template is
   call as ``{"error": message}``, a mapping result as it is, any other result wrapped as
   ``{"result": value}``.
 - ``{$echo: "path", list: field, calls: {where: <predicate>, id: P, name: P},
-  records: "path"}``: the assistant turn as the wire needs it back. The value at the path
-  (a list of items, or a mapping whose ``list`` field holds the items) is copied with every
-  item kept in order (text, thinking blocks and their signatures, reasoning fields, thought
-  signatures, whatever the wire sent), except that a *call* item no record answers is
-  dropped, so that the history never holds a call without its result. ``calls`` says which
+  drop: <predicate>, records: "path"}``: the assistant turn as the wire needs it back. The
+  value at the path (a list of items, or a mapping whose ``list`` field holds the items) is
+  copied with every item kept in order (text, thinking blocks and their signatures, reasoning
+  fields, thought signatures, whatever the wire sent), except that a *call* item no record
+  answers is dropped, so that the history never holds a call without its result, and so is
+  an item matching ``drop`` (an empty text block a wire would refuse). ``calls`` says which
   items are calls (``where``, every item when absent) and where their call id and tool name
-  are (item paths); an item is answered by the record whose ``tool_call_id`` equals its id,
-  or, when the item has no id, by a record without one that has its name. ``records`` is
-  the path of the records (default ``records``). Without ``calls`` the value is copied
-  whole. A list left empty renders to nothing (with ``list``: the field is removed).
+  are (item paths); ``where`` and ``drop`` are conditions tested on each item. An item is
+  answered by the record whose ``tool_call_id`` equals its id, or, when the item has no id,
+  by a record without one that has its name. ``records`` is the path of the records
+  (default ``records``). Without ``calls`` every call is kept. A list left empty renders to
+  nothing (with ``list``: the field is removed).
 
 A template that is not one of these raises :class:`ValueError` naming the JSON pointer of
 the offending part, e.g. ``/results/result/content/0: unknown construct $pth``.
@@ -331,11 +333,14 @@ def _compile_echo(spec: dict, pointer: str) -> Node:
         call_id = _reader(calls["id"], _child(where_at, "id"))
         call_name = _reader(calls["name"], _child(where_at, "name"))
         keep = _answered_filter(is_call, call_id, call_name)
+    drop = _compile_condition(spec["drop"], _child(pointer, "drop")) if "drop" in spec else None
     records_read = _reader(spec.get("records", "records"), _child(pointer, "records"))
 
     def filtered(items: Any, ctx: dict) -> Any:
         if not isinstance(items, list):
             return items
+        if drop is not None:
+            items = [item for item in items if not drop(item)]
         if keep is None:
             return list(items)
         records = records_read(ctx)
@@ -404,5 +409,5 @@ _CONSTRUCTS: dict[str, tuple[Callable[[dict, str], Node], frozenset[str]]] = {
     "$each": (_compile_each, frozenset({"as", "$emit"})),
     "$json": (_compile_json, frozenset()),
     "$result": (_compile_result, frozenset({"as"})),
-    "$echo": (_compile_echo, frozenset({"list", "calls", "records"})),
+    "$echo": (_compile_echo, frozenset({"list", "calls", "drop", "records"})),
 }

@@ -6,17 +6,20 @@ sorted by position, as ``FILE:LINE:COL: /json/pointer: message``:
 
 1. the JSON Schema (``schemas/format.schema.json``, draft 2020-12), all errors collected. The
    schema's custom formats (``read-path``, ``target-path``, ``item-target``, ``field-target``,
-   ``pattern``, ``call-pattern``) are checked here, by compiling the path as the engine will:
-   a JMESPath that does not compile, a target that does not parse, a ``[*]`` where an operation
-   needs one SLOT, an ``open`` that does not end with a SLOT step, ``calls.at`` without ``[*]``;
+   ``pattern``, ``call-pattern``, ``python-regex``) are checked here by compiling the value as
+   the engine will: a JMESPath that does not compile, a target that does not parse, a ``[*]``
+   where an operation needs one SLOT, an ``open`` that does not end with a SLOT step,
+   ``calls.at`` without ``[*]``, a healing pattern that is not a regular expression;
 2. what a schema cannot say: ``name`` equals the file's stem, sections in the schema's order,
-   every operation known to the engine;
-3. when all of that passes, the descriptor is compiled, so that whatever the checks above miss
-   is still a reported problem and never a traceback at load.
+   every operation known to the engine, the ``results`` and ``declarations`` templates
+   (checked by :mod:`engine.templates`);
+3. when all of that passes, the descriptor is compiled (a wire, or the text codec), so that
+   whatever the checks above miss is still a reported problem and never a traceback at load.
 
 A problem's ``rule`` names the check: a schema keyword (``type``, ``required``, ``enum``...),
 or ``unknown-key``, ``operation``, ``jmespath``, ``slot``, ``target``, ``item-target``,
-``field-target``, ``pattern``, ``call-pattern``, ``name``, ``order``, ``yaml``, ``compile``.
+``field-target``, ``pattern``, ``call-pattern``, ``regex``, ``name``, ``order``, ``template``,
+``yaml``, ``compile``.
 """
 
 from __future__ import annotations
@@ -60,10 +63,16 @@ def operation_names() -> list[str]:
     return list(schema()["$defs"]["operation_mapping"]["properties"])
 
 
-def section_order() -> list[str]:
+def descriptor_kind(data: Any) -> str:
+    """``codec_descriptor`` (a text codec) or ``wire_descriptor``, as the schema's root
+    chooses between them."""
+    return "codec_descriptor" if isinstance(data, dict) and "codec" in data else "wire_descriptor"
+
+
+def section_order(kind: str = "wire_descriptor") -> list[str]:
     """Top-level keys in the order a descriptor writes them: the header, then the sections."""
     defs = schema()["$defs"]
-    return [*defs["header"]["properties"], *defs["wire_descriptor"]["properties"]]
+    return [*defs["header"]["properties"], *defs[kind]["properties"]]
 
 
 # -- the custom formats: paths compiled as the engine compiles them -----------------------------
@@ -106,8 +115,7 @@ def _target(value: str) -> tuple[Segment, ...]:
     segments = _segments(value)
     if any(seg.any for seg in segments):
         raise PathProblem(
-            "[*] is for patterns; an operation writes one item: name its SLOT, "
-            "e.g. content[index]",
+            "[*] is for patterns; an operation writes one item: name its SLOT, e.g. content[index]",
             "slot",
         )
     return segments
@@ -123,6 +131,13 @@ def _field_target(value: str) -> None:
     segments = _target(value)
     if not segments or segments[-1].field is None:
         raise PathProblem("must end with a field, e.g. content[index].text", "field-target")
+
+
+def _python_regex(value: str) -> None:
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise PathProblem(f"not a Python regular expression: {exc}", "regex") from None
 
 
 def _pattern(value: str) -> tuple[Segment, ...]:
@@ -148,6 +163,7 @@ FORMATS = {
     "field-target": _field_target,
     "pattern": _pattern,
     "call-pattern": _call_pattern,
+    "python-regex": _python_regex,
 }
 """The schema's custom ``format`` values and their checks. Editors ignore them."""
 
@@ -184,8 +200,16 @@ _JSON_TYPES = (
 
 # Errors whose own wording is better than a subschema's ``errorMessage``.
 _SELF_EXPLAINING = frozenset(
-    {"type", "enum", "const", "required", "additionalProperties", "unevaluatedProperties",
-     "dependentRequired", "format"}
+    {
+        "type",
+        "enum",
+        "const",
+        "required",
+        "additionalProperties",
+        "unevaluatedProperties",
+        "dependentRequired",
+        "format",
+    }
 )
 
 
@@ -373,7 +397,7 @@ def _name_problems(data: dict, file: str, where: _Locator) -> list[Problem]:
 
 
 def _order_problems(data: dict, where: _Locator) -> list[Problem]:
-    order = {key: i for i, key in enumerate(section_order())}
+    order = {key: i for i, key in enumerate(section_order(descriptor_kind(data)))}
     out = []
     latest: str | None = None
     for key in data:
@@ -434,11 +458,34 @@ def _engine_problems(data: dict, where: _Locator) -> list[Problem]:
     return out
 
 
-def _compile_problems(data: dict, where: _Locator) -> list[Problem]:
-    from .strategy import ExtractionStrategy
+def _template_problems(data: dict, where: _Locator) -> list[Problem]:
+    """The ``results`` and ``declarations`` templates, checked by their own compiler (which
+    names the JSON pointer of the first bad part)."""
+    if "results" not in data and "declarations" not in data:
+        return []
+    from .results import compile_sections
 
     try:
-        ExtractionStrategy(data, source=where.file)
+        compile_sections(data)
+    except ValueError as exc:
+        text = str(exc)
+        pointer, sep, message = text.partition(": ")
+        if not (sep and pointer.startswith("/")):
+            pointer, message = "/results" if "results" in data else "/declarations", text
+        return [where.at_value(pointer, message, "template")]
+    return []
+
+
+def _compile_problems(data: dict, where: _Locator) -> list[Problem]:
+    try:
+        if descriptor_kind(data) == "codec_descriptor":
+            from .textcodec import TextCodec
+
+            TextCodec.from_descriptor(data)
+        else:
+            from .strategy import ExtractionStrategy
+
+            ExtractionStrategy(data, source=where.file)
     except Exception as exc:  # noqa: BLE001 - whatever the compiler refuses is a problem
         message = str(exc) or exc.__class__.__name__
         return [where.at_value("", f"does not compile: {message}", "compile")]
@@ -462,6 +509,8 @@ def validate_text(text: str, file: str) -> tuple[Any, list[Problem]]:
         problems += _name_problems(data, file, where)
         problems += _order_problems(data, where)
         problems += _engine_problems(data, where)
+        if not any(p.pointer.startswith(("/results", "/declarations")) for p in problems):
+            problems += _template_problems(data, where)
         if not problems:
             problems += _compile_problems(data, where)
     return data, sorted(set(problems), key=lambda p: (p.line, p.col, p.pointer, p.message))

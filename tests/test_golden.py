@@ -32,6 +32,11 @@ def test_golden_snapshot(path, json_snapshot):
     result["extract"] = [
         {"name": c.name, "arguments": c.arguments, "id": c.id} for c in strategy.extract(message)
     ]
+    records = [
+        engine.ToolCallRecord(c.name, c.arguments, {"echo": c.arguments}, None, c.id)
+        for c in strategy.extract(message)
+    ]
+    result["result_messages"] = strategy.result_messages(message, records) if records else []
     assert result == json_snapshot, _update_hint(path)
 
 

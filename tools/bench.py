@@ -128,10 +128,97 @@ def anthropic_messages(n: int, calls: bool) -> list[dict]:
     return out
 
 
+def bedrock_converse(n: int, calls: bool) -> list[dict]:
+    out = [{"messageStart": {"role": "assistant"}}]
+    if calls:
+        a, b = _split(n)
+        for slot in (0, 1):
+            out.append({"contentBlockStart": {"contentBlockIndex": slot, "start": {
+                "toolUse": {"toolUseId": f"tooluse_{slot}", "name": f"tool{slot}"}}}})
+        for i in range(max(len(a), len(b))):
+            for slot, frags in ((0, a), (1, b)):
+                if i < len(frags):
+                    out.append({"contentBlockDelta": {"contentBlockIndex": slot,
+                                                      "delta": {"toolUse": {"input": frags[i]}}}})
+        out += [{"contentBlockStop": {"contentBlockIndex": s}} for s in (0, 1)]
+        stop = "tool_use"
+    else:
+        out += [{"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"text": w}}}
+                for w in _words(n - 3)]
+        out.append({"contentBlockStop": {"contentBlockIndex": 0}})
+        stop = "end_turn"
+    out.append({"messageStop": {"stopReason": stop}})
+    return out
+
+
+def gemini(n: int, calls: bool) -> list[dict]:
+    def chunk(parts: list, finish: str | None = None) -> dict:
+        cand = {"content": {"role": "model", "parts": parts}, "index": 0}
+        if finish:
+            cand["finishReason"] = finish
+        return {"candidates": [cand], "modelVersion": "gemini-x", "responseId": "r1"}
+
+    if calls:
+        # Gemini sends calls whole: a stream of n chunks carries n/2 whole calls.
+        out = [chunk([{"functionCall": {"name": f"tool{i % 2}", "args": {"q": "x" * FRAG}}}])
+               for i in range(n - 1)]
+    else:
+        out = [chunk([{"text": w}]) for w in _words(n - 1)]
+    out.append(chunk([{"text": ""}], "STOP"))
+    return out
+
+
+def cohere_v2(n: int, calls: bool) -> list[dict]:
+    out = [{"id": "c1", "type": "message-start", "delta": {"message": {
+        "role": "assistant", "content": [], "tool_plan": "", "tool_calls": [], "citations": []}}}]
+    if calls:
+        a, b = _split(n)
+        for slot in (0, 1):
+            out.append({"type": "tool-call-start", "index": slot, "delta": {"message": {
+                "tool_calls": {"id": f"t{slot}", "type": "function",
+                               "function": {"name": f"tool{slot}", "arguments": ""}}}}})
+        for i in range(max(len(a), len(b))):
+            for slot, frags in ((0, a), (1, b)):
+                if i < len(frags):
+                    out.append({"type": "tool-call-delta", "index": slot, "delta": {"message": {
+                        "tool_calls": {"function": {"arguments": frags[i]}}}}})
+        out += [{"type": "tool-call-end", "index": s} for s in (0, 1)]
+    else:
+        out.append({"type": "content-start", "index": 0,
+                    "delta": {"message": {"content": {"type": "text", "text": ""}}}})
+        out += [{"type": "content-delta", "index": 0,
+                 "delta": {"message": {"content": {"text": w}}}} for w in _words(n - 3)]
+        out.append({"type": "content-end", "index": 0})
+    out.append({"type": "message-end", "delta": {"finish_reason": "COMPLETE"}})
+    return out
+
+
+def ollama(n: int, calls: bool) -> list[dict]:
+    def chunk(message: dict, done: bool = False) -> dict:
+        out = {"model": "m", "created_at": "2025-01-01T00:00:00Z", "message": message,
+               "done": done}
+        if done:
+            out.update(done_reason="stop", eval_count=n, prompt_eval_count=1)
+        return out
+
+    if calls:
+        out = [chunk({"role": "assistant", "content": "", "tool_calls": [
+            {"function": {"name": f"tool{i % 2}", "arguments": {"q": "x" * FRAG}}}]})
+            for i in range(n - 1)]
+    else:
+        out = [chunk({"role": "assistant", "content": w}) for w in _words(n - 1)]
+    out.append(chunk({"role": "assistant", "content": ""}, True))
+    return out
+
+
 GENERATORS: dict[str, Callable[[int, bool], list[dict]]] = {
     "openai_chat": openai_chat,
     "openai_responses": openai_responses,
     "anthropic_messages": anthropic_messages,
+    "bedrock_converse": bedrock_converse,
+    "gemini": gemini,
+    "cohere_v2": cohere_v2,
+    "ollama": ollama,
 }
 
 

@@ -1,0 +1,352 @@
+"""Drivers: the tools a client offers, run when the model calls them.
+
+A driver owns tools (``list_tools``) and runs its own calls (``execute_tool``); everything
+else, the calls of other drivers included, it leaves alone. ``process_llm_response`` takes
+what the model sent in one of three shapes and answers with status only (a
+:class:`DriverResponse`); display text is read from the buffer (``buf.text()``), never from
+the response:
+
+- a ``str``: plain text, read by the text codec (``formats/mcs_text.yaml``);
+- a ``dict``: one whole non-streaming message. Its wire is the first built-in that recognises
+  it; its native calls run, and where its envelope also carries pure text
+  (``leaks_into_text``) and it has no native call, its text goes to the text codec (the
+  *native backup*). ``tool_calls: null`` on a wire that does not leak says "no call":
+  nothing is looked for in its text;
+- an :class:`~engine.buffer.LLMStreamBuffer`: a stream, one round per chunk (see
+  :meth:`BaseDriver.process_llm_response`).
+
+An :class:`Orchestrator` is itself a driver, over the tools of several: one extraction, one
+history, and, knowing every tool, it may tell the model that a tool it called does not exist.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from collections.abc import Iterable
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+from .buffer import LLMStreamBuffer
+from .records import Tool, ToolCallRecord
+from .registry import data_dir, wire_strategies
+from .results import result_messages
+from .strategy import ExtractedCall, ExtractionStrategy
+from .textcodec import TextCodec
+from .yamlsource import load
+
+__all__ = ["BaseDriver", "DriverResponse", "Orchestrator", "Tool", "ToolCallRecord"]
+
+TEXT_FORMAT = "mcs_text"
+
+
+@dataclass
+class DriverResponse:
+    """What a driver made of one response, or of one round of a stream. No flag set: no call
+    of this driver's, the text flows."""
+
+    call_pending: bool = False  # a call is forming: keep streaming, show nothing of it
+    call_executed: bool = False  # at least one owned call ran without raising
+    call_failed: bool = False  # at least one owned call raised
+    retry_prompt: str | None = None  # what to tell the model after a failure
+    messages: list[dict] | None = None  # native history: the assistant turn and the results
+    executed_calls: list[ToolCallRecord] | None = None
+
+
+# -- the text codec --------------------------------------------------------------------------
+
+
+@functools.cache
+def _text_format() -> SimpleNamespace:
+    """The built-in text codec's descriptor, as a format that histories are rendered for (a
+    call in plain text is answered in its leak shapes: ``results.leak`` if it declares them)."""
+    path = data_dir("formats") / f"{TEXT_FORMAT}.yaml"
+    data, _ = load(path.read_text(encoding="utf-8"))
+    return SimpleNamespace(name=TEXT_FORMAT, descriptor=data)
+
+
+@functools.cache
+def default_codec() -> TextCodec:
+    """The built-in text codec, compiled once and shared (a codec is immutable)."""
+    return TextCodec.from_descriptor(_text_format().descriptor)
+
+
+_DEFAULT = object()  # "the driver's own codec", for the native backup
+
+
+class BaseDriver:
+    """A driver: subclass it with ``list_tools`` and ``execute_tool``.
+
+    Keyword options (all optional; a subclass need not call ``__init__``): ``codec``, the
+    text codec for prompts and plain text (the built-in ``mcs_text`` by default), and
+    ``strategies``, the wires a message or a stream may be in (every built-in wire).
+    """
+
+    _codec: TextCodec | None = None
+    _strategies: list[ExtractionStrategy] | None = None
+    _backup: Any = _DEFAULT
+
+    def __init__(
+        self,
+        *,
+        codec: TextCodec | None = None,
+        strategies: Iterable[ExtractionStrategy] | None = None,
+    ) -> None:
+        if codec is not None:
+            self._codec = codec
+        if strategies is not None:
+            self._strategies = list(strategies)
+
+    # -- what a subclass provides ------------------------------------------------------------
+
+    def list_tools(self) -> list[Tool]:
+        raise NotImplementedError(f"{type(self).__name__} must implement list_tools()")
+
+    def execute_tool(self, tool_name: str, arguments: dict) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} must implement execute_tool()")
+
+    # -- configuration -------------------------------------------------------------------------
+
+    @property
+    def codec(self) -> TextCodec:
+        return self._codec if self._codec is not None else default_codec()
+
+    def extraction_strategies(self) -> list[ExtractionStrategy]:
+        """The wires this driver reads, in priority order."""
+        if self._strategies is None:
+            return wire_strategies()
+        return list(self._strategies)
+
+    def get_native_backup_strategy(self) -> TextCodec | None:
+        """The text codec that reads calls leaked into a native message's text, or None."""
+        return self.codec if self._backup is _DEFAULT else self._backup
+
+    def set_native_backup_strategy(self, strategy: TextCodec | None) -> None:
+        """Set the codec for leaked calls; None: a native message's text is never read."""
+        self._backup = strategy
+
+    def new_stream_buffer(self) -> LLMStreamBuffer:
+        """A buffer over this driver's wires, its text scanned by the native backup."""
+        buf = LLMStreamBuffer(strategies=self.extraction_strategies())
+        backup = self.get_native_backup_strategy()
+        if backup is not None:
+            buf.attach_codec(backup)
+        return buf
+
+    def get_function_description(self) -> str:
+        """The tools as the text codec describes them to the model."""
+        return self.codec.function_description(self.list_tools())
+
+    def get_driver_system_message(self) -> str:
+        """The text codec's system message, the tools described in it."""
+        return self.codec.system_message(self.list_tools())
+
+    # -- processing ------------------------------------------------------------------------------
+
+    def process_llm_response(self, llm_response: str | dict | LLMStreamBuffer) -> DriverResponse:
+        """Run this driver's calls in a response: plain text, a whole message, or a stream.
+
+        A stream is processed once per chunk (a *round*: after every ``buf.add`` and once
+        after ``buf.close()``), by every driver fed the buffer, before the client reads
+        ``buf.text()``:
+
+        - a native call: ``call_pending`` while one of this driver's (or one whose name has
+          not streamed yet) is on its way; at the wire's DONE the batch runs, this driver's
+          calls of it, and the buffer advances past it in the next round;
+        - a text call (in the display text): while it forms, the buffer is held
+          (``call_pending``) if its name is not known yet or is this driver's; once complete,
+          this driver's call runs at once and its text is never shown. A call that no driver
+          holds in a round flows as text; at the end of the stream everything held flows.
+        """
+        if isinstance(llm_response, LLMStreamBuffer):
+            return self._process_stream(llm_response)
+        if isinstance(llm_response, str):
+            return self._process_text(llm_response, self._text_format(), self.codec)
+        if isinstance(llm_response, dict):
+            return self._process_message(llm_response)
+        raise TypeError(
+            "process_llm_response takes a str, a dict (a whole message) or an LLMStreamBuffer, "
+            f"not {type(llm_response).__name__}"
+        )
+
+    def _process_message(self, message: dict) -> DriverResponse:
+        strategies = self.extraction_strategies()
+        strategy = next((s for s in strategies if s.recognizes(message)), None)
+        if strategy is None:
+            strategy = next((s for s in strategies if _states_no_calls(s, message)), None)
+        if strategy is None:
+            content = message.get("content")
+            if not isinstance(content, str):
+                return DriverResponse()
+            return self._process_text(content, self._text_format(), self.codec)
+        calls = strategy.extract(message)
+        if calls or strategy.forming(message) or not strategy.leaks_into_text:
+            owned = self._owned()
+            mine = [c for c in calls if c.name in owned]
+            response = self._run(mine, lambda records: result_messages(strategy, message, records))
+            self._note_unknown(response, [c.name for c in calls if c.name not in owned], owned)
+            return response
+        backup = self.get_native_backup_strategy()
+        if backup is None:
+            return DriverResponse()
+        return self._process_text(strategy.content_text(message), strategy, backup)
+
+    def _process_text(self, text: str, fmt: Any, codec: TextCodec) -> DriverResponse:
+        calls = codec.parse_calls(text)
+        owned = self._owned()
+        mine = [ExtractedCall(c.name, c.arguments, None, c.end) for c in calls if c.name in owned]
+        response = self._run(mine, lambda records: result_messages(fmt, text, records))
+        self._note_unknown(response, [c.name for c in calls if c.name not in owned], owned)
+        return response
+
+    def _process_stream(self, buf: LLMStreamBuffer) -> DriverResponse:
+        backup = self.get_native_backup_strategy()
+        if backup is not None and buf.codec is None:
+            buf.attach_codec(backup)
+        owned = self._owned()
+        ended = buf.is_finished() or buf._closed
+        response = DriverResponse()
+        unknown: list[str] = []
+
+        # Native calls: a batch runs at the wire's DONE, when no sibling can still stream.
+        native = buf.native_calls()
+        if buf.is_finished():
+            if native:
+                buf.consume_native()
+                mine = [c for c in native if c.name in owned]
+                unknown += [c.name for c in native if c.name not in owned]
+                if mine:
+                    message, strategy = buf.as_dict(), buf.strategy
+                    self._merge(
+                        response,
+                        self._run(mine, lambda rs: result_messages(strategy, message, rs)),
+                    )
+        elif not ended:
+            forming = buf.forming()
+            name = forming.tool_name
+            if forming and (name is None or name in owned) or any(c.name in owned for c in native):
+                response.call_pending = True
+
+        # Text calls: each runs as soon as it is complete.
+        mine = []
+        for call in buf.text_calls():
+            if call.name not in owned:
+                unknown.append(call.name)
+            elif buf.consume_text_call(call):
+                mine.append(call)
+        if mine:
+            text, strategy = buf.get_content()[: mine[-1].end], buf.strategy
+            self._merge(response, self._run(mine, lambda rs: result_messages(strategy, text, rs)))
+        forming = buf.text_forming()
+        if forming and not ended:
+            name = forming.tool_name
+            if name is None or name in owned:
+                buf.hold()
+                response.call_pending = True
+            else:
+                unknown.append(name)
+        self._note_unknown(response, unknown, owned)
+        return response
+
+    # -- running calls ------------------------------------------------------------------------
+
+    def _owned(self) -> frozenset[str]:
+        return frozenset(tool.name for tool in self.list_tools())
+
+    def _text_format(self) -> Any:
+        return _text_format()
+
+    def _run(self, calls: list[ExtractedCall], history) -> DriverResponse:
+        """Run ``calls`` (this driver's own), each once; a raise becomes an error record."""
+        if not calls:
+            return DriverResponse()
+        records = []
+        retry = None
+        for call in calls:
+            try:
+                result = self.execute_tool(call.name, copy.deepcopy(call.arguments))
+            except Exception as exc:  # a tool's failure is reported, never raised
+                records.append(
+                    ToolCallRecord(
+                        call.name, call.arguments, None, f"Tool '{call.name}' failed: {exc}",
+                        call.id,
+                    )
+                )
+                if retry is None:
+                    retry = self.codec.retry_execution_failed(call.name, exc)
+            else:
+                records.append(ToolCallRecord(call.name, call.arguments, result, None, call.id))
+        return DriverResponse(
+            call_executed=any(r.error is None for r in records),
+            call_failed=any(r.error is not None for r in records),
+            retry_prompt=retry,
+            messages=history(records),
+            executed_calls=records,
+        )
+
+    @staticmethod
+    def _merge(into: DriverResponse, more: DriverResponse) -> None:
+        into.call_executed |= more.call_executed
+        into.call_failed |= more.call_failed
+        into.call_pending |= more.call_pending
+        if into.retry_prompt is None:
+            into.retry_prompt = more.retry_prompt
+        for field in ("messages", "executed_calls"):
+            extra = getattr(more, field)
+            if extra:
+                setattr(into, field, [*(getattr(into, field) or []), *extra])
+
+    def _note_unknown(self, response: DriverResponse, names: list[str], owned) -> None:
+        """Calls of tools this driver does not own are another driver's: left alone. Only a
+        driver that knows every tool (an Orchestrator) says that one does not exist."""
+
+
+def _states_no_calls(strategy: ExtractionStrategy, message: dict) -> bool:
+    """Does ``message`` carry this wire's call list explicitly as null (``tool_calls:
+    null``)? The envelope then says "no call", authoritatively: its text is not searched
+    unless the wire leaks into text."""
+    calls = strategy.spec.calls
+    if calls is None or not calls.list_fields:
+        return False
+    *parents, last = calls.list_fields[0]
+    node: Any = message
+    for key in parents:
+        node = node.get(key) if isinstance(node, dict) else None
+    return isinstance(node, dict) and last in node and node[last] is None
+
+
+class Orchestrator(BaseDriver):
+    """A driver over the tools of several drivers: each call runs in the driver that owns
+    it. A tool name owned twice is a ValueError."""
+
+    def __init__(self, drivers: Iterable[BaseDriver], **options: Any) -> None:
+        super().__init__(**options)
+        self.drivers = list(drivers)
+        self._owner_of()
+
+    def _owner_of(self) -> dict[str, BaseDriver]:
+        owners: dict[str, BaseDriver] = {}
+        for driver in self.drivers:
+            for tool in driver.list_tools():
+                other = owners.get(tool.name)
+                if other is not None and other is not driver:
+                    raise ValueError(
+                        f"tool {tool.name!r} is owned by both {type(other).__name__} and "
+                        f"{type(driver).__name__}"
+                    )
+                owners[tool.name] = driver
+        return owners
+
+    def list_tools(self) -> list[Tool]:
+        return [tool for driver in self.drivers for tool in driver.list_tools()]
+
+    def execute_tool(self, tool_name: str, arguments: dict) -> Any:
+        owner = self._owner_of().get(tool_name)
+        if owner is None:
+            raise KeyError(f"no driver owns the tool {tool_name!r}")
+        return owner.execute_tool(tool_name, arguments)
+
+    def _note_unknown(self, response: DriverResponse, names: list[str], owned) -> None:
+        if names and response.retry_prompt is None:
+            response.retry_prompt = self.codec.retry_unknown_tool(names[0], sorted(owned))

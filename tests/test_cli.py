@@ -1,0 +1,321 @@
+"""The command line, through its real entry points (``python -m engine`` and ``mcs-formats``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+import engine
+from engine import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = ROOT / "tests" / "golden"
+OAI_PARALLEL = GOLDEN / "openai_chat" / "oai_py_parallel_tools_a.jsonl"
+ANTHROPIC_TOOL = GOLDEN / "anthropic_messages" / "llm_anthropic_tool_use.jsonl"
+
+
+def _command(args: tuple[str, ...], script: bool) -> list[str]:
+    head = [shutil.which("mcs-formats")] if script else [sys.executable, "-m", "engine"]
+    return [*head, *args]
+
+
+ENV = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONIOENCODING="utf-8", NO_COLOR="1")
+
+
+def run(*args: str, cwd: Path | None = None, script: bool = False) -> subprocess.CompletedProcess:
+    """One invocation of the real command."""
+    return subprocess.run(
+        _command(args, script),
+        cwd=cwd or ROOT,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=60,
+    )
+
+
+def run_many(*argvs: tuple[str, ...], cwd: Path | None = None) -> list[tuple[int, str, str]]:
+    """Several invocations at once (each pays the interpreter's start): (rc, stdout, stderr)."""
+    procs = [
+        subprocess.Popen(
+            _command(argv, False),
+            cwd=cwd or ROOT,
+            env=ENV,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+        )
+        for argv in argvs
+    ]
+    outputs = [p.communicate(timeout=60) for p in procs]
+    return [(p.returncode, out, err) for p, (out, err) in zip(procs, outputs, strict=True)]
+
+
+# -- list, show ------------------------------------------------------------------------------------
+
+
+def test_list_prints_the_builtin_names_in_order():
+    result = run("list")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == engine.list_formats()
+
+
+def test_list_json_gives_name_title_docs():
+    result = run("list", "--json")
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)
+    assert [r["name"] for r in rows] == engine.list_formats()
+    for row in rows:
+        strategy = engine.load_format(row["name"])
+        assert row == {
+            "name": strategy.name,
+            "title": strategy.title,
+            "docs": strategy.descriptor.get("docs"),
+        }
+
+
+@pytest.mark.skipif(shutil.which("mcs-formats") is None, reason="console script not installed")
+def test_console_script_is_the_same_command():
+    result = run("list", script=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == engine.list_formats()
+
+
+def test_show_prints_yaml_that_loads_back_to_the_descriptor():
+    result = run("show", "anthropic_messages")
+    assert result.returncode == 0, result.stderr
+    assert yaml.safe_load(result.stdout) == engine.load_format("anthropic_messages").descriptor
+    assert result.stdout.startswith("name: anthropic_messages\ntitle: ")  # the header first
+
+
+@pytest.mark.parametrize("name", engine.list_formats())
+def test_show_yaml_round_trips_every_builtin(name):
+    descriptor = engine.load_format(name).descriptor
+    text = cli.to_yaml(descriptor)
+    assert yaml.safe_load(text) == descriptor
+    assert list(yaml.safe_load(text)) == list(descriptor)  # the file's order of sections
+
+
+def test_show_unknown_name_is_a_usage_error_naming_the_closest():
+    result = run("show", "openai_chatt")
+    assert result.returncode == 2
+    assert "openai_chat" in result.stderr and "Traceback" not in result.stderr
+
+
+# -- validate --------------------------------------------------------------------------------------
+
+
+def test_validate_builtin_descriptors_is_silent():
+    paths = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "formats").glob("*.yaml"))
+    result = run("validate", *paths)
+    assert (result.returncode, result.stdout) == (0, ""), result.stdout + result.stderr
+
+
+BROKEN = """\
+name: broken
+title: 42
+docs: https://example.com/docs
+recognize:
+  chunk: {field: type, equals: broken.delta}
+events:
+  discriminator: type
+  on:
+    broken.delta:
+      - append: {at: content, from: delta}
+calls:
+  at: "tool_calls[*]"
+  name: function.name
+  id: "id[?"
+  pth: id
+  args: function.arguments
+text:
+  at: content
+"""
+
+
+def test_validate_reports_each_problem_as_file_line_col_pointer_message(tmp_path):
+    (tmp_path / "broken.yaml").write_text(BROKEN, encoding="utf-8")
+    result = run("validate", "broken.yaml", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    lines = result.stdout.splitlines()
+    assert lines and all(re.match(r"^broken\.yaml:\d+:\d+: /\S*: .+", line) for line in lines)
+
+    def line_of(pointer: str) -> int:
+        found = [ln for ln in lines if ln.split(": ")[1] == pointer]
+        assert found, f"no problem at {pointer}: {lines}"
+        return int(found[0].split(":")[1])
+
+    assert line_of("/title") == 2  # wrong type
+    assert line_of("/calls/id") == 14  # JMESPath that does not compile
+    assert line_of("/calls/pth") == 15  # unknown key
+
+    as_json = run("validate", "--json", "broken.yaml", cwd=tmp_path)
+    assert as_json.returncode == 1
+    problems = json.loads(as_json.stdout)
+    assert {p["pointer"] for p in problems} >= {"/title", "/calls/id", "/calls/pth"}
+    assert all(p["file"] == "broken.yaml" for p in problems)
+
+
+def test_validate_missing_file_and_yaml_syntax_error_are_problems(tmp_path):
+    (tmp_path / "bad.yaml").write_text("name: bad\ntitle: [unclosed\n", encoding="utf-8")
+    result = run("validate", "nope.yaml", "bad.yaml", cwd=tmp_path)
+    assert result.returncode == 1
+    missing, syntax = result.stdout.splitlines()
+    assert missing.startswith("nope.yaml:1:1: ")
+    assert re.match(r"^bad\.yaml:\d+:\d+: ", syntax), syntax
+    assert "Traceback" not in result.stderr
+
+
+# -- replay ----------------------------------------------------------------------------------------
+
+
+def test_replay_openai_parallel_tools_shows_calls_and_the_message():
+    result = run("replay", str(OAI_PARALLEL))
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    first = out.splitlines()[0]
+    assert "openai_chat" in first and "format" in first
+    call_lines = [ln for ln in out.splitlines() if "call⟧" in ln]
+    assert len(call_lines) == 2
+    weather, stock = call_lines
+    assert "GetWeatherArgs" in weather and "id=call_JMW1whyEaYG438VE1OIflxA2" in weather
+    assert '"city": "Edinburgh"' in weather
+    assert "get_stock_price" in stock and "id=call_DNYTawLBoN8fj3KN6qU9N1Ou" in stock
+    assert '"tool_calls"' in out and "stop_reason⟧" in out and "usage⟧" in out
+    assert "unknown⟧ 0" in out
+
+
+def test_replay_anthropic_tool_use_json_events():
+    result = run("replay", str(ANTHROPIC_TOOL), "--json")
+    assert result.returncode == 0, result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    calls = [e for e in events if e["event"] == "call"]
+    assert calls == [
+        {
+            "event": "call",
+            "name": "pelican_name_generator",
+            "arguments": {},
+            "id": "toolu_01CzN6riCPqw4pVSuTd9Dwn7",
+            "chunk": calls[0]["chunk"],
+        }
+    ]
+    assert isinstance(calls[0]["chunk"], int)
+    final = events[-1]
+    assert final["event"] == "message" and final["format"] == "anthropic_messages"
+    assert final["stop_reason"] == "tool_use"
+    assert final["message"]["content"][0]["name"] == "pelican_name_generator"
+    assert final["error"] is None and "usage" in final
+
+
+def test_replay_with_a_named_format_and_tools():
+    tools = ("--format", "openai_chat", "--tools", "get_stock_price")
+    (rc, out, err), (_, human, _) = run_many(
+        ("replay", str(OAI_PARALLEL), *tools, "--json"), ("replay", str(OAI_PARALLEL), *tools)
+    )
+    assert rc == 0, err
+    events = [json.loads(line) for line in out.splitlines()]
+    calls = [e["name"] for e in events if e["event"] == "call"]
+    assert calls == ["GetWeatherArgs", "get_stock_price"]
+    ran = [(e["name"], e["result"]) for e in events if e["event"] == "ran"]
+    assert ran == [("get_stock_price", {"ticker": "AAPL", "exchange": "NASDAQ"})]
+    assert "ran⟧ get_stock_price -> {" in human
+
+
+def test_replay_counts_unknown_events(tmp_path, capsys):
+    lines = ANTHROPIC_TOOL.read_text(encoding="utf-8").splitlines()
+    lines[2:2] = ['{"type": "mystery"}'] * 2
+    stream = tmp_path / "u.jsonl"
+    stream.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    final = json.loads(run("replay", "u.jsonl", "--json", cwd=tmp_path).stdout.splitlines()[-1])
+    assert final["unknown"] == {"mystery": 2}
+    assert cli.main(["replay", str(stream)]) == 0
+    human = capsys.readouterr().out
+    assert "unknown" in human and "2 event(s) skipped (mystery" in human
+
+
+def test_replay_malformed_line_names_file_and_line(tmp_path):
+    lines = ANTHROPIC_TOOL.read_text(encoding="utf-8").splitlines()
+    lines.insert(2, '{"type": "content_block_delta", oops')
+    stream = tmp_path / "cut.jsonl"
+    stream.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = run("replay", "cut.jsonl", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "cut.jsonl:3:" in result.stderr and "not JSON" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_replay_errors_exit_cleanly(tmp_path):
+    (tmp_path / "list.jsonl").write_text('{"type": "message_start", "message": {}}\n[1]\n')
+    result = run("replay", "list.jsonl", cwd=tmp_path)
+    assert result.returncode == 1 and "list.jsonl:2:" in result.stderr
+    missing, unknown = run_many(
+        ("replay", "missing.jsonl"),
+        ("replay", str(ANTHROPIC_TOOL), "--format", "no_such_format"),
+        cwd=tmp_path,
+    )
+    assert missing[0] == 1 and "missing.jsonl" in missing[2]
+    assert unknown[0] == 2 and "Known formats" in unknown[2]
+    for err in (result.stderr, missing[2], unknown[2]):
+        assert "Traceback" not in err
+
+
+# -- new -------------------------------------------------------------------------------------------
+
+
+def test_new_scaffolds_a_valid_loadable_format_and_refuses_twice(tmp_path):
+    result = run("new", "acme_chat", "--dir", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    descriptor = tmp_path / "formats" / "acme_chat.yaml"
+    text = descriptor.read_text(encoding="utf-8")
+    assert text.startswith("# yaml-language-server: $schema=../schemas/format.schema.json\n")
+    assert (tmp_path / "tests" / "golden" / "acme_chat" / "README.md").is_file()
+
+    strategy = engine.load_format(descriptor)
+    assert strategy.name == "acme_chat"
+
+    # It validates, and it runs: its example rule streams text, its DONE finishes.
+    stream = tmp_path / "s.jsonl"
+    stream.write_text(
+        '{"type": "acme_chat.delta", "delta": "Hi"}\n{"type": "acme_chat.done"}\n',
+        encoding="utf-8",
+    )
+    checked, replay = run_many(
+        ("validate", "formats/acme_chat.yaml"),
+        ("replay", "s.jsonl", "--format", str(descriptor), "--json"),
+        cwd=tmp_path,
+    )
+    assert checked[:2] == (0, ""), checked
+    assert replay[0] == 0, replay[2]
+    events = [json.loads(line) for line in replay[1].splitlines()]
+    assert {"event": "text", "text": "Hi"} in events
+    assert events[-1]["message"]["content"] == "Hi"
+
+    again = run("new", "acme_chat", "--dir", str(tmp_path))
+    assert again.returncode == 2 and "already exists" in again.stderr
+    assert descriptor.read_text(encoding="utf-8") == text
+
+
+@pytest.mark.parametrize("name", ["Acme", "acme-chat", "9lives", "openai_chat"])
+def test_new_refuses_bad_or_builtin_names(tmp_path, capsys, name):
+    assert cli.main(["new", name, "--dir", str(tmp_path)]) == 2
+    assert name in capsys.readouterr().err
+    assert not (tmp_path / "formats").exists()
+
+
+def test_usage_errors_exit_2():
+    assert run().returncode == 2
+    for argv in (["replay"], ["frobnicate"], ["list", "--bogus"]):
+        with pytest.raises(SystemExit) as exc:
+            cli.main(argv)
+        assert exc.value.code == 2

@@ -1,0 +1,673 @@
+"""Every golden stream, replayed by a loopback server, goes through the provider's official SDK.
+
+The server (tests/loopback/server.py) answers on 127.0.0.1 the exact endpoint each SDK calls, with
+the provider's framing; the SDKs (tests/loopback/clients.py) run with dummy credentials, no
+retries and no proxy. For each fixture the SDK must yield one object per recorded event, in
+order, except where a difference is documented below; where an SDK cannot take a fixture, the
+error it raises is asserted (never skipped).
+
+Documented differences:
+- anthropic: the SDK drops ``ping`` events (``Stream.__stream__`` skips ``event: ping``).
+- An error event ends the stream with the SDK's error: openai raises ``APIError`` on a chunk
+  carrying a top-level ``error`` (Groq sends it as ``event: error``), anthropic raises
+  ``APIStatusError`` on ``event: error``, boto3 raises ``EventStreamError`` on an exception
+  message, ollama raises ``ResponseError`` on a line with ``error``, google-genai raises
+  ``errors.APIError`` on a chunk that is ``{"error": ...}``.
+- The SDK accumulators are stricter than the streams: see ``ACCUMULATOR_FAILURES``.
+
+Needs the SDKs of the ``sdk`` extra (tests/loopback/REQUIREMENTS.txt); a wire whose SDK is not
+installed is skipped with that reason.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import socket
+import struct
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+try:  # pytest's default "prepend" import mode puts tests/ itself on sys.path
+    from loopback import clients, eventstream
+    from loopback import server as loopback_server
+    from loopback import wire as loopback_wire
+except ImportError:  # tests/ made a package, or importlib mode from the repository root
+    from tests.loopback import clients, eventstream
+    from tests.loopback import server as loopback_server
+    from tests.loopback import wire as loopback_wire
+
+ACCUMULATING_WIRES, WIRES = clients.ACCUMULATING_WIRES, clients.WIRES
+openai_chat_state, sdk_final, sdk_stream = (
+    clients.openai_chat_state,
+    clients.sdk_final,
+    clients.sdk_stream,
+)
+LoopbackServer = loopback_server.LoopbackServer
+Event, bedrock_event = loopback_wire.Event, loopback_wire.bedrock_event
+is_bedrock_exception, read_events = loopback_wire.is_bedrock_exception, loopback_wire.read_events
+
+GOLDEN = Path(__file__).parent / "golden"
+
+# openai's models warn when serialising a compatible server's list-valued `content`: SDK noise.
+# litellm's import warns about its own TypedDicts: import noise.
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning"),
+    pytest.mark.filterwarnings("ignore:.*using the `ReadOnly` qualifier:UserWarning"),
+]
+
+SDK_MODULE = {
+    "openai_chat": "openai",
+    "openai_responses": "openai",
+    "anthropic_messages": "anthropic",
+    "bedrock_converse": "boto3",
+    "gemini": "google.genai",
+    "ollama": "ollama",
+    "cohere_v2": "cohere",
+}
+
+
+def golden_fixtures(wires=WIRES):
+    """(wire, path) of every golden stream of these wires, *.expect.json companions excluded."""
+    for wire in wires:
+        for path in sorted((GOLDEN / wire).glob("*.jsonl")):
+            if ".expect." not in path.name:
+                yield wire, path
+
+
+def _params(wires=WIRES):
+    return [pytest.param(w, p, id=f"{w}/{p.stem}") for w, p in golden_fixtures(wires)]
+
+
+# -- no network but loopback -----------------------------------------------------------------
+
+_BLOCKED: list[object] = []
+
+
+def _is_loopback(address) -> bool:
+    if not isinstance(address, tuple):  # AF_UNIX path
+        return True
+    host = address[0]
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@pytest.fixture(scope="module", autouse=True)
+def loopback_only():
+    """Refuse (and remember) any connection this module's SDKs try beyond 127.0.0.0/8 and ::1."""
+    real_connect, real_connect_ex = socket.socket.connect, socket.socket.connect_ex
+
+    def connect(self, address):
+        if not _is_loopback(address):
+            _BLOCKED.append(address)
+            raise ConnectionRefusedError(f"loopback tests: no network to {address!r}")
+        return real_connect(self, address)
+
+    def connect_ex(self, address):
+        if not _is_loopback(address):
+            _BLOCKED.append(address)
+            return 111  # ECONNREFUSED
+        return real_connect_ex(self, address)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(socket.socket, "connect", connect)
+        mp.setattr(socket.socket, "connect_ex", connect_ex)
+        # A client that read proxies from the environment would fail against this dead proxy.
+        for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
+            mp.setenv(var, "http://127.0.0.1:9")
+            mp.setenv(var.lower(), "http://127.0.0.1:9")
+        mp.delenv("NO_PROXY", raising=False)
+        mp.delenv("no_proxy", raising=False)
+        yield
+    assert not _BLOCKED, f"an SDK tried to reach beyond loopback: {_BLOCKED}"
+
+
+@pytest.fixture(scope="module")
+def server():
+    with LoopbackServer() as srv:
+        yield srv
+
+
+def _need_sdk(wire: str) -> None:
+    pytest.importorskip(SDK_MODULE[wire], reason=f"{wire}: its SDK is not installed (sdk extra)")
+
+
+# -- what each SDK is expected to do with a fixture ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the SDK does with a fixture: yields these event kinds in order, or raises."""
+
+    kinds: list | None = None  # per yielded object, see _event_kind / _sdk_kind
+    raises: type[BaseException] | None = None
+    why: str = ""
+
+
+def _gemini_validation_error():
+    import pydantic
+
+    return pydantic.ValidationError
+
+
+# Fixtures an SDK cannot parse, by "<wire>/<stem>": (exception type factory, why).
+SDK_CANNOT_PARSE = {
+    "gemini/langchaingo_text_jsonarray": (
+        _gemini_validation_error,
+        "langchaingo recorded usageMetadata.promptTokensDetails[].modality as the enum number 1;"
+        " google-genai's GenerateContentResponse accepts only enum names ('TEXT', ...) and the"
+        " first chunk fails validation",
+    ),
+}
+
+
+def _error_index(wire: str, events: list[Event]) -> tuple[int | None, type | None]:
+    """Where the SDK's stream stops with its error, and the error type (None, None if never)."""
+    for i, event in enumerate(events):
+        obj = event.obj
+        if wire in ("openai_chat", "openai_responses") and obj.get("error"):
+            import openai
+
+            return i, openai.APIError
+        if wire == "anthropic_messages" and (event.name or obj.get("type")) == "error":
+            import anthropic
+
+            return i, anthropic.APIStatusError
+        if wire == "bedrock_converse" and is_bedrock_exception(bedrock_event(event)[0]):
+            import botocore.exceptions
+
+            return i, botocore.exceptions.EventStreamError
+        if wire == "ollama" and obj.get("error"):
+            import ollama
+
+            return i, ollama.ResponseError
+        if wire == "gemini" and next(iter(obj), None) == "error":
+            from google.genai import errors
+
+            return i, errors.APIError
+    return None, None
+
+
+def _event_kind(wire: str, event: Event):
+    """What identifies a recorded event, to compare with the SDK object it became."""
+    obj = event.obj
+    if wire == "openai_chat":
+        return obj.get("id")
+    if wire == "bedrock_converse":
+        return bedrock_event(event)[0]
+    if wire == "gemini":
+        return obj.get("responseId")
+    if wire == "ollama":
+        return obj.get("done")
+    return obj.get("type")  # responses, anthropic, cohere
+
+
+def _sdk_kind(wire: str, obj):
+    if wire == "openai_chat":
+        return getattr(obj, "id", None)
+    if wire == "bedrock_converse":
+        (name,) = obj.keys()
+        return name
+    if wire == "gemini":
+        return obj.response_id
+    if wire == "ollama":
+        return obj.done
+    return obj.type
+
+
+def expected_stream(wire: str, path: Path) -> Outcome:
+    """What the SDK's stream does with a fixture: the objects it yields, then maybe its error."""
+    key = f"{wire}/{path.stem}"
+    if key in SDK_CANNOT_PARSE:
+        factory, why = SDK_CANNOT_PARSE[key]
+        return Outcome(kinds=[], raises=factory(), why=why)
+    events = read_events(path)
+    stop, error = _error_index(wire, events)
+    why = ""
+    if stop is not None:
+        events = events[:stop]
+        why = f"event {stop + 1} is the provider's error event"
+    if wire == "anthropic_messages":
+        events = [e for e in events if e.obj.get("type") != "ping"]
+    return Outcome(kinds=[_event_kind(wire, e) for e in events], raises=error, why=why)
+
+
+# openai's ChatCompletionStreamState rejects some streams that the SDK itself streams fine (it
+# assumes OpenAI's own shapes). By "<wire>/<stem>": (error type, why).
+ACCUMULATOR_FAILURES = {
+    "openai_chat/compat_mistral_vercel_reasoning": (
+        RuntimeError,
+        "Mistral (magistral) streams delta.content as a list of typed blocks; accumulate_delta"
+        " requires an `index` in list entries",
+    ),
+    "openai_chat/hand_compat_mistral_thinking_chunks": (
+        RuntimeError,
+        "delta.content as a list of thinking/text blocks without `index` (Mistral)",
+    ),
+    "openai_chat/compat_mistral_vercel_tool_call": (
+        TypeError,
+        "Mistral's tool_calls delta entry has no `index`; the state indexes its list by it",
+    ),
+    "openai_chat/hand_compat_no_index": (
+        TypeError,
+        "tool_calls delta entries without `index`",
+    ),
+    "openai_chat/compat_anthropic_compat_vercel_tool_call_sanitized": (
+        IndexError,
+        "Anthropic's OpenAI-compatible endpoint numbers its only tool call index 1 (after the text"
+        " block); the state expects dense indices from 0",
+    ),
+    "openai_chat/hand_compat_first_index_1": (
+        IndexError,
+        "tool call indices start at 1 (Anthropic's compatible endpoint), not dense from 0",
+    ),
+    "openai_chat/hand_compat_tool_calls_object": (
+        KeyError,
+        "delta.tool_calls is one object, not a list; the state iterates it as a list",
+    ),
+    "openai_chat/hand_compat_usage_choices_absent": (
+        TypeError,
+        "the trailing usage chunk has no `choices` key; the state iterates chunk.choices (None)",
+    ),
+    "openai_chat/hand_compat_usage_choices_null": (
+        TypeError,
+        "the trailing usage chunk has `choices: null`; the state iterates chunk.choices",
+    ),
+}
+
+
+def expected_final(wire: str, path: Path) -> Outcome:
+    """What the SDK's own accumulator does with a fixture (see ``sdk_final``)."""
+    stream = expected_stream(wire, path)
+    if stream.raises is not None:
+        return stream
+    key = f"{wire}/{path.stem}"
+    if key in ACCUMULATOR_FAILURES:
+        error, why = ACCUMULATOR_FAILURES[key]
+        return Outcome(raises=error, why=why)
+    events = read_events(path)
+    if wire == "openai_chat":
+        import openai
+
+        reasons = {
+            choice.get("finish_reason")
+            for event in events
+            for choice in event.obj.get("choices") or []
+        }
+        if "length" in reasons:
+            return Outcome(
+                raises=openai.LengthFinishReasonError,
+                why="get_final_completion() refuses finish_reason 'length'",
+            )
+        if "content_filter" in reasons:
+            return Outcome(
+                raises=openai.ContentFilterFinishReasonError,
+                why="get_final_completion() refuses finish_reason 'content_filter'",
+            )
+    if wire == "openai_responses" and not any(
+        e.obj.get("type") == "response.completed" for e in events
+    ):
+        return Outcome(
+            raises=RuntimeError,
+            why="ResponseStream.get_final_response() needs `response.completed`;"
+            " response.incomplete / response.failed / error end without it",
+        )
+    return Outcome()
+
+
+# -- the golden streams through the SDKs -------------------------------------------------------
+
+
+def _expect_raise(outcome: Outcome, run) -> None:
+    try:
+        run()
+    except outcome.raises:
+        return
+    pytest.fail(f"expected {outcome.raises.__name__}: {outcome.why}")
+
+
+@pytest.mark.parametrize(("wire", "path"), _params())
+def test_golden_stream_through_sdk(wire, path, server):
+    _need_sdk(wire)
+    expected = expected_stream(wire, path)
+    objects: list = []
+    if expected.raises is not None:
+        _expect_raise(expected, lambda: sdk_stream(wire, path, server, into=objects))
+    else:
+        sdk_stream(wire, path, server, into=objects)
+    assert [_sdk_kind(wire, o) for o in objects] == expected.kinds
+
+
+@pytest.mark.parametrize(("wire", "path"), _params(ACCUMULATING_WIRES))
+def test_golden_stream_through_sdk_accumulator(wire, path, server):
+    _need_sdk(wire)
+    expected = expected_final(wire, path)
+    if expected.raises is not None:
+        _expect_raise(expected, lambda: sdk_final(wire, path, server))
+        return
+    try:
+        final = sdk_final(wire, path, server)
+    except Exception as error:
+        pytest.fail(
+            f"{wire}'s SDK accumulator raised {type(error).__name__}: {error}. If that is the"
+            " SDK's limitation, list the fixture in ACCUMULATOR_FAILURES with why."
+        )
+    if wire == "openai_chat":
+        assert final.object == "chat.completion"
+        assert final.choices, "the accumulated completion has no choice"
+    elif wire == "openai_responses":
+        assert final.object == "response" and final.output is not None
+    else:
+        assert final.type == "message" and final.role == "assistant"
+
+
+def test_every_known_failure_names_a_golden_fixture():
+    names = {f"{w}/{p.stem}" for w, p in golden_fixtures()}
+    stale = sorted((set(SDK_CANNOT_PARSE) | set(ACCUMULATOR_FAILURES)) - names)
+    assert not stale, f"expected-failure entries without a golden fixture: {stale}"
+
+
+EXPECTED_PATH = {
+    "openai_chat": r"/v1/chat/completions",
+    "openai_responses": r"/v1/responses",
+    "anthropic_messages": r"/v1/messages",
+    "bedrock_converse": r"/model/loopback-model/converse-stream",
+    "gemini": r"/v1beta/models/loopback-model:streamGenerateContent",
+    "ollama": r"/api/chat",
+    "cohere_v2": r"/v2/chat",
+}
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_sdk_requests_the_provider_endpoint(wire, server, tmp_path):
+    """Each SDK sends one POST to its provider's real path (the prefix only picks the fixture)."""
+    _need_sdk(wire)
+    fixture = tmp_path / f"{wire}.jsonl"
+    fixture.write_text(_MINIMAL[wire], encoding="utf-8")
+    key = server.register(fixture)
+    before = len(server.requests)
+    sdk_stream(wire, fixture, server)
+    requests = server.requests[before:]
+    assert [(r["method"], r["path"]) for r in requests] == [
+        ("POST", f"/s/{key}{EXPECTED_PATH[wire]}")
+    ]
+    body = json.loads(requests[0]["body"] or b"{}")
+    if wire == "gemini":
+        assert requests[0]["query"] == "alt=sse"
+    elif wire in ("openai_chat", "openai_responses", "anthropic_messages", "ollama", "cohere_v2"):
+        assert body.get("stream") is True
+
+
+# One short, valid stream per wire, for the tests that need a stream of their own.
+_MINIMAL = {
+    "openai_chat": "\n".join(
+        [
+            '{"id":"c1","object":"chat.completion.chunk","created":0,"model":"m","choices":'
+            '[{"index":0,"delta":{"role":"assistant","content":"Hi"},"finish_reason":null}]}',
+            '{"id":"c1","object":"chat.completion.chunk","created":0,"model":"m","choices":'
+            '[{"index":0,"delta":{},"finish_reason":"stop"}]}',
+        ]
+    ),
+    "openai_responses": "\n".join(
+        [
+            '{"type":"response.created","sequence_number":0,"response":{"id":"r1","object":'
+            '"response","created_at":0,"status":"in_progress","model":"m","output":[],'
+            '"parallel_tool_calls":true,"tool_choice":"auto","tools":[]}}',
+            '{"type":"response.completed","sequence_number":1,"response":{"id":"r1","object":'
+            '"response","created_at":0,"status":"completed","model":"m","output":[],'
+            '"parallel_tool_calls":true,"tool_choice":"auto","tools":[]}}',
+        ]
+    ),
+    "anthropic_messages": "\n".join(
+        [
+            '{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant",'
+            '"model":"m","content":[],"stop_reason":null,"stop_sequence":null,'
+            '"usage":{"input_tokens":1,"output_tokens":1}}}',
+            '{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},'
+            '"usage":{"output_tokens":1}}',
+            '{"type":"message_stop"}',
+        ]
+    ),
+    "bedrock_converse": "\n".join(
+        [
+            '{"messageStart":{"role":"assistant"}}',
+            '{"_event":"messageStop","stopReason":"end_turn","p":"abc"}',
+        ]
+    ),
+    "gemini": '{"candidates":[{"content":{"role":"model","parts":[{"text":"Hi"}]},'
+    '"finishReason":"STOP"}],"responseId":"g1"}',
+    "ollama": '{"model":"m","created_at":"2025-01-01T00:00:00Z","message":{"role":"assistant",'
+    '"content":"Hi"},"done":true,"done_reason":"stop"}',
+    "cohere_v2": "\n".join(
+        [
+            '{"id":"k1","type":"message-start","delta":{"message":{"role":"assistant"}}}',
+            '{"type":"message-end","delta":{"finish_reason":"COMPLETE"}}',
+        ]
+    ),
+}
+
+
+# -- error frames, as each provider sends them --------------------------------------------------
+
+
+def _write(tmp_path: Path, name: str, *lines: str) -> Path:
+    path = tmp_path / name
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_openai_error_event_raises_api_error(server, tmp_path):
+    _need_sdk("openai_chat")
+    import openai
+
+    path = _write(
+        tmp_path,
+        "err.jsonl",
+        _MINIMAL["openai_chat"].splitlines()[0],
+        '{"_event":"error","error":{"message":"boom","type":"invalid_request_error"}}',
+    )
+    with pytest.raises(openai.APIError, match="boom"):
+        sdk_stream("openai_chat", path, server)
+
+
+def test_anthropic_error_event_raises_status_error(server, tmp_path):
+    _need_sdk("anthropic_messages")
+    import anthropic
+
+    start = _MINIMAL["anthropic_messages"].splitlines()[0]
+    path = _write(
+        tmp_path,
+        "err.jsonl",
+        start,
+        '{"type":"ping"}',
+        '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}',
+    )
+    with pytest.raises(anthropic.APIStatusError, match="Overloaded"):
+        sdk_stream("anthropic_messages", path, server)
+
+
+@pytest.mark.parametrize("shape", ["boto3", "_event"])
+def test_bedrock_exception_event_raises_event_stream_error(server, tmp_path, shape):
+    _need_sdk("bedrock_converse")
+    import botocore.exceptions
+
+    exception = (
+        '{"modelStreamErrorException":{"message":"model failed","originalStatusCode":500}}'
+        if shape == "boto3"
+        else '{"_event":"modelStreamErrorException","message":"model failed"}'
+    )
+    path = _write(
+        tmp_path, f"exc_{shape}.jsonl", '{"messageStart":{"role":"assistant"}}', exception
+    )
+    with pytest.raises(botocore.exceptions.EventStreamError) as caught:
+        sdk_stream("bedrock_converse", path, server)
+    assert caught.value.response["Error"]["Code"] == "modelStreamErrorException"
+    assert caught.value.response["Error"]["Message"] == "model failed"
+
+
+def test_ollama_error_line_raises_response_error(server, tmp_path):
+    _need_sdk("ollama")
+    import ollama
+
+    path = _write(tmp_path, "err.jsonl", '{"error":"model runner has unexpectedly stopped"}')
+    with pytest.raises(ollama.ResponseError, match="unexpectedly stopped"):
+        sdk_stream("ollama", path, server)
+
+
+def test_unknown_fixture_or_path_is_404(server):
+    import urllib.request
+
+    for path in ("/s/nope/v1/chat/completions", "/v1/chat/completions"):
+        request = urllib.request.Request(server.url + path, data=b"{}", method="POST")
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        with pytest.raises(urllib.error.HTTPError) as caught:
+            opener.open(request, timeout=5)
+        assert caught.value.code == 404
+
+
+# -- the event-stream encoder against botocore's own parser ------------------------------------
+
+
+def test_eventstream_frame_layout():
+    frame = eventstream.event_message("messageStop", b'{"stopReason":"end_turn"}')
+    total, headers_len, prelude_crc = struct.unpack(">III", frame[:12])
+    assert total == len(frame)
+    assert prelude_crc == zlib.crc32(frame[:8])
+    assert struct.unpack(">I", frame[-4:])[0] == zlib.crc32(frame[:-4])
+    assert frame[12 + headers_len : -4] == b'{"stopReason":"end_turn"}'
+    assert frame[12:13] == bytes([len(":event-type")])
+
+
+def test_eventstream_round_trip_with_botocore():
+    pytest.importorskip("botocore")
+    from botocore.eventstream import EventStreamBuffer
+
+    payloads = [
+        ("messageStart", {"role": "assistant", "p": "abc"}),
+        ("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "héllo ✓"}}),
+        ("messageStop", {"stopReason": "end_turn"}),
+    ]
+    data = b"".join(eventstream.event_message(name, body) for name, body in payloads)
+    data += eventstream.exception_message("throttlingException", {"message": "slow down"})
+    buffer = EventStreamBuffer()
+    messages = []
+    for i in range(0, len(data), 7):  # frames split across arbitrary reads
+        buffer.add_data(data[i : i + 7])
+        messages.extend(buffer)
+    assert [m.headers[":event-type"] for m in messages[:3]] == [n for n, _ in payloads]
+    assert [json.loads(m.payload) for m in messages[:3]] == [b for _, b in payloads]
+    assert all(m.headers[":message-type"] == "event" for m in messages[:3])
+    assert all(m.headers[":content-type"] == "application/json" for m in messages)
+    last = messages[3]
+    assert last.headers[":message-type"] == "exception"
+    assert last.headers[":exception-type"] == "throttlingException"
+    assert json.loads(last.payload) == {"message": "slow down"}
+
+
+def test_eventstream_corrupt_crc_is_rejected_by_botocore():
+    pytest.importorskip("botocore")
+    from botocore.eventstream import ChecksumMismatch, EventStreamBuffer
+
+    frame = bytearray(eventstream.event_message("messageStop", {"stopReason": "end_turn"}))
+    frame[-6] ^= 0xFF  # a payload byte
+    buffer = EventStreamBuffer()
+    buffer.add_data(bytes(frame))
+    with pytest.raises(ChecksumMismatch):
+        list(buffer)
+
+
+# -- the SDK accumulator helper ---------------------------------------------------------------
+
+
+def test_openai_chat_state_accumulates_sdk_chunks(server, tmp_path):
+    _need_sdk("openai_chat")
+    path = _write(tmp_path, "two.jsonl", *_MINIMAL["openai_chat"].splitlines())
+    state = openai_chat_state(sdk_stream("openai_chat", path, server))
+    message = state.get_final_completion().choices[0].message
+    assert message.content == "Hi" and message.role == "assistant"
+
+
+# -- litellm (optional) --------------------------------------------------------------------------
+
+
+def _content_of(path: Path) -> str:
+    text = []
+    for event in read_events(path):
+        for choice in event.obj.get("choices") or []:
+            content = (choice.get("delta") or {}).get("content")
+            if choice.get("index", 0) == 0 and isinstance(content, str):
+                text.append(content)
+    return "".join(text)
+
+
+@pytest.mark.parametrize(
+    ("wire", "path"),
+    [p for p in _params(("openai_chat",)) if not p.values[1].stem.startswith("compat_")],
+)
+def test_golden_stream_through_litellm(wire, path, server, monkeypatch):
+    """litellm (optional) re-shapes chunks, so its assembled text is compared, not counts."""
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    pytest.importorskip("litellm", reason="litellm is optional")
+    if expected_stream(wire, path).raises is not None:
+        with pytest.raises(Exception):  # noqa: B017 - litellm maps provider errors its own way
+            clients.litellm_stream(path, server)
+        return
+    chunks = clients.litellm_stream(path, server)
+    assert chunks
+    final = clients.litellm_final(chunks)
+    assert (final.choices[0].message.content or "") == _content_of(path)
+
+
+# -- the framing itself --------------------------------------------------------------------------
+
+
+def test_sse_framing_per_provider(tmp_path):
+    wire_for_path = loopback_wire.wire_for_path
+    path = _write(
+        tmp_path,
+        "x.jsonl",
+        '{"_event":"error", "error":{"message":"m"}}',
+        '{"type":"message_stop"}',
+    )
+    events = read_events(path)
+    assert events[0].name == "error" and events[0].text == '{"error":{"message":"m"}}'
+    chat = b"".join(wire_for_path("/v1/chat/completions").frames(events))
+    assert chat == (
+        b'event: error\ndata: {"error":{"message":"m"}}\n\n'
+        b'data: {"type":"message_stop"}\n\ndata: [DONE]\n\n'
+    )
+    messages = b"".join(wire_for_path("/v1/messages").frames(events[1:]))
+    assert messages == b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+    gemini = b"".join(wire_for_path("/v1beta/models/m:streamGenerateContent").frames(events[1:]))
+    assert gemini == b'data: {"type":"message_stop"}\r\n\r\n'
+    ollama = b"".join(wire_for_path("/api/chat").frames(events[1:]))
+    assert ollama == b'{"type":"message_stop"}\n'
+    assert wire_for_path("/v1/responses").event_lines
+    assert wire_for_path("/v2/chat").event_lines
+    assert wire_for_path("/v1/embeddings") is None
+
+
+def test_bedrock_frames_from_both_recorded_shapes(tmp_path):
+    pytest.importorskip("botocore")
+    from botocore.eventstream import EventStreamBuffer
+
+    path = _write(
+        tmp_path,
+        "b.jsonl",
+        '{"_event":"contentBlockStop","contentBlockIndex":0,"p":"ab"}',
+        '{"messageStop":{"stopReason":"end_turn"}}',
+    )
+    buffer = EventStreamBuffer()
+    for frame in loopback_wire.BEDROCK.frames(read_events(path)):
+        buffer.add_data(frame)
+    messages = list(buffer)
+    assert [m.headers[":event-type"] for m in messages] == ["contentBlockStop", "messageStop"]
+    assert messages[0].payload == b'{"contentBlockIndex":0,"p":"ab"}'  # padding kept, as sent
+    assert json.loads(messages[1].payload) == {"stopReason": "end_turn"}

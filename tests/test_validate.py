@@ -1,0 +1,222 @@
+"""Descriptor validation: the wording of every error is tested like any other output.
+
+Each file in ``tests/broken/`` is a descriptor broken on purpose. Its first lines say, one
+``# expect:`` comment per problem, exactly what ``validate_descriptor`` must report:
+``# expect: LINE:COL: /json/pointer: message``. A new case needs no test code: drop a file there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from jsonschema import Draft202012Validator
+
+import engine
+from engine import DescriptorError, Problem, validate_descriptor
+from engine.validate import (
+    descriptor_kind,
+    operation_names,
+    schema,
+    schema_path,
+    section_order,
+    validate_text,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+BROKEN = sorted((ROOT / "tests" / "broken").glob("*.yaml"))
+FORMATS = sorted((ROOT / "formats").glob("*.yaml"))
+EXPECT = "# expect: "
+SCHEMA_COMMENT = "# yaml-language-server: $schema=../schemas/format.schema.json"
+
+
+def expected_lines(path: Path) -> list[str]:
+    """The ``# expect:`` comments that open the file."""
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.startswith(EXPECT):
+            break
+        out.append(line[len(EXPECT) :])
+    return out
+
+
+def shown(problem: Problem) -> str:
+    """A problem as the command line prints it, without the file name."""
+    return f"{problem.line}:{problem.col}: {problem.pointer or '/'}: {problem.message}"
+
+
+# -- the broken descriptors ------------------------------------------------------------------
+
+
+def test_there_are_broken_descriptors():
+    assert len(BROKEN) >= 10
+
+
+@pytest.mark.parametrize("path", BROKEN, ids=lambda p: p.stem)
+def test_broken_descriptor_reports_exactly_what_it_expects(path: Path):
+    expected = expected_lines(path)
+    assert expected, f"{path.name}: its first line must be '{EXPECT}LINE:COL: /pointer: message'"
+    problems = validate_descriptor(path)
+    assert [shown(p) for p in problems] == expected
+    assert all(p.file == str(path) for p in problems)
+    assert all(p.rule for p in problems), "every problem names the rule that failed"
+
+
+@pytest.mark.parametrize("path", BROKEN, ids=lambda p: p.stem)
+def test_loading_a_broken_descriptor_raises_with_its_problems(path: Path):
+    with pytest.raises(DescriptorError) as caught:
+        engine.load_format(path)
+    assert [shown(p) for p in caught.value.problems] == expected_lines(path)
+    assert str(caught.value.problems[0]) in str(caught.value)
+
+
+RULES = {
+    "unknown_key": ["unknown-key"],
+    "wrong_type": ["type"],
+    "broken_jmespath": ["jmespath"],
+    "bad_target_path": ["target"],
+    "bad_slot": ["slot"],
+    "unknown_operation": ["operation"],
+    "name_mismatch": ["name"],
+    "missing_section": ["required"],
+    "yaml_syntax": ["yaml"],
+    "bad_enum": ["enum"],
+    "open_without_slot": ["item-target"],
+    "section_order": ["order"],
+    "bad_template": ["template"],
+    "codec_bad_regex": ["required", "regex"],
+    "three_problems": ["type", "jmespath", "unknown-key"],
+}
+
+
+@pytest.mark.parametrize("stem", sorted(RULES))
+def test_each_check_names_its_rule(stem: str):
+    problems = validate_descriptor(ROOT / "tests" / "broken" / f"{stem}.yaml")
+    assert [p.rule for p in problems] == RULES[stem]
+
+
+def test_the_command_line_prints_file_line_col_pointer_message():
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONIOENCODING="utf-8")
+    paths = [str(p.relative_to(ROOT)) for p in BROKEN]
+    result = subprocess.run(
+        [sys.executable, "-m", "engine", "validate", *paths],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=120,
+    )
+    assert result.returncode == 1, result.stderr
+    wanted = [f"{p}:{line}" for p in paths for line in expected_lines(ROOT / p)]
+    assert result.stdout.splitlines() == wanted
+
+
+# -- the built-in descriptors ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", FORMATS, ids=lambda p: p.stem)
+def test_builtin_descriptor_is_valid(path: Path):
+    assert [str(p) for p in validate_descriptor(path)] == []
+
+
+@pytest.mark.parametrize("path", FORMATS, ids=lambda p: p.stem)
+def test_builtin_descriptor_names_its_schema_on_the_first_line(path: Path):
+    assert path.read_text(encoding="utf-8").splitlines()[0] == SCHEMA_COMMENT
+
+
+def test_missing_file_is_one_problem():
+    problems = validate_descriptor(ROOT / "tests" / "broken" / "no_such_file.yaml")
+    assert [(p.line, p.col, p.rule) for p in problems] == [(1, 1, "file")]
+
+
+def test_text_without_a_file_name_skips_the_stem_check():
+    text = (ROOT / "formats" / "anthropic_messages.yaml").read_text(encoding="utf-8")
+    data, problems = validate_text(text, "<string>")
+    assert problems == [] and data["name"] == "anthropic_messages"
+
+
+def test_an_unknown_key_lists_the_keys_allowed_there(tmp_path: Path):
+    text = (ROOT / "formats" / "openai_chat.yaml").read_text(encoding="utf-8")
+    text = text.replace("  args_form: string\n", "  args_form: string\n  argz: x\n")
+    _, problems = validate_text(text, "openai_chat.yaml")
+    (problem,) = problems
+    assert problem.pointer == "/calls/argz"
+    assert problem.message.startswith("unknown key 'argz', expected one of: args, ")
+
+
+# -- the schema itself -----------------------------------------------------------------------
+
+
+def test_schema_is_a_valid_draft_2020_12_schema():
+    Draft202012Validator.check_schema(schema())
+    assert schema()["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert schema_path().name == "format.schema.json"
+
+
+def _object_schemas(node, where=""):
+    if isinstance(node, dict):
+        if "properties" in node:
+            yield where, node
+        for key, value in node.items():
+            yield from _object_schemas(value, f"{where}/{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _object_schemas(value, f"{where}/{i}")
+
+
+# Objects that are open on purpose: the header is a mixin closed by the descriptor that uses
+# it; a join rule's `string` is a part template whose fields are the wire's own.
+OPEN_ON_PURPOSE = {"/$defs/header", "/$defs/join_rule/properties/string"}
+
+
+def test_every_property_says_what_it_is_for():
+    missing = []
+    for where, node in _object_schemas(schema()):
+        for name, prop in node["properties"].items():
+            target = prop
+            if "$ref" in prop and "description" not in prop:
+                target = schema()["$defs"][prop["$ref"].rsplit("/", 1)[1]]
+            if not target.get("description"):
+                missing.append(f"{where}/properties/{name}")
+    assert missing == []
+
+
+def test_every_object_rejects_unknown_keys():
+    open_objects = [
+        where
+        for where, node in _object_schemas(schema())
+        if node.get("additionalProperties") is not False
+        and node.get("unevaluatedProperties") is not False
+        and where not in OPEN_ON_PURPOSE
+    ]
+    assert open_objects == []
+
+
+def test_schema_and_engine_know_the_same_operations():
+    from engine.strategy import OPERATIONS
+
+    assert sorted(operation_names()) == sorted(OPERATIONS)
+
+
+def test_every_operation_has_its_own_definition():
+    defs = schema()["$defs"]
+    for name, ref in defs["operation_mapping"]["properties"].items():
+        assert ref == {"$ref": f"#/$defs/op_{name}"}
+        assert defs[f"op_{name}"]["description"]
+
+
+def test_builtin_descriptors_keep_the_section_order():
+    for path in FORMATS:
+        data, _ = validate_text(path.read_text(encoding="utf-8"), str(path))
+        order = section_order(descriptor_kind(data))
+        keys = [k for k in data if k in order]
+        assert keys == sorted(keys, key=order.index), path.name
+
+
+def test_schema_file_is_plain_json():
+    json.loads(schema_path().read_text(encoding="utf-8"))
