@@ -178,7 +178,10 @@ class LLMStreamBuffer:
         return forming
 
     def calls(self) -> list[ExtractedCall]:
-        """Calls whose arguments are complete so far, in message order. O(new calls)."""
+        """Calls whose arguments are complete so far, in message order. O(new calls).
+
+        The list is the buffer's own and grows in place as calls complete (copying it per
+        chunk would make a stream of whole calls quadratic); copy it to keep a snapshot."""
         asm = self._asm
         if asm is None or not asm.calls_dirty:
             return self._calls
@@ -192,7 +195,6 @@ class LLMStreamBuffer:
         spec = asm.strategy.spec.calls
         tracks = asm.tracks
         emitted = self._emitted
-        added = False
         for index in range(self._scan_from, len(tracks)):
             track = tracks[index]
             if index in emitted or track.args.state != COMPLETE:
@@ -202,9 +204,6 @@ class LLMStreamBuffer:
                 asm.calls_dirty = True  # the name may still arrive
                 continue
             call_id = spec.id(track.item)
-            if not added:
-                self._calls = list(self._calls)  # never mutate a list handed out
-                added = True
             if self._calls and self._emitted_order and self._emitted_order[-1] > index:
                 self._needs_sort = True
             self._calls.append(ExtractedCall(name, track.args.value, call_id or None))

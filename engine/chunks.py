@@ -8,6 +8,7 @@ inventing null fields that the wire did not send.
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -87,7 +88,9 @@ def sdk_fields(obj: Any) -> dict | None:
     dump = getattr(obj, "model_dump", None)
     if callable(dump):
         try:
-            value = dump(exclude_unset=True, by_alias=True, mode="json")
+            # Python mode, then bytes as the wire's standard base64: pydantic's JSON mode writes
+            # bytes as URL-safe base64, which is not what the provider sent.
+            value = _wire_json(dump(exclude_unset=True, by_alias=True, mode="python"))
         except TypeError:
             value = dump()
         return value if isinstance(value, dict) else None
@@ -98,3 +101,22 @@ def sdk_fields(obj: Any) -> dict | None:
     if hasattr(obj, "__dict__") and not isinstance(obj, type):
         return {k: v for k, v in vars(obj).items() if not k.startswith("_")}
     return None
+
+
+_JSON_LEAVES = (str, int, float, bool, type(None))
+
+
+def _wire_json(value: Any) -> Any:
+    """A python-mode model dump as JSON data: bytes as standard base64, other leaves as
+    pydantic's JSON mode writes them (enums by value, datetimes in ISO 8601)."""
+    if isinstance(value, dict):
+        return {key: _wire_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_wire_json(item) for item in value]
+    if value.__class__ in _JSON_LEAVES:  # exactly: a str-valued enum is not a leaf
+        return value
+    if isinstance(value, (bytes, bytearray)):
+        return base64.b64encode(value).decode("ascii")
+    from pydantic_core import to_jsonable_python  # only reached for a pydantic model's dump
+
+    return to_jsonable_python(value)

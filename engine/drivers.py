@@ -22,23 +22,18 @@ history, and, knowing every tool, it may tell the model that a tool it called do
 from __future__ import annotations
 
 import copy
-import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Any
 
 from .buffer import LLMStreamBuffer
 from .records import Tool, ToolCallRecord
-from .registry import data_dir, wire_strategies
+from .registry import text_strategy, wire_strategies
 from .results import result_messages
 from .strategy import ExtractedCall, ExtractionStrategy
 from .textcodec import TextCodec
-from .yamlsource import load
 
 __all__ = ["BaseDriver", "DriverResponse", "Orchestrator", "Tool", "ToolCallRecord"]
-
-TEXT_FORMAT = "mcs_text"
 
 
 @dataclass
@@ -54,47 +49,41 @@ class DriverResponse:
     executed_calls: list[ToolCallRecord] | None = None
 
 
-# -- the text codec --------------------------------------------------------------------------
-
-
-@functools.cache
-def _text_format() -> SimpleNamespace:
-    """The built-in text codec's descriptor, as a format that histories are rendered for (a
-    call in plain text is answered in its leak shapes: ``results.leak`` if it declares them)."""
-    path = data_dir("formats") / f"{TEXT_FORMAT}.yaml"
-    data, _ = load(path.read_text(encoding="utf-8"))
-    return SimpleNamespace(name=TEXT_FORMAT, descriptor=data)
-
-
-@functools.cache
 def default_codec() -> TextCodec:
-    """The built-in text codec, compiled once and shared (a codec is immutable)."""
-    return TextCodec.from_descriptor(_text_format().descriptor)
+    """The built-in text codec (``formats/mcs_text.yaml``), compiled once and shared."""
+    return text_strategy().codec
 
 
-_DEFAULT = object()  # "the driver's own codec", for the native backup
+def _codec_of(strategy: Any) -> TextCodec:
+    """The codec of a text strategy (``engine.textstrategy.TextStrategy``), or a codec."""
+    return getattr(strategy, "codec", strategy)
+
+
+_DEFAULT = object()  # "the driver's own text strategy", for the native backup
 
 
 class BaseDriver:
     """A driver: subclass it with ``list_tools`` and ``execute_tool``.
 
-    Keyword options (all optional; a subclass need not call ``__init__``): ``codec``, the
-    text codec for prompts and plain text (the built-in ``mcs_text`` by default), and
-    ``strategies``, the wires a message or a stream may be in (every built-in wire).
+    Keyword options (all optional; a subclass need not call ``__init__``):
+    ``text_strategy``, the text codec's strategy for prompts, plain text and (unless changed
+    with ``set_native_backup_strategy``) calls leaked into a native message (the built-in
+    ``mcs_text`` by default), and ``strategies``, the wires a message or a stream may be in
+    (every built-in wire).
     """
 
-    _codec: TextCodec | None = None
+    _text: Any = None
     _strategies: list[ExtractionStrategy] | None = None
     _backup: Any = _DEFAULT
 
     def __init__(
         self,
         *,
-        codec: TextCodec | None = None,
+        text_strategy: Any = None,
         strategies: Iterable[ExtractionStrategy] | None = None,
     ) -> None:
-        if codec is not None:
-            self._codec = codec
+        if text_strategy is not None:
+            self._text = text_strategy
         if strategies is not None:
             self._strategies = list(strategies)
 
@@ -109,8 +98,13 @@ class BaseDriver:
     # -- configuration -------------------------------------------------------------------------
 
     @property
+    def text_strategy(self) -> Any:
+        """The text codec's strategy (``mcs_text``): prompts, and calls in plain text."""
+        return self._text if self._text is not None else text_strategy()
+
+    @property
     def codec(self) -> TextCodec:
-        return self._codec if self._codec is not None else default_codec()
+        return _codec_of(self.text_strategy)
 
     def extraction_strategies(self) -> list[ExtractionStrategy]:
         """The wires this driver reads, in priority order."""
@@ -118,12 +112,13 @@ class BaseDriver:
             return wire_strategies()
         return list(self._strategies)
 
-    def get_native_backup_strategy(self) -> TextCodec | None:
-        """The text codec that reads calls leaked into a native message's text, or None."""
-        return self.codec if self._backup is _DEFAULT else self._backup
+    def get_native_backup_strategy(self) -> Any:
+        """The text strategy that reads calls leaked into a native message's text, or None."""
+        return self.text_strategy if self._backup is _DEFAULT else self._backup
 
-    def set_native_backup_strategy(self, strategy: TextCodec | None) -> None:
-        """Set the codec for leaked calls; None: a native message's text is never read."""
+    def set_native_backup_strategy(self, strategy: Any) -> None:
+        """Set the text strategy (or codec) for leaked calls; None: a native message's text
+        is never read for calls."""
         self._backup = strategy
 
     def new_stream_buffer(self) -> LLMStreamBuffer:
@@ -131,7 +126,7 @@ class BaseDriver:
         buf = LLMStreamBuffer(strategies=self.extraction_strategies())
         backup = self.get_native_backup_strategy()
         if backup is not None:
-            buf.attach_codec(backup)
+            buf.attach_codec(_codec_of(backup))
         return buf
 
     def get_function_description(self) -> str:
@@ -162,7 +157,7 @@ class BaseDriver:
         if isinstance(llm_response, LLMStreamBuffer):
             return self._process_stream(llm_response)
         if isinstance(llm_response, str):
-            return self._process_text(llm_response, self._text_format(), self.codec)
+            return self._process_text(llm_response, self.text_strategy, self.codec)
         if isinstance(llm_response, dict):
             return self._process_message(llm_response)
         raise TypeError(
@@ -179,7 +174,7 @@ class BaseDriver:
             content = message.get("content")
             if not isinstance(content, str):
                 return DriverResponse()
-            return self._process_text(content, self._text_format(), self.codec)
+            return self._process_text(content, self.text_strategy, self.codec)
         calls = strategy.extract(message)
         if calls or strategy.forming(message) or not strategy.leaks_into_text:
             owned = self._owned()
@@ -190,7 +185,7 @@ class BaseDriver:
         backup = self.get_native_backup_strategy()
         if backup is None:
             return DriverResponse()
-        return self._process_text(strategy.content_text(message), strategy, backup)
+        return self._process_text(strategy.content_text(message), strategy, _codec_of(backup))
 
     def _process_text(self, text: str, fmt: Any, codec: TextCodec) -> DriverResponse:
         calls = codec.parse_calls(text)
@@ -203,7 +198,7 @@ class BaseDriver:
     def _process_stream(self, buf: LLMStreamBuffer) -> DriverResponse:
         backup = self.get_native_backup_strategy()
         if backup is not None and buf.codec is None:
-            buf.attach_codec(backup)
+            buf.attach_codec(_codec_of(backup))
         owned = self._owned()
         ended = buf.is_finished() or buf._closed
         response = DriverResponse()
@@ -228,7 +223,13 @@ class BaseDriver:
             if forming and (name is None or name in owned) or any(c.name in owned for c in native):
                 response.call_pending = True
 
-        # Text calls: each runs as soon as it is complete.
+        # Text calls (none without a native backup): each runs as soon as it is complete.
+        if backup is not None:
+            self._text_round(buf, owned, ended, response, unknown)
+        self._note_unknown(response, unknown, owned)
+        return response
+
+    def _text_round(self, buf, owned, ended: bool, response: DriverResponse, unknown) -> None:
         mine = []
         for call in buf.text_calls():
             if call.name not in owned:
@@ -246,16 +247,11 @@ class BaseDriver:
                 response.call_pending = True
             else:
                 unknown.append(name)
-        self._note_unknown(response, unknown, owned)
-        return response
 
     # -- running calls ------------------------------------------------------------------------
 
     def _owned(self) -> frozenset[str]:
         return frozenset(tool.name for tool in self.list_tools())
-
-    def _text_format(self) -> Any:
-        return _text_format()
 
     def _run(self, calls: list[ExtractedCall], history) -> DriverResponse:
         """Run ``calls`` (this driver's own), each once; a raise becomes an error record."""
@@ -269,7 +265,10 @@ class BaseDriver:
             except Exception as exc:  # a tool's failure is reported, never raised
                 records.append(
                     ToolCallRecord(
-                        call.name, call.arguments, None, f"Tool '{call.name}' failed: {exc}",
+                        call.name,
+                        call.arguments,
+                        None,
+                        f"Tool '{call.name}' failed: {exc}",
                         call.id,
                     )
                 )
