@@ -63,7 +63,8 @@ class TextStrategy:
         text = self._text(message)
         if not text:
             return []
-        return [ExtractedCall(c.name, c.arguments, None, c.end) for c in self.codec.parse_calls(text)]
+        calls = self.codec.parse_calls(text)
+        return [ExtractedCall(c.name, c.arguments, None, c.end) for c in calls]
 
     def content_text(self, message: Any) -> str:
         return self._text(message) or ""
