@@ -152,9 +152,11 @@ class Outcome:
 
 
 def _gemini_validation_error():
+    """pydantic 2.13 reports the bad enum as a ValidationError; 2.14's enum validator
+    raises AttributeError ('int' object has no attribute 'upper') from inside google-genai."""
     import pydantic
 
-    return pydantic.ValidationError
+    return (pydantic.ValidationError, AttributeError)
 
 
 # Fixtures an SDK cannot parse, by "<wire>/<stem>": (exception type factory, why).
