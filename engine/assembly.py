@@ -70,7 +70,6 @@ class Assembly:
         if calls is None or pattern != calls.pattern or not calls.where(item):
             return
         args = calls.install_args(item)
-        args.owner = self
         track = CallTrack(item, args, len(self.tracks))
         self.tracks.append(track)
         self.track_of[id(item)] = track

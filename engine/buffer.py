@@ -207,6 +207,7 @@ class LLMStreamBuffer:
             if self._calls and self._emitted_order and self._emitted_order[-1] > index:
                 self._needs_sort = True
             self._calls.append(ExtractedCall(name, track.args.value, call_id or None))
+            track.args.owner = asm
             self._emitted_order.append(index)
             emitted.add(index)
         while self._scan_from in emitted:

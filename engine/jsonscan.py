@@ -60,7 +60,9 @@ class ArgsStream:
         self._started = False  # a non-space character has been seen
         self._ended = False  # the top-level value has closed
         self._whole: Any = None  # a whole (non-string) value handed over by the wire
-        self.owner: Any = None  # told (``calls_regressed``) when a complete call stops being one
+        # Set by the consumer that emitted this call as complete, and told (``calls_regressed``)
+        # when it stops being one; a call nobody has emitted can change without a rebuild.
+        self.owner: Any = None
 
     # -- feeding -------------------------------------------------------------------------
 

@@ -188,3 +188,17 @@ def test_a_toy_wire_from_its_descriptor_alone_passes_its_goldens():
         assert got["calls"] == expect["calls"]
         assert got["stop_reason"] == expect["stop_reason"]
         assert buf.is_finished()
+
+
+@pytest.mark.parametrize("path", STREAMS, ids=stream_id)
+def test_a_call_once_returned_is_never_rebuilt(path):
+    """``calls()`` grows in place: a call it has returned stays the same object as later chunks
+    arrive (rebuilding the list on every chunk made a stream of whole calls quadratic)."""
+    buf = engine.LLMStreamBuffer()
+    returned: list = []
+    for index, event in enumerate(read_stream(path)):
+        buf.add(event)
+        now = {id(call) for call in buf.calls()}
+        lost = [call for call in returned if id(call) not in now]
+        assert not lost, f"chunk {index}: {lost} rebuilt"
+        returned = list(buf.calls())
