@@ -133,7 +133,8 @@ _ROUTES: list[tuple[re.Pattern[str], Wire]] = [
     (re.compile(r"^/v1/responses$"), OPENAI_RESPONSES),
     (re.compile(r"^/v1/messages$"), ANTHROPIC),
     (re.compile(r"^/v2/chat$"), COHERE),
-    (re.compile(r"^/v1beta/models/[^/]+:streamGenerateContent$"), GEMINI),
+    # google-genai calls v1 unless told otherwise (api_version, GOOGLE_GENAI_API_VERSION).
+    (re.compile(r"^/v1(beta)?/models/[^/]+:streamGenerateContent$"), GEMINI),
     (re.compile(r"^/api/chat$"), OLLAMA),
     (re.compile(r"^/model/[^/]+/converse-stream$"), BEDROCK),
 ]
