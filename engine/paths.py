@@ -26,6 +26,7 @@ Reader = Callable[[Any, Any], Any]  # (event, choice) -> value or None
 
 _FIELD = r"[A-Za-z_$][A-Za-z0-9_$-]*"
 _PLAIN = re.compile(rf"^{_FIELD}(\.{_FIELD})*$")
+_FIELD_AT = re.compile(_FIELD)
 _TARGET_TOKEN = re.compile(rf"({_FIELD})|\[([^\]]*)\]|(\.)")
 
 
@@ -35,6 +36,39 @@ class PathError(ValueError):
 
 def is_plain(path: str) -> bool:
     return path == "" or bool(_PLAIN.match(path))
+
+
+def parse_chain(path: str) -> tuple[str, ...]:
+    """A *field chain* (``function.arguments``): field names joined by ``.``, nothing else.
+
+    Some places in a descriptor are not read but written or tested for presence: ``calls.args``
+    is where the arguments stream is installed in a call item, and a value can only be put at a
+    field, never at a JMESPath result. Those places take a field chain, parsed here (the one
+    definition, shared with the validator) so that a JMESPath or a slot there is refused with
+    the reason, never split on ``.`` into nonsense fields.
+    """
+    if not isinstance(path, str) or not path:
+        raise PathError("expected a field chain such as function.arguments, got nothing")
+    if _PLAIN.match(path):
+        return tuple(path.split("."))
+    pos = 0
+    expect_field = True
+    while pos < len(path):
+        m = _FIELD_AT.match(path, pos) if expect_field else None
+        if m is not None:
+            pos, expect_field = m.end(), False
+        elif not expect_field and path[pos] == ".":
+            pos, expect_field = pos + 1, True
+        else:
+            break
+    if pos >= len(path):
+        where = "path ends with '.'"
+    else:
+        where = f"unexpected {path[pos]!r} at column {pos + 1}"
+    raise PathError(
+        f"expected a plain field chain such as function.arguments (field names joined by '.', "
+        f"no JMESPath, no [slot]): {where}"
+    )
 
 
 def compile_read(path: str, choice_alias: str | None = None) -> Reader:

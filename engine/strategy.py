@@ -18,7 +18,7 @@ from .assembly import Assembly
 from .jsonscan import ArgsStream
 from .model import materialize
 from .ops import OPERATIONS, CompileContext, Run, pattern_of
-from .paths import compile_get, compile_read, parse_target
+from .paths import compile_get, compile_read, parse_chain, parse_target
 from .predicates import Predicate, compile_predicate
 
 
@@ -275,7 +275,7 @@ class ExtractionStrategy:
                 else (lambda item: True),
                 name=compile_get(calls_spec["name"]),
                 id=compile_get(calls_spec["id"]) if calls_spec.get("id") else (lambda item: None),
-                args_fields=tuple(calls_spec["args"].split(".")),
+                args_fields=parse_chain(calls_spec["args"]),
                 args_form=calls_spec.get("args_form", "string"),
                 args_whole=calls_spec.get("args_arrive", "fragments") == "whole",
             )

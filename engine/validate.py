@@ -6,10 +6,11 @@ sorted by position, as ``FILE:LINE:COL: /json/pointer: message``:
 
 1. the JSON Schema (``schemas/format.schema.json``, draft 2020-12), all errors collected. The
    schema's custom formats (``read-path``, ``target-path``, ``item-target``, ``field-target``,
-   ``pattern``, ``call-pattern``, ``python-regex``) are checked here by compiling the value as
-   the engine will: a JMESPath that does not compile, a target that does not parse, a ``[*]``
-   where an operation needs one SLOT, an ``open`` that does not end with a SLOT step,
-   ``calls.at`` without ``[*]``, a healing pattern that is not a regular expression;
+   ``pattern``, ``call-pattern``, ``field-chain``, ``python-regex``) are checked here by
+   compiling the value as the engine will: a JMESPath that does not compile, a target that does
+   not parse, a ``[*]`` where an operation needs one SLOT, an ``open`` that does not end with a
+   SLOT step, ``calls.at`` without ``[*]``, a JMESPath where a plain field chain is written to,
+   a healing pattern that is not a regular expression;
 2. what a schema cannot say: ``name`` equals the file's stem, sections in the schema's order,
    every operation known to the engine, the ``results`` and ``declarations`` templates
    (checked by :mod:`engine.templates`);
@@ -18,8 +19,8 @@ sorted by position, as ``FILE:LINE:COL: /json/pointer: message``:
 
 A problem's ``rule`` names the check: a schema keyword (``type``, ``required``, ``enum``...),
 or ``unknown-key``, ``operation``, ``jmespath``, ``slot``, ``target``, ``item-target``,
-``field-target``, ``pattern``, ``call-pattern``, ``regex``, ``name``, ``order``, ``template``,
-``yaml``, ``compile``.
+``field-target``, ``pattern``, ``call-pattern``, ``field-chain``, ``regex``, ``name``,
+``order``, ``template``, ``yaml``, ``compile``.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from jsonschema import Draft202012Validator, FormatChecker, ValidationError
 from jsonschema.exceptions import relevance
 
 from .errors import Problem
-from .paths import PathError, Segment, compile_read, parse_target
+from .paths import PathError, Segment, compile_read, parse_chain, parse_target
 from .yamlsource import SourceMap, YAMLSourceError, escape, load
 
 # -- the schema --------------------------------------------------------------------------------
@@ -133,6 +134,13 @@ def _field_target(value: str) -> None:
         raise PathProblem("must end with a field, e.g. content[index].text", "field-target")
 
 
+def _field_chain(value: str) -> None:
+    try:
+        parse_chain(value)
+    except PathError as exc:
+        raise PathProblem(str(exc), "field-chain") from None
+
+
 def _python_regex(value: str) -> None:
     try:
         re.compile(value)
@@ -163,6 +171,7 @@ FORMATS = {
     "field-target": _field_target,
     "pattern": _pattern,
     "call-pattern": _call_pattern,
+    "field-chain": _field_chain,
     "python-regex": _python_regex,
 }
 """The schema's custom ``format`` values and their checks. Editors ignore them."""
@@ -374,10 +383,14 @@ def _schema_problems(data: Any, where: _Locator) -> list[Problem]:
             # The outermost type check names every type allowed there.
             if known is None or len(err.absolute_schema_path) < len(known.absolute_schema_path):
                 type_errors[pointer] = err
+    # A custom format says more than the pattern that editors check in its place.
+    formats = {_pointer(e.absolute_path) for e in errors if e.validator == "format"}
     out = []
     for err in errors:
         pointer = _pointer(err.absolute_path)
         if pointer in type_errors and err is not type_errors[pointer]:
+            continue
+        if err.validator == "pattern" and pointer in formats:
             continue
         out.extend(_problems_of_error(err, where))
     return out

@@ -90,6 +90,8 @@ RULES = {
     "bad_template": ["template"],
     "codec_bad_regex": ["required", "regex"],
     "three_problems": ["type", "jmespath", "unknown-key"],
+    "args_not_a_chain": ["field-chain"],
+    "is_null_needs_chain": ["field-chain"],
 }
 
 
@@ -170,8 +172,14 @@ def _object_schemas(node, where=""):
 
 
 # Objects that are open on purpose: the header is a mixin closed by the descriptor that uses
-# it; a join rule's `string` is a part template whose fields are the wire's own.
-OPEN_ON_PURPOSE = {"/$defs/header", "/$defs/join_rule/properties/string"}
+# it; a join rule's `string` is a part template whose fields are the wire's own; a field test's
+# if/then only narrows a key that the predicate (closed) declares.
+OPEN_ON_PURPOSE = {
+    "/$defs/header",
+    "/$defs/join_rule/properties/string",
+    "/$defs/field_test/if",
+    "/$defs/field_test/then",
+}
 
 
 def test_every_property_says_what_it_is_for():
