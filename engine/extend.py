@@ -17,8 +17,8 @@ from typing import Any
 from .assembly import Assembly
 from .jsonscan import COMPLETE
 from .model import Fragments, ingest
-from .ops import OPERATIONS, CompileContext, Run, Target
-from .parts import JoinRule, join_parts
+from .ops import OPERATIONS, CompileContext, Run, Target, skips_without
+from .parts import JoinRule, join_one
 from .paths import compile_read
 
 _PATH_TOKEN = re.compile(r"\.([A-Za-z_$][\w$-]*)|\[(\d+)\]|\['([^']*)'\]")
@@ -80,7 +80,7 @@ def op_extend(spec: dict, ctx: CompileContext) -> Run:
                 continue
             _take(asm, parts, part, rule, pattern, display_where, cont)
 
-    return extend
+    return skips_without(extend, spec["from"])
 
 
 def _display_where(ctx: CompileContext, target: Target):
@@ -104,10 +104,10 @@ def _take(asm, parts, part, rule, pattern, display_field, cont) -> None:
         _apply_pieces(asm.open_parts[-1], part[cont.field].get(cont.pieces) or [])
         return
     if rule is not None:
-        join_parts(parts, [part], rule, None)
+        stored = join_one(parts, part, rule)
     else:
-        parts.append(ingest(part))
-    stored = parts[-1]
+        stored = ingest(part)
+        parts.append(stored)
     if len(parts) > before:
         asm.item_added(pattern, stored)
     if display_field and asm.display_allowed(stored):

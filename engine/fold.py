@@ -15,7 +15,7 @@ from typing import Any
 from .assembly import Assembly, append_text, ensure_slotted
 from .jsonscan import COMPLETE
 from .model import Fragments, SlottedList, ingest
-from .ops import OPERATIONS, CompileContext, Run, Target
+from .ops import OPERATIONS, CompileContext, Run, Target, skips_without
 from .parts import JoinRule, join_parts, string_as_part
 from .paths import compile_get, compile_read
 
@@ -87,7 +87,7 @@ def op_fold(spec: dict, ctx: CompileContext) -> Run:
         if dest is not None:
             fold_delta(asm, dest, delta, fold, order)
 
-    return run
+    return skips_without(run, spec["from"])
 
 
 def fold_delta(asm: Assembly, dest: dict, delta: dict, spec: FoldSpec, order: str) -> None:

@@ -106,9 +106,14 @@ def ingest(value: Any) -> Any:
     """Copy a wire value into the assembly tree, so later merges never alias the chunk."""
     cls = value.__class__
     if cls is dict:
-        return {k: ingest(v) for k, v in value.items()}
+        # A loop, not a comprehension, and leaves copied inline: this copies every part a
+        # whole-part wire sends, and each extra frame showed in its per-chunk cost.
+        out = {}
+        for k, v in value.items():
+            out[k] = ingest(v) if v.__class__ is dict or v.__class__ is list else v
+        return out
     if cls is list:
-        return [ingest(v) for v in value]
+        return [ingest(v) if v.__class__ is dict or v.__class__ is list else v for v in value]
     return value
 
 

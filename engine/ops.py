@@ -36,6 +36,16 @@ class CompileContext:
     text_part_field: str = "text"
 
 
+def skips_without(run: Run, path: str) -> Run:
+    """Declare that ``run`` does nothing when the event has no value at the read path ``path``.
+
+    The interpreter uses it to dispatch an event's rules by which of their sources the event
+    carries (one look-up instead of one call per rule); an operation that acts on an absent
+    source (``close``, ``finish``) simply does not declare it."""
+    run.source = path  # type: ignore[attr-defined]
+    return run
+
+
 def pattern_of(segments: tuple[Segment, ...]) -> str:
     out = []
     for seg in segments:
@@ -49,7 +59,17 @@ def pattern_of(segments: tuple[Segment, ...]) -> str:
 class Target:
     """A compiled target path: walks (and creates) the way to where an operation writes."""
 
-    __slots__ = ("segments", "steps", "last", "item_patterns", "pattern", "rel", "order")
+    __slots__ = (
+        "segments",
+        "steps",
+        "last",
+        "item_patterns",
+        "pattern",
+        "rel",
+        "order",
+        "locate_item",
+        "parent_of_field",
+    )
 
     def __init__(self, path: str, ctx: CompileContext) -> None:
         self.segments = parse_target(path, ctx.choice_alias)
@@ -64,8 +84,37 @@ class Target:
         last_slot = max((i for i, s in enumerate(self.segments) if s.field is None), default=-1)
         self.rel = tuple(s.field for s in self.segments[last_slot + 1 :])
         self.steps = self.segments
+        # The walk runs on every event: the two shapes nearly every rule has get a walk of
+        # their own (``role``: the root itself; ``content[index].text``: one slotted list).
+        slots = [i for i, s in enumerate(self.segments) if s.field is None]
+        if not slots:
+            self.locate_item = _at_root
+        elif slots == [1]:
+            self.locate_item = self._one_slot
+        else:
+            self.locate_item = self._walk
+        self.parent_of_field = _itself if len(self.rel) <= 1 else self._walk_rel
 
-    def locate_item(self, asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
+    def _one_slot(self, asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
+        """``field[slot]...``: the item of the slotted list at the root's ``field``."""
+        root = asm.root
+        lst = root.get(self.segments[0].field)
+        if lst.__class__ is not SlottedList:
+            if not create and lst is None:
+                return None
+            lst = ensure_slotted(root, self.segments[0].field, self.order)
+        slot = self.segments[1].slot(ev, ch)
+        if slot is None:
+            return None
+        item = lst.get(slot)
+        if item is None:
+            if not create:
+                return None
+            item = lst.put(slot, {})
+            asm.item_added(self.item_patterns[1], item)
+        return item
+
+    def _walk(self, asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
         """The innermost slotted item on the path (or the root when there is none)."""
         node: Any = asm.root
         segs = self.segments
@@ -103,7 +152,7 @@ class Target:
             i += 1
         return node
 
-    def parent_of_field(self, item: dict, create: bool = True) -> dict | None:
+    def _walk_rel(self, item: dict, create: bool = True) -> dict | None:
         """The dict holding the last field of ``rel`` inside ``item``."""
         node = item
         for field in self.rel[:-1]:
@@ -114,6 +163,14 @@ class Target:
                 child = node[field] = {}
             node = child
         return node
+
+
+def _at_root(asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
+    return asm.root
+
+
+def _itself(item: dict, create: bool = True) -> dict:
+    return item
 
 
 def _display_target(target: Target, ctx: CompileContext) -> bool:
@@ -135,7 +192,7 @@ def op_set(spec: dict, ctx: CompileContext) -> Run:
                 asm.root.clear()
                 asm.root.update(ingest(value))
 
-        return set_root
+        return skips_without(set_root, spec["from"])
     target = Target(at, ctx)
     if not target.rel:  # writing a whole item: an open by another name
         return _open(target, read)
@@ -149,7 +206,7 @@ def op_set(spec: dict, ctx: CompileContext) -> Run:
         if item is not None:
             target.parent_of_field(item)[last] = ingest(value)
 
-    return set_field
+    return skips_without(set_field, spec["from"])
 
 
 def op_set_once(spec: dict, ctx: CompileContext) -> Run:
@@ -169,7 +226,7 @@ def op_set_once(spec: dict, ctx: CompileContext) -> Run:
         if parent.get(last) in (None, ""):
             parent[last] = ingest(value)
 
-    return set_once
+    return skips_without(set_once, spec["from"])
 
 
 def op_merge(spec: dict, ctx: CompileContext) -> Run:
@@ -204,7 +261,7 @@ def op_merge(spec: dict, ctx: CompileContext) -> Run:
                 continue
             dest[key] = ingest(val)
 
-    return merge
+    return skips_without(merge, spec["from"])
 
 
 # --- open, close --------------------------------------------------------------------------
@@ -345,7 +402,7 @@ def op_append(spec: dict, ctx: CompileContext) -> Run:
         if display and asm.display_allowed(item):
             asm.display.append(piece)
 
-    return append
+    return skips_without(append, spec["from"])
 
 
 def op_args(spec: dict, ctx: CompileContext) -> Run:
@@ -364,7 +421,7 @@ def op_args(spec: dict, ctx: CompileContext) -> Run:
         if asm.args_of(item, rel).feed(piece):
             asm.calls_dirty = True
 
-    return args
+    return skips_without(args, spec["from"])
 
 
 def op_args_final(spec: dict, ctx: CompileContext) -> Run:
@@ -381,7 +438,7 @@ def op_args_final(spec: dict, ctx: CompileContext) -> Run:
         if item is not None and asm.args_of(item, rel).replace(value):
             asm.calls_dirty = True
 
-    return args_final
+    return skips_without(args_final, spec["from"])
 
 
 def op_push(spec: dict, ctx: CompileContext) -> Run:
@@ -403,7 +460,7 @@ def op_push(spec: dict, ctx: CompileContext) -> Run:
             current = parent[last] = []
         current.append(ingest(value))
 
-    return push
+    return skips_without(push, spec["from"])
 
 
 # --- turn-level fields, DONE, errors ------------------------------------------------------
@@ -434,6 +491,8 @@ def op_stop_reason(spec: Any, ctx: CompileContext) -> Run:
         if value is not None:
             asm.stop_reason = value
 
+    if isinstance(spec, str):
+        return skips_without(stop_reason, spec)
     return stop_reason
 
 
@@ -455,7 +514,7 @@ def op_usage(spec: Any, ctx: CompileContext) -> Run:
         else:
             asm.usage = ingest(value)
 
-    return usage
+    return skips_without(usage, spec["from"])
 
 
 def op_finish(spec: Any, ctx: CompileContext) -> Run:
@@ -473,7 +532,7 @@ def op_finish(spec: Any, ctx: CompileContext) -> Run:
         if read(ev, ch):
             asm.finished = True
 
-    return finish_when
+    return skips_without(finish_when, spec["when"])
 
 
 def op_error(spec: dict, ctx: CompileContext) -> Run:
@@ -487,7 +546,7 @@ def op_error(spec: dict, ctx: CompileContext) -> Run:
         asm.error = ingest(value)
         asm.finished = True
 
-    return error
+    return skips_without(error, spec.get("from", ""))
 
 
 OPERATIONS: dict[str, Callable[[Any, CompileContext], Run]] = {

@@ -38,11 +38,24 @@ class JoinRule:
         )
 
     def joinable(self, last: dict, part: dict) -> bool:
-        if any(part.get(f) is not None for f in self.blocked_by):
+        # Plain loops: this runs on every part of every chunk.
+        for f in self.blocked_by:
+            if part.get(f) is not None:
+                return False
+        for f in self.text:
+            if f in last:
+                break
+        else:
             return False
-        if not any(f in last for f in self.text) or not any(f in part for f in self.text):
+        for f in self.text:
+            if f in part:
+                break
+        else:
             return False
-        return all(last.get(k, _ABSENT) == part.get(k, _ABSENT) for k in self.key)
+        for k in self.key:  # noqa: SIM110  (a generator costs a call per part)
+            if last.get(k, _ABSENT) != part.get(k, _ABSENT):
+                return False
+        return True
 
 
 def join_parts(
@@ -56,19 +69,25 @@ def join_parts(
     for part in incoming:
         if part.__class__ is not dict:
             continue
-        last = parts[-1] if parts else None
-        if last is not None and rule.joinable(last, part):
+        stored = join_one(parts, part, rule)
+        if on_part is not None:
+            on_part(stored, part)
+
+
+def join_one(parts: list, part: dict, rule: JoinRule) -> dict:
+    """Join one part into the last of ``parts`` where it may, else append a copy; the part
+    that holds it now."""
+    if parts:
+        last = parts[-1]
+        if rule.joinable(last, part):
             _join_into(last, part, rule)
-            if on_part is not None:
-                on_part(last, part)
-        else:
-            stored = ingest(part)
-            for f in rule.text:
-                if stored.get(f).__class__ is str:
-                    stored[f] = Fragments(stored[f])
-            parts.append(stored)
-            if on_part is not None:
-                on_part(stored, part)
+            return last
+    stored = ingest(part)
+    for f in rule.text:
+        if stored.get(f).__class__ is str:
+            stored[f] = Fragments(stored[f])
+    parts.append(stored)
+    return stored
 
 
 def _join_into(last: dict, part: dict, rule: JoinRule) -> None:

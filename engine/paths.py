@@ -74,18 +74,12 @@ def parse_chain(path: str) -> tuple[str, ...]:
 def compile_read(path: str, choice_alias: str | None = None) -> Reader:
     """Compile a read path into ``reader(event, choice)``."""
     if path == "":
-        return lambda ev, ch: ev
+        return _whole_event
     if is_plain(path):
         fields = path.split(".")
-        from_choice = choice_alias is not None and fields[0] == choice_alias
-        if from_choice:
-            fields = fields[1:]
-            if not fields:
-                return lambda ev, ch: ch
-        getter = _chain(fields)
-        if from_choice:
-            return lambda ev, ch: None if ch is None else getter(ch)
-        return lambda ev, ch: getter(ev)
+        if choice_alias is not None and fields[0] == choice_alias:
+            return _chain(fields[1:], on_choice=True) if len(fields) > 1 else _the_choice
+        return _chain(fields)
     try:
         expression = jmespath.compile(path)
     except jmespath.exceptions.JMESPathError as exc:
@@ -93,13 +87,23 @@ def compile_read(path: str, choice_alias: str | None = None) -> Reader:
     search = expression.search
     if choice_alias is not None:
         return lambda ev, ch: search({**ev, choice_alias: ch} if ch is not None else ev)
-    return lambda ev, ch: search(ev)
+    return lambda ev, ch=None: search(ev)
 
 
 def compile_get(path: str) -> Callable[[Any], Any]:
-    """Compile a read path over one object (an assembled item or message)."""
-    reader = compile_read(path)
-    return lambda obj: reader(obj, None)
+    """Compile a read path over one object (an assembled item or message).
+
+    Every reader takes the choice as an optional second argument, so a reader of the object
+    itself is its own getter: no wrapper call on the hot path."""
+    return compile_read(path)
+
+
+def _whole_event(ev: Any, ch: Any = None) -> Any:
+    return ev
+
+
+def _the_choice(ev: Any, ch: Any) -> Any:
+    return ch
 
 
 def _jmespath_reason(exc: Exception) -> str:
@@ -117,27 +121,62 @@ def _jmespath_reason(exc: Exception) -> str:
     return text[0] if text else exc.__class__.__name__
 
 
-def _chain(fields: list[str]) -> Callable[[Any], Any]:
-    """Direct look-ups for a plain chain; specialised for the short chains of the hot path."""
+def _chain(fields: list[str], on_choice: bool = False) -> Reader:
+    """Direct look-ups for a plain chain, from the event or (``on_choice``) from the choice.
+
+    Specialised for the short chains of the hot path: each read is one call, no loop."""
+    if on_choice:
+        if len(fields) == 1:
+            (a,) = fields
+
+            def choice1(ev: Any, ch: Any) -> Any:
+                return ch.get(a) if ch.__class__ is dict else None
+
+            return choice1
+        if len(fields) == 2:
+            a, b = fields
+
+            def choice2(ev: Any, ch: Any) -> Any:
+                if ch.__class__ is not dict:
+                    return None
+                ch = ch.get(a)
+                return ch.get(b) if ch.__class__ is dict else None
+
+            return choice2
+        inner = _chain(fields)
+        return lambda ev, ch: inner(ch)
     if len(fields) == 1:
         (a,) = fields
 
-        def get1(obj: Any) -> Any:
+        def get1(obj: Any, _ch: Any = None) -> Any:
             return obj.get(a) if obj.__class__ is dict else None
 
         return get1
     if len(fields) == 2:
         a, b = fields
 
-        def get2(obj: Any) -> Any:
+        def get2(obj: Any, _ch: Any = None) -> Any:
             if obj.__class__ is not dict:
                 return None
             obj = obj.get(a)
             return obj.get(b) if obj.__class__ is dict else None
 
         return get2
+    if len(fields) == 3:
+        a, b, c = fields
 
-    def get_n(obj: Any) -> Any:
+        def get3(obj: Any, _ch: Any = None) -> Any:
+            if obj.__class__ is not dict:
+                return None
+            obj = obj.get(a)
+            if obj.__class__ is not dict:
+                return None
+            obj = obj.get(b)
+            return obj.get(c) if obj.__class__ is dict else None
+
+        return get3
+
+    def get_n(obj: Any, _ch: Any = None) -> Any:
         for field in fields:
             if obj.__class__ is not dict:
                 return None

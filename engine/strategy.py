@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from . import extend as _extend  # noqa: F401  (registers the extend operation)
@@ -17,19 +17,51 @@ from . import fold as _fold  # noqa: F401  (registers the fold operation)
 from .assembly import Assembly
 from .jsonscan import ArgsStream
 from .model import materialize
-from .ops import OPERATIONS, CompileContext, Run, pattern_of
-from .paths import compile_get, compile_read, parse_chain, parse_target
+from .ops import OPERATIONS, CompileContext, Run, pattern_of, skips_without
+from .paths import compile_get, compile_read, is_plain, parse_chain, parse_target
 from .predicates import Predicate, compile_predicate
 
 
-@dataclass(frozen=True)
 class ExtractedCall:
-    """A finished call: its tool name, parsed arguments and native call id."""
+    """A finished call: its tool name, parsed arguments and native call id.
 
-    name: str
-    arguments: dict
-    id: str | None = None
-    end: int | None = field(default=None, compare=False)
+    ``end`` is where the call ends in the text (for a call found in text), and takes no part in
+    equality. Read-only. Not a frozen dataclass: one is built for every call of a stream,
+    and a frozen dataclass's ``__init__`` (``object.__setattr__`` per field) cost a quarter of
+    the ``json.loads`` floor of a chunk carrying a whole call.
+    """
+
+    __slots__ = ("_name", "_arguments", "_id", "_end")
+
+    def __init__(
+        self, name: str, arguments: dict, id: str | None = None, end: int | None = None
+    ) -> None:
+        self._name = name
+        self._arguments = arguments
+        self._id = id
+        self._end = end
+
+    name = property(lambda self: self._name)
+    arguments = property(lambda self: self._arguments)
+    id = property(lambda self: self._id)
+    end = property(lambda self: self._end)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not ExtractedCall:
+            return NotImplemented
+        return (self._name, self._arguments, self._id) == (
+            other._name,  # type: ignore[attr-defined]
+            other._arguments,  # type: ignore[attr-defined]
+            other._id,  # type: ignore[attr-defined]
+        )
+
+    __hash__ = None  # type: ignore[assignment]  (arguments is a dict)
+
+    def __repr__(self) -> str:
+        return (
+            f"ExtractedCall(name={self._name!r}, arguments={self._arguments!r}, "
+            f"id={self._id!r}, end={self._end!r})"
+        )
 
 
 @dataclass(frozen=True)
@@ -222,21 +254,99 @@ def compile_ops(rules: list, ctx: CompileContext) -> list[Run]:
             ((name, args),) = rule.items()
         when = None
         if isinstance(args, dict) and "when" in args and name != "finish":
-            when = compile_read(args["when"], ctx.choice_alias)
+            when_path = args["when"]
+            when = compile_read(when_path, ctx.choice_alias)
             args = {k: v for k, v in args.items() if k != "when"}
         op = OPERATIONS[name](args, ctx)
-        out.append(op if when is None else _guarded(op, when))
-    return out
+        out.append(op if when is None else _guarded(op, when, when_path))
+    return by_source_key(out, ctx)
 
 
-def _guarded(op: Run, when) -> Run:
+def by_source_key(ops: list[Run], ctx: CompileContext) -> list[Run]:
+    """Dispatch an event's rules on which of their sources the event carries.
+
+    Most rules find nothing in most events: Bedrock's ``contentBlockDelta`` has six rules
+    under ``delta`` (text, toolUse, reasoning text, signature, redacted content, toolResult)
+    and each event carries one; Gemini's rules for every chunk read a finish reason, usage
+    and an error that nearly every chunk lacks. A dictionary look-up decides instead of a
+    call that reads a path and finds nothing. Only rules that declare they do nothing
+    without their source (``skips_without``) qualify, and only when every rule of the list
+    does, so that the declared order always holds.
+    """
+    sources = [getattr(op, "source", None) for op in ops]
+    if len(ops) < 2 or not all(s and is_plain(s) for s in sources):
+        return ops
+    alias = ctx.choice_alias
+    rooted = []  # (reads the choice, field chain under that root)
+    for source in sources:
+        chain = source.split(".")
+        on_choice = alias is not None and chain[0] == alias
+        if on_choice:
+            chain = chain[1:]
+        if not chain:
+            return ops
+        rooted.append((on_choice, chain))
+    if len({on_choice for on_choice, _ in rooted}) == 1:
+        keyed = _keyed_under_common_prefix(ops, rooted, ctx)
+        if keyed is not None:
+            return [keyed]
+    entries = tuple((on_choice, chain[0], op) for (on_choice, chain), op in zip(rooted, ops,
+                                                                                  strict=True))
+
+    def present_only(asm: Assembly, ev: Any, ch: Any) -> None:
+        for on_choice, key, op in entries:
+            root = ch if on_choice else ev
+            if root.__class__ is dict and key in root:
+                op(asm, ev, ch)
+
+    return [present_only]
+
+
+def _keyed_under_common_prefix(ops: list[Run], rooted: list, ctx: CompileContext) -> Run | None:
+    """Rules whose sources share an object (``delta.text``, ``delta.toolUse.input``): one
+    read of that object, then the rules of the key it holds."""
+    on_choice = rooted[0][0]
+    chains = [chain for _, chain in rooted]
+    prefix = chains[0][:-1]
+    for chain in chains[1:]:
+        common = 0
+        while common < min(len(prefix), len(chain) - 1) and prefix[common] == chain[common]:
+            common += 1
+        prefix = prefix[:common]
+    if not prefix:
+        return None
+    path = ".".join([ctx.choice_alias, *prefix] if on_choice else prefix)
+    under = compile_read(path, ctx.choice_alias)
+    depth = len(prefix)
+    keyed = tuple((chain[depth], op) for chain, op in zip(chains, ops, strict=True))
+    by_key: dict[str, tuple[Run, ...]] = {}
+    for key, op in keyed:
+        by_key[key] = (*by_key.get(key, ()), op)
+
+    def dispatch(asm: Assembly, ev: Any, ch: Any) -> None:
+        sub = under(ev, ch)
+        if sub.__class__ is not dict:
+            return
+        if len(sub) == 1:
+            for key in sub:
+                for op in by_key.get(key, ()):
+                    op(asm, ev, ch)
+            return
+        for key, op in keyed:  # several sources present: the declared order
+            if key in sub:
+                op(asm, ev, ch)
+
+    return dispatch
+
+
+def _guarded(op: Run, when: Any, when_path: str) -> Run:
     """An operation that runs only when the event holds a true value at ``when``."""
 
     def guarded(asm: Assembly, ev: Any, ch: Any) -> None:
         if when(ev, ch):
             op(asm, ev, ch)
 
-    return guarded
+    return skips_without(guarded, when_path)
 
 
 def _pattern_parts(path: str) -> tuple[str, tuple[tuple[str, ...], ...], tuple[str, ...]]:
