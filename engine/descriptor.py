@@ -1,7 +1,9 @@
 """Loading a descriptor file: read safely, validate fully, then compile.
 
 An invalid descriptor never compiles: every problem is collected (schema, paths, references)
-and raised together as one :class:`~engine.errors.DescriptorError`.
+and raised together as one :class:`~engine.errors.DescriptorError`. A descriptor that
+``extends`` another compiles from the resolved descriptor (:mod:`engine.inherit`); its
+strategy's ``descriptor`` is that resolved data, with no ``extends`` left in it.
 """
 
 from __future__ import annotations

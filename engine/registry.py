@@ -31,6 +31,17 @@ def _builtin_paths() -> dict[str, Path]:
     return found
 
 
+def builtin_names() -> list[str]:
+    """The built-in format names, without compiling them (a cheap look-up for suggestions)."""
+    return sorted(_builtin_paths())
+
+
+def builtin_path(name: str) -> Path | None:
+    """The descriptor file of the built-in format ``name``, or None (what ``extends: NAME``
+    reads: the parent's YAML, never its compiled strategy, which is shared and immutable)."""
+    return _builtin_paths().get(name)
+
+
 @functools.cache
 def _compiled(name: str) -> ExtractionStrategy:
     return load_descriptor(_builtin_paths()[name])

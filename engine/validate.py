@@ -1,8 +1,10 @@
 """Checking a descriptor: every problem, each located in the YAML source.
 
 A descriptor is read with the safe loader, keeping the line and column of every key and value
-(:mod:`engine.yamlsource`), then checked in three passes, and every problem found is reported,
-sorted by position, as ``FILE:LINE:COL: /json/pointer: message``:
+(:mod:`engine.yamlsource`); one that ``extends`` another is first resolved with its parents
+(:mod:`engine.inherit`), positions kept, and the resolved descriptor is what is checked, in
+three passes; every problem found is reported, sorted by position, as
+``FILE:LINE:COL: /json/pointer: message``:
 
 1. the JSON Schema (``schemas/format.schema.json``, draft 2020-12), all errors collected. The
    schema's custom formats (``read-path``, ``target-path``, ``item-target``, ``field-target``,
@@ -11,16 +13,21 @@ sorted by position, as ``FILE:LINE:COL: /json/pointer: message``:
    not parse, a ``[*]`` where an operation needs one SLOT, an ``open`` that does not end with a
    SLOT step, ``calls.at`` without ``[*]``, a JMESPath where a plain field chain is written to,
    a healing pattern that is not a regular expression;
-2. what a schema cannot say: ``name`` equals the file's stem, sections in the schema's order,
-   every operation known to the engine, the ``results`` and ``declarations`` templates
-   (checked by :mod:`engine.templates`);
+2. what a schema cannot say: ``name`` equals the file's stem, sections in the schema's order
+   (as the file writes them), every operation known to the engine, the ``results`` and
+   ``declarations`` templates (checked by :mod:`engine.templates`);
 3. when all of that passes, the descriptor is compiled (a wire, or the text codec), so that
    whatever the checks above miss is still a reported problem and never a traceback at load.
 
 A problem's ``rule`` names the check: a schema keyword (``type``, ``required``, ``enum``...),
 or ``unknown-key``, ``operation``, ``jmespath``, ``slot``, ``target``, ``item-target``,
 ``field-target``, ``pattern``, ``call-pattern``, ``field-chain``, ``regex``, ``name``,
-``order``, ``template``, ``yaml``, ``compile``.
+``order``, ``template``, ``yaml``, ``compile``, ``extends``.
+
+A problem in a value the file inherited (through ``extends``) is reported in the file being
+checked, at its ``extends`` line, with the pointer into the resolved descriptor, and says where
+the inherited value is written: ``... (inherited from formats/openai_chat.yaml:52:7)``. The fix
+is usually an override in this file, and a built-in's own file may not even be writable.
 """
 
 from __future__ import annotations
@@ -37,6 +44,8 @@ from jsonschema import Draft202012Validator, FormatChecker, ValidationError
 from jsonschema.exceptions import relevance
 
 from .errors import Problem
+from .inherit import KEY as EXTENDS
+from .inherit import resolve
 from .paths import PathError, Segment, compile_read, parse_chain, parse_target
 from .yamlsource import SourceMap, YAMLSourceError, escape, load
 
@@ -264,18 +273,27 @@ def _is_def(fragment: Any, name: str) -> bool:
 
 
 class _Locator:
-    """Builds problems for one file from pointers, using the YAML source map."""
+    """Builds problems for one file from pointers, using the YAML source map.
+
+    A position inherited from a parent (``extends``) is not this file's: the problem is put at
+    this file's ``extends`` and names where the inherited value is written.
+    """
 
     def __init__(self, file: str, source: SourceMap) -> None:
         self.file = file
         self.source = source
 
     def at_value(self, pointer: str, message: str, rule: str) -> Problem:
-        line, col = self.source.locate(pointer)
-        return Problem(self.file, line, col, pointer, message, rule)
+        return self._problem(pointer, message, rule, prefer_key=False)
 
     def at_key(self, pointer: str, message: str, rule: str) -> Problem:
-        line, col = self.source.locate(pointer, prefer_key=True)
+        return self._problem(pointer, message, rule, prefer_key=True)
+
+    def _problem(self, pointer: str, message: str, rule: str, prefer_key: bool) -> Problem:
+        origin, line, col = self.source.find(pointer, prefer_key)
+        if origin is not None:
+            message = f"{message} (inherited from {origin}:{line}:{col})"
+            line, col = self.source.locate(f"/{EXTENDS}")
         return Problem(self.file, line, col, pointer, message, rule)
 
 
@@ -409,8 +427,9 @@ def _name_problems(data: dict, file: str, where: _Locator) -> list[Problem]:
     ]
 
 
-def _order_problems(data: dict, where: _Locator) -> list[Problem]:
-    order = {key: i for i, key in enumerate(section_order(descriptor_kind(data)))}
+def _order_problems(data: dict, where: _Locator, kind: str) -> list[Problem]:
+    """Sections out of order, as the file writes them (a resolved descriptor is reordered)."""
+    order = {key: i for i, key in enumerate(section_order(kind))}
     out = []
     latest: str | None = None
     for key in data:
@@ -510,23 +529,40 @@ def _compile_problems(data: dict, where: _Locator) -> list[Problem]:
 
 def validate_text(text: str, file: str) -> tuple[Any, list[Problem]]:
     """Check a descriptor's YAML text; ``file`` names it in the problems (and gives the stem
-    that ``name`` must equal). Returns the data (None when the YAML does not parse) and every
-    problem, sorted by position."""
+    that ``name`` must equal, and the folder that ``extends: PATH`` is relative to). Returns
+    the data, ``extends`` resolved (None when the YAML does not parse), and every problem,
+    sorted by position."""
     try:
-        data, source = load(text)
+        written, source = load(text)
     except YAMLSourceError as exc:
         return None, [Problem(file, exc.line, exc.col, exc.pointer, str(exc), "yaml")]
+    data, source, problems = resolve(written, source, file)
+    if problems:
+        return written, sorted(set(problems), key=_position)
+    if data is not written:
+        data = _in_section_order(data)
     where = _Locator(file, source)
     problems = _schema_problems(data, where)
     if isinstance(data, dict):
         problems += _name_problems(data, file, where)
-        problems += _order_problems(data, where)
+        problems += _order_problems(written, where, descriptor_kind(data))
         problems += _engine_problems(data, where)
         if not any(p.pointer.startswith(("/results", "/declarations")) for p in problems):
             problems += _template_problems(data, where)
         if not problems:
             problems += _compile_problems(data, where)
-    return data, sorted(set(problems), key=lambda p: (p.line, p.col, p.pointer, p.message))
+    return data, sorted(set(problems), key=_position)
+
+
+def _position(problem: Problem) -> tuple:
+    return (problem.line, problem.col, problem.pointer, problem.message)
+
+
+def _in_section_order(data: dict) -> dict:
+    """A resolved descriptor's sections in the order a file writes them (a child may add a
+    section its parent lacks; ``show`` prints the result)."""
+    order = {key: i for i, key in enumerate(section_order(descriptor_kind(data)))}
+    return dict(sorted(data.items(), key=lambda item: order.get(item[0], len(order))))
 
 
 def validate_descriptor(path: str | Path) -> list[Problem]:

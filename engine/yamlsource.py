@@ -17,22 +17,41 @@ import yaml
 
 @dataclass
 class SourceMap:
-    """JSON pointer -> (line, col) of the value, and of the key that names it."""
+    """JSON pointer -> (line, col) of the value, and of the key that names it.
+
+    A descriptor that ``extends`` another is checked as one resolved document whose values come
+    from several files: ``origins`` names the file (as a label) of every entry inherited from a
+    parent; an entry without one was written by the file being checked.
+    """
 
     values: dict[str, tuple[int, int]] = field(default_factory=dict)
     keys: dict[str, tuple[int, int]] = field(default_factory=dict)
+    origins: dict[str, str] = field(default_factory=dict)
 
     def locate(self, pointer: str, prefer_key: bool = False) -> tuple[int, int]:
         """The closest known position for ``pointer`` (walking up to its parents)."""
+        _, line, col = self.find(pointer, prefer_key)
+        return line, col
+
+    def find(self, pointer: str, prefer_key: bool = False) -> tuple[str | None, int, int]:
+        """Like :meth:`locate`, with the label of the file the position is in (None: this
+        file's own)."""
         probe = pointer
         while True:
             table = (self.keys, self.values) if prefer_key else (self.values, self.keys)
             for t in table:
                 if probe in t:
-                    return t[probe]
+                    line, col = t[probe]
+                    return self.origins.get(probe), line, col
             if not probe:
-                return (1, 1)
+                return None, 1, 1
             probe = probe.rsplit("/", 1)[0]
+
+    def inherited_from(self, label: str) -> SourceMap:
+        """This map as a parent's: every entry not already inherited now comes from ``label``."""
+        origins = {p: label for p in (*self.values, *self.keys)}
+        origins.update(self.origins)
+        return SourceMap(dict(self.values), dict(self.keys), origins)
 
 
 class YAMLSourceError(ValueError):

@@ -92,6 +92,12 @@ RULES = {
     "three_problems": ["type", "jmespath", "unknown-key"],
     "args_not_a_chain": ["field-chain"],
     "is_null_needs_chain": ["field-chain"],
+    "extends_cycle": ["extends"],
+    "extends_unknown_parent": ["extends"],
+    "extends_missing_file": ["extends"],
+    "extends_bad_key": ["unknown-key"],
+    "extends_inherited_problem": ["type"],
+    "extends_own_name": ["required"],
 }
 
 
