@@ -1,10 +1,19 @@
 """Per-chunk cost of the client loop, as a ratio to the ``json.loads`` floor.
 
 For each wire and size, a generated stream (as dicts) goes through the loop a client runs on
-every chunk: ``buf.add(chunk)``, ``buf.forming()``, ``buf.calls()``. Its time is divided by the
-time ``json.loads`` takes to decode the same chunks' JSON text, measured in the same run, so
-the figure does not depend on the machine. Two stream kinds: two parallel calls whose
-arguments stream in fragments of about 8 bytes, and text only.
+every chunk, in two flavours:
+
+- the buffer alone: ``buf.add(chunk)``, ``buf.forming()``, ``buf.calls()``;
+- with a driver (rows ``+driver``): ``buf.add(chunk)``, ``driver.process_llm_response(buf)``,
+  ``buf.text()``, then once ``buf.close()`` and a last round, as a real application runs it.
+  The driver (a :class:`engine.BaseDriver` over the wire alone, its buffer from
+  ``new_stream_buffer()``, so that the text codec scans the display text) owns the tools the
+  generated stream calls, and its ``execute_tool`` echoes the arguments.
+
+Its time is divided by the time ``json.loads`` takes to decode the same chunks' JSON text,
+measured in the same run just before and after (the median of ``--repeat`` such ratios), so
+the figure does not depend on the machine; times are CPU time of the process. Two stream kinds: two
+parallel calls whose arguments stream in fragments of about 8 bytes, and text only.
 
     python tools/bench.py [--sizes 100,1000,10000,100000] [--wires a,b] [--repeat 3]
 """
@@ -14,6 +23,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -225,27 +235,54 @@ GENERATORS: dict[str, Callable[[int, bool], list[dict]]] = {
 # -- measurement ------------------------------------------------------------------------------
 
 
-def _best(fn: Callable[[], None], repeat: int) -> float:
-    best = float("inf")
+def _cpu(fn: Callable[[], None]) -> float:
+    """One run, in CPU seconds of this process: on a shared machine the wall clock also
+    counts the time other processes had the CPU."""
+    gc.collect()
+    gc.disable()
+    start = time.process_time()
+    fn()
+    spent = time.process_time() - start
+    gc.enable()
+    return spent
+
+
+def _paired(loop: Callable[[], None], floor: Callable[[], None], repeat: int) -> tuple:
+    """``repeat`` runs of the loop, each between two runs of the floor, so that each ratio
+    compares runs made under the same load; the median ratio, and the best loop time."""
+    ratios, best = [], float("inf")
     for _ in range(repeat):
-        gc.collect()
-        gc.disable()
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-        gc.enable()
-    return best
+        before, spent, after = _cpu(floor), _cpu(loop), _cpu(floor)
+        ratios.append(spent / ((before + after) / 2))
+        best = min(best, spent)
+    return statistics.median(ratios), best
 
 
-def measure(wire: str, chunks: list[dict], repeat: int) -> tuple[float, float]:
-    """Seconds per chunk for the client loop and for the json.loads floor."""
-    strategy = engine.load_format(wire)
-    texts = [json.dumps(c) for c in chunks]
-    loads = json.loads
+class EchoDriver(engine.BaseDriver):
+    """Owns the tools a generated stream calls; each returns its arguments."""
 
-    def floor() -> None:
-        for t in texts:
-            loads(t)
+    def __init__(self, names: list[str], strategy: engine.ExtractionStrategy) -> None:
+        super().__init__(strategies=[strategy])
+        self.tools = [engine.Tool(name, f"echo {name}") for name in names]
+
+    def list_tools(self) -> list[engine.Tool]:
+        return self.tools
+
+    def execute_tool(self, tool_name: str, arguments: dict) -> dict:
+        return arguments
+
+
+def called_names(wire: str) -> list[str]:
+    """The tool names a wire's generated call stream calls (read back through the engine)."""
+    buf = engine.LLMStreamBuffer(strategies=[engine.load_format(wire)])
+    for chunk in GENERATORS[wire](20, True):
+        buf.add(chunk)
+    buf.close()
+    return sorted({call.name for call in buf.calls()})
+
+
+def buffer_loop(strategy: engine.ExtractionStrategy, chunks: list[dict]) -> Callable[[], None]:
+    """The buffer alone: add, forming, calls per chunk."""
 
     def loop() -> None:
         buf = engine.LLMStreamBuffer(strategies=[strategy])
@@ -255,8 +292,45 @@ def measure(wire: str, chunks: list[dict], repeat: int) -> tuple[float, float]:
             forming()
             calls()
 
-    n = len(chunks)
-    return _best(loop, repeat) / n, _best(floor, repeat) / n
+    return loop
+
+
+def driver_loop(strategy: engine.ExtractionStrategy, chunks: list[dict]) -> Callable[[], None]:
+    """A real application: add, process_llm_response, text per chunk; close and a last round."""
+    names = called_names(strategy.name)
+
+    def loop() -> None:
+        driver = EchoDriver(names, strategy)
+        buf = driver.new_stream_buffer()
+        add, process, text = buf.add, driver.process_llm_response, buf.text
+        for c in chunks:
+            add(c)
+            process(buf)
+            text()
+        buf.close()
+        process(buf)
+        text()
+
+    return loop
+
+
+LOOPS = {"": buffer_loop, "+driver": driver_loop}
+
+
+def measure(wire: str, chunks: list[dict], repeat: int, flavour: str = "") -> tuple[float, float]:
+    """The client loop (``flavour``: ``""`` or ``"+driver"``) as a ratio to the json.loads
+    floor, and its best time in seconds per chunk."""
+    strategy = engine.load_format(wire)
+    texts = [json.dumps(c) for c in chunks]
+    loads = json.loads
+
+    def floor() -> None:
+        for t in texts:
+            loads(t)
+
+    LOOPS[flavour](strategy, chunks[:50])()  # warm up: what loads once is not per chunk
+    ratio, best = _paired(LOOPS[flavour](strategy, chunks), floor, repeat)
+    return ratio, best / len(chunks)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -264,27 +338,40 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="100,1000,10000,100000")
     parser.add_argument("--wires", default=",".join(GENERATORS))
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--flavours", default=",".join(f or "buffer" for f in LOOPS),
+                        help="buffer (add+forming+calls) and/or +driver (add+process+text)")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     wires = args.wires.split(",")
-    print(f"{'wire':<20} {'stream':<6} " + " ".join(f"{s:>9}" for s in sizes) + "   growth")
-    worst = 0.0
+    flavours = ["" if f == "buffer" else f for f in args.flavours.split(",")]
+    head = f"{'wire':<20} {'stream':<13} " + " ".join(f"{s:>9}" for s in sizes)
+    print(head + "   growth   us/chunk")
+    worst = {flavour: (0.0, 0.0) for flavour in flavours}
+    ref = sizes.index(1000) if 1000 in sizes else 0
     for wire in wires:
-        for kind, calls in (("calls", True), ("text", False)):
-            ratios, per_chunk = [], []
-            for size in sizes:
-                chunks = GENERATORS[wire](size, calls)
-                loop, floor = measure(wire, chunks, args.repeat if size < 100000 else 1)
-                ratios.append(loop / floor)
-                per_chunk.append(loop)
-            ref = sizes.index(1000) if 1000 in sizes else 0
-            growth = per_chunk[-1] / per_chunk[ref]
-            worst = max(worst, *ratios[ref:])
-            cells = " ".join(f"{r:>8.2f}x" for r in ratios)
-            print(f"{wire:<20} {kind:<6} {cells}   {growth:.2f}")
-    print(f"\nratio = per-chunk cost of add+forming+calls / json.loads of the same chunk's text;"
-          f"\ngrowth = per-chunk cost at {sizes[-1]} / at 1000. Worst ratio from 1000 up: "
-          f"{worst:.2f}x")
+        for flavour in flavours:
+            for kind, calls in (("calls", True), ("text", False)):
+                ratios, per_chunk = [], []
+                for size in sizes:
+                    chunks = GENERATORS[wire](size, calls)
+                    repeat = args.repeat if size < 100000 else 1
+                    ratio, seconds = measure(wire, chunks, repeat, flavour)
+                    ratios.append(ratio)
+                    per_chunk.append(seconds)
+                growth = ratios[-1] / ratios[ref]  # the chunks, so the floor, are alike
+                ratio, grown = worst[flavour]
+                worst[flavour] = (max(ratio, *ratios[ref:]), max(grown, growth))
+                cells = " ".join(f"{r:>8.2f}x" for r in ratios)
+                print(f"{wire:<20} {kind + flavour:<13} {cells}   {growth:6.2f}"
+                      f"   {per_chunk[-1] * 1e6:8.2f}")
+    print("\nratio = per-chunk cost of the loop / json.loads of the same chunk's text;"
+          "\n  rows without a suffix: add+forming+calls; rows +driver: add+"
+          "process_llm_response+text;"
+          f"\ngrowth = per-chunk cost at {sizes[-1]} / at {sizes[ref]} (as the ratios, whose floor"
+          f" is per chunk alike at every size); us/chunk: the best run at {sizes[-1]}.")
+    for flavour, (ratio, grown) in worst.items():
+        print(f"worst {flavour or 'buffer':<8} from {sizes[ref]} up: ratio {ratio:.2f}x, "
+              f"growth {grown:.2f}")
     return 0
 
 
