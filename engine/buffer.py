@@ -56,6 +56,7 @@ class LLMStreamBuffer:
         # native calls already handled, and the consumes deferred to the next round.
         self._scanner = self.codec.new_scanner() if self.codec is not None else None
         self._fed = 0  # display fragments fed to the scanner
+        self._quiet_at = -1  # the _fed at which the scanner held nothing (see text_quiet)
         self._scan_closed = False
         self._late: list[str] = []  # display after the scanner closed (nothing scans it)
         self._native_done = 0  # calls() before this index were handled (consume_native)
@@ -151,6 +152,12 @@ class LLMStreamBuffer:
     @property
     def strategy(self) -> ExtractionStrategy | None:
         return self._strategy
+
+    @property
+    def closed(self) -> bool:
+        """The client called ``close()``: no more input (until ``reset()``). A stream may end
+        this way without its wire's DONE (``is_finished()`` stays false)."""
+        return self._closed
 
     def is_finished(self) -> bool:
         return self._asm is not None and self._asm.finished or (
@@ -295,11 +302,23 @@ class LLMStreamBuffer:
         self._native_mark = len(self.calls())
         self._rounds = True
 
+    def text_quiet(self) -> bool:
+        """Does the text codec hold nothing: no complete text call, none forming, none
+        consumed in this round? O(1) amortized: only new display text can end the quiet, so
+        the answer is kept until more is fed. True without a codec."""
+        scanner = self._sync()
+        if scanner is None or self._quiet_at == self._fed:
+            return True
+        if self._claimed or scanner.forming()[0] or scanner.complete_calls():
+            return False
+        self._quiet_at = self._fed
+        return True
+
     def text_calls(self) -> list[ExtractedCall]:
         """Complete text calls not yet advanced past, in text order, ``end`` set (the calls
         consumed in this round included, so that every driver of the round sees them)."""
         scanner = self._sync()
-        if scanner is None:
+        if scanner is None or self._quiet_at == self._fed:
             return []
         found = [ExtractedCall(c.name, c.arguments, None, c.end) for c in scanner.complete_calls()]
         if not self._claimed:
@@ -359,6 +378,8 @@ class LLMStreamBuffer:
         elif self._closed or self._asm.finished:
             scanner.close()
             self._scan_closed = True
+        elif self._quiet_at == self._fed:
+            pass  # nothing held: nothing to release
         else:
             if scanner.forming()[0]:
                 scanner.release_held()

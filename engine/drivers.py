@@ -22,6 +22,7 @@ history, and, knowing every tool, it may tell the model that a tool it called do
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -30,7 +31,7 @@ from .buffer import LLMStreamBuffer
 from .records import Tool, ToolCallRecord
 from .registry import text_strategy, wire_strategies
 from .results import result_messages
-from .strategy import ExtractedCall, ExtractionStrategy
+from .strategy import ExtractedCall, ExtractionStrategy, Forming
 from .textcodec import TextCodec
 
 __all__ = ["BaseDriver", "DriverResponse", "Orchestrator", "Tool", "ToolCallRecord"]
@@ -62,6 +63,69 @@ def _codec_of(strategy: Any) -> TextCodec:
 _DEFAULT = object()  # "the driver's own text strategy", for the native backup
 
 
+@functools.cache
+def _builtin_text_strategy() -> Any:
+    """The built-in text strategy, looked up once: a driver asks for it every round, and the
+    registry's look-up walks every built-in."""
+    return text_strategy()
+
+
+class _StreamView:
+    """What a driver remembers of one stream between rounds, so that a round in which nothing
+    changed costs O(1) and reads no tool list.
+
+    Decisions are keyed on the very objects the buffer hands out: its calls list (which grows
+    in place by appending, so only the calls past ``checked`` are new) and its ``Forming``
+    (the same object while the forming call and its name stay the same). Whether a name is
+    one of this driver's tools is read from ``list_tools`` once per name and stream."""
+
+    __slots__ = (
+        "buf",
+        "driver",
+        "scans",
+        "names",
+        "native",
+        "checked",
+        "native_mine",
+        "forming",
+        "forming_mine",
+        "pending",
+    )
+
+    def __init__(self, buf: LLMStreamBuffer, driver: BaseDriver, scans: bool) -> None:
+        self.buf = buf
+        self.driver = driver
+        self.scans = scans  # the driver has a native backup: text calls are looked for
+        self.names: dict[Any, bool] = {}
+        self.native: list[ExtractedCall] | None = None
+        self.checked = 0  # native calls looked at
+        self.native_mine = False  # one of them is this driver's
+        self.forming: Forming | None = None
+        self.forming_mine = False  # ``forming`` is this driver's, or its name is unknown yet
+        self.pending = False  # the round's ``call_pending`` for native calls
+
+    def owns(self, name: Any) -> bool:
+        owned = self.names.get(name)
+        if owned is None:
+            owned = self.names[name] = name in self.driver._owned()
+        return owned
+
+    def look(self, native: list[ExtractedCall], forming: Forming) -> None:
+        """Something changed: is a native call of this driver's on its way (``pending``)?
+        Either a complete one waiting for the batch to end, or the forming one, when it is
+        this driver's or its name has not streamed yet."""
+        if native is not self.native or len(native) < self.checked:
+            self.native, self.checked, self.native_mine = native, 0, False
+        if not self.native_mine and len(native) > self.checked:
+            self.native_mine = any(self.owns(c.name) for c in native[self.checked :])
+        self.checked = len(native)
+        if forming is not self.forming:
+            name = forming.tool_name
+            self.forming = forming
+            self.forming_mine = bool(forming) and (name is None or self.owns(name))
+        self.pending = self.native_mine or self.forming_mine
+
+
 class BaseDriver:
     """A driver: subclass it with ``list_tools`` and ``execute_tool``.
 
@@ -75,6 +139,7 @@ class BaseDriver:
     _text: Any = None
     _strategies: list[ExtractionStrategy] | None = None
     _backup: Any = _DEFAULT
+    _view: _StreamView | None = None  # the stream processed last (see ``_StreamView``)
 
     def __init__(
         self,
@@ -100,7 +165,7 @@ class BaseDriver:
     @property
     def text_strategy(self) -> Any:
         """The text codec's strategy (``mcs_text``): prompts, and calls in plain text."""
-        return self._text if self._text is not None else text_strategy()
+        return self._text if self._text is not None else _builtin_text_strategy()
 
     @property
     def codec(self) -> TextCodec:
@@ -120,6 +185,7 @@ class BaseDriver:
         """Set the text strategy (or codec) for leaked calls; None: a native message's text
         is never read for calls."""
         self._backup = strategy
+        self._view = None  # a stream reads its backup once: let the next round read it anew
 
     def new_stream_buffer(self) -> LLMStreamBuffer:
         """A buffer over this driver's wires, its text scanned by the native backup."""
@@ -196,43 +262,63 @@ class BaseDriver:
         return response
 
     def _process_stream(self, buf: LLMStreamBuffer) -> DriverResponse:
+        """One round. While the stream runs and nothing new arrived for this driver (no call
+        completed, the forming call and its name unchanged, the text codec holding nothing)
+        the round is a handful of identity checks: a client runs it on every chunk."""
+        view = self._view
+        if view is None or view.buf is not buf:
+            view = self._view = self._new_view(buf)
+        native = buf.native_calls()
+        if buf.is_finished() or buf.closed:
+            return self._ended_round(buf, view, native)
+        forming = buf.forming()
+        if native is not view.native or len(native) != view.checked or forming is not view.forming:
+            view.look(native, forming)
+        if view.scans and not buf.text_quiet():
+            response = DriverResponse(call_pending=view.pending)
+            self._note_unknown(response, self._text_round(buf, view, False, response))
+            return response
+        return DriverResponse(call_pending=True) if view.pending else DriverResponse()
+
+    def _ended_round(self, buf: LLMStreamBuffer, view: _StreamView, native) -> DriverResponse:
+        """A round at or after the end of input: the wire's DONE, or ``close()`` on a stream
+        that never sent its DONE (no sibling can still stream either way). The native batch
+        runs, this driver's calls of it; nothing is pending any more."""
+        response = DriverResponse()
+        unknown: list[str] = []
+        if native:
+            buf.consume_native()  # the buffer advances past the batch in the next round
+            mine = [c for c in native if view.owns(c.name)]
+            unknown += [c.name for c in native if not view.owns(c.name)]
+            if mine:
+                message, strategy = buf.as_dict(), buf.strategy
+                self._merge(
+                    response, self._run(mine, lambda rs: result_messages(strategy, message, rs))
+                )
+        if view.scans and not buf.text_quiet():
+            unknown += self._text_round(buf, view, True, response)
+        self._note_unknown(response, unknown)
+        return response
+
+    def _new_view(self, buf: LLMStreamBuffer) -> _StreamView:
+        """Start remembering ``buf``: the driver remembers the stream it processed last (a
+        client that alternates between buffers only loses the shortcuts). The native backup
+        is read here, once per stream: its codec scans the buffer's display text."""
         backup = self.get_native_backup_strategy()
         if backup is not None and buf.codec is None:
             buf.attach_codec(_codec_of(backup))
-        owned = self._owned()
-        ended = buf.is_finished() or buf._closed
-        response = DriverResponse()
+        return _StreamView(buf, self, scans=backup is not None)
+
+    def _text_round(
+        self, buf: LLMStreamBuffer, view: _StreamView, ended: bool, response: DriverResponse
+    ) -> list[str]:
+        """Text calls: this driver's complete ones run at once (their text is never shown);
+        while one forms whose name is unknown yet or this driver's, the buffer is held.
+        Returns the names of calls that are not this driver's."""
         unknown: list[str] = []
-
-        # Native calls: a batch runs at the wire's DONE, when no sibling can still stream.
-        native = buf.native_calls()
-        if buf.is_finished():
-            if native:
-                buf.consume_native()
-                mine = [c for c in native if c.name in owned]
-                unknown += [c.name for c in native if c.name not in owned]
-                if mine:
-                    message, strategy = buf.as_dict(), buf.strategy
-                    self._merge(
-                        response,
-                        self._run(mine, lambda rs: result_messages(strategy, message, rs)),
-                    )
-        elif not ended:
-            forming = buf.forming()
-            name = forming.tool_name
-            if forming and (name is None or name in owned) or any(c.name in owned for c in native):
-                response.call_pending = True
-
-        # Text calls (none without a native backup): each runs as soon as it is complete.
-        if backup is not None:
-            self._text_round(buf, owned, ended, response, unknown)
-        self._note_unknown(response, unknown, owned)
-        return response
-
-    def _text_round(self, buf, owned, ended: bool, response: DriverResponse, unknown) -> None:
         mine = []
         for call in buf.text_calls():
-            if call.name not in owned:
+            if not view.owns(call.name):
                 unknown.append(call.name)
             elif buf.consume_text_call(call):
                 mine.append(call)
@@ -242,11 +328,12 @@ class BaseDriver:
         forming = buf.text_forming()
         if forming and not ended:
             name = forming.tool_name
-            if name is None or name in owned:
+            if name is None or view.owns(name):
                 buf.hold()
                 response.call_pending = True
             else:
                 unknown.append(name)
+        return unknown
 
     # -- running calls ------------------------------------------------------------------------
 
@@ -296,9 +383,12 @@ class BaseDriver:
             if extra:
                 setattr(into, field, [*(getattr(into, field) or []), *extra])
 
-    def _note_unknown(self, response: DriverResponse, names: list[str], owned) -> None:
+    def _note_unknown(
+        self, response: DriverResponse, names: list[str], owned: frozenset[str] | None = None
+    ) -> None:
         """Calls of tools this driver does not own are another driver's: left alone. Only a
-        driver that knows every tool (an Orchestrator) says that one does not exist."""
+        driver that knows every tool (an Orchestrator) says that one does not exist.
+        ``owned``: the driver's tool names, when the caller has them at hand."""
 
 
 def _states_no_calls(strategy: ExtractionStrategy, message: dict) -> bool:
@@ -346,6 +436,9 @@ class Orchestrator(BaseDriver):
             raise KeyError(f"no driver owns the tool {tool_name!r}")
         return owner.execute_tool(tool_name, arguments)
 
-    def _note_unknown(self, response: DriverResponse, names: list[str], owned) -> None:
+    def _note_unknown(
+        self, response: DriverResponse, names: list[str], owned: frozenset[str] | None = None
+    ) -> None:
         if names and response.retry_prompt is None:
+            owned = self._owned() if owned is None else owned
             response.retry_prompt = self.codec.retry_unknown_tool(names[0], sorted(owned))

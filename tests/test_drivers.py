@@ -263,7 +263,8 @@ def test_golden_calls_run_once_at_done_and_text_is_whole(path):
     events = read_stream(path)
     final = replay(events)
     result = transcript(events)
-    expected = final.strategy.extract(final.as_dict()) if final.is_finished() else []
+    # A stream that never sends its DONE runs its batch when the client closes the buffer.
+    expected = final.strategy.extract(final.as_dict()) if final.strategy else []
     ran = [(e["name"], e["arguments"], e["id"]) for e in result["executed"]]
     assert ran == [(c.name, c.arguments, c.id) for c in expected]
     assert result["text"] == final.get_content()  # no golden stream writes a call into text
@@ -272,6 +273,7 @@ def test_golden_calls_run_once_at_done_and_text_is_whole(path):
 
 
 def _done_round(events) -> int:
+    """The round of the wire's DONE; without one, the round of ``close()``."""
     buf = engine.LLMStreamBuffer()
     for index, event in enumerate(events):
         buf.add(event)
@@ -527,6 +529,45 @@ def test_native_batch_waits_for_done_and_runs_once():
     assert all(r.call_pending for (r,) in session.responses[2:done])
     assert driver.ran == [("get_weather", {"city": "Oslo"}), ("get_weather", {"city": "Rome"})]
     assert session.text == "Checking."
+
+
+def test_native_batch_without_done_runs_once_at_close():
+    """A stream that ends without its wire's DONE (no finish_reason, as some OpenAI-compatible
+    servers send): the batch waits while input may still come, and runs once at close()."""
+    events = chat_stream(
+        ["Checking."],
+        tool_calls=[
+            ("call_1", "get_weather", ['{"city": "Oslo"}']),
+            ("call_2", "get_weather", ['{"city"', ': "Rome"}']),
+        ],
+        finish=None,
+    )
+    driver, other = Echo("get_weather"), Echo("send_mail")
+    session = Session([driver, other]).play(events)
+    assert not session.buf.is_finished() and session.buf.closed
+    ran_at = [i for i, (r, _) in enumerate(session.responses) if r.executed_calls]
+    assert ran_at == [len(events)]  # the round of close(), not before
+    assert session.responses[len(events) - 1][0].call_pending
+    assert driver.ran == [("get_weather", {"city": "Oslo"}), ("get_weather", {"city": "Rome"})]
+    assert other.ran == [] and not any(r.executed_calls for _, r in session.responses)
+    (batch,) = [r for r, _ in session.responses if r.executed_calls]
+    assert [m.get("tool_call_id") for m in batch.messages] == [None, "call_1", "call_2"]
+    assert not batch.call_pending and session.text == "Checking."
+    session.buf.close()  # a second close is a new round: nothing runs twice
+    assert driver.process_llm_response(session.buf) == DriverResponse()
+    assert len(driver.ran) == 2
+
+
+def test_buffer_closed_is_public_and_read_only():
+    buf = LLMStreamBuffer()
+    assert buf.closed is False
+    buf.add(chat_stream(["Hi"])[0])
+    buf.close()
+    assert buf.closed is True
+    with pytest.raises(AttributeError):
+        buf.closed = False
+    buf.reset()
+    assert buf.closed is False
 
 
 def test_native_call_of_another_driver_is_left_alone():
