@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from .assembly import Assembly
 from .jsonscan import COMPLETE
-from .model import Fragments, ingest
+from .model import Fragments, ingest, materialize
 from .ops import OPERATIONS, CompileContext, Run, Target, skips_without
 from .parts import JoinRule, join_one
 from .paths import compile_read
@@ -136,32 +137,43 @@ def _continue(asm: Assembly, parts: list, part: dict, cont: Continuation) -> boo
 
 
 def _apply_pieces(state: tuple, pieces: list) -> None:
+    """Set each piece's value at its JSON path. A string piece that continues the previous
+    piece of its leaf (that one had the continuation flag) is appended to it: the leaf is kept
+    as :class:`Fragments` while it may continue, so a long string streamed in small pieces
+    costs O(piece), not a copy of its prefix."""
     _stored, cont, args, continuing = state
     for piece in pieces:
         if piece.__class__ is not dict:
             continue
         path = piece.get(cont.path)
-        if not isinstance(path, str):
+        if path.__class__ is not str:
             continue
-        value, present = None, False
         for name in cont.values:
             if name in piece:
-                value, present = piece[name], True
-                if name == cont.text_value and continuing.get(path):
-                    prior = _get_leaf(args, path)
-                    if isinstance(prior, str) and isinstance(value, str):
-                        value = prior + value
+                value = piece[name]
                 break
-        if not present:
+        else:
             continue
-        _set_leaf(args, path, ingest(value))
-        continuing[path] = bool(piece.get(cont.flag))
+        more = bool(piece.get(cont.flag))
+        if name == cont.text_value and value.__class__ is str:
+            prior = _get_leaf(args, path) if continuing.get(path) else None
+            if prior.__class__ is Fragments:
+                if value:
+                    prior.parts.append(value)
+            elif prior.__class__ is str:
+                _set_leaf(args, path, Fragments(prior + value))
+            else:
+                _set_leaf(args, path, Fragments(value))
+        else:
+            _set_leaf(args, path, ingest(value))
+        continuing[path] = more
 
 
 def finish_open_parts(asm: Assembly) -> None:
     """Close every call still streaming over parts: its args become one whole object."""
     while asm.open_parts:
         stored, cont, args, _ = asm.open_parts.pop()
+        args = materialize(args)  # continued string leaves become plain strings
         stored[cont.field][cont.args] = args
         track = asm.track_of.get(id(stored))
         if track is not None:
@@ -171,7 +183,9 @@ def finish_open_parts(asm: Assembly) -> None:
                 asm.calls_dirty = True
 
 
-def _tokens(path: str) -> list:
+@lru_cache(maxsize=512)
+def _tokens(path: str) -> tuple:
+    """``$.a.b[0]`` -> ``("a", "b", 0)``; cached, as every piece of a leaf repeats its path."""
     if not path.startswith("$"):
         raise ValueError(f"a JSON path starts with '$': {path!r}")
     out, pos = [], 1
@@ -182,7 +196,7 @@ def _tokens(path: str) -> list:
         name, index, quoted = m.groups()
         out.append(int(index) if index is not None else (name if name is not None else quoted))
         pos = m.end()
-    return out
+    return tuple(out)
 
 
 def _get_leaf(root: dict, path: str) -> Any:
@@ -192,7 +206,7 @@ def _get_leaf(root: dict, path: str) -> Any:
             node = node[token] if isinstance(node, list) and token < len(node) else None
         else:
             node = node.get(token) if isinstance(node, dict) else None
-    return str(node) if node.__class__ is Fragments else node
+    return node
 
 
 def _set_leaf(root: dict, path: str, value: Any) -> None:

@@ -175,10 +175,14 @@ def _fold_entry(asm: Assembly, lst: SlottedList, entry: dict, spec: ListFold) ->
         slot = _slot_without_key(lst, entry, spec, asm)
     item = lst.get(slot)
     if item is None:
+        # A new item is told to the assembly once it holds its first entry: whether it is
+        # a call (``calls.where``) is decided on what it carries, and whole arguments are
+        # taken once rather than seeded empty and then replaced.
         item = lst.put(slot, {})
+        _merge_entry(asm, item, item, entry, spec, 0)
         asm.item_added(spec.pattern, item)
-    else:
-        lst.last = slot
+        return
+    lst.last = slot
     _merge_entry(asm, item, item, entry, spec, 0)
 
 

@@ -86,10 +86,11 @@ class ArgsStream:
 
     def set_whole(self, value: Any) -> bool:
         """The wire sent the arguments whole, as an object (or other JSON value)."""
-        if isinstance(value, str):
+        if value.__class__ is str:
             self.reset()
             return self.feed(value) or True
-        self._regress()
+        if self.owner is not None:
+            self._regress()
         self._whole = value
         self.parts = []
         self._ended = True

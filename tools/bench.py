@@ -168,10 +168,23 @@ def gemini(n: int, calls: bool) -> list[dict]:
             cand["finishReason"] = finish
         return {"candidates": [cand], "modelVersion": "gemini-x", "responseId": "r1"}
 
+    def call(part: dict) -> dict:
+        return chunk([{"functionCall": part}])
+
+    out = []
     if calls:
-        # Gemini sends calls whole: a stream of n chunks carries n/2 whole calls.
-        out = [chunk([{"functionCall": {"name": f"tool{i % 2}", "args": {"q": "x" * FRAG}}}])
-               for i in range(n - 1)]
+        # Gemini 3 streams a call's arguments as partialArgs pieces, one call after the
+        # other: a part opens the call, each piece continues the string leaf $.q by about 8
+        # bytes, and an empty functionCall closes it.
+        per = max(1, (n - 7) // 2)
+        for slot in (0, 1):
+            out.append(call({"name": f"tool{slot}", "willContinue": True}))
+            for _ in range(per):
+                piece = {"jsonPath": "$.q", "stringValue": "x" * FRAG, "willContinue": True}
+                out.append(call({"partialArgs": [piece], "willContinue": True}))
+            out.append(call({"partialArgs": [{"jsonPath": "$.q", "stringValue": ""}],
+                             "willContinue": True}))
+            out.append(call({}))
     else:
         out = [chunk([{"text": w}]) for w in _words(n - 1)]
     out.append(chunk([{"text": ""}], "STOP"))
