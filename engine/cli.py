@@ -8,8 +8,14 @@ Subcommands (API.md, "Command line"):
   ``FILE:LINE:COL: /json/pointer: message``.
 - ``replay STREAM.jsonl [--format NAME|PATH] [--tools NAME,...] [--json]``: a recorded stream
   played chunk by chunk through an :class:`~engine.LLMStreamBuffer`, as a client sees it.
-  With ``--json`` one event a line: ``format``, ``text``, ``call``, ``ran``, ``done``,
-  ``message``; ``held`` / ``released`` are reserved for when the client holds text.
+  With ``--tools``, the client loop of a real application: after every chunk (and after
+  ``close()``) a :class:`~engine.BaseDriver` owning those tools (each echoes its arguments)
+  processes the buffer, then ``buf.text()`` is shown; so the output shows what is held while
+  a call forms, what runs, and the history the driver returns.
+  With ``--json`` one event a line: ``format``, ``text``, ``call`` (a native call complete),
+  ``done``, ``message``, and with ``--tools`` also ``held`` / ``released`` (a call of the
+  driver's is forming / no longer), ``ran`` (a call the driver ran, with its result),
+  ``history`` (the native messages to append) and ``retry`` (what to tell the model).
 - ``new NAME [--dir DIR]``: a commented skeleton ``formats/NAME.yaml`` and
   ``tests/golden/NAME/``.
 
@@ -34,7 +40,9 @@ import yaml
 
 from . import registry
 from .buffer import LLMStreamBuffer
+from .drivers import BaseDriver, DriverResponse
 from .errors import ChunkError, DescriptorError, Problem, UnknownFormatError
+from .records import Tool, ToolCallRecord
 
 EXIT_OK, EXIT_PROBLEM, EXIT_USAGE = 0, 1, 2
 
@@ -285,26 +293,63 @@ class ReplayPrinter:
             )
             return
         s = self.style
-        where = "at close" if chunk is None else f"chunk {chunk}"
         self._line(
             f"{s.marker('call', 'call')} {s.paint(call.name, 'bold')} "
-            f"{_json(call.arguments)} id={call.id} {s.paint(f'{s.dot} {where}', 'dim')}"
+            f"{_json(call.arguments)} id={call.id} {s.paint(f'{s.dot} {_where(chunk)}', 'dim')}"
         )
 
-    def ran(self, call, result: Any) -> None:
+    def held(self, tool: str | None, chunk: int | None) -> None:
+        if self.as_json:
+            self._emit({"event": "held", "tool": tool, "chunk": chunk})
+            return
+        s = self.style
+        what = f"a call of {tool} is forming" if tool else "a call may be forming"
+        detail = s.paint(f"{what}, text held {s.dot} {_where(chunk)}", "dim")
+        self._line(f"{s.marker('held')} {detail}")
+
+    def released(self, chunk: int | None) -> None:
+        if self.as_json:
+            self._emit({"event": "released", "chunk": chunk})
+            return
+        s = self.style
+        self._line(f"{s.marker('released')} {s.paint(f'{s.dot} {_where(chunk)}', 'dim')}")
+
+    def ran(self, record: ToolCallRecord, chunk: int | None) -> None:
         if self.as_json:
             self._emit(
                 {
                     "event": "ran",
-                    "name": call.name,
-                    "arguments": call.arguments,
-                    "id": call.id,
-                    "result": result,
+                    "name": record.name,
+                    "arguments": record.arguments,
+                    "id": record.tool_call_id,
+                    "result": record.result,
+                    "error": record.error,
+                    "chunk": chunk,
                 }
             )
             return
         s = self.style
-        self._line(f"{s.marker('ran', 'ran')} {s.paint(call.name, 'bold')} -> {_json(result)}")
+        name = s.paint(record.name, "bold")
+        where = s.paint(f"{s.dot} {_where(chunk)}", "dim")
+        if record.error is not None:
+            self._line(f"{s.marker('failed', 'warn')} {name} {record.error} {where}")
+            return
+        call_id = "" if record.tool_call_id is None else f" id={record.tool_call_id}"
+        self._line(f"{s.marker('ran', 'ran')} {name} -> {_json(record.result)}{call_id} {where}")
+
+    def history(self, messages: list[dict], chunk: int | None) -> None:
+        if self.as_json:
+            self._emit({"event": "history", "messages": messages, "chunk": chunk})
+            return
+        s = self.style
+        self._line(f"{s.marker('history')} {s.paint(f'{s.dot} {_where(chunk)}', 'dim')}")
+        self._line(_json(messages, indent=2))
+
+    def retry(self, prompt: str, chunk: int | None) -> None:
+        if self.as_json:
+            self._emit({"event": "retry", "prompt": prompt, "chunk": chunk})
+            return
+        self._line(f"{self.style.marker('retry', 'warn')} {prompt}")
 
     def done(self, chunk: int) -> None:
         if self.as_json:
@@ -345,6 +390,10 @@ class ReplayPrinter:
         )
 
 
+def _where(chunk: int | None) -> str:
+    return "at close" if chunk is None else f"chunk {chunk}"
+
+
 class CallTracker:
     """The calls not yet shown: ``buf.calls()`` is recomputed, so compare by value, counting
     duplicates (two identical calls without ids are two calls)."""
@@ -364,32 +413,79 @@ class CallTracker:
         return fresh
 
 
+class EchoDriver(BaseDriver):
+    """The replay's driver: it owns the tools named with ``--tools``; each returns its
+    arguments as its result."""
+
+    def __init__(self, names: frozenset[str], strategies: list | None) -> None:
+        super().__init__(strategies=strategies)
+        self.tools = [Tool(name, f"Echoes its arguments ({name})") for name in sorted(names)]
+
+    def list_tools(self) -> list[Tool]:
+        return self.tools
+
+    def execute_tool(self, tool_name: str, arguments: dict) -> Any:
+        return arguments
+
+
+class Replay:
+    """The client loop over one recorded stream: after each chunk (and after ``close()``) a
+    round, in which the driver (with ``--tools``) processes the buffer, and then what the
+    client would show is printed."""
+
+    def __init__(self, buf: LLMStreamBuffer, driver: BaseDriver | None, printer, source: str):
+        self.buf = buf
+        self.driver = driver
+        self.printer = printer
+        self.source = source
+        self.tracker = CallTracker()
+        self.announced = self.finished = self.pending = False
+
+    def round(self, chunk: int | None) -> None:
+        buf, printer = self.buf, self.printer
+        if not self.announced and buf.strategy is not None:
+            printer.header(buf.strategy, self.source)
+            self.announced = True
+        response = self.driver.process_llm_response(buf) if self.driver else None
+        if response is not None:
+            self._pending(response, chunk)
+        text = buf.text()
+        if text:
+            printer.text(text)
+        for call in self.tracker.new(buf.calls()):
+            printer.call(call, chunk)
+        if response is not None:
+            self._ran(response, chunk)
+        if not self.finished and chunk is not None and buf.is_finished():
+            self.finished = True
+            printer.done(chunk)
+        sys.stdout.flush()
+
+    def _pending(self, response: DriverResponse, chunk: int | None) -> None:
+        """``held`` when a call of the driver's starts forming, ``released`` when it stops."""
+        if response.call_pending and not self.pending:
+            forming = self.buf.forming() or self.buf.text_forming()
+            self.printer.held(forming.tool_name, chunk)
+        elif self.pending and not response.call_pending:
+            self.printer.released(chunk)
+        self.pending = response.call_pending
+
+    def _ran(self, response: DriverResponse, chunk: int | None) -> None:
+        for record in response.executed_calls or []:
+            self.printer.ran(record, chunk)
+        if response.messages:
+            self.printer.history(response.messages, chunk)
+        if response.retry_prompt:
+            self.printer.retry(response.retry_prompt, chunk)
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
     strategies = [_load_strategy(args.format)] if args.format else None
     tools = _tool_names(args.tools)
     events = read_stream(args.stream)
-    buf = LLMStreamBuffer(strategies=strategies)
-    printer = ReplayPrinter(sys.stdout, args.json)
-    tracker = CallTracker()
-    announced = finished = False
-
-    def show(chunk: int | None) -> None:
-        nonlocal announced, finished
-        if not announced and buf.strategy is not None:
-            printer.header(buf.strategy, args.stream)
-            announced = True
-        text = buf.text()
-        if text:
-            printer.text(text)
-        for call in tracker.new(buf.calls()):
-            printer.call(call, chunk)
-            if tools is not None and call.name in tools:
-                printer.ran(call, call.arguments)  # the echo tool: its result is its input
-        if not finished and chunk is not None and buf.is_finished():
-            finished = True
-            printer.done(chunk)
-        sys.stdout.flush()
-
+    driver = None if tools is None else EchoDriver(tools, strategies)
+    buf = driver.new_stream_buffer() if driver else LLMStreamBuffer(strategies=strategies)
+    replay = Replay(buf, driver, ReplayPrinter(sys.stdout, args.json), args.stream)
     for index, (number, event) in enumerate(events):
         try:
             buf.add(event)
@@ -397,13 +493,13 @@ def cmd_replay(args: argparse.Namespace) -> int:
             raise CLIError(f"{args.stream}:{number}: {exc.reason}") from None
         except (TypeError, ValueError, KeyError, AttributeError) as exc:
             raise CLIError(f"{args.stream}:{number}: event does not fit: {exc}") from None
-        show(index)
+        replay.round(index)
     try:
         buf.close()
     except UnknownFormatError as exc:
         raise CLIError(f"{args.stream}: {exc}") from None
-    show(None)
-    printer.message(buf, Counter(getattr(buf, "unknown_events", None) or {}))
+    replay.round(None)
+    replay.printer.message(buf, Counter(getattr(buf, "unknown_events", None) or {}))
     return EXIT_OK
 
 
@@ -579,7 +675,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--tools",
         metavar="NAME,...",
-        help="run calls of these tools with an echo tool (result = arguments)",
+        help="run the stream through a driver owning these tools, each echoing its arguments "
+        "(result = arguments): shows held text, the calls it runs and the history it returns",
     )
     p.add_argument("--json", action="store_true", help="one JSON event a line")
     p.set_defaults(run=cmd_replay)

@@ -218,18 +218,141 @@ def test_replay_anthropic_tool_use_json_events():
     assert final["error"] is None and "usage" in final
 
 
-def test_replay_with_a_named_format_and_tools():
+def _events(out: str) -> list[dict]:
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def _client_loop(path: Path, tools: tuple[str, ...]) -> dict:
+    """What the library's client loop gives for a stream: a driver owning ``tools`` (echoes),
+    per chunk ``add``, ``process_llm_response``, ``text()``; then ``close()`` and a round."""
+
+    class Echo(engine.BaseDriver):
+        def list_tools(self):
+            return [engine.Tool(name) for name in tools]
+
+        def execute_tool(self, tool_name, arguments):
+            return arguments
+
+    driver = Echo()
+    buf = driver.new_stream_buffer()
+    text, ran, history = [], [], []
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    for event in [*lines, None]:
+        if event is None:
+            buf.close()
+        else:
+            buf.add(event)
+        response = driver.process_llm_response(buf)
+        text.append(buf.text())
+        ran += [
+            (r.name, r.arguments, r.tool_call_id, r.result) for r in response.executed_calls or []
+        ]
+        history += response.messages or []
+    return {"text": "".join(text), "ran": ran, "history": history}
+
+
+def _replayed(events: list[dict]) -> dict:
+    return {
+        "text": "".join(e["text"] for e in events if e["event"] == "text"),
+        "ran": [
+            (e["name"], e["arguments"], e["id"], e["result"]) for e in events if e["event"] == "ran"
+        ],
+        "history": [m for e in events if e["event"] == "history" for m in e["messages"]],
+    }
+
+
+def test_replay_with_a_named_format_and_tools_runs_a_driver():
     tools = ("--format", "openai_chat", "--tools", "get_stock_price")
     (rc, out, err), (_, human, _) = run_many(
         ("replay", str(OAI_PARALLEL), *tools, "--json"), ("replay", str(OAI_PARALLEL), *tools)
     )
     assert rc == 0, err
-    events = [json.loads(line) for line in out.splitlines()]
+    events = _events(out)
     calls = [e["name"] for e in events if e["event"] == "call"]
     assert calls == ["GetWeatherArgs", "get_stock_price"]
-    ran = [(e["name"], e["result"]) for e in events if e["event"] == "ran"]
-    assert ran == [("get_stock_price", {"ticker": "AAPL", "exchange": "NASDAQ"})]
-    assert "ran⟧ get_stock_price -> {" in human
+    assert _replayed(events) == _client_loop(OAI_PARALLEL, ("get_stock_price",))
+    ran = [e for e in events if e["event"] == "ran"]
+    assert [(e["name"], e["result"], e["error"]) for e in ran] == [
+        ("get_stock_price", {"ticker": "AAPL", "exchange": "NASDAQ"}, None)
+    ]
+    (done,) = [e["chunk"] for e in events if e["event"] == "done"]
+    assert ran[0]["chunk"] == done  # the batch runs at the wire's DONE, not when it completes
+    kinds = [e["event"] for e in events]
+    assert kinds.index("held") < kinds.index("released") <= kinds.index("ran")
+    (held,) = [e for e in events if e["event"] == "held"]
+    assert held["tool"] == "get_stock_price"
+    (history,) = [e["messages"] for e in events if e["event"] == "history"]
+    assert history[0]["role"] == "assistant"
+    assert history[-1] == {
+        "role": "tool",
+        "tool_call_id": "call_DNYTawLBoN8fj3KN6qU9N1Ou",
+        "content": json.dumps({"ticker": "AAPL", "exchange": "NASDAQ"}),
+    }
+    assert "ran⟧ get_stock_price -> {" in human and "id=call_DNYTawLBoN8fj3KN6qU9N1Ou" in human
+    assert "held⟧ a call of get_stock_price is forming" in human and "history⟧" in human
+
+
+def _chat_stream(tmp_path: Path, text: str, size: int = 7, finish: str | None = "stop") -> Path:
+    def chunk(delta: dict, finish_reason: str | None = None) -> dict:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish_reason}
+        return {"id": "c1", "object": "chat.completion.chunk", "choices": [choice]}
+
+    pieces = [text[i : i + size] for i in range(0, len(text), size)]
+    events = [chunk({"role": "assistant", "content": ""}), *(chunk({"content": p}) for p in pieces)]
+    if finish:
+        events.append(chunk({}, finish))
+    path = tmp_path / "leak.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    return path
+
+
+LEAK = (
+    'Let me check. <tool_call>{"tool": "get_weather", "arguments": {"city": "Oslo"}}</tool_call>'
+    " Done."
+)
+
+
+def test_replay_tools_hold_a_call_leaked_into_text_and_run_it(tmp_path):
+    stream = _chat_stream(tmp_path, LEAK)
+    (rc, out, err), (_, human, _), (_, bare, _) = run_many(
+        ("replay", str(stream), "--tools", "get_weather", "--json"),
+        ("replay", str(stream), "--tools", "get_weather"),
+        ("replay", str(stream), "--json"),
+    )
+    assert rc == 0, err
+    events = _events(out)
+    seen = _replayed(events)
+    assert seen == _client_loop(stream, ("get_weather",))
+    assert seen["text"] == "Let me check.  Done."  # the call's text is never shown
+    assert seen["ran"] == [("get_weather", {"city": "Oslo"}, None, {"city": "Oslo"})]
+    assert [m["role"] for m in seen["history"]] == ["assistant", "user"]
+    kinds = [e["event"] for e in events]
+    assert kinds.index("held") < kinds.index("released") <= kinds.index("ran")
+    last_text = max(i for i, k in enumerate(kinds) if k == "text")
+    assert kinds.index("ran") < last_text  # " Done." flows after the call ran
+    assert "ran⟧ get_weather -> {" in human and "held⟧ a call may be forming" in human
+    # Without --tools nothing is held or run: the text flows as sent.
+    plain = _events(bare)
+    assert "".join(e["text"] for e in plain if e["event"] == "text") == LEAK
+    assert not {"held", "released", "ran", "history"} & {e["event"] for e in plain}
+
+
+def test_replay_tools_a_stream_without_done_runs_its_batch_at_close():
+    stream = GOLDEN / "openai_chat" / "compat_openrouter_llm_kimi_k2_tool_call_a.jsonl"
+    result = run("replay", str(stream), "--tools", "llm_version", "--json")
+    assert result.returncode == 0, result.stderr
+    events = _events(result.stdout)
+    assert "done" not in {e["event"] for e in events}  # the stream never sends its DONE
+    (ran,) = [e for e in events if e["event"] == "ran"]
+    assert (ran["name"], ran["arguments"], ran["id"], ran["chunk"]) == (
+        "llm_version",
+        {},
+        "0",
+        None,
+    )
+    (history,) = [e["messages"] for e in events if e["event"] == "history"]
+    assert history[-1] == {"role": "tool", "tool_call_id": "0", "content": "{}"}
+    assert _replayed(events) == _client_loop(stream, ("llm_version",))
 
 
 def test_replay_counts_unknown_events(tmp_path, capsys):
