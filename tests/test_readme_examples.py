@@ -252,6 +252,7 @@ def test_readme_example_runs_against_loopback(name, server, monkeypatch, tmp_pat
     ]
     native = engine.load_format(example.wire).result_messages(expected.as_dict(), records)
     assert len(history) == 1 + len(native)
+    assert history[0]["role"] == "user"  # the example's prompt, as it wrote it
     if example.sdk_adds_nulls:
         assert _without_nulls(history[1:]) == _without_nulls(native)
     else:
