@@ -170,11 +170,12 @@ class LLMStreamBuffer:
         if asm is None or not asm.tracks:
             return NOT_FORMING
         tracks = asm.tracks
+        count = len(tracks)
         i = asm.first_open
-        while i < len(tracks) and tracks[i].args.state != 0:
+        while i < count and tracks[i].args.state != 0:
             i += 1
         asm.first_open = i
-        track = tracks[i] if i < len(tracks) else tracks[0]
+        track = tracks[i] if i < count else tracks[0]
         name = asm.strategy.spec.calls.name(track.item)
         cached_key, cached = self._forming
         key = (track.order, name)

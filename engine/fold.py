@@ -171,9 +171,13 @@ def _set_once(dest: dict, key: str, value: Any) -> None:
 
 def _fold_entry(asm: Assembly, lst: SlottedList, entry: dict, spec: ListFold) -> None:
     slot = spec.slot(entry) if spec.slot is not None else None
-    if slot is None:
+    if slot is not None:
+        item = lst.get(slot)
+    elif spec.without_slot == "new" or lst.last is None:
+        slot, item = _next_free_slot(lst), None
+    else:
         slot = _slot_without_key(lst, entry, spec, asm)
-    item = lst.get(slot)
+        item = lst.get(slot)
     if item is None:
         # A new item is told to the assembly once it holds its first entry: whether it is
         # a call (``calls.where``) is decided on what it carries, and whole arguments are
@@ -209,7 +213,9 @@ def _slot_without_key(lst: SlottedList, entry: dict, spec: ListFold, asm: Assemb
 
 
 def _next_free_slot(lst: SlottedList) -> Any:
-    return max(lst.next_int, len(lst))
+    """The first integer SLOT no item holds (items may sit at keys the wire chose)."""
+    count = len(lst.items)
+    return lst.next_int if lst.next_int >= count else count
 
 
 def _dig(obj: Any, chain: tuple[str, ...]) -> Any:
@@ -226,11 +232,14 @@ def _merge_entry(
     asm: Assembly, item: dict, dest: dict, entry: dict, spec: ListFold, depth: int
 ) -> None:
     args = spec.args
+    # The args field at this depth, and whether it is the last of the chain.
+    args_key = args[depth] if depth < len(args) else None
+    args_here = depth == len(args) - 1
     for key, value in entry.items():
         if depth == 0 and key in spec.drop:
             continue
-        if args and depth < len(args) and key == args[depth]:
-            if depth == len(args) - 1:
+        if key == args_key:
+            if args_here:
                 if value is not None and asm.args_of(item, args).feed(value):
                     asm.calls_dirty = True
                 continue

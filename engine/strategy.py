@@ -98,7 +98,9 @@ class CallsSpec:
                 child = parent[f] = {}
             parent = child
         current = parent.get(self.args_fields[-1])
-        if self.args_whole and current.__class__ is not ArgsStream:
+        if current.__class__ is ArgsStream:  # the item's first entry brought arguments
+            return current
+        if self.args_whole:
             # Whole arguments: absent means a call without arguments.
             stream = ArgsStream(self.args_form)
             stream.set_whole({} if current is None else current)
