@@ -363,11 +363,16 @@ class LLMStreamBuffer:
             return None
         display = asm.display
         fed = self._fed
-        if fed != len(display):
-            feed = self._late.append if self._scan_closed else scanner.feed
-            for piece in display[fed:]:
-                feed(piece)
-            self._fed = len(display)
+        count = len(display)
+        if fed != count:
+            if self._scan_closed:
+                self._late.extend(display[fed:])
+            elif count - fed == 1:
+                scanner.feed(display[fed])  # the common case: one fragment a chunk
+            else:
+                for piece in display[fed:]:
+                    scanner.feed(piece)
+            self._fed = count
         return scanner
 
     def _scanned_text(self) -> str:

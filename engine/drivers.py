@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -93,7 +94,7 @@ class _StreamView:
     )
 
     def __init__(self, buf: LLMStreamBuffer, driver: BaseDriver, scans: bool) -> None:
-        self.buf = buf
+        self.buf = weakref.ref(buf)  # a finished stream is not kept alive by its driver
         self.driver = driver
         self.scans = scans  # the driver has a native backup: text calls are looked for
         self.names: dict[Any, bool] = {}
@@ -266,7 +267,7 @@ class BaseDriver:
         completed, the forming call and its name unchanged, the text codec holding nothing)
         the round is a handful of identity checks: a client runs it on every chunk."""
         view = self._view
-        if view is None or view.buf is not buf:
+        if view is None or view.buf() is not buf:
             view = self._view = self._new_view(buf)
         native = buf.native_calls()
         if buf.is_finished() or buf.closed:

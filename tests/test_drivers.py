@@ -558,6 +558,32 @@ def test_native_batch_without_done_runs_once_at_close():
     assert len(driver.ran) == 2
 
 
+def test_one_driver_over_two_interleaved_streams():
+    """A driver remembers the stream it processed last; alternating between two buffers
+    (two conversations at once) only costs it the shortcuts, never a wrong answer."""
+    leak = chat_stream(split(f"x {CALL} y", 4))
+    native = anthropic_stream(
+        ["Hi."], tool_use=("toolu_1", "get_weather", ['{"city"', ': "Rome"}'])
+    )
+    alone = [Session([Echo("get_weather")]).play(events) for events in (leak, native)]
+    driver = Echo("get_weather")
+    sessions = [Session([driver]), Session([driver])]
+    for step in range(max(len(leak), len(native)) + 1):
+        for session, events in zip(sessions, (leak, native), strict=True):
+            if step < len(events):
+                session.buf.add(events[step])
+                session.round()
+            elif step == len(events):
+                session.buf.close()
+                session.round()
+    for together, single in zip(sessions, alone, strict=True):
+        assert together.text == single.text
+        assert together.all("executed_calls") == single.all("executed_calls")
+        pending = [r.call_pending for (r,) in together.responses]
+        assert pending == [r.call_pending for (r,) in single.responses]
+    assert sorted(args["city"] for _, args in driver.ran) == ["Oslo", "Rome"]
+
+
 def test_buffer_closed_is_public_and_read_only():
     buf = LLMStreamBuffer()
     assert buf.closed is False
