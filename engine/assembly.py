@@ -67,7 +67,9 @@ class Assembly:
     def item_added(self, pattern: str, item: dict) -> None:
         """An item was opened in a slotted list; start tracking it if it is a call."""
         calls = self.strategy.spec.calls
-        if calls is None or pattern != calls.pattern or not calls.where(item):
+        if calls is None or pattern != calls.pattern:
+            return
+        if calls.where is not None and not calls.where(item):
             return
         args = calls.install_args(item)
         track = CallTrack(item, args, len(self.tracks))
@@ -90,7 +92,11 @@ class Assembly:
         current = parent.get(path_fields[-1])
         if current.__class__ is ArgsStream:
             return current
-        stream = self.strategy.spec.new_args(current)
+        if current is None:  # the usual case: the item's first argument fragment comes next
+            calls = self.strategy.spec.calls
+            stream = ArgsStream(calls.args_form if calls is not None else "string")
+        else:
+            stream = self.strategy.spec.new_args(current)
         parent[path_fields[-1]] = stream
         return stream
 

@@ -72,12 +72,15 @@ class LLMStreamBuffer:
         self._held = False
         if self._rounds:
             self._new_round()
-        event = decode(chunk, index, self._sse)
-        if event is SKIP:
-            return
-        if event.__class__ is Sentinel:
-            self._take_sentinel(event, index)
-            return
+        if chunk.__class__ is dict:  # the common case, without a call
+            event = chunk
+        else:
+            event = decode(chunk, index, self._sse)
+            if event is SKIP:
+                return
+            if event.__class__ is Sentinel:
+                self._take_sentinel(event, index)
+                return
         asm = self._asm
         if asm is None:
             if not self._resolve(event):

@@ -121,11 +121,15 @@ def fold_delta(asm: Assembly, dest: dict, delta: dict, spec: FoldSpec, order: st
                     dest[key] = None
                 continue
             entries = value if value.__class__ is list else [value]
-            lst = ensure_slotted(dest, key, order)
+            lst = dest.get(key)
+            if lst.__class__ is not SlottedList:
+                lst = ensure_slotted(dest, key, order)
             lfold = lists[key]
             for entry in entries:
                 if entry.__class__ is dict:
                     _fold_entry(asm, lst, entry, lfold)
+        elif value.__class__ is str and dest.get(key) in (None, ""):  # _set_once, inlined
+            dest[key] = value
         else:
             _set_once(dest, key, value)
 
@@ -174,7 +178,9 @@ def _fold_entry(asm: Assembly, lst: SlottedList, entry: dict, spec: ListFold) ->
     if slot is not None:
         item = lst.get(slot)
     elif spec.without_slot == "new" or lst.last is None:
-        slot, item = _next_free_slot(lst), None
+        # The first integer SLOT no item holds (items may sit at keys the wire chose).
+        count = len(lst.items)
+        slot, item = (lst.next_int if lst.next_int >= count else count), None
     else:
         slot = _slot_without_key(lst, entry, spec, asm)
         item = lst.get(slot)
@@ -252,6 +258,9 @@ def _merge_entry(
         if depth == 0 and key in spec.concat and value.__class__ is str:
             if value:
                 append_text(dest, key, value)
+            continue
+        if value.__class__ is str and dest.get(key) in (None, ""):  # _set_once, inlined
+            dest[key] = value
             continue
         _set_once(dest, key, value)
 

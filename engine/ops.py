@@ -36,13 +36,15 @@ class CompileContext:
     text_part_field: str = "text"
 
 
-def skips_without(run: Run, path: str) -> Run:
-    """Declare that ``run`` does nothing when the event has no value at the read path ``path``.
+def skips_without(run: Run, path: str, unless_true: bool = False) -> Run:
+    """Declare that ``run`` does nothing when the event has no value at the read path ``path``
+    (with ``unless_true``: no true value, as for a ``when`` guard).
 
     The interpreter uses it to dispatch an event's rules by which of their sources the event
     carries (one look-up instead of one call per rule); an operation that acts on an absent
     source (``close``, ``finish``) simply does not declare it."""
     run.source = path  # type: ignore[attr-defined]
+    run.source_must_be_true = unless_true  # type: ignore[attr-defined]
     return run
 
 
@@ -532,7 +534,7 @@ def op_finish(spec: Any, ctx: CompileContext) -> Run:
         if read(ev, ch):
             asm.finished = True
 
-    return skips_without(finish_when, spec["when"])
+    return skips_without(finish_when, spec["when"], unless_true=True)
 
 
 def op_error(spec: dict, ctx: CompileContext) -> Run:

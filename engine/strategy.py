@@ -82,7 +82,7 @@ NOT_FORMING = Forming(False)
 class CallsSpec:
     pattern: str
     list_fields: tuple[tuple[str, ...], ...]  # field chains between [*] steps
-    where: Predicate
+    where: Predicate | None  # None: every item of the list is a call
     name: Callable[[Any], Any]
     id: Callable[[Any], Any]
     args_fields: tuple[str, ...]
@@ -201,7 +201,10 @@ class Program:
         return None
 
     def apply(self, asm: Assembly, chunk: dict, choice: int) -> None:
-        name, payload = self.split(chunk)
+        if self.discriminator is None:  # one event shape: no split (a call per chunk saved)
+            name, payload = None, chunk
+        else:
+            name, payload = self.split(chunk)
         if payload.__class__ is not dict:
             asm.unknown[str(name)] += 1
             return
@@ -292,13 +295,16 @@ def by_source_key(ops: list[Run], ctx: CompileContext) -> list[Run]:
         keyed = _keyed_under_common_prefix(ops, rooted, ctx)
         if keyed is not None:
             return [keyed]
-    entries = tuple((on_choice, chain[0], op) for (on_choice, chain), op in zip(rooted, ops,
-                                                                                  strict=True))
+    # A guard on a single field (``when: done``) needs a true value there, not just the key.
+    entries = tuple(
+        (on_choice, chain[0], len(chain) == 1 and op.source_must_be_true, op)
+        for (on_choice, chain), op in zip(rooted, ops, strict=True)
+    )
 
     def present_only(asm: Assembly, ev: Any, ch: Any) -> None:
-        for on_choice, key, op in entries:
+        for on_choice, key, must_be_true, op in entries:
             root = ch if on_choice else ev
-            if root.__class__ is dict and key in root:
+            if root.__class__ is dict and (root.get(key) if must_be_true else key in root):
                 op(asm, ev, ch)
 
     return [present_only]
@@ -348,7 +354,7 @@ def _guarded(op: Run, when: Any, when_path: str) -> Run:
         if when(ev, ch):
             op(asm, ev, ch)
 
-    return skips_without(guarded, when_path)
+    return skips_without(guarded, when_path, unless_true=True)
 
 
 def _pattern_parts(path: str) -> tuple[str, tuple[tuple[str, ...], ...], tuple[str, ...]]:
@@ -384,7 +390,7 @@ class ExtractionStrategy:
                 list_fields=chains,
                 where=compile_predicate(calls_spec["where"])
                 if calls_spec.get("where")
-                else (lambda item: True),
+                else None,
                 name=compile_get(calls_spec["name"]),
                 id=compile_get(calls_spec["id"]) if calls_spec.get("id") else (lambda item: None),
                 args_fields=parse_chain(calls_spec["args"]),
@@ -471,7 +477,8 @@ class ExtractionStrategy:
         calls = self.spec.calls
         if calls is None or not isinstance(message, dict):
             return []
-        return [item for item in _walk(message, calls.list_fields) if calls.where(item)]
+        items = _walk(message, calls.list_fields)
+        return [item for item in items if calls.where is None or calls.where(item)]
 
     def forming(self, message: Any) -> Forming:
         items = self._call_items(message)
