@@ -17,7 +17,7 @@ from .jsonscan import COMPLETE
 from .model import Fragments, SlottedList, ingest
 from .ops import OPERATIONS, CompileContext, Run, Target, skips_without
 from .parts import JoinRule, join_parts, string_as_part
-from .paths import compile_get, compile_read
+from .paths import compile_get, compile_read, parse_chain
 
 
 @dataclass(frozen=True)
@@ -57,8 +57,8 @@ def op_fold(spec: dict, ctx: CompileContext) -> Run:
     lists = {}
     for name, lspec in (spec.get("lists") or {}).items():
         pattern = f"{base}.{name}[*]" if base else f"{name}[*]"
-        args = tuple(lspec["args"].split(".")) if lspec.get("args") else ()
-        identity = tuple(tuple(p.split(".")) for p in lspec.get("identity", ()))
+        args = parse_chain(lspec["args"]) if lspec.get("args") else ()
+        identity = tuple(parse_chain(p) for p in lspec.get("identity", ()))
         lists[name] = ListFold(
             pattern=pattern,
             slot=compile_get(lspec["slot"]) if lspec.get("slot") else None,

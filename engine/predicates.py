@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .paths import compile_get
+from .paths import compile_get, parse_chain
 
 Predicate = Callable[[Any], bool]
 
@@ -74,7 +74,7 @@ def _hashable(value: Any) -> Any:
 
 
 def _present(obj: dict, path: str) -> bool:
-    *parents, last = path.split(".")
+    *parents, last = parse_chain(path)
     for field in parents:
         obj = obj.get(field) if isinstance(obj, dict) else None
     return isinstance(obj, dict) and last in obj

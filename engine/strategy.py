@@ -542,7 +542,10 @@ class ExtractionStrategy:
         alias = choice.get("alias", "choice") if choice else None
         found: list[tuple[str, ...]] = []
 
-        def chain(path: str) -> tuple[str, ...]:
+        def chain(path: str) -> tuple[str, ...] | None:
+            """A read path as a field chain; None for a JMESPath, which names no one field."""
+            if not is_plain(path) or not is_plain(choice["list"] if alias else ""):
+                return None
             fields = tuple(path.split(".")) if path else ()
             if alias and fields and fields[0] == alias:
                 fields = (*choice["list"].split("."), "*", *fields[1:])
@@ -554,13 +557,16 @@ class ExtractionStrategy:
                     continue
                 ((op, args),) = rule.items()
                 if op in ("append", "args") and isinstance(args.get("from"), str):
-                    found.append(chain(args["from"]))
+                    if chain(args["from"]) is not None:
+                        found.append(chain(args["from"]))
                 elif op == "fold":
                     base = chain(args.get("from", ""))
+                    if base is None:
+                        continue
                     found.extend((*base, key) for key in args.get("concat", ()))
                     for name, lspec in (args.get("lists") or {}).items():
                         if lspec.get("args"):
-                            found.append((*base, name, "*", *lspec["args"].split(".")))
+                            found.append((*base, name, "*", *parse_chain(lspec["args"])))
                         found.extend((*base, name, "*", key) for key in lspec.get("concat", ()))
 
         visit(events.get("every", []))
