@@ -188,8 +188,11 @@ def _fold_entry(asm: Assembly, lst: SlottedList, entry: dict, spec: ListFold) ->
         # A new item is told to the assembly once it holds its first entry: whether it is
         # a call (``calls.where``) is decided on what it carries, and whole arguments are
         # taken once rather than seeded empty and then replaced.
-        item = lst.put(slot, {})
-        _merge_entry(asm, item, item, entry, spec, 0)
+        if spec.drop or spec.concat:
+            item = lst.put(slot, {})
+            _merge_entry(asm, item, item, entry, spec, 0)
+        else:  # nothing to leave out or join: merging into an empty item is a copy
+            item = lst.put(slot, ingest(entry))
         asm.item_added(spec.pattern, item)
         return
     lst.last = slot
