@@ -215,7 +215,9 @@ class BaseDriver:
 
         - a native call: ``call_pending`` while one of this driver's (or one whose name has
           not streamed yet) is on its way; at the wire's DONE the batch runs, this driver's
-          calls of it, and the buffer advances past it in the next round;
+          calls of it, and the buffer advances past it in the next round. A stream that never
+          sends its DONE (some OpenAI-compatible servers send no ``finish_reason``) runs its
+          batch in the round after ``buf.close()``;
         - a text call (in the display text): while it forms, the buffer is held
           (``call_pending``) if its name is not known yet or is this driver's; once complete,
           this driver's call runs at once and its text is never shown. A call that no driver
