@@ -128,8 +128,9 @@ def fold_delta(asm: Assembly, dest: dict, delta: dict, spec: FoldSpec, order: st
             for entry in entries:
                 if entry.__class__ is dict:
                     _fold_entry(asm, lst, entry, lfold)
-        elif value.__class__ is str and dest.get(key) in (None, ""):  # _set_once, inlined
-            dest[key] = value
+        elif value.__class__ is str:  # _set_once of a string, inlined
+            if dest.get(key) in (None, ""):
+                dest[key] = value
         else:
             _set_once(dest, key, value)
 
@@ -262,8 +263,9 @@ def _merge_entry(
             if value:
                 append_text(dest, key, value)
             continue
-        if value.__class__ is str and dest.get(key) in (None, ""):  # _set_once, inlined
-            dest[key] = value
+        if value.__class__ is str:  # _set_once of a string, inlined
+            if dest.get(key) in (None, ""):
+                dest[key] = value
             continue
         _set_once(dest, key, value)
 
