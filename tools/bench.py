@@ -13,7 +13,9 @@ every chunk, in two flavours:
 Its time is divided by the time ``json.loads`` takes to decode the same chunks' JSON text,
 measured in the same run just before and after (the median of ``--repeat`` such ratios), so
 the figure does not depend on the machine; times are CPU time of the process. Two stream kinds: two
-parallel calls whose arguments stream in fragments of about 8 bytes, and text only.
+parallel calls whose arguments stream in fragments of about 8 bytes (as far as the wire streams
+arguments: Ollama sends each call whole, after the thinking that precedes it), and text only.
+Beside them, for the wires that send calls whole, rows ``whole``: every chunk a whole call.
 
     python tools/bench.py [--sizes 100,1000,10000,100000] [--wires a,b] [--repeat 3]
 """
@@ -27,6 +29,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -225,13 +228,35 @@ def ollama(n: int, calls: bool) -> list[dict]:
         return out
 
     if calls:
-        out = [chunk({"role": "assistant", "content": "", "tool_calls": [
-            {"function": {"name": f"tool{i % 2}", "arguments": {"q": "x" * FRAG}}}]})
-            for i in range(n - 1)]
+        # Ollama never splits a call: it streams the model's thinking, then sends each call
+        # whole once its arguments are complete. Two parallel calls, arguments about 8 bytes
+        # per chunk of the stream.
+        out = [chunk({"role": "assistant", "content": "", "thinking": w})
+               for w in _words(n - 2)]
+        out.append(chunk({"role": "assistant", "content": "", "tool_calls": [
+            {"function": {"name": f"tool{slot}", "arguments": {"q": "x" * (n * FRAG // 2)}}}
+            for slot in (0, 1)]}))
     else:
         out = [chunk({"role": "assistant", "content": w}) for w in _words(n - 1)]
     out.append(chunk({"role": "assistant", "content": ""}, True))
     return out
+
+
+def ollama_whole_calls(n: int) -> list[dict]:
+    """Every chunk a whole call: no server sends this at length, but it is the costliest
+    chunk per byte there is (a new call tracked and returned per chunk)."""
+    return [{"model": "m", "created_at": "2025-01-01T00:00:00Z", "done": False,
+             "message": {"role": "assistant", "content": "", "tool_calls": [
+                 {"function": {"name": f"tool{i % 2}", "arguments": {"q": "x" * FRAG}}}]}}
+            for i in range(n)]
+
+
+def gemini_whole_calls(n: int) -> list[dict]:
+    """Every chunk a whole call, as Gemini 2 sends calls (see ollama_whole_calls)."""
+    return [{"candidates": [{"index": 0, "content": {"role": "model", "parts": [
+                {"functionCall": {"name": f"tool{i % 2}", "args": {"q": "x" * FRAG}}}]}}],
+             "modelVersion": "gemini-x", "responseId": "r1"}
+            for i in range(n)]
 
 
 GENERATORS: dict[str, Callable[[int, bool], list[dict]]] = {
@@ -243,6 +268,12 @@ GENERATORS: dict[str, Callable[[int, bool], list[dict]]] = {
     "cohere_v2": cohere_v2,
     "ollama": ollama,
 }
+
+STRESS: dict[str, Callable[[int], list[dict]]] = {
+    "gemini": gemini_whole_calls,
+    "ollama": ollama_whole_calls,
+}
+"""Streams outside the bar, reported in rows of their own (``whole``): every chunk a whole call."""
 
 
 # -- measurement ------------------------------------------------------------------------------
@@ -363,17 +394,20 @@ def main(argv: list[str] | None = None) -> int:
     ref = sizes.index(1000) if 1000 in sizes else 0
     for wire in wires:
         for flavour in flavours:
-            for kind, calls in (("calls", True), ("text", False)):
+            kinds = [("calls", True), ("text", False)] + [("whole", None)] * (wire in STRESS)
+            for kind, calls in kinds:
                 ratios, per_chunk = [], []
                 for size in sizes:
-                    chunks = GENERATORS[wire](size, calls)
+                    make = STRESS[wire] if calls is None else partial(GENERATORS[wire], calls=calls)
+                    chunks = make(size)
                     repeat = args.repeat if size < 100000 else 1
                     ratio, seconds = measure(wire, chunks, repeat, flavour)
                     ratios.append(ratio)
                     per_chunk.append(seconds)
                 growth = ratios[-1] / ratios[ref]  # the chunks, so the floor, are alike
-                ratio, grown = worst[flavour]
-                worst[flavour] = (max(ratio, *ratios[ref:]), max(grown, growth))
+                if calls is not None:  # the bar's streams; ``whole`` is reported beside them
+                    ratio, grown = worst[flavour]
+                    worst[flavour] = (max(ratio, *ratios[ref:]), max(grown, growth))
                 cells = " ".join(f"{r:>8.2f}x" for r in ratios)
                 print(f"{wire:<20} {kind + flavour:<13} {cells}   {growth:6.2f}"
                       f"   {per_chunk[-1] * 1e6:8.2f}")
@@ -381,7 +415,8 @@ def main(argv: list[str] | None = None) -> int:
           "\n  rows without a suffix: add+forming+calls; rows +driver: add+"
           "process_llm_response+text;"
           f"\ngrowth = per-chunk cost at {sizes[-1]} / at {sizes[ref]} (as the ratios, whose floor"
-          f" is per chunk alike at every size); us/chunk: the best run at {sizes[-1]}.")
+          f" is per chunk alike at every size); us/chunk: the best run at {sizes[-1]}."
+          "\nwhole: every chunk a whole call (Gemini, Ollama), outside the bar's streams.")
     for flavour, (ratio, grown) in worst.items():
         print(f"worst {flavour or 'buffer':<8} from {sizes[ref]} up: ratio {ratio:.2f}x, "
               f"growth {grown:.2f}")
