@@ -57,6 +57,7 @@ class LLMStreamBuffer:
         self._scanner = self.codec.new_scanner() if self.codec is not None else None
         self._fed = 0  # display fragments fed to the scanner
         self._quiet_at = -1  # the _fed at which the scanner held nothing (see text_quiet)
+        self._drained_at = -1  # the _fed at which text() handed out all the scanner had
         self._scan_closed = False
         self._late: list[str] = []  # display after the scanner closed (nothing scans it)
         self._native_done = 0  # calls() before this index were handled (consume_native)
@@ -306,6 +307,10 @@ class LLMStreamBuffer:
         self._native_mark = len(self.calls())
         self._rounds = True
 
+    def ended(self) -> bool:
+        """No input can change the calls any more: the wire's DONE was seen, or ``close()``."""
+        return self._closed or self.is_finished()
+
     def text_quiet(self) -> bool:
         """Does the text codec hold nothing: no complete text call, none forming, none
         consumed in this round? O(1) amortized: only new display text can end the quiet, so
@@ -313,7 +318,7 @@ class LLMStreamBuffer:
         scanner = self._sync()
         if scanner is None or self._quiet_at == self._fed:
             return True
-        if self._claimed or scanner.forming()[0] or scanner.complete_calls():
+        if self._claimed or not scanner.quiet():
             return False
         self._quiet_at = self._fed
         return True
@@ -382,6 +387,13 @@ class LLMStreamBuffer:
         """``text()`` through the scanner: what no driver held in this round flows; once the
         stream has ended (its DONE, or ``close()``), everything still held flows."""
         scanner = self._sync()
+        fed = self._fed
+        if (
+            fed == self._drained_at == self._quiet_at
+            and not self._late
+            and (self._scan_closed or not (self._closed or self._asm.finished))
+        ):
+            return ""  # quiet since text() handed everything out: nothing can be new
         if self._scan_closed:
             pass
         elif self._closed or self._asm.finished:
@@ -398,4 +410,6 @@ class LLMStreamBuffer:
         if self._late:
             released += "".join(self._late)
             self._late = []
+        if self._quiet_at == fed:
+            self._drained_at = fed  # nothing was held, so releasable() handed out everything
         return released

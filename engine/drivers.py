@@ -272,7 +272,7 @@ class BaseDriver:
         if view is None or view.buf() is not buf:
             view = self._view = self._new_view(buf)
         native = buf.native_calls()
-        if buf.is_finished() or buf.closed:
+        if buf.ended():
             return self._ended_round(buf, view, native)
         forming = buf.forming()
         if native is not view.native or len(native) != view.checked or forming is not view.forming:

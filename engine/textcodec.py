@@ -518,6 +518,13 @@ class TextScanner:
             return True, None
         return False, None
 
+    def quiet(self) -> bool:
+        """Nothing held and nothing undecided: no call forming, no marker prefix held, no
+        complete call waiting for a decision. ``not forming()[0] and not complete_calls()``
+        in O(1), for a client that asks after every fragment."""
+        c = self._cand
+        return (c is None or c.dead) and not self._tail_held and not self._groups
+
     def complete_calls(self) -> list[TextCall]:
         """Calls whose candidate closed and parsed, not yet consumed or released."""
         return [c for g in self._groups for c, o in zip(g.calls, g.open, strict=True) if o]
@@ -586,6 +593,17 @@ class TextScanner:
             return
         base = self._total
         self._total += len(fragment)
+        if (
+            self._mode == _TEXT
+            and self._cand is None
+            and not self._tail
+            and not self._tail_held
+            and self._codec._trigger.search(fragment) is None
+        ):
+            # Plain text, most fragments: nothing held, no marker starts in it. What the loop
+            # below would do, without its machinery.
+            self._emit(fragment, base, self._total)
+            return
         if self._tail:
             s, s_abs = self._tail + fragment, self._tail_abs
             self._tail = ""
