@@ -58,6 +58,8 @@ def op_extend(spec: dict, ctx: CompileContext) -> Run:
         else None
     )
     display_where = _display_where(ctx, target)
+    at_root = target.at_root
+    last = target.rel[-1]
 
     def extend(asm: Assembly, ev: Any, ch: Any) -> None:
         incoming = read(ev, ch)
@@ -65,11 +67,13 @@ def op_extend(spec: dict, ctx: CompileContext) -> Run:
             return
         if incoming.__class__ is not list:
             incoming = [incoming]
-        item = target.locate_item(asm, ev, ch, True)
-        if item is None:
-            return
-        parent = target.parent_of_field(item)
-        last = target.rel[-1]
+        if at_root:
+            parent = asm.root
+        else:
+            item = target.locate_item(asm, ev, ch, True)
+            if item is None:
+                return
+            parent = target.parent_of_field(item)
         parts = parent.get(last)
         if parts.__class__ is not list:
             parts = parent[last] = []
@@ -77,7 +81,7 @@ def op_extend(spec: dict, ctx: CompileContext) -> Run:
             if part.__class__ is not dict:
                 parts.append(ingest(part))
                 continue
-            if cont is not None and _continue(asm, parts, part, cont):
+            if cont is not None and asm.open_parts and _continue(asm, parts, part, cont):
                 continue
             _take(asm, parts, part, rule, pattern, display_where, cont)
 
@@ -111,9 +115,9 @@ def _take(asm, parts, part, rule, pattern, display_field, cont) -> None:
         parts.append(stored)
     if len(parts) > before:
         asm.item_added(pattern, stored)
-    if display_field and asm.display_allowed(stored):
+    if display_field:
         piece = part.get(display_field)
-        if piece.__class__ is str and piece:
+        if piece.__class__ is str and piece and asm.display_allowed(stored):
             asm.display.append(piece)
 
 

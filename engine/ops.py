@@ -71,6 +71,7 @@ class Target:
         "order",
         "locate_item",
         "parent_of_field",
+        "at_root",
     )
 
     def __init__(self, path: str, ctx: CompileContext) -> None:
@@ -96,6 +97,8 @@ class Target:
         else:
             self.locate_item = self._walk
         self.parent_of_field = _itself if len(self.rel) <= 1 else self._walk_rel
+        # ``role``: the field's parent is the message itself, with no walk at all.
+        self.at_root = not slots and len(self.rel) == 1
 
     def _one_slot(self, asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
         """``field[slot]...``: the item of the slotted list at the root's ``field``."""
@@ -221,10 +224,13 @@ def op_set_once(spec: dict, ctx: CompileContext) -> Run:
         value = read(ev, ch)
         if value is None or value == "":
             return
-        item = target.locate_item(asm, ev, ch, True)
-        if item is None:
-            return
-        parent = target.parent_of_field(item)
+        if target.at_root:
+            parent = asm.root
+        else:
+            item = target.locate_item(asm, ev, ch, True)
+            if item is None:
+                return
+            parent = target.parent_of_field(item)
         if parent.get(last) in (None, ""):
             parent[last] = ingest(value)
 
