@@ -309,7 +309,10 @@ class LLMStreamBuffer:
 
     def ended(self) -> bool:
         """No input can change the calls any more: the wire's DONE was seen, or ``close()``."""
-        return self._closed or self.is_finished()
+        if self._closed:
+            return True
+        asm = self._asm
+        return asm.finished if asm is not None else self._pending_end
 
     def text_quiet(self) -> bool:
         """Does the text codec hold nothing: no complete text call, none forming, none
@@ -386,7 +389,8 @@ class LLMStreamBuffer:
     def _scanned_text(self) -> str:
         """``text()`` through the scanner: what no driver held in this round flows; once the
         stream has ended (its DONE, or ``close()``), everything still held flows."""
-        scanner = self._sync()
+        # A driver's round has usually fed the scanner already: sync only if it has not.
+        scanner = self._sync() if self._fed != len(self._asm.display) else self._scanner
         fed = self._fed
         if (
             fed == self._drained_at == self._quiet_at

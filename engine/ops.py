@@ -34,6 +34,7 @@ class CompileContext:
     list_order: str
     text_part_where: Any = None  # where the display text is a list of parts: which parts
     text_part_field: str = "text"
+    text_where: Any = None  # which items' text is display text (None: every item's)
 
 
 def skips_without(run: Run, path: str, unless_true: bool = False) -> Run:
@@ -111,12 +112,13 @@ class Target:
         slot = self.segments[1].slot(ev, ch)
         if slot is None:
             return None
-        item = lst.get(slot)
-        if item is None:
-            if not create:
-                return None
-            item = lst.put(slot, {})
-            asm.item_added(self.item_patterns[1], item)
+        position = lst.by_slot.get(slot)  # lst.get, inlined
+        if position is not None:
+            return lst.items[position]
+        if not create:
+            return None
+        item = lst.put(slot, {})
+        asm.item_added(self.item_patterns[1], item)
         return item
 
     def _walk(self, asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
@@ -391,6 +393,7 @@ def op_append(spec: dict, ctx: CompileContext) -> Run:
     read = compile_read(spec["from"], ctx.choice_alias)
     target = Target(spec["at"], ctx)
     display = _display_target(target, ctx)
+    text_where = ctx.text_where
     last = target.rel[-1]
     shallow = len(target.rel) == 1
 
@@ -407,7 +410,7 @@ def op_append(spec: dict, ctx: CompileContext) -> Run:
             current.parts.append(piece)
         else:
             append_text(parent, last, piece)
-        if display and asm.display_allowed(item):
+        if display and (text_where is None or text_where(item)):  # asm.display_allowed
             asm.display.append(piece)
 
     return skips_without(append, spec["from"])

@@ -601,8 +601,10 @@ class TextScanner:
             and self._codec._trigger.search(fragment) is None
         ):
             # Plain text, most fragments: nothing held, no marker starts in it. What the loop
-            # below would do, without its machinery.
-            self._emit(fragment, base, self._total)
+            # below would do, without its machinery (and ``_emit`` inlined).
+            if self._total > self._emitted:
+                self._queue.append(fragment[self._emitted - base :])
+                self._emitted = self._total
             return
         if self._tail:
             s, s_abs = self._tail + fragment, self._tail_abs
