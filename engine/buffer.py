@@ -298,7 +298,9 @@ class LLMStreamBuffer:
 
     def native_calls(self) -> list[ExtractedCall]:
         """``calls()`` not yet advanced past by ``consume_native``."""
-        calls = self.calls()
+        asm = self._asm
+        # calls() is asked only when a call may have changed: a driver asks every round.
+        calls = self.calls() if asm is not None and asm.calls_dirty else self._calls
         return calls[self._native_done :] if self._native_done else calls
 
     def consume_native(self) -> None:

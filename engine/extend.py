@@ -60,6 +60,7 @@ def op_extend(spec: dict, ctx: CompileContext) -> Run:
     display_where = _display_where(ctx, target)
     at_root = target.at_root
     last = target.rel[-1]
+    text_where = ctx.text_where  # which parts' text is display text (None: all)
 
     def extend(asm: Assembly, ev: Any, ch: Any) -> None:
         incoming = read(ev, ch)
@@ -83,7 +84,7 @@ def op_extend(spec: dict, ctx: CompileContext) -> Run:
                 continue
             if cont is not None and asm.open_parts and _continue(asm, parts, part, cont):
                 continue
-            _take(asm, parts, part, rule, pattern, display_where, cont)
+            _take(asm, parts, part, rule, pattern, display_where, cont, text_where)
 
     return skips_without(extend, spec["from"])
 
@@ -95,7 +96,7 @@ def _display_where(ctx: CompileContext, target: Target):
     return field
 
 
-def _take(asm, parts, part, rule, pattern, display_field, cont) -> None:
+def _take(asm, parts, part, rule, pattern, display_field, cont, text_where) -> None:
     before = len(parts)
     if cont is not None and (part.get(cont.field) or {}).get(cont.flag):
         call = {k: v for k, v in part[cont.field].items() if k not in (cont.flag, cont.pieces)}
@@ -117,7 +118,7 @@ def _take(asm, parts, part, rule, pattern, display_field, cont) -> None:
         asm.item_added(pattern, stored)
     if display_field:
         piece = part.get(display_field)
-        if piece.__class__ is str and piece and asm.display_allowed(stored):
+        if piece.__class__ is str and piece and (text_where is None or text_where(stored)):
             asm.display.append(piece)
 
 

@@ -4,7 +4,8 @@ Used to recognise a wire from one chunk (``recognize``), and to pick items out o
 message (``where`` in ``calls`` and ``text``). Every form is a mapping:
 
 ``{field: P, equals: V}``, ``{field: P, in: [V, ...]}``, ``{field: P, prefix: S}``,
-``{field: P, is: object|list|string|number|boolean|null}``, ``{has: P}`` (present and not null),
+``{field: P, is: object|list|string|number|boolean|null}`` (a YAML null for ``is``, an unquoted
+``is: null``, means ``"null"``), ``{has: P}`` (present and not null),
 ``{any: [...]}``, ``{all: [...]}``, ``{not: {...}}``. ``P`` is a read path.
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .paths import compile_get, parse_chain
+from .paths import compile_get, is_plain, parse_chain
 
 Predicate = Callable[[Any], bool]
 
@@ -35,11 +36,19 @@ def compile_predicate(spec: dict) -> Predicate:
         parts = [compile_predicate(p) for p in spec["all"]]
         return lambda obj: all(p(obj) for p in parts)
     if "not" in spec:
+        simple = _one_field_equals(spec["not"])
+        if simple is not None:  # {not: {field: thought, equals: true}}, asked of every part
+            field, expected = simple
+            return lambda obj: obj.__class__ is not dict or obj.get(field) != expected
         inner = compile_predicate(spec["not"])
         return lambda obj: not inner(obj)
     if "has" in spec:
         get = compile_get(spec["has"])
         return lambda obj: obj.__class__ is dict and get(obj) is not None
+    simple = _one_field_equals(spec)
+    if simple is not None:
+        field, expected = simple
+        return lambda obj: obj.__class__ is dict and obj.get(field) == expected
     get = compile_get(spec["field"])
     if "equals" in spec:
         expected = spec["equals"]
@@ -51,18 +60,30 @@ def compile_predicate(spec: dict) -> Predicate:
         prefix = spec["prefix"]
         return lambda obj: obj.__class__ is dict and str(get(obj) or "").startswith(prefix)
     if "is" in spec:
-        kinds = _TYPES[spec["is"]]
+        kind = "null" if spec["is"] is None else spec["is"]
+        kinds = _TYPES[kind]
 
         def is_kind(obj: Any) -> bool:
             if obj.__class__ is not dict:
                 return False
             value = get(obj)
-            if spec["is"] == "null":
+            if kind == "null":
                 return value is None and _present(obj, spec["field"])
             return isinstance(value, kinds) and not (kinds == (int, float) and value is True)
 
         return is_kind
     raise ValueError(f"unknown predicate form: {sorted(spec)}")
+
+
+def _one_field_equals(spec: Any) -> tuple[str, Any] | None:
+    """``{field: F, equals: V}`` with F one plain field: tested with one look-up and no call,
+    as display-text predicates run on every item of every chunk."""
+    if not isinstance(spec, dict) or set(spec) != {"field", "equals"}:
+        return None
+    field = spec["field"]
+    if not isinstance(field, str) or not is_plain(field) or "." in field or not field:
+        return None
+    return field, spec["equals"]
 
 
 def _hashable(value: Any) -> Any:

@@ -214,7 +214,15 @@ class Program:
         if payload.__class__ is not dict:
             asm.unknown[str(name)] += 1
             return
-        ch = self.choose(payload, choice) if self.choice_list is not None else None
+        ch = None
+        if self.choice_list is not None:
+            entries = self.choice_list(payload)
+            if entries.__class__ is list and entries:
+                first = entries[0]  # the usual case, inlined: the first entry is the choice
+                if first.__class__ is dict and first.get(self.choice_key, 0) == choice:
+                    ch = first
+                else:
+                    ch = self.choose(payload, choice)
         for op in self.every:
             op(asm, payload, ch)
         if self.discriminator is None:

@@ -495,8 +495,10 @@ class TextScanner:
 
     def releasable(self) -> str:
         """Text safe to show now, handed out once: everything up to the first held span."""
-        out = []
         queue = self._queue
+        if len(queue) == 1 and queue[0].__class__ is str:
+            return queue.popleft()  # one plain fragment since the last round: most rounds
+        out = []
         while queue:
             item = queue[0]
             if item.__class__ is str:
