@@ -238,8 +238,6 @@ class BaseDriver:
         strategies = self.extraction_strategies()
         strategy = next((s for s in strategies if s.recognizes(message)), None)
         if strategy is None:
-            strategy = next((s for s in strategies if _states_no_calls(s, message)), None)
-        if strategy is None:
             content = message.get("content")
             if not isinstance(content, str):
                 return DriverResponse()
@@ -392,20 +390,6 @@ class BaseDriver:
         """Calls of tools this driver does not own are another driver's: left alone. Only a
         driver that knows every tool (an Orchestrator) says that one does not exist.
         ``owned``: the driver's tool names, when the caller has them at hand."""
-
-
-def _states_no_calls(strategy: ExtractionStrategy, message: dict) -> bool:
-    """Does ``message`` carry this wire's call list explicitly as null (``tool_calls:
-    null``)? The envelope then says "no call", authoritatively: its text is not searched
-    unless the wire leaks into text."""
-    calls = strategy.spec.calls
-    if calls is None or not calls.list_fields:
-        return False
-    *parents, last = calls.list_fields[0]
-    node: Any = message
-    for key in parents:
-        node = node.get(key) if isinstance(node, dict) else None
-    return isinstance(node, dict) and last in node and node[last] is None
 
 
 class Orchestrator(BaseDriver):
