@@ -71,8 +71,8 @@ class LLMStreamBuffer:
         index = self._index
         self._index += 1
         self._held = False
-        if self._rounds:
-            self._new_round()
+        if self._rounds and (self._claimed or self._native_mark is not None):
+            self._new_round()  # only when a driver deferred something in the last round
         if chunk.__class__ is dict:  # the common case, without a call
             event = chunk
         else:

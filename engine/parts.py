@@ -80,6 +80,13 @@ def join_one(parts: list, part: dict, rule: JoinRule) -> dict:
     if parts:
         last = parts[-1]
         if rule.joinable(last, part):
+            if len(part) == 1:  # the usual delta, one text field: appended without a walk
+                ((key, value),) = part.items()
+                current = last.get(key)
+                if value.__class__ is str and current.__class__ is Fragments:
+                    if value:
+                        current.parts.append(value)
+                    return last
             _join_into(last, part, rule)
             return last
     stored = ingest(part)
