@@ -223,6 +223,8 @@ def op_set_once(spec: dict, ctx: CompileContext) -> Run:
     last = target.rel[-1]
 
     def set_once(asm: Assembly, ev: Any, ch: Any) -> None:
+        if target.at_root and asm.root.get(last) not in (None, ""):
+            return  # set already (Gemini's role, on every chunk): the event is not read
         value = read(ev, ch)
         if value is None or value == "":
             return
