@@ -355,7 +355,8 @@ def _problems_of_error(err: ValidationError, where: _Locator) -> Iterator[Proble
         return
     if keyword in ("enum", "const"):
         allowed = err.validator_value if keyword == "enum" else [err.validator_value]
-        shown = ", ".join(str(v) for v in allowed)
+        # A YAML null beside "null" in an enum (`is`) is one choice, shown once.
+        shown = ", ".join(dict.fromkeys("null" if v is None else str(v) for v in allowed))
         yield where.at_value(pointer, f"{instance!r} is not one of: {shown}", keyword)
         return
     if keyword == "format" and isinstance(err.cause, PathProblem):

@@ -92,6 +92,7 @@ RULES = {
     "three_problems": ["type", "jmespath", "unknown-key"],
     "args_not_a_chain": ["field-chain"],
     "is_null_needs_chain": ["field-chain"],
+    "is_bare_null_needs_chain": ["field-chain"],
     "extends_cycle": ["extends"],
     "extends_unknown_parent": ["extends"],
     "extends_missing_file": ["extends"],
@@ -155,6 +156,27 @@ def test_an_unknown_key_lists_the_keys_allowed_there(tmp_path: Path):
     (problem,) = problems
     assert problem.pointer == "/calls/argz"
     assert problem.message.startswith("unknown key 'argz', expected one of: args, ")
+
+
+def test_an_unquoted_is_null_means_the_string_null(tmp_path: Path):
+    """YAML reads a bare ``null`` as None; ``is: null`` must mean what its author wrote."""
+    text = (ROOT / "formats" / "openai_chat.yaml").read_text(encoding="utf-8")
+    quoted = '{field: tool_calls, is: "null"}'
+    assert quoted in text
+    path = tmp_path / "openai_chat.yaml"
+    path.write_text(text.replace(quoted, "{field: tool_calls, is: null}"), encoding="utf-8")
+    assert validate_descriptor(path) == []
+    fmt = engine.load_format(path)
+    assert fmt.recognizes({"role": "assistant", "content": "hi", "tool_calls": None})
+    assert not fmt.recognizes({"role": "assistant", "content": "hi"})
+
+
+def test_a_wrong_kind_lists_null_once(tmp_path: Path):
+    text = (ROOT / "formats" / "openai_chat.yaml").read_text(encoding="utf-8")
+    _, problems = validate_text(text.replace('is: "null"', "is: nul"), "openai_chat.yaml")
+    assert [p.message for p in problems] == [
+        "'nul' is not one of: object, list, string, number, boolean, null"
+    ]
 
 
 # -- the schema itself -----------------------------------------------------------------------
