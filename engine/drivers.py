@@ -21,7 +21,6 @@ history, and, knowing every tool, it may tell the model that a tool it called do
 
 from __future__ import annotations
 
-import copy
 import functools
 import weakref
 from collections.abc import Iterable
@@ -29,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .buffer import LLMStreamBuffer
+from .model import copy_json
 from .records import Tool, ToolCallRecord
 from .registry import text_strategy, wire_strategies
 from .results import result_messages
@@ -349,7 +349,7 @@ class BaseDriver:
         retry = None
         for call in calls:
             try:
-                result = self.execute_tool(call.name, copy.deepcopy(call.arguments))
+                result = self.execute_tool(call.name, copy_json(call.arguments))
             except Exception as exc:  # a tool's failure is reported, never raised
                 records.append(
                     ToolCallRecord(

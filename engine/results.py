@@ -27,12 +27,12 @@ with the assembled message.
 
 from __future__ import annotations
 
-import copy
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from .model import copy_json
 from .templates import MISSING, Template, compile_template, render_result
 
 DEFAULT_LEAK_ROLE = "user"
@@ -211,7 +211,7 @@ def result_messages(strategy: Any, message: Any, records: Iterable[Any]) -> list
             _append(out, spec.result.render({**ctx, "record": view}, MISSING))
     elif views:
         _append(out, spec.message.render(ctx, MISSING))
-    return copy.deepcopy(out)
+    return copy_json(out)
 
 
 def tool_declarations(strategy: Any, tools: Iterable[Any]) -> Any:
@@ -223,7 +223,7 @@ def tool_declarations(strategy: Any, tools: Iterable[Any]) -> Any:
     views = [tool_view(t) for t in tools]
     if not views:
         return {}
-    return copy.deepcopy(template.render({"tools": views}, {}))
+    return copy_json(template.render({"tools": views}, {}))
 
 
 def leak_role(strategy: Any) -> str:
@@ -280,4 +280,4 @@ def leak_result_messages(strategy: Any, text: str, records: Iterable[Any]) -> li
     out: list = []
     for template, fallback in ((spec.leak_assistant, generic[0]), (spec.leak_message, generic[1])):
         _append(out, fallback if template is None else template.render(ctx, MISSING))
-    return copy.deepcopy(out)
+    return copy_json(out)
