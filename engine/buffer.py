@@ -320,12 +320,25 @@ class LLMStreamBuffer:
         """Does the text codec hold nothing: no complete text call, none forming, none
         consumed in this round? O(1) amortized: only new display text can end the quiet, so
         the answer is kept until more is fed. True without a codec."""
-        scanner = self._sync()
-        if scanner is None or self._quiet_at == self._fed:
+        scanner = self._scanner
+        asm = self._asm
+        if scanner is None or asm is None:
             return True
-        if self._claimed or not scanner.quiet():
+        display = asm.display
+        fed = self._fed
+        if fed + 1 == len(display) and not self._scan_closed:
+            # One new fragment, the common case: fed here, and the scanner says if it is quiet.
+            quiet = scanner.feed(display[fed])
+            fed = self._fed = fed + 1
+        else:
+            self._sync()
+            fed = self._fed
+            if self._quiet_at == fed:
+                return True
+            quiet = scanner.quiet()
+        if self._claimed or not quiet:
             return False
-        self._quiet_at = self._fed
+        self._quiet_at = fed
         return True
 
     def text_calls(self) -> list[ExtractedCall]:

@@ -95,6 +95,8 @@ class Target:
             self.locate_item = _at_root
         elif slots == [1]:
             self.locate_item = self._one_slot
+        elif slots == [1, 3]:
+            self.locate_item = self._two_slots
         else:
             self.locate_item = self._walk
         self.parent_of_field = _itself if len(self.rel) <= 1 else self._walk_rel
@@ -119,6 +121,30 @@ class Target:
             return None
         item = lst.put(slot, {})
         asm.item_added(self.item_patterns[1], item)
+        return item
+
+    def _two_slots(self, asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
+        """``field[slot].field[slot]...`` (Responses' ``output[i].content[j]``): the item of
+        the slotted list inside the item of the root's slotted list."""
+        outer = self._one_slot(asm, ev, ch, create)
+        if outer is None:
+            return None
+        field = self.segments[2].field
+        lst = outer.get(field)
+        if lst.__class__ is not SlottedList:
+            if not create and lst is None:
+                return None
+            lst = ensure_slotted(outer, field, self.order)
+        slot = self.segments[3].slot(ev, ch)
+        if slot is None:
+            return None
+        position = lst.by_slot.get(slot)
+        if position is not None:
+            return lst.items[position]
+        if not create:
+            return None
+        item = lst.put(slot, {})
+        asm.item_added(self.item_patterns[3], item)
         return item
 
     def _walk(self, asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:

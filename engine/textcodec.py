@@ -587,12 +587,13 @@ class TextScanner:
 
     # -- feeding ------------------------------------------------------------------------------
 
-    def feed(self, fragment: str) -> None:
-        """Take the next display-text fragment."""
+    def feed(self, fragment: str) -> bool:
+        """Take the next display-text fragment; return :meth:`quiet` after it (a client asks
+        after every fragment, and the plain-text path knows the answer without a call)."""
         if self._closed:
             raise ValueError("the text scanner is closed")
         if not fragment:
-            return
+            return self.quiet()
         base = self._total
         self._total += len(fragment)
         if (
@@ -607,7 +608,7 @@ class TextScanner:
             if self._total > self._emitted:
                 self._queue.append(fragment[self._emitted - base :])
                 self._emitted = self._total
-            return
+            return not self._groups  # no candidate, no held tail: quiet() but for groups
         if self._tail:
             s, s_abs = self._tail + fragment, self._tail_abs
             self._tail = ""
@@ -632,6 +633,7 @@ class TextScanner:
             self._emit(s, s_abs, self._tail_abs)
         else:
             self._emit(s, s_abs, s_abs + n)
+        return self.quiet()
 
     # -- internals: output --------------------------------------------------------------------
 
