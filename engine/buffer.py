@@ -259,6 +259,13 @@ class LLMStreamBuffer:
         if self._held or self._asm is None:
             return ""
         if self._scanner is not None:
+            fed = self._fed
+            if (  # nothing new since text() handed everything out (as _scanned_text decides)
+                fed == self._drained_at == self._quiet_at == len(self._asm.display)
+                and not self._late
+                and (self._scan_closed or not (self._closed or self._asm.finished))
+            ):
+                return ""
             return self._scanned_text()
         display = self._asm.display
         if self._shown == len(display):
@@ -326,10 +333,15 @@ class LLMStreamBuffer:
             return True
         display = asm.display
         fed = self._fed
-        if fed + 1 == len(display) and not self._scan_closed:
+        count = len(display)
+        if fed + 1 == count and not self._scan_closed:
             # One new fragment, the common case: fed here, and the scanner says if it is quiet.
             quiet = scanner.feed(display[fed])
-            fed = self._fed = fed + 1
+            fed = self._fed = count
+        elif fed == count:  # no new text (a call is streaming)
+            if self._quiet_at == fed:
+                return True
+            quiet = scanner.quiet()
         else:
             self._sync()
             fed = self._fed
