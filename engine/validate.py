@@ -539,7 +539,7 @@ def validate_text(text: str, file: str) -> tuple[Any, list[Problem]]:
         return None, [Problem(file, exc.line, exc.col, exc.pointer, str(exc), "yaml")]
     data, source, problems = resolve(written, source, file)
     if problems:
-        return written, sorted(set(problems), key=_position)
+        return written, _unique(problems)
     if data is not written:
         data = _in_section_order(data)
     where = _Locator(file, source)
@@ -552,7 +552,17 @@ def validate_text(text: str, file: str) -> tuple[Any, list[Problem]]:
             problems += _template_problems(data, where)
         if not problems:
             problems += _compile_problems(data, where)
-    return data, sorted(set(problems), key=_position)
+    return data, _unique(problems)
+
+
+def _unique(problems: list[Problem]) -> list[Problem]:
+    """In position order, each problem said once: two schema rules (a ``maxProperties`` and a
+    ``not``, say) may report the same message at the same place, which reads as a repeat."""
+    seen: dict[tuple, Problem] = {}
+    for problem in sorted(set(problems), key=_position):
+        key = (problem.file, problem.line, problem.col, problem.pointer, problem.message)
+        seen.setdefault(key, problem)
+    return list(seen.values())
 
 
 def _position(problem: Problem) -> tuple:

@@ -256,3 +256,16 @@ def test_builtin_descriptors_keep_the_section_order():
 
 def test_schema_file_is_plain_json():
     json.loads(schema_path().read_text(encoding="utf-8"))
+
+
+def test_a_problem_two_schema_rules_report_is_said_once():
+    """A field test with a wrong ``is`` breaks two schema rules at the same place with the same
+    words; the reader sees it once (and the wrong value on its own line)."""
+    text = (
+        "name: v\ntitle: a variant\nextends: openai_chat\n"
+        "recognize:\n  chunk: {field: object, is: 7}\n"
+    )
+    _, problems = validate_text(text, "v.yaml")
+    said = [(p.line, p.col, p.pointer, p.message) for p in problems]
+    assert len(said) == len(set(said))
+    assert [p.pointer for p in problems] == ["/recognize/chunk", "/recognize/chunk/is"]
