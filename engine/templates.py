@@ -373,14 +373,17 @@ def _answered_filter(
     call_name: Callable[[Any], Any],
 ) -> Callable[[list, list], list]:
     def keep(items: list, records: list) -> list:
+        # Counts, not lists: a turn of many calls without ids (Ollama, Gemini) is matched in
+        # O(calls), where removing names from a list was quadratic.
         by_id: dict[Any, int] = {}
-        by_name: list[Any] = []
+        by_name: dict[Any, int] = {}
         for record in records:
             if not isinstance(record, dict):
                 continue
             rid = record.get("tool_call_id")
             if rid in (None, ""):
-                by_name.append(record.get("name"))
+                name = _hashable_key(record.get("name"))
+                by_name[name] = by_name.get(name, 0) + 1
             else:
                 by_id[rid] = by_id.get(rid, 0) + 1
         out = []
@@ -394,13 +397,23 @@ def _answered_filter(
                     by_id[iid] -= 1
                     out.append(item)
                 continue
-            name = call_name(item)
-            if name in by_name:
-                by_name.remove(name)
+            name = _hashable_key(call_name(item))
+            if by_name.get(name, 0) > 0:
+                by_name[name] -= 1
                 out.append(item)
         return out
 
     return keep
+
+
+def _hashable_key(value: Any) -> Any:
+    """A name as a dict key (a malformed name that is a list or an object still matches only
+    an equal one)."""
+    try:
+        hash(value)
+    except TypeError:
+        return repr(value)
+    return value
 
 
 _CONSTRUCTS: dict[str, tuple[Callable[[dict, str], Node], frozenset[str]]] = {
