@@ -7,6 +7,11 @@ entry, a function here and its own test; the interpreter never branches on a wir
 Common rules: ``from`` is a read path into the event (the wire's payload) and an absent or
 null source makes the operation do nothing; ``at`` is a target path into the message, in which
 ``[path]`` steps address an item of a slotted list by the SLOT the event carries.
+
+An operation that keeps the first rule declares it with :func:`skips_without` (its source
+path), and the interpreter then runs it only for events that carry that source: most events
+carry one source of the several their rules read. An operation that acts without a source
+(``close``, ``finish``) does not declare it, and its rule list is dispatched rule by rule.
 """
 
 from __future__ import annotations
