@@ -258,14 +258,19 @@ class LLMStreamBuffer:
         """Display text released since the last call ("" while held)."""
         if self._held or self._asm is None:
             return ""
-        if self._scanner is not None:
+        scanner = self._scanner
+        if scanner is not None:
             fed = self._fed
-            if (  # nothing new since text() handed everything out (as _scanned_text decides)
-                fed == self._drained_at == self._quiet_at == len(self._asm.display)
+            asm = self._asm
+            if (  # the scanner is fed and holds nothing, and the stream runs: most rounds
+                fed == self._quiet_at == len(asm.display)
                 and not self._late
-                and (self._scan_closed or not (self._closed or self._asm.finished))
+                and not (self._scan_closed or self._closed or asm.finished)
             ):
-                return ""
+                if self._drained_at == fed:
+                    return ""  # handed out already
+                self._drained_at = fed  # nothing held: releasable() hands out everything
+                return scanner.releasable()
             return self._scanned_text()
         display = self._asm.display
         if self._shown == len(display):
