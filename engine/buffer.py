@@ -180,13 +180,18 @@ class LLMStreamBuffer:
             i += 1
         asm.first_open = i
         track = tracks[i] if i < count else tracks[0]
-        name = asm.strategy.spec.calls.name(track.item)
         cached_key, cached = self._forming
+        if cached_key is track:
+            return cached  # this call's name was known already, and a known name stays
+        name = asm.strategy.spec.calls.name(track.item)
         key = (track.order, name)
         if cached_key == key:
             return cached
-        forming = Forming(True, name if name.__class__ is str and name else None)
-        self._forming = (key, forming)
+        named = name.__class__ is str and name
+        forming = Forming(True, name if named else None)
+        # Once the name is a whole string the answer for this call is final: key on the
+        # track itself, so that later rounds read no name at all.
+        self._forming = (track if named else key, forming)
         return forming
 
     def calls(self) -> list[ExtractedCall]:
