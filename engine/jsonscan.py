@@ -82,6 +82,8 @@ class ArgsStream:
                 self.value = None
                 return True
             return False
+        if self._in_string and not self._escape and '"' not in fragment and "\\" not in fragment:
+            return False  # inside a string value, and nothing here can end it: most fragments
         return self._scan(fragment)
 
     def set_whole(self, value: Any) -> bool:
