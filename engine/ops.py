@@ -23,7 +23,7 @@ from typing import Any
 from .assembly import Assembly, append_text, ensure_slotted
 from .jsonscan import ArgsStream
 from .model import Fragments, SlottedList, ingest
-from .paths import Reader, Segment, compile_read, parse_target
+from .paths import Reader, Segment, compile_read, is_plain, parse_target
 
 Run = Callable[[Assembly, Any, Any], None]
 
@@ -78,6 +78,7 @@ class Target:
         "locate_item",
         "parent_of_field",
         "at_root",
+        "slot_field",
     )
 
     def __init__(self, path: str, ctx: CompileContext) -> None:
@@ -107,6 +108,14 @@ class Target:
         self.parent_of_field = _itself if len(self.rel) <= 1 else self._walk_rel
         # ``role``: the field's parent is the message itself, with no walk at all.
         self.at_root = not slots and len(self.rel) == 1
+        # The first SLOT read inline when it is one field of the event (``index``).
+        first = self.segments[slots[0]].slot_path if slots else None
+        alias = ctx.choice_alias
+        self.slot_field = (
+            first
+            if first and first != "*" and is_plain(first) and "." not in first and first != alias
+            else None
+        )
 
     def _one_slot(self, asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
         """``field[slot]...``: the item of the slotted list at the root's ``field``."""
@@ -116,7 +125,8 @@ class Target:
             if not create and lst is None:
                 return None
             lst = ensure_slotted(root, self.segments[0].field, self.order)
-        slot = self.segments[1].slot(ev, ch)
+        field = self.slot_field
+        slot = ev.get(field) if field is not None else self.segments[1].slot(ev, ch)
         if slot is None:
             return None
         position = lst.by_slot.get(slot)  # lst.get, inlined

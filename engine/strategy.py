@@ -156,6 +156,7 @@ class Program:
 
     __slots__ = (
         "discriminator",
+        "discriminator_field",
         "wrapped",
         "table",
         "every",
@@ -171,6 +172,8 @@ class Program:
             self.wrapped = bool(disc.get("or_wrapped"))
             disc = disc["field"]
         self.discriminator = compile_get(disc) if disc else None
+        # A discriminator that is one field is read inline (every chunk reads it).
+        self.discriminator_field = disc if disc and is_plain(disc) and "." not in disc else None
         choice = events.get("choice")
         self.choice_list = compile_get(choice["list"]) if choice else None
         self.choice_key = choice.get("key", "index") if choice else None
@@ -206,7 +209,8 @@ class Program:
         if discriminator is None:
             name, payload = None, chunk
         else:
-            name = discriminator(chunk)
+            field = self.discriminator_field
+            name = chunk.get(field) if field is not None else discriminator(chunk)
             if name is None and self.wrapped and len(chunk) == 1:
                 ((name, payload),) = chunk.items()
             else:
@@ -339,6 +343,7 @@ def _keyed_under_common_prefix(ops: list[Run], rooted: list, ctx: CompileContext
         return None
     path = ".".join([ctx.choice_alias, *prefix] if on_choice else prefix)
     under = compile_read(path, ctx.choice_alias)
+    field = prefix[0] if not on_choice and len(prefix) == 1 else None  # ``delta``: inline
     depth = len(prefix)
     keyed = tuple((chain[depth], op) for chain, op in zip(chains, ops, strict=True))
     by_key: dict[str, tuple[Run, ...]] = {}
@@ -346,7 +351,7 @@ def _keyed_under_common_prefix(ops: list[Run], rooted: list, ctx: CompileContext
         by_key[key] = (*by_key.get(key, ()), op)
 
     def dispatch(asm: Assembly, ev: Any, ch: Any) -> None:
-        sub = under(ev, ch)
+        sub = ev.get(field) if field is not None else under(ev, ch)
         if sub.__class__ is not dict:
             return
         if len(sub) == 1:
