@@ -326,6 +326,19 @@ class LLMStreamBuffer:
         self._native_mark = len(self.calls())
         self._rounds = True
 
+    def round_state(self) -> tuple[list[ExtractedCall], bool, Forming]:
+        """What a driver reads every round, in one call: ``native_calls()``, ``ended()`` and
+        (while the stream runs) ``forming()``."""
+        asm = self._asm
+        if asm is None:
+            return self._calls, self._closed or self._pending_end, NOT_FORMING
+        # native_calls(), ended() and forming(), inlined: a driver asks on every chunk.
+        calls = self.calls() if asm.calls_dirty else self._calls
+        native = calls[self._native_done :] if self._native_done else calls
+        if self._closed or asm.finished:
+            return native, True, NOT_FORMING
+        return native, False, self.forming() if asm.tracks else NOT_FORMING
+
     def ended(self) -> bool:
         """No input can change the calls any more: the wire's DONE was seen, or ``close()``."""
         if self._closed:

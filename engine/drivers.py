@@ -269,10 +269,9 @@ class BaseDriver:
         view = self._view
         if view is None or view.buf() is not buf:
             view = self._view = self._new_view(buf)
-        native = buf.native_calls()
-        if buf.ended():
+        native, ended, forming = buf.round_state()
+        if ended:
             return self._ended_round(buf, view, native)
-        forming = buf.forming()
         if native is not view.native or len(native) != view.checked or forming is not view.forming:
             view.look(native, forming)
         if view.scans and not buf.text_quiet():

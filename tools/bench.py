@@ -400,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
                 for size in sizes:
                     make = STRESS[wire] if calls is None else partial(GENERATORS[wire], calls=calls)
                     chunks = make(size)
-                    repeat = args.repeat if size < 100000 else 1
+                    repeat = args.repeat  # at every size: one run of the largest was noise
                     ratio, seconds = measure(wire, chunks, repeat, flavour)
                     ratios.append(ratio)
                     per_chunk.append(seconds)
