@@ -17,7 +17,7 @@ from .jsonscan import COMPLETE
 from .model import Fragments, SlottedList, ingest
 from .ops import OPERATIONS, CompileContext, Run, Target, skips_without
 from .parts import JoinRule, join_parts, string_as_part
-from .paths import compile_get, compile_read, parse_chain
+from .paths import compile_get, compile_read, is_plain, parse_chain
 
 
 @dataclass(frozen=True)
@@ -79,8 +79,14 @@ def op_fold(spec: dict, ctx: CompileContext) -> Run:
     )
     order = ctx.list_order
 
+    source = spec["from"]
+    one_field = (  # ``message``: read inline, as every chunk is folded
+        source if is_plain(source) and source and "." not in source and source != ctx.choice_alias
+        else None
+    )
+
     def run(asm: Assembly, ev: Any, ch: Any) -> None:
-        delta = read(ev, ch)
+        delta = ev.get(one_field) if one_field is not None else read(ev, ch)
         if delta.__class__ is not dict:
             return
         dest = asm.root if target is None else target.locate_item(asm, ev, ch, True)
@@ -105,7 +111,10 @@ def fold_delta(asm: Assembly, dest: dict, delta: dict, spec: FoldSpec, order: st
                         asm.display.append(value)
             elif value.__class__ is str:
                 if value:
-                    append_text(dest, key, value)
+                    if current.__class__ is Fragments:  # append_text, inlined
+                        current.parts.append(value)
+                    else:
+                        append_text(dest, key, value)
                     if key == spec.display_key:
                         asm.display.append(value)
                 elif dest.get(key) is None:
