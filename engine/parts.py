@@ -38,24 +38,29 @@ class JoinRule:
         )
 
     def joinable(self, last: dict, part: dict) -> bool:
-        # Plain loops: this runs on every part of every chunk.
-        for f in self.blocked_by:
-            if part.get(f) is not None:
-                return False
-        for f in self.text:
-            if f in last:
-                break
-        else:
+        """May ``part`` join ``last``: nothing blocks it, both carry text, their keys agree."""
+        return _may_join(self, last, part)
+
+
+def _may_join(rule: JoinRule, last: dict, part: dict) -> bool:
+    # Plain loops: this runs on every part of every chunk.
+    for f in rule.blocked_by:
+        if part.get(f) is not None:
             return False
-        for f in self.text:
-            if f in part:
-                break
-        else:
+    for f in rule.text:
+        if f in last:
+            break
+    else:
+        return False
+    for f in rule.text:
+        if f in part:
+            break
+    else:
+        return False
+    for k in rule.key:  # noqa: SIM110  (a generator costs a call per part)
+        if last.get(k, _ABSENT) != part.get(k, _ABSENT):
             return False
-        for k in self.key:  # noqa: SIM110  (a generator costs a call per part)
-            if last.get(k, _ABSENT) != part.get(k, _ABSENT):
-                return False
-        return True
+    return True
 
 
 def join_parts(
@@ -77,18 +82,17 @@ def join_parts(
 def join_one(parts: list, part: dict, rule: JoinRule) -> dict:
     """Join one part into the last of ``parts`` where it may, else append a copy; the part
     that holds it now."""
-    if parts:
+    if parts and _may_join(rule, parts[-1], part):
         last = parts[-1]
-        if rule.joinable(last, part):
-            if len(part) == 1:  # the usual delta, one text field: appended without a walk
-                ((key, value),) = part.items()
-                current = last.get(key)
-                if value.__class__ is str and current.__class__ is Fragments:
-                    if value:
-                        current.parts.append(value)
-                    return last
-            _join_into(last, part, rule)
-            return last
+        if len(part) == 1:  # the usual delta, one text field: appended without a walk
+            ((key, value),) = part.items()
+            current = last.get(key)
+            if value.__class__ is str and current.__class__ is Fragments:
+                if value:
+                    current.parts.append(value)
+                return last
+        _join_into(last, part, rule)
+        return last
     stored = ingest(part)
     for f in rule.text:
         if stored.get(f).__class__ is str:

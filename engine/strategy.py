@@ -162,6 +162,7 @@ class Program:
         "every",
         "ignored",
         "choice_list",
+        "choice_field",
         "choice_key",
     )
 
@@ -176,6 +177,8 @@ class Program:
         self.discriminator_field = disc if disc and is_plain(disc) and "." not in disc else None
         choice = events.get("choice")
         self.choice_list = compile_get(choice["list"]) if choice else None
+        listed = choice["list"] if choice else None  # ``candidates``, ``choices``: read inline
+        self.choice_field = listed if listed and is_plain(listed) and "." not in listed else None
         self.choice_key = choice.get("key", "index") if choice else None
         self.every = tuple(compile_ops(events.get("every", []), ctx))
         self.table = _compile_table(events.get("on", {}), ctx)
@@ -220,7 +223,8 @@ class Program:
             return
         ch = None
         if self.choice_list is not None:
-            entries = self.choice_list(payload)
+            field = self.choice_field
+            entries = payload.get(field) if field is not None else self.choice_list(payload)
             if entries.__class__ is list and entries:
                 first = entries[0]  # the usual case, inlined: the first entry is the choice
                 if first.__class__ is dict and first.get(self.choice_key, 0) == choice:
