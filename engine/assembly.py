@@ -100,10 +100,6 @@ class Assembly:
         parent[path_fields[-1]] = stream
         return stream
 
-    def display_allowed(self, item: Any) -> bool:
-        text = self.strategy.spec.text
-        return text is None or text.where is None or text.where(item)
-
     def complete_calls(self) -> list[CallTrack]:
         return [t for t in self.tracks if t.args.state == COMPLETE]
 

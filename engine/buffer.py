@@ -313,38 +313,25 @@ class LLMStreamBuffer:
         self._scanner = codec.new_scanner()
         self._fed = 0
 
-    def native_calls(self) -> list[ExtractedCall]:
-        """``calls()`` not yet advanced past by ``consume_native``."""
-        asm = self._asm
-        # calls() is asked only when a call may have changed: a driver asks every round.
-        calls = self.calls() if asm is not None and asm.calls_dirty else self._calls
-        return calls[self._native_done :] if self._native_done else calls
-
     def consume_native(self) -> None:
-        """A driver handled the native calls so far; from the next round on,
-        ``native_calls()`` holds only calls after them."""
+        """A driver handled the native calls so far; from the next round on, the native calls
+        of ``round_state()`` are only those after them."""
         self._native_mark = len(self.calls())
         self._rounds = True
 
     def round_state(self) -> tuple[list[ExtractedCall], bool, Forming]:
-        """What a driver reads every round, in one call: ``native_calls()``, ``ended()`` and
-        (while the stream runs) ``forming()``."""
+        """What a driver reads every round, in one call: the native calls not yet advanced
+        past by ``consume_native``; whether input has ended (the wire's DONE, or
+        ``close()``), after which no input can change the calls; and, while the stream runs,
+        ``forming()``."""
         asm = self._asm
         if asm is None:
             return self._calls, self._closed or self._pending_end, NOT_FORMING
-        # native_calls(), ended() and forming(), inlined: a driver asks on every chunk.
         calls = self.calls() if asm.calls_dirty else self._calls
         native = calls[self._native_done :] if self._native_done else calls
         if self._closed or asm.finished:
             return native, True, NOT_FORMING
         return native, False, self.forming() if asm.tracks else NOT_FORMING
-
-    def ended(self) -> bool:
-        """No input can change the calls any more: the wire's DONE was seen, or ``close()``."""
-        if self._closed:
-            return True
-        asm = self._asm
-        return asm.finished if asm is not None else self._pending_end
 
     def text_quiet(self) -> bool:
         """Does the text codec hold nothing: no complete text call, none forming, none
@@ -428,8 +415,6 @@ class LLMStreamBuffer:
         if fed != count:
             if self._scan_closed:
                 self._late.extend(display[fed:])
-            elif count - fed == 1:
-                scanner.feed(display[fed])  # the common case: one fragment a chunk
             else:
                 for piece in display[fed:]:
                     scanner.feed(piece)
@@ -439,17 +424,11 @@ class LLMStreamBuffer:
     def _scanned_text(self) -> str:
         """``text()`` through the scanner: what no driver held in this round flows; once the
         stream has ended (its DONE, or ``close()``), everything still held flows."""
-        # A driver's round has usually fed the scanner already: sync only if it has not.
-        scanner = self._sync() if self._fed != len(self._asm.display) else self._scanner
+        scanner = self._sync()
         fed = self._fed
-        if (
-            fed == self._drained_at == self._quiet_at
-            and not self._late
-            and (self._scan_closed or not (self._closed or self._asm.finished))
-        ):
-            return ""  # quiet since text() handed everything out: nothing can be new
         if self._scan_closed:
-            pass
+            if fed == self._drained_at == self._quiet_at and not self._late:
+                return ""  # closed and handed out: nothing can be new
         elif self._closed or self._asm.finished:
             scanner.close()
             self._scan_closed = True

@@ -17,7 +17,7 @@ from .jsonscan import COMPLETE
 from .model import Fragments, SlottedList, ingest
 from .ops import OPERATIONS, CompileContext, Run, Target, skips_without
 from .parts import JoinRule, join_parts, string_as_part
-from .paths import compile_get, compile_read, is_plain, parse_chain
+from .paths import compile_get, compile_read, parse_chain, single_field
 
 
 @dataclass(frozen=True)
@@ -79,11 +79,7 @@ def op_fold(spec: dict, ctx: CompileContext) -> Run:
     )
     order = ctx.list_order
 
-    source = spec["from"]
-    one_field = (  # ``message``: read inline, as every chunk is folded
-        source if is_plain(source) and source and "." not in source and source != ctx.choice_alias
-        else None
-    )
+    one_field = single_field(spec["from"], ctx.choice_alias)  # ``message``: read inline
 
     def run(asm: Assembly, ev: Any, ch: Any) -> None:
         delta = ev.get(one_field) if one_field is not None else read(ev, ch)
@@ -188,9 +184,7 @@ def _fold_entry(asm: Assembly, lst: SlottedList, entry: dict, spec: ListFold) ->
     if slot is not None:
         item = lst.get(slot)
     elif spec.without_slot == "new" or lst.last is None:
-        # The first integer SLOT no item holds (items may sit at keys the wire chose).
-        count = len(lst.items)
-        slot, item = (lst.next_int if lst.next_int >= count else count), None
+        slot, item = _next_free_slot(lst), None
     else:
         slot = _slot_without_key(lst, entry, spec, asm)
         item = lst.get(slot)

@@ -23,7 +23,7 @@ from typing import Any
 from .assembly import Assembly, append_text, ensure_slotted
 from .jsonscan import ArgsStream
 from .model import Fragments, SlottedList, ingest
-from .paths import Reader, Segment, compile_read, is_plain, parse_target
+from .paths import Reader, Segment, compile_read, parse_target, single_field
 
 Run = Callable[[Assembly, Any, Any], None]
 
@@ -108,35 +108,15 @@ class Target:
         self.parent_of_field = _itself if len(self.rel) <= 1 else self._walk_rel
         # ``role``: the field's parent is the message itself, with no walk at all.
         self.at_root = not slots and len(self.rel) == 1
-        # The first SLOT read inline when it is one field of the event (``index``).
+        # The first SLOT, read inline when it is one field of the event (``index``).
         first = self.segments[slots[0]].slot_path if slots else None
-        alias = ctx.choice_alias
-        self.slot_field = (
-            first
-            if first and first != "*" and is_plain(first) and "." not in first and first != alias
-            else None
-        )
+        self.slot_field = single_field(first, ctx.choice_alias)
 
     def _one_slot(self, asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
         """``field[slot]...``: the item of the slotted list at the root's ``field``."""
-        root = asm.root
-        lst = root.get(self.segments[0].field)
-        if lst.__class__ is not SlottedList:
-            if not create and lst is None:
-                return None
-            lst = ensure_slotted(root, self.segments[0].field, self.order)
         field = self.slot_field
         slot = ev.get(field) if field is not None else self.segments[1].slot(ev, ch)
-        if slot is None:
-            return None
-        position = lst.by_slot.get(slot)  # lst.get, inlined
-        if position is not None:
-            return lst.items[position]
-        if not create:
-            return None
-        item = lst.put(slot, {})
-        asm.item_added(self.item_patterns[1], item)
-        return item
+        return self._item(asm, asm.root, 0, slot, create)
 
     def _two_slots(self, asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
         """``field[slot].field[slot]...`` (Responses' ``output[i].content[j]``): the item of
@@ -144,22 +124,26 @@ class Target:
         outer = self._one_slot(asm, ev, ch, create)
         if outer is None:
             return None
-        field = self.segments[2].field
-        lst = outer.get(field)
+        return self._item(asm, outer, 2, self.segments[3].slot(ev, ch), create)
+
+    def _item(self, asm: Assembly, node: dict, at: int, slot: Any, create: bool) -> Any:
+        """The item at ``slot`` of the slotted list ``node[segments[at].field]``, opened (and
+        told to the assembly) when ``create`` and absent."""
+        if slot is None:
+            return None
+        field = self.segments[at].field
+        lst = node.get(field)
         if lst.__class__ is not SlottedList:
             if not create and lst is None:
                 return None
-            lst = ensure_slotted(outer, field, self.order)
-        slot = self.segments[3].slot(ev, ch)
-        if slot is None:
-            return None
-        position = lst.by_slot.get(slot)
+            lst = ensure_slotted(node, field, self.order)
+        position = lst.by_slot.get(slot)  # lst.get, inlined
         if position is not None:
             return lst.items[position]
         if not create:
             return None
         item = lst.put(slot, {})
-        asm.item_added(self.item_patterns[3], item)
+        asm.item_added(self.item_patterns[at + 1], item)
         return item
 
     def _walk(self, asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
@@ -453,7 +437,7 @@ def op_append(spec: dict, ctx: CompileContext) -> Run:
             current.parts.append(piece)
         else:
             append_text(parent, last, piece)
-        if display and (text_where is None or text_where(item)):  # asm.display_allowed
+        if display and (text_where is None or text_where(item)):
             asm.display.append(piece)
 
     return skips_without(append, spec["from"])

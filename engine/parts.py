@@ -37,13 +37,10 @@ class JoinRule:
             blocked_by=tuple(spec.get("unless", ())),
         )
 
-    def joinable(self, last: dict, part: dict) -> bool:
-        """May ``part`` join ``last``: nothing blocks it, both carry text, their keys agree."""
-        return _may_join(self, last, part)
-
 
 def _may_join(rule: JoinRule, last: dict, part: dict) -> bool:
-    # Plain loops: this runs on every part of every chunk.
+    """May ``part`` join ``last``: nothing blocks it, both carry text, their keys agree.
+    Plain loops, no generators: this runs on every part of every chunk."""
     for f in rule.blocked_by:
         if part.get(f) is not None:
             return False

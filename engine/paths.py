@@ -27,6 +27,7 @@ Reader = Callable[[Any, Any], Any]  # (event, choice) -> value or None
 _FIELD = r"[A-Za-z_$][A-Za-z0-9_$-]*"
 _PLAIN = re.compile(rf"^{_FIELD}(\.{_FIELD})*$")
 _FIELD_AT = re.compile(_FIELD)
+_FIELD_ONLY = re.compile(rf"^{_FIELD}$")
 _TARGET_TOKEN = re.compile(rf"({_FIELD})|\[([^\]]*)\]|(\.)")
 
 
@@ -69,6 +70,15 @@ def parse_chain(path: str) -> tuple[str, ...]:
         f"expected a plain field chain such as function.arguments (field names joined by '.', "
         f"no JMESPath, no [slot]): {where}"
     )
+
+
+def single_field(path: Any, choice_alias: str | None = None) -> str | None:
+    """The field name when ``path`` reads one plain field of the event itself (``index``,
+    ``delta``, ``candidates``), else None. The hot path reads such a field with a look-up in
+    place rather than a call to its compiled reader."""
+    if not isinstance(path, str) or not _FIELD_ONLY.match(path) or path == choice_alias:
+        return None
+    return path
 
 
 def compile_read(path: str, choice_alias: str | None = None) -> Reader:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .paths import compile_get, is_plain, parse_chain
+from .paths import compile_get, parse_chain, single_field
 
 Predicate = Callable[[Any], bool]
 
@@ -80,10 +80,8 @@ def _one_field_equals(spec: Any) -> tuple[str, Any] | None:
     as display-text predicates run on every item of every chunk."""
     if not isinstance(spec, dict) or set(spec) != {"field", "equals"}:
         return None
-    field = spec["field"]
-    if not isinstance(field, str) or not is_plain(field) or "." in field or not field:
-        return None
-    return field, spec["equals"]
+    field = single_field(spec["field"])
+    return None if field is None else (field, spec["equals"])
 
 
 def _hashable(value: Any) -> Any:

@@ -18,7 +18,7 @@ from .assembly import Assembly
 from .jsonscan import ArgsStream
 from .model import materialize
 from .ops import OPERATIONS, CompileContext, Run, pattern_of, skips_without
-from .paths import compile_get, compile_read, is_plain, parse_chain, parse_target
+from .paths import compile_get, compile_read, is_plain, parse_chain, parse_target, single_field
 from .predicates import Predicate, compile_predicate
 
 
@@ -173,26 +173,14 @@ class Program:
             self.wrapped = bool(disc.get("or_wrapped"))
             disc = disc["field"]
         self.discriminator = compile_get(disc) if disc else None
-        # A discriminator that is one field is read inline (every chunk reads it).
-        self.discriminator_field = disc if disc and is_plain(disc) and "." not in disc else None
+        self.discriminator_field = single_field(disc)  # read inline: every chunk reads it
         choice = events.get("choice")
         self.choice_list = compile_get(choice["list"]) if choice else None
-        listed = choice["list"] if choice else None  # ``candidates``, ``choices``: read inline
-        self.choice_field = listed if listed and is_plain(listed) and "." not in listed else None
+        self.choice_field = single_field(choice["list"]) if choice else None  # ``candidates``
         self.choice_key = choice.get("key", "index") if choice else None
         self.every = tuple(compile_ops(events.get("every", []), ctx))
         self.table = _compile_table(events.get("on", {}), ctx)
         self.ignored = frozenset(events.get("ignore", ()))
-
-    def split(self, chunk: dict) -> tuple[Any, Any]:
-        """The event's name and payload."""
-        if self.discriminator is None:
-            return None, chunk
-        name = self.discriminator(chunk)
-        if name is None and self.wrapped and len(chunk) == 1:
-            ((name, payload),) = chunk.items()
-            return name, payload
-        return name, chunk
 
     def choose(self, payload: Any, choice: int) -> Any:
         if self.choice_list is None:
@@ -258,8 +246,6 @@ class SubTable:
         self.discriminator = compile_get(spec["discriminator"])
         self.table = {k: tuple(compile_ops(v, ctx)) for k, v in spec["on"].items()}
 
-    def pick(self, payload: dict) -> tuple[Run, ...] | None:
-        return self.table.get(self.discriminator(payload))
 
 
 def _compile_table(on: dict, ctx: CompileContext) -> dict[str, Any]:
@@ -347,7 +333,7 @@ def _keyed_under_common_prefix(ops: list[Run], rooted: list, ctx: CompileContext
         return None
     path = ".".join([ctx.choice_alias, *prefix] if on_choice else prefix)
     under = compile_read(path, ctx.choice_alias)
-    field = prefix[0] if not on_choice and len(prefix) == 1 else None  # ``delta``: inline
+    field = None if on_choice else single_field(path)  # ``delta``: read inline
     depth = len(prefix)
     keyed = tuple((chain[depth], op) for chain, op in zip(chains, ops, strict=True))
     by_key: dict[str, tuple[Run, ...]] = {}
