@@ -104,54 +104,20 @@ def anthropic_stream(pieces, *, thinking=(), tool_use=None) -> list[dict]:
             },
         }
     ]
-    index = 0
+    blocks = []  # (content_block_start, delta type, delta field, the streamed values)
     if thinking:
-        out.append(
-            {
-                "type": "content_block_start",
-                "index": index,
-                "content_block": {"type": "thinking", "thinking": ""},
-            }
-        )
-        out += [
-            {
-                "type": "content_block_delta",
-                "index": index,
-                "delta": {"type": "thinking_delta", "thinking": t},
-            }
-            for t in thinking
-        ]
-        out.append({"type": "content_block_stop", "index": index})
-        index += 1
-    out.append(
-        {
-            "type": "content_block_start",
-            "index": index,
-            "content_block": {"type": "text", "text": ""},
-        }
-    )
-    out += [
-        {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": p}}
-        for p in pieces
-    ]
-    out.append({"type": "content_block_stop", "index": index})
+        start = {"type": "thinking", "thinking": ""}
+        blocks.append((start, "thinking_delta", "thinking", thinking))
+    blocks.append(({"type": "text", "text": ""}, "text_delta", "text", pieces))
     if tool_use:
-        index += 1
         call_id, name, fragments = tool_use
-        out.append(
-            {
-                "type": "content_block_start",
-                "index": index,
-                "content_block": {"type": "tool_use", "id": call_id, "name": name, "input": {}},
-            }
-        )
+        start = {"type": "tool_use", "id": call_id, "name": name, "input": {}}
+        blocks.append((start, "input_json_delta", "partial_json", fragments))
+    for index, (start, delta_type, field, values) in enumerate(blocks):
+        out.append({"type": "content_block_start", "index": index, "content_block": start})
         out += [
-            {
-                "type": "content_block_delta",
-                "index": index,
-                "delta": {"type": "input_json_delta", "partial_json": f},
-            }
-            for f in fragments
+            {"type": "content_block_delta", "index": index, "delta": {"type": delta_type, field: v}}
+            for v in values
         ]
         out.append({"type": "content_block_stop", "index": index})
     out.append(
