@@ -94,15 +94,27 @@ class LLMStreamBuffer:
             raise ChunkError(index, f"event does not fit {self._strategy.name}: {exc}") from exc
 
     def _take_sentinel(self, sentinel: str, index: int) -> None:
-        strategy = self._strategy
-        if strategy is None:
-            if any(sentinel in s.spec.sentinels for s in self.strategies):
-                self._pending_end = True
-                return
-        elif sentinel in strategy.spec.sentinels:
+        """An end marker (``data: [DONE]``): the DONE of the wire that declares it, and the end
+        of the stream on any other wire too (proxies and SDKs end every SSE stream with it)."""
+        if sentinel not in self._end_markers():
+            raise ChunkError(
+                index,
+                f"expected a JSON object, got the text {sentinel!r} "
+                "(not JSON, and not an end marker of any known wire)",
+            )
+        if self._strategy is None:
+            self._pending_end = True  # remembered: the wire it ends is not known yet
+        else:
             self._asm.finished = True
-            return
-        raise ChunkError(index, f"expected a JSON object, got the text {sentinel!r}")
+
+    def _end_markers(self) -> frozenset[str]:
+        """The end markers of this buffer's strategies and of every built-in wire."""
+        from .registry import wire_strategies
+
+        markers: frozenset[str] = frozenset()
+        for strategy in (*self.strategies, *wire_strategies()):
+            markers |= strategy.spec.sentinels
+        return markers
 
     def _resolve(self, event: dict) -> bool:
         for strategy in self.strategies:
@@ -112,7 +124,7 @@ class LLMStreamBuffer:
                 pending, self._pending = self._pending, []
                 for earlier in pending:
                     strategy.program.apply(self._asm, earlier, self.choice)
-                if self._pending_end and strategy.spec.sentinels:
+                if self._pending_end:
                     self._asm.finished = True
                 return True
         return False

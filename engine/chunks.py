@@ -35,7 +35,10 @@ def decode(chunk: Any, index: int, sse_state: dict) -> Any:
         return _decode_text(chunk, index, sse_state)
     if isinstance(chunk, dict):
         return dict(chunk)
-    as_fields = sdk_fields(chunk)
+    try:
+        as_fields = sdk_fields(chunk)
+    except RecursionError:
+        raise ChunkError(index, "an SDK object nested deeper than can be read") from None
     if as_fields is None:
         raise ChunkError(
             index,
@@ -63,7 +66,15 @@ def _decode_text(text: str, index: int, sse_state: dict) -> Any:
     try:
         value = json.loads(stripped)
     except ValueError as exc:
+        if not stripped.startswith("{"):
+            # Not JSON, and not an object cut short: an end marker such as ``[DONE]`` (with or
+            # without its ``data:``), which only the buffer can tell from a stray text.
+            return Sentinel(stripped)
         raise ChunkError(index, f"not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ChunkError(
+            index, "JSON nested deeper than the JSON parser reads; expected a JSON object"
+        ) from None
     if not isinstance(value, dict):
         raise ChunkError(index, f"expected a JSON object, got a JSON {_json_kind(value)}")
     if name and "type" not in value and "_event" not in value:

@@ -16,7 +16,20 @@ from typing import Any
 # Characters that change scanner state outside / inside a JSON string.
 _OUTSIDE = re.compile(r'["{}\[\]]')
 _INSIDE = re.compile(r'["\\]')
-_NOT_SPACE = re.compile(r"\S")
+# JSON whitespace is space, tab, LF and CR only (RFC 8259); ``\s`` would also pass \x1c-\x1f,
+# U+2028 and the other Unicode spaces, which ``json.loads`` rejects around a value.
+_NOT_SPACE = re.compile(r"[^ \t\n\r]")
+
+# The deepest nesting a call's arguments may have: arrays and objects, the top object counted.
+# Deeper arguments are never a call (reason "too deep"). The bound is below what ``json.loads``
+# reads at CPython's default recursion limit, on every Python version, so that the verdict
+# does not depend on the stack, and so that a tool, its result and the history built from the
+# call can copy and serialize the arguments without a RecursionError.
+MAX_DEPTH = 500
+
+# Why the arguments can never become a call (``ArgsStream.reason``).
+INVALID_TEXT = "invalid"  # not a JSON object
+TOO_DEEP = "too deep"  # nested deeper than MAX_DEPTH, or than the JSON parser reads
 
 # Parse outcomes.
 OPEN = 0  # still streaming (or nothing yet)
@@ -45,6 +58,7 @@ class ArgsStream:
         "_ended",
         "_whole",
         "owner",
+        "reason",
     )
 
     def __init__(self, form: str, initial: Any = None) -> None:
@@ -63,6 +77,7 @@ class ArgsStream:
         # Set by the consumer that emitted this call as complete, and told (``calls_regressed``)
         # when it stops being one; a call nobody has emitted can change without a rebuild.
         self.owner: Any = None
+        self.reason: str | None = None  # INVALID_TEXT or TOO_DEEP once the state is INVALID
 
     # -- feeding -------------------------------------------------------------------------
 
@@ -78,7 +93,7 @@ class ArgsStream:
         if self._ended:
             if _NOT_SPACE.search(fragment):
                 self._regress()
-                self.state = INVALID
+                self._invalid(INVALID_TEXT)
                 self.value = None
                 return True
             return False
@@ -97,10 +112,14 @@ class ArgsStream:
         self.parts = []
         self._ended = True
         before = self.state
-        if isinstance(value, dict):
-            self.state, self.value = COMPLETE, value
+        if not isinstance(value, dict):
+            self._invalid(INVALID_TEXT)
+            self.value = None
+        elif nests_deeper(value, MAX_DEPTH):
+            self._invalid(TOO_DEEP)
+            self.value = None
         else:
-            self.state, self.value = INVALID, None
+            self.state, self.value, self.reason = COMPLETE, value, None
         return before != self.state or True
 
     def replace(self, text: Any) -> bool:
@@ -114,6 +133,11 @@ class ArgsStream:
             self.set_whole(text)
         return True
 
+    def _invalid(self, reason: str) -> None:
+        """The arguments can never become a call, and why."""
+        self.state = INVALID
+        self.reason = reason
+
     def _regress(self) -> None:
         if self.state == COMPLETE and self.owner is not None:
             self.owner.calls_regressed = True
@@ -122,6 +146,7 @@ class ArgsStream:
         self._regress()
         self.parts = []
         self.state = OPEN
+        self.reason = None
         self.value = None
         self._depth = 0
         self._in_string = False
@@ -142,7 +167,7 @@ class ArgsStream:
             pos = m.start()
             if s[pos] != "{":
                 # A top-level value that is not an object is never a call.
-                self.state = INVALID
+                self._invalid(INVALID_TEXT)
                 return True
         in_string = self._in_string
         if self._escape:
@@ -172,6 +197,11 @@ class ArgsStream:
                     in_string = True
                 elif c == "{" or c == "[":
                     depth += 1
+                    if depth > MAX_DEPTH:
+                        self._depth = depth
+                        self._in_string = False
+                        self._invalid(TOO_DEEP)
+                        return True
                 else:
                     depth -= 1
                     if depth <= 0:
@@ -185,17 +215,20 @@ class ArgsStream:
 
     def _conclude(self, rest: str) -> bool:
         if _NOT_SPACE.search(rest):
-            self.state = INVALID
+            self._invalid(INVALID_TEXT)
             return True
         try:
             value = json.loads("".join(self.parts))
         except ValueError:
-            self.state = INVALID
+            self._invalid(INVALID_TEXT)
+            return True
+        except RecursionError:  # deeper than the parser reads here (below MAX_DEPTH: rare)
+            self._invalid(TOO_DEEP)
             return True
         if isinstance(value, dict):
             self.state, self.value = COMPLETE, value
         else:
-            self.state = INVALID
+            self._invalid(INVALID_TEXT)
         return True
 
     # -- reading -------------------------------------------------------------------------
@@ -204,7 +237,7 @@ class ArgsStream:
     def text(self) -> str:
         """The argument text as streamed (raw, never re-escaped)."""
         if self._whole is not None:
-            return json.dumps(self._whole, ensure_ascii=False)
+            return dumps_any_depth(self._whole)
         if len(self.parts) > 1:
             self.parts[:] = ["".join(self.parts)]
         return self.parts[0] if self.parts else ""
@@ -224,6 +257,9 @@ class ArgsStream:
         self.closed = True
         if self.is_empty and self.state == OPEN:
             initial = self.initial if isinstance(self.initial, dict) else {}
+            if nests_deeper(initial, MAX_DEPTH):
+                self._invalid(TOO_DEEP)
+                return False
             self.state, self.value = COMPLETE, initial
             return True
         return False
@@ -245,3 +281,57 @@ class ArgsStream:
         if self.is_empty:
             return self.initial if self.initial is not None else {}
         return self.text
+
+
+def nests_deeper(value: Any, limit: int) -> bool:
+    """Do dicts and lists nest deeper than ``limit`` in ``value`` (the top one counted)?
+    Without recursion, so that any depth is measured; it stops at the first branch too deep."""
+    if not isinstance(value, (dict, list)):
+        return False
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        for child in node.values() if isinstance(node, dict) else node:
+            if isinstance(child, (dict, list)):
+                stack.append((child, depth + 1))
+    return False
+
+
+class _Token(str):
+    """Literal JSON text on :func:`dumps_any_depth`'s stack (a value is encoded, a token not)."""
+
+
+def dumps_any_depth(value: Any) -> str:
+    """``json.dumps(value, ensure_ascii=False)``, also for a value nested deeper than the
+    encoder's recursion reaches (such a value is never a call, but its text is still shown)."""
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except RecursionError:
+        pass
+    out: list[str] = []
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if item.__class__ is _Token:
+            out.append(item)
+        elif isinstance(item, dict):
+            out.append("{")
+            stack.append(_Token("}"))
+            entries = list(item.items())
+            for position in range(len(entries) - 1, -1, -1):
+                key, child = entries[position]
+                stack.append(child)
+                key_text = json.dumps(key if isinstance(key, str) else str(key), ensure_ascii=False)
+                stack.append(_Token((", " if position else "") + key_text + ": "))
+        elif isinstance(item, (list, tuple)):
+            out.append("[")
+            stack.append(_Token("]"))
+            for position in range(len(item) - 1, -1, -1):
+                stack.append(item[position])
+                if position:
+                    stack.append(_Token(", "))
+        else:
+            out.append(json.dumps(item, ensure_ascii=False))
+    return "".join(out)

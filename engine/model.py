@@ -88,15 +88,31 @@ class SlottedList:
 
 def materialize(node: Any) -> Any:
     """Turn an assembly tree into plain JSON-compatible values (a fresh copy)."""
+    try:
+        cls = node.__class__
+        if cls is dict:
+            return {k: materialize(v) for k, v in node.items()}
+        if cls is Fragments:
+            return str(node)
+        if cls is SlottedList:
+            return [materialize(item) for item in node.ordered()]
+        if cls is list:
+            return [materialize(v) for v in node]
+        if cls is ArgsStream:
+            return node.materialize()
+        return node
+    except RecursionError:  # a wire value nested deeper than the stack: copied without it
+        return copy_any_depth(node, _materialize_children)
+
+
+def _materialize_children(node: Any) -> Any:
     cls = node.__class__
-    if cls is dict:
-        return {k: materialize(v) for k, v in node.items()}
+    if cls is dict or cls is list:
+        return node
+    if cls is SlottedList:
+        return node.ordered()
     if cls is Fragments:
         return str(node)
-    if cls is SlottedList:
-        return [materialize(item) for item in node.ordered()]
-    if cls is list:
-        return [materialize(v) for v in node]
     if cls is ArgsStream:
         return node.materialize()
     return node
@@ -104,17 +120,57 @@ def materialize(node: Any) -> Any:
 
 def ingest(value: Any) -> Any:
     """Copy a wire value into the assembly tree, so later merges never alias the chunk."""
-    cls = value.__class__
-    if cls is dict:
-        # A loop, not a comprehension, and leaves copied inline: this copies every part a
-        # whole-part wire sends, and each extra frame showed in its per-chunk cost.
-        out = {}
-        for k, v in value.items():
-            out[k] = ingest(v) if v.__class__ is dict or v.__class__ is list else v
-        return out
-    if cls is list:
-        return [ingest(v) if v.__class__ is dict or v.__class__ is list else v for v in value]
-    return value
+    try:
+        cls = value.__class__
+        if cls is dict:
+            # A loop, not a comprehension, and leaves copied inline: this copies every part a
+            # whole-part wire sends, and each extra frame showed in its per-chunk cost.
+            out = {}
+            for k, v in value.items():
+                out[k] = ingest(v) if v.__class__ is dict or v.__class__ is list else v
+            return out
+        if cls is list:
+            return [ingest(v) if v.__class__ is dict or v.__class__ is list else v for v in value]
+        return value
+    except RecursionError:
+        # Nested deeper than the stack: copied without recursion. (The ``try`` costs nothing
+        # until it catches; the frames nearest the limit fail again until one has room.)
+        return copy_any_depth(value, _as_is)
+
+
+def _as_is(node: Any) -> Any:
+    return node
+
+
+def copy_any_depth(root: Any, children: Any) -> Any:
+    """Copy dicts and lists all the way down without recursion, whatever the depth.
+
+    ``children(node)`` says what a node holds: a dict or list to copy (the node itself, or
+    what it stands for, as a slotted list's items), or a leaf to keep as it is."""
+    top = children(root)
+    if top.__class__ is not dict and top.__class__ is not list:
+        return top
+    out: Any = {} if top.__class__ is dict else []
+    stack = [(out, iter(top.items() if top.__class__ is dict else top))]
+    while stack:
+        dest, entries = stack[-1]
+        is_dict = dest.__class__ is dict
+        for entry in entries:
+            key, child = entry if is_dict else (None, entry)
+            node = children(child)
+            copy: Any = node
+            if node.__class__ is dict or node.__class__ is list:
+                copy = {} if node.__class__ is dict else []
+            if is_dict:
+                dest[key] = copy
+            else:
+                dest.append(copy)
+            if copy is not node:
+                stack.append((copy, iter(node.items() if node.__class__ is dict else node)))
+                break
+        else:
+            stack.pop()
+    return out
 
 
 # A JSON value's copy: dicts and lists copied all the way down, leaves (immutable scalars, or a
