@@ -25,7 +25,7 @@ _NOT_SPACE = re.compile(r"[^ \t\n\r]")
 # reads at CPython's default recursion limit, on every Python version, so that the verdict
 # does not depend on the stack, and so that a tool, its result and the history built from the
 # call can copy and serialize the arguments without a RecursionError.
-MAX_DEPTH = 500
+MAX_DEPTH = 512
 
 # Why the arguments can never become a call (``ArgsStream.reason``).
 INVALID_TEXT = "invalid"  # not a JSON object
