@@ -18,6 +18,12 @@ from .extend import finish_open_parts
 from .jsonscan import COMPLETE
 from .strategy import NOT_FORMING, ExtractedCall, ExtractionStrategy, Forming
 
+# The third value of ``_held`` (beside False and True, ``hold()``'s veto of all display): a
+# driver holds the text call forming, so ``text()`` releases everything before its possible
+# start. A value, not one more attribute: the buffer's attributes stay few enough for
+# CPython's shared-key instance dicts, which its per-chunk attribute reads rely on.
+_TEXT_CALL_HELD = "text call held"
+
 
 class LLMStreamBuffer:
     """Accumulates one streamed response into the provider's own ``stream=false`` message."""
@@ -43,7 +49,7 @@ class LLMStreamBuffer:
 
     def _reset_view(self) -> None:
         self._shown = 0  # display fragments already handed out by text()
-        self._held = False
+        self._held: bool | str = False  # True: hold(); _TEXT_CALL_HELD: hold_text_call()
         self._calls: list[ExtractedCall] = []
         self._emitted: set[int] = set()  # track indexes already in _calls
         self._emitted_order: list[int] = []
@@ -273,7 +279,7 @@ class LLMStreamBuffer:
 
     def text(self) -> str:
         """Display text released since the last call ("" while held)."""
-        if self._held or self._asm is None:
+        if self._held is True or self._asm is None:
             return ""
         scanner = self._scanner
         if scanner is not None:
@@ -324,6 +330,14 @@ class LLMStreamBuffer:
         self._rounds = True
         self._scanner = codec.new_scanner()
         self._fed = 0
+
+    def hold_text_call(self) -> None:
+        """A driver holds the text call forming (its own, or one whose name has not streamed
+        yet), for this round (until the next ``add``). Unlike ``hold()``, which vetoes all
+        display, ``text()`` still releases everything before the call's possible start: only
+        the suffix that may still become a call stays held."""
+        if self._held is False:
+            self._held = _TEXT_CALL_HELD
 
     def consume_native(self) -> None:
         """A driver handled the native calls so far; from the next round on, the native calls
@@ -434,8 +448,9 @@ class LLMStreamBuffer:
         return scanner
 
     def _scanned_text(self) -> str:
-        """``text()`` through the scanner: what no driver held in this round flows; once the
-        stream has ended (its DONE, or ``close()``), everything still held flows."""
+        """``text()`` through the scanner: what no driver held in this round flows (the text
+        before a call a driver holds included); once the stream has ended (its DONE, or
+        ``close()``), everything still held flows."""
         scanner = self._sync()
         fed = self._fed
         if self._scan_closed:
@@ -447,7 +462,7 @@ class LLMStreamBuffer:
         elif self._quiet_at == self._fed:
             pass  # nothing held: nothing to release
         else:
-            if scanner.forming()[0]:
+            if self._held is not _TEXT_CALL_HELD and scanner.forming()[0]:
                 scanner.release_held()
             for call in scanner.complete_calls():
                 scanner.release_call(call)

@@ -218,10 +218,12 @@ class BaseDriver:
           calls of it, and the buffer advances past it in the next round. A stream that never
           sends its DONE (some OpenAI-compatible servers send no ``finish_reason``) runs its
           batch in the round after ``buf.close()``;
-        - a text call (in the display text): while it forms, the buffer is held
-          (``call_pending``) if its name is not known yet or is this driver's; once complete,
-          this driver's call runs at once and its text is never shown. A call that no driver
-          holds in a round flows as text; at the end of the stream everything held flows.
+        - a text call (in the display text): while it forms, its text is held
+          (``call_pending``) if its name is not known yet or is this driver's, from its
+          possible start on (the ``{``, fence or delimiter that opens it): the text before
+          it is shown in the same round; once complete, this driver's call runs at once and
+          its text is never shown. A call that no driver holds in a round flows as text; at
+          the end of the stream everything held flows.
         """
         if isinstance(llm_response, LLMStreamBuffer):
             return self._process_stream(llm_response)
@@ -313,7 +315,8 @@ class BaseDriver:
         self, buf: LLMStreamBuffer, view: _StreamView, ended: bool, response: DriverResponse
     ) -> list[str]:
         """Text calls: this driver's complete ones run at once (their text is never shown);
-        while one forms whose name is unknown yet or this driver's, the buffer is held.
+        while one forms whose name is unknown yet or this driver's, its text is held (from
+        its possible start: what precedes it still flows in this round).
         Returns the names of calls that are not this driver's."""
         unknown: list[str] = []
         mine = []
@@ -329,7 +332,7 @@ class BaseDriver:
         if forming and not ended:
             name = forming.tool_name
             if name is None or view.owns(name):
-                buf.hold()
+                buf.hold_text_call()  # the call's text only: the prose before it flows now
                 response.call_pending = True
             else:
                 unknown.append(name)

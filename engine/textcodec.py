@@ -496,6 +496,8 @@ class TextScanner:
     def releasable(self) -> str:
         """Text safe to show now, handed out once: everything up to the first held span."""
         queue = self._queue
+        if not queue:
+            return ""  # nothing new settled: every round while a call forms
         if len(queue) == 1 and queue[0].__class__ is str:
             return queue.popleft()  # one plain fragment since the last round: most rounds
         out = []
@@ -529,6 +531,8 @@ class TextScanner:
 
     def complete_calls(self) -> list[TextCall]:
         """Calls whose candidate closed and parsed, not yet consumed or released."""
+        if not self._groups:
+            return []  # asked every round while a call forms, when none has closed yet
         return [c for g in self._groups for c, o in zip(g.calls, g.open, strict=True) if o]
 
     # -- the driver's decisions ---------------------------------------------------------------
