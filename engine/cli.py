@@ -550,6 +550,8 @@ events:
   on:
     __NAME__.delta:
       - append: {at: content, from: delta}  # display text: the event's `delta` string
+    __NAME__.call_delta:  # TODO: the event that streams a call (or a fold, see openai_chat)
+      - args: {at: "tool_calls[index].function.arguments", from: arguments}
     __NAME__.done:
       - stop_reason: stop_reason
       - usage: usage
