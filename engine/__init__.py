@@ -3,6 +3,7 @@
 from .buffer import LLMStreamBuffer
 from .drivers import BaseDriver, DriverResponse, Orchestrator, Tool, ToolCallRecord
 from .errors import ChunkError, DescriptorError, Problem, UnknownFormatError
+from .records import Skipped
 from .registry import list_formats, load_format
 from .strategy import ExtractedCall, ExtractionStrategy, Forming
 from .validate import validate_descriptor
@@ -18,6 +19,7 @@ __all__ = [
     "LLMStreamBuffer",
     "Orchestrator",
     "Problem",
+    "Skipped",
     "Tool",
     "ToolCallRecord",
     "UnknownFormatError",

@@ -44,6 +44,8 @@ class Assembly:
         "open_parts",
         "calls_regressed",
         "first_open",
+        "unplaced",
+        "skipped",
     )
 
     def __init__(self, strategy: ExtractionStrategy) -> None:
@@ -61,6 +63,15 @@ class Assembly:
         self.open_parts: list = []  # calls streaming over several parts (engine.extend)
         self.calls_regressed = False  # a call that was complete no longer is: rebuild
         self.first_open = 0  # tracks before this index are not open (forming's cursor)
+        # What an operation could not place: the reasons of the chunk being applied (the
+        # buffer stamps them with the chunk's index and name), then the stamped records. Both
+        # stay empty on a stream that places everything, so the happy path pays one test.
+        self.unplaced: list[str] = []
+        self.skipped: list = []  # engine.records.Skipped
+
+    def skip(self, reason: str) -> None:
+        """An operation could not place what the event carries: say so, never drop it."""
+        self.unplaced.append(reason)
 
     # -- items -----------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from .chunks import SKIP, Sentinel, decode
 from .errors import ChunkError, UnknownFormatError
 from .extend import finish_open_parts
 from .jsonscan import COMPLETE
+from .records import Skipped
 from .strategy import NOT_FORMING, ExtractedCall, ExtractionStrategy, Forming
 
 # The third value of ``_held`` (beside False and True, ``hold()``'s veto of all display): a
@@ -40,6 +41,7 @@ class LLMStreamBuffer:
         self._strategy: ExtractionStrategy | None = None
         self._asm: Assembly | None = None
         self._pending: list[dict] = []  # chunks seen before the wire was resolved
+        self._pending_at: list[int] = []  # their indexes, for what they could not place
         self._pending_end = False
         self._index = 0  # position of the next chunk, for error messages
         self._sse: dict = {}
@@ -92,12 +94,23 @@ class LLMStreamBuffer:
         if asm is None:
             if not self._resolve(event):
                 self._pending.append(event)
+                self._pending_at.append(index)
                 return
             asm = self._asm
         try:
             self._strategy.program.apply(asm, event, self.choice)
         except (AttributeError, TypeError, KeyError, ValueError) as exc:
+            asm.unplaced.clear()
             raise ChunkError(index, f"event does not fit {self._strategy.name}: {exc}") from exc
+        if asm.unplaced:  # the happy path pays this one test
+            self._stamp_skipped(index, event)
+
+    def _stamp_skipped(self, index: int, event: dict) -> None:
+        """Record what the rules of chunk ``index`` could not place, named and located."""
+        asm = self._asm
+        name = self._strategy.program.event_name(event)
+        asm.skipped.extend(Skipped(index, name, reason) for reason in asm.unplaced)
+        asm.unplaced.clear()
 
     def _take_sentinel(self, sentinel: str, index: int) -> None:
         """An end marker (``data: [DONE]``): the DONE of the wire that declares it, and the end
@@ -128,8 +141,11 @@ class LLMStreamBuffer:
                 self._strategy = strategy
                 self._asm = strategy.new_assembly()
                 pending, self._pending = self._pending, []
-                for earlier in pending:
+                indexes, self._pending_at = self._pending_at, []
+                for at, earlier in zip(indexes, pending, strict=True):
                     strategy.program.apply(self._asm, earlier, self.choice)
+                    if self._asm.unplaced:
+                        self._stamp_skipped(at, earlier)
                 if self._pending_end:
                     self._asm.finished = True
                 return True
@@ -163,6 +179,7 @@ class LLMStreamBuffer:
         if self._strategy is not None:
             self._asm = self._strategy.new_assembly()
         self._pending = []
+        self._pending_at = []
         self._reset_view()
 
     # -- questions ---------------------------------------------------------------------------
@@ -271,6 +288,14 @@ class LLMStreamBuffer:
     @property
     def error(self) -> Any:
         return self._asm.error if self._asm is not None else None
+
+    def skipped(self) -> list[Skipped]:
+        """What the buffer could not place, never silently: each event (or part of one) that
+        an operation found no place for in the message, in stream order, with its reason
+        (``Skipped(index, event, reason)``): an event without its slot key, one for an item
+        that is not open, a restatement of a call already ready. Events that no rule handles
+        at all are counted in ``unknown_events`` instead. A fresh list, cumulative."""
+        return list(self._asm.skipped) if self._asm is not None else []
 
     @property
     def unknown_events(self) -> Counter:

@@ -42,7 +42,7 @@ from . import registry
 from .buffer import LLMStreamBuffer
 from .drivers import BaseDriver, DriverResponse
 from .errors import ChunkError, DescriptorError, Problem, UnknownFormatError
-from .records import Tool, ToolCallRecord
+from .records import Skipped, Tool, ToolCallRecord
 
 EXIT_OK, EXIT_PROBLEM, EXIT_USAGE = 0, 1, 2
 
@@ -390,6 +390,18 @@ class ReplayPrinter:
         )
 
 
+    def skipped(self, entry: Skipped) -> None:
+        """What the buffer could not place (``buf.skipped()``), one line each."""
+        if self.as_json:
+            where = {"chunk": entry.index, "name": entry.event}
+            self._emit({"event": "skipped", **where, "reason": entry.reason})
+            return
+        s = self.style
+        event = "" if entry.event is None else f" {entry.event}"
+        where = s.paint(f"{s.dot} chunk {entry.index}{event}", "dim")
+        self._line(f"{s.marker('skipped', 'warn')} {entry.reason} {where}")
+
+
 def _where(chunk: int | None) -> str:
     return "at close" if chunk is None else f"chunk {chunk}"
 
@@ -500,6 +512,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
         raise CLIError(f"{args.stream}: {exc}") from None
     replay.round(None)
     replay.printer.message(buf, Counter(getattr(buf, "unknown_events", None) or {}))
+    for entry in buf.skipped():
+        replay.printer.skipped(entry)
     return EXIT_OK
 
 
@@ -550,6 +564,8 @@ events:
   on:
     __NAME__.delta:
       - append: {at: content, from: delta}  # display text: the event's `delta` string
+    __NAME__.call_delta:  # TODO: the event that streams a call (or a fold, see openai_chat)
+      - args: {at: "tool_calls[index].function.arguments", from: arguments}
     __NAME__.done:
       - stop_reason: stop_reason
       - usage: usage

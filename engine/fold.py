@@ -9,13 +9,14 @@ repeated on every fragment is never concatenated).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from .assembly import Assembly, append_text, ensure_slotted
 from .jsonscan import COMPLETE
 from .model import Fragments, SlottedList, ingest
-from .ops import OPERATIONS, CompileContext, Run, Target, skips_without
+from .ops import OPERATIONS, CompileContext, Run, Target, report_unplaced, skips_without
 from .parts import JoinRule, join_parts, string_as_part
 from .paths import compile_get, compile_read, parse_chain, single_field
 
@@ -88,6 +89,8 @@ def op_fold(spec: dict, ctx: CompileContext) -> Run:
         dest = asm.root if target is None else target.locate_item(asm, ev, ch, True)
         if dest is not None:
             fold_delta(asm, dest, delta, fold, order)
+        else:
+            report_unplaced(asm, "fold", target, ev, ch)
 
     return skips_without(run, spec["from"])
 
@@ -253,7 +256,12 @@ def _merge_entry(
             continue
         if key == args_key:
             if args_here:
-                if value is not None and asm.args_of(item, args).feed(value):
+                if value is None:
+                    continue
+                stream = asm.args_of(item, args)
+                if stream.state == COMPLETE and _restates(stream, value):
+                    _skip_restated(asm, item, spec)
+                elif stream.feed(value):
                     asm.calls_dirty = True
                 continue
             if value.__class__ is dict:
@@ -271,6 +279,28 @@ def _merge_entry(
                 dest[key] = value
             continue
         _set_once(dest, key, value)
+
+
+def _restates(stream: Any, value: Any) -> bool:
+    """Does an argument value that arrives for a call already complete restate it whole (a
+    server that repeats the call in a later chunk), rather than extend it?"""
+    if value.__class__ is str:
+        if value.strip() == stream.text.strip():
+            return True
+        try:
+            return json.loads(value) == stream.value
+        except ValueError:
+            return False
+    return value == stream.value
+
+
+def _skip_restated(asm: Assembly, item: dict, spec: ListFold) -> None:
+    calls = asm.strategy.spec.calls
+    name = calls.name(item) if calls is not None else None
+    asm.skip(
+        f"fold {spec.pattern}: the entry restates the arguments of the call {name!r}, which are "
+        "complete already; the restatement is not taken"
+    )
 
 
 OPERATIONS["fold"] = op_fold

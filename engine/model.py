@@ -73,6 +73,12 @@ class SlottedList:
         self.last = slot
         return item
 
+    def free_slot(self) -> int:
+        """The first integer SLOT above every item's (items may sit at keys the wire chose):
+        where a value added without a SLOT of its own goes, after all that is there."""
+        count = len(self.items)
+        return self.next_int if self.next_int >= count else count
+
     def slots(self) -> list[Any]:
         keys = list(self.by_slot)
         if self.order == "slot" and all(type(k) is int for k in keys):

@@ -17,11 +17,11 @@ carry one source of the several their rules read. An operation that acts without
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .assembly import Assembly, append_text, ensure_slotted
-from .jsonscan import ArgsStream
+from .jsonscan import COMPLETE, ArgsStream
 from .model import Fragments, SlottedList, ingest
 from .paths import Reader, Segment, compile_read, parse_target, single_field
 
@@ -79,10 +79,14 @@ class Target:
         "parent_of_field",
         "at_root",
         "slot_field",
+        "path",
+        "scope",
     )
 
-    def __init__(self, path: str, ctx: CompileContext) -> None:
-        self.segments = parse_target(path, ctx.choice_alias)
+    def __init__(self, path: str, ctx: CompileContext, scope: str | None = None) -> None:
+        self.path = path
+        self.scope = scope
+        self.segments = _scoped(parse_target(path, ctx.choice_alias), scope)
         self.pattern = pattern_of(self.segments)
         self.order = ctx.list_order
         # For each slot step, the pattern of the list it indexes (to recognise call lists).
@@ -110,7 +114,31 @@ class Target:
         self.at_root = not slots and len(self.rel) == 1
         # The first SLOT, read inline when it is one field of the event (``index``).
         first = self.segments[slots[0]].slot_path if slots else None
-        self.slot_field = single_field(first, ctx.choice_alias)
+        scoped_first = scope is not None and len(slots) == 1
+        self.slot_field = None if scoped_first else single_field(first, ctx.choice_alias)
+
+    def explain(self, asm: Assembly, ev: Any, ch: Any) -> str:
+        """Why ``locate_item`` found no item for this event (cold: only for a skip)."""
+        node: Any = asm.root
+        for i, seg in enumerate(self.segments[: len(self.segments) - len(self.rel)]):
+            if seg.field is not None:
+                node = node.get(seg.field) if node.__class__ is dict else None
+                continue
+            slot = seg.slot(ev, ch)
+            if slot is None:
+                return f"the event has no slot key {seg.slot_path!r}"
+            item = node.get(slot) if node.__class__ is SlottedList else None
+            if item is None:
+                return f"no item is open at {self.shown(i, slot)}"
+            node = item
+        return "the way to it is not an object"
+
+    def shown(self, step: int, slot: Any) -> str:
+        """``content[1]`` (or ``content[tool '0']`` in a scope): the item at ``slot``."""
+        field = self.segments[step - 1].field
+        if slot.__class__ is tuple and len(slot) == 2 and self.scope is not None:
+            return f"{field}[{slot[0]} {slot[1]!r}]"
+        return f"{field}[{slot!r}]"
 
     def _one_slot(self, asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
         """``field[slot]...``: the item of the slotted list at the root's ``field``."""
@@ -197,6 +225,31 @@ class Target:
         return node
 
 
+def _scoped(segments: tuple[Segment, ...], scope: str | None) -> tuple[Segment, ...]:
+    """With a declared ``scope``, the SLOT of the addressed item (the last slot step) is keyed
+    by ``(scope, value)``: items of one list opened in different scopes never meet, however
+    their ids collide (a text part "0" and a tool call "0"). Without one, a list has one
+    scope, the wire's own index, as before."""
+    if scope is None:
+        return segments
+    last = max((i for i, s in enumerate(segments) if s.field is None), default=-1)
+    if last < 0:
+        raise ValueError("scope: the path has no slot step to scope, e.g. content[id]")
+    inner = segments[last].slot
+
+    def scoped_slot(ev: Any, ch: Any) -> Any:
+        value = inner(ev, ch)
+        return None if value is None else (scope, value)
+
+    step = replace(segments[last], slot=scoped_slot)
+    return (*segments[:last], step, *segments[last + 1 :])
+
+
+def report_unplaced(asm: Assembly, op: str, target: Target, ev: Any, ch: Any) -> None:
+    """Record that ``op`` found no item at its target for this event (cold path)."""
+    asm.skip(f"{op} {target.path}: {target.explain(asm, ev, ch)}; the event changed nothing")
+
+
 def _at_root(asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
     return asm.root
 
@@ -223,11 +276,13 @@ def op_set(spec: dict, ctx: CompileContext) -> Run:
             if value.__class__ is dict:
                 asm.root.clear()
                 asm.root.update(ingest(value))
+            elif value is not None:
+                asm.skip(f"set (the whole message) from {spec['from']}: {_not_an_object(value)}")
 
         return skips_without(set_root, spec["from"])
-    target = Target(at, ctx)
+    target = Target(at, ctx, spec.get("scope"))
     if not target.rel:  # writing a whole item: an open by another name
-        return _open(target, read)
+        return _open(target, read, ctx, "set")
     last = target.rel[-1]
 
     def set_field(asm: Assembly, ev: Any, ch: Any) -> None:
@@ -237,6 +292,8 @@ def op_set(spec: dict, ctx: CompileContext) -> Run:
         item = target.locate_item(asm, ev, ch, True)
         if item is not None:
             target.parent_of_field(item)[last] = ingest(value)
+        else:
+            report_unplaced(asm, "set", target, ev, ch)
 
     return skips_without(set_field, spec["from"])
 
@@ -244,7 +301,7 @@ def op_set(spec: dict, ctx: CompileContext) -> Run:
 def op_set_once(spec: dict, ctx: CompileContext) -> Run:
     """Set the value at ``at`` unless it already holds one (null and "" count as none)."""
     read = compile_read(spec["from"], ctx.choice_alias)
-    target = Target(spec["at"], ctx)
+    target = Target(spec["at"], ctx, spec.get("scope"))
     last = target.rel[-1]
 
     def set_once(asm: Assembly, ev: Any, ch: Any) -> None:
@@ -258,6 +315,7 @@ def op_set_once(spec: dict, ctx: CompileContext) -> Run:
         else:
             item = target.locate_item(asm, ev, ch, True)
             if item is None:
+                report_unplaced(asm, "set_once", target, ev, ch)
                 return
             parent = target.parent_of_field(item)
         if parent.get(last) in (None, ""):
@@ -274,17 +332,20 @@ def op_merge(spec: dict, ctx: CompileContext) -> Run:
     read = compile_read(spec["from"], ctx.choice_alias)
     excluded = frozenset(spec.get("except", ()))
     at = spec.get("at", "")
-    target = Target(at, ctx) if at else None
+    target = Target(at, ctx, spec.get("scope")) if at else None
 
     def merge(asm: Assembly, ev: Any, ch: Any) -> None:
         value = read(ev, ch)
         if value.__class__ is not dict:
+            if value is not None:
+                asm.skip(f"merge {at or '(the whole message)'}: {_not_an_object(value)}")
             return
         if target is None:
             dest = asm.root
         else:
             item = target.locate_item(asm, ev, ch, True)
             if item is None:
+                report_unplaced(asm, "merge", target, ev, ch)
                 return
             if target.rel:
                 parent = target.parent_of_field(item)
@@ -301,17 +362,41 @@ def op_merge(spec: dict, ctx: CompileContext) -> Run:
     return skips_without(merge, spec["from"])
 
 
+def _not_an_object(value: Any) -> str:
+    return f"expected an object, got {_json_kind(value)}; the event changed nothing"
+
+
+def _json_kind(value: Any) -> str:
+    """``a string``, ``a number``...: how a wrong value is named in a skip's reason."""
+    if value.__class__ is bool:
+        return "a boolean"
+    if value.__class__ in (int, float):
+        return "a number"
+    if value.__class__ in (str, Fragments):
+        return "a string"
+    if value.__class__ in (list, SlottedList):
+        return "a list"
+    if value.__class__ in (dict, ArgsStream):
+        return "an object"
+    return value.__class__.__name__
+
+
 # --- open, close --------------------------------------------------------------------------
 
 
-def _open(target: Target, read: Reader) -> Run:
+def _open(target: Target, read: Reader, ctx: CompileContext, op: str = "open") -> Run:
+    """Open the item at ``target``: an item at a free SLOT starts from the event's object;
+    one already there is the same item restated, and is merged (see :func:`_restate`), so that
+    a start sent twice is one item and one call."""
     *_, last_seg = target.segments
     pattern = target.item_patterns[-1]
+    args_fields = ctx.calls_args if pattern == ctx.calls_pattern else ()
 
     def open_item(asm: Assembly, ev: Any, ch: Any) -> None:
         value = read(ev, ch)
         slot = last_seg.slot(ev, ch)
         if slot is None:
+            report_unplaced(asm, op, target, ev, ch)
             return
         # Walk to the list that holds the item (creating the way).
         node: Any = asm.root
@@ -329,12 +414,27 @@ def _open(target: Target, read: Reader) -> Run:
                     node = child
             else:
                 inner = seg.slot(ev, ch)
+                if inner is None:
+                    report_unplaced(asm, op, target, ev, ch)
+                    return
                 item = node.get(inner)
                 if item is None:
                     item = node.put(inner, {})
                     asm.item_added(target.item_patterns[i], item)
                 node = item
         lst = ensure_slotted(node, segs[-2].field, target.order)
+        existing = lst.get(slot)
+        if existing is not None:
+            if _restate(asm, existing, value, args_fields):
+                lst.last = slot
+                if id(existing) not in asm.track_of:
+                    asm.item_added(pattern, existing)  # what it carries now may make it a call
+            else:
+                asm.skip(
+                    f"{op} {target.path}: {target.shown(len(segs) - 1, slot)} is a call whose "
+                    "arguments are complete already; the restated item is not taken"
+                )
+            return
         item = ingest(value) if value.__class__ is dict else {}
         lst.put(slot, item)
         asm.item_added(pattern, item)
@@ -344,23 +444,68 @@ def _open(target: Target, read: Reader) -> Run:
 
 def op_open(spec: dict, ctx: CompileContext) -> Run:
     """Open a new item at the slotted path ``at``, starting from the event's ``from`` object."""
-    target = Target(spec["at"], ctx)
+    target = Target(spec["at"], ctx, spec.get("scope"))
     if target.rel or not target.segments or target.segments[-1].field is not None:
         raise ValueError("open: 'at' must end with a slot step, e.g. content[index]")
     read = compile_read(spec.get("from", ""), ctx.choice_alias) if "from" in spec else None
-    return _open(target, read or (lambda ev, ch: None))
+    return _open(target, read or (lambda ev, ch: None), ctx)
+
+
+def _restate(asm: Assembly, item: dict, value: Any, args_fields: tuple[str, ...]) -> bool:
+    """An item opened again at its SLOT (a start restated, a call sent whole after its
+    start): merge what the restatement adds into the item, keeping it (and its call track).
+
+    A call whose arguments are complete already is never changed (False: the caller lists
+    the restatement as skipped), so a ready call is never taken back nor run twice. Otherwise
+    nothing streamed is lost: an empty value ("", {}, [], null) never erases one, and the
+    arguments go through the call's stream (whole arguments replace a stream's fragments)."""
+    track = asm.track_of.get(id(item))
+    if track is not None and track.args.state == COMPLETE:
+        return False
+    if value.__class__ is dict:
+        _merge_restated(asm, item, value, track, args_fields)
+    return True
+
+
+def _merge_restated(
+    asm: Assembly, node: dict, value: dict, track: Any, args_fields: tuple[str, ...]
+) -> None:
+    for key, val in value.items():
+        current = node.get(key)
+        on_args = track is not None and bool(args_fields) and key == args_fields[0]
+        if on_args and len(args_fields) == 1:
+            if not _is_empty(val) and track.args.replace(val):
+                asm.calls_dirty = True
+            continue
+        if _is_empty(val) and current is not None:
+            continue
+        if val.__class__ is dict and current.__class__ is dict:
+            _merge_restated(asm, current, val, track if on_args else None, args_fields[1:])
+        elif current.__class__ is ArgsStream:
+            if current.replace(val):
+                asm.calls_dirty = True
+        elif current.__class__ is SlottedList and val.__class__ is list:
+            if len(val) >= len(current):
+                node[key] = ingest(val)
+        else:
+            node[key] = ingest(val)
+
+
+def _is_empty(value: Any) -> bool:
+    return value is None or value == "" or value == {} or value == []
 
 
 def op_close(spec: dict, ctx: CompileContext) -> Run:
     """The item at ``at`` is complete: finalize its arguments (parse an object-form wire's
     JSON text); with ``from``, first adopt the fields of the final item the event carries."""
-    target = Target(spec["at"], ctx)
+    target = Target(spec["at"], ctx, spec.get("scope"))
     read = compile_read(spec["from"], ctx.choice_alias) if "from" in spec else None
     args_fields = ctx.calls_args
 
     def close(asm: Assembly, ev: Any, ch: Any) -> None:
         item = target.locate_item(asm, ev, ch, read is not None)
         if item is None:
+            report_unplaced(asm, "close", target, ev, ch)
             return
         if read is not None:
             final = read(ev, ch)
@@ -418,7 +563,7 @@ def _streams_in(node: Any):
 def op_append(spec: dict, ctx: CompileContext) -> Run:
     """Append the event's string at ``from`` to the string at ``at``."""
     read = compile_read(spec["from"], ctx.choice_alias)
-    target = Target(spec["at"], ctx)
+    target = Target(spec["at"], ctx, spec.get("scope"))
     display = _display_target(target, ctx)
     text_where = ctx.text_where
     last = target.rel[-1]
@@ -427,9 +572,15 @@ def op_append(spec: dict, ctx: CompileContext) -> Run:
     def append(asm: Assembly, ev: Any, ch: Any) -> None:
         piece = read(ev, ch)
         if piece.__class__ is not str or not piece:
+            if piece is not None and piece.__class__ is not str:
+                asm.skip(
+                    f"append {target.path}: expected a string at {spec['from']}, got "
+                    f"{_json_kind(piece)}; the event changed nothing"
+                )
             return
         item = target.locate_item(asm, ev, ch, True)
         if item is None:
+            report_unplaced(asm, "append", target, ev, ch)
             return
         parent = item if shallow else target.parent_of_field(item)
         current = parent.get(last)
@@ -446,7 +597,7 @@ def op_append(spec: dict, ctx: CompileContext) -> Run:
 def op_args(spec: dict, ctx: CompileContext) -> Run:
     """Feed an argument fragment (a JSON text piece, or a whole object) to the call at ``at``."""
     read = compile_read(spec["from"], ctx.choice_alias)
-    target = Target(spec["at"], ctx)
+    target = Target(spec["at"], ctx, spec.get("scope"))
     rel = target.rel
 
     def args(asm: Assembly, ev: Any, ch: Any) -> None:
@@ -455,6 +606,7 @@ def op_args(spec: dict, ctx: CompileContext) -> Run:
             return
         item = target.locate_item(asm, ev, ch, True)
         if item is None:
+            report_unplaced(asm, "args", target, ev, ch)
             return
         if asm.args_of(item, rel).feed(piece):
             asm.calls_dirty = True
@@ -465,7 +617,7 @@ def op_args(spec: dict, ctx: CompileContext) -> Run:
 def op_args_final(spec: dict, ctx: CompileContext) -> Run:
     """The wire restates a call's whole argument text (``...arguments.done``): adopt it."""
     read = compile_read(spec["from"], ctx.choice_alias)
-    target = Target(spec["at"], ctx)
+    target = Target(spec["at"], ctx, spec.get("scope"))
     rel = target.rel
 
     def args_final(asm: Assembly, ev: Any, ch: Any) -> None:
@@ -473,17 +625,23 @@ def op_args_final(spec: dict, ctx: CompileContext) -> Run:
         if value is None:
             return
         item = target.locate_item(asm, ev, ch, True)
-        if item is not None and asm.args_of(item, rel).replace(value):
+        if item is None:
+            report_unplaced(asm, "args_final", target, ev, ch)
+        elif asm.args_of(item, rel).replace(value):
             asm.calls_dirty = True
 
     return skips_without(args_final, spec["from"])
 
 
 def op_push(spec: dict, ctx: CompileContext) -> Run:
-    """Add the event's value at ``from`` as a new element of the list at ``at``."""
+    """Add the event's value at ``from`` as a new element of the list at ``at``.
+
+    The list may be a slotted one (items another rule opened by SLOT): the value then takes
+    the first free integer SLOT after them, so it is appended and nothing there is replaced."""
     read = compile_read(spec["from"], ctx.choice_alias)
-    target = Target(spec["at"], ctx)
+    target = Target(spec["at"], ctx, spec.get("scope"))
     last = target.rel[-1]
+    item_pattern = f"{target.pattern}[*]"
 
     def push(asm: Assembly, ev: Any, ch: Any) -> None:
         value = read(ev, ch)
@@ -491,12 +649,23 @@ def op_push(spec: dict, ctx: CompileContext) -> Run:
             return
         item = target.locate_item(asm, ev, ch, True)
         if item is None:
+            report_unplaced(asm, "push", target, ev, ch)
             return
         parent = target.parent_of_field(item)
         current = parent.get(last)
-        if current.__class__ is not list:
-            current = parent[last] = []
-        current.append(ingest(value))
+        if current.__class__ is list:
+            current.append(ingest(value))
+        elif current is None:
+            parent[last] = [ingest(value)]
+        elif current.__class__ is SlottedList:
+            stored = current.put(current.free_slot(), ingest(value))
+            if stored.__class__ is dict:
+                asm.item_added(item_pattern, stored)
+        else:
+            asm.skip(
+                f"push {target.path}: it holds {_json_kind(current)}, not a list; "
+                "the value is not added"
+            )
 
     return skips_without(push, spec["from"])
 

@@ -42,3 +42,22 @@ class ToolCallRecord:
     @property
     def failed(self) -> bool:
         return self.error is not None
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """An event, or part of one, that an operation of the descriptor could not place in the
+    message: it changed nothing, and is listed here rather than lost silently.
+
+    ``index`` is the chunk's position in the stream (0-based, as ``ChunkError`` counts),
+    ``event`` the event's name as the descriptor's discriminator reads it (None on a wire
+    without event names), ``reason`` a sentence naming the operation, its path and why.
+    """
+
+    index: int
+    event: str | None
+    reason: str
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict, for sending it on (``mcs-formats replay --json``)."""
+        return {"type": "Skipped", "index": self.index, "event": self.event, "reason": self.reason}

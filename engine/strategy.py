@@ -194,6 +194,17 @@ class Program:
                 return entry
         return None
 
+    def event_name(self, chunk: Any) -> str | None:
+        """The event's name as the discriminator reads it (``content_block_delta``), None on a
+        wire without event names. Cold: it names a skipped event, never runs per chunk."""
+        if self.discriminator is None or chunk.__class__ is not dict:
+            return None
+        field = self.discriminator_field
+        name = chunk.get(field) if field is not None else self.discriminator(chunk)
+        if name is None and self.wrapped and len(chunk) == 1:
+            (name,) = chunk
+        return None if name is None else str(name)
+
     def apply(self, asm: Assembly, chunk: dict, choice: int) -> None:
         # ``split`` inlined: this runs on every chunk, and a call is a tenth of the budget.
         discriminator = self.discriminator

@@ -22,7 +22,9 @@ three passes; every problem found is reported, sorted by position, as
 A problem's ``rule`` names the check: a schema keyword (``type``, ``required``, ``enum``...),
 or ``unknown-key``, ``operation``, ``jmespath``, ``slot``, ``target``, ``item-target``,
 ``field-target``, ``pattern``, ``call-pattern``, ``field-chain``, ``regex``, ``name``,
-``order``, ``template``, ``yaml``, ``compile``, ``extends``.
+``order``, ``template``, ``yaml``, ``compile``, ``extends``, and for what can be known of the
+flow when the descriptor loads, ``args-unwritten`` (``calls.args`` that no operation writes)
+and ``slot-key`` (a rule that looks an item up by a slot key no rule opens it by).
 
 A problem in a value the file inherited (through ``extends``) is reported in the file being
 checked, at its ``extends`` line, with the pointer into the resolved descriptor, and says where
@@ -46,6 +48,7 @@ from jsonschema.exceptions import relevance
 from .errors import Problem
 from .inherit import KEY as EXTENDS
 from .inherit import resolve
+from .ops import pattern_of
 from .paths import PathError, Segment, compile_read, parse_chain, parse_target
 from .yamlsource import SourceMap, YAMLSourceError, escape, load
 
@@ -509,6 +512,119 @@ def _template_problems(data: dict, where: _Locator) -> list[Problem]:
     return []
 
 
+# -- what can be known of the flow when the descriptor loads ------------------------------------
+
+
+def _rules(data: dict) -> Iterator[tuple[str, str, dict]]:
+    """Every operation with arguments: (pointer of its arguments, name, arguments)."""
+    for base, rules in _operation_lists(data):
+        for i, rule in enumerate(rules):
+            if isinstance(rule, dict) and len(rule) == 1:
+                ((name, args),) = rule.items()
+                if isinstance(args, dict):
+                    yield f"{base}/{i}/{escape(name)}", name, args
+
+
+_ARGS_WRITERS = ("args", "args_final")
+
+
+def _unwritten_args(data: dict, where: _Locator) -> list[Problem]:
+    """``calls.args`` streams fragments (the default ``args_arrive``) but no operation writes
+    there: every call's arguments would stay empty, and no call would ever be runnable."""
+    calls = data.get("calls")
+    if not isinstance(calls, dict) or calls.get("args_arrive") == "whole":
+        return []
+    at, args = calls.get("at"), calls.get("args")
+    if not (isinstance(at, str) and isinstance(args, str)):
+        return []
+    wanted = f"{_pattern_of(at)}.{args}"
+    for _, name, spec in _rules(data):
+        target = spec.get("at")
+        if name in _ARGS_WRITERS and isinstance(target, str) and _pattern_of(target) == wanted:
+            return []
+        if name == "fold":
+            base = _pattern_of(spec.get("at", ""))
+            for list_name, lspec in (spec.get("lists") or {}).items():
+                if isinstance(lspec, dict) and lspec.get("args"):
+                    written = f"{base}.{list_name}[*]" if base else f"{list_name}[*]"
+                    if f"{written}.{lspec['args']}" == wanted:
+                        return []
+    slotted = wanted.replace("[*]", "[SLOT]")
+    return [
+        where.at_value(
+            "/calls/args",
+            f"no operation writes the calls' arguments at {slotted} (an args or args_final "
+            "there, or a fold list's args): every call would stay without arguments; write "
+            "them, or declare args_arrive: whole if they come with the item",
+            "args-unwritten",
+        )
+    ]
+
+
+def _pattern_of(path: str) -> str:
+    return pattern_of(parse_target(path)) if path else ""
+
+
+def _slot_keys(data: dict, where: _Locator) -> list[Problem]:
+    """A rule that addresses an item of a list by a slot key (and ``scope``) with which no
+    rule opens that list's items: the items it looks for are opened under another key, so
+    every event it handles would be skipped (or start an item apart from them)."""
+    opened: dict[str, set[tuple[Any, str]]] = {}
+    addressed: list[tuple[str, str, tuple[Any, str], str]] = []
+    out = []
+    for pointer, name, spec in _rules(data):
+        at = spec.get("at")
+        if not isinstance(at, str) or name in ("fold", "extend"):
+            continue
+        segments = parse_target(at)
+        slots = [i for i, seg in enumerate(segments) if seg.field is None]
+        if not slots:
+            if spec.get("scope") is not None:
+                out.append(
+                    where.at_value(
+                        f"{pointer}/scope",
+                        f"a scope keys a SLOT, and {at!r} has no slot step to scope",
+                        "slot-key",
+                    )
+                )
+            continue
+        last = slots[-1]
+        list_pattern = pattern_of(segments[: last + 1])
+        key = (spec.get("scope"), segments[last].slot_path or "")
+        if name == "open" or (name == "set" and last == len(segments) - 1):
+            opened.setdefault(list_pattern, set()).add(key)
+        addressed.append((pointer, list_pattern, key, at))
+    for pointer, list_pattern, key, at in addressed:
+        keys = opened.get(list_pattern)
+        if not keys or key in keys:
+            continue
+        shown = ", ".join(sorted(_key_text(k) for k in keys))
+        out.append(
+            where.at_value(
+                f"{pointer}/at",
+                f"slot key {_key_text(key)} of {at!r}: no rule opens an item of "
+                f"{list_pattern} by it (they open by {shown}); its events would find no item",
+                "slot-key",
+            )
+        )
+    return out
+
+
+def _key_text(key: tuple[Any, str]) -> str:
+    scope, path = key
+    return f"[{path}]" if scope is None else f"[{path}] in scope {scope!r}"
+
+
+def _flow_problems(data: dict, where: _Locator) -> list[Problem]:
+    """What the schema cannot see across sections, found before any stream runs."""
+    if descriptor_kind(data) != "wire_descriptor" or not isinstance(data.get("events"), dict):
+        return []
+    try:
+        return _unwritten_args(data, where) + _slot_keys(data, where)
+    except PathError:  # a bad path is reported by the schema pass; compiling says the rest
+        return []
+
+
 def _compile_problems(data: dict, where: _Locator) -> list[Problem]:
     try:
         if descriptor_kind(data) == "codec_descriptor":
@@ -550,6 +666,8 @@ def validate_text(text: str, file: str) -> tuple[Any, list[Problem]]:
         problems += _engine_problems(data, where)
         if not any(p.pointer.startswith(("/results", "/declarations")) for p in problems):
             problems += _template_problems(data, where)
+        if not problems:
+            problems += _flow_problems(data, where)
         if not problems:
             problems += _compile_problems(data, where)
     return data, _unique(problems)

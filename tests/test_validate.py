@@ -99,6 +99,9 @@ RULES = {
     "extends_bad_key": ["unknown-key"],
     "extends_inherited_problem": ["type"],
     "extends_own_name": ["required"],
+    "args_never_written": ["args-unwritten"],
+    "slot_key_never_opened": ["slot-key"],
+    "scope_not_opened": ["slot-key"],
 }
 
 
