@@ -5,7 +5,10 @@ Some wires stream a list of typed parts (``{type: thinking, thinking: [...]}``,
 per run: adjacent parts of one kind join into one, their text fields concatenating (nested part
 lists join the same way), other fields set once. A :class:`JoinRule` says what "one kind" is
 (``key``: the fields that must be equal) and which fields are text; a part without any text
-field (a function call) never joins.
+field (a function call) never joins. ``attach`` names fields that a part with no text of its
+own brings onto the run before it: Gemini ends a streamed answer with
+``{"text": "", "thoughtSignature": ...}``, where the non-streaming response has one part
+``{text, thoughtSignature}``.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ class JoinRule:
     string_part: dict | None = None  # how a bare string delta becomes a part: {type: text}
     string_field: str | None = None
     blocked_by: tuple[str, ...] = ()  # fields on the incoming part that prevent a join
+    attach: tuple[str, ...] = ()  # fields an empty-text part brings onto the run before it
 
     @classmethod
     def from_spec(cls, spec: dict) -> JoinRule:
@@ -35,6 +39,7 @@ class JoinRule:
             string_part={k: v for k, v in string.items() if k != "field"} if string else None,
             string_field=string.get("field", "text") if string else None,
             blocked_by=tuple(spec.get("unless", ())),
+            attach=tuple(spec.get("attach", ())),
         )
 
 
@@ -43,6 +48,9 @@ def _may_join(rule: JoinRule, last: dict, part: dict) -> bool:
     Plain loops, no generators: this runs on every part of every chunk."""
     for f in rule.blocked_by:
         if part.get(f) is not None:
+            return False
+    for f in rule.attach:
+        if part.get(f) is not None and not _attaches(rule, last, part, f):
             return False
     for f in rule.text:
         if f in last:
@@ -56,6 +64,17 @@ def _may_join(rule: JoinRule, last: dict, part: dict) -> bool:
         return False
     for k in rule.key:  # noqa: SIM110  (a generator costs a call per part)
         if last.get(k, _ABSENT) != part.get(k, _ABSENT):
+            return False
+    return True
+
+
+def _attaches(rule: JoinRule, last: dict, part: dict, field: str) -> bool:
+    """Does ``part`` only bring ``field`` to the run before it: it has no text of its own
+    and the run does not hold that field yet (a second signature is never merged away)."""
+    if last.get(field) is not None:
+        return False
+    for f in rule.text:  # noqa: SIM110  (a generator costs a call per part)
+        if part.get(f):
             return False
     return True
 

@@ -1,0 +1,182 @@
+"""RFC 9535 JSON paths that address one value: how a streamed argument piece says where it goes.
+
+Vertex AI streams a call's arguments as pieces, each naming its place by a JSON path
+(``PartialArg.jsonPath``, "A JSON Path (RFC 9535) to the argument being streamed"). A piece sets
+one value, so only a *singular* path means anything: the root ``$`` followed by child segments
+that each select one member or one item:
+
+- member-name shorthand ``.name``: a first character that is a letter, ``_`` or any character
+  from U+0080 on (``$.名前``), then those or digits (RFC 9535 2.5.1.1); ``$`` and ``-`` are
+  also taken inside a name, as the first version of this reader did;
+- a bracketed name ``['a b']`` or ``["x"]``, with the string-literal escapes of RFC 9535
+  2.3.1.1 (``\\b \\f \\n \\r \\t \\/ \\\\``, the quote that delimits the name, ``\\uXXXX`` with
+  surrogate pairs), blank space allowed inside the brackets;
+- an index ``[0]`` (no leading zeros, at most 2^53-1).
+
+Everything else (wildcards, slices, filters, ``..``, several selectors in one segment, a
+negative index, which names no place in a list still being built) is refused with a
+:class:`ValueError` that names the path and the offset.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+_NAME_CHARS = "A-Za-z_$\u0080-\ud7ff\ue000-\U0010ffff"
+_SHORTHAND = re.compile(f"[{_NAME_CHARS}][{_NAME_CHARS}0-9-]*")
+_INDEX = re.compile(r"-?[0-9]+")
+_HEX4 = re.compile(r"[0-9A-Fa-f]{4}")
+_BLANK = " \t\n\r"
+_ESCAPES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "/": "/", "\\": "\\"}
+_MAX_INDEX = 2**53 - 1
+
+Token = str | int
+
+
+def _bad(path: str, pos: int, what: str) -> ValueError:
+    return ValueError(f"JSON path {path!r} at offset {pos}: {what}")
+
+
+@lru_cache(maxsize=1024)
+def singular_path(path: str) -> tuple[Token, ...]:
+    """``$.a['b c'][0]`` -> ``("a", "b c", 0)``. Cached: every piece of a leaf repeats its path."""
+    if path[:1] != "$":
+        raise _bad(path, 0, "a JSON path starts with '$'")
+    out: list[Token] = []
+    pos, end = 1, len(path)
+    while pos < end:
+        char = path[pos]
+        if char == ".":
+            if path.startswith("..", pos):
+                raise _bad(path, pos, "'..' selects descendants, not one place")
+            match = _SHORTHAND.match(path, pos + 1)
+            if match is None:
+                raise _bad(path, pos + 1, "expected a member name after '.'")
+            out.append(match.group())
+            pos = match.end()
+        elif char == "[":
+            token, pos = _selector(path, _skip_blank(path, pos + 1))
+            pos = _skip_blank(path, pos)
+            if path[pos : pos + 1] != "]":
+                more = " (one selector per segment)" if path[pos : pos + 1] == "," else ""
+                raise _bad(path, pos, f"expected ']'{more}")
+            out.append(token)
+            pos += 1
+        else:
+            raise _bad(path, pos, f"expected '.' or '[', got {char!r}")
+    return tuple(out)
+
+
+def normalized(tokens: tuple[Token, ...]) -> str:
+    """The RFC 9535 normalized path of ``tokens`` (``$['a'][0]``), for messages."""
+    out = ["$"]
+    for token in tokens:
+        if token.__class__ is int:
+            out.append(f"[{token}]")
+        else:
+            out.append("['" + "".join(_normal_char(c) for c in str(token)) + "']")
+    return "".join(out)
+
+
+_NORMAL_ESCAPES = {
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+    "'": "\\'",
+    "\\": "\\\\",
+}
+
+
+def _normal_char(char: str) -> str:
+    """One character of a name in a normalized path (RFC 9535 2.7)."""
+    escaped = _NORMAL_ESCAPES.get(char)
+    if escaped is not None:
+        return escaped
+    return f"\\u{ord(char):04x}" if char < " " else char
+
+
+def _skip_blank(path: str, pos: int) -> int:
+    while pos < len(path) and path[pos] in _BLANK:
+        pos += 1
+    return pos
+
+
+def _selector(path: str, pos: int) -> tuple[Token, int]:
+    char = path[pos : pos + 1]
+    if char in ("'", '"'):
+        return _name(path, pos)
+    match = _INDEX.match(path, pos)
+    if match is not None:
+        text = match.group()
+        if path[match.end() : match.end() + 1] == ":":
+            raise _bad(path, pos, "a slice selects a range, not one place")
+        digits = text.lstrip("-")
+        if len(digits) > 1 and digits[0] == "0" or text == "-0":
+            raise _bad(path, pos, f"index {text} has a leading zero")
+        index = int(text)
+        if abs(index) > _MAX_INDEX:
+            raise _bad(path, pos, f"index {text} is out of range")
+        if index < 0:
+            raise _bad(path, pos, f"a negative index ({text}) names no place in a list being built")
+        return index, match.end()
+    what = {"*": "a wildcard selects every child", "?": "a filter selects many children"}
+    raise _bad(path, pos, what.get(char, "expected a quoted member name or an index"))
+
+
+def _name(path: str, pos: int) -> tuple[str, int]:
+    """A quoted member name from ``path[pos]`` (its quote) on: the name and the offset past it."""
+    quote = path[pos]
+    out: list[str] = []
+    pos += 1
+    while True:
+        if pos >= len(path):
+            raise _bad(path, pos, f"the name is not closed by {quote}")
+        char = path[pos]
+        if char == quote:
+            return "".join(out), pos + 1
+        if char == "\\":
+            escape = path[pos + 1 : pos + 2]
+            if escape == quote:
+                out.append(quote)
+                pos += 2
+            elif escape in _ESCAPES:
+                out.append(_ESCAPES[escape])
+                pos += 2
+            elif escape == "u":
+                text, pos = _unicode_escape(path, pos)
+                out.append(text)
+            else:
+                raise _bad(path, pos, f"invalid escape \\{escape} in a {quote}-quoted name")
+        elif char < " ":
+            raise _bad(path, pos, f"control character {char!r} must be escaped")
+        elif "\ud800" <= char <= "\udfff":
+            raise _bad(path, pos, "a lone surrogate is not a character")
+        else:
+            out.append(char)
+            pos += 1
+
+
+def _unicode_escape(path: str, pos: int) -> tuple[str, int]:
+    """``\\uXXXX`` at ``pos``, or a surrogate pair ``\\uD8xx\\uDCxx``: the character and the
+    offset past it."""
+    high = _hex4(path, pos)
+    if 0xDC00 <= high <= 0xDFFF:
+        raise _bad(path, pos, "a low surrogate escape without its high surrogate")
+    if not 0xD800 <= high <= 0xDBFF:
+        return chr(high), pos + 6
+    if path[pos + 6 : pos + 8] != "\\u":
+        raise _bad(path, pos, "a high surrogate escape must be followed by its low surrogate")
+    low = _hex4(path, pos + 6)
+    if not 0xDC00 <= low <= 0xDFFF:
+        raise _bad(path, pos + 6, "a high surrogate escape must be followed by its low surrogate")
+    return chr(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00)), pos + 12
+
+
+def _hex4(path: str, pos: int) -> int:
+    match = _HEX4.match(path, pos + 2)
+    if match is None:
+        raise _bad(path, pos, "\\u takes four hex digits")
+    return int(match.group(), 16)
