@@ -66,6 +66,7 @@ _LITERALS: dict[str, Any] = {
     "-Infinity": float("-inf"),
 }
 _LITERAL_OF = {"t": "true", "f": "false", "n": "null", "N": "NaN", "I": "Infinity"}
+_LITERAL_START = frozenset("tfnNI-")  # '-' may begin -Infinity
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 _HEX4 = re.compile(r"[0-9a-fA-F]{4}")
 _HEX_PREFIX = re.compile(r"[0-9a-fA-F]{0,3}")
@@ -303,6 +304,15 @@ class PartialJSON:
     # -- strings -------------------------------------------------------------------------
 
     def _string_value(self, s: str, pos: int) -> int:
+        m = _STRING_STOP.search(s, pos)
+        if m is None or s[m.start()] == '"':  # plain text up to the end or the closing quote
+            end = m.start() if m is not None else len(s)
+            if end > pos:
+                _grow(self._cont, self._key, s[pos:end])
+            if m is None:
+                return end
+            self._mode = _AFTER
+            return end + 1
         pieces, pos, ended = self._string(s, pos)
         if pieces:
             piece = pieces[0] if len(pieces) == 1 else "".join(pieces)
@@ -313,6 +323,20 @@ class PartialJSON:
         return pos
 
     def _member_name(self, s: str, pos: int) -> int:
+        m = _STRING_STOP.search(s, pos)
+        if m is None:
+            self._key_parts.append(s[pos:])
+            return len(s)
+        if s[m.start()] == '"':  # the name ends, plain
+            parts = self._key_parts
+            if parts:
+                parts.append(s[pos : m.start()])
+                self._key = "".join(parts)
+                self._key_parts = []
+            else:
+                self._key = s[pos : m.start()]
+            self._mode = _COLON
+            return m.end()
         pieces, pos, ended = self._string(s, pos)
         self._key_parts += pieces
         if ended:
@@ -354,6 +378,9 @@ class PartialJSON:
     def _scalar(self, s: str, pos: int) -> int:
         m = _SCALAR_END.search(s, pos)
         end = m.start() if m is not None else len(s)
+        if m is not None and not self._token and s[pos] not in _LITERAL_START:
+            self._end_scalar(_number(s[pos:end], pos))  # a whole number in this fragment
+            return end
         tokens = self._token
         tokens.append(s[pos:end])
         self._token_len += end - pos
