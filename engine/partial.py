@@ -173,8 +173,8 @@ class PartialJSON:
         if mode >= _DONE:
             self._after_end(fragment)
             return
-        if fragment.__class__ is not str:
-            self._stop(0, f"a fragment must be text, not {type(fragment).__name__}")
+        if not isinstance(fragment, str):
+            self._stop(self._seen, f"a fragment must be text, not {type(fragment).__name__}")
             return
         text = self._pending + fragment if self._pending else fragment
         base = self._seen - len(self._pending)
@@ -187,21 +187,22 @@ class PartialJSON:
 
     def _after_end(self, fragment: Any) -> None:
         if self._mode == _DONE:
-            if fragment.__class__ is not str:
-                self._stop(0, f"a fragment must be text, not {type(fragment).__name__}")
+            if not isinstance(fragment, str):
+                self._stop(self._seen, f"a fragment must be text, not {type(fragment).__name__}")
                 return
             extra = _NOT_WS.search(fragment)
             if extra is not None:
                 self._stop(self._seen + extra.start(), "expected nothing after the object")
                 return
-        if fragment.__class__ is str:
+        if isinstance(fragment, str):
             self._seen += len(fragment)
 
-    def _stop(self, offset: int, message: str, reason: str = "invalid") -> None:
+    def _stop(self, offset: int | None, message: str, reason: str = "invalid") -> None:
+        """Stop reading; ``offset`` (None for values set by path or whole) names where."""
         self._mode = _STOPPED
         self.invalid = True
         self.reason = reason
-        self.error = f"at offset {offset}: {message}"
+        self.error = message if offset is None else f"at offset {offset}: {message}"
 
     def _read(self, s: str) -> None:
         """The scanner: one pass over ``s``, jumping over string text and whitespace."""
@@ -419,7 +420,7 @@ class PartialJSON:
         """The wire sent the arguments whole: ``value`` becomes (a copy of) ``obj``."""
         self.reset()
         if obj.__class__ is not dict:
-            self._stop(0, f"the arguments are a JSON object, not {type(obj).__name__}")
+            self._stop(None, f"the arguments are a JSON object, not {type(obj).__name__}")
             return
         self.value.update(_copy(obj))
         self._mode = _DONE
@@ -438,26 +439,28 @@ class PartialJSON:
         try:
             steps = parse_json_path(path)
         except ValueError as bad:
-            self._stop(0, str(bad))
+            self._stop(None, str(bad))
             return
         if not steps:
-            self._stop(0, f"JSON path {path!r} names the arguments themselves, not a member")
+            self._stop(None, f"JSON path {path!r} names the arguments themselves, not a member")
             return
         node: Any = self.value
         for depth, (step, after) in enumerate(zip(steps, steps[1:], strict=False)):
             node = _child(node, step, [] if after.__class__ is int else {})
             if node is None:
-                self._stop(0, f"JSON path {path!r}: no container at {_render(steps[: depth + 1])}")
+                self._stop(
+                    None, f"JSON path {path!r}: no container at {_render(steps[: depth + 1])}"
+                )
                 return
         last = steps[-1]
         if not _fits(node, last):
-            self._stop(0, f"JSON path {path!r}: {_render(steps[:-1])} is not the right kind")
+            self._stop(None, f"JSON path {path!r}: {_render(steps[:-1])} is not the right kind")
             return
         if isinstance(last, int):
             if last < 0:
                 last += len(node)
                 if last < 0:
-                    self._stop(0, f"JSON path {path!r}: the index is before the array's start")
+                    self._stop(None, f"JSON path {path!r}: the index is before the array's start")
                     return
             while len(node) <= last:
                 node.append(None)

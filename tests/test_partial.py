@@ -343,6 +343,8 @@ def test_a_fragment_that_is_not_text_is_reported_not_raised():
     reader.feed('{"a": "x')
     reader.feed(b'y"}')  # type: ignore[arg-type]
     assert reader.invalid and "bytes" in reader.error
+    assert reader.error.startswith("at offset 8:")
+    assert reader.value == {"a": "x"}
 
 
 def test_deep_nesting_does_not_recurse():
