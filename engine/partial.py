@@ -1,0 +1,643 @@
+"""A call's arguments so far, as a value a UI can render while they stream.
+
+API.md ("Events") defines ``partial``: the value that the argument text so far describes, with
+every open container closed. An object holds its complete members and the member being
+streamed; an array its complete items and the item being streamed; an open string is cut where
+the text stops (never inside an escape or a surrogate pair); ``true``, ``false``, ``null`` appear
+once whole, a number once the character after it ends it; a key still waiting for its value is
+absent; ``{}`` until the object opens.
+
+The openai SDK re-parses the whole argument text on every chunk, which costs O(n^2) over a
+stream. :class:`PartialJSON` instead keeps its scanner state (an explicit stack of open
+containers, the pending key, an unfinished escape or number) and reads each fragment once, so a
+fragment costs O(fragment). It keeps ONE dict, :attr:`PartialJSON.value`, updated in place.
+
+Growing an open string is the one place where a naive reader turns quadratic: a ``str`` is
+immutable, so ``d[k] = d[k] + piece`` copies the whole string each time. :func:`_grow` lets go
+of the dict's reference before appending, so that CPython resizes the string in place (it does
+that for a string nobody else holds); a caller that keeps a reference to the old string keeps
+it unchanged, and that one append then copies, as it must.
+
+At the end the value agrees exactly with :func:`json.loads` (which this module follows where it
+is more liberal than RFC 8259: ``NaN``, ``Infinity``, ``-Infinity``, lone surrogate escapes;
+and where it is stricter: control characters in strings, the limit on digits of an int).
+Invalid text stops the updates and is reported (:attr:`PartialJSON.invalid`, with
+:attr:`PartialJSON.error` naming the offset and what was expected); nothing here raises.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+__all__ = ["PartialJSON", "parse_json_path"]
+
+# Scanner modes: what the next character may be.
+_START = 0  # before the top-level object
+_KEY_OR_CLOSE = 1  # just after '{': a key or '}'
+_KEY = 2  # after ',' in an object: a key
+_IN_KEY = 3  # inside a member name
+_COLON = 4  # after a member name
+_VALUE = 5  # after ':' or ',' in an array: a value
+_VALUE_OR_CLOSE = 6  # just after '[': a value or ']'
+_IN_STRING = 7  # inside a string value
+_SCALAR = 8  # inside a number or a literal
+_AFTER = 9  # after a value: ',' or the container's closer
+_DONE = 10  # the top-level object closed: only whitespace may follow
+_STOPPED = 11  # invalid or too deep: nothing more is read
+
+_WHITESPACE = " \t\n\r"  # json's whitespace; any other space is an error there too
+_SKIP_WS = re.compile(r"[ \t\n\r]*")
+_NOT_WS = re.compile(r"[^ \t\n\r]")
+_STRING_STOP = re.compile(r'["\\\x00-\x1f]')
+_SCALAR_END = re.compile(r"[ \t\n\r,\]}]")
+_SCALAR_START = frozenset("-0123456789tfnNI")
+# ASCII digits only, as json's scanner reads them (``\d`` would take other scripts' digits).
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
+_NUMBER_PREFIX = re.compile(r"-?(?:(?:0|[1-9][0-9]*)(?:\.[0-9]*)?(?:(?<=[0-9])[eE][-+]?[0-9]*)?)?")
+_PREFIX_CHECKED = 64  # a longer unfinished number is checked once, when it ends
+_LITERALS: dict[str, Any] = {
+    "true": True,
+    "false": False,
+    "null": None,
+    "NaN": float("nan"),
+    "Infinity": float("inf"),
+    "-Infinity": float("-inf"),
+}
+_LITERAL_OF = {"t": "true", "f": "false", "n": "null", "N": "NaN", "I": "Infinity"}
+_LITERAL_START = frozenset("tfnNI-")  # '-' may begin -Infinity
+_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+_HEX4 = re.compile(r"[0-9a-fA-F]{4}")
+_HEX_PREFIX = re.compile(r"[0-9a-fA-F]{0,3}")
+
+
+class _Invalid(Exception):
+    """The text can never become a JSON object: where (offset in the fragment) and why."""
+
+    def __init__(self, pos: int, message: str, reason: str = "invalid") -> None:
+        super().__init__(message)
+        self.pos = pos
+        self.message = message
+        self.reason = reason
+
+
+def _grow(container: Any, key: Any, piece: str) -> None:
+    """Append ``piece`` to the string at ``container[key]``, in place where CPython can.
+
+    With the container's reference dropped, ``text`` is the string's only holder, and ``+=``
+    on a local resizes it instead of copying it: O(piece), not O(string)."""
+    text = container[key]
+    container[key] = None
+    text += piece
+    container[key] = text
+
+
+class PartialJSON:
+    """The arguments of one call, read incrementally into one dict updated in place.
+
+    Feed the argument text fragment by fragment (:meth:`feed`); or, where the wire sends
+    values rather than text, set values at JSON paths (:meth:`set_path`, Gemini's
+    ``partialArgs``) or the whole object at once (:meth:`set_whole`). ``value`` is the same
+    dict object for the reader's whole life: a client may hold it; copy it to keep a snapshot.
+
+    ``max_depth`` (None: no limit) stops the reader, with reason ``"too deep"``, when a
+    container would open beyond it; the reader itself never recurses, whatever the depth.
+    """
+
+    __slots__ = (
+        "value",
+        "invalid",
+        "reason",
+        "error",
+        "closed",
+        "_mode",
+        "_cont",
+        "_key",
+        "_stack",
+        "_pending",
+        "_token",
+        "_token_len",
+        "_key_parts",
+        "_seen",
+        "_max_depth",
+        "_continuing",
+    )
+
+    def __init__(self, max_depth: int | None = None) -> None:
+        self.value: dict[str, Any] = {}
+        self._max_depth = max_depth
+        self._start()
+
+    def _start(self) -> None:
+        self.invalid = False  # True once the text can never be a JSON object
+        self.reason: str | None = None  # "invalid" or "too deep" once stopped
+        self.error: str | None = None  # where and what, once stopped
+        self.closed = False  # the top-level object has closed
+        self._mode = _START
+        self._cont: Any = self.value  # the innermost open container
+        self._key: Any = None  # its member (or item index) being streamed
+        self._stack: list[tuple[Any, Any]] = []  # the enclosing (container, key) pairs
+        self._pending = ""  # an unfinished escape, read again with the next fragment
+        self._token: list[str] = []  # an unfinished number or literal
+        self._token_len = 0
+        self._key_parts: list[str] = []  # an unfinished member name
+        self._seen = 0  # characters fed so far, for error offsets
+        self._continuing: dict[str, bool] = {}  # set_path: a string leaf that continues
+
+    @property
+    def complete(self) -> bool:
+        """The text so far is one whole JSON object (and ``value`` is what json.loads gives)."""
+        return self.closed and not self.invalid
+
+    def reset(self) -> None:
+        """Start again (the wire restated the arguments); ``value`` stays the same dict."""
+        self.value.clear()
+        self._start()
+
+    # -- text ----------------------------------------------------------------------------
+
+    def feed(self, fragment: str) -> None:
+        """Read the next fragment of the argument text; O(len(fragment))."""
+        mode = self._mode
+        if (
+            mode == _IN_STRING
+            and not self._pending
+            and fragment.__class__ is str
+            and _STRING_STOP.search(fragment) is None
+        ):  # most fragments: string text only
+            if fragment:
+                _grow(self._cont, self._key, fragment)
+            self._seen += len(fragment)
+            return
+        if mode >= _DONE:
+            self._after_end(fragment)
+            return
+        if not isinstance(fragment, str):
+            self._stop(self._seen, f"a fragment must be text, not {type(fragment).__name__}")
+            return
+        text = self._pending + fragment if self._pending else fragment
+        base = self._seen - len(self._pending)
+        self._pending = ""
+        try:
+            self._read(text)
+        except _Invalid as bad:
+            self._stop(base + bad.pos, bad.message, bad.reason)
+        self._seen += len(fragment)
+
+    def _after_end(self, fragment: Any) -> None:
+        if self._mode == _DONE:
+            if not isinstance(fragment, str):
+                self._stop(self._seen, f"a fragment must be text, not {type(fragment).__name__}")
+                return
+            extra = _NOT_WS.search(fragment)
+            if extra is not None:
+                self._stop(self._seen + extra.start(), "expected nothing after the object")
+                return
+        if isinstance(fragment, str):
+            self._seen += len(fragment)
+
+    def _stop(self, offset: int | None, message: str, reason: str = "invalid") -> None:
+        """Stop reading; ``offset`` (None for values set by path or whole) names where."""
+        self._mode = _STOPPED
+        self.invalid = True
+        self.reason = reason
+        self.error = message if offset is None else f"at offset {offset}: {message}"
+
+    def _read(self, s: str) -> None:
+        """The scanner: one pass over ``s``, jumping over string text and whitespace."""
+        pos, n = 0, len(s)
+        while pos < n:
+            mode = self._mode
+            if mode == _IN_STRING:
+                pos = self._string_value(s, pos)
+                continue
+            if mode == _SCALAR:
+                pos = self._scalar(s, pos)
+                continue
+            if mode == _IN_KEY:
+                pos = self._member_name(s, pos)
+                continue
+            c = s[pos]
+            if c in _WHITESPACE:
+                pos = _SKIP_WS.match(s, pos).end()  # type: ignore[union-attr]
+                if pos >= n:
+                    return
+                c = s[pos]
+            if mode == _AFTER:
+                if c == ",":
+                    self._mode = _KEY if self._cont.__class__ is dict else _VALUE
+                elif c == ("}" if self._cont.__class__ is dict else "]"):
+                    self._close()
+                else:
+                    closer = "'}'" if self._cont.__class__ is dict else "']'"
+                    raise _Invalid(pos, f"expected ',' or {closer}, got {c!r}")
+                pos += 1
+            elif mode in (_VALUE, _VALUE_OR_CLOSE):
+                if c == "]" and mode == _VALUE_OR_CLOSE:
+                    self._close()
+                    pos += 1
+                else:
+                    pos = self._value_start(s, pos, c)
+            elif mode in (_KEY, _KEY_OR_CLOSE):
+                if c == '"':
+                    self._mode = _IN_KEY
+                    self._key_parts = []
+                elif c == "}" and mode == _KEY_OR_CLOSE:
+                    self._close()
+                else:
+                    raise _Invalid(pos, f"expected a member name in double quotes, got {c!r}")
+                pos += 1
+            elif mode == _COLON:
+                if c != ":":
+                    raise _Invalid(pos, f"expected ':' after the member name, got {c!r}")
+                self._mode = _VALUE
+                pos += 1
+            elif mode == _START:
+                if c != "{":
+                    raise _Invalid(pos, f"expected '{{' (arguments are a JSON object), got {c!r}")
+                self._mode = _KEY_OR_CLOSE
+                pos += 1
+            else:  # _DONE
+                raise _Invalid(pos, "expected nothing after the object")
+
+    def _value_start(self, s: str, pos: int, c: str) -> int:
+        if c == '"':
+            self._place("")
+            self._mode = _IN_STRING
+            return pos + 1
+        if c == "{" or c == "[":
+            self._open({} if c == "{" else [], pos)
+            return pos + 1
+        if c in _SCALAR_START:
+            self._mode = _SCALAR
+            self._token = []
+            self._token_len = 0
+            return self._scalar(s, pos)
+        raise _Invalid(pos, f"expected a JSON value, got {c!r}")
+
+    def _place(self, item: Any) -> None:
+        """Show a value that has started (a container, a string) or ended (a scalar)."""
+        cont = self._cont
+        if cont.__class__ is list:
+            cont.append(item)
+            self._key = len(cont) - 1
+        else:
+            cont[self._key] = item
+
+    def _open(self, container: Any, pos: int) -> None:
+        if self._max_depth is not None and len(self._stack) + 2 > self._max_depth:
+            raise _Invalid(pos, f"nesting deeper than {self._max_depth}", "too deep")
+        self._place(container)
+        self._stack.append((self._cont, self._key))
+        self._cont, self._key = container, None
+        self._mode = _KEY_OR_CLOSE if container.__class__ is dict else _VALUE_OR_CLOSE
+
+    def _close(self) -> None:
+        if self._stack:
+            self._cont, self._key = self._stack.pop()
+            self._mode = _AFTER
+        else:
+            self._cont, self._key = self.value, None
+            self._mode = _DONE
+            self.closed = True
+
+    # -- strings -------------------------------------------------------------------------
+
+    def _string_value(self, s: str, pos: int) -> int:
+        m = _STRING_STOP.search(s, pos)
+        if m is None or s[m.start()] == '"':  # plain text up to the end or the closing quote
+            end = m.start() if m is not None else len(s)
+            if end > pos:
+                _grow(self._cont, self._key, s[pos:end])
+            if m is None:
+                return end
+            self._mode = _AFTER
+            return end + 1
+        pieces, pos, ended = self._string(s, pos)
+        if pieces:
+            piece = pieces[0] if len(pieces) == 1 else "".join(pieces)
+            if piece:
+                _grow(self._cont, self._key, piece)
+        if ended:
+            self._mode = _AFTER
+        return pos
+
+    def _member_name(self, s: str, pos: int) -> int:
+        m = _STRING_STOP.search(s, pos)
+        if m is None:
+            self._key_parts.append(s[pos:])
+            return len(s)
+        if s[m.start()] == '"':  # the name ends, plain
+            parts = self._key_parts
+            if parts:
+                parts.append(s[pos : m.start()])
+                self._key = "".join(parts)
+                self._key_parts = []
+            else:
+                self._key = s[pos : m.start()]
+            self._mode = _COLON
+            return m.end()
+        pieces, pos, ended = self._string(s, pos)
+        self._key_parts += pieces
+        if ended:
+            parts = self._key_parts
+            self._key = parts[0] if len(parts) == 1 else "".join(parts)
+            self._key_parts = []
+            self._mode = _COLON
+        return pos
+
+    def _string(self, s: str, pos: int) -> tuple[list[str], int, bool]:
+        """Decode string text from ``pos``: (the pieces, where reading stopped, string ended).
+
+        An escape the fragment cuts (or a high surrogate whose low may follow) is kept in
+        ``_pending`` and read again, whole, with the next fragment."""
+        pieces: list[str] = []
+        n = len(s)
+        while True:
+            m = _STRING_STOP.search(s, pos)
+            if m is None:
+                pieces.append(s[pos:])
+                return pieces, n, False
+            i = m.start()
+            if i > pos:
+                pieces.append(s[pos:i])
+            c = s[i]
+            if c == '"':
+                return pieces, i + 1, True
+            if c != "\\":
+                raise _Invalid(i, f"control character {c!r} inside a string (escape it)")
+            decoded = _escape(s, i, n)
+            if decoded is None:
+                self._pending = s[i:]
+                return pieces, n, False
+            pieces.append(decoded[0])
+            pos = decoded[1]
+
+    # -- numbers and literals ------------------------------------------------------------
+
+    def _scalar(self, s: str, pos: int) -> int:
+        m = _SCALAR_END.search(s, pos)
+        end = m.start() if m is not None else len(s)
+        if m is not None and not self._token and s[pos] not in _LITERAL_START:
+            self._end_scalar(_number(s[pos:end], pos))  # a whole number in this fragment
+            return end
+        tokens = self._token
+        tokens.append(s[pos:end])
+        self._token_len += end - pos
+        if m is None and self._token_len > _PREFIX_CHECKED:
+            return end  # a very long number: checked once, when it ends
+        token = tokens[0] if len(tokens) == 1 else "".join(tokens)
+        tokens[:] = [token]
+        at = pos - (self._token_len - (end - pos))  # where the token began, for errors
+        head = token[:2] if token[:1] == "-" else token[:1]
+        literal = _LITERAL_OF.get(head) if head != "-" else None
+        if head == "-I":
+            literal = "-Infinity"
+        if literal is not None:
+            if token.startswith(literal):  # whole: shown now, whatever follows
+                self._end_scalar(_LITERALS[literal])
+                return end - (len(token) - len(literal))
+            if m is None and literal.startswith(token):
+                return end
+            raise _Invalid(at, f"expected {literal!r}, got {token!r}")
+        if m is None:
+            if not _NUMBER_PREFIX.fullmatch(token):
+                raise _Invalid(at, f"not a JSON number: {token!r}")
+            return end
+        self._end_scalar(_number(token, at))
+        return end
+
+    def _end_scalar(self, value: Any) -> None:
+        self._token = []
+        self._token_len = 0
+        self._place(value)
+        self._mode = _AFTER
+
+    # -- values rather than text ---------------------------------------------------------
+
+    def set_whole(self, obj: Any) -> None:
+        """The wire sent the arguments whole: ``value`` becomes (a copy of) ``obj``."""
+        self.reset()
+        if obj.__class__ is not dict:
+            self._stop(None, f"the arguments are a JSON object, not {type(obj).__name__}")
+            return
+        self.value.update(_copy(obj))
+        self._mode = _DONE
+        self.closed = True
+
+    def set_path(self, path: str, item: Any, will_continue: bool = False) -> None:
+        """Set ``item`` at the JSON path ``path`` (RFC 9535: ``$.a.b[0]``, ``$['x y']``).
+
+        A string continues the string the previous piece of that path left there when that
+        piece said more would follow (``will_continue``), as Gemini 3 streams a string over
+        several ``partialArgs``. Containers on the way are created as the path implies; an
+        array is padded with None up to the index. A path that cannot be read, or that meets
+        a value of the other kind on the way, stops the reader with an error naming it."""
+        if self._mode == _STOPPED:
+            return
+        try:
+            steps = parse_json_path(path)
+        except ValueError as bad:
+            self._stop(None, str(bad))
+            return
+        if not steps:
+            self._stop(None, f"JSON path {path!r} names the arguments themselves, not a member")
+            return
+        node: Any = self.value
+        for depth, (step, after) in enumerate(zip(steps, steps[1:], strict=False)):
+            node = _child(node, step, [] if after.__class__ is int else {})
+            if node is None:
+                self._stop(
+                    None, f"JSON path {path!r}: no container at {_render(steps[: depth + 1])}"
+                )
+                return
+        last = steps[-1]
+        if not _fits(node, last):
+            self._stop(None, f"JSON path {path!r}: {_render(steps[:-1])} is not the right kind")
+            return
+        if isinstance(last, int):
+            if last < 0:
+                last += len(node)
+                if last < 0:
+                    self._stop(None, f"JSON path {path!r}: the index is before the array's start")
+                    return
+            while len(node) <= last:
+                node.append(None)
+        if (
+            item.__class__ is str
+            and self._continuing.get(path)
+            and (node.get(last) if isinstance(node, dict) else node[last]).__class__ is str
+        ):
+            if item:
+                _grow(node, last, item)
+        else:
+            node[last] = _copy(item)
+        self._continuing[path] = bool(will_continue)
+
+
+def _escape(s: str, i: int, n: int) -> tuple[str, int] | None:
+    """The escape at ``s[i]`` (a backslash): (its text, where it ends); None if cut short.
+
+    A high surrogate takes the low one that follows as one character, as json.loads does;
+    followed by anything else it stands alone (a lone surrogate, as json.loads gives it)."""
+    if i + 1 >= n:
+        return None
+    c = s[i + 1]
+    if c != "u":
+        simple = _ESCAPES.get(c)
+        if simple is None:
+            raise _Invalid(i, f"invalid escape '\\{c}'")
+        return simple, i + 2
+    code = _hex4(s, i + 2, i)
+    if code is None:
+        return None
+    if not 0xD800 <= code <= 0xDBFF:
+        return chr(code), i + 6
+    j = i + 6  # a high surrogate: is a low one next?
+    if j >= n or (s[j] == "\\" and j + 1 >= n):
+        return None
+    if s[j] != "\\" or s[j + 1] != "u":
+        return chr(code), j
+    low = _hex4(s, j + 2, j)
+    if low is None:
+        return None
+    if 0xDC00 <= low <= 0xDFFF:
+        return chr(0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)), j + 6
+    return chr(code), j
+
+
+def _hex4(s: str, at: int, escape: int) -> int | None:
+    digits = s[at : at + 4]
+    if len(digits) < 4:
+        if not _HEX_PREFIX.fullmatch(digits):
+            raise _Invalid(escape, f"invalid \\u escape {s[escape : at + 4]!r}")
+        return None
+    if not _HEX4.fullmatch(digits):
+        raise _Invalid(escape, f"invalid \\u escape {s[escape : at + 4]!r}")
+    return int(digits, 16)
+
+
+def _number(token: str, at: int) -> Any:
+    m = _NUMBER.fullmatch(token)
+    if m is None:
+        raise _Invalid(at, f"not a JSON number: {token!r}")
+    if m.group(1) or m.group(2):
+        return float(token)
+    try:
+        return int(token)
+    except ValueError as too_long:  # json.loads refuses the same (sys.set_int_max_str_digits)
+        raise _Invalid(at, str(too_long)) from None
+
+
+def _copy(item: Any) -> Any:
+    """A copy of a JSON value's containers (so that ``value`` shares nothing with the
+    message), without recursion, whatever its depth."""
+    if item.__class__ is not dict and item.__class__ is not list:
+        return item
+    top: Any = {} if item.__class__ is dict else []
+    work: list[tuple[Any, Any]] = [(item, top)]
+    while work:
+        source, target = work.pop()
+        pairs = source.items() if source.__class__ is dict else enumerate(source)
+        for key, child in pairs:
+            if child.__class__ is dict or child.__class__ is list:
+                copied: Any = {} if child.__class__ is dict else []
+                work.append((child, copied))
+                child = copied
+            if target.__class__ is dict:
+                target[key] = child
+            else:
+                target.append(child)
+    return top
+
+
+def _fits(node: Any, step: str | int) -> bool:
+    return node.__class__ is (list if step.__class__ is int else dict)
+
+
+def _child(node: Any, step: str | int, empty: Any) -> Any:
+    """The container at ``node[step]``, made (``empty``) where absent or null; None if the
+    path cannot go through ``node``."""
+    if not _fits(node, step):
+        return None
+    if isinstance(step, int):
+        if step < 0:
+            step += len(node)
+            if step < 0:
+                return None
+        while len(node) <= step:
+            node.append(None)
+    child = node.get(step) if isinstance(node, dict) else node[step]
+    if child is None:
+        node[step] = child = empty
+    return child if child.__class__ is dict or child.__class__ is list else None
+
+
+def _render(steps: tuple[str | int, ...] | list[str | int]) -> str:
+    out = ["$"]
+    for step in steps:
+        out.append(f"[{step}]" if step.__class__ is int else f"[{step!r}]")
+    return "".join(out)
+
+
+# -- JSON paths (RFC 9535, singular queries) ----------------------------------------------
+
+_DOT_NAME = re.compile(r"\.([^\W\d]|[_$\u0080-\U0010ffff])[\w$\-\u0080-\U0010ffff]*")
+_INDEX = re.compile(r"\[[ \t\n\r]*(-?(?:0|[1-9][0-9]*))[ \t\n\r]*\]")
+_QUOTED = re.compile(
+    r"""\[[ \t\n\r]*(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")[ \t\n\r]*\]""", re.S
+)
+_NAME_ESCAPE = re.compile(
+    r"\\(u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|.)", re.S
+)
+
+
+@lru_cache(maxsize=1024)
+def parse_json_path(path: str) -> tuple[str | int, ...]:
+    """``$.a.b[0]`` -> ``("a", "b", 0)``; ``$['x y']`` -> ``("x y",)``.
+
+    Singular RFC 9535 queries: member names (dot shorthand, which may be any Unicode letters,
+    or quoted in brackets, single or double, with JSON escapes) and indexes (negative ones
+    count from the end). Cached: every piece of a streamed leaf repeats its path. Raises
+    ValueError naming the offset where the path stops making sense."""
+    if not path.startswith("$"):
+        raise ValueError(f"JSON path {path!r} does not start with '$'")
+    steps: list[str | int] = []
+    pos, n = 1, len(path)
+    while pos < n:
+        m = _DOT_NAME.match(path, pos)
+        if m is not None:
+            steps.append(m.group()[1:])
+        elif (m := _INDEX.match(path, pos)) is not None:
+            steps.append(int(m.group(1)))
+        elif (m := _QUOTED.match(path, pos)) is not None:
+            quoted = m.group(1) if m.group(1) is not None else m.group(2)
+            steps.append(_unescape_name(quoted, m.group(1) is not None, path))
+        else:
+            raise ValueError(
+                f"JSON path {path!r}: expected .name, [index] or ['name'] at offset {pos}"
+            )
+        pos = m.end()
+    return tuple(steps)
+
+
+def _unescape_name(quoted: str, single: bool, path: str) -> str:
+    if "\\" not in quoted:
+        return quoted
+
+    def one(m: re.Match[str]) -> str:
+        body = m.group(1)
+        if body[0] == "u" and len(body) > 1:
+            high = int(body[1:5], 16)
+            if len(body) == 11:
+                return chr(0x10000 + ((high - 0xD800) << 10) + (int(body[7:11], 16) - 0xDC00))
+            return chr(high)
+        if body == ("'" if single else '"'):
+            return body
+        simple = _ESCAPES.get(body)
+        if simple is None or body == ('"' if single else "'"):
+            raise ValueError(f"JSON path {path!r}: invalid escape '\\{body}' in a member name")
+        return simple
+
+    return _NAME_ESCAPE.sub(one, quoted)
