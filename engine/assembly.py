@@ -140,6 +140,8 @@ class Assembly:
     def _note_incomplete(self) -> None:
         """Add each call that will never be runnable to ``incomplete``, once."""
         calls = self.strategy.spec.calls
+        if calls is None:
+            return  # no calls, no tracks
         for track in self.tracks:
             reason = track.args.incomplete_reason
             if reason is None or track.reported:
@@ -159,9 +161,10 @@ class Assembly:
     def slot_of(self, item: dict) -> Any:
         """The SLOT the wire keys this call item by (its position for a plain list), found
         by walking the calls' lists: asked only for a call that ends incomplete."""
+        calls = self.strategy.spec.calls
         level: list[Any] = [self.root]
         slot: Any = None
-        for chain in self.strategy.spec.calls.list_fields:
+        for chain in calls.list_fields if calls is not None else ():
             found: list[Any] = []
             for node in level:
                 for field in chain:
