@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from .events import CallIncomplete
 from .jsonscan import COMPLETE, ArgsStream
 from .model import Fragments, SlottedList, ingest
 
@@ -20,12 +21,13 @@ if TYPE_CHECKING:
 class CallTrack:
     """One item of the message that is a client tool call, and its arguments."""
 
-    __slots__ = ("item", "args", "order")
+    __slots__ = ("item", "args", "order", "reported")
 
     def __init__(self, item: dict, args: ArgsStream, order: int) -> None:
         self.item = item
         self.args = args
         self.order = order
+        self.reported = False  # listed in ``Assembly.incomplete`` already
 
 
 class Assembly:
@@ -46,6 +48,8 @@ class Assembly:
         "first_open",
         "unplaced",
         "skipped",
+        "cut",
+        "incomplete",
     )
 
     def __init__(self, strategy: ExtractionStrategy) -> None:
@@ -68,6 +72,8 @@ class Assembly:
         # stay empty on a stream that places everything, so the happy path pays one test.
         self.unplaced: list[str] = []
         self.skipped: list = []  # engine.records.Skipped
+        self.cut: bool | None = None  # the wire's DONE was a cut (length, error); None: no DONE
+        self.incomplete: list[CallIncomplete] = []  # calls that will never be runnable
 
     def skip(self, reason: str) -> None:
         """An operation could not place what the event carries: say so, never drop it."""
@@ -110,6 +116,82 @@ class Assembly:
             stream = self.strategy.spec.new_args(current)
         parent[path_fields[-1]] = stream
         return stream
+
+    # -- the end of the stream ---------------------------------------------------------------
+
+    def finish(self, cut: bool | None = None) -> None:
+        """The wire's DONE was seen: the one place that says so. What is still open closes,
+        as at ``close()``: normally, unless the stop reason is one the descriptor declares a
+        length cut (``length_stops``) or ``cut`` says so (a provider's error event)."""
+        self.finished = True
+        if self.cut is not None:
+            return  # a second DONE (a finish reason, then ``data: [DONE]``) changes nothing
+        if cut is None:
+            reason = self.stop_reason
+            cut = reason.__class__ is str and reason in self.strategy.spec.length_stops
+        self.cut = cut
+        self.close_open(cut)
+
+    def end_input(self) -> None:
+        """``close()``: no more input. Without the wire's DONE every open item was cut;
+        after it, an item opened since closes the way the DONE said."""
+        self.close_open(True if self.cut is None else self.cut)
+
+    def close_open(self, cut: bool) -> None:
+        """Close every call still open, then list the calls that will never be runnable."""
+        from .extend import finish_open_parts  # extend builds on this module
+
+        finish_open_parts(self)
+        for track in self.tracks:
+            args = track.args
+            if not args.closed and args.close(cut):
+                self.calls_dirty = True
+        self._note_incomplete()
+
+    def _note_incomplete(self) -> None:
+        """Add each call that will never be runnable to ``incomplete``, once."""
+        calls = self.strategy.spec.calls
+        if calls is None:
+            return  # no calls, no tracks
+        for track in self.tracks:
+            reason = track.args.incomplete_reason
+            if reason is None or track.reported:
+                continue
+            track.reported = True
+            name, call_id = calls.name(track.item), calls.id(track.item)
+            self.incomplete.append(
+                CallIncomplete(
+                    slot=self.slot_of(track.item),
+                    name=name if name.__class__ is str and name else None,
+                    id=call_id if call_id.__class__ is str and call_id else None,
+                    raw=track.args.text,
+                    reason=reason,
+                )
+            )
+
+    def slot_of(self, item: dict) -> Any:
+        """The SLOT the wire keys this call item by (its position for a plain list), found
+        by walking the calls' lists: asked only for a call that ends incomplete."""
+        calls = self.strategy.spec.calls
+        level: list[Any] = [self.root]
+        slot: Any = None
+        for chain in calls.list_fields if calls is not None else ():
+            found: list[Any] = []
+            for node in level:
+                for field in chain:
+                    node = node.get(field) if node.__class__ is dict else None
+                if node.__class__ is SlottedList:
+                    for key, position in node.by_slot.items():
+                        found.append(node.items[position])
+                        if node.items[position] is item:
+                            slot = key
+                elif node.__class__ is list:
+                    for position, entry in enumerate(node):
+                        found.append(entry)
+                        if entry is item:
+                            slot = position
+            level = found
+        return slot
 
     def complete_calls(self) -> list[CallTrack]:
         return [t for t in self.tracks if t.args.state == COMPLETE]

@@ -14,7 +14,7 @@ from typing import Any
 from .assembly import Assembly
 from .chunks import SKIP, Sentinel, decode
 from .errors import ChunkError, UnknownFormatError
-from .extend import finish_open_parts
+from .events import CallIncomplete
 from .jsonscan import COMPLETE
 from .records import Skipped
 from .strategy import NOT_FORMING, ExtractedCall, ExtractionStrategy, Forming
@@ -70,6 +70,8 @@ class LLMStreamBuffer:
         self._late: list[str] = []  # display after the scanner closed (nothing scans it)
         self._native_done = 0  # calls() before this index were handled (consume_native)
         self._native_mark: int | None = None  # consume_native of this round, applied next
+        self._incomplete_done = 0  # incomplete calls before this index were reported
+        self._incomplete_mark: int | None = None  # consume_incomplete of this round
         self._claimed: list[ExtractedCall] = []  # text calls consumed in this round
 
     # -- input -----------------------------------------------------------------------------
@@ -124,7 +126,7 @@ class LLMStreamBuffer:
         if self._strategy is None:
             self._pending_end = True  # remembered: the wire it ends is not known yet
         else:
-            self._asm.finished = True
+            self._asm.finish()
 
     def _end_markers(self) -> frozenset[str]:
         """The end markers of this buffer's strategies and of every built-in wire."""
@@ -147,7 +149,7 @@ class LLMStreamBuffer:
                     if self._asm.unplaced:
                         self._stamp_skipped(at, earlier)
                 if self._pending_end:
-                    self._asm.finished = True
+                    self._asm.finish()
                 return True
         return False
 
@@ -164,11 +166,7 @@ class LLMStreamBuffer:
                     f"no format recognised any of the {len(self._pending)} chunk(s); tried: {tried}"
                 )
             return
-        finish_open_parts(self._asm)
-        for track in self._asm.tracks:
-            if not track.args.closed:
-                track.args.closed = True
-                self._asm.calls_dirty = True
+        self._asm.end_input()
 
     def hold(self) -> None:
         """Veto display for this round (until the next ``add``)."""
@@ -271,6 +269,11 @@ class LLMStreamBuffer:
             self._needs_sort = False
         return self._calls
 
+    def incomplete_calls(self) -> list[CallIncomplete]:
+        """The calls that will never be runnable (cut, invalid, too deep), in message order,
+        known from the wire's DONE or ``close()`` on; ``[]`` before. A copy."""
+        return list(self._asm.incomplete) if self._asm is not None else []
+
     def as_dict(self) -> dict:
         """The provider's ``stream=false`` message, as far as streamed."""
         if self._asm is None:
@@ -370,6 +373,22 @@ class LLMStreamBuffer:
         self._native_mark = len(self.calls())
         self._rounds = True
 
+    def incomplete_round(self) -> list[CallIncomplete]:
+        """The incomplete calls not yet advanced past by ``consume_incomplete``: what the
+        drivers of this round report (each driver its own)."""
+        asm = self._asm
+        if asm is None or len(asm.incomplete) == self._incomplete_done:
+            return []
+        return asm.incomplete[self._incomplete_done :]
+
+    def consume_incomplete(self) -> None:
+        """A driver reported the incomplete calls so far; from the next round on,
+        ``incomplete_round()`` holds only those after them."""
+        self._incomplete_mark = len(self._asm.incomplete) if self._asm is not None else 0
+        self._rounds = True
+        if self._native_mark is None:  # what makes ``add`` start a new round
+            self._native_mark = self._native_done
+
     def round_state(self) -> tuple[list[ExtractedCall], bool, Forming]:
         """What a driver reads every round, in one call: the native calls not yet advanced
         past by ``consume_native``; whether input has ended (the wire's DONE, or
@@ -453,6 +472,9 @@ class LLMStreamBuffer:
         if self._native_mark is not None:
             self._native_done = max(self._native_done, self._native_mark)
             self._native_mark = None
+        if self._incomplete_mark is not None:
+            self._incomplete_done = max(self._incomplete_done, self._incomplete_mark)
+            self._incomplete_mark = None
 
     def _sync(self) -> Any:
         """The scanner, fed the display fragments that arrived since it was last fed."""

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .buffer import LLMStreamBuffer
+from .events import CallIncomplete
 from .model import copy_json
 from .records import Tool, ToolCallRecord
 from .registry import text_strategy, wire_strategies
@@ -49,6 +50,9 @@ class DriverResponse:
     retry_prompt: str | None = None  # what to tell the model after a failure
     messages: list[dict] | None = None  # native history: the assistant turn and the results
     executed_calls: list[ToolCallRecord] | None = None
+    # This driver's calls that will never be runnable (at the wire's DONE or close()), each
+    # reported once, in the round it ended; ``retry_prompt`` then says which and why.
+    incomplete_calls: list[CallIncomplete] | None = None
 
 
 def default_codec() -> TextCodec:
@@ -300,7 +304,27 @@ class BaseDriver:
         if view.scans and not buf.text_quiet():
             unknown += self._text_round(buf, view, True, response)
         self._note_unknown(response, unknown)
+        incomplete = buf.incomplete_round()
+        if incomplete:
+            buf.consume_incomplete()  # the buffer advances past them in the next round
+            self._note_incomplete(response, [c for c in incomplete if self._reports(view, c)])
         return response
+
+    @staticmethod
+    def _reports(view: _StreamView, call: CallIncomplete) -> bool:
+        """Is this incomplete call this driver's to report: one of its tools, or one whose
+        name never streamed (it may have been this driver's, as a forming call is)?"""
+        return call.name is None or view.owns(call.name)
+
+    def _note_incomplete(self, response: DriverResponse, calls: list[CallIncomplete]) -> None:
+        """Never silent: the calls go into the response, and the retry prompt (unless a
+        failure already set it) names the first and why it cannot run."""
+        if not calls:
+            return
+        response.incomplete_calls = [*(response.incomplete_calls or []), *calls]
+        if response.retry_prompt is None:
+            first = calls[0]
+            response.retry_prompt = self.codec.retry_call_incomplete(first.name, first.reason)
 
     def _new_view(self, buf: LLMStreamBuffer) -> _StreamView:
         """Start remembering ``buf``: the driver remembers the stream it processed last (a
@@ -381,7 +405,7 @@ class BaseDriver:
         into.call_pending |= more.call_pending
         if into.retry_prompt is None:
             into.retry_prompt = more.retry_prompt
-        for field in ("messages", "executed_calls"):
+        for field in ("messages", "executed_calls", "incomplete_calls"):
             extra = getattr(more, field)
             if extra:
                 setattr(into, field, [*(getattr(into, field) or []), *extra])
@@ -424,6 +448,12 @@ class Orchestrator(BaseDriver):
         if owner is None:
             raise KeyError(f"no driver owns the tool {tool_name!r}")
         return owner.execute_tool(tool_name, arguments)
+
+    @staticmethod
+    def _reports(view: _StreamView, call: CallIncomplete) -> bool:
+        """Knowing every tool, an Orchestrator reports every incomplete call (one of a tool
+        nobody owns too: the model still has to be told that it did not run)."""
+        return True
 
     def _note_unknown(
         self, response: DriverResponse, names: list[str], owned: frozenset[str] | None = None

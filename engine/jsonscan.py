@@ -246,16 +246,22 @@ class ArgsStream:
     def is_empty(self) -> bool:
         return self._whole is None and not self._started
 
-    def close(self) -> bool:
+    def close(self, cut: bool = False) -> bool:
         """The item ended; return True when that made the arguments runnable.
 
-        Empty text at close means the start event's value stands (Anthropic ``input: {}``,
-        Bedrock's missing ``input``): a real no-argument call.
+        Closed normally (its own stop event, or the wire's DONE without a length cut), empty
+        text means a call without arguments: the start event's value stands (Anthropic
+        ``input: {}``, Bedrock's missing ``input``), else ``{}`` (a server that sends ``""``
+        for a tool without parameters). ``cut`` (input ended, or a length limit hit, inside
+        the item): nothing becomes runnable; what is not complete stays so for good.
         """
         if self.closed:
             return False
         self.closed = True
-        if self.is_empty and self.state == OPEN:
+        if not cut and self.is_empty and self.state == OPEN:
+            if self.parts:  # whitespace only: not "" and not JSON (json.loads rejects it)
+                self._invalid(INVALID_TEXT)
+                return False
             initial = self.initial if isinstance(self.initial, dict) else {}
             if nests_deeper(initial, MAX_DEPTH):
                 self._invalid(TOO_DEEP)
@@ -264,11 +270,23 @@ class ArgsStream:
             return True
         return False
 
+    @property
+    def incomplete_reason(self) -> str | None:
+        """Why these closed arguments will never be runnable (``"cut"``, ``"invalid"``,
+        ``"too deep"``), or None: complete, or still open."""
+        if not self.closed or self.state == COMPLETE:
+            return None
+        if self.state == INVALID:
+            return getattr(self, "reason", None) or "invalid"
+        return "cut"
+
     def materialize(self) -> Any:
-        """What the assembled message shows at this field."""
+        """What the assembled message shows at this field: the text as sent on a string
+        wire (``""`` for a call without arguments too); on an object wire the start event's
+        value while the item streams, then the parsed object, or the raw text when it never
+        parsed (``""`` for one cut before any fragment), so that a cut call is never
+        mistaken for a call without arguments."""
         if self.form == "string":
-            if self.closed and self.is_empty and self.state == COMPLETE:
-                return "{}"  # closed with no arguments: the non-streaming form of a no-arg call
             return self.text
         if not self.closed:
             if self._whole is not None:
@@ -278,8 +296,6 @@ class ArgsStream:
             return self.value
         if self._whole is not None:
             return self._whole
-        if self.is_empty:
-            return self.initial if self.initial is not None else {}
         return self.text
 
 

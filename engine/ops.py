@@ -730,14 +730,14 @@ def op_finish(spec: Any, ctx: CompileContext) -> Run:
     if spec is None or spec is True:
 
         def finish(asm: Assembly, ev: Any, ch: Any) -> None:
-            asm.finished = True
+            asm.finish()
 
         return finish
     read = compile_read(spec["when"], ctx.choice_alias)
 
     def finish_when(asm: Assembly, ev: Any, ch: Any) -> None:
         if read(ev, ch):
-            asm.finished = True
+            asm.finish()
 
     return skips_without(finish_when, spec["when"], unless_true=True)
 
@@ -751,7 +751,7 @@ def op_error(spec: dict, ctx: CompileContext) -> Run:
         if value is None:
             return
         asm.error = ingest(value)
-        asm.finished = True
+        asm.finish(cut=True)  # an error ends the stream inside whatever is still open
 
     return skips_without(error, spec.get("from", ""))
 

@@ -145,6 +145,8 @@ class Spec:
     text: TextSpec | None
     leaks_into_text: bool
     sentinels: frozenset[str]
+    # Stop reasons that mean a length limit cut the output: at such a DONE, open items are cut.
+    length_stops: frozenset[str] = frozenset()
 
     def new_args(self, current: Any) -> ArgsStream:
         form = self.calls.args_form if self.calls is not None else "string"
@@ -452,6 +454,7 @@ class ExtractionStrategy:
             text=text,
             leaks_into_text=bool(descriptor.get("leaks_into_text", False)),
             sentinels=frozenset(descriptor.get("done_sentinels", ())),
+            length_stops=frozenset(descriptor.get("length_stops", ())),
         )
         self.leaks_into_text = self.spec.leaks_into_text
         self.is_wire = "events" in descriptor
@@ -513,7 +516,7 @@ class ExtractionStrategy:
         out = []
         for item in self._call_items(message):
             name = calls.name(item)
-            args = parse_arguments(_dig(item, calls.args_fields))
+            args = parse_arguments(_dig(item, calls.args_fields), calls.args_form)
             if isinstance(name, str) and name and args is not None:
                 out.append(ExtractedCall(name, args, calls.id(item)))
         return out
@@ -606,13 +609,17 @@ class ExtractionStrategy:
         return materialize(asm.root)
 
 
-def parse_arguments(raw: Any) -> dict | None:
-    """API.md's rule: an object passes; a JSON text counts once it parses to an object."""
+def parse_arguments(raw: Any, form: str = "string") -> dict | None:
+    """API.md's rule: an object passes; a JSON text counts once it parses to an object.
+
+    A whole message is at its DONE: on a string wire its ``""`` is a call without arguments
+    (as the stream's DONE makes it). On an object wire a string is the raw text of arguments
+    that never parsed (a cut call keeps it, ``""`` included), never a call."""
     if isinstance(raw, dict):
         return raw
     if isinstance(raw, str):
         if not raw.strip():
-            return None
+            return {} if raw == "" and form == "string" else None
         try:
             value = json.loads(raw)
         except ValueError:

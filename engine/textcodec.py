@@ -31,6 +31,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from .events import INCOMPLETE_REASONS
+
 __all__ = ["TextCall", "TextCodec", "TextScanner", "ToolLike"]
 
 
@@ -78,6 +80,7 @@ class _Prompt:
     execution_failed: str
     unknown_tool: str
     no_tool_field: str
+    call_incomplete: tuple[tuple[str, str], ...] = ()  # (reason, message), hashable
 
 
 _DEFAULTS: dict[str, Any] = {
@@ -332,6 +335,13 @@ class TextCodec:
         names = [a if isinstance(a, str) else str(getattr(a, "name", a)) for a in available]
         return _fill(self.prompt.unknown_tool, tool_name=tool_name, available=", ".join(names))
 
+    def retry_call_incomplete(self, tool_name: str | None, reason: str) -> str:
+        """What to tell the model after its call of ``tool_name`` (None: its name never
+        arrived) ended unrunnable, for ``reason`` (``cut``, ``invalid``, ``too deep``)."""
+        templates = dict(self.prompt.call_incomplete)
+        template = templates.get(reason) or templates["invalid"]
+        return _fill(template, tool_name=tool_name or "(no name)")
+
     def retry_no_tool_field(self) -> str:
         """What to tell the model after it wrote a JSON reply that names no tool."""
         return _fill(self.prompt.no_tool_field, call_example=self.prompt.call_example)
@@ -360,7 +370,16 @@ def _compile_prompt(section: Any) -> _Prompt:
         execution_failed=_required_text(retry, "execution_failed", "prompt.retry."),
         unknown_tool=_required_text(retry, "unknown_tool", "prompt.retry."),
         no_tool_field=_required_text(retry, "no_tool_field", "prompt.retry."),
+        call_incomplete=_incomplete_templates(retry.get("call_incomplete")),
     )
+
+
+def _incomplete_templates(section: Any) -> tuple[tuple[str, str], ...]:
+    """``retry.call_incomplete``: one message for each reason a call can end unrunnable."""
+    if not isinstance(section, Mapping):
+        raise ValueError("codec.prompt.retry.call_incomplete is required (a mapping)")
+    where = "prompt.retry.call_incomplete."
+    return tuple((reason, _required_text(section, reason, where)) for reason in INCOMPLETE_REASONS)
 
 
 # -- the scanner -------------------------------------------------------------------------------

@@ -41,7 +41,13 @@ def _stream(text: str, size: int) -> engine.LLMStreamBuffer:
 
 
 def _expected(text: str) -> tuple[dict | None, str | None]:
-    """What ``json.loads`` says: (the object, None) for a call, else (None, its reason)."""
+    """What ``json.loads`` says: (the object, None) for a call, else (None, its reason).
+
+    One exception, the issue's rule for ``""``: no argument text at all, closed by the wire's
+    normal DONE, is a call without arguments (servers send ``""`` for tools without
+    parameters), although ``json.loads("")`` fails."""
+    if text == "":
+        return {}, None
     if not text.lstrip(" \t\r\n").startswith("{"):
         return None, "invalid"  # decided at its first character, whatever follows (even depth)
     try:
