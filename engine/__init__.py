@@ -29,3 +29,12 @@ __all__ = [
     "load_format",
     "validate_descriptor",
 ]
+
+
+def __getattr__(name: str) -> str:
+    """``engine.__version__``, read when first asked (importing ``engine`` reads no file)."""
+    if name == "__version__":
+        from .version import version
+
+        return version()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

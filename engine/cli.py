@@ -18,8 +18,10 @@ Subcommands (API.md, "Command line"):
   ``history`` (the native messages to append) and ``retry`` (what to tell the model).
 - ``new NAME [--dir DIR]``: a commented skeleton ``formats/NAME.yaml`` and
   ``tests/golden/NAME/``.
+- ``--version``: ``mcs-formats VERSION`` (``engine.__version__``).
 
-Exit codes: 0 success, 1 a problem in the input (an invalid descriptor, a malformed stream),
+Exit codes: 0 success, 1 a problem in the input (an invalid descriptor, a folder holding no
+descriptor, a malformed or empty stream) or output that cannot be written (one line on stderr),
 2 a usage error (argparse's own, an unknown format name, a name ``new`` refuses).
 """
 
@@ -43,6 +45,7 @@ from .buffer import LLMStreamBuffer
 from .drivers import BaseDriver, DriverResponse
 from .errors import ChunkError, DescriptorError, Problem, UnknownFormatError
 from .records import Skipped, Tool, ToolCallRecord
+from .version import version
 
 EXIT_OK, EXIT_PROBLEM, EXIT_USAGE = 0, 1, 2
 
@@ -191,23 +194,26 @@ def _problems_of(arg: str) -> list[Problem]:
     return validate_descriptor(arg)
 
 
-def _expand(paths: list[str]) -> list[str]:
-    """A folder stands for the descriptors in it."""
-    out = []
-    for arg in paths:
-        path = Path(arg)
-        if path.is_dir():
-            found = sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml"))
-            out.extend(str(p) for p in found)
-        else:
-            out.append(arg)
-    return out
+DESCRIPTOR_SUFFIXES = (".yaml", ".yml")
+
+
+def _expand(arg: str) -> list[str]:
+    """A folder stands for the descriptors in it (none is a problem of its own)."""
+    path = Path(arg)
+    if not path.is_dir():
+        return [arg]
+    return [str(p) for p in sorted(path.iterdir()) if p.suffix in DESCRIPTOR_SUFFIXES]
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
     problems: list[Problem] = []
-    for arg in _expand(args.paths):
-        problems.extend(_problems_of(arg))
+    for arg in args.paths:
+        files = _expand(arg)
+        if not files:  # checking nothing must not read as "all valid"
+            message = "no descriptor (*.yaml, *.yml) in this folder"
+            problems.append(Problem(arg, 1, 1, "", message, "file"))
+        for file in files:
+            problems.extend(_problems_of(file))
     if args.json:
         print(_json([dataclasses.asdict(p) for p in problems], indent=2))
     else:
@@ -495,6 +501,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     strategies = [_load_strategy(args.format)] if args.format else None
     tools = _tool_names(args.tools)
     events = read_stream(args.stream)
+    if not events:
+        raise CLIError(f"{args.stream}: no events (an empty stream)")
     driver = None if tools is None else EchoDriver(tools, strategies)
     buf = driver.new_stream_buffer() if driver else LLMStreamBuffer(strategies=strategies)
     replay = Replay(buf, driver, ReplayPrinter(sys.stdout, args.json), args.stream)
@@ -666,6 +674,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="mcs-formats",
         description="Streaming tool-call wire formats of LLM providers, from YAML descriptors.",
     )
+    parser.add_argument("--version", action="version", version=f"mcs-formats {version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("list", help="the built-in formats, one a line")
@@ -715,18 +724,45 @@ def main(argv: list[str] | None = None) -> int:
         if hasattr(stream, "reconfigure"):  # a narrow terminal encoding never crashes a replay
             stream.reconfigure(errors="backslashreplace")
     try:
-        return args.run(args)
+        code = args.run(args)
+        sys.stdout.flush()  # a full disk shows here, not as a traceback at exit
+        return code
     except CLIError as exc:
-        sys.stdout.flush()
+        _flush_before_error()
         print(f"mcs-formats {args.command}: {exc}", file=sys.stderr)
         return exc.code
     except DescriptorError as exc:  # a built-in descriptor that does not load
-        sys.stdout.flush()
+        _flush_before_error()
         print(f"mcs-formats {args.command}: {exc}", file=sys.stderr)
         return EXIT_PROBLEM
     except BrokenPipeError:  # `mcs-formats replay ... | head`
+        _discard_stdout()
         sys.stderr.close()
         return EXIT_PROBLEM
+    except OSError as exc:  # the output cannot be written: `mcs-formats list > /dev/full`
+        _discard_stdout()
+        what = "cannot write the output" if exc.filename is None else exc.filename
+        print(f"mcs-formats {args.command}: {what}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_PROBLEM
+
+
+def _flush_before_error() -> None:
+    """What was printed goes out before the error line; if it cannot, the error still does."""
+    try:
+        sys.stdout.flush()
+    except OSError:
+        _discard_stdout()
+
+
+def _discard_stdout() -> None:
+    """Point stdout at the null device, so that the interpreter's flush at exit, which would
+    meet the same failure, prints no second report."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no real file behind stdout (a test's capture)
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

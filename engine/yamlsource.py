@@ -64,9 +64,88 @@ class YAMLSourceError(ValueError):
         self.pointer = pointer
 
 
+# Bounds on what one descriptor may hold, counted as the YAML is composed, before anything is
+# built: aliases share a node, so a few lines of anchors can stand for billions of nodes (the
+# "billion laughs") and a deep nest exhausts the recursion of any tree walk. The built-in
+# descriptors use no alias, nest at most 12 levels and hold under 400 nodes.
+MAX_ALIASES = 100
+MAX_DEPTH = 50
+MAX_NODES = 20_000
+
+
 class DescriptorLoader(yaml.SafeLoader):
     """The safe loader with YAML 1.2 booleans: only ``true``/``false`` are booleans, so keys
-    such as ``on`` (the rule table) and values such as ``no`` stay strings."""
+    such as ``on`` (the rule table) and values such as ``no`` stay strings.
+
+    It also bounds the document (:data:`MAX_ALIASES`, :data:`MAX_DEPTH`, :data:`MAX_NODES`,
+    nodes and depth counted with every alias expanded) while composing it, so that an alias
+    bomb or a deep nest is refused in time linear in its text, at the alias or node that
+    crosses the bound, with its JSON pointer."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._open: list[tuple[str, list[int]]] = []  # (pointer, [deepest child]) per open node
+        self._shape: dict[int, tuple[int, int]] = {}  # id(node) -> (expanded nodes, height)
+        self._aliases = 0
+        self._nodes = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        pointer = self._pointer_of(parent, index)
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            node = super().compose_node(parent, index)
+            self._count_alias(event, node, pointer)
+            return node
+        if len(self._open) >= MAX_DEPTH:
+            raise _limit(f"YAML nests deeper than {MAX_DEPTH} levels", event.start_mark, pointer)
+        self._count(1, event.start_mark, pointer, "")
+        before = self._nodes - 1
+        self._open.append((pointer, [0]))
+        node = super().compose_node(parent, index)
+        _, (deepest,) = self._open.pop()
+        self._shape[id(node)] = (self._nodes - before, deepest + 1)
+        self._reach(deepest + 1)
+        return node
+
+    def _pointer_of(self, parent: yaml.Node | None, index: Any) -> str:
+        """The JSON pointer of the node about to be composed (a key: its mapping's)."""
+        base = self._open[-1][0] if self._open else ""
+        if parent is None or index is None:
+            return base
+        if isinstance(index, yaml.ScalarNode):
+            return f"{base}/{escape(str(index.value))}"
+        return f"{base}/{index}" if isinstance(index, int) else base
+
+    def _count_alias(self, event: yaml.AliasEvent, node: yaml.Node, pointer: str) -> None:
+        self._aliases += 1
+        if self._aliases > MAX_ALIASES:
+            raise _limit(f"YAML holds more than {MAX_ALIASES} aliases", event.start_mark, pointer)
+        shape = self._shape.get(id(node))
+        if shape is None:
+            message = f"YAML alias *{event.anchor} refers to a node that contains it"
+            raise _limit(message, event.start_mark, pointer)
+        nodes, height = shape
+        if len(self._open) + height > MAX_DEPTH:
+            message = f"YAML alias *{event.anchor} nests deeper than {MAX_DEPTH} levels expanded"
+            raise _limit(message, event.start_mark, pointer)
+        self._count(nodes, event.start_mark, pointer, f" (alias *{event.anchor})")
+        self._reach(height)
+
+    def _count(self, nodes: int, mark: yaml.Mark, pointer: str, what: str) -> None:
+        self._nodes += nodes
+        if self._nodes > MAX_NODES:
+            message = f"YAML expands to more than {MAX_NODES} nodes{what}: an alias bomb?"
+            raise _limit(message, mark, pointer)
+
+    def _reach(self, height: int) -> None:
+        """A child of ``height`` levels completed: its parent is at least one level taller."""
+        if self._open:
+            deepest = self._open[-1][1]
+            deepest[0] = max(deepest[0], height)
+
+
+def _limit(message: str, mark: yaml.Mark, pointer: str) -> YAMLSourceError:
+    return YAMLSourceError(message, mark.line + 1, mark.column + 1, pointer)
 
 
 DescriptorLoader.yaml_implicit_resolvers = {

@@ -442,3 +442,80 @@ def test_usage_errors_exit_2():
         with pytest.raises(SystemExit) as exc:
             cli.main(argv)
         assert exc.value.code == 2
+
+
+# -- nothing to do is not success; output that cannot be written is one line --------------------
+
+
+def test_version_prints_the_distributions_version():
+    result = run("--version")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"mcs-formats {engine.__version__}\n"
+    assert engine.__version__ == _pyproject_version()
+
+
+def _pyproject_version() -> str:
+    import tomllib
+
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "version"
+    ]
+
+
+def test_validate_a_folder_without_descriptors_fails_saying_so(tmp_path):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "README.md").write_text("not a descriptor\n")
+    (empty, notes, with_json) = run_many(
+        ("validate", "empty"),
+        ("validate", "notes", str(ROOT / "formats")),
+        ("validate", "--json", "empty"),
+        cwd=tmp_path,
+    )
+    message = "no descriptor (*.yaml, *.yml) in this folder"
+    assert empty[:2] == (1, f"empty:1:1: /: {message}\n"), empty
+    assert notes[:2] == (1, f"notes:1:1: /: {message}\n"), notes  # the valid folder says nothing
+    assert json.loads(with_json[1]) == [
+        {"file": "empty", "line": 1, "col": 1, "pointer": "", "message": message, "rule": "file"}
+    ]
+    assert with_json[0] == 1
+    assert not any("Traceback" in err for _, _, err in (empty, notes, with_json))
+
+
+def test_replay_of_a_stream_without_events_fails(tmp_path):
+    (tmp_path / "empty.jsonl").write_text("")
+    (tmp_path / "blank.jsonl").write_text("\n  \n\n")
+    runs = run_many(("replay", "empty.jsonl"), ("replay", "blank.jsonl"), cwd=tmp_path)
+    for rc, out, err in runs:
+        assert rc == 1 and out == "", (rc, out, err)
+        assert err.endswith(".jsonl: no events (an empty stream)\n") and len(err.splitlines()) == 1
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (Linux)")
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("replay", str(OAI_PARALLEL)),
+        ("replay", str(ANTHROPIC_TOOL), "--json", "--tools", "get_weather"),
+        ("list",),
+        ("list", "--json"),
+        ("show", "gemini"),
+    ],
+    ids=lambda argv: " ".join(a for a in argv if "/" not in a),
+)
+def test_output_to_a_full_disk_is_one_line_and_exit_1(argv):
+    with open("/dev/full", "w") as full:
+        result = subprocess.run(
+            _command(argv, False),
+            cwd=ROOT,
+            env=ENV,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+            timeout=60,
+        )
+    assert result.returncode == 1
+    assert result.stderr == (
+        f"mcs-formats {argv[0]}: cannot write the output: No space left on device\n"
+    )

@@ -1,0 +1,48 @@
+"""``engine.__version__``: the running checkout's pyproject.toml, else the installed metadata."""
+
+from __future__ import annotations
+
+import tomllib
+from importlib import metadata
+
+import pytest
+from conftest import ROOT
+
+import engine
+from engine import version as version_module
+
+
+@pytest.fixture
+def elsewhere(tmp_path, monkeypatch):
+    """The module as if it ran from ``tmp_path/engine`` (no checkout around it yet)."""
+    (tmp_path / "engine").mkdir()
+    monkeypatch.setattr(version_module, "__file__", str(tmp_path / "engine" / "version.py"))
+    return tmp_path
+
+
+def test_a_checkout_reports_its_pyproject_version():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert engine.__version__ == project["version"]
+    assert isinstance(engine.__version__, str)
+
+
+def test_only_this_distributions_pyproject_counts(elsewhere):
+    assert version_module._checkout_version() is None
+    (elsewhere / "pyproject.toml").write_text('[project]\nname = "other"\nversion = "9"\n')
+    assert version_module._checkout_version() is None
+    (elsewhere / "pyproject.toml").write_text('[project]\nname = "mcs-formats"\nversion = "2.5"\n')
+    assert version_module._checkout_version() == "2.5"
+    (elsewhere / "pyproject.toml").write_text("not [toml")
+    assert version_module._checkout_version() is None
+
+
+def test_without_a_checkout_the_installed_metadata_answers(elsewhere, monkeypatch):
+    monkeypatch.setattr(metadata, "version", lambda name: {"mcs-formats": "3.1"}[name])
+    assert version_module._checkout_version() is None
+    assert version_module._installed_version() == "3.1"
+
+    def missing(name):
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(metadata, "version", missing)
+    assert version_module._installed_version() is None
