@@ -109,14 +109,9 @@ def test_one_character_fragments_give_the_same_result(path):
 # Framing lines that carry no payload: a keep-alive comment, a blank line (the end of an SSE
 # event), an id: and a retry: field. Each is one add(), as each data: line is.
 FRAMING = (": keep-alive", "", "id: 7", "retry: 3000", ":")
-DONE_LINE = {"openai_chat": "data: [DONE]"}  # the wires whose DONE travels as an SSE line
-# Issue 9, item 1 (another branch): `data: [DONE]` raises ChunkError today. Strict, so that the
-# merge that fixes it fails here until this mark is removed.
-DONE_RAISES = pytest.mark.xfail(
-    raises=engine.ChunkError,
-    strict=True,
-    reason="issue 9 item 1: data: [DONE] raises ChunkError; remove once its fix is merged",
-)
+# openai_chat's DONE travels as an SSE line; proxies and SDKs end every other wire's SSE
+# stream with it too, where it is the end of the stream (issue 9, item 1).
+DONE_LINE = "data: [DONE]"
 
 
 def sse_event(event: dict, space: str = " ") -> list[str]:
@@ -177,14 +172,13 @@ def _finished(paths: list[Path]) -> list[Path]:
     return [p for p in paths if replay(read_stream(p), p.parent.name).is_finished()]
 
 
-@DONE_RAISES
 @pytest.mark.parametrize("kind", ["str", "bytes"])
-@pytest.mark.parametrize("path", _finished(golden_streams(list(DONE_LINE))), ids=stream_id)
+@pytest.mark.parametrize("path", _finished(STREAMS), ids=stream_id)
 def test_raw_sse_ending_with_the_wires_done_line_gives_the_same_result(path, kind):
     events = read_stream(path)
     fmt = path.parent.name
     expected = outcome(replay(copy.deepcopy(events), fmt))
-    lines = sse_stream(copy.deepcopy(events), done=DONE_LINE[fmt])
+    lines = sse_stream(copy.deepcopy(events), done=DONE_LINE)
     assert outcome(replay(as_wire(lines, kind), fmt)) == expected
 
 
