@@ -4,6 +4,28 @@ The buffer resolves the wire among its strategies from the first chunk one of th
 (keeping earlier, unrecognised chunks and replaying them), hands every event to the compiled
 rules, and answers the per-chunk questions (``forming()``, ``calls()``) from state the rules
 keep up to date, so that the client loop costs O(1) amortized per chunk.
+
+A chunk that raises changes nothing (API.md: "the buffer is left as it was"), whatever rule
+of its event raised and whatever the exception. The rules of one event run one after the
+other and write into the message as they go, so an exception midway would leave the event
+half applied. Three ways to undo that were weighed:
+
+- a copy of the assembly before every chunk: O(message) per chunk, quadratic over a stream;
+- an undo journal written by every operation: a cost on every write of every operation, and
+  a duty on every operation yet to be written (one that forgets is a silent corruption);
+- replay (chosen): the buffer keeps the events its assembly was built from (one list append
+  per chunk, the only cost on the happy path) and, when one raises, builds a fresh assembly
+  from them. The rules are a deterministic function of the events, and no operation mutates
+  an event (values enter the message through ``ingest``, a copy, or are kept whole and never
+  written to: whole arguments, strings), so the replay gives the assembly as it was.
+
+A failure then costs O(events so far), paid only by bad input. The price is memory: the
+accepted events stay referenced until ``reset()`` or the buffer goes, as the unrecognised
+chunks before the wire was resolved always were; and a caller must not change a dict after
+handing it to ``add`` (every decoder here hands over a fresh one). What the buffer derived
+from the old assembly (the calls handed out, the display cursors, the codec's feed count,
+the forming cache) stays valid, because the replay rebuilds the same message, display text
+and calls in the same order; only identities are carried over (:meth:`_carry_over`).
 """
 
 from __future__ import annotations
@@ -11,7 +33,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from .assembly import Assembly
+from .assembly import Assembly, CallTrack
 from .chunks import SKIP, Sentinel, decode
 from .errors import ChunkError, UnknownFormatError
 from .events import CallIncomplete
@@ -24,6 +46,18 @@ from .strategy import NOT_FORMING, ExtractedCall, ExtractionStrategy, Forming
 # start. A value, not one more attribute: the buffer's attributes stay few enough for
 # CPython's shared-key instance dicts, which its per-chunk attribute reads rely on.
 _TEXT_CALL_HELD = "text call held"
+_FINISHED = Sentinel("finished")  # in the replay log: the wire's DONE arrived as a sentinel
+_CLOSED = Sentinel("closed")  # in the replay log: close() was called
+
+
+class _Unfit:
+    """In the replay log: an event kept before the wire was resolved that did not fit it,
+    undone and counted with the events no rule handles."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
 
 
 class LLMStreamBuffer:
@@ -43,6 +77,7 @@ class LLMStreamBuffer:
         self._pending: list[dict] = []  # chunks seen before the wire was resolved
         self._pending_at: list[int] = []  # their indexes, for what they could not place
         self._pending_end = False
+        self._log: list = []  # what the assembly was built from, in order (see _rollback)
         self._index = 0  # position of the next chunk, for error messages
         self._sse: dict = {}
         self.codec: Any = None  # the text codec scanning display text (attach_codec)
@@ -94,25 +129,53 @@ class LLMStreamBuffer:
                 return
         asm = self._asm
         if asm is None:
-            if not self._resolve(event):
-                self._pending.append(event)
-                self._pending_at.append(index)
-                return
-            asm = self._asm
+            self._add_unresolved(event, index)
+            return
         try:
             self._strategy.program.apply(asm, event, self.choice)
-        except (AttributeError, TypeError, KeyError, ValueError) as exc:
-            asm.unplaced.clear()
-            raise ChunkError(index, f"event does not fit {self._strategy.name}: {exc}") from exc
+        except BaseException as exc:  # any rule may raise after another wrote: undo them all
+            self._rollback()
+            if not isinstance(exc, Exception):
+                raise  # KeyboardInterrupt and the like: rolled back, and on their way
+            raise self._misfit(index, exc) from exc
+        self._log.append(event)
         if asm.unplaced:  # the happy path pays this one test
             self._stamp_skipped(index, event)
 
     def _stamp_skipped(self, index: int, event: dict) -> None:
         """Record what the rules of chunk ``index`` could not place, named and located."""
         asm = self._asm
-        name = self._strategy.program.event_name(event)
+        name = self._event_name(event)
         asm.skipped.extend(Skipped(index, name, reason) for reason in asm.unplaced)
         asm.unplaced.clear()
+
+    def _misfit(self, index: int, exc: BaseException) -> ChunkError:
+        reason = str(exc) or "no detail"
+        return ChunkError(
+            index, f"event does not fit {self._strategy.name}: {type(exc).__name__}: {reason}"
+        )
+
+    def _add_unresolved(self, event: dict, index: int) -> None:
+        """Before the wire is resolved: resolve it on this event or keep the event. An event
+        that resolves the wire but does not fit it leaves the wire unresolved, as before."""
+        pending, pending_at, pending_end = self._pending, self._pending_at, self._pending_end
+        if not self._resolve(event):
+            self._pending.append(event)
+            self._pending_at.append(index)
+            return
+        try:
+            self._strategy.program.apply(self._asm, event, self.choice)
+        except BaseException as exc:
+            misfit = self._misfit(index, exc)
+            self._strategy, self._asm, self._log = None, None, []
+            self._pending, self._pending_at = pending, pending_at
+            self._pending_end = pending_end
+            if not isinstance(exc, Exception):
+                raise
+            raise misfit from exc
+        self._log.append(event)
+        if self._asm.unplaced:
+            self._stamp_skipped(index, event)
 
     def _take_sentinel(self, sentinel: str, index: int) -> None:
         """An end marker (``data: [DONE]``): the DONE of the wire that declares it, and the end
@@ -127,6 +190,7 @@ class LLMStreamBuffer:
             self._pending_end = True  # remembered: the wire it ends is not known yet
         else:
             self._asm.finish()
+            self._log.append(_FINISHED)
 
     def _end_markers(self) -> frozenset[str]:
         """The end markers of this buffer's strategies and of every built-in wire."""
@@ -142,16 +206,82 @@ class LLMStreamBuffer:
             if strategy.recognizes_chunk(event):
                 self._strategy = strategy
                 self._asm = strategy.new_assembly()
+                self._log = []
                 pending, self._pending = self._pending, []
                 indexes, self._pending_at = self._pending_at, []
                 for at, earlier in zip(indexes, pending, strict=True):
-                    strategy.program.apply(self._asm, earlier, self.choice)
-                    if self._asm.unplaced:
-                        self._stamp_skipped(at, earlier)
+                    self._replay_pending(at, earlier)
                 if self._pending_end:
                     self._asm.finish()
+                    self._log.append(_FINISHED)
                 return True
         return False
+
+    def _replay_pending(self, index: int, earlier: dict) -> None:
+        """An event kept before the wire was resolved, now applied. It was never recognised,
+        so one that does not fit the wire is not an error of the chunk being added: it is
+        undone and counted with the events no rule handles."""
+        try:
+            self._strategy.program.apply(self._asm, earlier, self.choice)
+        except Exception:
+            self._rollback()
+            unfit = _Unfit(str(self._event_name(earlier)))
+            self._asm.unknown[unfit.name] += 1
+            self._log.append(unfit)
+            return
+        self._log.append(earlier)
+        if self._asm.unplaced:
+            self._stamp_skipped(index, earlier)
+
+    def _event_name(self, event: dict) -> Any:
+        try:
+            return self._strategy.program.event_name(event)
+        except Exception:
+            return None
+
+    def _rollback(self) -> None:
+        """Undo what a raising event half applied: a fresh assembly from the events logged.
+
+        Only the assembly is rebuilt: the buffer's own state (calls handed out, display and
+        codec cursors) reflects the assembly before the event, which the replay reproduces.
+        What the old assembly listed as skipped stays (the replay would find it again, but
+        without the chunk indexes)."""
+        old = self._asm
+        asm = self._strategy.new_assembly()
+        for step in self._log:
+            if step is _FINISHED:
+                asm.finish()
+            elif step is _CLOSED:
+                asm.end_input()
+            elif step.__class__ is _Unfit:
+                asm.unknown[step.name] += 1
+            else:
+                self._strategy.program.apply(asm, step, self.choice)
+        asm.unplaced.clear()
+        if old is not None:
+            asm.skipped = old.skipped
+        self._asm = asm
+        self._carry_over(asm)
+
+    def _carry_over(self, asm: Assembly) -> None:
+        """Point the buffer's caches at the rebuilt assembly's objects.
+
+        The calls already handed out are owned by the new tracks (so that a later event that
+        takes one back is noticed), and if one of them is not what the rebuilt message holds
+        (an event before the failed one took it back, and ``calls()`` has not been asked
+        since) the calls are rebuilt on the next ``calls()``, as they would have been."""
+        tracks = asm.tracks
+        for position, call in zip(self._emitted_order, self._calls, strict=True):
+            track = tracks[position] if position < len(tracks) else None
+            if track is not None and track.args.state == COMPLETE:
+                track.args.owner = asm
+                if track.args.value == call.arguments:
+                    continue
+            asm.calls_regressed = asm.calls_dirty = True
+        cached_key, cached = self._forming
+        if cached_key.__class__ is CallTrack:
+            order = cached_key.order
+            self._forming = (tracks[order], cached) if order < len(tracks) else (None, NOT_FORMING)
 
     def close(self) -> None:
         """End of input: close whatever is still open; nothing stays held after this."""
@@ -167,6 +297,7 @@ class LLMStreamBuffer:
                 )
             return
         self._asm.end_input()
+        self._log.append(_CLOSED)
 
     def hold(self) -> None:
         """Veto display for this round (until the next ``add``)."""
@@ -178,6 +309,7 @@ class LLMStreamBuffer:
             self._asm = self._strategy.new_assembly()
         self._pending = []
         self._pending_at = []
+        self._log = []
         self._reset_view()
 
     # -- questions ---------------------------------------------------------------------------

@@ -45,7 +45,10 @@ class JoinRule:
 
 def _may_join(rule: JoinRule, last: dict, part: dict) -> bool:
     """May ``part`` join ``last``: nothing blocks it, both carry text, their keys agree.
-    Plain loops, no generators: this runs on every part of every chunk."""
+    Plain loops, no generators: this runs on every part of every chunk. A part the wire sent
+    as something else than an object (kept as sent) joins nothing."""
+    if last.__class__ is not dict:
+        return False
     for f in rule.blocked_by:
         if part.get(f) is not None:
             return False

@@ -236,13 +236,20 @@ class Program:
             op(asm, payload, ch)
         if self.discriminator is None:
             return
-        rules = self.table.get(name)
+        try:
+            rules = self.table.get(name)
+        except TypeError:  # a name that is no name (a list, an object): no rule has it
+            asm.unknown[str(name)] += 1
+            return
         if rules is None:
             if name not in self.ignored:
                 asm.unknown[str(name)] += 1
             return
         if rules.__class__ is SubTable:
-            rules = rules.table.get(rules.discriminator(payload))
+            try:
+                rules = rules.table.get(rules.discriminator(payload))
+            except TypeError:
+                rules = None
             if rules is None:
                 asm.unknown[str(name)] += 1
                 return
