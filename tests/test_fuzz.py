@@ -17,11 +17,6 @@ every chunk, on a plain buffer and on a driver's buffer with its round. The inva
 Bounded in time: a fixed-seed profile (``derandomize``), a deadline per example and a modest
 number of examples, so CI is deterministic and fast. ``FUZZ_EXAMPLES=2000`` explores more
 locally (still deterministic for a given number).
-
-A crash found in an area another item of issue 9 fixes is listed in :data:`KNOWN_CRASHES`
-with its item number and a minimal reproducer: the fuzz run steps over exactly that crash,
-and ``test_known_crash_still_reproduces`` (strict xfail) says when it is fixed, so that the
-entry can be removed.
 """
 
 from __future__ import annotations
@@ -29,9 +24,7 @@ from __future__ import annotations
 import copy
 import json
 import os
-import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -59,58 +52,16 @@ settings.register_profile(
 FUZZ = settings.get_profile("fuzz-ci")
 
 
-# -- known crashes owned by other items of issue 9 --------------------------------------------
-
-
-@dataclass(frozen=True)
-class KnownCrash:
-    """A crash the fuzz test found in an area another item of issue 9 fixes."""
-
-    item: int
-    what: str
-    matches: Callable[[BaseException, str], bool]  # (exception, formatted traceback)
-    reproduce: Callable[[], None]  # raises the crash while it is not fixed
-
-
-def _deep_json_text() -> None:
-    engine.LLMStreamBuffer().add("[" * 100_000 + "]" * 100_000)
-
-
-KNOWN_CRASHES: list[KnownCrash] = [
-    KnownCrash(
-        item=2,
-        what="JSON text nested 100,000 deep raises RecursionError from decode()",
-        matches=lambda exc, trace: isinstance(exc, RecursionError) and "chunks.py" in trace,
-        reproduce=_deep_json_text,
-    ),
-]
-
-
-def _known(exc: BaseException) -> KnownCrash | None:
-    trace = "".join(traceback.format_exception(exc))
-    return next((k for k in KNOWN_CRASHES if k.matches(exc, trace)), None)
-
-
-class _KnownCrashSeen(Exception):
-    """Raised inside a run to stop the example at a known crash."""
-
-
 # -- observing a buffer -----------------------------------------------------------------------
 
 
 def _ask(question: Callable[[], Any]) -> Any:
     """Ask one public question: its answer, or the name of an allowed error it raised. Any
-    other exception escapes (and fails the test), unless it is a known crash of another item."""
+    other exception escapes, and fails the test."""
     try:
         return question()
     except ALLOWED as exc:
         return f"<{type(exc).__name__}>"
-    except Exception as exc:
-        known = _known(exc)
-        if known is None:
-            raise
-        event(f"known crash of item {known.item}: {known.what}")
-        raise _KnownCrashSeen from exc
 
 
 def _plain(value: Any) -> str:
@@ -163,27 +114,20 @@ def run_checked(feed: list[Any], driver: engine.BaseDriver | None = None) -> dic
     buf = driver.new_stream_buffer() if driver is not None else engine.LLMStreamBuffer()
     handed = ""  # what text() handed out, on a buffer without a codec
     content = ""
-    try:
-        for index, chunk in enumerate(feed):
-            before = _observe(buf)
-            try:
-                buf.add(chunk)
-            except engine.ChunkError as exc:
-                assert exc.index == index, f"chunk {index} raised naming chunk {exc.index}: {exc}"
-                after = _observe(buf)
-                changed = {k for k in before if before[k] != after[k]}
-                assert not changed, f"chunk {index} raised ({exc}) and changed {sorted(changed)}"
-            except ALLOWED:
-                pass
-            except Exception as exc:
-                if _known(exc) is None:
-                    raise
-                raise _KnownCrashSeen from exc
-            handed, content = _round(buf, driver, handed, content)
-        _ask(buf.close)
+    for index, chunk in enumerate(feed):
+        before = _observe(buf)
+        try:
+            buf.add(chunk)
+        except engine.ChunkError as exc:
+            assert exc.index == index, f"chunk {index} raised naming chunk {exc.index}: {exc}"
+            after = _observe(buf)
+            changed = {k for k in before if before[k] != after[k]}
+            assert not changed, f"chunk {index} raised ({exc}) and changed {sorted(changed)}"
+        except ALLOWED:
+            pass
         handed, content = _round(buf, driver, handed, content)
-    except _KnownCrashSeen:
-        return {}
+    _ask(buf.close)
+    handed, content = _round(buf, driver, handed, content)
     return _observe(buf)
 
 
@@ -557,18 +501,6 @@ def test_a_raising_chunk_anywhere_leaves_the_rest_of_the_stream_unchanged(path):
         buf.calls(), buf.text()
     buf.close()
     assert _observe(buf) == expected
-
-
-@pytest.mark.parametrize("known", KNOWN_CRASHES, ids=lambda k: f"item{k.item}")
-@pytest.mark.xfail(strict=True, reason="a crash another item of issue 9 fixes")
-def test_known_crash_still_reproduces(known):
-    """Strict: once the item's fix lands, this XPASSes and fails; then drop the entry."""
-    try:
-        known.reproduce()
-    except Exception as exc:
-        if known.matches(exc, "".join(traceback.format_exception(exc))):
-            raise
-        pytest.fail(f"item {known.item} now fails differently: {exc!r}")
 
 
 def test_a_call_taken_back_before_a_raising_chunk_is_still_taken_back_after_it():
