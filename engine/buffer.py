@@ -63,6 +63,45 @@ class _Unfit:
 class LLMStreamBuffer:
     """Accumulates one streamed response into the provider's own ``stream=false`` message."""
 
+    # Slots: every per-chunk attribute read is a slot read, however many attributes the
+    # buffer grows (an instance dict stops sharing its keys past 30, and reads slow down).
+    __slots__ = (
+        "_asm",
+        "_calls",
+        "_claimed",
+        "_closed",
+        "_content",
+        "_drained_at",
+        "_emitted",
+        "_emitted_order",
+        "_fed",
+        "_forming",
+        "_held",
+        "_incomplete_done",
+        "_incomplete_mark",
+        "_index",
+        "_late",
+        "_log",
+        "_native_done",
+        "_native_mark",
+        "_needs_sort",
+        "_pending",
+        "_pending_at",
+        "_pending_end",
+        "_quiet_at",
+        "_rounds",
+        "_scan_closed",
+        "_scan_from",
+        "_scanner",
+        "_shown",
+        "_sse",
+        "_strategy",
+        "choice",
+        "codec",
+        "strategies",
+        "__weakref__",
+    )
+
     def __init__(
         self, strategies: list[ExtractionStrategy] | None = None, choice: int = 0
     ) -> None:
