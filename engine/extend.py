@@ -147,7 +147,7 @@ def _open(asm: Assembly, parts: list, part: dict, call: dict, cont: Continuation
     track = asm.track_of.get(id(stored))
     if track is not None:
         track.args.reset()  # its arguments are still streaming
-    state = (stored, cont, {}, {})
+    state: tuple[dict, Continuation, dict, dict] = (stored, cont, {}, {})
     asm.open_parts.append(state)
     _apply_pieces(asm, state, call.get(cont.pieces))
 

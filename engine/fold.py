@@ -90,6 +90,7 @@ def op_fold(spec: dict, ctx: CompileContext) -> Run:
         if dest is not None:
             fold_delta(asm, dest, delta, fold, order)
         else:
+            assert target is not None, "the root is always there"
             report_unplaced(asm, "fold", target, ev, ch)
 
     return skips_without(run, spec["from"])

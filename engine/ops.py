@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 from .assembly import Assembly, append_text, ensure_slotted
 from .jsonscan import COMPLETE, ArgsStream
@@ -55,7 +55,7 @@ def skips_without(run: Run, path: str, unless_true: bool = False) -> Run:
 
 
 def pattern_of(segments: tuple[Segment, ...]) -> str:
-    out = []
+    out: list[str] = []
     for seg in segments:
         if seg.field is not None:
             out.append(("." if out else "") + seg.field)
@@ -83,6 +83,19 @@ class Target:
         "scope",
     )
 
+    # Which step of a target is a field (``field`` set) and which a slot (``slot`` set) is
+    # known by position, from parse_target's grammar, and a target's slots always have a
+    # reader (``[*]`` is refused in a write path). The checker cannot follow positions, so the
+    # walks, which run on every event, read steps and their patterns as Any rather than
+    # narrowing each one per event.
+    segments: tuple[Any, ...]
+    steps: tuple[Any, ...]
+    item_patterns: tuple[Any, ...]  # the list pattern at each slot step, None at a field
+    rel: tuple[str, ...]
+    locate_item: Callable[[Assembly, Any, Any, bool], Any]
+    parent_of_field: Callable[[dict], dict]  # every rule calls it with create=True: a dict
+    slot_field: str | None
+
     def __init__(self, path: str, ctx: CompileContext, scope: str | None = None) -> None:
         self.path = path
         self.scope = scope
@@ -96,7 +109,7 @@ class Target:
         self.item_patterns = tuple(patterns)
         # Fields after the innermost slot: the path inside the item.
         last_slot = max((i for i, s in enumerate(self.segments) if s.field is None), default=-1)
-        self.rel = tuple(s.field for s in self.segments[last_slot + 1 :])
+        self.rel = tuple(cast(str, s.field) for s in self.segments[last_slot + 1 :])
         self.steps = self.segments
         # The walk runs on every event: the two shapes nearly every rule has get a walk of
         # their own (``role``: the root itself; ``content[index].text``: one slotted list).
@@ -109,7 +122,8 @@ class Target:
             self.locate_item = self._two_slots
         else:
             self.locate_item = self._walk
-        self.parent_of_field = _itself if len(self.rel) <= 1 else self._walk_rel
+        walk_rel = cast(Callable[[dict], dict], self._walk_rel)  # create=True never gives None
+        self.parent_of_field = _itself if len(self.rel) <= 1 else walk_rel
         # ``role``: the field's parent is the message itself, with no walk at all.
         self.at_root = not slots and len(self.rel) == 1
         # The first SLOT, read inline when it is one field of the event (``index``).
@@ -236,6 +250,7 @@ def _scoped(segments: tuple[Segment, ...], scope: str | None) -> tuple[Segment, 
     if last < 0:
         raise ValueError("scope: the path has no slot step to scope, e.g. content[id]")
     inner = segments[last].slot
+    assert inner is not None, "the last slot step of a target path is never [*]"
 
     def scoped_slot(ev: Any, ch: Any) -> Any:
         value = inner(ev, ch)
@@ -341,7 +356,7 @@ def op_merge(spec: dict, ctx: CompileContext) -> Run:
                 asm.skip(f"merge {at or '(the whole message)'}: {_not_an_object(value)}")
             return
         if target is None:
-            dest = asm.root
+            dest: Any = asm.root
         else:
             item = target.locate_item(asm, ev, ch, True)
             if item is None:
@@ -543,8 +558,14 @@ def _adopt(asm: Assembly, item: dict, final: dict, args_fields: tuple[str, ...])
             if current.__class__ is ArgsStream:
                 current.replace(val)
                 continue
-            shorter = val.__class__ is list and len(val) < len(current)
-            if current.__class__ is SlottedList and shorter:
+            # (Only a slotted list has a length to compare: a list restating streamed text
+            # replaces it below, as any other restated value does.)
+            shorter = (
+                current.__class__ is SlottedList
+                and val.__class__ is list
+                and len(val) < len(current)
+            )
+            if shorter:
                 continue  # never lose streamed items to a shorter restatement
         item[key] = ingest(val)
 

@@ -34,28 +34,45 @@ class ExtractedCall:
     __slots__ = ("_name", "_arguments", "_id", "_end")
 
     def __init__(
-        self, name: str, arguments: dict, id: str | None = None, end: int | None = None
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        id: str | None = None,
+        end: int | None = None,
     ) -> None:
         self._name = name
         self._arguments = arguments
         self._id = id
         self._end = end
 
-    name = property(lambda self: self._name)
-    arguments = property(lambda self: self._arguments)
-    id = property(lambda self: self._id)
-    end = property(lambda self: self._end)
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        return self._arguments
+
+    @property
+    def id(self) -> str | None:
+        return self._id
+
+    @property
+    def end(self) -> int | None:
+        return self._end
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not ExtractedCall:
             return NotImplemented
         return (self._name, self._arguments, self._id) == (
-            other._name,  # type: ignore[attr-defined]
-            other._arguments,  # type: ignore[attr-defined]
-            other._id,  # type: ignore[attr-defined]
+            other._name,
+            other._arguments,
+            other._id,
         )
 
-    __hash__ = None  # type: ignore[assignment]  (arguments is a dict)
+    # Unhashable, as equal calls must hash alike and ``arguments`` is a dict. object types
+    # __hash__ as a method, so the checker refuses None here though Python documents it.
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -210,6 +227,7 @@ class Program:
     def apply(self, asm: Assembly, chunk: dict, choice: int) -> None:
         # ``split`` inlined: this runs on every chunk, and a call is a tenth of the budget.
         discriminator = self.discriminator
+        name: Any  # what the wire put at the discriminator: any JSON value, or None
         if discriminator is None:
             name, payload = None, chunk
         else:
@@ -312,6 +330,7 @@ def by_source_key(ops: list[Run], ctx: CompileContext) -> list[Run]:
     alias = ctx.choice_alias
     rooted = []  # (reads the choice, field chain under that root)
     for source in sources:
+        assert source is not None  # every source is a plain path (checked above)
         chain = source.split(".")
         on_choice = alias is not None and chain[0] == alias
         if on_choice:
@@ -325,7 +344,7 @@ def by_source_key(ops: list[Run], ctx: CompileContext) -> list[Run]:
             return [keyed]
     # A guard on a single field (``when: done``) needs a true value there, not just the key.
     entries = tuple(
-        (on_choice, chain[0], len(chain) == 1 and op.source_must_be_true, op)
+        (on_choice, chain[0], len(chain) == 1 and _must_be_true(op), op)
         for (on_choice, chain), op in zip(rooted, ops, strict=True)
     )
 
@@ -336,6 +355,11 @@ def by_source_key(ops: list[Run], ctx: CompileContext) -> list[Run]:
                 op(asm, ev, ch)
 
     return [present_only]
+
+
+def _must_be_true(op: Run) -> bool:
+    """What ``skips_without`` declared beside the source: a true value is needed there."""
+    return bool(getattr(op, "source_must_be_true", False))
 
 
 def _keyed_under_common_prefix(ops: list[Run], rooted: list, ctx: CompileContext) -> Run | None:
@@ -351,7 +375,9 @@ def _keyed_under_common_prefix(ops: list[Run], rooted: list, ctx: CompileContext
         prefix = prefix[:common]
     if not prefix:
         return None
-    path = ".".join([ctx.choice_alias, *prefix] if on_choice else prefix)
+    alias = ctx.choice_alias
+    assert alias is not None or not on_choice, "a source reads the choice only through its alias"
+    path = ".".join([alias, *prefix] if alias is not None and on_choice else prefix)
     under = compile_read(path, ctx.choice_alias)
     field = None if on_choice else single_field(path)  # ``delta``: read inline
     depth = len(prefix)
@@ -515,12 +541,16 @@ class ExtractionStrategy:
         items = self._call_items(message)
         if not items:
             return NOT_FORMING
-        name = self.spec.calls.name(items[0])
+        calls = self.spec.calls
+        assert calls is not None, "_call_items finds no item on a wire without calls"
+        name = calls.name(items[0])
         return Forming(True, name if isinstance(name, str) and name else None)
 
     def extract(self, message: Any) -> list[ExtractedCall]:
         calls = self.spec.calls
-        out = []
+        out: list[ExtractedCall] = []
+        if calls is None:
+            return out
         for item in self._call_items(message):
             name = calls.name(item)
             args = parse_arguments(_dig(item, calls.args_fields), calls.args_form)
@@ -588,8 +618,9 @@ class ExtractionStrategy:
                     continue
                 ((op, args),) = rule.items()
                 if op in ("append", "args") and isinstance(args.get("from"), str):
-                    if chain(args["from"]) is not None:
-                        found.append(chain(args["from"]))
+                    fields = chain(args["from"])
+                    if fields is not None:
+                        found.append(fields)
                 elif op == "fold":
                     base = chain(args.get("from", ""))
                     if base is None:
@@ -646,7 +677,7 @@ def _dig(obj: Any, fields: tuple[str, ...]) -> Any:
 def _walk(message: dict, chains: tuple[tuple[str, ...], ...]) -> list[dict]:
     level = [message]
     for chain in chains:
-        nxt = []
+        nxt: list[dict] = []
         for node in level:
             lst = _dig(node, chain)
             if isinstance(lst, list):
