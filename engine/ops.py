@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from dataclasses import field as dataclass_field
 from typing import Any, cast
 
 from .assembly import Assembly, append_text, ensure_slotted
@@ -40,6 +41,79 @@ class CompileContext:
     text_part_where: Any = None  # where the display text is a list of parts: which parts
     text_part_field: str = "text"
     text_where: Any = None  # which items' text is display text (None: every item's)
+    # Where reasoning sits (the descriptor's ``reasoning`` section), and the patterns of those
+    # places that some operation streams: a place no rule streams is a descriptor error.
+    reasoning: tuple[TextPlace, ...] = ()
+    reasoning_streamed: set = dataclass_field(default_factory=set)
+
+
+@dataclass(frozen=True)
+class TextPlace:
+    """One place of the message where a kind of text sits (reasoning): the pattern of its
+    strings (``content[*].thinking``), and which items there hold it (tested on the innermost
+    item of the pattern; None: every item)."""
+
+    pattern: str
+    where: Any = None
+
+
+def reasoning_at(ctx: CompileContext, pattern: str) -> tuple[bool, Any]:
+    """Is a string written at ``pattern`` reasoning, and on which items (None: every item)?
+    Compiled once per operation, so that the per-chunk test is one truth test."""
+    places = [place for place in ctx.reasoning if place.pattern == pattern]
+    if not places:
+        return False, None
+    ctx.reasoning_streamed.add(pattern)
+    return True, any_where([place.where for place in places])
+
+
+def reasoning_inside(ctx: CompileContext, list_pattern: str) -> list[tuple[str, Any]]:
+    """The reasoning places inside the items of the list at ``list_pattern`` (whole parts
+    appended or joined there): each place's path relative to an item (``text``,
+    ``thinking[*].text``) and its ``where``."""
+    prefix = f"{list_pattern}[*]."
+    inside = []
+    for place in ctx.reasoning:
+        if place.pattern.startswith(prefix):
+            ctx.reasoning_streamed.add(place.pattern)
+            inside.append((place.pattern[len(prefix) :], place.where))
+    return inside
+
+
+def fragments_reader(rel: str, where: Any) -> Callable[[Any, list], None]:
+    """A reader that appends to ``out`` every non-empty string at the relative pattern ``rel``
+    (``text``, ``thinking[*].text``) of a part, as it arrived, where ``where`` holds on the
+    innermost item of the pattern (the part itself when ``rel`` has no ``[*]``)."""
+    steps = tuple(seg.field for seg in parse_target(rel))  # None: each entry of a list
+
+    def read(part: Any, out: list) -> None:
+        _fragments(part, part, steps, 0, where, out)
+
+    return read
+
+
+def _fragments(node: Any, item: Any, steps: tuple, i: int, where: Any, out: list) -> None:
+    step = steps[i]
+    if step is None:
+        if node.__class__ is list:
+            for entry in node:
+                _fragments(entry, entry, steps, i + 1, where, out)
+        return
+    if node.__class__ is not dict:
+        return
+    value = node.get(step)
+    if i + 1 < len(steps):
+        _fragments(value, item, steps, i + 1, where, out)
+    elif value.__class__ is str and value and (where is None or where(item)):
+        out.append(value)
+
+
+def any_where(wheres: list) -> Any:
+    if any(where is None for where in wheres):
+        return None
+    if len(wheres) == 1:
+        return wheres[0]
+    return lambda item: any(where(item) for where in wheres)
 
 
 def skips_without(run: Run, path: str, unless_true: bool = False) -> Run:
@@ -587,6 +661,7 @@ def op_append(spec: dict, ctx: CompileContext) -> Run:
     target = Target(spec["at"], ctx, spec.get("scope"))
     display = _display_target(target, ctx)
     text_where = ctx.text_where
+    reasoning, reasoning_where = reasoning_at(ctx, target.pattern)
     last = target.rel[-1]
     shallow = len(target.rel) == 1
 
@@ -611,6 +686,8 @@ def op_append(spec: dict, ctx: CompileContext) -> Run:
             append_text(parent, last, piece)
         if display and (text_where is None or text_where(item)):
             asm.display.append(piece)
+        elif reasoning and (reasoning_where is None or reasoning_where(item)):
+            asm.reasoning.append(piece)
 
     return skips_without(append, spec["from"])
 

@@ -17,7 +17,7 @@ from . import fold as _fold  # noqa: F401  (registers the fold operation)
 from .assembly import Assembly
 from .jsonscan import ArgsStream
 from .model import materialize
-from .ops import OPERATIONS, CompileContext, Run, pattern_of, skips_without
+from .ops import OPERATIONS, CompileContext, Run, TextPlace, any_where, pattern_of, skips_without
 from .paths import compile_get, compile_read, is_plain, parse_chain, parse_target, single_field
 from .predicates import Predicate, compile_predicate
 
@@ -164,6 +164,8 @@ class Spec:
     sentinels: frozenset[str]
     # Stop reasons that mean a length limit cut the output: at such a DONE, open items are cut.
     length_stops: frozenset[str] = frozenset()
+    # Where reasoning sits in the message (the ``reasoning`` section), in declaration order.
+    reasoning: tuple[TextPlace, ...] = ()
 
     def new_args(self, current: Any) -> ArgsStream:
         form = self.calls.args_form if self.calls is not None else "string"
@@ -412,6 +414,65 @@ def _guarded(op: Run, when: Any, when_path: str) -> Run:
     return skips_without(guarded, when_path, unless_true=True)
 
 
+def _reasoning_places(spec: Any) -> tuple[TextPlace, ...]:
+    """The ``reasoning`` section (one place, or a list of them) as compiled places."""
+    if not spec:
+        return ()
+    places = spec if isinstance(spec, list) else [spec]
+    return tuple(
+        TextPlace(
+            pattern=pattern_of(parse_target(place["at"])),
+            where=compile_predicate(place["where"]) if place.get("where") else None,
+        )
+        for place in places
+    )
+
+
+def _check_reasoning_streamed(places: tuple[TextPlace, ...], ctx: CompileContext) -> None:
+    """A reasoning place that no event rule writes would never stream: say so at load."""
+    for i, place in enumerate(places):
+        if place.pattern not in ctx.reasoning_streamed:
+            raise ValueError(
+                f"reasoning[{i}].at {place.pattern}: no event rule streams text there (an "
+                "append at it, a fold's concat key or parts, or an extend's parts); its "
+                "reasoning would never stream"
+            )
+
+
+def _message_reader(places: tuple[TextPlace, ...]) -> Callable[[dict, list], None]:
+    """A reader of the reasoning strings of a whole message, in message order: a walk that
+    descends only along the declared patterns."""
+    wheres: dict[str, list] = {}
+    for place in places:
+        wheres.setdefault(place.pattern, []).append(place.where)
+    at = {pattern: any_where(found) for pattern, found in wheres.items()}
+    prefixes = set()
+    for pattern in at:
+        for i, char in enumerate(pattern):
+            if char in ".[":
+                prefixes.add(pattern[:i])
+                if char == "[":
+                    prefixes.add(pattern[: i + 3])
+
+    def visit(node: Any, item: Any, pattern: str, out: list) -> None:
+        if isinstance(node, list):
+            inner = f"{pattern}[*]"
+            for entry in node:
+                if isinstance(entry, dict):
+                    visit(entry, entry, inner, out)
+            return
+        for key, value in node.items():
+            here = f"{pattern}.{key}" if pattern else key
+            if here in at:
+                where = at[here]
+                if isinstance(value, str) and value and (where is None or where(item)):
+                    out.append(value)
+            elif here in prefixes and isinstance(value, (dict, list)):
+                visit(value, item, here, out)
+
+    return lambda message, out: visit(message, message, "", out)
+
+
 def _pattern_parts(path: str) -> tuple[str, tuple[tuple[str, ...], ...], tuple[str, ...]]:
     """``output[*].content[*].text`` -> pattern, field chains before each [*], tail fields."""
     segments = parse_target(path)
@@ -466,6 +527,7 @@ class ExtractionStrategy:
                 else None,
                 part_field=parts_spec.get("field", "text") if parts_spec else "text",
             )
+        reasoning = _reasoning_places(descriptor.get("reasoning"))
         events = descriptor.get("events", {})
         choice = events.get("choice")
         ctx = CompileContext(
@@ -477,6 +539,7 @@ class ExtractionStrategy:
             text_part_where=text.part_where if text else None,
             text_part_field=text.part_field if text else "text",
             text_where=text.where if text else None,
+            reasoning=reasoning,
         )
         self.spec = Spec(
             name=self.name,
@@ -488,10 +551,13 @@ class ExtractionStrategy:
             leaks_into_text=bool(descriptor.get("leaks_into_text", False)),
             sentinels=frozenset(descriptor.get("done_sentinels", ())),
             length_stops=frozenset(descriptor.get("length_stops", ())),
+            reasoning=reasoning,
         )
         self.leaks_into_text = self.spec.leaks_into_text
         self.is_wire = "events" in descriptor
         self.program = Program(events, ctx)
+        _check_reasoning_streamed(reasoning, ctx)
+        self._reasoning_read = _message_reader(reasoning)
         recognize = descriptor.get("recognize", {})
         self._recognize_chunk = compile_predicate(recognize["chunk"])
         self._recognize_message = (
@@ -575,6 +641,15 @@ class ExtractionStrategy:
                 for part in value:
                     if text.part_where(part) and isinstance(part.get(text.part_field), str):
                         pieces.append(part[text.part_field])
+        return "".join(pieces)
+
+    def reasoning_text(self, message: Any) -> str:
+        """The reasoning a whole message carries, in message order, at the places the
+        descriptor's ``reasoning`` section declares ("" when none: never display text)."""
+        if not isinstance(message, dict):
+            return ""
+        pieces: list[str] = []
+        self._reasoning_read(message, pieces)
         return "".join(pieces)
 
     # -- history -------------------------------------------------------------------------------
