@@ -15,6 +15,10 @@ the response:
 - an :class:`~engine.buffer.LLMStreamBuffer`: a stream, one round per chunk (see
   :meth:`BaseDriver.process_llm_response`).
 
+``await aprocess_llm_response(...)`` is the same on an event loop: the same decisions (each
+round is planned once, by code both paths share), its calls run concurrently, async tools
+awaited and sync ones in worker threads.
+
 An :class:`Orchestrator` is itself a driver, over the tools of several: one extraction, one
 history, and, knowing every tool, it may tell the model that a tool it called does not exist.
 """
@@ -313,7 +317,7 @@ class BaseDriver:
         stream's DONE would).
         """
         plan = self._plan(llm_response)
-        if plan.__class__ is DriverResponse:
+        if isinstance(plan, DriverResponse):
             return plan  # nothing to run or report: most rounds of a stream
         return self._report(plan, [self._outcome(call) for call in plan.calls()])
 
@@ -340,7 +344,7 @@ class BaseDriver:
         buffer has advanced past the round's calls either way: none runs again.
         """
         plan = self._plan(llm_response)
-        if plan.__class__ is DriverResponse:
+        if isinstance(plan, DriverResponse):
             return plan
         outcomes, cancelled = await self._aoutcomes(plan.calls())
         response = self._report(plan, outcomes)
@@ -375,8 +379,9 @@ class BaseDriver:
             return self._plan_text(content, self.text_strategy, self.codec)
         calls = strategy.extract(message)
         if calls or strategy.forming(message) or not strategy.leaks_into_text:
-            plan = self._plan_calls(calls, lambda rs: result_messages(strategy, message, rs))
-            owns = plan.owned.__contains__
+            owned = self._owned()
+            plan = self._plan_calls(calls, lambda rs: result_messages(strategy, message, rs), owned)
+            owns = owned.__contains__
             never = getattr(strategy, "incomplete_calls", None)  # a strategy of the user's
             plan.incomplete = [c for c in never(message) if self._reports(owns, c)] if never else []
             return plan
@@ -387,11 +392,12 @@ class BaseDriver:
 
     def _plan_text(self, text: str, fmt: Any, codec: TextCodec) -> _Round:
         calls = [ExtractedCall(c.name, c.arguments, None, c.end) for c in codec.parse_calls(text)]
-        return self._plan_calls(calls, lambda records: result_messages(fmt, text, records))
+        return self._plan_calls(calls, lambda rs: result_messages(fmt, text, rs), self._owned())
 
-    def _plan_calls(self, calls: list[ExtractedCall], history: _History) -> _Round:
+    def _plan_calls(
+        self, calls: list[ExtractedCall], history: _History, owned: frozenset[str]
+    ) -> _Round:
         """This driver's calls of ``calls`` run as one batch; the others are another's."""
-        owned = self._owned()
         plan = _Round(owned=owned)
         plan.add([c for c in calls if c.name in owned], history)
         plan.unknown = [c.name for c in calls if c.name not in owned]

@@ -537,8 +537,10 @@ class ExtractionStrategy:
         a message handed over whole is never silent where its stream would not be. Absent
         arguments are not among them: there is nothing that failed to parse."""
         calls = self.spec.calls
+        if calls is None:
+            return []
         out = []
-        for slot, item in _walk_at(message, calls.list_fields) if calls is not None else ():
+        for slot, item in _walk_at(message, calls.list_fields):
             if calls.where is not None and not calls.where(item):
                 continue
             raw = _dig(item, calls.args_fields)
