@@ -15,7 +15,8 @@ from typing import Any
 from . import extend as _extend  # noqa: F401  (registers the extend operation)
 from . import fold as _fold  # noqa: F401  (registers the fold operation)
 from .assembly import Assembly
-from .jsonscan import ArgsStream
+from .events import CallIncomplete
+from .jsonscan import MAX_DEPTH, ArgsStream, dumps_any_depth, nests_deeper
 from .model import materialize
 from .ops import OPERATIONS, CompileContext, Run, TextPlace, any_where, pattern_of, skips_without
 from .paths import compile_get, compile_read, is_plain, parse_chain, parse_target, single_field
@@ -624,6 +625,35 @@ class ExtractionStrategy:
                 out.append(ExtractedCall(name, args, calls.id(item)))
         return out
 
+    def incomplete_calls(self, message: Any) -> list[CallIncomplete]:
+        """The calls of a whole message that ``extract`` leaves out because their arguments
+        never parse, as the buffer reports them at the stream's DONE: ``reason`` ``"cut"``
+        (a JSON text that stops short), ``"invalid"`` or ``"too deep"``; ``slot`` the call's
+        position in its list. A driver reports them (API.md: ``incomplete_calls``), so that
+        a message handed over whole is never silent where its stream would not be. Absent
+        arguments are not among them: there is nothing that failed to parse."""
+        calls = self.spec.calls
+        if calls is None:
+            return []
+        out = []
+        for slot, item in _walk_at(message, calls.list_fields):
+            if calls.where is not None and not calls.where(item):
+                continue
+            raw = _dig(item, calls.args_fields)
+            if raw is None or parse_arguments(raw, calls.args_form) is not None:
+                continue
+            name, call_id = calls.name(item), calls.id(item)
+            out.append(
+                CallIncomplete(
+                    slot=slot,
+                    name=name if isinstance(name, str) and name else None,
+                    id=call_id if isinstance(call_id, str) and call_id else None,
+                    raw=raw if isinstance(raw, str) else dumps_any_depth(raw),
+                    reason=_never_parsed(raw, calls.args_form),
+                )
+            )
+        return out
+
     def content_text(self, message: Any) -> str:
         text = self.spec.text
         if text is None or not isinstance(message, dict):
@@ -727,18 +757,29 @@ def parse_arguments(raw: Any, form: str = "string") -> dict | None:
 
     A whole message is at its DONE: on a string wire its ``""`` is a call without arguments
     (as the stream's DONE makes it). On an object wire a string is the raw text of arguments
-    that never parsed (a cut call keeps it, ``""`` included), never a call."""
-    if isinstance(raw, dict):
-        return raw
+    that never parsed (a cut call keeps it, ``""`` included), never a call. Arguments nested
+    deeper than the buffer takes (``MAX_DEPTH``) are never a call either, as in a stream."""
     if isinstance(raw, str):
         if not raw.strip():
             return {} if raw == "" and form == "string" else None
         try:
-            value = json.loads(raw)
-        except ValueError:
+            raw = json.loads(raw)
+        except (ValueError, RecursionError):  # RecursionError: deeper than the parser reads
             return None
-        return value if isinstance(value, dict) else None
+    if isinstance(raw, dict) and not nests_deeper(raw, MAX_DEPTH):
+        return raw
     return None
+
+
+def _never_parsed(raw: Any, form: str) -> str:
+    """Why arguments that ``parse_arguments`` refused will never run, in the words of the
+    buffer's argument reader (:class:`ArgsStream`) at a normal DONE. One case reads
+    otherwise: ``""`` on an object wire is what the buffer leaves of a call cut before its
+    first fragment ("cut"), where the reader alone would take it for no arguments."""
+    stream = ArgsStream(form)
+    stream.feed(raw)  # text is scanned; any other value is taken whole
+    stream.close()
+    return stream.incomplete_reason or "cut"
 
 
 def _dig(obj: Any, fields: tuple[str, ...]) -> Any:
@@ -750,14 +791,20 @@ def _dig(obj: Any, fields: tuple[str, ...]) -> Any:
 
 
 def _walk(message: dict, chains: tuple[tuple[str, ...], ...]) -> list[dict]:
-    level = [message]
+    return [item for _, item in _walk_at(message, chains)]
+
+
+def _walk_at(message: Any, chains: tuple[tuple[str, ...], ...]) -> list[tuple[Any, dict]]:
+    """The mappings at the end of ``chains``, each with its position in its list (None for
+    a mapping standing where the last list was expected)."""
+    level: list[tuple[Any, dict]] = [(None, message)]
     for chain in chains:
-        nxt: list[dict] = []
-        for node in level:
+        nxt: list[tuple[Any, dict]] = []
+        for _, node in level:
             lst = _dig(node, chain)
             if isinstance(lst, list):
-                nxt.extend(x for x in lst if isinstance(x, dict))
+                nxt.extend((at, x) for at, x in enumerate(lst) if isinstance(x, dict))
             elif isinstance(lst, dict) and chain == chains[-1]:
-                nxt.append(lst)
+                nxt.append((None, lst))
         level = nxt
     return level

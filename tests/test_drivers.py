@@ -146,10 +146,13 @@ class Session:
         self.responses: list[list[DriverResponse]] = []
 
     def round(self) -> list[DriverResponse]:
-        responses = [d.process_llm_response(self.buf) for d in self.drivers]
+        responses = [self.process(d) for d in self.drivers]
         self.responses.append(responses)
         self.shown.append(self.buf.text())
         return responses
+
+    def process(self, driver: BaseDriver) -> DriverResponse:
+        return driver.process_llm_response(self.buf)
 
     def play(self, events) -> Session:
         for event in events:
@@ -183,9 +186,10 @@ def _called_names(events) -> list[str]:
     return sorted({c.name for c in [*calls, *text_calls]})
 
 
-def transcript(events) -> dict:
-    driver = Echo(*_called_names(events))
-    session = Session([driver])
+def transcript(events, make_session=Session, make_driver=Echo) -> dict:
+    """What a client loop over ``events`` sees (``make_session``: how its rounds run)."""
+    driver = make_driver(*_called_names(events))
+    session = make_session([driver])
     executed = []
     pending = 0
     for index, event in enumerate([*events, None]):
