@@ -3,7 +3,6 @@
 from .buffer import LLMStreamBuffer
 from .drivers import BaseDriver, DriverResponse, Orchestrator, Tool, ToolCallRecord
 from .errors import ChunkError, DescriptorError, Problem, UnknownFormatError
-from .records import Skipped
 from .events import (
     ArgumentsDelta,
     CallIncomplete,
@@ -15,6 +14,7 @@ from .events import (
     ReasoningDelta,
     TextDelta,
 )
+from .records import Skipped
 from .registry import list_formats, load_format
 from .strategy import ExtractedCall, ExtractionStrategy, Forming
 from .validate import validate_descriptor

@@ -250,10 +250,11 @@ class EventRecorder:
         sinks = self.sinks
         for order, call in completed[self.ready_at :]:
             sink = sinks[order] if 0 <= order < len(sinks) else None  # -1: a text call
-            if sink is None:
-                continue
+            if sink is None or sink.done:
+                continue  # a call told incomplete already is never also ready
             if not sink.started:  # its name came with its last fragment, past _starts
-                self.unstarted.remove(sink)
+                if sink in self.unstarted:
+                    self.unstarted.remove(sink)
                 self._start(asm, sink, call.name, call.id)
             sink.done = True
             self.out.append(CallReady(sink.slot, call))
