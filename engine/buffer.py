@@ -575,9 +575,15 @@ class LLMStreamBuffer:
         source raises propagates, and the buffer stays open and usable."""
         if self._rec is None:
             self._record_events()
+        events, add = self.events, self.add
         for chunk in chunks:
-            self.add(chunk)
-            yield from self.events()
+            add(chunk)
+            rec = self._rec
+            if rec.out and self._scanner is None:  # events(), inlined: it runs per chunk
+                out, rec.out = rec.out, []
+                yield from out
+            else:
+                yield from events()
         self.close()
         yield from self.events()
 

@@ -34,6 +34,32 @@ if TYPE_CHECKING:
     from .assembly import Assembly, CallTrack
 
 _FED, _WHOLE, _PATH, _RESET = 0, 1, 2, 3
+_new = object.__new__
+
+
+def _delta(slot: Any, text: str | None, partial: dict) -> ArgumentsDelta:
+    """``ArgumentsDelta(slot, text, partial)``, built the way a frozen dataclass's own
+    ``__init__`` cannot be fast: one per argument fragment, where that ``__init__`` (an
+    ``object.__setattr__`` per field) was a third of what recording a fragment costs."""
+    event = _new(ArgumentsDelta)
+    fields = event.__dict__
+    fields["slot"] = slot
+    fields["text"] = text
+    fields["partial"] = partial
+    return event
+
+
+def _text_delta(text: str) -> TextDelta:
+    """``TextDelta(text)``, fast as :func:`_delta` (one per display fragment)."""
+    event = _new(TextDelta)
+    event.__dict__["text"] = text
+    return event
+
+
+def _reasoning_of(asm: Assembly) -> Any:
+    """The reasoning fragments the descriptors' rules push (``asm.reasoning``), where the
+    assembly has them: a getattr with a default that misses costs an exception per chunk."""
+    return asm.reasoning  # type: ignore[attr-defined]
 
 
 class CallSink:
@@ -146,18 +172,30 @@ class EventRecorder:
         if not scanned:
             display = asm.display
             if len(display) != self.display_at:
-                new = "".join(display[self.display_at :])
+                new = display[-1] if len(display) == self.display_at + 1 else "".join(
+                    display[self.display_at :]
+                )
                 self.display_at = len(display)
                 self.text_chars += len(new)
-                out.append(TextDelta(new))
-        reasoning = getattr(asm, "reasoning", None)  # filled by the descriptors' rules
-        if reasoning and len(reasoning) != self.reasoning_at:
-            out.append(ReasoningDelta("".join(reasoning[self.reasoning_at :])))
-            self.reasoning_at = len(reasoning)
+                out.append(_text_delta(new))
+        if _HAS_REASONING:
+            reasoning = _reasoning_of(asm)
+            if reasoning and len(reasoning) != self.reasoning_at:
+                out.append(ReasoningDelta("".join(reasoning[self.reasoning_at :])))
+                self.reasoning_at = len(reasoning)
         if len(asm.tracks) != self.tracks_at or self.unstarted:
             self._starts(asm)
-        if self.queue:
-            self._arguments()
+        queue = self.queue
+        if queue:
+            sink, kind, payload = queue[0]
+            if len(queue) == 1 and kind == _FED and sink.started and not sink.early:
+                queue.clear()  # one fragment of a started call: most chunks of a call
+                partial = sink.partial
+                partial.feed(payload)
+                if not sink.done:
+                    out.append(_delta(sink.slot, payload, partial.value))
+            else:
+                self._arguments()
         if asm.calls_dirty:
             buf.calls()
         completed = buf._completed
@@ -233,7 +271,7 @@ class EventRecorder:
             if sink.started:
                 if sink.early:
                     self._early(sink)
-                out.append(ArgumentsDelta(sink.slot, text, partial.value))
+                out.append(_delta(sink.slot, text, partial.value))
             else:
                 sink.early = True
                 if text is not None:
@@ -244,7 +282,7 @@ class EventRecorder:
         """The growth before the name, as one delta right after ``CallStarted``."""
         text = "".join(sink.early_text) if sink.early_text else None
         sink.early, sink.early_text = False, []
-        self.out.append(ArgumentsDelta(sink.slot, text, sink.partial.value))
+        self.out.append(_delta(sink.slot, text, sink.partial.value))
 
     def _ready(self, asm: Assembly, completed: list) -> None:
         sinks = self.sinks
@@ -259,3 +297,12 @@ class EventRecorder:
             sink.done = True
             self.out.append(CallReady(sink.slot, call))
         self.ready_at = len(completed)
+
+
+def _assembly_has_reasoning() -> bool:
+    from .assembly import Assembly
+
+    return "reasoning" in getattr(Assembly, "__slots__", ())
+
+
+_HAS_REASONING = _assembly_has_reasoning()  # asm.reasoning: the reasoning engineer's slot
