@@ -3,25 +3,43 @@
 from .buffer import LLMStreamBuffer
 from .drivers import BaseDriver, DriverResponse, Orchestrator, Tool, ToolCallRecord
 from .errors import ChunkError, DescriptorError, Problem, UnknownFormatError
-from .events import CallIncomplete
+from .events import (
+    ArgumentsDelta,
+    CallIncomplete,
+    CallReady,
+    CallStarted,
+    Event,
+    Finished,
+    ProviderError,
+    ReasoningDelta,
+    TextDelta,
+)
 from .records import Skipped
 from .registry import list_formats, load_format
 from .strategy import ExtractedCall, ExtractionStrategy, Forming
 from .validate import validate_descriptor
 
 __all__ = [
+    "ArgumentsDelta",
     "BaseDriver",
     "CallIncomplete",
+    "CallReady",
+    "CallStarted",
     "ChunkError",
     "DescriptorError",
     "DriverResponse",
+    "Event",
     "ExtractedCall",
     "ExtractionStrategy",
+    "Finished",
     "Forming",
     "LLMStreamBuffer",
     "Orchestrator",
     "Problem",
+    "ProviderError",
+    "ReasoningDelta",
     "Skipped",
+    "TextDelta",
     "Tool",
     "ToolCallRecord",
     "UnknownFormatError",

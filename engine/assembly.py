@@ -21,13 +21,14 @@ if TYPE_CHECKING:
 class CallTrack:
     """One item of the message that is a client tool call, and its arguments."""
 
-    __slots__ = ("item", "args", "order", "reported")
+    __slots__ = ("item", "args", "order", "reported", "slot")
 
-    def __init__(self, item: dict, args: ArgsStream, order: int) -> None:
+    def __init__(self, item: dict, args: ArgsStream, order: int, slot: Any = None) -> None:
         self.item = item
         self.args = args
         self.order = order
         self.reported = False  # listed in ``Assembly.incomplete`` already
+        self.slot = slot  # the SLOT the wire keys it by, when the one who opened it knew
 
 
 class Assembly:
@@ -51,6 +52,7 @@ class Assembly:
         "skipped",
         "cut",
         "incomplete",
+        "events",
     )
 
     def __init__(self, strategy: ExtractionStrategy) -> None:
@@ -76,6 +78,7 @@ class Assembly:
         self.skipped: list = []  # engine.records.Skipped
         self.cut: bool | None = None  # the wire's DONE was a cut (length, error); None: no DONE
         self.incomplete: list[CallIncomplete] = []  # calls that will never be runnable
+        self.events: Any = None  # engine.recorder.EventRecorder on a buffer with events
 
     def skip(self, reason: str) -> None:
         """An operation could not place what the event carries: say so, never drop it."""
@@ -83,19 +86,22 @@ class Assembly:
 
     # -- items -----------------------------------------------------------------------------
 
-    def item_added(self, pattern: str, item: dict) -> None:
-        """An item was opened in a slotted list; start tracking it if it is a call."""
+    def item_added(self, pattern: str, item: dict, slot: Any = None) -> None:
+        """An item was opened in a slotted list (at ``slot``, when the caller has it at
+        hand); start tracking it if it is a call."""
         calls = self.strategy.spec.calls
         if calls is None or pattern != calls.pattern:
             return
         if calls.where is not None and not calls.where(item):
             return
         args = calls.install_args(item)
-        track = CallTrack(item, args, len(self.tracks))
+        track = CallTrack(item, args, len(self.tracks), slot)
         self.tracks.append(track)
         self.track_of[id(item)] = track
         if args.state != 0:
             self.calls_dirty = True
+        if self.events is not None:
+            self.events.attach(self, track)
 
     def args_of(self, item: dict, path_fields: tuple[str, ...]) -> ArgsStream:
         """The argument stream at ``path_fields`` of an item, created on first use."""
@@ -163,13 +169,19 @@ class Assembly:
             name, call_id = calls.name(track.item), calls.id(track.item)
             self.incomplete.append(
                 CallIncomplete(
-                    slot=self.slot_of(track.item),
+                    slot=self.track_slot(track),
                     name=name if name.__class__ is str and name else None,
                     id=call_id if call_id.__class__ is str and call_id else None,
                     raw=track.args.text,
                     reason=reason,
                 )
             )
+
+    def track_slot(self, track: CallTrack) -> Any:
+        """The call's SLOT: as its opener gave it, else found in the message (and kept)."""
+        if track.slot is None:
+            track.slot = self.slot_of(track.item)
+        return track.slot
 
     def slot_of(self, item: dict) -> Any:
         """The SLOT the wire keys this call item by (its position for a plain list), found

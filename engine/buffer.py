@@ -31,13 +31,15 @@ and calls in the same order; only identities are carried over (:meth:`_carry_ove
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from typing import Any
 
 from .assembly import Assembly, CallTrack
 from .chunks import SKIP, Sentinel, decode
 from .errors import ChunkError, UnknownFormatError
-from .events import CallIncomplete
+from .events import ArgumentsDelta, CallIncomplete, CallReady, CallStarted, Event, TextDelta
 from .jsonscan import COMPLETE
+from .partial import PartialJSON
 from .records import Skipped
 from .strategy import NOT_FORMING, ExtractedCall, ExtractionStrategy, Forming
 
@@ -70,12 +72,15 @@ class LLMStreamBuffer:
         "_calls",
         "_claimed",
         "_closed",
+        "_completed",
         "_content",
         "_drained_at",
         "_emitted",
         "_emitted_order",
         "_fed",
         "_forming",
+        "_forming_at",
+        "_forming_pub",
         "_held",
         "_incomplete_done",
         "_incomplete_mark",
@@ -85,10 +90,13 @@ class LLMStreamBuffer:
         "_native_done",
         "_native_mark",
         "_needs_sort",
+        "_new_at",
         "_pending",
         "_pending_at",
         "_pending_end",
         "_quiet_at",
+        "_ready_orders",
+        "_rec",
         "_rounds",
         "_scan_closed",
         "_scan_from",
@@ -103,7 +111,10 @@ class LLMStreamBuffer:
     )
 
     def __init__(
-        self, strategies: list[ExtractionStrategy] | None = None, choice: int = 0
+        self,
+        strategies: list[ExtractionStrategy] | None = None,
+        choice: int = 0,
+        events: bool = False,
     ) -> None:
         if strategies is None:
             from .registry import wire_strategies
@@ -121,7 +132,12 @@ class LLMStreamBuffer:
         self._sse: dict = {}
         self.codec: Any = None  # the text codec scanning display text (attach_codec)
         self._rounds = False  # per-round bookkeeping is on (a codec or a deferred consume)
+        # The events (engine.recorder), on a buffer made with events=True: None otherwise, and
+        # then the one attribute test per chunk that events cost.
+        self._rec: Any = None
         self._reset_view()
+        if events:
+            self._record_events()
 
     def _reset_view(self) -> None:
         self._shown = 0  # display fragments already handed out by text()
@@ -132,6 +148,11 @@ class LLMStreamBuffer:
         self._scan_from = 0
         self._needs_sort = False
         self._forming: tuple[Any, Forming] = (None, NOT_FORMING)
+        self._forming_pub: tuple[Any, Forming] = (None, NOT_FORMING)  # forming()'s own
+        self._forming_at = 0  # tracks before this index are ready or incomplete (forming())
+        self._completed: list[tuple[int, ExtractedCall]] = []  # (track order, call), in the
+        self._ready_orders: set[int] = set()  # order calls completed, each once (new_calls)
+        self._new_at = 0  # new_calls()' cursor into _completed
         self._closed = False
         self._content: tuple[int, str] = (0, "")
         # Drivers' state (engine.drivers): the text codec's scanner and what it was fed, the
@@ -154,6 +175,9 @@ class LLMStreamBuffer:
         """Take one chunk: a dict, JSON text (also an SSE line) or an SDK object."""
         index = self._index
         self._index += 1
+        rec = self._rec
+        if rec is not None and self._scanner is not None:
+            self._flush_round()  # the round that ends decided what its text is
         self._held = False
         if self._rounds and (self._claimed or self._native_mark is not None):
             self._new_round()  # only when a driver deferred something in the last round
@@ -180,6 +204,8 @@ class LLMStreamBuffer:
         self._log.append(event)
         if asm.unplaced:  # the happy path pays this one test
             self._stamp_skipped(index, event)
+        if rec is not None:
+            rec.commit(self, asm, self._scanner is not None)
 
     def _stamp_skipped(self, index: int, event: dict) -> None:
         """Record what the rules of chunk ``index`` could not place, named and located."""
@@ -209,12 +235,15 @@ class LLMStreamBuffer:
             self._strategy, self._asm, self._log = None, None, []
             self._pending, self._pending_at = pending, pending_at
             self._pending_end = pending_end
+            if self._rec is not None:  # the replayed earlier chunks are undone too
+                self._record_events(self._rec.out)
             if not isinstance(exc, Exception):
                 raise
             raise misfit from exc
         self._log.append(event)
         if self._asm.unplaced:
             self._stamp_skipped(index, event)
+        self._commit()
 
     def _take_sentinel(self, sentinel: str, index: int) -> None:
         """An end marker (``data: [DONE]``): the DONE of the wire that declares it, and the end
@@ -230,6 +259,7 @@ class LLMStreamBuffer:
         else:
             self._asm.finish()
             self._log.append(_FINISHED)
+            self._commit()
 
     def _end_markers(self) -> frozenset[str]:
         """The end markers of this buffer's strategies and of every built-in wire."""
@@ -245,6 +275,7 @@ class LLMStreamBuffer:
             if strategy.recognizes_chunk(event):
                 self._strategy = strategy
                 self._asm = strategy.new_assembly()
+                self._asm.events = self._rec
                 self._log = []
                 pending, self._pending = self._pending, []
                 indexes, self._pending_at = self._pending_at, []
@@ -253,6 +284,7 @@ class LLMStreamBuffer:
                 if self._pending_end:
                     self._asm.finish()
                     self._log.append(_FINISHED)
+                    self._commit()
                 return True
         return False
 
@@ -271,6 +303,7 @@ class LLMStreamBuffer:
         self._log.append(earlier)
         if self._asm.unplaced:
             self._stamp_skipped(index, earlier)
+        self._commit()
 
     def _event_name(self, event: dict) -> Any:
         try:
@@ -287,6 +320,9 @@ class LLMStreamBuffer:
         without the chunk indexes)."""
         old = self._asm
         asm = self._strategy.new_assembly()
+        rec = asm.events = self._rec
+        if rec is not None:
+            rec.replaying = True  # the calls get back their sinks; nothing is recorded
         for step in self._log:
             if step is _FINISHED:
                 asm.finish()
@@ -296,6 +332,9 @@ class LLMStreamBuffer:
                 asm.unknown[step.name] += 1
             else:
                 self._strategy.program.apply(asm, step, self.choice)
+        if rec is not None:
+            rec.replaying = False
+            rec.rolled_back(asm)
         asm.unplaced.clear()
         if old is not None:
             asm.skipped = old.skipped
@@ -317,10 +356,17 @@ class LLMStreamBuffer:
                 if track.args.value == call.arguments:
                     continue
             asm.calls_regressed = asm.calls_dirty = True
-        cached_key, cached = self._forming
+        self._forming = self._carried(self._forming, tracks)
+        self._forming_pub = self._carried(self._forming_pub, tracks)
+
+    @staticmethod
+    def _carried(cache: tuple, tracks: list[CallTrack]) -> tuple:
+        """A forming cache keyed on an old track, keyed on its rebuilt twin."""
+        cached_key, cached = cache
         if cached_key.__class__ is CallTrack:
             order = cached_key.order
-            self._forming = (tracks[order], cached) if order < len(tracks) else (None, NOT_FORMING)
+            return (tracks[order], cached) if order < len(tracks) else (None, NOT_FORMING)
+        return cache
 
     def close(self) -> None:
         """End of input: close whatever is still open; nothing stays held after this."""
@@ -337,6 +383,7 @@ class LLMStreamBuffer:
             return
         self._asm.end_input()
         self._log.append(_CLOSED)
+        self._commit()
 
     def hold(self) -> None:
         """Veto display for this round (until the next ``add``)."""
@@ -344,12 +391,15 @@ class LLMStreamBuffer:
 
     def reset(self) -> None:
         """Forget the stream so far, keeping the resolved wire."""
-        if self._strategy is not None:
-            self._asm = self._strategy.new_assembly()
         self._pending = []
         self._pending_at = []
         self._log = []
         self._reset_view()
+        if self._rec is not None:
+            self._record_events(self._rec.out)  # what was recorded is still handed out
+        if self._strategy is not None:
+            self._asm = self._strategy.new_assembly()
+            self._asm.events = self._rec
 
     # -- questions ---------------------------------------------------------------------------
 
@@ -373,30 +423,54 @@ class LLMStreamBuffer:
         )
 
     def forming(self) -> Forming:
-        """Is a call coming, and its name once streamed. O(1) amortized."""
+        """Is a call coming: one has started and is neither ready nor incomplete (false
+        after ``close()``, and after the wire's DONE, which closes every call); with its
+        name once streamed. O(1) amortized: a cursor passes the calls that are done."""
         asm = self._asm
-        if asm is None or not asm.tracks:
+        if asm is None or not asm.tracks or self._closed:
             return NOT_FORMING
+        tracks = asm.tracks
+        count = len(tracks)
+        i = self._forming_at
+        while i < count and (tracks[i].args.state != 0 or tracks[i].args.closed):
+            i += 1
+        self._forming_at = i
+        if i == count:
+            return NOT_FORMING
+        forming, self._forming_pub = self._forming_of(tracks[i], self._forming_pub)
+        return forming
+
+    def _hold_forming(self) -> Forming:
+        """What the drivers hold on while the stream runs (``round_state``): the first call
+        whose arguments are still streaming, else the first call of the stream, so that a
+        complete native call waiting for its batch's DONE still holds. O(1) amortized."""
+        asm = self._asm
         tracks = asm.tracks
         count = len(tracks)
         i = asm.first_open
         while i < count and tracks[i].args.state != 0:
             i += 1
         asm.first_open = i
-        track = tracks[i] if i < count else tracks[0]
-        cached_key, cached = self._forming
+        forming, self._forming = self._forming_of(
+            tracks[i] if i < count else tracks[0], self._forming
+        )
+        return forming
+
+    def _forming_of(self, track: CallTrack, cache: tuple) -> tuple[Forming, tuple]:
+        """The Forming of ``track``, the same object while its name stays the same (drivers
+        compare it by identity), and the cache to keep."""
+        cached_key, cached = cache
         if cached_key is track:
-            return cached  # this call's name was known already, and a known name stays
-        name = asm.strategy.spec.calls.name(track.item)
+            return cached, cache  # this call's name was known already, and a known name stays
+        name = self._asm.strategy.spec.calls.name(track.item)
         key = (track.order, name)
         if cached_key == key:
-            return cached
+            return cached, cache
         named = name.__class__ is str and name
         forming = Forming(True, name if named else None)
         # Once the name is a whole string the answer for this call is final: key on the
         # track itself, so that later rounds read no name at all.
-        self._forming = (track if named else key, forming)
-        return forming
+        return forming, (track if named else key, forming)
 
     def calls(self) -> list[ExtractedCall]:
         """Calls whose arguments are complete so far, in message order. O(new calls).
@@ -427,10 +501,14 @@ class LLMStreamBuffer:
             call_id = spec.id(track.item)
             if self._calls and self._emitted_order and self._emitted_order[-1] > index:
                 self._needs_sort = True
-            self._calls.append(ExtractedCall(name, track.args.value, call_id or None))
+            call = ExtractedCall(name, track.args.value, call_id or None)
+            self._calls.append(call)
             track.args.owner = asm
             self._emitted_order.append(index)
             emitted.add(index)
+            if index not in self._ready_orders:  # completed now (a rebuild lists it again)
+                self._ready_orders.add(index)
+                self._completed.append((index, call))
         while self._scan_from in emitted:
             self._scan_from += 1
         if self._needs_sort:
@@ -439,6 +517,151 @@ class LLMStreamBuffer:
             self._calls = [p[1] for p in pairs]
             self._needs_sort = False
         return self._calls
+
+    def new_calls(self) -> list[ExtractedCall]:
+        """The calls completed since the last ``new_calls()``, each exactly once, in the
+        order they completed: what a per-chunk loop runs. A text codec's calls (on a
+        driver's buffer) count once a driver ran them. A fresh list."""
+        if self._asm is not None and self._asm.calls_dirty:
+            self.calls()
+        completed = self._completed
+        if self._new_at == len(completed):
+            return []
+        new = [call for _, call in completed[self._new_at :]]
+        self._new_at = len(completed)
+        return new
+
+    # -- events ------------------------------------------------------------------------------
+
+    def _record_events(self, kept: list | None = None) -> None:
+        """Turn events on (or start them again after ``reset()`` or an undone resolution),
+        keeping ``kept``: what was recorded and not yet handed out."""
+        from .recorder import EventRecorder
+
+        rec = self._rec = EventRecorder()
+        if kept:
+            rec.out = kept
+        if self._asm is not None:
+            self._asm.events = rec
+
+    def _commit(self) -> None:
+        """Record the events of what was just applied (a buffer with events only)."""
+        rec = self._rec
+        if rec is not None and self._asm is not None:
+            rec.commit(self, self._asm, self._scanner is not None)
+
+    def events(self) -> list[Event]:
+        """The events recorded since the last ``events()``, in stream order, each once
+        (API.md, "Events"). On a driver's buffer call it after the drivers' round: the
+        display text is released as the round decided. ValueError on a buffer made
+        without ``events=True``: an event is never lost silently."""
+        rec = self._rec
+        if rec is None:
+            raise ValueError(
+                "this buffer records no events: make it with LLMStreamBuffer(events=True) "
+                "(or driver.new_stream_buffer(events=True)), or iterate buf.consume(chunks)"
+            )
+        if self._scanner is not None:
+            self._flush_round()
+        out = rec.out
+        if not out:
+            return []
+        rec.out = []
+        return out
+
+    def consume(self, chunks: Iterable[Any]) -> Iterator[Event]:
+        """The loop of a client without a driver: ``add`` each chunk and yield its events;
+        at the end ``close()`` and yield the last ones. Turns events on. An exception the
+        source raises propagates, and the buffer stays open and usable."""
+        if self._rec is None:
+            self._record_events()
+        events, add = self.events, self.add
+        for chunk in chunks:
+            add(chunk)
+            rec = self._rec
+            if rec.out and self._scanner is None:  # events(), inlined: it runs per chunk
+                out, rec.out = rec.out, []
+                yield from out
+            else:
+                yield from events()
+        self.close()
+        yield from self.events()
+
+    async def aconsume(self, chunks: AsyncIterable[Any]) -> AsyncIterator[Event]:
+        """:meth:`consume` over an async iterable: ``async for ev in buf.aconsume(s)``."""
+        if self._rec is None:
+            self._record_events()
+        async for chunk in chunks:
+            self.add(chunk)
+            for event in self.events():
+                yield event
+        self.close()
+        for event in self.events():
+            yield event
+
+    def _flush_round(self) -> None:
+        """On a driver's buffer with events: what the round that ends decided. The text
+        calls a driver ran are ready, the display text no driver held is released (for
+        the events, and kept for ``text()``: neither takes from the other), and the text
+        call the drivers hold has started; then the DONE, once the text before it is out."""
+        rec = self._rec
+        asm = self._asm
+        if asm is None:
+            return
+        if rec.text_ready:
+            self._text_calls_ready(rec)
+        new = self._release()
+        if new:
+            rec.for_text.append(new)
+            self._text_event(new)
+        self._text_call_forming(rec)
+        if asm.finished:
+            rec.finish(asm)
+
+    def _text_event(self, new: str) -> None:
+        """Released text as a TextDelta, but for what was given before the codec came."""
+        rec = self._rec
+        if rec.skip_chars:
+            cut = min(len(new), rec.skip_chars)
+            rec.skip_chars -= cut
+            new = new[cut:]
+        if new:
+            rec.out.append(TextDelta(new))
+
+    def _text_calls_ready(self, rec: Any) -> None:
+        """The text calls the drivers ran in this round: started (if the name never showed
+        while they formed), their arguments whole, ready."""
+        for start, call in rec.text_ready:
+            started = rec.text_started
+            if started is not None and started[0] == start and started[2] == call.name:
+                slot = started[1]
+                rec.text_started = None
+            else:
+                slot = ("text", rec.text_n)
+                rec.text_n += 1
+                rec.out.append(CallStarted(slot, call.name, None))
+            partial = PartialJSON()
+            partial.set_whole(call.arguments)
+            rec.out.append(ArgumentsDelta(slot, None, partial.value))
+            rec.out.append(CallReady(slot, call))
+        rec.text_ready.clear()
+
+    def _text_call_forming(self, rec: Any) -> None:
+        """The text call the drivers hold: started once its name streamed; one that is gone
+        without a driver running it is incomplete (cut by the end of input, or invalid)."""
+        forming = self._scanner.forming_call()
+        started = rec.text_started
+        if started is not None and (forming is None or forming[0] != started[0]):
+            ended = self._closed or self._asm.finished
+            raw = self.get_content()[started[0] :]
+            reason = "cut" if ended else "invalid"
+            rec.out.append(CallIncomplete(started[1], started[2], None, raw, reason))
+            rec.text_started = started = None
+        if forming is not None and forming[1] and started is None:
+            slot = ("text", rec.text_n)
+            rec.text_n += 1
+            rec.text_started = (forming[0], slot, forming[1])
+            rec.out.append(CallStarted(slot, forming[1], None))
 
     def incomplete_calls(self) -> list[CallIncomplete]:
         """The calls that will never be runnable (cut, invalid, too deep), in message order,
@@ -478,6 +701,19 @@ class LLMStreamBuffer:
 
     def text(self) -> str:
         """Display text released since the last call ("" while held)."""
+        rec = self._rec
+        if rec is not None and self._scanner is not None:
+            new = self._release()  # events see it too; what they released comes first
+            if new:
+                self._text_event(new)
+            if rec.for_text:
+                new = "".join(rec.for_text) + new
+                rec.for_text = []
+            return new
+        return self._release()
+
+    def _release(self) -> str:
+        """``text()``: the display text released now, by the codec's scanner if one scans."""
         if self._held is True or self._asm is None:
             return ""
         scanner = self._scanner
@@ -525,6 +761,8 @@ class LLMStreamBuffer:
         The first codec attached stays; the display text streamed so far is scanned too."""
         if self.codec is not None:
             return
+        if self._rec is not None:  # text given as it streamed is not given again
+            self._rec.skip_chars = self._rec.text_chars
         self.codec = codec
         self._rounds = True
         self._scanner = codec.new_scanner()
@@ -572,7 +810,7 @@ class LLMStreamBuffer:
         native = calls[self._native_done :] if self._native_done else calls
         if self._closed or asm.finished:
             return native, True, NOT_FORMING
-        return native, False, self.forming() if asm.tracks else NOT_FORMING
+        return native, False, self._hold_forming() if asm.tracks else NOT_FORMING
 
     def text_quiet(self) -> bool:
         """Does the text codec hold nothing: no complete text call, none forming, none
@@ -633,6 +871,9 @@ class LLMStreamBuffer:
             if (found.end, found.name, found.arguments) == (call.end, call.name, call.arguments):
                 scanner.consume_call(found)
                 self._claimed.append(call)
+                self._completed.append((-1, call))  # a text call: new_calls() has it
+                if self._rec is not None:
+                    self._rec.text_ready.append((found.start, call))
                 return True
         return False
 

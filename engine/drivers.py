@@ -265,9 +265,10 @@ class BaseDriver:
         self._backup = strategy
         self._view = None  # a stream reads its backup once: let the next round read it anew
 
-    def new_stream_buffer(self) -> LLMStreamBuffer:
-        """A buffer over this driver's wires, its text scanned by the native backup."""
-        buf = LLMStreamBuffer(strategies=self.extraction_strategies())
+    def new_stream_buffer(self, events: bool = False) -> LLMStreamBuffer:
+        """A buffer over this driver's wires, its text scanned by the native backup
+        (``events``: it records events, read with ``buf.events()`` after each round)."""
+        buf = LLMStreamBuffer(strategies=self.extraction_strategies(), events=events)
         backup = self.get_native_backup_strategy()
         if backup is not None:
             buf.attach_codec(_codec_of(backup))

@@ -10,14 +10,26 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-__all__ = ["CallIncomplete", "Event", "INCOMPLETE_REASONS"]
+__all__ = [
+    "ArgumentsDelta",
+    "CallIncomplete",
+    "CallReady",
+    "CallStarted",
+    "Event",
+    "Finished",
+    "INCOMPLETE_REASONS",
+    "ProviderError",
+    "ReasoningDelta",
+    "TextDelta",
+]
 
 # Why a started call will never be runnable (API.md, CallIncomplete.reason).
 INCOMPLETE_REASONS = ("cut", "invalid", "too deep")
 
 
 def _json_ready(value: Any) -> Any:
-    """A field's value as JSON has it: tuples (a text call's slot) become lists."""
+    """A field's value as JSON has it: tuples (a text call's slot) become lists, a call
+    ``{name, arguments, id}``; dicts and lists are copied (a ``partial`` keeps changing)."""
     if isinstance(value, tuple | list):
         return [_json_ready(v) for v in value]
     if isinstance(value, dict):
@@ -32,9 +44,14 @@ class Event:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict, ``"type"`` the class name, then the fields in declared order."""
+        from .strategy import ExtractedCall  # the strategy module builds on this one
+
         out: dict[str, Any] = {"type": type(self).__name__}
         for f in fields(self):  # type: ignore[arg-type]
-            out[f.name] = _json_ready(getattr(self, f.name))
+            value = getattr(self, f.name)
+            if value.__class__ is ExtractedCall:
+                value = {"name": value.name, "arguments": value.arguments, "id": value.id}
+            out[f.name] = _json_ready(value)
         return out
 
 
@@ -52,3 +69,63 @@ class CallIncomplete(Event):
     id: str | None
     raw: str
     reason: str
+
+
+@dataclass(frozen=True)
+class TextDelta(Event):
+    """Display text released: as it streams, or (on a driver's buffer, which scans it for
+    text calls) once the driver's round has decided what to hold."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ReasoningDelta(Event):
+    """Reasoning streamed (a reasoning field, a thinking block, a thought part): never
+    display text."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class CallStarted(Event):
+    """A call's name is known: always the first event of its ``slot``; ``id`` None until
+    known."""
+
+    slot: Any
+    name: str
+    id: str | None
+
+
+@dataclass(frozen=True)
+class ArgumentsDelta(Event):
+    """A call's arguments grew: ``text`` the raw JSON fragment (None where the wire sends
+    values: path-addressed pieces, whole arguments), ``partial`` the arguments so far (one
+    dict per call, updated in place: copy it to keep a snapshot)."""
+
+    slot: Any
+    text: str | None
+    partial: dict
+
+
+@dataclass(frozen=True)
+class CallReady(Event):
+    """The call is complete and runnable, exactly once: ``call`` as ``new_calls()`` gives it."""
+
+    slot: Any
+    call: Any  # engine.strategy.ExtractedCall
+
+
+@dataclass(frozen=True)
+class Finished(Event):
+    """The wire's DONE, once: its raw stop reason and the usage known then."""
+
+    stop_reason: Any
+    usage: Any
+
+
+@dataclass(frozen=True)
+class ProviderError(Event):
+    """A provider's error event (its payload); ``Finished`` follows it."""
+
+    error: Any

@@ -146,7 +146,7 @@ def _take(asm, parts, part, rule, pattern, display_field, text_where, reasoning)
         stored = ingest(part)
         parts.append(stored)
     if len(parts) > before:
-        asm.item_added(pattern, stored)
+        asm.item_added(pattern, stored, len(parts) - 1)
     if display_field:
         piece = part.get(display_field)
         if piece.__class__ is str and piece and (text_where is None or text_where(stored)):
@@ -161,11 +161,12 @@ def _open(asm: Assembly, parts: list, part: dict, call: dict, cont: Continuation
     kept = {k: v for k, v in call.items() if k not in (cont.flag, cont.pieces)}
     stored = {**ingest({k: v for k, v in part.items() if k != cont.field}), cont.field: kept}
     parts.append(stored)
-    asm.item_added(pattern, stored)
+    asm.item_added(pattern, stored, len(parts) - 1)
     track = asm.track_of.get(id(stored))
     if track is not None:
         track.args.reset()  # its arguments are still streaming
-    state: tuple[dict, Continuation, dict, dict] = (stored, cont, {}, {})
+    sink = track.args.sink if track is not None else None
+    state: tuple[dict, Continuation, dict, dict, Any] = (stored, cont, {}, {}, sink)
     asm.open_parts.append(state)
     _apply_pieces(asm, state, call.get(cont.pieces))
 
@@ -197,7 +198,7 @@ def _apply_pieces(asm: Assembly, state: tuple, pieces: Any) -> None:
     a copy of its prefix nor a walk down to its leaf."""
     if not pieces:
         return
-    _stored, cont, args, leaves = state
+    _stored, cont, args, leaves, sink = state
     for piece in pieces:
         for name in cont.values:  # the first value field that holds a value
             value = piece.get(name)
@@ -210,6 +211,8 @@ def _apply_pieces(asm: Assembly, state: tuple, pieces: Any) -> None:
             name, value = cont.null_value, None
         tokens = singular_path(piece[cont.path])
         more = piece.get(cont.flag)
+        if sink is not None:  # a buffer with events: the call's ``partial`` takes the piece
+            sink.path(piece[cont.path], value, bool(more) and name == cont.text_value)
         if name == cont.text_value and value.__class__ is str:
             prior = leaves.get(tokens)
             if prior is not None:  # the piece before at this leaf said more would follow
@@ -227,7 +230,7 @@ def _apply_pieces(asm: Assembly, state: tuple, pieces: Any) -> None:
 def finish_open_parts(asm: Assembly) -> None:
     """Close every call still streaming over parts: its args become one whole object."""
     while asm.open_parts:
-        stored, cont, args, _ = asm.open_parts.pop()
+        stored, cont, args, _, _ = asm.open_parts.pop()
         args = materialize(args)  # continued string leaves become plain strings
         stored[cont.field][cont.args] = args
         track = asm.track_of.get(id(stored))

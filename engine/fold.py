@@ -252,7 +252,7 @@ def _fold_entry(asm: Assembly, lst: SlottedList, entry: dict, spec: ListFold) ->
             _merge_entry(asm, item, item, entry, spec, 0)
         else:  # nothing to leave out or join: merging into an empty item is a copy
             item = lst.put(slot, ingest(entry))
-        asm.item_added(spec.pattern, item)
+        asm.item_added(spec.pattern, item, slot)
         return
     lst.last = slot
     _merge_entry(asm, item, item, entry, spec, 0)

@@ -59,6 +59,7 @@ class ArgsStream:
         "_whole",
         "owner",
         "reason",
+        "sink",
     )
 
     def __init__(self, form: str, initial: Any = None) -> None:
@@ -78,6 +79,9 @@ class ArgsStream:
         # when it stops being one; a call nobody has emitted can change without a rebuild.
         self.owner: Any = None
         self.reason: str | None = None  # INVALID_TEXT or TOO_DEEP once the state is INVALID
+        # On a buffer with events: the call's engine.recorder.CallSink, told every fragment,
+        # whole value and restart, so that its ``partial`` grows by the fragment only.
+        self.sink: Any = None
 
     # -- feeding -------------------------------------------------------------------------
 
@@ -88,6 +92,8 @@ class ArgsStream:
         if not fragment:
             return False
         self.parts.append(fragment)
+        if self.sink is not None:
+            self.sink.fed(fragment)
         if self.state == INVALID:
             return False
         if self._ended:
@@ -108,6 +114,8 @@ class ArgsStream:
             return self.feed(value) or True
         if self.owner is not None:
             self._regress()
+        if self.sink is not None:
+            self.sink.whole(value)
         self._whole = value
         self.parts = []
         self._ended = True
@@ -144,6 +152,8 @@ class ArgsStream:
 
     def reset(self) -> None:
         self._regress()
+        if self.sink is not None:
+            self.sink.reset()
         self.parts = []
         self.state = OPEN
         self.reason = None
@@ -242,6 +252,10 @@ class ArgsStream:
             self.parts[:] = ["".join(self.parts)]
         return self.parts[0] if self.parts else ""
 
+    def whole_value(self) -> Any:
+        """The value the wire handed over whole, or None when the arguments are text."""
+        return self._whole
+
     @property
     def is_empty(self) -> bool:
         return self._whole is None and not self._started
@@ -267,6 +281,8 @@ class ArgsStream:
                 self._invalid(TOO_DEEP)
                 return False
             self.state, self.value = COMPLETE, initial
+            if initial and self.sink is not None:  # the start event gave them whole
+                self.sink.whole(initial)
             return True
         return False
 

@@ -259,7 +259,7 @@ class Target:
         if not create:
             return None
         item = lst.put(slot, {})
-        asm.item_added(self.item_patterns[at + 1], item)
+        asm.item_added(self.item_patterns[at + 1], item, slot)
         return item
 
     def _walk(self, asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
@@ -295,7 +295,7 @@ class Target:
                     if not create:
                         return None
                     item = node.put(slot, {})
-                    asm.item_added(self.item_patterns[i], item)
+                    asm.item_added(self.item_patterns[i], item, slot)
                 node = item
             i += 1
         return node
@@ -509,7 +509,7 @@ def _open(target: Target, read: Reader, ctx: CompileContext, op: str = "open") -
                 item = node.get(inner)
                 if item is None:
                     item = node.put(inner, {})
-                    asm.item_added(target.item_patterns[i], item)
+                    asm.item_added(target.item_patterns[i], item, inner)
                 node = item
         lst = ensure_slotted(node, segs[-2].field, target.order)
         existing = lst.get(slot)
@@ -517,7 +517,7 @@ def _open(target: Target, read: Reader, ctx: CompileContext, op: str = "open") -
             if _restate(asm, existing, value, args_fields):
                 lst.last = slot
                 if id(existing) not in asm.track_of:
-                    asm.item_added(pattern, existing)  # what it carries now may make it a call
+                    asm.item_added(pattern, existing, slot)  # what it carries may make it a call
             else:
                 asm.skip(
                     f"{op} {target.path}: {target.shown(len(segs) - 1, slot)} is a call whose "
@@ -526,7 +526,7 @@ def _open(target: Target, read: Reader, ctx: CompileContext, op: str = "open") -
             return
         item = ingest(value) if value.__class__ is dict else {}
         lst.put(slot, item)
-        asm.item_added(pattern, item)
+        asm.item_added(pattern, item, slot)
 
     return open_item
 

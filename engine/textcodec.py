@@ -554,6 +554,14 @@ class TextScanner:
             return True, None
         return False, None
 
+    def forming_call(self) -> tuple[int, str | None] | None:
+        """The call forming and held (not released as text): where it starts in the text
+        fed, and its name as :meth:`forming` gives it; None when there is none."""
+        c = self._cand
+        if c is None or c.dead:
+            return None
+        return c.start, None if c.is_array else c.name
+
     def quiet(self) -> bool:
         """Nothing held and nothing undecided: no call forming, no marker prefix held, no
         complete call waiting for a decision. ``not forming()[0] and not complete_calls()``

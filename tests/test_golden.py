@@ -49,13 +49,16 @@ def test_resolves_to_its_own_format(path):
 @pytest.mark.parametrize("path", STREAMS, ids=stream_id)
 def test_streamed_calls_agree_with_extract_on_the_message(path):
     """The per-chunk answer (buf.calls) equals the whole-message answer (extract) at the end,
-    and forming() agrees with the strategy's own forming() on the message."""
+    and forming() on the message says whether it holds a call; the closed buffer forms none."""
     buf = replay(read_stream(path))
     strategy = buf.strategy
     message = buf.as_dict()
     assert buf.calls() == strategy.extract(message)
     assert buf.get_content() == strategy.content_text(message)
-    assert bool(buf.forming()) == bool(strategy.forming(message))
+    # API.md (issue 10): closed, the buffer forms nothing; the strategy's forming() on the
+    # whole message keeps its meaning: the message holds a call, ready or never runnable.
+    assert not buf.forming()
+    assert bool(strategy.forming(message)) == bool(buf.calls() or buf.incomplete_calls())
 
 
 EXPECTS = [p for p in STREAMS if p.with_suffix(".expect.json").exists()]

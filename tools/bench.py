@@ -8,7 +8,10 @@ every chunk, in two flavours:
   ``buf.text()``, then once ``buf.close()`` and a last round, as a real application runs it.
   The driver (a :class:`engine.BaseDriver` over the wire alone, its buffer from
   ``new_stream_buffer()``, so that the text codec scans the display text) owns the tools the
-  generated stream calls, and its ``execute_tool`` echoes the arguments.
+  generated stream calls, and its ``execute_tool`` echoes the arguments;
+- the events loop (rows ``+events``): ``for ev in buf.consume(chunks)``, reading ``partial``
+  on every ``ArgumentsDelta``, as a client without a driver runs it. Its rows also give the
+  ratio to the buffer row of the same wire and stream in the same run (``vs buffer``).
 
 Its time is divided by the time ``json.loads`` takes to decode the same chunks' JSON text,
 measured in the same run just before and after (the median of ``--repeat`` such ratios), so
@@ -358,7 +361,20 @@ def driver_loop(strategy: engine.ExtractionStrategy, chunks: list[dict]) -> Call
     return loop
 
 
-LOOPS = {"": buffer_loop, "+driver": driver_loop}
+def events_loop(strategy: engine.ExtractionStrategy, chunks: list[dict]) -> Callable[[], None]:
+    """A client without a driver: consume() the stream, reading partial on every delta."""
+    delta = engine.ArgumentsDelta
+
+    def loop() -> None:
+        buf = engine.LLMStreamBuffer(strategies=[strategy])
+        for ev in buf.consume(chunks):
+            if ev.__class__ is delta:
+                ev.partial.get("q")
+
+    return loop
+
+
+LOOPS = {"": buffer_loop, "+driver": driver_loop, "+events": events_loop}
 
 
 def measure(wire: str, chunks: list[dict], repeat: int, flavour: str = "") -> tuple[float, float]:
@@ -383,14 +399,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wires", default=",".join(GENERATORS))
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--flavours", default=",".join(f or "buffer" for f in LOOPS),
-                        help="buffer (add+forming+calls) and/or +driver (add+process+text)")
+                        help="buffer (add+forming+calls), +driver (add+process+text), "
+                        "+events (consume)")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     wires = args.wires.split(",")
     flavours = ["" if f == "buffer" else f for f in args.flavours.split(",")]
     head = f"{'wire':<20} {'stream':<13} " + " ".join(f"{s:>9}" for s in sizes)
-    print(head + "   growth   us/chunk")
+    print(head + "   growth   us/chunk  vs buffer")
     worst = {flavour: (0.0, 0.0) for flavour in flavours}
+    plain: dict[tuple[str, str], list[float]] = {}  # the buffer rows' ratios, per size
+    versus: list[float] = []  # +events over the buffer row, at each size from 1000 up
     ref = sizes.index(1000) if 1000 in sizes else 0
     for wire in wires:
         for flavour in flavours:
@@ -409,17 +428,29 @@ def main(argv: list[str] | None = None) -> int:
                     ratio, grown = worst[flavour]
                     worst[flavour] = (max(ratio, *ratios[ref:]), max(grown, growth))
                 cells = " ".join(f"{r:>8.2f}x" for r in ratios)
+                if flavour == "":
+                    plain[wire, kind] = ratios
+                vs = ""
+                if flavour == "+events" and (wire, kind) in plain:
+                    over = [r / b for r, b in zip(ratios, plain[wire, kind], strict=True)]
+                    if calls is not None:
+                        versus.extend(over[ref:])
+                    vs = f"   {over[-1]:6.2f}x"
                 print(f"{wire:<20} {kind + flavour:<13} {cells}   {growth:6.2f}"
-                      f"   {per_chunk[-1] * 1e6:8.2f}")
+                      f"   {per_chunk[-1] * 1e6:8.2f}{vs}")
     print("\nratio = per-chunk cost of the loop / json.loads of the same chunk's text;"
           "\n  rows without a suffix: add+forming+calls; rows +driver: add+"
           "process_llm_response+text;"
           f"\ngrowth = per-chunk cost at {sizes[-1]} / at {sizes[ref]} (as the ratios, whose floor"
           f" is per chunk alike at every size); us/chunk: the best run at {sizes[-1]}."
-          "\nwhole: every chunk a whole call (Gemini, Ollama), outside the bar's streams.")
+          "\nwhole: every chunk a whole call (Gemini, Ollama), outside the bar's streams."
+          f"\nvs buffer (+events rows): the events loop over the buffer row of the same wire"
+          f" and stream, at {sizes[-1]}.")
     for flavour, (ratio, grown) in worst.items():
         print(f"worst {flavour or 'buffer':<8} from {sizes[ref]} up: ratio {ratio:.2f}x, "
               f"growth {grown:.2f}")
+    if versus:
+        print(f"worst +events over buffer from {sizes[ref]} up: {max(versus):.2f}x (bar 2.0x)")
     return 0
 
 

@@ -1,0 +1,412 @@
+"""Events (API.md, "Events"), over every golden stream of every wire: a new format's goldens
+are covered without code.
+
+- fed whole, re-split at chosen points or one character a fragment: the same starts, ready
+  calls (with their arguments), incomplete calls and finish;
+- without a codec the TextDeltas joined are get_content(); on a driver's buffer they are what
+  text() hands out;
+- each started call: one CallStarted first, then exactly one CallReady or CallIncomplete;
+  new_calls() over the loop gives the CallReady calls; Finished once, ProviderError before it;
+- consume() and aconsume() give the events of the loop; to_dict() goes through json.dumps;
+- partial: after every fragment, API.md's reading of the argument text so far.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+
+import pytest
+from conftest import golden_streams, read_stream, stream_id
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_partial import _dumped, _object_text, canon, oracle
+from test_properties import resplit
+
+import engine
+
+STREAMS = golden_streams()
+CHUNK = {"id": "chatcmpl-1", "object": "chat.completion.chunk"}  # what every openai_chat chunk has
+TERMINAL = (engine.CallReady, engine.CallIncomplete)
+
+
+def _buffer(path, events=True):
+    return engine.LLMStreamBuffer(strategies=[engine.load_format(path.parent.name)], events=events)
+
+
+def loop(path, chunks):
+    """The per-chunk client loop: add, new_calls, events; close; the last ones."""
+    buf = _buffer(path)
+    evs, ran = [], []
+    for chunk in chunks:
+        buf.add(chunk)
+        ran += buf.new_calls()
+        evs += buf.events()
+    buf.close()
+    ran += buf.new_calls()
+    evs += buf.events()
+    return buf, evs, ran
+
+
+def summary(evs):
+    """What must not depend on how the stream was split (partial values may)."""
+    return {
+        "starts": [(e.slot, e.name, e.id) for e in evs if isinstance(e, engine.CallStarted)],
+        "ready": [
+            (e.slot, e.call.name, e.call.arguments, e.call.id)
+            for e in evs
+            if isinstance(e, engine.CallReady)
+        ],
+        "incomplete": [
+            (e.slot, e.name, e.id, e.reason) for e in evs if isinstance(e, engine.CallIncomplete)
+        ],
+        "finished": [
+            (type(e).__name__, getattr(e, "stop_reason", None), getattr(e, "error", None))
+            for e in evs
+            if isinstance(e, engine.Finished | engine.ProviderError)
+        ],
+    }
+
+
+def _fields(path):
+    return engine.load_format(path.parent.name).streamed_fields()
+
+
+def same_events(path, whole, split):
+    """The summary of ``split`` is that of ``whole``; where the re-split copied a DONE into
+    the first pieces of its event (a finish reason beside a streamed string), the stream
+    ends inside the call there, which no real re-split does: only the finish is compared
+    then."""
+    fmt = engine.load_format(path.parent.name)
+    expected = summary(loop(path, copy.deepcopy(whole))[1])
+    got = summary(loop(path, split)[1])
+    dones = sum(map(fmt.is_stream_complete, split)), sum(map(fmt.is_stream_complete, whole))
+    if dones[0] > dones[1]:
+        got, expected = got["finished"], expected["finished"]
+    assert got == expected
+
+
+@pytest.mark.parametrize("path", STREAMS, ids=stream_id)
+def test_rules_of_the_table_hold(path):
+    buf, evs, ran = loop(path, read_stream(path))
+    assert "".join(e.text for e in evs if isinstance(e, engine.TextDelta)) == buf.get_content()
+    by_slot: dict = {}
+    for e in evs:
+        slot = getattr(e, "slot", None)
+        if isinstance(e, engine.CallStarted):
+            assert slot not in by_slot, f"a second start at {slot!r}"
+            by_slot[slot] = [e]
+        elif isinstance(e, engine.ArgumentsDelta | engine.CallReady):
+            assert slot in by_slot and not isinstance(by_slot[slot][-1], TERMINAL), (
+                f"{type(e).__name__} at {slot!r} before its start or after its end"
+            )
+            by_slot[slot].append(e)
+        elif isinstance(e, engine.CallIncomplete):
+            # a call whose name never came ends without having started
+            assert slot not in by_slot or not isinstance(by_slot[slot][-1], TERMINAL)
+            by_slot.setdefault(slot, []).append(e)
+    for slot, seq in by_slot.items():
+        assert sum(isinstance(e, TERMINAL) for e in seq) == 1, f"slot {slot!r}: {seq}"
+    ready = [e.call for e in evs if isinstance(e, engine.CallReady)]
+    assert ran == ready
+    assert sorted(map(repr, ready)) == sorted(map(repr, buf.calls()))
+    incomplete = [e for e in evs if isinstance(e, engine.CallIncomplete)]
+    assert incomplete == buf.incomplete_calls()
+    finished = [e for e in evs if isinstance(e, engine.Finished)]
+    assert len(finished) == (1 if buf.is_finished() else 0)
+    if finished:
+        assert finished[0].stop_reason == buf.stop_reason
+    errors = [i for i, e in enumerate(evs) if isinstance(e, engine.ProviderError)]
+    if errors:
+        assert errors == [evs.index(finished[0]) - 1] and evs[errors[0]].error == buf.error
+    for e in evs:  # the last partial of a ready call is its arguments
+        if isinstance(e, engine.CallReady) and isinstance(e.call.arguments, dict):
+            deltas = [d for d in evs if isinstance(d, engine.ArgumentsDelta) and d.slot == e.slot]
+            if deltas and e.call.arguments:
+                assert canon(deltas[-1].partial) == canon(e.call.arguments)
+    assert not buf.forming()
+    assert buf.events() == [] and buf.new_calls() == []
+
+
+@pytest.mark.parametrize("path", STREAMS, ids=stream_id)
+def test_one_character_fragments_give_the_same_events(path):
+    events = read_stream(path)
+    split = resplit(copy.deepcopy(events), _fields(path), lambda n: list(range(1, n)))
+    same_events(path, events, copy.deepcopy(split))
+    buf, evs, _ = loop(path, split)
+    assert "".join(e.text for e in evs if isinstance(e, engine.TextDelta)) == buf.get_content()
+
+
+@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+@pytest.mark.parametrize("path", STREAMS, ids=stream_id)
+def test_resplit_streams_give_the_same_events(path, data):
+    events = read_stream(path)
+
+    def cuts(n: int) -> list[int]:
+        return data.draw(st.lists(st.integers(1, max(1, n - 1)), max_size=4))
+
+    same_events(path, events, resplit(copy.deepcopy(events), _fields(path), cuts))
+
+
+@pytest.mark.parametrize("path", STREAMS, ids=stream_id)
+def test_consume_and_aconsume_give_the_loop_s_events(path):
+    chunks = read_stream(path)
+    _, expected, _ = loop(path, copy.deepcopy(chunks))
+    plain = engine.LLMStreamBuffer(strategies=[engine.load_format(path.parent.name)])
+    consumed = list(plain.consume(copy.deepcopy(chunks)))  # consume() turns events on itself
+    assert summary(consumed) == summary(expected) and len(consumed) == len(expected)
+    assert plain.closed
+
+    async def source():
+        for chunk in copy.deepcopy(chunks):
+            await asyncio.sleep(0)
+            yield chunk
+
+    async def collect():
+        return [ev async for ev in _buffer(path).aconsume(source())]
+
+    assert summary(asyncio.run(collect())) == summary(expected)
+    for ev in consumed:
+        data = ev.to_dict()
+        assert data["type"] == type(ev).__name__
+        assert json.loads(json.dumps(data)) == data
+
+
+class Echo(engine.BaseDriver):
+    def __init__(self, names):
+        super().__init__()
+        self.names = names
+        self.ran = []
+
+    def list_tools(self):
+        schema = {"type": "object"}
+        return [engine.Tool(name=n, description=n, parameters=schema) for n in self.names]
+
+    def execute_tool(self, tool_name, arguments):
+        self.ran.append((tool_name, arguments))
+        return {"echo": arguments}
+
+
+@pytest.mark.parametrize("path", STREAMS, ids=stream_id)
+def test_on_a_driver_s_buffer_text_deltas_are_what_text_hands_out(path):
+    chunks = read_stream(path)
+    names = sorted({c.name for c in loop(path, copy.deepcopy(chunks))[0].calls()})
+    driver = Echo(names)
+    driver._strategies = [engine.load_format(path.parent.name)]
+    buf = driver.new_stream_buffer(events=True)
+    shown, evs, ran = [], [], []
+    for chunk in chunks:
+        buf.add(chunk)
+        driver.process_llm_response(buf)
+        evs += buf.events()
+        shown.append(buf.text())
+        ran += buf.new_calls()
+    buf.close()
+    driver.process_llm_response(buf)
+    evs += buf.events()
+    shown.append(buf.text())
+    ran += buf.new_calls()
+    assert "".join(e.text for e in evs if isinstance(e, engine.TextDelta)) == "".join(shown)
+    assert ran == [e.call for e in evs if isinstance(e, engine.CallReady)]
+    started = [e.slot for e in evs if isinstance(e, engine.CallStarted)]
+    ended = [e.slot for e in evs if isinstance(e, TERMINAL)]
+    assert len(started) == len(set(started)) and set(started) <= set(ended)
+    assert len(ended) == len(set(ended))
+
+
+def test_text_calls_on_a_driver_s_buffer_start_and_are_ready_at_text_slots():
+    driver = Echo(["get_weather"])
+    buf = driver.new_stream_buffer(events=True)
+    text = 'Let me look. {"name": "get_weather", "arguments": {"city": "Paris"}} Done.'
+    chunks = [
+        {**CHUNK, "choices": [{"index": 0, "delta": {"content": text[i : i + 5]}}]}
+        for i in range(0, len(text), 5)
+    ]
+    chunks.append({**CHUNK, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    evs = []
+    for chunk in chunks:
+        buf.add(chunk)
+        driver.process_llm_response(buf)
+        evs += buf.events()
+        buf.text()
+    buf.close()
+    driver.process_llm_response(buf)
+    evs += buf.events()
+    kinds = [type(e).__name__ for e in evs if not isinstance(e, engine.TextDelta)]
+    assert kinds == ["CallStarted", "ArgumentsDelta", "CallReady", "Finished"]
+    started, _, ready, _ = [e for e in evs if not isinstance(e, engine.TextDelta)]
+    assert started.slot == ready.slot == ("text", 0) and started.name == "get_weather"
+    assert ready.call.arguments == {"city": "Paris"} and driver.ran == [
+        ("get_weather", {"city": "Paris"})
+    ]
+    shown = "".join(e.text for e in evs if isinstance(e, engine.TextDelta))
+    assert "get_weather" not in shown and shown.startswith("Let me look.")
+
+
+def test_a_cut_text_call_is_incomplete_at_close():
+    driver = Echo(["get_weather"])
+    buf = driver.new_stream_buffer(events=True)
+    cut = 'Hi {"name": "get_weather", "ar'
+    buf.add({**CHUNK, "choices": [{"index": 0, "delta": {"content": cut}}]})
+    driver.process_llm_response(buf)
+    first = buf.events()
+    assert [type(e).__name__ for e in first] == ["TextDelta", "CallStarted"]
+    buf.close()
+    driver.process_llm_response(buf)
+    last = buf.events()
+    incomplete = [e for e in last if isinstance(e, engine.CallIncomplete)]
+    assert [(e.slot, e.name, e.reason) for e in incomplete] == [(("text", 0), "get_weather", "cut")]
+
+
+def test_events_on_a_buffer_without_them_say_how_to_turn_them_on():
+    buf = engine.LLMStreamBuffer()
+    buf.add({"type": "message_start", "message": {"id": "m", "role": "assistant", "content": []}})
+    with pytest.raises(ValueError, match=r"events=True"):
+        buf.events()
+    assert buf._rec is None and buf._asm.events is None  # keeps nothing for them
+
+
+def test_a_source_that_raises_propagates_and_leaves_the_buffer_open():
+    path = next(p for p in STREAMS if p.parent.name == "openai_chat")
+    chunks = read_stream(path)
+
+    def source():
+        yield from chunks[:2]
+        raise RuntimeError("connection reset")
+
+    buf = _buffer(path, events=False)
+    with pytest.raises(RuntimeError, match="connection reset"):
+        for _ in buf.consume(source()):
+            pass
+    assert not buf.closed
+    for chunk in chunks[2:]:
+        buf.add(chunk)
+    buf.close()
+    assert [e.call for e in buf.events() if isinstance(e, engine.CallReady)] in ([], buf.calls())
+
+
+def test_a_chunk_that_raises_records_no_events_and_partial_stays_one_dict():
+    gemini = engine.load_format("gemini")
+
+    def chunk(parts):
+        return {"candidates": [{"index": 0, "content": {"role": "model", "parts": parts}}]}
+
+    buf = engine.LLMStreamBuffer(strategies=[gemini], events=True)
+    buf.add(chunk([{"functionCall": {"name": "f", "willContinue": True}}]))
+    buf.add(chunk([{"functionCall": {"partialArgs": [{"jsonPath": "$.a", "stringValue": "x",
+                                                       "willContinue": True}],
+                                      "willContinue": True}}]))
+    evs = buf.events()
+    assert [type(e).__name__ for e in evs] == ["CallStarted", "ArgumentsDelta", "ArgumentsDelta"]
+    partial = evs[-1].partial
+    assert partial == {"a": "x"}
+    bad = chunk([{"functionCall": {"partialArgs": [{"jsonPath": "$.b", "stringValue": "y"},
+                                                    {"jsonPath": "$.a[0]", "numberValue": 1}],
+                                    "willContinue": True}}])
+    with pytest.raises(engine.ChunkError):
+        buf.add(bad)
+    assert buf.events() == [] and partial == {"a": "x"}
+    buf.add(chunk([{"functionCall": {"partialArgs": [{"jsonPath": "$.a", "stringValue": "y"}]}}]))
+    evs = buf.events()
+    deltas = [e for e in evs if isinstance(e, engine.ArgumentsDelta)]
+    assert deltas and deltas[-1].partial is partial and partial == {"a": "xy"}
+    assert [e.call.arguments for e in evs if isinstance(e, engine.CallReady)] == [{"a": "xy"}]
+
+
+def test_a_raising_event_on_an_argument_stream_is_undone_for_events_too():
+    """A failure after an argument fragment was applied: the fragment is not recorded, and
+    the call's partial does not take it."""
+    buf = engine.LLMStreamBuffer(strategies=[engine.load_format("openai_chat")], events=True)
+    call = {"index": 0, "id": "c", "type": "function", "function": {"name": "f", "arguments": ""}}
+    buf.add({**CHUNK, "choices": [{"index": 0, "delta": {"tool_calls": [call]}}]})
+    buf.add(_args_chunk('{"a": "b'))
+    evs = buf.events()
+    partial = evs[-1].partial
+    assert partial == {"a": "b"}
+    broken = _args_chunk("cd")
+    broken["choices"][0]["delta"]["tool_calls"].append("not an object")
+    try:
+        buf.add(broken)
+    except engine.ChunkError:
+        assert buf.events() == [] and partial == {"a": "b"}
+    buf.add(_args_chunk('e"}'))
+    evs = buf.events()
+    assert partial in ({"a": "be"}, {"a": "bcde"})
+    assert [e.call.arguments for e in evs if isinstance(e, engine.CallReady)] == [partial]
+
+
+def _args_chunk(text):
+    return {**CHUNK, "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {
+        "arguments": text}}]}}]}
+
+
+def test_forming_is_false_after_close_and_once_nothing_is_open():
+    buf = engine.LLMStreamBuffer(strategies=[engine.load_format("openai_chat")])
+    call = {"index": 0, "id": "c", "type": "function", "function": {"name": "f", "arguments": ""}}
+    buf.add({**CHUNK, "choices": [{"index": 0, "delta": {"tool_calls": [call]}}]})
+    assert buf.forming() == engine.Forming(True, "f")
+    buf.add(_args_chunk('{"a": 1}'))
+    assert not buf.forming()  # ready: no call is forming
+    buf.add({**CHUNK, "choices": [{"index": 0, "delta": {"tool_calls": [{**call, "index": 1}]}}]})
+    assert buf.forming() == engine.Forming(True, "f")
+    buf.close()
+    assert not buf.forming()
+    assert buf.strategy.forming(buf.as_dict())  # the whole message keeps its meaning
+
+
+def test_new_calls_gives_each_call_once_in_completion_order():
+    buf = engine.LLMStreamBuffer(strategies=[engine.load_format("openai_chat")])
+    for index in (0, 1):
+        call = {"index": index, "id": f"c{index}", "type": "function",
+                "function": {"name": f"f{index}", "arguments": ""}}
+        buf.add({**CHUNK, "choices": [{"index": 0, "delta": {"tool_calls": [call]}}]})
+    buf.add({**CHUNK, "choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": 1, "function": {"arguments": "{}"}}]}}]})
+    assert [c.name for c in buf.new_calls()] == ["f1"]
+    buf.add({**CHUNK, "choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": 0, "function": {"arguments": "{}"}}]}}]})
+    buf.add({**CHUNK, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+    assert [c.name for c in buf.new_calls()] == ["f0"]
+    assert buf.new_calls() == [] and [c.name for c in buf.calls()] == ["f0", "f1"]
+
+
+# -- partial: API.md's reading after every fragment ------------------------------------------
+
+_SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@_SETTINGS
+@given(text=_object_text | _dumped, data=st.data())
+def test_partial_after_every_fragment_is_the_reading_of_the_text_so_far(text, data):
+    """A call's argument text streamed through a buffer in fragments cut anywhere (also at
+    every position): after each fragment, ``partial`` is the oracle's reading of the prefix."""
+    every = data.draw(st.booleans())
+    if every:
+        points = list(range(1, len(text)))
+    else:
+        points = sorted(set(data.draw(st.lists(st.integers(1, max(1, len(text) - 1)), max_size=8))))
+    pieces = [text[a:b] for a, b in zip([0, *points], [*points, len(text)], strict=True)]
+    buf = engine.LLMStreamBuffer(strategies=[engine.load_format("openai_chat")], events=True)
+    call = {"index": 0, "id": "c", "type": "function", "function": {"name": "f", "arguments": ""}}
+    buf.add({**CHUNK, "choices": [{"index": 0, "delta": {"tool_calls": [call]}}]})
+    buf.events()
+    seen = 0
+    partial = None
+    for piece in pieces:
+        if not piece:
+            continue
+        buf.add(_args_chunk(piece))
+        seen += len(piece)
+        deltas = [e for e in buf.events() if isinstance(e, engine.ArgumentsDelta)]
+        if not deltas:  # only whitespace after the object: the call is ready, nothing grows
+            assert not text[seen - len(piece) : seen].strip() and canon(partial) == canon(
+                json.loads(text)
+            )
+            continue
+        assert [d.text for d in deltas] == [piece]
+        partial = deltas[-1].partial if partial is None else partial
+        assert deltas[-1].partial is partial  # one dict per call
+        assert canon(partial) == canon(oracle(text[:seen]))
+    assert canon(partial) == canon(json.loads(text))
