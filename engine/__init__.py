@@ -3,8 +3,8 @@
 from .buffer import LLMStreamBuffer
 from .drivers import BaseDriver, DriverResponse, Orchestrator, Tool, ToolCallRecord
 from .errors import ChunkError, DescriptorError, Problem, UnknownFormatError
-from .records import Skipped
 from .events import CallIncomplete
+from .records import Skipped
 from .registry import list_formats, load_format
 from .strategy import ExtractedCall, ExtractionStrategy, Forming
 from .validate import validate_descriptor
