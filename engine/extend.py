@@ -69,7 +69,7 @@ def _continuation(spec: dict | None) -> Continuation | None:
 def op_extend(spec: dict, ctx: CompileContext) -> Run:
     read = compile_read(spec["from"], ctx.choice_alias)
     target = Target(spec["at"], ctx)
-    rule = JoinRule.from_spec(spec["join"]) if spec.get("join") else None
+    rule = JoinRule.from_spec(spec["join"], spec["at"]) if spec.get("join") else None
     pattern = f"{target.pattern}[*]"
     cont = _continuation(spec.get("continuation"))
     display_where = _display_where(ctx, target)

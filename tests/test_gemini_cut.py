@@ -205,9 +205,7 @@ def test_a_driver_runs_the_complete_call_and_reports_the_cut_one():
     driver = Recorder("getWeather")
     responses = drive(driver, TWO_CALLS_CUT)
     assert driver.ran == [("getWeather", {"location": "Boston"})]
-    assert [(c.slot, c.reason) for r in responses for c in r.incomplete_calls or []] == [
-        (1, "cut")
-    ]
+    assert [(c.slot, c.reason) for r in responses for c in r.incomplete_calls or []] == [(1, "cut")]
 
 
 def test_a_driver_handed_the_cut_message_runs_nothing():
