@@ -35,6 +35,7 @@ class Assembly:
         "strategy",
         "root",
         "display",
+        "reasoning",
         "tracks",
         "calls_dirty",
         "stop_reason",
@@ -56,6 +57,7 @@ class Assembly:
         self.strategy = strategy
         self.root: dict = ingest(strategy.spec.initial_message)
         self.display: list[str] = []
+        self.reasoning: list[str] = []  # reasoning fragments in stream order (never display)
         self.tracks: list[CallTrack] = []
         self.track_of: dict[int, CallTrack] = {}  # id(item) -> its track
         self.calls_dirty = False

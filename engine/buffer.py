@@ -613,7 +613,7 @@ class LLMStreamBuffer:
         found = [ExtractedCall(c.name, c.arguments, None, c.end) for c in scanner.complete_calls()]
         if not self._claimed:
             return found
-        return sorted([*self._claimed, *found], key=lambda c: c.end)
+        return sorted([*self._claimed, *found], key=lambda c: c.end)  # type: ignore[return-value]  # a text call has its end
 
     def text_forming(self) -> Forming:
         """Is a text call forming, and its name once streamed."""

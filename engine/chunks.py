@@ -54,9 +54,9 @@ def _decode_text(text: str, index: int, sse_state: dict) -> Any:
         return SKIP
     name = None
     if stripped.startswith(("event:", "id:", "retry:")):
-        field, _, value = stripped.partition(":")
+        field, _, field_value = stripped.partition(":")
         if field == "event":
-            sse_state["event"] = value.strip()
+            sse_state["event"] = field_value.strip()
         return SKIP
     if stripped.startswith("data:"):
         stripped = stripped[5:].strip()

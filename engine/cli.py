@@ -404,8 +404,8 @@ class ReplayPrinter:
             return
         s = self.style
         event = "" if entry.event is None else f" {entry.event}"
-        where = s.paint(f"{s.dot} chunk {entry.index}{event}", "dim")
-        self._line(f"{s.marker('skipped', 'warn')} {entry.reason} {where}")
+        shown = s.paint(f"{s.dot} chunk {entry.index}{event}", "dim")
+        self._line(f"{s.marker('skipped', 'warn')} {entry.reason} {shown}")
 
 
 def _where(chunk: int | None) -> str:

@@ -9,13 +9,17 @@ strategy's ``descriptor`` is that resolved data, with no ``extends`` left in it.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import DescriptorError
 from .strategy import ExtractionStrategy
 from .validate import validate_text
 
+if TYPE_CHECKING:
+    from .textstrategy import TextStrategy
 
-def load_descriptor(path: str | Path) -> ExtractionStrategy:
+
+def load_descriptor(path: str | Path) -> ExtractionStrategy | TextStrategy:
     path = Path(path)
     text = path.read_text(encoding="utf-8")
     data, problems = validate_text(text, str(path))

@@ -28,7 +28,15 @@ from .assembly import Assembly
 from .jsonpath import Token, normalized, singular_path
 from .jsonscan import COMPLETE
 from .model import Fragments, ingest, materialize
-from .ops import OPERATIONS, CompileContext, Run, Target, skips_without
+from .ops import (
+    OPERATIONS,
+    CompileContext,
+    Run,
+    Target,
+    fragments_reader,
+    reasoning_inside,
+    skips_without,
+)
 from .parts import JoinRule, join_one
 from .paths import compile_read
 
@@ -76,6 +84,7 @@ def op_extend(spec: dict, ctx: CompileContext) -> Run:
     at_root = target.at_root
     last = target.rel[-1]
     text_where = ctx.text_where  # which parts' text is display text (None: all)
+    reasoning = _reasoning_readers(ctx, target)
 
     def extend(asm: Assembly, ev: Any, ch: Any) -> None:
         incoming = read(ev, ch)
@@ -112,7 +121,7 @@ def op_extend(spec: dict, ctx: CompileContext) -> Run:
                 if call.__class__ is dict and call.get(cont.flag):
                     _open(asm, parts, part, call, cont, pattern)
                     continue
-            _take(asm, parts, part, rule, pattern, display_where, text_where)
+            _take(asm, parts, part, rule, pattern, display_where, text_where, reasoning)
 
     return skips_without(extend, spec["from"])
 
@@ -124,7 +133,13 @@ def _display_where(ctx: CompileContext, target: Target):
     return field
 
 
-def _take(asm, parts, part, rule, pattern, display_field, text_where) -> None:
+def _reasoning_readers(ctx: CompileContext, target: Target) -> tuple:
+    """Readers of the reasoning inside an incoming part (Gemini's thought text)."""
+    inside = reasoning_inside(ctx, target.pattern)
+    return tuple(fragments_reader(rel, where) for rel, where in inside)
+
+
+def _take(asm, parts, part, rule, pattern, display_field, text_where, reasoning) -> None:
     before = len(parts)
     if rule is not None:
         stored = join_one(parts, part, rule)
@@ -137,6 +152,9 @@ def _take(asm, parts, part, rule, pattern, display_field, text_where) -> None:
         piece = part.get(display_field)
         if piece.__class__ is str and piece and (text_where is None or text_where(stored)):
             asm.display.append(piece)
+            return
+    for read in reasoning:  # never display text: a display piece returned above
+        read(part, asm.reasoning)
 
 
 def _open(asm: Assembly, parts: list, part: dict, call: dict, cont: Continuation, pattern) -> None:
@@ -148,7 +166,7 @@ def _open(asm: Assembly, parts: list, part: dict, call: dict, cont: Continuation
     track = asm.track_of.get(id(stored))
     if track is not None:
         track.args.reset()  # its arguments are still streaming
-    state = (stored, cont, {}, {})
+    state: tuple[dict, Continuation, dict, dict] = (stored, cont, {}, {})
     asm.open_parts.append(state)
     _apply_pieces(asm, state, call.get(cont.pieces))
 

@@ -16,7 +16,17 @@ from typing import Any
 from .assembly import Assembly, append_text, ensure_slotted
 from .jsonscan import COMPLETE
 from .model import Fragments, SlottedList, ingest, slot_misfit
-from .ops import OPERATIONS, CompileContext, Run, Target, report_unplaced, skips_without
+from .ops import (
+    OPERATIONS,
+    CompileContext,
+    Run,
+    Target,
+    fragments_reader,
+    reasoning_at,
+    reasoning_inside,
+    report_unplaced,
+    skips_without,
+)
 from .parts import JoinRule, join_parts, string_as_part
 from .paths import compile_get, compile_read, parse_chain, single_field
 
@@ -44,6 +54,10 @@ class FoldSpec:
     parts: dict[str, JoinRule] = field(default_factory=dict)  # concat keys that may be parts
     display_part: Any = None  # predicate: which parts of the display key are display text
     display_field: str = "text"
+    # Concat keys at this level that are reasoning: key -> which messages hold it (None: all).
+    reasoning_keys: dict[str, Any] = field(default_factory=dict)
+    # Parts keys whose parts hold reasoning: key -> readers of an incoming part's fragments.
+    reasoning_parts: dict[str, tuple] = field(default_factory=dict)
 
 
 def op_fold(spec: dict, ctx: CompileContext) -> Run:
@@ -75,6 +89,7 @@ def op_fold(spec: dict, ctx: CompileContext) -> Run:
         k: JoinRule.from_spec(v, f"{at}.{k}" if at else k)
         for k, v in (spec.get("parts") or {}).items()
     }
+    reasoning_keys, reasoning_parts = _reasoning(ctx, base, concat, parts)
     fold = FoldSpec(
         concat=concat | frozenset(parts),
         lists=lists,
@@ -82,6 +97,8 @@ def op_fold(spec: dict, ctx: CompileContext) -> Run:
         parts=parts,
         display_part=ctx.text_part_where,
         display_field=ctx.text_part_field,
+        reasoning_keys=reasoning_keys,
+        reasoning_parts=reasoning_parts,
     )
     order = ctx.list_order
 
@@ -95,9 +112,26 @@ def op_fold(spec: dict, ctx: CompileContext) -> Run:
         if dest is not None:
             fold_delta(asm, dest, delta, fold, order)
         else:
+            assert target is not None, "the root is always there"
             report_unplaced(asm, "fold", target, ev, ch)
 
     return skips_without(run, spec["from"])
+
+
+def _reasoning(ctx: CompileContext, base: str, concat: frozenset, parts: dict) -> tuple:
+    """Which concat keys are reasoning strings, and which parts keys hold parts with reasoning
+    inside (Mistral's ``{type: thinking, thinking: [{type: text, text}]}``)."""
+    keys = {}
+    for key in concat | frozenset(parts):
+        is_reasoning, where = reasoning_at(ctx, f"{base}.{key}" if base else key)
+        if is_reasoning:
+            keys[key] = where
+    inside = {}
+    for key in parts:
+        readers = reasoning_inside(ctx, f"{base}.{key}" if base else key)
+        if readers:
+            inside[key] = tuple(fragments_reader(rel, where) for rel, where in readers)
+    return keys, inside
 
 
 def fold_delta(asm: Assembly, dest: dict, delta: dict, spec: FoldSpec, order: str) -> None:
@@ -113,6 +147,8 @@ def fold_delta(asm: Assembly, dest: dict, delta: dict, spec: FoldSpec, order: st
                     part = string_as_part(current, value, spec.parts[key])
                     if key == spec.display_key and _shows(spec, part):
                         asm.display.append(value)
+                    elif key in spec.reasoning_parts:
+                        _reason_part(asm, spec.reasoning_parts[key], value, spec.parts[key])
             elif value.__class__ is str:
                 if value:
                     if current.__class__ is Fragments:  # append_text, inlined
@@ -121,6 +157,10 @@ def fold_delta(asm: Assembly, dest: dict, delta: dict, spec: FoldSpec, order: st
                         append_text(dest, key, value)
                     if key == spec.display_key:
                         asm.display.append(value)
+                    elif key in spec.reasoning_keys:
+                        where = spec.reasoning_keys[key]
+                        if where is None or where(dest):
+                            asm.reasoning.append(value)
                 elif dest.get(key) is None:
                     dest[key] = ""
             elif value is None:
@@ -164,14 +204,26 @@ def _fold_parts(asm: Assembly, dest: dict, key: str, value: list, spec: FoldSpec
             string_as_part(current, earlier, rule)
     show = key == spec.display_key
     field_name = spec.display_field
+    readers = spec.reasoning_parts.get(key, ())
 
     def on_part(stored: dict, part: dict) -> None:
         if show and _shows(spec, stored):
             piece = part.get(field_name)
             if piece.__class__ is str and piece:
                 asm.display.append(piece)
+                return
+        for read in readers:
+            read(part, asm.reasoning)
 
     join_parts(current, value, rule, on_part)
+
+
+def _reason_part(asm: Assembly, readers: tuple, text: str, rule: JoinRule) -> None:
+    """A bare string delta on a parts key that is not display text: reasoning where a
+    reasoning place reads the part the string stands for (``rule.string``)."""
+    part = {**(rule.string_part or {}), rule.string_field or "text": text}
+    for read in readers:
+        read(part, asm.reasoning)
 
 
 def _set_once(dest: dict, key: str, value: Any) -> None:

@@ -179,14 +179,14 @@ def _locate_parent(ref: str, folder: Path, home: Path) -> _Parent:
         return _Parent(path, _relative(path, home))
     from .registry import builtin_names, builtin_path  # the registry loads through here
 
-    path = builtin_path(ref)
-    if path is None:
+    builtin = builtin_path(ref)
+    if builtin is None:
         close = difflib.get_close_matches(ref, builtin_names(), n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise ExtendsError(
             f"no built-in format {ref!r}{hint} (a path must end in .yaml or .yml)"
         )
-    return _Parent(path, f"formats/{path.name}")
+    return _Parent(builtin, f"formats/{builtin.name}")
 
 
 def _relative(path: Path, home: Path) -> str:

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import field as dataclass_field
+from typing import Any, cast
 
 from .assembly import Assembly, append_text, ensure_slotted
 from .jsonscan import COMPLETE, ArgsStream
@@ -41,6 +42,79 @@ class CompileContext:
     text_part_where: Any = None  # where the display text is a list of parts: which parts
     text_part_field: str = "text"
     text_where: Any = None  # which items' text is display text (None: every item's)
+    # Where reasoning sits (the descriptor's ``reasoning`` section), and the patterns of those
+    # places that some operation streams: a place no rule streams is a descriptor error.
+    reasoning: tuple[TextPlace, ...] = ()
+    reasoning_streamed: set = dataclass_field(default_factory=set)
+
+
+@dataclass(frozen=True)
+class TextPlace:
+    """One place of the message where a kind of text sits (reasoning): the pattern of its
+    strings (``content[*].thinking``), and which items there hold it (tested on the innermost
+    item of the pattern; None: every item)."""
+
+    pattern: str
+    where: Any = None
+
+
+def reasoning_at(ctx: CompileContext, pattern: str) -> tuple[bool, Any]:
+    """Is a string written at ``pattern`` reasoning, and on which items (None: every item)?
+    Compiled once per operation, so that the per-chunk test is one truth test."""
+    places = [place for place in ctx.reasoning if place.pattern == pattern]
+    if not places:
+        return False, None
+    ctx.reasoning_streamed.add(pattern)
+    return True, any_where([place.where for place in places])
+
+
+def reasoning_inside(ctx: CompileContext, list_pattern: str) -> list[tuple[str, Any]]:
+    """The reasoning places inside the items of the list at ``list_pattern`` (whole parts
+    appended or joined there): each place's path relative to an item (``text``,
+    ``thinking[*].text``) and its ``where``."""
+    prefix = f"{list_pattern}[*]."
+    inside = []
+    for place in ctx.reasoning:
+        if place.pattern.startswith(prefix):
+            ctx.reasoning_streamed.add(place.pattern)
+            inside.append((place.pattern[len(prefix) :], place.where))
+    return inside
+
+
+def fragments_reader(rel: str, where: Any) -> Callable[[Any, list], None]:
+    """A reader that appends to ``out`` every non-empty string at the relative pattern ``rel``
+    (``text``, ``thinking[*].text``) of a part, as it arrived, where ``where`` holds on the
+    innermost item of the pattern (the part itself when ``rel`` has no ``[*]``)."""
+    steps = tuple(seg.field for seg in parse_target(rel))  # None: each entry of a list
+
+    def read(part: Any, out: list) -> None:
+        _fragments(part, part, steps, 0, where, out)
+
+    return read
+
+
+def _fragments(node: Any, item: Any, steps: tuple, i: int, where: Any, out: list) -> None:
+    step = steps[i]
+    if step is None:
+        if node.__class__ is list:
+            for entry in node:
+                _fragments(entry, entry, steps, i + 1, where, out)
+        return
+    if node.__class__ is not dict:
+        return
+    value = node.get(step)
+    if i + 1 < len(steps):
+        _fragments(value, item, steps, i + 1, where, out)
+    elif value.__class__ is str and value and (where is None or where(item)):
+        out.append(value)
+
+
+def any_where(wheres: list) -> Any:
+    if any(where is None for where in wheres):
+        return None
+    if len(wheres) == 1:
+        return wheres[0]
+    return lambda item: any(where(item) for where in wheres)
 
 
 def skips_without(run: Run, path: str, unless_true: bool = False) -> Run:
@@ -56,7 +130,7 @@ def skips_without(run: Run, path: str, unless_true: bool = False) -> Run:
 
 
 def pattern_of(segments: tuple[Segment, ...]) -> str:
-    out = []
+    out: list[str] = []
     for seg in segments:
         if seg.field is not None:
             out.append(("." if out else "") + seg.field)
@@ -84,6 +158,19 @@ class Target:
         "scope",
     )
 
+    # Which step of a target is a field (``field`` set) and which a slot (``slot`` set) is
+    # known by position, from parse_target's grammar, and a target's slots always have a
+    # reader (``[*]`` is refused in a write path). The checker cannot follow positions, so the
+    # walks, which run on every event, read steps and their patterns as Any rather than
+    # narrowing each one per event.
+    segments: tuple[Any, ...]
+    steps: tuple[Any, ...]
+    item_patterns: tuple[Any, ...]  # the list pattern at each slot step, None at a field
+    rel: tuple[str, ...]
+    locate_item: Callable[[Assembly, Any, Any, bool], Any]
+    parent_of_field: Callable[[dict], dict]  # every rule calls it with create=True: a dict
+    slot_field: str | None
+
     def __init__(self, path: str, ctx: CompileContext, scope: str | None = None) -> None:
         self.path = path
         self.scope = scope
@@ -97,7 +184,7 @@ class Target:
         self.item_patterns = tuple(patterns)
         # Fields after the innermost slot: the path inside the item.
         last_slot = max((i for i, s in enumerate(self.segments) if s.field is None), default=-1)
-        self.rel = tuple(s.field for s in self.segments[last_slot + 1 :])
+        self.rel = tuple(cast(str, s.field) for s in self.segments[last_slot + 1 :])
         self.steps = self.segments
         # The walk runs on every event: the two shapes nearly every rule has get a walk of
         # their own (``role``: the root itself; ``content[index].text``: one slotted list).
@@ -110,7 +197,8 @@ class Target:
             self.locate_item = self._two_slots
         else:
             self.locate_item = self._walk
-        self.parent_of_field = _itself if len(self.rel) <= 1 else self._walk_rel
+        walk_rel = cast(Callable[[dict], dict], self._walk_rel)  # create=True never gives None
+        self.parent_of_field = _itself if len(self.rel) <= 1 else walk_rel
         # ``role``: the field's parent is the message itself, with no walk at all.
         self.at_root = not slots and len(self.rel) == 1
         # The first SLOT, read inline when it is one field of the event (``index``).
@@ -248,6 +336,7 @@ def _scoped(segments: tuple[Segment, ...], scope: str | None) -> tuple[Segment, 
     if last < 0:
         raise ValueError("scope: the path has no slot step to scope, e.g. content[id]")
     inner = segments[last].slot
+    assert inner is not None, "the last slot step of a target path is never [*]"
 
     def scoped_slot(ev: Any, ch: Any) -> Any:
         value = inner(ev, ch)
@@ -353,7 +442,7 @@ def op_merge(spec: dict, ctx: CompileContext) -> Run:
                 asm.skip(f"merge {at or '(the whole message)'}: {_not_an_object(value)}")
             return
         if target is None:
-            dest = asm.root
+            dest: Any = asm.root
         else:
             item = target.locate_item(asm, ev, ch, True)
             if item is None:
@@ -546,8 +635,14 @@ def _adopt(asm: Assembly, item: dict, final: dict, args_fields: tuple[str, ...])
             if current.__class__ is ArgsStream:
                 current.replace(val)
                 continue
-            shorter = val.__class__ is list and len(val) < len(current)
-            if current.__class__ is SlottedList and shorter:
+            # (Only a slotted list has a length to compare: a list restating streamed text
+            # replaces it below, as any other restated value does.)
+            shorter = (
+                current.__class__ is SlottedList
+                and val.__class__ is list
+                and len(val) < len(current)
+            )
+            if shorter:
                 continue  # never lose streamed items to a shorter restatement
         item[key] = ingest(val)
 
@@ -569,6 +664,7 @@ def op_append(spec: dict, ctx: CompileContext) -> Run:
     target = Target(spec["at"], ctx, spec.get("scope"))
     display = _display_target(target, ctx)
     text_where = ctx.text_where
+    reasoning, reasoning_where = reasoning_at(ctx, target.pattern)
     last = target.rel[-1]
     shallow = len(target.rel) == 1
 
@@ -593,6 +689,8 @@ def op_append(spec: dict, ctx: CompileContext) -> Run:
             append_text(parent, last, piece)
         if display and (text_where is None or text_where(item)):
             asm.display.append(piece)
+        elif reasoning and (reasoning_where is None or reasoning_where(item)):
+            asm.reasoning.append(piece)
 
     return skips_without(append, spec["from"])
 

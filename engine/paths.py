@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import jmespath
 
@@ -97,7 +97,11 @@ def compile_read(path: str, choice_alias: str | None = None) -> Reader:
     search = expression.search
     if choice_alias is not None:
         return lambda ev, ch: search({**ev, choice_alias: ch} if ch is not None else ev)
-    return lambda ev, ch=None: search(ev)
+
+    def search_event(ev: Any, ch: Any = None) -> Any:
+        return search(ev)
+
+    return search_event
 
 
 def compile_get(path: str) -> Callable[[Any], Any]:
@@ -105,7 +109,8 @@ def compile_get(path: str) -> Callable[[Any], Any]:
 
     Every reader takes the choice as an optional second argument, so a reader of the object
     itself is its own getter: no wrapper call on the hot path."""
-    return compile_read(path)
+    # Compiled without a choice alias, every reader's second argument is optional.
+    return cast(Callable[[Any], Any], compile_read(path))
 
 
 def _whole_event(ev: Any, ch: Any = None) -> Any:
@@ -154,7 +159,7 @@ def _chain(fields: list[str], on_choice: bool = False) -> Reader:
 
             return choice2
         inner = _chain(fields)
-        return lambda ev, ch: inner(ch)
+        return lambda ev, ch: inner(ch, None)
     if len(fields) == 1:
         (a,) = fields
 

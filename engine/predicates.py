@@ -95,7 +95,7 @@ def _hashable(value: Any) -> Any:
     return value
 
 
-def _present(obj: dict, path: str) -> bool:
+def _present(obj: Any, path: str) -> bool:
     *parents, last = parse_chain(path)
     for field in parents:
         obj = obj.get(field) if isinstance(obj, dict) else None

@@ -8,10 +8,14 @@ from __future__ import annotations
 import difflib
 import functools
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal, overload
 
 from .descriptor import load_descriptor
 from .errors import UnknownFormatError
 from .strategy import ExtractionStrategy
+
+if TYPE_CHECKING:
+    from .textstrategy import TextStrategy
 
 
 def data_dir(kind: str) -> Path:
@@ -43,7 +47,7 @@ def builtin_path(name: str) -> Path | None:
 
 
 @functools.cache
-def _compiled(name: str) -> ExtractionStrategy:
+def _compiled(name: str) -> ExtractionStrategy | TextStrategy:
     return load_descriptor(_builtin_paths()[name])
 
 
@@ -52,7 +56,18 @@ def list_formats() -> list[str]:
     return sorted(_builtin_paths(), key=lambda n: (_compiled(n).descriptor.get("order", 99), n))
 
 
-def load_format(name_or_path: str | Path) -> ExtractionStrategy:
+# "mcs_text" is the text codec; every other built-in name is a wire, and so is a descriptor
+# file unless it declares a `codec` of its own (rare). The second signature types those as the
+# wire strategy that a buffer takes, so `LLMStreamBuffer(strategies=[load_format(name)])`
+# checks without a cast; the checker sees "mcs_text" match both (overload-overlap), and the
+# first wins, as it does at a call.
+@overload
+def load_format(name_or_path: Literal["mcs_text"]) -> TextStrategy: ...  # type: ignore[overload-overlap]
+@overload
+def load_format(name_or_path: str | Path) -> ExtractionStrategy: ...
+
+
+def load_format(name_or_path: str | Path) -> ExtractionStrategy | TextStrategy:
     """A built-in format by name, or a descriptor file by path."""
     key = str(name_or_path)
     if key in _builtin_paths():
@@ -66,11 +81,14 @@ def load_format(name_or_path: str | Path) -> ExtractionStrategy:
     raise UnknownFormatError(f"unknown format {key!r}{hint} Known formats: {', '.join(known)}")
 
 
-def text_strategy():
+def text_strategy() -> TextStrategy:
     """The built-in text codec strategy (``mcs_text``)."""
-    return next(s for s in (_compiled(n) for n in list_formats()) if not s.is_wire)
+    from .textstrategy import TextStrategy
+
+    return next(s for s in (_compiled(n) for n in list_formats()) if isinstance(s, TextStrategy))
 
 
 def wire_strategies() -> list[ExtractionStrategy]:
     """The built-in strategies that reassemble a wire (every format that recognises chunks)."""
-    return [s for s in (_compiled(n) for n in list_formats()) if s.is_wire]
+    strategies = (_compiled(n) for n in list_formats())
+    return [s for s in strategies if isinstance(s, ExtractionStrategy) and s.is_wire]

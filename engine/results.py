@@ -207,9 +207,11 @@ def result_messages(strategy: Any, message: Any, records: Iterable[Any]) -> list
     if spec.assistant is not None:
         _append(out, spec.assistant.render(ctx, MISSING))
     if spec.mode == "per_call":
+        assert spec.result is not None, "_compile_results requires `result` in per_call mode"
         for view in views:
             _append(out, spec.result.render({**ctx, "record": view}, MISSING))
     elif views:
+        assert spec.message is not None, "_compile_results requires `message` in one_message"
         _append(out, spec.message.render(ctx, MISSING))
     return copy_json(out)
 

@@ -17,7 +17,7 @@ from . import fold as _fold  # noqa: F401  (registers the fold operation)
 from .assembly import Assembly
 from .jsonscan import ArgsStream
 from .model import materialize
-from .ops import OPERATIONS, CompileContext, Run, pattern_of, skips_without
+from .ops import OPERATIONS, CompileContext, Run, TextPlace, any_where, pattern_of, skips_without
 from .paths import compile_get, compile_read, is_plain, parse_chain, parse_target, single_field
 from .predicates import Predicate, compile_predicate
 
@@ -34,28 +34,45 @@ class ExtractedCall:
     __slots__ = ("_name", "_arguments", "_id", "_end")
 
     def __init__(
-        self, name: str, arguments: dict, id: str | None = None, end: int | None = None
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        id: str | None = None,
+        end: int | None = None,
     ) -> None:
         self._name = name
         self._arguments = arguments
         self._id = id
         self._end = end
 
-    name = property(lambda self: self._name)
-    arguments = property(lambda self: self._arguments)
-    id = property(lambda self: self._id)
-    end = property(lambda self: self._end)
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        return self._arguments
+
+    @property
+    def id(self) -> str | None:
+        return self._id
+
+    @property
+    def end(self) -> int | None:
+        return self._end
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not ExtractedCall:
             return NotImplemented
         return (self._name, self._arguments, self._id) == (
-            other._name,  # type: ignore[attr-defined]
-            other._arguments,  # type: ignore[attr-defined]
-            other._id,  # type: ignore[attr-defined]
+            other._name,
+            other._arguments,
+            other._id,
         )
 
-    __hash__ = None  # type: ignore[assignment]  (arguments is a dict)
+    # Unhashable, as equal calls must hash alike and ``arguments`` is a dict. object types
+    # __hash__ as a method, so the checker refuses None here though Python documents it.
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -147,6 +164,8 @@ class Spec:
     sentinels: frozenset[str]
     # Stop reasons that mean a length limit cut the output: at such a DONE, open items are cut.
     length_stops: frozenset[str] = frozenset()
+    # Where reasoning sits in the message (the ``reasoning`` section), in declaration order.
+    reasoning: tuple[TextPlace, ...] = ()
 
     def new_args(self, current: Any) -> ArgsStream:
         form = self.calls.args_form if self.calls is not None else "string"
@@ -210,6 +229,7 @@ class Program:
     def apply(self, asm: Assembly, chunk: dict, choice: int) -> None:
         # ``split`` inlined: this runs on every chunk, and a call is a tenth of the budget.
         discriminator = self.discriminator
+        name: Any  # what the wire put at the discriminator: any JSON value, or None
         if discriminator is None:
             name, payload = None, chunk
         else:
@@ -312,6 +332,7 @@ def by_source_key(ops: list[Run], ctx: CompileContext) -> list[Run]:
     alias = ctx.choice_alias
     rooted = []  # (reads the choice, field chain under that root)
     for source in sources:
+        assert source is not None  # every source is a plain path (checked above)
         chain = source.split(".")
         on_choice = alias is not None and chain[0] == alias
         if on_choice:
@@ -325,7 +346,7 @@ def by_source_key(ops: list[Run], ctx: CompileContext) -> list[Run]:
             return [keyed]
     # A guard on a single field (``when: done``) needs a true value there, not just the key.
     entries = tuple(
-        (on_choice, chain[0], len(chain) == 1 and op.source_must_be_true, op)
+        (on_choice, chain[0], len(chain) == 1 and _must_be_true(op), op)
         for (on_choice, chain), op in zip(rooted, ops, strict=True)
     )
 
@@ -336,6 +357,11 @@ def by_source_key(ops: list[Run], ctx: CompileContext) -> list[Run]:
                 op(asm, ev, ch)
 
     return [present_only]
+
+
+def _must_be_true(op: Run) -> bool:
+    """What ``skips_without`` declared beside the source: a true value is needed there."""
+    return bool(getattr(op, "source_must_be_true", False))
 
 
 def _keyed_under_common_prefix(ops: list[Run], rooted: list, ctx: CompileContext) -> Run | None:
@@ -351,7 +377,9 @@ def _keyed_under_common_prefix(ops: list[Run], rooted: list, ctx: CompileContext
         prefix = prefix[:common]
     if not prefix:
         return None
-    path = ".".join([ctx.choice_alias, *prefix] if on_choice else prefix)
+    alias = ctx.choice_alias
+    assert alias is not None or not on_choice, "a source reads the choice only through its alias"
+    path = ".".join([alias, *prefix] if alias is not None and on_choice else prefix)
     under = compile_read(path, ctx.choice_alias)
     field = None if on_choice else single_field(path)  # ``delta``: read inline
     depth = len(prefix)
@@ -384,6 +412,65 @@ def _guarded(op: Run, when: Any, when_path: str) -> Run:
             op(asm, ev, ch)
 
     return skips_without(guarded, when_path, unless_true=True)
+
+
+def _reasoning_places(spec: Any) -> tuple[TextPlace, ...]:
+    """The ``reasoning`` section (one place, or a list of them) as compiled places."""
+    if not spec:
+        return ()
+    places = spec if isinstance(spec, list) else [spec]
+    return tuple(
+        TextPlace(
+            pattern=pattern_of(parse_target(place["at"])),
+            where=compile_predicate(place["where"]) if place.get("where") else None,
+        )
+        for place in places
+    )
+
+
+def _check_reasoning_streamed(places: tuple[TextPlace, ...], ctx: CompileContext) -> None:
+    """A reasoning place that no event rule writes would never stream: say so at load."""
+    for i, place in enumerate(places):
+        if place.pattern not in ctx.reasoning_streamed:
+            raise ValueError(
+                f"reasoning[{i}].at {place.pattern}: no event rule streams text there (an "
+                "append at it, a fold's concat key or parts, or an extend's parts); its "
+                "reasoning would never stream"
+            )
+
+
+def _message_reader(places: tuple[TextPlace, ...]) -> Callable[[dict, list], None]:
+    """A reader of the reasoning strings of a whole message, in message order: a walk that
+    descends only along the declared patterns."""
+    wheres: dict[str, list] = {}
+    for place in places:
+        wheres.setdefault(place.pattern, []).append(place.where)
+    at = {pattern: any_where(found) for pattern, found in wheres.items()}
+    prefixes = set()
+    for pattern in at:
+        for i, char in enumerate(pattern):
+            if char in ".[":
+                prefixes.add(pattern[:i])
+                if char == "[":
+                    prefixes.add(pattern[: i + 3])
+
+    def visit(node: Any, item: Any, pattern: str, out: list) -> None:
+        if isinstance(node, list):
+            inner = f"{pattern}[*]"
+            for entry in node:
+                if isinstance(entry, dict):
+                    visit(entry, entry, inner, out)
+            return
+        for key, value in node.items():
+            here = f"{pattern}.{key}" if pattern else key
+            if here in at:
+                where = at[here]
+                if isinstance(value, str) and value and (where is None or where(item)):
+                    out.append(value)
+            elif here in prefixes and isinstance(value, (dict, list)):
+                visit(value, item, here, out)
+
+    return lambda message, out: visit(message, message, "", out)
 
 
 def _pattern_parts(path: str) -> tuple[str, tuple[tuple[str, ...], ...], tuple[str, ...]]:
@@ -440,6 +527,7 @@ class ExtractionStrategy:
                 else None,
                 part_field=parts_spec.get("field", "text") if parts_spec else "text",
             )
+        reasoning = _reasoning_places(descriptor.get("reasoning"))
         events = descriptor.get("events", {})
         choice = events.get("choice")
         ctx = CompileContext(
@@ -451,6 +539,7 @@ class ExtractionStrategy:
             text_part_where=text.part_where if text else None,
             text_part_field=text.part_field if text else "text",
             text_where=text.where if text else None,
+            reasoning=reasoning,
         )
         self.spec = Spec(
             name=self.name,
@@ -462,10 +551,13 @@ class ExtractionStrategy:
             leaks_into_text=bool(descriptor.get("leaks_into_text", False)),
             sentinels=frozenset(descriptor.get("done_sentinels", ())),
             length_stops=frozenset(descriptor.get("length_stops", ())),
+            reasoning=reasoning,
         )
         self.leaks_into_text = self.spec.leaks_into_text
         self.is_wire = "events" in descriptor
         self.program = Program(events, ctx)
+        _check_reasoning_streamed(reasoning, ctx)
+        self._reasoning_read = _message_reader(reasoning)
         recognize = descriptor.get("recognize", {})
         self._recognize_chunk = compile_predicate(recognize["chunk"])
         self._recognize_message = (
@@ -515,12 +607,16 @@ class ExtractionStrategy:
         items = self._call_items(message)
         if not items:
             return NOT_FORMING
-        name = self.spec.calls.name(items[0])
+        calls = self.spec.calls
+        assert calls is not None, "_call_items finds no item on a wire without calls"
+        name = calls.name(items[0])
         return Forming(True, name if isinstance(name, str) and name else None)
 
     def extract(self, message: Any) -> list[ExtractedCall]:
         calls = self.spec.calls
-        out = []
+        out: list[ExtractedCall] = []
+        if calls is None:
+            return out
         for item in self._call_items(message):
             name = calls.name(item)
             args = parse_arguments(_dig(item, calls.args_fields), calls.args_form)
@@ -545,6 +641,15 @@ class ExtractionStrategy:
                 for part in value:
                     if text.part_where(part) and isinstance(part.get(text.part_field), str):
                         pieces.append(part[text.part_field])
+        return "".join(pieces)
+
+    def reasoning_text(self, message: Any) -> str:
+        """The reasoning a whole message carries, in message order, at the places the
+        descriptor's ``reasoning`` section declares ("" when none: never display text)."""
+        if not isinstance(message, dict):
+            return ""
+        pieces: list[str] = []
+        self._reasoning_read(message, pieces)
         return "".join(pieces)
 
     # -- history -------------------------------------------------------------------------------
@@ -588,8 +693,9 @@ class ExtractionStrategy:
                     continue
                 ((op, args),) = rule.items()
                 if op in ("append", "args") and isinstance(args.get("from"), str):
-                    if chain(args["from"]) is not None:
-                        found.append(chain(args["from"]))
+                    fields = chain(args["from"])
+                    if fields is not None:
+                        found.append(fields)
                 elif op == "fold":
                     base = chain(args.get("from", ""))
                     if base is None:
@@ -646,7 +752,7 @@ def _dig(obj: Any, fields: tuple[str, ...]) -> Any:
 def _walk(message: dict, chains: tuple[tuple[str, ...], ...]) -> list[dict]:
     level = [message]
     for chain in chains:
-        nxt = []
+        nxt: list[dict] = []
         for node in level:
             lst = _dig(node, chain)
             if isinstance(lst, list):

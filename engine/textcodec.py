@@ -29,7 +29,7 @@ import re
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from .events import INCOMPLETE_REASONS
 
@@ -198,7 +198,9 @@ class TextCodec:
             by_char[m.text[0]] = (*by_char.get(m.text[0], ()), m)
         triggers = set(by_char) | ({"{", "["} if self.bare else set())
         # Where a code fence or a reasoning span ends: the only thing looked for inside it.
-        skip_res = {(e,): re.compile(re.escape(e)) for _, e in self.reasoning}
+        skip_res: dict[tuple[str, ...], re.Pattern[str]] = {
+            (e,): re.compile(re.escape(e)) for _, e in self.reasoning
+        }
         skip_res[self.fence_markers] = re.compile("|".join(map(re.escape, self.fence_markers)))
         named = [lang for lang in self.fence_languages if lang]
         set_ = object.__setattr__
@@ -269,7 +271,9 @@ class TextCodec:
         value = self._load(text)
         if value.__class__ is list:
             calls = [self._call_of(v) for v in value]
-            return calls if calls and None not in calls else []
+            if not calls or None in calls:
+                return []
+            return cast("list[tuple[str, dict]]", calls)  # None is not in it
         call = self._call_of(value)
         return [call] if call else []
 
@@ -411,9 +415,17 @@ _W_NAME = 6  # inside the name string
 _MORE, _COMPLETE, _BREAK, _FAIL = range(4)
 
 _WS_CHARS = " \t\n\r"
-_WS = re.compile(r"[ \t\n\r]*")
+
+
+class _AlwaysMatches(Protocol):
+    """A pattern that matches the empty string, so its ``match`` is never None."""
+
+    def match(self, string: str, pos: int = 0) -> re.Match[str]: ...
+
+
+_WS = cast(_AlwaysMatches, re.compile(r"[ \t\n\r]*"))
 _STR_STOP = re.compile(r'["\\]')
-_NUMBER = re.compile(r"[-+0-9.eE]*")
+_NUMBER = cast(_AlwaysMatches, re.compile(r"[-+0-9.eE]*"))
 _LANG_CHAR = re.compile(r"[A-Za-z0-9_+#.-]")
 _LITERALS = {"t": "true", "f": "false", "n": "null"}
 
@@ -506,7 +518,8 @@ class TextScanner:
         self._tail_held = False  # the tail may become a call's start, so it is not shown
         self._total = 0  # characters fed
         self._emitted = 0  # everything before this offset is queued (or dropped)
-        self._queue: deque[str | _Group] = deque()
+        # Plain fragments (str) and held spans (_Group), told apart by class where read.
+        self._queue: deque[Any] = deque()
         self._groups: list[_Group] = []
         self._closed = False
 
@@ -700,7 +713,7 @@ class TextScanner:
 
     def _scan_skip(self, s: str, i: int, s_abs: int) -> int:
         """Reasoning or code: shown as it comes; only its end marker is looked for."""
-        m = self._skip_end.search(s, i)
+        m = cast("re.Pattern[str]", self._skip_end).search(s, i)  # set by _enter_skip
         if m is not None:
             self._mode = _TEXT
             return m.end()
@@ -764,7 +777,7 @@ class TextScanner:
     # -- internals: the candidate -------------------------------------------------------------
 
     def _scan_candidate(self, s: str, i: int, s_abs: int) -> int:
-        c = self._cand
+        c = cast(_Candidate, self._cand)  # the candidate mode has one
         phase = c.phase
         if phase == _VALUE:
             return self._phase_value(c, s, i, s_abs)

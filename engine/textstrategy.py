@@ -69,6 +69,10 @@ class TextStrategy:
     def content_text(self, message: Any) -> str:
         return self._text(message) or ""
 
+    def reasoning_text(self, message: Any) -> str:
+        """Always "": plain text has no reasoning field (inline ``<think>`` is display text)."""
+        return ""
+
     def result_messages(self, message: Any, records: list) -> list[dict]:
         from .results import result_messages
 

@@ -40,7 +40,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from jsonschema import Draft202012Validator, FormatChecker, ValidationError
 from jsonschema.exceptions import relevance
@@ -303,12 +303,16 @@ class _Locator:
 def _problems_of_error(err: ValidationError, where: _Locator) -> Iterator[Problem]:
     """One schema error as problems (an object with three unknown keys gives three)."""
     pointer = _pointer(err.absolute_path)
-    keyword = err.validator
+    # An error of iter_errors always carries its keyword, value and schema: jsonschema leaves
+    # them unset only on an error built by hand.
+    keyword = cast(str, err.validator)
+    expected_value: Any = err.validator_value
+    rule_schema: Any = err.schema
     instance = err.instance
     if keyword in ("additionalProperties", "unevaluatedProperties") and isinstance(instance, dict):
-        allowed = _declared_keys(err.schema, deep=keyword == "unevaluatedProperties")
+        allowed = _declared_keys(rule_schema, deep=keyword == "unevaluatedProperties")
         expected = ", ".join(sorted(allowed))
-        is_operation = _is_def(err.schema, "operation_mapping")
+        is_operation = _is_def(rule_schema, "operation_mapping")
         for key in instance:
             if key in allowed:
                 continue
@@ -326,19 +330,19 @@ def _problems_of_error(err: ValidationError, where: _Locator) -> Iterator[Proble
                 )
         return
     if keyword == "type":
-        wanted = err.validator_value
+        wanted = expected_value
         wanted = wanted if isinstance(wanted, list) else [wanted]
         yield where.at_value(
             pointer, f"expected {' or '.join(wanted)}, got {_kind(instance)}", "type"
         )
         return
     if keyword == "required" and isinstance(instance, dict):
-        for key in err.validator_value:
+        for key in expected_value:
             if key not in instance:
                 yield where.at_key(pointer, f"missing required key {key!r}", "required")
         return
     if keyword == "dependentRequired" and isinstance(instance, dict):
-        for key, needs in err.validator_value.items():
+        for key, needs in expected_value.items():
             if key in instance:
                 for need in needs:
                     if need not in instance:
@@ -348,7 +352,7 @@ def _problems_of_error(err: ValidationError, where: _Locator) -> Iterator[Proble
                             "dependentRequired",
                         )
         return
-    if keyword == "enum" and _is_def(err.schema, "bare_operation"):
+    if keyword == "enum" and _is_def(rule_schema, "bare_operation"):
         if instance in operation_names():
             message = f"operation {instance!r} takes arguments: write {{{instance}: {{...}}}}"
         else:
@@ -357,15 +361,15 @@ def _problems_of_error(err: ValidationError, where: _Locator) -> Iterator[Proble
         yield where.at_value(pointer, message, "operation")
         return
     if keyword in ("enum", "const"):
-        allowed = err.validator_value if keyword == "enum" else [err.validator_value]
+        choices = expected_value if keyword == "enum" else [expected_value]
         # A YAML null beside "null" in an enum (`is`) is one choice, shown once.
-        shown = ", ".join(dict.fromkeys("null" if v is None else str(v) for v in allowed))
+        shown = ", ".join(dict.fromkeys("null" if v is None else str(v) for v in choices))
         yield where.at_value(pointer, f"{instance!r} is not one of: {shown}", keyword)
         return
     if keyword == "format" and isinstance(err.cause, PathProblem):
         yield where.at_value(pointer, str(err.cause), err.cause.rule)
         return
-    custom = err.schema.get("errorMessage") if isinstance(err.schema, dict) else None
+    custom = rule_schema.get("errorMessage") if isinstance(rule_schema, dict) else None
     if isinstance(custom, str) and keyword not in _SELF_EXPLAINING:
         yield where.at_value(pointer, custom, keyword)
         return
@@ -407,7 +411,7 @@ def _schema_problems(data: Any, where: _Locator) -> list[Problem]:
                 type_errors[pointer] = err
     # A custom format says more than the pattern that editors check in its place.
     formats = {_pointer(e.absolute_path) for e in errors if e.validator == "format"}
-    out = []
+    out: list[Problem] = []
     for err in errors:
         pointer = _pointer(err.absolute_path)
         if pointer in type_errors and err is not type_errors[pointer]:
@@ -473,7 +477,8 @@ def _operation_lists(data: dict) -> Iterator[tuple[str, list]]:
 def _engine_problems(data: dict, where: _Locator) -> list[Problem]:
     """Operations the schema allows but the engine does not implement (schema and engine out
     of step: a developer's problem, said where it shows)."""
-    from .strategy import OPERATIONS  # importing the strategy registers every operation
+    from . import strategy  # noqa: F401  (importing the strategy registers every operation)
+    from .ops import OPERATIONS
 
     out = []
     for base, rules in _operation_lists(data):

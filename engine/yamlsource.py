@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
@@ -64,6 +64,13 @@ class YAMLSourceError(ValueError):
         self.pointer = pointer
 
 
+class _Mark(Protocol):
+    """A position in the YAML text: PyYAML's pure and C parsers each have a ``Mark`` class."""
+
+    line: int
+    column: int
+
+
 # Bounds on what one descriptor may hold, counted as the YAML is composed, before anything is
 # built: aliases share a node, so a few lines of anchors can stand for billions of nodes (the
 # "billion laughs") and a deep nest exhausts the recursion of any tree walk. The built-in
@@ -94,6 +101,7 @@ class DescriptorLoader(yaml.SafeLoader):
         event = self.peek_event()
         if isinstance(event, yaml.AliasEvent):
             node = super().compose_node(parent, index)
+            assert node is not None, "an alias always composes to its anchored node"
             self._count_alias(event, node, pointer)
             return node
         if len(self._open) >= MAX_DEPTH:
@@ -102,6 +110,7 @@ class DescriptorLoader(yaml.SafeLoader):
         before = self._nodes - 1
         self._open.append((pointer, [0]))
         node = super().compose_node(parent, index)
+        assert node is not None, "a scalar, sequence or mapping event composes to its node"
         _, (deepest,) = self._open.pop()
         self._shape[id(node)] = (self._nodes - before, deepest + 1)
         self._reach(deepest + 1)
@@ -131,7 +140,7 @@ class DescriptorLoader(yaml.SafeLoader):
         self._count(nodes, event.start_mark, pointer, f" (alias *{event.anchor})")
         self._reach(height)
 
-    def _count(self, nodes: int, mark: yaml.Mark, pointer: str, what: str) -> None:
+    def _count(self, nodes: int, mark: _Mark | None, pointer: str, what: str) -> None:
         self._nodes += nodes
         if self._nodes > MAX_NODES:
             message = f"YAML expands to more than {MAX_NODES} nodes{what}: an alias bomb?"
@@ -144,8 +153,9 @@ class DescriptorLoader(yaml.SafeLoader):
             deepest[0] = max(deepest[0], height)
 
 
-def _limit(message: str, mark: yaml.Mark, pointer: str) -> YAMLSourceError:
-    return YAMLSourceError(message, mark.line + 1, mark.column + 1, pointer)
+def _limit(message: str, mark: _Mark | None, pointer: str) -> YAMLSourceError:
+    line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)  # as load() reads a mark
+    return YAMLSourceError(message, line, col, pointer)
 
 
 DescriptorLoader.yaml_implicit_resolvers = {

@@ -1,0 +1,97 @@
+"""The package is typed for its users: a client script of the public API passes
+``mypy --strict`` and runs; and what the checker found in engine/ stays fixed.
+
+The script, tests/typing/user_script.py, is checked as a user's code is: engine's own modules
+are followed silently (as an installed package with ``py.typed`` is), so only the public
+surface as the script meets it counts. A negative control proves the check can fail.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import engine
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "tests" / "typing" / "user_script.py"
+GOLDEN = ROOT / "tests" / "golden" / "anthropic_messages" / "hand_parallel_tool_use.jsonl"
+
+# A user's project: strict, engine as a dependency (its own errors are not the user's).
+_USER_CONFIG = "[mypy]\nstrict = True\n[mypy-engine.*]\nfollow_imports = silent\n"
+
+
+def _mypy_strict(tmp_path: Path, script: Path) -> subprocess.CompletedProcess[str]:
+    config = tmp_path / "mypy.ini"
+    config.write_text(_USER_CONFIG, encoding="utf-8")
+    command = [sys.executable, "-m", "mypy", "--strict", "--config-file", str(config)]
+    command += ["--cache-dir", str(tmp_path / "cache"), "--no-error-summary", str(script)]
+    # Run from the checkout, so that `import engine` is this tree's engine.
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+def test_user_script_passes_mypy_strict(tmp_path):
+    done = _mypy_strict(tmp_path, SCRIPT)
+    assert done.returncode == 0, f"mypy --strict on {SCRIPT.name}:\n{done.stdout}{done.stderr}"
+
+
+def test_mypy_strict_catches_a_wrong_type_on_the_public_surface(tmp_path):
+    bad = tmp_path / "bad_client.py"
+    bad.write_text(
+        "import engine\n"
+        "buf = engine.LLMStreamBuffer()\n"
+        "count: int = buf.get_content()\n"  # a str
+        "calls: list[str] = buf.calls()\n",  # ExtractedCall
+        encoding="utf-8",
+    )
+    done = _mypy_strict(tmp_path, bad)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "bad_client.py:3: error: Incompatible types in assignment" in done.stdout
+    assert "bad_client.py:4: error: Incompatible types in assignment" in done.stdout
+
+
+def _load_script():
+    spec = importlib.util.spec_from_file_location("user_script", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_user_script_runs_on_a_recorded_stream(tmp_path):
+    lines = _load_script().main(GOLDEN, "anthropic_messages", tmp_path / "mine.yaml")
+    text = "\n".join(lines)
+    assert lines[0] == f"engine {engine.__version__}: {len(engine.list_formats())} formats; " + (
+        "anthropic_messages"
+    )
+    assert 'call get_weather({"city": "Lyon"}) id=toolu_01l0pyMgMJxsFaHSlL4rkfkz' in lines
+    assert 'call get_weather({"city": "Marseille"}) id=toolu_01AaMm6M1vHasGdJqwQx5BIE' in lines
+    assert "content \"I'll check the weather in both cities.\"" in text
+    assert "stop 'tool_use'; usage True; error None" in lines
+    # The driver, then the orchestrator over it: each runs the batch once.
+    assert lines[-1] == "ran ['Lyon', 'Marseille', 'Lyon', 'Marseille']"
+    assert text.count("history of 2 message(s)") == 2
+    assert "chunk error at 0: expected a JSON object, got a JSON array" in lines
+    assert any(line.startswith("problem at ") and "mine.yaml:" in line for line in lines)
+
+
+def test_version_is_a_str():
+    assert isinstance(engine.__version__, str) and engine.__version__
+
+
+def test_a_list_restating_streamed_text_replaces_it_and_raises_nothing():
+    """Found by mypy: the close of an item compared len() of a restated list with a field
+    streamed as text (which has no length) and raised, so the chunk was refused."""
+    buf = engine.LLMStreamBuffer(strategies=[engine.load_format("openai_responses")])
+    item = {"type": "message", "id": "m", "role": "assistant", "content": []}
+    buf.add({"type": "response.output_item.added", "output_index": 0, "item": item})
+    part = {"type": "output_text", "text": ""}
+    at = {"output_index": 0, "content_index": 0}
+    buf.add({"type": "response.content_part.added", **at, "part": part})
+    buf.add({"type": "response.output_text.delta", **at, "delta": "hi"})
+    done = {"type": "output_text", "text": ["x"]}
+    buf.add({"type": "response.content_part.done", **at, "part": done})
+    assert buf.as_dict()["output"][0]["content"] == [done]
+    assert buf.get_content() == "hi"  # what was shown stays shown
