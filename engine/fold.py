@@ -27,7 +27,7 @@ from .ops import (
     report_unplaced,
     skips_without,
 )
-from .parts import JoinRule, join_parts, string_as_part
+from .parts import JoinRule, as_placed, join_parts, string_as_part
 from .paths import compile_get, compile_read, parse_chain, single_field
 
 
@@ -212,8 +212,10 @@ def _fold_parts(asm: Assembly, dest: dict, key: str, value: list, spec: FoldSpec
             if piece.__class__ is str and piece:
                 asm.display.append(piece)
                 return
-        for read in readers:
-            read(part, asm.reasoning)
+        if readers:
+            placed = as_placed(part, stored, rule)
+            for read in readers:
+                read(placed, asm.reasoning)
 
     join_parts(current, value, rule, on_part)
 

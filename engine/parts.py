@@ -141,10 +141,11 @@ def _join_into(last: dict, part: dict, rule: JoinRule, where: Any, index: int) -
 def _join_text(last: dict, key: str, value: Any, rule: JoinRule, where: Any, index: int) -> None:
     """Continue the text field ``key`` of the run ``last`` (item ``index`` of the list at
     ``where``) with ``value``: a string appends to text, a list of parts joins a list of parts
-    (Mistral's ``thinking``). Where text meets a list of parts, the rule's ``string`` (a bare
-    string is a text part) places it without loss; what cannot continue the field is a
+    (Mistral's ``thinking``). A string on a list of parts is placed by the rule's ``string``
+    (a bare string is a text part), without loss; what cannot continue the field (a list on
+    text: the text so far would become a part the stream never showed as one) is a
     ValueError naming the place, what it holds and what came. ``null`` adds nothing."""
-    current = last.get(key)
+    current: Any = last.get(key)  # narrowed by class below, which mypy does not follow
     kind = value.__class__
     held = current.__class__
     if kind is str:
@@ -165,18 +166,6 @@ def _join_text(last: dict, key: str, value: Any, rule: JoinRule, where: Any, ind
         if current is None:
             last[key] = ingest(value)
             return
-        if (
-            (held is str or held is Fragments)
-            and rule.string_part is not None
-            and _all_parts(value)
-        ):
-            earlier = str(current)
-            runs: list = []
-            if earlier:  # the text so far becomes the first text part
-                string_as_part(runs, earlier, rule)
-            join_parts(runs, value, rule, None, (where, index, key))
-            last[key] = runs
-            return
     elif current is None:
         last[key] = ingest(value)
         return
@@ -185,18 +174,23 @@ def _join_text(last: dict, key: str, value: Any, rule: JoinRule, where: Any, ind
     raise _text_misfit((where, index, key), current, value, rule)
 
 
-def _all_parts(value: list) -> bool:
-    """Is every item an object: a list of parts that the text so far may become the first of."""
-    for item in value:  # noqa: SIM110  (a generator costs a call per part)
-        if item.__class__ is not dict:
-            return False
-    return True
+def as_placed(part: dict, stored: dict, rule: JoinRule) -> dict:
+    """``part`` as the run ``stored`` took it: a bare string on a text field that holds a list
+    of parts there stands for the text part it became (``rule.string``), so that what is read
+    from the part (reasoning) agrees with the message. The part itself in every other case."""
+    if rule.string_part is None:
+        return part
+    for f in rule.text:
+        value = part.get(f)
+        if value.__class__ is str and stored.get(f).__class__ is list:
+            return {**part, f: [{**rule.string_part, rule.string_field or "text": value}]}
+    return part
 
 
 def _text_misfit(place: tuple, current: Any, value: Any, rule: JoinRule) -> ValueError:
     held = current.__class__
     if held is str or held is Fragments:
-        wanted = "a string" + (" or a list of parts" if rule.string_part is not None else "")
+        wanted = "a string"
     elif held is list:
         wanted = "a list of parts" + (" or a string" if rule.string_part is not None else "")
     else:

@@ -128,17 +128,37 @@ def as_string(event: dict) -> None:
     part["thinking"] = inner["text"]
 
 
-@pytest.mark.parametrize("which", ["later", "first"])
-def test_mistral_thinking_as_a_string_is_placed_as_a_text_part(which):
-    """compat_mistral_pydantic_ai_thinking (recorded): one thinking chunk's list of text parts
-    sent as a bare string instead, after earlier lists (``later``) or before them (``first``).
-    The descriptor's ``string`` rule (a bare string is a ``{type: text}`` part) places it
-    without loss: the message is the recorded one."""
+def streamed_reasoning(buf: engine.LLMStreamBuffer) -> str:
+    return "".join(buf._asm.reasoning)
+
+
+def test_mistral_thinking_as_a_string_after_lists_is_placed_as_a_text_part():
+    """compat_mistral_pydantic_ai_thinking (recorded): the 4th thinking chunk's list of text
+    parts sent as a bare string instead, after earlier lists. The descriptor's ``string`` rule
+    (a bare string is a ``{type: text}`` part) places it without loss: the message is the
+    recorded one, and the streamed reasoning still agrees with it."""
     events = golden("openai_chat", MISTRAL)
-    expected = state(feed("openai_chat", events))
+    recorded = feed("openai_chat", events)
+    as_string(events[thinking_chunks(events)[3]])
+    buf = feed("openai_chat", events)
+    assert state(buf) == state(recorded)
+    assert streamed_reasoning(buf) == streamed_reasoning(recorded)
+    assert streamed_reasoning(buf) == buf.strategy.reasoning_text(buf.as_dict())
+
+
+def test_mistral_thinking_as_a_list_after_a_string_is_a_located_error():
+    """The same stream, its first thinking chunk sent as a bare string: a string part, whose
+    thinking the following lists cannot continue (it would have to become a text part after
+    it was streamed as text). Before, each later list was dropped silently."""
+    events = golden("openai_chat", MISTRAL)
     chunks = thinking_chunks(events)
-    as_string(events[chunks[3] if which == "later" else chunks[0]])
-    assert state(feed("openai_chat", events)) == expected
+    as_string(events[chunks[0]])
+    error, before, after = fails_at("openai_chat", events, chunks[1])
+    assert str(error).endswith(
+        "content[0].thinking: holds a string so far, so expected a string; got a list: "
+        "[{'type': 'text', 'text': ', the'}]"
+    )
+    assert after == before
 
 
 def test_mistral_thinking_that_is_no_text_is_a_located_error():
@@ -159,8 +179,8 @@ def test_a_nested_part_names_its_nested_place():
     events[bad]["choices"][0]["delta"]["content"][0]["thinking"][0]["text"] = ["x"]
     error, before, after = fails_at("openai_chat", events, bad)
     assert str(error).endswith(
-        "content[0].thinking[0].text: holds a string so far, so expected a string or a list "
-        "of parts; got a list: ['x']"
+        "content[0].thinking[0].text: holds a string so far, so expected a string; got a "
+        "list: ['x']"
     )
     assert after == before
 
