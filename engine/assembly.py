@@ -149,7 +149,7 @@ class Assembly:
         """Close every call still open, then list the calls that will never be runnable."""
         from .extend import finish_open_parts  # extend builds on this module
 
-        finish_open_parts(self)
+        finish_open_parts(self, cut)
         for track in self.tracks:
             args = track.args
             if not args.closed and args.close(cut):

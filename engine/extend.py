@@ -8,7 +8,8 @@ the op assembles one whole call part from it. A part whose call object lacks the
 (``name``) continues the open call, with argument pieces or without (a bare
 ``{willContinue: true}`` between two items of an array); the call closes on a continuing part
 without the flag (an empty call object ``{}`` is such a part, and is not kept), on any other
-part, or at the end of input.
+part, or at the wire's DONE; a call still continuing when the input ends without DONE, or
+at a DONE that is a length cut, is cut: incomplete, never a call.
 
 Each piece sets one value at an RFC 9535 JSON path (:mod:`engine.jsonpath`) of the arguments
 object. Every piece of a chunk is checked before any part of the chunk is taken: a path that
@@ -76,7 +77,7 @@ def _continuation(spec: dict | None) -> Continuation | None:
 def op_extend(spec: dict, ctx: CompileContext) -> Run:
     read = compile_read(spec["from"], ctx.choice_alias)
     target = Target(spec["at"], ctx)
-    rule = JoinRule.from_spec(spec["join"]) if spec.get("join") else None
+    rule = JoinRule.from_spec(spec["join"], spec["at"]) if spec.get("join") else None
     pattern = f"{target.pattern}[*]"
     cont = _continuation(spec.get("continuation"))
     display_where = _display_where(ctx, target)
@@ -227,13 +228,25 @@ def _apply_pieces(asm: Assembly, state: tuple, pieces: Any) -> None:
             leaves[tokens] = None
 
 
-def finish_open_parts(asm: Assembly) -> None:
-    """Close every call still streaming over parts: its args become one whole object."""
+def finish_open_parts(asm: Assembly, cut: bool = False) -> None:
+    """Close every call still streaming over parts: its args become one whole object.
+
+    Closed normally (a part without the flag, another part, or the wire's DONE without a
+    length cut), that object is the call's arguments. ``cut`` (input ended without DONE, or
+    a length stop): the pieces so far are only a prefix of the arguments, so the call is
+    incomplete, never a call; the message keeps them and the flag the wire sent last (the
+    call "will continue"), so that a reader of the message does not take them for a call."""
     while asm.open_parts:
         stored, cont, args, _, _ = asm.open_parts.pop()
         args = materialize(args)  # continued string leaves become plain strings
-        stored[cont.field][cont.args] = args
+        call = stored[cont.field]
+        call[cont.args] = args
         track = asm.track_of.get(id(stored))
+        if cut:
+            call[cont.flag] = True
+            if track is not None:
+                track.args.cut_whole(args)
+            continue
         if track is not None:
             track.args.set_whole(args)
             track.args.closed = True

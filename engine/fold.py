@@ -15,7 +15,7 @@ from typing import Any
 
 from .assembly import Assembly, append_text, ensure_slotted
 from .jsonscan import COMPLETE
-from .model import Fragments, SlottedList, ingest
+from .model import Fragments, SlottedList, ingest, slot_misfit
 from .ops import (
     OPERATIONS,
     CompileContext,
@@ -27,7 +27,7 @@ from .ops import (
     report_unplaced,
     skips_without,
 )
-from .parts import JoinRule, join_parts, string_as_part
+from .parts import JoinRule, as_placed, join_parts, string_as_part
 from .paths import compile_get, compile_read, parse_chain, single_field
 
 
@@ -43,6 +43,7 @@ class ListFold:
     drop: frozenset[str]
     args: tuple[str, ...]  # args field chain inside an entry, or ()
     concat: frozenset[str]
+    slot_path: str | None = None  # the entry's SLOT field as declared (for an error)
 
 
 @dataclass(frozen=True)
@@ -82,8 +83,12 @@ def op_fold(spec: dict, ctx: CompileContext) -> Run:
             drop=frozenset(lspec.get("drop", ())),
             args=args,
             concat=frozenset(lspec.get("concat", ())),
+            slot_path=lspec.get("slot"),
         )
-    parts = {k: JoinRule.from_spec(v) for k, v in (spec.get("parts") or {}).items()}
+    parts = {
+        k: JoinRule.from_spec(v, f"{at}.{k}" if at else k)
+        for k, v in (spec.get("parts") or {}).items()
+    }
     reasoning_keys, reasoning_parts = _reasoning(ctx, base, concat, parts)
     fold = FoldSpec(
         concat=concat | frozenset(parts),
@@ -207,8 +212,10 @@ def _fold_parts(asm: Assembly, dest: dict, key: str, value: list, spec: FoldSpec
             if piece.__class__ is str and piece:
                 asm.display.append(piece)
                 return
-        for read in readers:
-            read(part, asm.reasoning)
+        if readers:
+            placed = as_placed(part, stored, rule)
+            for read in readers:
+                read(placed, asm.reasoning)
 
     join_parts(current, value, rule, on_part)
 
@@ -237,7 +244,11 @@ def _set_once(dest: dict, key: str, value: Any) -> None:
 def _fold_entry(asm: Assembly, lst: SlottedList, entry: dict, spec: ListFold) -> None:
     slot = spec.slot(entry) if spec.slot is not None else None
     if slot is not None:
-        item = lst.get(slot)
+        try:
+            item = lst.get(slot)
+        except TypeError:  # a list or an object as the SLOT (no cost until one comes)
+            where = f"{spec.pattern[:-3]}[{spec.slot_path}]"
+            raise slot_misfit(where, spec.slot_path, slot) from None
     elif spec.without_slot == "new" or lst.last is None:
         slot, item = _next_free_slot(lst), None
     else:

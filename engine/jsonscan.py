@@ -130,6 +130,17 @@ class ArgsStream:
             self.state, self.value, self.reason = COMPLETE, value, None
         return before != self.state or True
 
+    def cut_whole(self, value: Any) -> None:
+        """The wire sent the arguments as values, and the stream was cut before they were
+        whole (a call streamed over parts): kept to show (``text``, the message), closed,
+        never runnable (``incomplete_reason`` ``"cut"``)."""
+        self._regress()
+        self._whole = value
+        self.parts = []
+        self._ended = True
+        self.state, self.value, self.reason = OPEN, None, None
+        self.closed = True
+
     def replace(self, text: Any) -> bool:
         """The wire restated the whole argument text (a ``...done`` event): adopt it."""
         if text.__class__ is str and self._whole is None and "".join(self.parts) == text:

@@ -185,6 +185,42 @@ def copy_any_depth(root: Any, children: Any) -> Any:
 copy_json = ingest
 
 
+def json_kind(value: Any) -> str:
+    """``a string``, ``a number``...: how a wrong value is named in a reason or an error."""
+    if value.__class__ is bool:
+        return "a boolean"
+    if value.__class__ in (int, float):
+        return "a number"
+    if value.__class__ in (str, Fragments):
+        return "a string"
+    if value.__class__ in (list, SlottedList):
+        return "a list"
+    if value.__class__ in (dict, ArgsStream):
+        return "an object"
+    if value is None:
+        return "null"
+    return value.__class__.__name__
+
+
+def shown_value(value: Any, limit: int = 40) -> str:
+    """A wrong value as an error shows it: its repr, cut to ``limit`` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def slot_misfit(where: str, slot_path: str | None, slot: Any) -> ValueError:
+    """A SLOT the event sent as a list or an object, which no key can hold: what was expected
+    and what came, at the list ``where`` and the event's ``slot_path`` (built only for the
+    error: callers try the look-up and turn its TypeError into this)."""
+    if slot.__class__ is tuple and len(slot) == 2:  # a scoped SLOT: (scope, the wire's value)
+        slot = slot[1]
+    named = f" {slot_path!r}" if slot_path else ""
+    return ValueError(
+        f"{where}: the SLOT{named} must be a string or an integer, got "
+        f"{json_kind(slot)}: {shown_value(slot)}"
+    )
+
+
 def text_of(value: Any) -> str | None:
     """The string at a node, whether plain or still growing."""
     cls = value.__class__

@@ -23,7 +23,8 @@ from typing import Any, cast
 
 from .assembly import Assembly, append_text, ensure_slotted
 from .jsonscan import COMPLETE, ArgsStream
-from .model import Fragments, SlottedList, ingest
+from .model import Fragments, SlottedList, ingest, slot_misfit
+from .model import json_kind as _json_kind
 from .paths import Reader, Segment, compile_read, parse_target, single_field
 
 Run = Callable[[Assembly, Any, Any], None]
@@ -228,6 +229,11 @@ class Target:
             return f"{field}[{slot[0]} {slot[1]!r}]"
         return f"{field}[{slot!r}]"
 
+    def slot_misfit(self, step: int, slot: Any) -> ValueError:
+        """The error for a SLOT no key can hold, at slot step ``step`` (cold)."""
+        where = f"{self.segments[step - 1].field}[{self.segments[step].slot_path}]"
+        return slot_misfit(where, self.segments[step].slot_path, slot)
+
     def _one_slot(self, asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
         """``field[slot]...``: the item of the slotted list at the root's ``field``."""
         field = self.slot_field
@@ -253,7 +259,10 @@ class Target:
             if not create and lst is None:
                 return None
             lst = ensure_slotted(node, field, self.order)
-        position = lst.by_slot.get(slot)  # lst.get, inlined
+        try:
+            position = lst.by_slot.get(slot)  # lst.get, inlined
+        except TypeError:  # a list or an object as the SLOT (no cost until one comes)
+            raise self.slot_misfit(at + 1, slot) from None
         if position is not None:
             return lst.items[position]
         if not create:
@@ -290,7 +299,10 @@ class Target:
                 slot = seg.slot(ev, ch)
                 if slot is None:
                     return None
-                item = node.get(slot)
+                try:
+                    item = node.get(slot)
+                except TypeError:  # a list or an object as the SLOT
+                    raise self.slot_misfit(i, slot) from None
                 if item is None:
                     if not create:
                         return None
@@ -455,21 +467,6 @@ def _not_an_object(value: Any) -> str:
     return f"expected an object, got {_json_kind(value)}; the event changed nothing"
 
 
-def _json_kind(value: Any) -> str:
-    """``a string``, ``a number``...: how a wrong value is named in a skip's reason."""
-    if value.__class__ is bool:
-        return "a boolean"
-    if value.__class__ in (int, float):
-        return "a number"
-    if value.__class__ in (str, Fragments):
-        return "a string"
-    if value.__class__ in (list, SlottedList):
-        return "a list"
-    if value.__class__ in (dict, ArgsStream):
-        return "an object"
-    return value.__class__.__name__
-
-
 # --- open, close --------------------------------------------------------------------------
 
 
@@ -506,13 +503,19 @@ def _open(target: Target, read: Reader, ctx: CompileContext, op: str = "open") -
                 if inner is None:
                     report_unplaced(asm, op, target, ev, ch)
                     return
-                item = node.get(inner)
+                try:
+                    item = node.get(inner)
+                except TypeError:  # a list or an object as the SLOT
+                    raise target.slot_misfit(i, inner) from None
                 if item is None:
                     item = node.put(inner, {})
                     asm.item_added(target.item_patterns[i], item, inner)
                 node = item
         lst = ensure_slotted(node, segs[-2].field, target.order)
-        existing = lst.get(slot)
+        try:
+            existing = lst.get(slot)
+        except TypeError:  # a list or an object as the SLOT
+            raise target.slot_misfit(len(segs) - 1, slot) from None
         if existing is not None:
             if _restate(asm, existing, value, args_fields):
                 lst.last = slot

@@ -34,6 +34,9 @@ def compile_predicate(spec: dict) -> Predicate:
         return lambda obj: any(p(obj) for p in parts)
     if "all" in spec:
         parts = [compile_predicate(p) for p in spec["all"]]
+        if len(parts) == 2:  # a call's ``where`` asked of every whole call: no generator
+            first, second = parts
+            return lambda obj: first(obj) and second(obj)
         return lambda obj: all(p(obj) for p in parts)
     if "not" in spec:
         simple = _one_field_equals(spec["not"])

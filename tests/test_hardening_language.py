@@ -332,12 +332,43 @@ def test_what_the_chunks_before_the_wire_was_known_could_not_place_keeps_their_i
 # golden stream places every event: the list stays quiet on real streams.
 KNOWN_SKIPS = {
     "bedrock_converse/pydantic_ai_gpt_oss_reasoning": [
-        # the model's first block is an empty text delta, which opens nothing, then its stop
+        # gpt-oss's first block is one empty text delta, then its stop. The empty delta opens
+        # nothing, so the stop finds no block: right, as a text ContentBlock cannot be empty
+        # (see test_an_empty_bedrock_text_block_is_no_block_of_the_message); listed, as the
+        # stop of a block the message does not hold, and it changes nothing.
         (2, "contentBlockStop",
          "close content[contentBlockIndex]: no item is open at content[0]; the event changed "
          "nothing"),
     ],
 }
+
+
+def test_an_empty_bedrock_text_block_is_no_block_of_the_message():
+    """pydantic_ai_gpt_oss_reasoning (recorded, gpt-oss on Bedrock): block 0 is a single
+    ``{"text": ""}`` delta and its contentBlockStop. The message holds no block for it:
+
+    - a Converse ContentBlock's ``text`` has a minimum length of 1 (AWS docs, "A block of
+      content for a message that you pass to, or receive from, a model with the Converse or
+      ConverseStream API operations ... Text ... Minimum: 1":
+      https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-properties-bedrock-prompt-contentblock.html),
+      and Converse rejects an assistant turn that has one ("The text field in the
+      ContentBlock object at messages.N.content.0 is blank", pydantic/pydantic-ai#1678);
+      ``as_dict()`` goes back as the assistant turn of the history, so an empty block there
+      would fail the next request;
+    - the recording's own client keeps no empty text part either (pydantic-ai's
+      test_bedrock_model_stream_empty_text_delta, the test that recorded this stream, and
+      pydantic/pydantic-ai#3211: the same turn without streaming has a thinking part and a
+      text part only).
+    The blocks keep the wire's order (contentBlockIndex 1, then 2)."""
+    events = read_stream(GOLDEN / "bedrock_converse" / "pydantic_ai_gpt_oss_reasoning.jsonl")
+    buf = feed(events, "bedrock_converse")
+    content = buf.as_dict()["content"]
+    assert [next(iter(block)) for block in content] == ["reasoningContent", "text"]
+    assert content[1] == {"text": "Hello! How can I help you today?"}
+    assert buf.get_content() == "Hello! How can I help you today?"
+    leak = engine.ToolCallRecord("f", {}, "ok", None, None)
+    assistant = buf.strategy.result_messages(buf.as_dict(), [leak])[0]
+    assert assistant == {"role": "assistant", "content": content}  # no blank text block
 
 
 @pytest.mark.parametrize("path", golden_streams(), ids=stream_id)
