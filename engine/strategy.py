@@ -106,6 +106,9 @@ class CallsSpec:
     args_fields: tuple[str, ...]
     args_form: str
     args_whole: bool = False  # the wire sends arguments whole (Gemini, Ollama)
+    # A call item the message marks as cut short (Gemini's ``willContinue`` left on a call
+    # whose stream ended): never a call, an incomplete one ("cut"), in a whole message.
+    cut_when: Predicate | None = None
 
     def install_args(self, item: dict) -> ArgsStream:
         """Put an :class:`ArgsStream` at the item's args field, seeded with what is there."""
@@ -513,6 +516,9 @@ class ExtractionStrategy:
                 args_fields=parse_chain(calls_spec["args"]),
                 args_form=calls_spec.get("args_form", "string"),
                 args_whole=calls_spec.get("args_arrive", "fragments") == "whole",
+                cut_when=compile_predicate(calls_spec["cut_when"])
+                if calls_spec.get("cut_when")
+                else None,
             )
         text_spec = descriptor.get("text")
         text = None
@@ -619,6 +625,8 @@ class ExtractionStrategy:
         if calls is None:
             return out
         for item in self._call_items(message):
+            if calls.cut_when is not None and calls.cut_when(item):
+                continue  # cut short: incomplete_calls() reports it
             name = calls.name(item)
             args = parse_arguments(_dig(item, calls.args_fields), calls.args_form)
             if isinstance(name, str) and name and args is not None:
@@ -640,8 +648,11 @@ class ExtractionStrategy:
             if calls.where is not None and not calls.where(item):
                 continue
             raw = _dig(item, calls.args_fields)
-            if raw is None or parse_arguments(raw, calls.args_form) is not None:
+            cut = calls.cut_when is not None and calls.cut_when(item)
+            if not cut and (raw is None or parse_arguments(raw, calls.args_form) is not None):
                 continue
+            if raw is None:
+                raw = ""
             name, call_id = calls.name(item), calls.id(item)
             out.append(
                 CallIncomplete(
@@ -649,7 +660,7 @@ class ExtractionStrategy:
                     name=name if isinstance(name, str) and name else None,
                     id=call_id if isinstance(call_id, str) and call_id else None,
                     raw=raw if isinstance(raw, str) else dumps_any_depth(raw),
-                    reason=_never_parsed(raw, calls.args_form),
+                    reason="cut" if cut else _never_parsed(raw, calls.args_form),
                 )
             )
         return out
