@@ -168,7 +168,7 @@ def old_form(path: Any, form: str = "read") -> str | None:
     - the templates' ``a.0.b`` (a segment of digits indexes a list) is ``a[0].b``;
     - a bare JMESPath read (``a || b``, ``[?x]``, ``a[*].b`` in a read) is
       ``{jmespath: "..."}`` where a read takes it."""
-    if not isinstance(path, str) or not path:
+    if not isinstance(path, str) or not path or _reads(path):
         return None
     rewritten = _DIGIT_FIELD.sub(lambda m: f"[{m.group(1)}]", path)
     if rewritten != path and _parses(rewritten):
@@ -180,6 +180,14 @@ def old_form(path: Any, form: str = "read") -> str | None:
             return None
         return f"{{{JMESPATH}: {_quoted(path)}}}"
     return None
+
+
+def _reads(path: str) -> bool:
+    """In the one language already, as a read (fields and ``[n]``)."""
+    try:
+        return all(step.kind in ("field", "index") for step in parse(path))
+    except PathError:
+        return False
 
 
 def _parses(path: str) -> bool:

@@ -7,24 +7,28 @@ three passes; every problem found is reported, sorted by position, as
 ``FILE:LINE:COL: /json/pointer: message``:
 
 1. the JSON Schema (``schemas/format.schema.json``, draft 2020-12), all errors collected. The
-   schema's custom formats (``read-path``, ``target-path``, ``item-target``, ``field-target``,
-   ``pattern``, ``call-pattern``, ``field-chain``, ``python-regex``) are checked here by
-   compiling the value as the engine will: a JMESPath that does not compile, a target that does
-   not parse, a ``[*]`` where an operation needs one SLOT, an ``open`` that does not end with a
-   SLOT step, ``calls.at`` without ``[*]``, a JMESPath where a plain field chain is written to,
-   a healing pattern that is not a regular expression;
+   schema's custom formats (``read-path``, ``jmespath``, ``presence-path``, ``template-path``,
+   ``target-path``, ``item-target``, ``field-target``, ``pattern``, ``call-pattern``,
+   ``field-chain``, ``python-regex``) are checked here by compiling the value in its form of
+   the one path language (:mod:`engine.paths`): a path that does not parse (its column
+   named), a path of an old dialect (its new form named), a JMESPath that does not compile, a
+   ``[*]`` where an operation needs one SLOT, an ``open`` that does not end with a SLOT step,
+   ``calls.at`` without ``[*]``, an index where a value is installed at a field, a healing
+   pattern that is not a regular expression;
 2. what a schema cannot say: ``name`` equals the file's stem, sections in the schema's order
    (as the file writes them), every operation known to the engine, the ``results`` and
-   ``declarations`` templates (checked by :mod:`engine.templates`);
+   ``declarations`` templates (checked by :mod:`engine.templates`, every problem at its
+   pointer; the schema types templates too, and where both see a problem in one part of a
+   template the compiler's wording is the one reported);
 3. when all of that passes, the descriptor is compiled (a wire, or the text codec), so that
    whatever the checks above miss is still a reported problem and never a traceback at load.
 
 A problem's ``rule`` names the check: a schema keyword (``type``, ``required``, ``enum``...),
-or ``unknown-key``, ``operation``, ``jmespath``, ``slot``, ``target``, ``item-target``,
-``field-target``, ``pattern``, ``call-pattern``, ``field-chain``, ``regex``, ``name``,
-``order``, ``template``, ``yaml``, ``compile``, ``extends``, and for what can be known of the
-flow when the descriptor loads, ``args-unwritten`` (``calls.args`` that no operation writes)
-and ``slot-key`` (a rule that looks an item up by a slot key no rule opens it by).
+or ``unknown-key``, ``operation``, ``path``, ``old-path``, ``jmespath``, ``slot``, ``target``,
+``item-target``, ``field-target``, ``pattern``, ``call-pattern``, ``field-chain``, ``regex``,
+``name``, ``order``, ``template``, ``yaml``, ``compile``, ``extends``, and for what can be
+known of the flow when the descriptor loads, ``args-unwritten`` (``calls.args`` that no
+operation writes) and ``slot-key`` (a rule that looks an item up by a slot key no rule opens it by).
 
 A problem in a value the file inherited (through ``extends``) is reported in the file being
 checked, at its ``extends`` line, with the pointer into the resolved descriptor, and says where
