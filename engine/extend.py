@@ -28,13 +28,12 @@ from .jsonpath import Token, normalized, singular_path
 from .jsonscan import COMPLETE
 from .model import Fragments, ingest, materialize
 from .ops import (
-    OPERATIONS,
     CompileContext,
     Run,
     Target,
     fragments_reader,
     reasoning_inside,
-    skips_without,
+    report_unplaced,
 )
 from .parts import JoinRule, join_one
 from .paths import compile_read
@@ -101,6 +100,7 @@ def op_extend(spec: dict, ctx: CompileContext) -> Run:
         else:
             item = target.locate_item(asm, ev, ch, True)
             if item is None:
+                report_unplaced(asm, "extend", target, ev, ch)
                 return
             parent = target.parent_of_field(item)
         parts = parent.get(last)
@@ -122,7 +122,7 @@ def op_extend(spec: dict, ctx: CompileContext) -> Run:
                     continue
             _take(asm, parts, part, rule, pattern, display_where, text_where, reasoning)
 
-    return skips_without(extend, spec["from"])
+    return extend
 
 
 def _display_where(ctx: CompileContext, target: Target):
@@ -388,5 +388,3 @@ def _set_leaf(root: dict, tokens: tuple[Token, ...], value: Any) -> None:
     else:
         node[leaf] = value
 
-
-OPERATIONS["extend"] = op_extend

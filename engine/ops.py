@@ -1,17 +1,15 @@
-"""The operations of the descriptor language: one compiler per operation, one table.
+"""The operations of the descriptor language that write the message: their compilers.
 
-Each entry of :data:`OPERATIONS` turns an operation's YAML arguments into a closure
-``run(assembly, event, choice)``, compiled once per descriptor. A new operation is a schema
-entry, a function here and its own test; the interpreter never branches on a wire.
+Each compiler turns an operation's arguments (one mapping, as its entry in
+:data:`engine.operations.OPERATIONS` shapes them) into a closure ``run(assembly, event,
+choice)``, compiled once per descriptor; the table says what else the engine needs to know
+of it (its schema, its source, the fields it streams). A new operation is a schema entry, a
+compiler here, an entry in the table and its cases in ``tests/ops/``; the interpreter never
+branches on a wire.
 
 Common rules: ``from`` is a read path into the event (the wire's payload) and an absent or
 null source makes the operation do nothing; ``at`` is a target path into the message, in which
 ``[path]`` steps address an item of a slotted list by the SLOT the event carries.
-
-An operation that keeps the first rule declares it with :func:`skips_without` (its source
-path), and the interpreter then runs it only for events that carry that source: most events
-carry one source of the several their rules read. An operation that acts without a source
-(``close``, ``finish``) does not declare it, and its rule list is dispatched rule by rule.
 """
 
 from __future__ import annotations
@@ -114,18 +112,6 @@ def any_where(wheres: list) -> Any:
     if len(wheres) == 1:
         return wheres[0]
     return lambda item: any(where(item) for where in wheres)
-
-
-def skips_without(run: Run, path: str, unless_true: bool = False) -> Run:
-    """Declare that ``run`` does nothing when the event has no value at the read path ``path``
-    (with ``unless_true``: no true value, as for a ``when`` guard).
-
-    The interpreter uses it to dispatch an event's rules by which of their sources the event
-    carries (one look-up instead of one call per rule); an operation that acts on an absent
-    source (``close``, ``finish``) simply does not declare it."""
-    run.source = path  # type: ignore[attr-defined]
-    run.source_must_be_true = unless_true  # type: ignore[attr-defined]
-    return run
 
 
 def pattern_of(segments: tuple[Segment, ...]) -> str:
@@ -368,7 +354,7 @@ def op_set(spec: dict, ctx: CompileContext) -> Run:
             elif value is not None:
                 asm.skip(f"set (the whole message) from {spec['from']}: {_not_an_object(value)}")
 
-        return skips_without(set_root, spec["from"])
+        return set_root
     target = Target(at, ctx, spec.get("scope"))
     if not target.rel:  # writing a whole item: an open by another name
         return _open(target, read, ctx, "set")
@@ -384,7 +370,7 @@ def op_set(spec: dict, ctx: CompileContext) -> Run:
         else:
             report_unplaced(asm, "set", target, ev, ch)
 
-    return skips_without(set_field, spec["from"])
+    return set_field
 
 
 def op_set_once(spec: dict, ctx: CompileContext) -> Run:
@@ -410,7 +396,7 @@ def op_set_once(spec: dict, ctx: CompileContext) -> Run:
         if parent.get(last) in (None, ""):
             parent[last] = ingest(value)
 
-    return skips_without(set_once, spec["from"])
+    return set_once
 
 
 def op_merge(spec: dict, ctx: CompileContext) -> Run:
@@ -448,7 +434,7 @@ def op_merge(spec: dict, ctx: CompileContext) -> Run:
                 continue
             dest[key] = ingest(val)
 
-    return skips_without(merge, spec["from"])
+    return merge
 
 
 def _not_an_object(value: Any) -> str:
@@ -689,7 +675,7 @@ def op_append(spec: dict, ctx: CompileContext) -> Run:
         elif reasoning and (reasoning_where is None or reasoning_where(item)):
             asm.reasoning.append(piece)
 
-    return skips_without(append, spec["from"])
+    return append
 
 
 def op_args(spec: dict, ctx: CompileContext) -> Run:
@@ -709,7 +695,7 @@ def op_args(spec: dict, ctx: CompileContext) -> Run:
         if asm.args_of(item, rel).feed(piece):
             asm.calls_dirty = True
 
-    return skips_without(args, spec["from"])
+    return args
 
 
 def op_args_final(spec: dict, ctx: CompileContext) -> Run:
@@ -728,7 +714,7 @@ def op_args_final(spec: dict, ctx: CompileContext) -> Run:
         elif asm.args_of(item, rel).replace(value):
             asm.calls_dirty = True
 
-    return skips_without(args_final, spec["from"])
+    return args_final
 
 
 def op_push(spec: dict, ctx: CompileContext) -> Run:
@@ -765,7 +751,7 @@ def op_push(spec: dict, ctx: CompileContext) -> Run:
                 "the value is not added"
             )
 
-    return skips_without(push, spec["from"])
+    return push
 
 
 # --- turn-level fields, DONE, errors ------------------------------------------------------
@@ -787,24 +773,20 @@ def _first_of(paths: Any, ctx: CompileContext) -> Reader:
     return first
 
 
-def op_stop_reason(spec: Any, ctx: CompileContext) -> Run:
-    """Record the provider's raw stop reason (the first non-null of the paths given)."""
-    read = _first_of(spec, ctx)
+def op_stop_reason(spec: dict, ctx: CompileContext) -> Run:
+    """Record the provider's raw stop reason (the first non-null of the paths ``from``)."""
+    read = _first_of(spec["from"], ctx)
 
     def stop_reason(asm: Assembly, ev: Any, ch: Any) -> None:
         value = read(ev, ch)
         if value is not None:
             asm.stop_reason = value
 
-    if isinstance(spec, str):
-        return skips_without(stop_reason, spec)
     return stop_reason
 
 
-def op_usage(spec: Any, ctx: CompileContext) -> Run:
+def op_usage(spec: dict, ctx: CompileContext) -> Run:
     """Record the provider's usage object: ``replace`` (the latest wins) or ``merge``."""
-    if isinstance(spec, str):
-        spec = {"from": spec}
     read = compile_read(spec["from"], ctx.choice_alias)
     merge = spec.get("mode", "replace") == "merge"
 
@@ -819,25 +801,17 @@ def op_usage(spec: Any, ctx: CompileContext) -> Run:
         else:
             asm.usage = ingest(value)
 
-    return skips_without(usage, spec["from"])
+    return usage
 
 
-def op_finish(spec: Any, ctx: CompileContext) -> Run:
-    """The wire's DONE: the turn is over (with ``when``, only if that path holds a true value:
-    a finish reason, ``done: true``)."""
-    if spec is None or spec is True:
+def op_finish(spec: dict, ctx: CompileContext) -> Run:
+    """The wire's DONE: the turn is over. (``finish: {when: PATH}``, only if that path holds
+    a true value, a finish reason or ``done: true``, is the rules' own ``when`` guard.)"""
 
-        def finish(asm: Assembly, ev: Any, ch: Any) -> None:
-            asm.finish()
+    def finish(asm: Assembly, ev: Any, ch: Any) -> None:
+        asm.finish()
 
-        return finish
-    read = compile_read(spec["when"], ctx.choice_alias)
-
-    def finish_when(asm: Assembly, ev: Any, ch: Any) -> None:
-        if read(ev, ch):
-            asm.finish()
-
-    return skips_without(finish_when, spec["when"], unless_true=True)
+    return finish
 
 
 def op_error(spec: dict, ctx: CompileContext) -> Run:
@@ -851,23 +825,4 @@ def op_error(spec: dict, ctx: CompileContext) -> Run:
         asm.error = ingest(value)
         asm.finish(cut=True)  # an error ends the stream inside whatever is still open
 
-    return skips_without(error, spec.get("from", ""))
-
-
-OPERATIONS: dict[str, Callable[[Any, CompileContext], Run]] = {
-    "set": op_set,
-    "set_once": op_set_once,
-    "merge": op_merge,
-    "open": op_open,
-    "close": op_close,
-    "append": op_append,
-    "args": op_args,
-    "args_final": op_args_final,
-    "push": op_push,
-    "stop_reason": op_stop_reason,
-    "usage": op_usage,
-    "finish": op_finish,
-    "error": op_error,
-}
-"""Every operation of the language, by its YAML key. ``fold`` and ``extend`` live in
-:mod:`engine.fold` and :mod:`engine.extend` and register themselves here."""
+    return error

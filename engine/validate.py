@@ -45,12 +45,13 @@ from typing import Any, cast
 from jsonschema import Draft202012Validator, FormatChecker, ValidationError
 from jsonschema.exceptions import relevance
 
-from .errors import Problem
+from .errors import Problem, escape
 from .inherit import KEY as EXTENDS
 from .inherit import resolve
+from .operations import OPERATIONS, operation_rules, rule_lists
 from .ops import pattern_of
 from .paths import PathError, Segment, compile_read, parse_chain, parse_target
-from .yamlsource import SourceMap, YAMLSourceError, escape, load
+from .yamlsource import SourceMap, YAMLSourceError, load
 
 # -- the schema --------------------------------------------------------------------------------
 
@@ -454,34 +455,11 @@ def _order_problems(data: dict, where: _Locator, kind: str) -> list[Problem]:
     return out
 
 
-def _operation_lists(data: dict) -> Iterator[tuple[str, list]]:
-    """Every list of operations in the descriptor, with its pointer."""
-    events = data.get("events")
-    if not isinstance(events, dict):
-        return
-    if isinstance(events.get("every"), list):
-        yield "/events/every", events["every"]
-    table = events.get("on")
-    if not isinstance(table, dict):
-        return
-    for name, rules in table.items():
-        base = f"/events/on/{escape(name)}"
-        if isinstance(rules, list):
-            yield base, rules
-        elif isinstance(rules, dict) and isinstance(rules.get("on"), dict):
-            for sub, sub_rules in rules["on"].items():
-                if isinstance(sub_rules, list):
-                    yield f"{base}/on/{escape(sub)}", sub_rules
-
-
 def _engine_problems(data: dict, where: _Locator) -> list[Problem]:
-    """Operations the schema allows but the engine does not implement (schema and engine out
-    of step: a developer's problem, said where it shows)."""
-    from . import strategy  # noqa: F401  (importing the strategy registers every operation)
-    from .ops import OPERATIONS
-
+    """Operations the schema allows but the engine's table lacks (schema and engine out of
+    step: a developer's problem, said where it shows)."""
     out = []
-    for base, rules in _operation_lists(data):
+    for base, rules in rule_lists(data.get("events")):
         for i, rule in enumerate(rules):
             if isinstance(rule, str):
                 name, pointer = rule, f"{base}/{i}"
@@ -520,19 +498,6 @@ def _template_problems(data: dict, where: _Locator) -> list[Problem]:
 # -- what can be known of the flow when the descriptor loads ------------------------------------
 
 
-def _rules(data: dict) -> Iterator[tuple[str, str, dict]]:
-    """Every operation with arguments: (pointer of its arguments, name, arguments)."""
-    for base, rules in _operation_lists(data):
-        for i, rule in enumerate(rules):
-            if isinstance(rule, dict) and len(rule) == 1:
-                ((name, args),) = rule.items()
-                if isinstance(args, dict):
-                    yield f"{base}/{i}/{escape(name)}", name, args
-
-
-_ARGS_WRITERS = ("args", "args_final")
-
-
 def _unwritten_args(data: dict, where: _Locator) -> list[Problem]:
     """``calls.args`` streams fragments (the default ``args_arrive``) but no operation writes
     there: every call's arguments would stay empty, and no call would ever be runnable."""
@@ -543,17 +508,9 @@ def _unwritten_args(data: dict, where: _Locator) -> list[Problem]:
     if not (isinstance(at, str) and isinstance(args, str)):
         return []
     wanted = f"{_pattern_of(at)}.{args}"
-    for _, name, spec in _rules(data):
-        target = spec.get("at")
-        if name in _ARGS_WRITERS and isinstance(target, str) and _pattern_of(target) == wanted:
+    for _, name, spec in operation_rules(data.get("events")):
+        if wanted in OPERATIONS[name].writes_args(spec):
             return []
-        if name == "fold":
-            base = _pattern_of(spec.get("at", ""))
-            for list_name, lspec in (spec.get("lists") or {}).items():
-                if isinstance(lspec, dict) and lspec.get("args"):
-                    written = f"{base}.{list_name}[*]" if base else f"{list_name}[*]"
-                    if f"{written}.{lspec['args']}" == wanted:
-                        return []
     slotted = wanted.replace("[*]", "[SLOT]")
     return [
         where.at_value(
@@ -577,9 +534,9 @@ def _slot_keys(data: dict, where: _Locator) -> list[Problem]:
     opened: dict[str, set[tuple[Any, str]]] = {}
     addressed: list[tuple[str, str, tuple[Any, str], str]] = []
     out = []
-    for pointer, name, spec in _rules(data):
+    for pointer, name, spec in operation_rules(data.get("events")):
         at = spec.get("at")
-        if not isinstance(at, str) or name in ("fold", "extend"):
+        if not isinstance(at, str) or not OPERATIONS[name].slot_keyed:
             continue
         segments = parse_target(at)
         slots = [i for i, seg in enumerate(segments) if seg.field is None]
@@ -596,7 +553,7 @@ def _slot_keys(data: dict, where: _Locator) -> list[Problem]:
         last = slots[-1]
         list_pattern = pattern_of(segments[: last + 1])
         key = (spec.get("scope"), segments[last].slot_path or "")
-        if name == "open" or (name == "set" and last == len(segments) - 1):
+        if OPERATIONS[name].opens(spec):
             opened.setdefault(list_pattern, set()).add(key)
         addressed.append((pointer, list_pattern, key, at))
     for pointer, list_pattern, key, at in addressed:
