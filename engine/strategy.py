@@ -21,6 +21,7 @@ from .operations import OPERATIONS, RuleProblem, Source, operation_rules
 from .ops import CompileContext, Run, TextPlace, any_where, pattern_of
 from .paths import compile_get, compile_read, is_plain, parse_chain, parse_target, single_field
 from .predicates import Predicate, compile_predicate
+from .results import CompiledSections, compile_sections
 
 
 class ExtractedCall:
@@ -481,6 +482,21 @@ def _check_reasoning_streamed(
             )
 
 
+def _sections(descriptor: dict, sections: Any, problems: Problems) -> CompiledSections:
+    """The ``results`` and ``declarations`` sections, compiled with the strategy (or as the
+    validating pass compiled them), so that they live and die with it."""
+    if sections is not None:
+        return sections
+    try:
+        return compile_sections(descriptor)
+    except ValueError as exc:
+        pointer, sep, message = str(exc).partition(": ")
+        if not (sep and pointer.startswith("/")):
+            pointer, message = "/results", str(exc)
+        problems.add(pointer, message)
+        return CompiledSections(results=None, declarations=None)
+
+
 def _message_reader(places: tuple[TextPlace, ...]) -> Callable[[dict, list], None]:
     """A reader of the reasoning strings of a whole message, in message order: a walk that
     descends only along the declared patterns."""
@@ -551,6 +567,7 @@ class ExtractionStrategy:
     def _compile(self, descriptor: dict, source: str | None, problems: Problems, sections: Any):
         self.descriptor = descriptor
         self.source = source
+        self.sections = _sections(descriptor, sections, problems)
         self.name: str = descriptor["name"]
         self.title: str = descriptor.get("title", self.name)
         calls_spec = descriptor.get("calls")

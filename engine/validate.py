@@ -477,22 +477,22 @@ def _engine_problems(data: dict, where: _Locator) -> list[Problem]:
     return out
 
 
-def _template_problems(data: dict, where: _Locator) -> list[Problem]:
+def _template_problems(data: dict, where: _Locator) -> tuple[Any, list[Problem]]:
     """The ``results`` and ``declarations`` templates, checked by their own compiler (which
-    names the JSON pointer of the first bad part)."""
-    if "results" not in data and "declarations" not in data:
-        return []
+    names the JSON pointer of the first bad part); with the sections it compiled, which the
+    strategy takes as they are (they are compiled once)."""
     from .results import compile_sections
 
+    if "results" not in data and "declarations" not in data:
+        return compile_sections(data), []
     try:
-        compile_sections(data)
+        return compile_sections(data), []
     except ValueError as exc:
         text = str(exc)
         pointer, sep, message = text.partition(": ")
         if not (sep and pointer.startswith("/")):
             pointer, message = "/results" if "results" in data else "/declarations", text
-        return [where.at_value(pointer, message, "template")]
-    return []
+        return None, [where.at_value(pointer, message, "template")]
 
 
 # -- what can be known of the flow when the descriptor loads ------------------------------------
@@ -587,20 +587,30 @@ def _flow_problems(data: dict, where: _Locator) -> list[Problem]:
         return []
 
 
-def _compile_problems(data: dict, where: _Locator) -> list[Problem]:
+def _compile(data: dict, where: _Locator, sections: Any) -> tuple[Any, list[Problem]]:
+    """The one compile of a checked descriptor: its strategy, and every problem the compiler
+    found at the pointer of the value at fault (a rule that does not compile, a reasoning
+    place no rule streams), which the checks before it cannot see."""
+    from .strategy import ExtractionStrategy, Problems
+
+    found = Problems()
     try:
         if descriptor_kind(data) == "codec_descriptor":
-            from .textcodec import TextCodec
+            from .textstrategy import TextStrategy
 
-            TextCodec.from_descriptor(data)
+            strategy: Any = TextStrategy(data, source=where.file, sections=sections)
         else:
-            from .strategy import ExtractionStrategy
-
-            ExtractionStrategy(data, source=where.file)
+            strategy = ExtractionStrategy(
+                data, source=where.file, problems=found, sections=sections
+            )
     except Exception as exc:  # noqa: BLE001 - whatever the compiler refuses is a problem
         message = str(exc) or exc.__class__.__name__
-        return [where.at_value("", f"does not compile: {message}", "compile")]
-    return []
+        return None, [where.at_value("", f"does not compile: {message}", "compile")]
+    problems = [
+        where.at_value(pointer, f"does not compile: {message}", "compile")
+        for pointer, message in found.found
+    ]
+    return (None if problems else strategy), problems
 
 
 # -- entry points -------------------------------------------------------------------------------
@@ -611,28 +621,40 @@ def validate_text(text: str, file: str) -> tuple[Any, list[Problem]]:
     that ``name`` must equal, and the folder that ``extends: PATH`` is relative to). Returns
     the data, ``extends`` resolved (None when the YAML does not parse), and every problem,
     sorted by position."""
+    data, problems, _ = compile_text(text, file)
+    return data, problems
+
+
+def compile_text(text: str, file: str) -> tuple[Any, list[Problem], Any]:
+    """Check and compile a descriptor's YAML text in one pass: :func:`validate_text`'s data
+    and problems, and the strategy compiled on the way (None when there is a problem), so
+    that a descriptor that loads is compiled once."""
     try:
         written, source = load(text)
     except YAMLSourceError as exc:
-        return None, [Problem(file, exc.line, exc.col, exc.pointer, str(exc), "yaml")]
+        return None, [Problem(file, exc.line, exc.col, exc.pointer, str(exc), "yaml")], None
     data, source, problems = resolve(written, source, file)
     if problems:
-        return written, _unique(problems)
+        return written, _unique(problems), None
     if data is not written:
         data = _in_section_order(data)
     where = _Locator(file, source)
     problems = _schema_problems(data, where)
+    strategy = None
     if isinstance(data, dict):
         problems += _name_problems(data, file, where)
         problems += _order_problems(written, where, descriptor_kind(data))
         problems += _engine_problems(data, where)
+        sections = None
         if not any(p.pointer.startswith(("/results", "/declarations")) for p in problems):
-            problems += _template_problems(data, where)
+            sections, found = _template_problems(data, where)
+            problems += found
         if not problems:
             problems += _flow_problems(data, where)
         if not problems:
-            problems += _compile_problems(data, where)
-    return data, _unique(problems)
+            strategy, found = _compile(data, where, sections)
+            problems += found
+    return data, _unique(problems), strategy
 
 
 def _unique(problems: list[Problem]) -> list[Problem]:

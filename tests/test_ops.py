@@ -33,7 +33,7 @@ import yaml
 
 import engine
 from engine.operations import OPERATIONS
-from engine.validate import schema, validate_text
+from engine.validate import compile_text, schema
 from engine.yamlsource import load
 
 OPS = Path(__file__).resolve().parent / "ops"
@@ -91,9 +91,9 @@ def _section_rank(key: str) -> int:
 
 def _strategy(descriptor: dict):
     text = yaml.safe_dump(descriptor, sort_keys=False, allow_unicode=True)
-    data, problems = validate_text(text, "op_case.yaml")
+    _, problems, strategy = compile_text(text, "op_case.yaml")
     assert [str(p) for p in problems] == []
-    return engine.ExtractionStrategy(data)
+    return strategy
 
 
 def test_every_operation_has_its_cases():
