@@ -25,6 +25,7 @@ from .model import Fragments, SlottedList, ingest
 from .paths import Reader, Segment, compile_read, parse_target, single_field
 
 Run = Callable[[Assembly, Any, Any], None]
+Act = Callable[[Assembly, dict, Any], None]  # what an operation does to the item it found
 
 
 @dataclass(frozen=True)
@@ -678,43 +679,47 @@ def op_append(spec: dict, ctx: CompileContext) -> Run:
     return append
 
 
-def op_args(spec: dict, ctx: CompileContext) -> Run:
-    """Feed an argument fragment (a JSON text piece, or a whole object) to the call at ``at``."""
+def _into_item(op: str, spec: dict, ctx: CompileContext, target: Target, act: Act) -> Run:
+    """The shape of an operation that puts what the event carries into the item at ``at``:
+    read ``from`` (absent: nothing to do), find or open the item (none: the event is listed
+    as unplaced), then ``act(assembly, item, value)``."""
     read = compile_read(spec["from"], ctx.choice_alias)
-    target = Target(spec["at"], ctx, spec.get("scope"))
-    rel = target.rel
 
-    def args(asm: Assembly, ev: Any, ch: Any) -> None:
-        piece = read(ev, ch)
-        if piece is None:
-            return
-        item = target.locate_item(asm, ev, ch, True)
-        if item is None:
-            report_unplaced(asm, "args", target, ev, ch)
-            return
-        if asm.args_of(item, rel).feed(piece):
-            asm.calls_dirty = True
-
-    return args
-
-
-def op_args_final(spec: dict, ctx: CompileContext) -> Run:
-    """The wire restates a call's whole argument text (``...arguments.done``): adopt it."""
-    read = compile_read(spec["from"], ctx.choice_alias)
-    target = Target(spec["at"], ctx, spec.get("scope"))
-    rel = target.rel
-
-    def args_final(asm: Assembly, ev: Any, ch: Any) -> None:
+    def into_item(asm: Assembly, ev: Any, ch: Any) -> None:
         value = read(ev, ch)
         if value is None:
             return
         item = target.locate_item(asm, ev, ch, True)
         if item is None:
-            report_unplaced(asm, "args_final", target, ev, ch)
-        elif asm.args_of(item, rel).replace(value):
+            report_unplaced(asm, op, target, ev, ch)
+            return
+        act(asm, item, value)
+
+    return into_item
+
+
+def op_args(spec: dict, ctx: CompileContext) -> Run:
+    """Feed an argument fragment (a JSON text piece, or a whole object) to the call at ``at``."""
+    target = Target(spec["at"], ctx, spec.get("scope"))
+    rel = target.rel
+
+    def feed(asm: Assembly, item: dict, piece: Any) -> None:
+        if asm.args_of(item, rel).feed(piece):
             asm.calls_dirty = True
 
-    return args_final
+    return _into_item("args", spec, ctx, target, feed)
+
+
+def op_args_final(spec: dict, ctx: CompileContext) -> Run:
+    """The wire restates a call's whole argument text (``...arguments.done``): adopt it."""
+    target = Target(spec["at"], ctx, spec.get("scope"))
+    rel = target.rel
+
+    def adopt(asm: Assembly, item: dict, value: Any) -> None:
+        if asm.args_of(item, rel).replace(value):
+            asm.calls_dirty = True
+
+    return _into_item("args_final", spec, ctx, target, adopt)
 
 
 def op_push(spec: dict, ctx: CompileContext) -> Run:
@@ -722,19 +727,11 @@ def op_push(spec: dict, ctx: CompileContext) -> Run:
 
     The list may be a slotted one (items another rule opened by SLOT): the value then takes
     the first free integer SLOT after them, so it is appended and nothing there is replaced."""
-    read = compile_read(spec["from"], ctx.choice_alias)
     target = Target(spec["at"], ctx, spec.get("scope"))
     last = target.rel[-1]
     item_pattern = f"{target.pattern}[*]"
 
-    def push(asm: Assembly, ev: Any, ch: Any) -> None:
-        value = read(ev, ch)
-        if value is None:
-            return
-        item = target.locate_item(asm, ev, ch, True)
-        if item is None:
-            report_unplaced(asm, "push", target, ev, ch)
-            return
+    def push(asm: Assembly, item: dict, value: Any) -> None:
         parent = target.parent_of_field(item)
         current = parent.get(last)
         if current.__class__ is list:
@@ -751,7 +748,7 @@ def op_push(spec: dict, ctx: CompileContext) -> Run:
                 "the value is not added"
             )
 
-    return push
+    return _into_item("push", spec, ctx, target, push)
 
 
 # --- turn-level fields, DONE, errors ------------------------------------------------------
