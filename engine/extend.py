@@ -33,7 +33,6 @@ from .ops import (
     Target,
     fragments_reader,
     reasoning_inside,
-    report_unplaced,
 )
 from .parts import JoinRule, join_one
 from .paths import compile_read
@@ -95,14 +94,9 @@ def op_extend(spec: dict, ctx: CompileContext) -> Run:
                 if part.__class__ is dict and cont.field in part:
                     _check_pieces(asm, incoming, cont)  # raises before anything changes
                     break
-        if at_root:
-            parent = asm.root
-        else:
-            item = target.locate_item(asm, ev, ch, True)
-            if item is None:
-                report_unplaced(asm, "extend", target, ev, ch)
-                return
-            parent = target.parent_of_field(item)
+        parent = asm.root if at_root else target.field_parent(asm, ev, ch, "extend")
+        if parent is None:
+            return
         parts = parent.get(last)
         if parts.__class__ is not list:
             parts = parent[last] = []

@@ -192,6 +192,15 @@ class Target:
         scoped_first = scope is not None and len(slots) == 1
         self.slot_field = None if scoped_first else single_field(first, ctx.choice_alias)
 
+    def field_parent(self, asm: Assembly, ev: Any, ch: Any, op: str) -> dict | None:
+        """The dict that holds the target's last field, the way to it created; None when no
+        item is there for this event (listed as unplaced, in ``op``'s name)."""
+        item = self.locate_item(asm, ev, ch, True)
+        if item is None:
+            report_unplaced(asm, op, self, ev, ch)
+            return None
+        return self.parent_of_field(item)
+
     def explain(self, asm: Assembly, ev: Any, ch: Any) -> str:
         """Why ``locate_item`` found no item for this event (cold: only for a skip)."""
         node: Any = asm.root
@@ -386,14 +395,9 @@ def op_set_once(spec: dict, ctx: CompileContext) -> Run:
         value = read(ev, ch)
         if value is None or value == "":
             return
-        if target.at_root:
-            parent = asm.root
-        else:
-            item = target.locate_item(asm, ev, ch, True)
-            if item is None:
-                report_unplaced(asm, "set_once", target, ev, ch)
-                return
-            parent = target.parent_of_field(item)
+        parent = asm.root if target.at_root else target.field_parent(asm, ev, ch, "set_once")
+        if parent is None:
+            return
         if parent.get(last) in (None, ""):
             parent[last] = ingest(value)
 
@@ -700,26 +704,25 @@ def _into_item(op: str, spec: dict, ctx: CompileContext, target: Target, act: Ac
 
 def op_args(spec: dict, ctx: CompileContext) -> Run:
     """Feed an argument fragment (a JSON text piece, or a whole object) to the call at ``at``."""
-    target = Target(spec["at"], ctx, spec.get("scope"))
-    rel = target.rel
-
-    def feed(asm: Assembly, item: dict, piece: Any) -> None:
-        if asm.args_of(item, rel).feed(piece):
-            asm.calls_dirty = True
-
-    return _into_item("args", spec, ctx, target, feed)
+    return _into_args("args", spec, ctx, ArgsStream.feed)
 
 
 def op_args_final(spec: dict, ctx: CompileContext) -> Run:
     """The wire restates a call's whole argument text (``...arguments.done``): adopt it."""
+    return _into_args("args_final", spec, ctx, ArgsStream.replace)
+
+
+def _into_args(op: str, spec: dict, ctx: CompileContext, take: Callable[..., bool]) -> Run:
+    """Hand the event's value to the argument stream of the call at ``at`` (``take`` says
+    how: a fragment fed, or the whole text adopted)."""
     target = Target(spec["at"], ctx, spec.get("scope"))
     rel = target.rel
 
-    def adopt(asm: Assembly, item: dict, value: Any) -> None:
-        if asm.args_of(item, rel).replace(value):
+    def into_args(asm: Assembly, item: dict, value: Any) -> None:
+        if take(asm.args_of(item, rel), value):
             asm.calls_dirty = True
 
-    return _into_item("args_final", spec, ctx, target, adopt)
+    return _into_item(op, spec, ctx, target, into_args)
 
 
 def op_push(spec: dict, ctx: CompileContext) -> Run:
