@@ -622,11 +622,9 @@ Then run the golden tests once with `--snapshot-update` and review the snapshots
 
 
 def _operations() -> str:
-    try:
-        from . import strategy  # noqa: F401  (its import registers every operation)
-        from .ops import OPERATIONS
-    except ImportError:  # pragma: no cover - the list is a comment; never fail over it
-        return "see engine/ops.py"
+    """The operation names, from the one table, for the skeleton's comment."""
+    from .operations import OPERATIONS
+
     return ", ".join(OPERATIONS)
 
 

@@ -44,3 +44,8 @@ class ChunkError(ValueError):
         self.index = index
         self.reason = reason
         super().__init__(f"chunk {index}: {reason}")
+
+
+def escape(token: str) -> str:
+    """One JSON pointer token (RFC 6901): ``~`` and ``/`` escaped."""
+    return token.replace("~", "~0").replace("/", "~1")

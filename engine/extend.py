@@ -29,13 +29,11 @@ from .jsonpath import Token, normalized, singular_path
 from .jsonscan import COMPLETE
 from .model import Fragments, ingest, materialize
 from .ops import (
-    OPERATIONS,
     CompileContext,
     Run,
     Target,
     fragments_reader,
     reasoning_inside,
-    skips_without,
 )
 from .parts import JoinRule, join_one
 from .paths import compile_read
@@ -97,13 +95,9 @@ def op_extend(spec: dict, ctx: CompileContext) -> Run:
                 if part.__class__ is dict and cont.field in part:
                     _check_pieces(asm, incoming, cont)  # raises before anything changes
                     break
-        if at_root:
-            parent = asm.root
-        else:
-            item = target.locate_item(asm, ev, ch, True)
-            if item is None:
-                return
-            parent = target.parent_of_field(item)
+        parent = asm.root if at_root else target.field_parent(asm, ev, ch, "extend")
+        if parent is None:
+            return
         parts = parent.get(last)
         if parts.__class__ is not list:
             parts = parent[last] = []
@@ -123,7 +117,7 @@ def op_extend(spec: dict, ctx: CompileContext) -> Run:
                     continue
             _take(asm, parts, part, rule, pattern, display_where, text_where, reasoning)
 
-    return skips_without(extend, spec["from"])
+    return extend
 
 
 def _display_where(ctx: CompileContext, target: Target):
@@ -404,5 +398,3 @@ def _set_leaf(root: dict, tokens: tuple[Token, ...], value: Any) -> None:
     else:
         node[leaf] = value
 
-
-OPERATIONS["extend"] = op_extend

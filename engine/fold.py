@@ -17,7 +17,6 @@ from .assembly import Assembly, append_text, ensure_slotted
 from .jsonscan import COMPLETE
 from .model import Fragments, SlottedList, ingest, slot_misfit
 from .ops import (
-    OPERATIONS,
     CompileContext,
     Run,
     Target,
@@ -25,7 +24,6 @@ from .ops import (
     reasoning_at,
     reasoning_inside,
     report_unplaced,
-    skips_without,
 )
 from .parts import JoinRule, as_placed, join_parts, string_as_part
 from .paths import compile_get, compile_read, parse_chain, single_field
@@ -115,7 +113,7 @@ def op_fold(spec: dict, ctx: CompileContext) -> Run:
             assert target is not None, "the root is always there"
             report_unplaced(asm, "fold", target, ev, ch)
 
-    return skips_without(run, spec["from"])
+    return run
 
 
 def _reasoning(ctx: CompileContext, base: str, concat: frozenset, parts: dict) -> tuple:
@@ -365,5 +363,3 @@ def _skip_restated(asm: Assembly, item: dict, spec: ListFold) -> None:
         "complete already; the restatement is not taken"
     )
 
-
-OPERATIONS["fold"] = op_fold

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import Problem
-from .yamlsource import SourceMap, YAMLSourceError, escape, load
+from .errors import Problem, escape
+from .yamlsource import SourceMap, YAMLSourceError, load
 
 KEY = "extends"
 OWN_KEYS = ("name", "title")

@@ -1,17 +1,15 @@
-"""The operations of the descriptor language: one compiler per operation, one table.
+"""The operations of the descriptor language that write the message: their compilers.
 
-Each entry of :data:`OPERATIONS` turns an operation's YAML arguments into a closure
-``run(assembly, event, choice)``, compiled once per descriptor. A new operation is a schema
-entry, a function here and its own test; the interpreter never branches on a wire.
+Each compiler turns an operation's arguments (one mapping, as its entry in
+:data:`engine.operations.OPERATIONS` shapes them) into a closure ``run(assembly, event,
+choice)``, compiled once per descriptor; the table says what else the engine needs to know
+of it (its schema, its source, the fields it streams). A new operation is a schema entry, a
+compiler here, an entry in the table and its cases in ``tests/ops/``; the interpreter never
+branches on a wire.
 
 Common rules: ``from`` is a read path into the event (the wire's payload) and an absent or
 null source makes the operation do nothing; ``at`` is a target path into the message, in which
 ``[path]`` steps address an item of a slotted list by the SLOT the event carries.
-
-An operation that keeps the first rule declares it with :func:`skips_without` (its source
-path), and the interpreter then runs it only for events that carry that source: most events
-carry one source of the several their rules read. An operation that acts without a source
-(``close``, ``finish``) does not declare it, and its rule list is dispatched rule by rule.
 """
 
 from __future__ import annotations
@@ -28,6 +26,7 @@ from .model import json_kind as _json_kind
 from .paths import Reader, Segment, compile_read, parse_target, single_field
 
 Run = Callable[[Assembly, Any, Any], None]
+Act = Callable[[Assembly, dict, Any], None]  # what an operation does to the item it found
 
 
 @dataclass(frozen=True)
@@ -117,18 +116,6 @@ def any_where(wheres: list) -> Any:
     return lambda item: any(where(item) for where in wheres)
 
 
-def skips_without(run: Run, path: str, unless_true: bool = False) -> Run:
-    """Declare that ``run`` does nothing when the event has no value at the read path ``path``
-    (with ``unless_true``: no true value, as for a ``when`` guard).
-
-    The interpreter uses it to dispatch an event's rules by which of their sources the event
-    carries (one look-up instead of one call per rule); an operation that acts on an absent
-    source (``close``, ``finish``) simply does not declare it."""
-    run.source = path  # type: ignore[attr-defined]
-    run.source_must_be_true = unless_true  # type: ignore[attr-defined]
-    return run
-
-
 def pattern_of(segments: tuple[Segment, ...]) -> str:
     out: list[str] = []
     for seg in segments:
@@ -205,6 +192,15 @@ class Target:
         first = self.segments[slots[0]].slot_path if slots else None
         scoped_first = scope is not None and len(slots) == 1
         self.slot_field = None if scoped_first else single_field(first, ctx.choice_alias)
+
+    def field_parent(self, asm: Assembly, ev: Any, ch: Any, op: str) -> dict | None:
+        """The dict that holds the target's last field, the way to it created; None when no
+        item is there for this event (listed as unplaced, in ``op``'s name)."""
+        item = self.locate_item(asm, ev, ch, True)
+        if item is None:
+            report_unplaced(asm, op, self, ev, ch)
+            return None
+        return self.parent_of_field(item)
 
     def explain(self, asm: Assembly, ev: Any, ch: Any) -> str:
         """Why ``locate_item`` found no item for this event (cold: only for a skip)."""
@@ -380,7 +376,7 @@ def op_set(spec: dict, ctx: CompileContext) -> Run:
             elif value is not None:
                 asm.skip(f"set (the whole message) from {spec['from']}: {_not_an_object(value)}")
 
-        return skips_without(set_root, spec["from"])
+        return set_root
     target = Target(at, ctx, spec.get("scope"))
     if not target.rel:  # writing a whole item: an open by another name
         return _open(target, read, ctx, "set")
@@ -396,7 +392,7 @@ def op_set(spec: dict, ctx: CompileContext) -> Run:
         else:
             report_unplaced(asm, "set", target, ev, ch)
 
-    return skips_without(set_field, spec["from"])
+    return set_field
 
 
 def op_set_once(spec: dict, ctx: CompileContext) -> Run:
@@ -411,18 +407,13 @@ def op_set_once(spec: dict, ctx: CompileContext) -> Run:
         value = read(ev, ch)
         if value is None or value == "":
             return
-        if target.at_root:
-            parent = asm.root
-        else:
-            item = target.locate_item(asm, ev, ch, True)
-            if item is None:
-                report_unplaced(asm, "set_once", target, ev, ch)
-                return
-            parent = target.parent_of_field(item)
+        parent = asm.root if target.at_root else target.field_parent(asm, ev, ch, "set_once")
+        if parent is None:
+            return
         if parent.get(last) in (None, ""):
             parent[last] = ingest(value)
 
-    return skips_without(set_once, spec["from"])
+    return set_once
 
 
 def op_merge(spec: dict, ctx: CompileContext) -> Run:
@@ -460,7 +451,7 @@ def op_merge(spec: dict, ctx: CompileContext) -> Run:
                 continue
             dest[key] = ingest(val)
 
-    return skips_without(merge, spec["from"])
+    return merge
 
 
 def _not_an_object(value: Any) -> str:
@@ -692,46 +683,49 @@ def op_append(spec: dict, ctx: CompileContext) -> Run:
         elif reasoning and (reasoning_where is None or reasoning_where(item)):
             asm.reasoning.append(piece)
 
-    return skips_without(append, spec["from"])
+    return append
 
 
-def op_args(spec: dict, ctx: CompileContext) -> Run:
-    """Feed an argument fragment (a JSON text piece, or a whole object) to the call at ``at``."""
+def _into_item(op: str, spec: dict, ctx: CompileContext, target: Target, act: Act) -> Run:
+    """The shape of an operation that puts what the event carries into the item at ``at``:
+    read ``from`` (absent: nothing to do), find or open the item (none: the event is listed
+    as unplaced), then ``act(assembly, item, value)``."""
     read = compile_read(spec["from"], ctx.choice_alias)
-    target = Target(spec["at"], ctx, spec.get("scope"))
-    rel = target.rel
 
-    def args(asm: Assembly, ev: Any, ch: Any) -> None:
-        piece = read(ev, ch)
-        if piece is None:
-            return
-        item = target.locate_item(asm, ev, ch, True)
-        if item is None:
-            report_unplaced(asm, "args", target, ev, ch)
-            return
-        if asm.args_of(item, rel).feed(piece):
-            asm.calls_dirty = True
-
-    return skips_without(args, spec["from"])
-
-
-def op_args_final(spec: dict, ctx: CompileContext) -> Run:
-    """The wire restates a call's whole argument text (``...arguments.done``): adopt it."""
-    read = compile_read(spec["from"], ctx.choice_alias)
-    target = Target(spec["at"], ctx, spec.get("scope"))
-    rel = target.rel
-
-    def args_final(asm: Assembly, ev: Any, ch: Any) -> None:
+    def into_item(asm: Assembly, ev: Any, ch: Any) -> None:
         value = read(ev, ch)
         if value is None:
             return
         item = target.locate_item(asm, ev, ch, True)
         if item is None:
-            report_unplaced(asm, "args_final", target, ev, ch)
-        elif asm.args_of(item, rel).replace(value):
+            report_unplaced(asm, op, target, ev, ch)
+            return
+        act(asm, item, value)
+
+    return into_item
+
+
+def op_args(spec: dict, ctx: CompileContext) -> Run:
+    """Feed an argument fragment (a JSON text piece, or a whole object) to the call at ``at``."""
+    return _into_args("args", spec, ctx, ArgsStream.feed)
+
+
+def op_args_final(spec: dict, ctx: CompileContext) -> Run:
+    """The wire restates a call's whole argument text (``...arguments.done``): adopt it."""
+    return _into_args("args_final", spec, ctx, ArgsStream.replace)
+
+
+def _into_args(op: str, spec: dict, ctx: CompileContext, take: Callable[..., bool]) -> Run:
+    """Hand the event's value to the argument stream of the call at ``at`` (``take`` says
+    how: a fragment fed, or the whole text adopted)."""
+    target = Target(spec["at"], ctx, spec.get("scope"))
+    rel = target.rel
+
+    def into_args(asm: Assembly, item: dict, value: Any) -> None:
+        if take(asm.args_of(item, rel), value):
             asm.calls_dirty = True
 
-    return skips_without(args_final, spec["from"])
+    return _into_item(op, spec, ctx, target, into_args)
 
 
 def op_push(spec: dict, ctx: CompileContext) -> Run:
@@ -739,19 +733,11 @@ def op_push(spec: dict, ctx: CompileContext) -> Run:
 
     The list may be a slotted one (items another rule opened by SLOT): the value then takes
     the first free integer SLOT after them, so it is appended and nothing there is replaced."""
-    read = compile_read(spec["from"], ctx.choice_alias)
     target = Target(spec["at"], ctx, spec.get("scope"))
     last = target.rel[-1]
     item_pattern = f"{target.pattern}[*]"
 
-    def push(asm: Assembly, ev: Any, ch: Any) -> None:
-        value = read(ev, ch)
-        if value is None:
-            return
-        item = target.locate_item(asm, ev, ch, True)
-        if item is None:
-            report_unplaced(asm, "push", target, ev, ch)
-            return
+    def push(asm: Assembly, item: dict, value: Any) -> None:
         parent = target.parent_of_field(item)
         current = parent.get(last)
         if current.__class__ is list:
@@ -768,7 +754,7 @@ def op_push(spec: dict, ctx: CompileContext) -> Run:
                 "the value is not added"
             )
 
-    return skips_without(push, spec["from"])
+    return _into_item("push", spec, ctx, target, push)
 
 
 # --- turn-level fields, DONE, errors ------------------------------------------------------
@@ -790,24 +776,20 @@ def _first_of(paths: Any, ctx: CompileContext) -> Reader:
     return first
 
 
-def op_stop_reason(spec: Any, ctx: CompileContext) -> Run:
-    """Record the provider's raw stop reason (the first non-null of the paths given)."""
-    read = _first_of(spec, ctx)
+def op_stop_reason(spec: dict, ctx: CompileContext) -> Run:
+    """Record the provider's raw stop reason (the first non-null of the paths ``from``)."""
+    read = _first_of(spec["from"], ctx)
 
     def stop_reason(asm: Assembly, ev: Any, ch: Any) -> None:
         value = read(ev, ch)
         if value is not None:
             asm.stop_reason = value
 
-    if isinstance(spec, str):
-        return skips_without(stop_reason, spec)
     return stop_reason
 
 
-def op_usage(spec: Any, ctx: CompileContext) -> Run:
+def op_usage(spec: dict, ctx: CompileContext) -> Run:
     """Record the provider's usage object: ``replace`` (the latest wins) or ``merge``."""
-    if isinstance(spec, str):
-        spec = {"from": spec}
     read = compile_read(spec["from"], ctx.choice_alias)
     merge = spec.get("mode", "replace") == "merge"
 
@@ -822,25 +804,17 @@ def op_usage(spec: Any, ctx: CompileContext) -> Run:
         else:
             asm.usage = ingest(value)
 
-    return skips_without(usage, spec["from"])
+    return usage
 
 
-def op_finish(spec: Any, ctx: CompileContext) -> Run:
-    """The wire's DONE: the turn is over (with ``when``, only if that path holds a true value:
-    a finish reason, ``done: true``)."""
-    if spec is None or spec is True:
+def op_finish(spec: dict, ctx: CompileContext) -> Run:
+    """The wire's DONE: the turn is over. (``finish: {when: PATH}``, only if that path holds
+    a true value, a finish reason or ``done: true``, is the rules' own ``when`` guard.)"""
 
-        def finish(asm: Assembly, ev: Any, ch: Any) -> None:
-            asm.finish()
+    def finish(asm: Assembly, ev: Any, ch: Any) -> None:
+        asm.finish()
 
-        return finish
-    read = compile_read(spec["when"], ctx.choice_alias)
-
-    def finish_when(asm: Assembly, ev: Any, ch: Any) -> None:
-        if read(ev, ch):
-            asm.finish()
-
-    return skips_without(finish_when, spec["when"], unless_true=True)
+    return finish
 
 
 def op_error(spec: dict, ctx: CompileContext) -> Run:
@@ -854,23 +828,4 @@ def op_error(spec: dict, ctx: CompileContext) -> Run:
         asm.error = ingest(value)
         asm.finish(cut=True)  # an error ends the stream inside whatever is still open
 
-    return skips_without(error, spec.get("from", ""))
-
-
-OPERATIONS: dict[str, Callable[[Any, CompileContext], Run]] = {
-    "set": op_set,
-    "set_once": op_set_once,
-    "merge": op_merge,
-    "open": op_open,
-    "close": op_close,
-    "append": op_append,
-    "args": op_args,
-    "args_final": op_args_final,
-    "push": op_push,
-    "stop_reason": op_stop_reason,
-    "usage": op_usage,
-    "finish": op_finish,
-    "error": op_error,
-}
-"""Every operation of the language, by its YAML key. ``fold`` and ``extend`` live in
-:mod:`engine.fold` and :mod:`engine.extend` and register themselves here."""
+    return error

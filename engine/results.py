@@ -27,7 +27,6 @@ with the assembled message.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -138,24 +137,17 @@ def _compile_results(spec: Any, problems: list[TemplateProblem]) -> CompiledResu
     )
 
 
-# --- the per-strategy cache ----------------------------------------------------------------
-
-_cache: dict[int, tuple[Any, CompiledSections]] = {}
-_lock = threading.Lock()
+# --- a strategy's sections --------------------------------------------------------------
 
 
 def sections_of(strategy: Any) -> CompiledSections:
-    """The compiled sections of a strategy (anything with a ``descriptor`` mapping), compiled
-    on first use and cached by identity (the cache keeps the strategy alive, so an id is never
-    reused while its entry stands; built-in strategies live for the process anyway)."""
-    key = id(strategy)
-    hit = _cache.get(key)
-    if hit is not None and hit[0] is strategy:
-        return hit[1]
-    compiled = compile_sections(getattr(strategy, "descriptor", None) or {})
-    with _lock:
-        _cache[key] = (strategy, compiled)
-    return compiled
+    """The compiled sections of a strategy: those it compiled with itself (``sections``), so
+    that no cache outlives it. Any other object with a ``descriptor`` mapping works too; its
+    sections are compiled on each use, as nothing may keep them (or it) alive."""
+    compiled = getattr(strategy, "sections", None)
+    if compiled.__class__ is CompiledSections:
+        return compiled
+    return compile_sections(getattr(strategy, "descriptor", None) or {})
 
 
 def _name_of(strategy: Any) -> str:

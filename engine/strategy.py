@@ -10,17 +10,18 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
-from . import extend as _extend  # noqa: F401  (registers the extend operation)
-from . import fold as _fold  # noqa: F401  (registers the fold operation)
 from .assembly import Assembly
+from .errors import escape
 from .events import CallIncomplete
 from .jsonscan import MAX_DEPTH, ArgsStream, dumps_any_depth, nests_deeper
 from .model import materialize
-from .ops import OPERATIONS, CompileContext, Run, TextPlace, any_where, pattern_of, skips_without
+from .operations import OPERATIONS, RuleProblem, Source, operation_rules
+from .ops import CompileContext, Run, TextPlace, any_where, pattern_of
 from .paths import compile_get, compile_read, is_plain, parse_chain, parse_target, single_field
 from .predicates import Predicate, compile_predicate
+from .results import CompiledSections, compile_sections
 
 
 class ExtractedCall:
@@ -191,7 +192,7 @@ class Program:
         "choice_key",
     )
 
-    def __init__(self, events: dict, ctx: CompileContext) -> None:
+    def __init__(self, events: dict, ctx: CompileContext, problems: Problems) -> None:
         disc = events.get("discriminator")
         self.wrapped = False
         if isinstance(disc, dict) and "field" in disc:  # not a {jmespath: ...} read
@@ -203,8 +204,8 @@ class Program:
         self.choice_list = compile_get(choice["list"]) if choice else None
         self.choice_field = single_field(choice["list"]) if choice else None  # ``candidates``
         self.choice_key = choice.get("key", "index") if choice else None
-        self.every = tuple(compile_ops(events.get("every", []), ctx))
-        self.table = _compile_table(events.get("on", {}), ctx)
+        self.every = tuple(compile_ops(events.get("every", []), ctx, problems, "/events/every"))
+        self.table = _compile_table(events.get("on", {}), ctx, problems)
         self.ignored = frozenset(events.get("ignore", ()))
 
     def choose(self, payload: Any, choice: int) -> Any:
@@ -286,58 +287,99 @@ class SubTable:
 
     __slots__ = ("discriminator", "table")
 
-    def __init__(self, spec: dict, ctx: CompileContext) -> None:
+    def __init__(self, spec: dict, ctx: CompileContext, problems: Problems, base: str) -> None:
         self.discriminator = compile_get(spec["discriminator"])
-        self.table = {k: tuple(compile_ops(v, ctx)) for k, v in spec["on"].items()}
+        self.table = {
+            k: tuple(compile_ops(v, ctx, problems, f"{base}/on/{escape(k)}"))
+            for k, v in spec["on"].items()
+        }
 
 
-
-def _compile_table(on: dict, ctx: CompileContext) -> dict[str, Any]:
+def _compile_table(on: dict, ctx: CompileContext, problems: Problems) -> dict[str, Any]:
     table: dict[str, Any] = {}
     for name, rules in on.items():
+        base = f"/events/on/{escape(name)}"
         if isinstance(rules, dict):
-            table[name] = SubTable(rules, ctx)
+            table[name] = SubTable(rules, ctx, problems, base)
         else:
-            table[name] = tuple(compile_ops(rules or [], ctx))
+            table[name] = tuple(compile_ops(rules or [], ctx, problems, base))
     return table
 
 
-def compile_ops(rules: list, ctx: CompileContext) -> list[Run]:
+class Problems:
+    """What compiling a descriptor refused, each at the JSON pointer of the value at fault.
+
+    One compile finds them all (a rule that does not compile leaves the others to compile);
+    whoever asked for the strategy decides what they mean: the validator locates them in the
+    YAML source, a direct ``ExtractionStrategy(data)`` raises the first."""
+
+    __slots__ = ("found",)
+
+    def __init__(self) -> None:
+        self.found: list[tuple[str, str]] = []
+
+    def add(self, pointer: str, message: str) -> None:
+        self.found.append((pointer, message))
+
+    def __bool__(self) -> bool:
+        return bool(self.found)
+
+
+class Rule(NamedTuple):
+    """A compiled rule: its effect, and the source its operation's entry declares."""
+
+    run: Run
+    source: Source | None
+
+
+def compile_ops(rules: list, ctx: CompileContext, problems: Problems, base: str) -> list[Run]:
+    """The rules of one list (at the JSON pointer ``base``), compiled through the table; a
+    rule that does not compile is a problem at its pointer, and the others still compile."""
     out = []
-    for rule in rules:
-        if isinstance(rule, str):
-            name, args = rule, None
-        else:
-            ((name, args),) = rule.items()
-        when = None
-        if isinstance(args, dict) and "when" in args and name != "finish":
-            when_path = args["when"]
-            when = compile_read(when_path, ctx.choice_alias)
-            args = {k: v for k, v in args.items() if k != "when"}
-        op = OPERATIONS[name](args, ctx)
-        out.append(op if when is None else _guarded(op, when, when_path))
+    for i, rule in enumerate(rules):
+        name, raw = (rule, None) if isinstance(rule, str) else next(iter(rule.items()))
+        pointer = f"{base}/{i}/{escape(name)}"
+        try:
+            out.append(compile_rule(name, raw, ctx))
+        except RuleProblem as exc:
+            problems.add(f"{pointer}/{escape(exc.key)}", str(exc))
+        except (ValueError, KeyError, TypeError) as exc:
+            problems.add(pointer, f"{name}: {exc}")
     return by_source_key(out, ctx)
 
 
-def by_source_key(ops: list[Run], ctx: CompileContext) -> list[Run]:
+def compile_rule(name: str, raw: Any, ctx: CompileContext) -> Rule:
+    """One rule through its operation's entry; a ``when`` in its arguments guards it."""
+    entry = OPERATIONS[name]
+    args = entry.arguments(raw)
+    when_path = args.get("when")
+    if when_path is None:
+        return Rule(entry.compile(args, ctx), entry.source(args))
+    args = {k: v for k, v in args.items() if k != "when"}
+    op = entry.compile(args, ctx)
+    return Rule(_guarded(op, compile_read(when_path, ctx.choice_alias)), Source(when_path, True))
+
+
+def by_source_key(rules: list[Rule], ctx: CompileContext) -> list[Run]:
     """Dispatch an event's rules on which of their sources the event carries.
 
     Most rules find nothing in most events: Bedrock's ``contentBlockDelta`` has six rules
     under ``delta`` (text, toolUse, reasoning text, signature, redacted content, toolResult)
     and each event carries one; Gemini's rules for every chunk read a finish reason, usage
     and an error that nearly every chunk lacks. A dictionary look-up decides instead of a
-    call that reads a path and finds nothing. Only rules that declare they do nothing
-    without their source (``skips_without``) qualify, and only when every rule of the list
-    does, so that the declared order always holds.
+    call that reads a path and finds nothing. Only rules whose operation declares a source
+    (it does nothing without it) qualify, and only when every rule of the list does, so that
+    the declared order always holds.
     """
-    sources = [getattr(op, "source", None) for op in ops]
-    if len(ops) < 2 or not all(s and is_plain(s) for s in sources):
+    ops = [rule.run for rule in rules]
+    sources = [rule.source for rule in rules]
+    if len(ops) < 2 or not all(s and s.path and is_plain(s.path) for s in sources):
         return ops
     alias = ctx.choice_alias
     rooted = []  # (reads the choice, field chain under that root)
     for source in sources:
         assert source is not None  # every source is a plain path (checked above)
-        chain = source.split(".")
+        chain = source.path.split(".")
         on_choice = alias is not None and chain[0] == alias
         if on_choice:
             chain = chain[1:]
@@ -350,8 +392,9 @@ def by_source_key(ops: list[Run], ctx: CompileContext) -> list[Run]:
             return [keyed]
     # A guard on a single field (``when: done``) needs a true value there, not just the key.
     entries = tuple(
-        (on_choice, chain[0], len(chain) == 1 and _must_be_true(op), op)
-        for (on_choice, chain), op in zip(rooted, ops, strict=True)
+        (on_choice, chain[0], len(chain) == 1 and source.must_be_true, op)
+        for (on_choice, chain), source, op in zip(rooted, sources, ops, strict=True)
+        if source is not None
     )
 
     def present_only(asm: Assembly, ev: Any, ch: Any) -> None:
@@ -361,11 +404,6 @@ def by_source_key(ops: list[Run], ctx: CompileContext) -> list[Run]:
                 op(asm, ev, ch)
 
     return [present_only]
-
-
-def _must_be_true(op: Run) -> bool:
-    """What ``skips_without`` declared beside the source: a true value is needed there."""
-    return bool(getattr(op, "source_must_be_true", False))
 
 
 def _keyed_under_common_prefix(ops: list[Run], rooted: list, ctx: CompileContext) -> Run | None:
@@ -408,14 +446,14 @@ def _keyed_under_common_prefix(ops: list[Run], rooted: list, ctx: CompileContext
     return dispatch
 
 
-def _guarded(op: Run, when: Any, when_path: str) -> Run:
+def _guarded(op: Run, when: Any) -> Run:
     """An operation that runs only when the event holds a true value at ``when``."""
 
     def guarded(asm: Assembly, ev: Any, ch: Any) -> None:
         if when(ev, ch):
             op(asm, ev, ch)
 
-    return skips_without(guarded, when_path, unless_true=True)
+    return guarded
 
 
 def _reasoning_places(spec: Any) -> tuple[TextPlace, ...]:
@@ -432,15 +470,34 @@ def _reasoning_places(spec: Any) -> tuple[TextPlace, ...]:
     )
 
 
-def _check_reasoning_streamed(places: tuple[TextPlace, ...], ctx: CompileContext) -> None:
-    """A reasoning place that no event rule writes would never stream: say so at load."""
+def _check_reasoning_streamed(
+    places: tuple[TextPlace, ...], ctx: CompileContext, problems: Problems, listed: bool
+) -> None:
+    """A reasoning place that no event rule writes would never stream: say so at load
+    (``listed``: the section is a list of places, else one place)."""
     for i, place in enumerate(places):
         if place.pattern not in ctx.reasoning_streamed:
-            raise ValueError(
+            problems.add(
+                f"/reasoning/{i}/at" if listed else "/reasoning/at",
                 f"reasoning[{i}].at {place.pattern}: no event rule streams text there (an "
                 "append at it, a fold's concat key or parts, or an extend's parts); its "
-                "reasoning would never stream"
+                "reasoning would never stream",
             )
+
+
+def _sections(descriptor: dict, sections: Any, problems: Problems) -> CompiledSections:
+    """The ``results`` and ``declarations`` sections, compiled with the strategy (or as the
+    validating pass compiled them), so that they live and die with it."""
+    if sections is not None:
+        return sections
+    try:
+        return compile_sections(descriptor)
+    except ValueError as exc:
+        pointer, sep, message = str(exc).partition(": ")
+        if not (sep and pointer.startswith("/")):
+            pointer, message = "/results", str(exc)
+        problems.add(pointer, message)
+        return CompiledSections(results=None, declarations=None)
 
 
 def _message_reader(places: tuple[TextPlace, ...]) -> Callable[[dict, list], None]:
@@ -494,9 +551,26 @@ def _pattern_parts(path: str) -> tuple[str, tuple[tuple[str, ...], ...], tuple[s
 class ExtractionStrategy:
     """One wire format, compiled from its descriptor. Immutable and shared between streams."""
 
-    def __init__(self, descriptor: dict, source: str | None = None) -> None:
+    def __init__(
+        self,
+        descriptor: dict,
+        source: str | None = None,
+        *,
+        problems: Problems | None = None,
+        sections: Any = None,
+    ) -> None:
+        """Compile ``descriptor``. With ``problems``, every problem found is added there (the
+        validator's one pass: it locates them); without, the first raises a ValueError.
+        ``sections``: its ``results`` and ``declarations`` compiled already (by that pass)."""
+        found = Problems() if problems is None else problems
+        self._compile(descriptor, source, found, sections)
+        if problems is None and found:
+            raise ValueError(found.found[0][1])
+
+    def _compile(self, descriptor: dict, source: str | None, problems: Problems, sections: Any):
         self.descriptor = descriptor
         self.source = source
+        self.sections = _sections(descriptor, sections, problems)
         self.name: str = descriptor["name"]
         self.title: str = descriptor.get("title", self.name)
         calls_spec = descriptor.get("calls")
@@ -504,7 +578,7 @@ class ExtractionStrategy:
         if calls_spec:
             pattern, chains, tail = _pattern_parts(calls_spec["at"])
             if tail:
-                raise ValueError("calls.at must end with [*]")
+                problems.add("/calls/at", "calls.at must end with [*]")
             calls = CallsSpec(
                 pattern=pattern,
                 list_fields=chains,
@@ -562,8 +636,9 @@ class ExtractionStrategy:
         )
         self.leaks_into_text = self.spec.leaks_into_text
         self.is_wire = "events" in descriptor
-        self.program = Program(events, ctx)
-        _check_reasoning_streamed(reasoning, ctx)
+        self.program = Program(events, ctx, problems)
+        listed = isinstance(descriptor.get("reasoning"), list)
+        _check_reasoning_streamed(reasoning, ctx, problems, listed)
         self._reasoning_read = _message_reader(reasoning)
         recognize = descriptor.get("recognize", {})
         self._recognize_chunk = compile_predicate(recognize["chunk"])
@@ -712,7 +787,8 @@ class ExtractionStrategy:
 
     def streamed_fields(self) -> list[tuple[str, ...]]:
         """Where string fragments sit in an event: the field chains (``*`` for every list
-        entry) that ``append``, ``args`` and ``fold`` concatenate. Tools and property tests use
+        entry) whose strings an operation concatenates (what each declares in the table:
+        ``append``, ``args``, ``fold``'s concat keys and lists). Tools and property tests use
         it to re-split a stream's fragments without knowing the wire."""
         events = self.descriptor.get("events", {})
         choice = events.get("choice")
@@ -728,32 +804,11 @@ class ExtractionStrategy:
                 fields = (*choice["list"].split("."), "*", *fields[1:])
             return fields
 
-        def visit(rules: list) -> None:
-            for rule in rules or []:
-                if not isinstance(rule, dict):
-                    continue
-                ((op, args),) = rule.items()
-                if op in ("append", "args") and isinstance(args.get("from"), str):
-                    fields = chain(args["from"])
-                    if fields is not None:
-                        found.append(fields)
-                elif op == "fold":
-                    base = chain(args.get("from", ""))
-                    if base is None:
-                        continue
-                    found.extend((*base, key) for key in args.get("concat", ()))
-                    for name, lspec in (args.get("lists") or {}).items():
-                        if lspec.get("args"):
-                            found.append((*base, name, "*", *parse_chain(lspec["args"])))
-                        found.extend((*base, name, "*", key) for key in lspec.get("concat", ()))
-
-        visit(events.get("every", []))
-        for rules in events.get("on", {}).values():
-            if isinstance(rules, dict):
-                for sub in rules.get("on", {}).values():
-                    visit(sub)
-            else:
-                visit(rules)
+        for _, name, args in operation_rules(events):
+            for path, tail in OPERATIONS[name].streamed(args):
+                fields = chain(path) if isinstance(path, str) else None
+                if fields is not None:
+                    found.append((*fields, *tail))
         return sorted(set(found))
 
     def new_assembly(self) -> Assembly:

@@ -108,19 +108,6 @@ def _fill(template: str, **values: str) -> str:
     return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), template)
 
 
-def _strings(value: Any, where: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ValueError(f"codec.{where} must be a list of strings")
-    return tuple(value)
-
-
-def _required_text(section: Mapping[str, Any], key: str, where: str) -> str:
-    value = section.get(key)
-    if not isinstance(value, str):
-        raise ValueError(f"codec.{where}{key} is required (a string)")
-    return value
-
-
 @dataclass(frozen=True)
 class TextCodec:
     """The compiled text codec: immutable and shared; per-stream state is a
@@ -148,45 +135,35 @@ class TextCodec:
     def from_descriptor(cls, data: Mapping[str, Any]) -> TextCodec:
         """Compile the ``codec`` section of a descriptor (or the section itself).
 
-        Regexes and marker tables are built here, once; a malformed section is a ValueError
-        naming the key (the schema reports it first when the engine's loader reads the file).
+        Regexes and marker tables are built here, once. The section is taken as the schema
+        checked it (``schemas/format.schema.json``, the one place that says what a codec
+        section may hold; the engine's loader never compiles a section the schema refuses),
+        so nothing of it is checked again here.
         """
         section = data.get("codec", data)
-        if not isinstance(section, Mapping):
-            raise ValueError("codec must be a mapping")
         conf = {**_DEFAULTS, **section}
         fences = {**_DEFAULTS["fences"], **(conf["fences"] or {})}
-        languages = _strings(fences["languages"], "fences.languages")
-        markers = _strings(fences["markers"], "fences.markers")
-        if not markers:
-            raise ValueError("codec.fences.markers must name at least one fence marker")
-        pairs = {}
-        for key in ("delimiters", "reasoning"):
-            items = conf[key] or []
-            if not all(isinstance(p, Mapping) for p in items):
-                raise ValueError(f"codec.{key} must be a list of {{start, end}}")
-            pairs[key] = tuple((str(p["start"]), str(p["end"])) for p in items)
-        healing = []
-        for i, rule in enumerate(conf["healing"] or []):
-            try:
-                healing.append((re.compile(rule["pattern"]), str(rule.get("replacement", ""))))
-            except (re.error, KeyError, TypeError) as exc:
-                raise ValueError(f"codec.healing[{i}]: {exc}") from None
-        all_markers = [*markers, *(s for s, _ in pairs["delimiters"])]
-        all_markers += [s for s, _ in pairs["reasoning"]]
-        if not all(all_markers):
-            raise ValueError("codec: a fence marker, delimiter or reasoning tag is empty")
+        languages = tuple(fences["languages"])
+        markers = tuple(fences["markers"])
+        pairs = {
+            key: tuple((p["start"], p["end"]) for p in conf[key] or [])
+            for key in ("delimiters", "reasoning")
+        }
+        healing = [
+            (re.compile(rule["pattern"]), rule.get("replacement", ""))
+            for rule in conf["healing"] or []
+        ]
         return cls(
-            name_keys=_strings(conf["name_keys"], "name_keys"),
-            args_keys=_strings(conf["args_keys"], "args_keys"),
-            reject_keys=_strings(conf["reject_keys"], "reject_keys"),
+            name_keys=tuple(conf["name_keys"]),
+            args_keys=tuple(conf["args_keys"]),
+            reject_keys=tuple(conf["reject_keys"]),
             bare=bool(conf["bare"]),
             fence_languages=frozenset(lang.lower() for lang in languages),
             fence_markers=markers,
             delimiters=pairs["delimiters"],
             reasoning=pairs["reasoning"],
             healing=tuple(healing),
-            prompt=_compile_prompt(conf.get("prompt")),
+            prompt=_compile_prompt(conf["prompt"]),
         )
 
     def __post_init__(self) -> None:
@@ -351,39 +328,31 @@ class TextCodec:
         return _fill(self.prompt.no_tool_field, call_example=self.prompt.call_example)
 
 
-def _compile_prompt(section: Any) -> _Prompt:
-    if not isinstance(section, Mapping):
-        raise ValueError("codec.prompt is required (a mapping)")
+def _compile_prompt(section: Mapping[str, Any]) -> _Prompt:
     fmt = section.get("tool_format") or {}
-    retry = section.get("retry")
-    if not isinstance(fmt, Mapping) or not isinstance(retry, Mapping):
-        raise ValueError("codec.prompt.tool_format and codec.prompt.retry must be mappings")
+    retry = section["retry"]
     fields = fmt.get("fields") or {
         "name": "name",
         "description": "description",
         "parameters": "parameters",
     }
-    indent = fmt.get("indent", 2)
     return _Prompt(
-        system_template=_required_text(section, "system_template", "prompt."),
-        call_example=_required_text(section, "call_example", "prompt."),
-        list_key=str(fmt.get("list_key", "tools")),
-        fields=tuple((str(k), str(v)) for k, v in fields.items()),
-        indent=indent if isinstance(indent, int) else None,
+        system_template=section["system_template"],
+        call_example=section["call_example"],
+        list_key=fmt.get("list_key", "tools"),
+        fields=tuple(fields.items()),
+        indent=fmt.get("indent", 2),
         untyped_parameter=tuple((fmt.get("untyped_parameter") or {"type": "string"}).items()),
-        execution_failed=_required_text(retry, "execution_failed", "prompt.retry."),
-        unknown_tool=_required_text(retry, "unknown_tool", "prompt.retry."),
-        no_tool_field=_required_text(retry, "no_tool_field", "prompt.retry."),
-        call_incomplete=_incomplete_templates(retry.get("call_incomplete")),
+        execution_failed=retry["execution_failed"],
+        unknown_tool=retry["unknown_tool"],
+        no_tool_field=retry["no_tool_field"],
+        call_incomplete=_incomplete_templates(retry["call_incomplete"]),
     )
 
 
-def _incomplete_templates(section: Any) -> tuple[tuple[str, str], ...]:
+def _incomplete_templates(section: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     """``retry.call_incomplete``: one message for each reason a call can end unrunnable."""
-    if not isinstance(section, Mapping):
-        raise ValueError("codec.prompt.retry.call_incomplete is required (a mapping)")
-    where = "prompt.retry.call_incomplete."
-    return tuple((reason, _required_text(section, reason, where)) for reason in INCOMPLETE_REASONS)
+    return tuple((reason, section[reason]) for reason in INCOMPLETE_REASONS)
 
 
 # -- the scanner -------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .results import compile_sections
 from .strategy import NOT_FORMING, ExtractedCall, Forming
 from .textcodec import TextCodec
 
@@ -19,9 +20,13 @@ class TextStrategy:
     is_wire = False
     leaks_into_text = False
 
-    def __init__(self, descriptor: dict, source: str | None = None) -> None:
+    def __init__(
+        self, descriptor: dict, source: str | None = None, *, sections: Any = None
+    ) -> None:
         self.descriptor = descriptor
         self.source = source
+        # Its results (compiled with it, or by the validating pass): they die with it.
+        self.sections = compile_sections(descriptor) if sections is None else sections
         self.name: str = descriptor["name"]
         self.title: str = descriptor.get("title", self.name)
         self.codec = TextCodec.from_descriptor(descriptor)

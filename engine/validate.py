@@ -49,9 +49,10 @@ from typing import Any, cast
 from jsonschema import Draft202012Validator, FormatChecker, ValidationError
 from jsonschema.exceptions import relevance
 
-from .errors import Problem
+from .errors import Problem, escape
 from .inherit import KEY as EXTENDS
 from .inherit import resolve
+from .operations import OPERATIONS, operation_rules, rule_lists
 from .ops import pattern_of
 from .paths import (
     JMESPATH,
@@ -64,7 +65,7 @@ from .paths import (
     parse_target,
     read_steps,
 )
-from .yamlsource import SourceMap, YAMLSourceError, escape, load
+from .yamlsource import SourceMap, YAMLSourceError, load
 
 # -- the schema --------------------------------------------------------------------------------
 
@@ -499,34 +500,11 @@ def _order_problems(data: dict, where: _Locator, kind: str) -> list[Problem]:
     return out
 
 
-def _operation_lists(data: dict) -> Iterator[tuple[str, list]]:
-    """Every list of operations in the descriptor, with its pointer."""
-    events = data.get("events")
-    if not isinstance(events, dict):
-        return
-    if isinstance(events.get("every"), list):
-        yield "/events/every", events["every"]
-    table = events.get("on")
-    if not isinstance(table, dict):
-        return
-    for name, rules in table.items():
-        base = f"/events/on/{escape(name)}"
-        if isinstance(rules, list):
-            yield base, rules
-        elif isinstance(rules, dict) and isinstance(rules.get("on"), dict):
-            for sub, sub_rules in rules["on"].items():
-                if isinstance(sub_rules, list):
-                    yield f"{base}/on/{escape(sub)}", sub_rules
-
-
 def _engine_problems(data: dict, where: _Locator) -> list[Problem]:
-    """Operations the schema allows but the engine does not implement (schema and engine out
-    of step: a developer's problem, said where it shows)."""
-    from . import strategy  # noqa: F401  (importing the strategy registers every operation)
-    from .ops import OPERATIONS
-
+    """Operations the schema allows but the engine's table lacks (schema and engine out of
+    step: a developer's problem, said where it shows)."""
     out = []
-    for base, rules in _operation_lists(data):
+    for base, rules in rule_lists(data.get("events")):
         for i, rule in enumerate(rules):
             if isinstance(rule, str):
                 name, pointer = rule, f"{base}/{i}"
@@ -560,20 +538,23 @@ def in_template(pointer: str) -> bool:
     return any(pointer == t or pointer.startswith(t + "/") for t in TEMPLATES)
 
 
-def _template_problems(data: dict, where: _Locator, results_checked: bool) -> list[Problem]:
+def _template_problems(
+    data: dict, where: _Locator, results_checked: bool
+) -> tuple[Any, list[Problem]]:
     """The ``results`` and ``declarations`` templates, checked by their own compiler: every
-    problem, each at the JSON pointer of its part. With ``results_checked`` (the schema found
-    a problem in the results section outside its templates) only the templates' own."""
-    if "results" not in data and "declarations" not in data:
-        return []
+    problem, each at the JSON pointer of its part; with the sections it compiled (None when
+    there is a problem), which the strategy takes as they are, so they compile once. With
+    ``results_checked`` (the schema found a problem in the results section outside its
+    templates) only the templates' own problems."""
     from .results import check_sections
 
-    _, found = check_sections(data)
-    return [
+    sections, found = check_sections(data)
+    problems = [
         where.at_value(pointer, message, rule)
         for pointer, message, rule in found
         if not results_checked or in_template(pointer)
     ]
+    return (None if found else sections), problems
 
 
 def _covered(problem: Problem, by: list[Problem]) -> bool:
@@ -587,19 +568,6 @@ def _covered(problem: Problem, by: list[Problem]) -> bool:
 # -- what can be known of the flow when the descriptor loads ------------------------------------
 
 
-def _rules(data: dict) -> Iterator[tuple[str, str, dict]]:
-    """Every operation with arguments: (pointer of its arguments, name, arguments)."""
-    for base, rules in _operation_lists(data):
-        for i, rule in enumerate(rules):
-            if isinstance(rule, dict) and len(rule) == 1:
-                ((name, args),) = rule.items()
-                if isinstance(args, dict):
-                    yield f"{base}/{i}/{escape(name)}", name, args
-
-
-_ARGS_WRITERS = ("args", "args_final")
-
-
 def _unwritten_args(data: dict, where: _Locator) -> list[Problem]:
     """``calls.args`` streams fragments (the default ``args_arrive``) but no operation writes
     there: every call's arguments would stay empty, and no call would ever be runnable."""
@@ -610,17 +578,9 @@ def _unwritten_args(data: dict, where: _Locator) -> list[Problem]:
     if not (isinstance(at, str) and isinstance(args, str)):
         return []
     wanted = f"{_pattern_of(at)}.{args}"
-    for _, name, spec in _rules(data):
-        target = spec.get("at")
-        if name in _ARGS_WRITERS and isinstance(target, str) and _pattern_of(target) == wanted:
+    for _, name, spec in operation_rules(data.get("events")):
+        if wanted in OPERATIONS[name].writes_args(spec):
             return []
-        if name == "fold":
-            base = _pattern_of(spec.get("at", ""))
-            for list_name, lspec in (spec.get("lists") or {}).items():
-                if isinstance(lspec, dict) and lspec.get("args"):
-                    written = f"{base}.{list_name}[*]" if base else f"{list_name}[*]"
-                    if f"{written}.{lspec['args']}" == wanted:
-                        return []
     slotted = wanted.replace("[*]", "[SLOT]")
     return [
         where.at_value(
@@ -644,9 +604,9 @@ def _slot_keys(data: dict, where: _Locator) -> list[Problem]:
     opened: dict[str, set[tuple[Any, str]]] = {}
     addressed: list[tuple[str, str, tuple[Any, str], str]] = []
     out = []
-    for pointer, name, spec in _rules(data):
+    for pointer, name, spec in operation_rules(data.get("events")):
         at = spec.get("at")
-        if not isinstance(at, str) or name in ("fold", "extend"):
+        if not isinstance(at, str) or not OPERATIONS[name].slot_keyed:
             continue
         segments = parse_target(at)
         slots = [i for i, seg in enumerate(segments) if seg.field is None]
@@ -663,7 +623,7 @@ def _slot_keys(data: dict, where: _Locator) -> list[Problem]:
         last = slots[-1]
         list_pattern = pattern_of(segments[: last + 1])
         key = (spec.get("scope"), segments[last].slot_path or "")
-        if name == "open" or (name == "set" and last == len(segments) - 1):
+        if OPERATIONS[name].opens(spec):
             opened.setdefault(list_pattern, set()).add(key)
         addressed.append((pointer, list_pattern, key, at))
     for pointer, list_pattern, key, at in addressed:
@@ -697,20 +657,30 @@ def _flow_problems(data: dict, where: _Locator) -> list[Problem]:
         return []
 
 
-def _compile_problems(data: dict, where: _Locator) -> list[Problem]:
+def _compile(data: dict, where: _Locator, sections: Any) -> tuple[Any, list[Problem]]:
+    """The one compile of a checked descriptor: its strategy, and every problem the compiler
+    found at the pointer of the value at fault (a rule that does not compile, a reasoning
+    place no rule streams), which the checks before it cannot see."""
+    from .strategy import ExtractionStrategy, Problems
+
+    found = Problems()
     try:
         if descriptor_kind(data) == "codec_descriptor":
-            from .textcodec import TextCodec
+            from .textstrategy import TextStrategy
 
-            TextCodec.from_descriptor(data)
+            strategy: Any = TextStrategy(data, source=where.file, sections=sections)
         else:
-            from .strategy import ExtractionStrategy
-
-            ExtractionStrategy(data, source=where.file)
+            strategy = ExtractionStrategy(
+                data, source=where.file, problems=found, sections=sections
+            )
     except Exception as exc:  # noqa: BLE001 - whatever the compiler refuses is a problem
         message = str(exc) or exc.__class__.__name__
-        return [where.at_value("", f"does not compile: {message}", "compile")]
-    return []
+        return None, [where.at_value("", f"does not compile: {message}", "compile")]
+    problems = [
+        where.at_value(pointer, f"does not compile: {message}", "compile")
+        for pointer, message in found.found
+    ]
+    return (None if problems else strategy), problems
 
 
 # -- entry points -------------------------------------------------------------------------------
@@ -721,31 +691,41 @@ def validate_text(text: str, file: str) -> tuple[Any, list[Problem]]:
     that ``name`` must equal, and the folder that ``extends: PATH`` is relative to). Returns
     the data, ``extends`` resolved (None when the YAML does not parse), and every problem,
     sorted by position."""
+    data, problems, _ = compile_text(text, file)
+    return data, problems
+
+
+def compile_text(text: str, file: str) -> tuple[Any, list[Problem], Any]:
+    """Check and compile a descriptor's YAML text in one pass: :func:`validate_text`'s data
+    and problems, and the strategy compiled on the way (None when there is a problem), so
+    that a descriptor that loads is compiled once."""
     try:
         written, source = load(text)
     except YAMLSourceError as exc:
-        return None, [Problem(file, exc.line, exc.col, exc.pointer, str(exc), "yaml")]
+        return None, [Problem(file, exc.line, exc.col, exc.pointer, str(exc), "yaml")], None
     data, source, problems = resolve(written, source, file)
     if problems:
-        return written, _unique(problems)
+        return written, _unique(problems), None
     if data is not written:
         data = _in_section_order(data)
     where = _Locator(file, source)
     checked = _schema_problems(data, where)
     problems = [p for p in checked if not in_template(p.pointer)]
+    strategy = None
     if isinstance(data, dict):
         problems += _name_problems(data, file, where)
         problems += _order_problems(written, where, descriptor_kind(data))
         problems += _engine_problems(data, where)
         in_results = any(p.pointer.startswith(("/results", "/declarations")) for p in problems)
-        templates = _template_problems(data, where, in_results)
+        sections, templates = _template_problems(data, where, in_results)
         inside = [p for p in checked if in_template(p.pointer) and not _covered(p, templates)]
         problems += templates + inside
         if not problems:
             problems += _flow_problems(data, where)
         if not problems:
-            problems += _compile_problems(data, where)
-    return data, _unique(problems)
+            strategy, found = _compile(data, where, sections)
+            problems += found
+    return data, _unique(problems), strategy
 
 
 def _unique(problems: list[Problem]) -> list[Problem]:

@@ -14,6 +14,8 @@ from typing import Any, Protocol
 
 import yaml
 
+from .errors import escape
+
 
 @dataclass
 class SourceMap:
@@ -167,10 +169,6 @@ DescriptorLoader.add_implicit_resolver(
     re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
     list("tTfF"),
 )
-
-
-def escape(token: str) -> str:
-    return token.replace("~", "~0").replace("/", "~1")
 
 
 def load(text: str) -> tuple[Any, SourceMap]:

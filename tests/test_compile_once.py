@@ -1,0 +1,103 @@
+"""Compiling is validating: one pass checks a descriptor and compiles it, every problem found
+located, and nothing the engine holds keeps a strategy alive that a user loaded."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from pathlib import Path
+
+import pytest
+
+import engine
+from engine.strategy import ExtractionStrategy
+from engine.textstrategy import TextStrategy
+from engine.validate import compile_text
+
+ROOT = Path(__file__).resolve().parent.parent
+FORMATS = ROOT / "formats"
+
+
+def _count_compiles(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    seen: list[str] = []
+    wire_compile = ExtractionStrategy._compile
+    text_init = TextStrategy.__init__
+
+    def counted_wire(self, descriptor, *args, **kwargs):
+        seen.append(descriptor["name"])
+        return wire_compile(self, descriptor, *args, **kwargs)
+
+    def counted_text(self, descriptor, *args, **kwargs):
+        seen.append(descriptor["name"])
+        return text_init(self, descriptor, *args, **kwargs)
+
+    monkeypatch.setattr(ExtractionStrategy, "_compile", counted_wire)
+    monkeypatch.setattr(TextStrategy, "__init__", counted_text)
+    return seen
+
+
+@pytest.mark.parametrize("name", ["openai_chat", "gemini", "mcs_text"])
+def test_loading_a_descriptor_file_compiles_it_once(name, monkeypatch):
+    seen = _count_compiles(monkeypatch)
+    strategy = engine.load_format(FORMATS / f"{name}.yaml")
+    assert seen == [name]
+    assert strategy.name == name
+
+
+def test_the_pass_returns_the_strategy_it_compiled(monkeypatch):
+    seen = _count_compiles(monkeypatch)
+    path = FORMATS / "anthropic_messages.yaml"
+    data, problems, strategy = compile_text(path.read_text(encoding="utf-8"), str(path))
+    assert problems == [] and seen == ["anthropic_messages"]
+    assert strategy.descriptor is data
+
+
+def test_an_invalid_descriptor_yields_problems_and_no_strategy():
+    path = ROOT / "tests" / "broken" / "open_without_slot.yaml"
+    _, problems, strategy = compile_text(path.read_text(encoding="utf-8"), str(path))
+    assert problems and strategy is None
+
+
+def test_a_compile_problem_is_located_at_the_value_at_fault():
+    """What only the compiler sees (a reasoning place no rule streams) is reported at its
+    line, with its pointer, not at the top of the file."""
+    path = ROOT / "tests" / "toy" / "toy_wire.yaml"
+    text = path.read_text(encoding="utf-8")
+    assert "\nreasoning:" not in text and text.rstrip().endswith("said[*].words\"")
+    text += "\nreasoning:\n  at: nowhere_streamed\n"
+    _, problems, strategy = compile_text(text, "toy_wire.yaml")
+    assert strategy is None
+    assert [(p.pointer, p.rule) for p in problems] == [("/reasoning/at", "compile")]
+    assert problems[0].line == text.count("\n")  # the line of `at:`
+    assert "no event rule streams text there" in problems[0].message
+
+
+def _released(make) -> bool:
+    """Is the strategy ``make()`` returns freed once the caller drops it?"""
+    ref = weakref.ref(make())
+    gc.collect()
+    return ref() is None
+
+
+def test_a_loaded_strategy_is_not_kept_alive_by_its_results():
+    """Rendering results and declarations compiles nothing into a global cache: the
+    strategy a user loaded dies with its last reference."""
+    path = FORMATS / "openai_chat.yaml"
+
+    def load_and_render():
+        strategy = engine.load_format(path)
+        message = {"role": "assistant", "content": "hi"}
+        strategy.result_messages(message, [])
+        strategy.tool_declarations([{"name": "f", "description": "", "parameters": {}}])
+        return strategy
+
+    assert _released(load_and_render)
+
+
+def test_a_text_strategy_loaded_by_path_is_not_kept_alive():
+    assert _released(lambda: engine.load_format(FORMATS / "mcs_text.yaml"))
+
+
+def test_the_registry_keeps_its_built_ins():
+    """The registry may keep the built-ins it compiled once: the same object every time."""
+    assert engine.load_format("openai_chat") is engine.load_format("openai_chat")
