@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -320,9 +320,9 @@ def check_snapshot(strategy: Any, stream: Stream, observed: dict, snapshot: Path
     return [stream.finding(message, chunk, pointer)]
 
 
-def _splits(seed: int, stream_key: str) -> Iterator[tuple[str, Cuts]]:
+def splits(seed: int, stream_key: str) -> Iterator[tuple[str, Cuts]]:
     """The re-splits of one stream: one character a piece, then RANDOM_SPLITS drawn from a
-    generator seeded by the run's seed and the stream's name (adding a stream changes no
+    generator seeded by the run's seed and the stream's file name (adding a stream changes no
     other stream's splits)."""
     yield "re-split one character a piece", every_character
     rng = random.Random(f"{seed}:{stream_key}")
@@ -334,13 +334,14 @@ def _resplit_keys(observed: dict) -> dict:
     return {key: observed[key] for key in RESPLIT_KEYS}
 
 
-def check_resplit(strategy: Any, stream: Stream, observed: dict, seed: int,
-                  stream_key: str) -> list[Finding]:
-    """The stream re-split gives what it gives as recorded; the first split that differs is
-    reported at the first chunk after which the two replays differ."""
+def check_resplit(strategy: Any, stream: Stream, observed: dict,
+                  tries: Iterable[tuple[str, Cuts]]) -> list[Finding]:
+    """The stream re-split (each of ``tries``, as :func:`splits` makes them) gives what it
+    gives as recorded; the first split that differs is reported at the first chunk after
+    which the two replays differ."""
     fields = strategy.streamed_fields()
     want = _resplit_keys(observed)
-    for how, cuts in _splits(seed, stream_key):
+    for how, cuts in tries:
         groups = resplit_groups(stream.events, fields, cuts)
         split = Stream(stream.file, [p for g in groups for p in g], [])
         try:
@@ -464,7 +465,7 @@ def _check_stream(strategy: Any, path: Path, report: Report, update: bool, hint:
         report.failed_streams += 1
         return
     report.findings.extend(
-        check_resplit(strategy, stream, observed, report.seed, f"{strategy.name}/{path.name}")
+        check_resplit(strategy, stream, observed, splits(report.seed, path.name))
     )
     if update:
         text = snapshot_text(observed)
