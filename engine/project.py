@@ -239,29 +239,29 @@ def read_stream(path: Path) -> Stream:
     return Stream(file, events, lines)
 
 
-def _add(buf: LLMStreamBuffer, stream: Stream, chunk: int, event: Any, how: str) -> None:
+def _add(buf: LLMStreamBuffer, stream: Stream, chunk: int, event: Any) -> None:
     """One chunk into the buffer; an error becomes a StreamError at that chunk."""
     try:
         buf.add(event)
     except ChunkError as exc:
-        raise StreamError(stream.finding(f"{how}{exc.reason}", chunk)) from None
+        raise StreamError(stream.finding(exc.reason, chunk)) from None
     except (TypeError, ValueError, KeyError, AttributeError) as exc:
-        raise StreamError(stream.finding(f"{how}event does not fit: {exc}", chunk)) from None
+        raise StreamError(stream.finding(f"event does not fit: {exc}", chunk)) from None
 
 
-def _close(buf: LLMStreamBuffer, stream: Stream, how: str) -> None:
+def _close(buf: LLMStreamBuffer, stream: Stream) -> None:
     try:
         buf.close()
     except UnknownFormatError as exc:
-        raise StreamError(stream.finding(f"{how}{exc}", "close")) from None
+        raise StreamError(stream.finding(str(exc), "close")) from None
 
 
 def replay(strategy: Any, stream: Stream) -> dict[str, Any]:
     """The stream through its format alone, closed: what it gives (:func:`observe`)."""
     buf = LLMStreamBuffer(strategies=[strategy])
     for chunk, event in enumerate(stream.events):
-        _add(buf, stream, chunk, event, "")
-    _close(buf, stream, "")
+        _add(buf, stream, chunk, event)
+    _close(buf, stream)
     return observe(buf)
 
 
@@ -269,9 +269,9 @@ def _values_at(strategy: Any, stream: Stream, pointer: str) -> Iterator[tuple[in
     """(chunk, value at ``pointer``) after each chunk, then after close()."""
     buf = LLMStreamBuffer(strategies=[strategy])
     for chunk, event in enumerate(stream.events):
-        _add(buf, stream, chunk, event, "")
+        _add(buf, stream, chunk, event)
         yield chunk, resolve(observe(buf), pointer)
-    _close(buf, stream, "")
+    _close(buf, stream)
     yield "close", resolve(observe(buf), pointer)
 
 
@@ -346,9 +346,12 @@ def check_resplit(strategy: Any, stream: Stream, observed: dict,
         split = Stream(stream.file, [p for g in groups for p in g], [])
         try:
             got = _resplit_keys(replay(strategy, split))
-        except StreamError as exc:
-            return [stream.finding(f"{how}: fails where the stream as recorded does not: "
-                                   f"{exc.finding.message}")]
+        except StreamError as exc:  # located at the recorded chunk that the piece came from
+            piece = exc.finding.chunk
+            origin = [i for i, group in enumerate(groups) for _ in group]
+            chunk = origin[piece] if isinstance(piece, int) else piece
+            message = f"{how} fails where the stream as recorded does not: {exc.finding.message}"
+            return [stream.finding(message, chunk)]
         if got != want:
             return [_locate_split(strategy, stream, groups, how)]
     return []
