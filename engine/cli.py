@@ -17,7 +17,8 @@ Subcommands (API.md, "Command line"):
   driver's is forming / no longer), ``ran`` (a call the driver ran, with its result),
   ``history`` (the native messages to append) and ``retry`` (what to tell the model).
 - ``new NAME [--dir DIR]``: a commented skeleton ``formats/NAME.yaml`` and
-  ``tests/golden/NAME/``.
+  ``tests/golden/NAME/`` with a sample stream that the skeleton reads.
+- ``test DIR... [--update] [--seed N]``, ``schema [--uri]``: see ``engine/cli_project.py``.
 - ``--version``: ``mcs-formats VERSION`` (``engine.__version__``).
 
 Exit codes: 0 success, 1 a problem in the input (an invalid descriptor, a folder holding no
@@ -42,6 +43,8 @@ import yaml
 
 from . import registry
 from .buffer import LLMStreamBuffer
+from .cli_project import register as register_project_commands
+from .cli_project import schema_uri, write_sample
 from .drivers import BaseDriver, DriverResponse
 from .errors import ChunkError, DescriptorError, Problem, UnknownFormatError
 from .records import Skipped, Tool, ToolCallRecord
@@ -536,12 +539,13 @@ def _tool_names(spec: str | None) -> frozenset[str] | None:
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
 
 SKELETON = """\
-# yaml-language-server: $schema=../schemas/format.schema.json
+# yaml-language-server: $schema=__SCHEMA__
 #
 # __NAME__: a streaming wire format, declared in YAML (no Python). Fill in the TODOs, drop
-# recorded streams into tests/golden/__NAME__/, then:
+# recorded streams into tests/golden/__NAME__/ (first.jsonl is a sample this skeleton reads), then:
 #   mcs-formats validate formats/__NAME__.yaml
-#   mcs-formats replay tests/golden/__NAME__/SCENARIO.jsonl --format formats/__NAME__.yaml
+#   mcs-formats replay tests/golden/__NAME__/first.jsonl --format formats/__NAME__.yaml
+#   mcs-formats test . --update   # writes each stream's snapshot: review it; then `test .`
 # Worked examples: formats/anthropic_messages.yaml (an event wire: start / delta / stop per
 # slot) and formats/openai_chat.yaml (a delta-merge wire: the message is a fold of deltas).
 
@@ -560,7 +564,7 @@ order: 99  # where `mcs-formats list` shows it, and when the buffer tries it
 recognize:
   chunk:
     field: type
-    in: [__NAME__.delta, __NAME__.done]  # TODO: the event types only this wire sends
+    in: [__NAME__.delta, __NAME__.call_delta, __NAME__.done]  # TODO: only this wire's types
   # message: {all: [{field: object, equals: TODO}, {has: content}]}  # a whole stream=false reply
 
 # -- events: what each event does to the message under assembly ---------------------------------
@@ -573,6 +577,8 @@ events:
     __NAME__.delta:
       - append: {at: content, from: delta}  # display text: the event's `delta` string
     __NAME__.call_delta:  # TODO: the event that streams a call (or a fold, see openai_chat)
+      - set_once: {at: "tool_calls[index].id", from: id}
+      - set_once: {at: "tool_calls[index].function.name", from: name}
       - args: {at: "tool_calls[index].function.arguments", from: arguments}
     __NAME__.done:
       - stop_reason: stop_reason
@@ -598,6 +604,30 @@ text:
   at: content
 
 leaks_into_text: false  # does a text-only reply still carry the call envelope?
+
+# -- results: the history a driver returns once it ran the calls --------------------------------
+# The assistant turn as streamed ($echo), then one message per call with its result (mode
+# one_message: all results in one). Constructs: $path, $result, $each, $if (formats/README.md).
+results:
+  mode: per_call
+  assistant:
+    $echo: message
+    list: tool_calls
+    calls: {id: id, name: function.name}
+  result:
+    role: tool  # TODO: the provider's tool-result message
+    tool_call_id: {$path: record.tool_call_id}
+    content: {$result: record}
+
+# -- declarations: the request fragment declaring tools (`fmt.tool_declarations(tools)`) --------
+declarations:
+  tools:
+    $each: tools
+    as: tool
+    $emit:  # TODO: the provider's shape of one tool declaration
+      name: {$path: tool.name}
+      description: {$if: tool.description, then: {$path: tool.description}}
+      parameters: {$path: tool.parameters}
 """
 
 GOLDEN_README = """\
@@ -617,7 +647,11 @@ Check a stream as a client would see it:
 
     mcs-formats replay tests/golden/__NAME__/SCENARIO.jsonl --format formats/__NAME__.yaml
 
-Then run the golden tests once with `--snapshot-update` and review the snapshots.
+Then, from the project folder, write each stream's snapshot (`SCENARIO.expected.json`), review
+it, and test: validation, a replay of every stream, re-splits of its fragments, the snapshots:
+
+    mcs-formats test . --update
+    mcs-formats test .
 """
 
 
@@ -632,7 +666,8 @@ def _skeleton(name: str) -> str:
     operations = textwrap.fill(
         f"Operations: {_operations()}.", width=96, initial_indent="# ", subsequent_indent="# "
     )
-    return SKELETON.replace("# __OPERATIONS__", operations).replace("__NAME__", name)
+    text = SKELETON.replace("# __OPERATIONS__", operations).replace("__NAME__", name)
+    return text.replace("__SCHEMA__", schema_uri())
 
 
 def cmd_new(args: argparse.Namespace) -> int:
@@ -658,8 +693,10 @@ def cmd_new(args: argparse.Namespace) -> int:
         encoding="utf-8",
     )
     (golden / "README.md").write_text(GOLDEN_README.replace("__NAME__", name), encoding="utf-8")
+    sample = write_sample(golden, name)
     print(f"created {descriptor}")
     print(f"created {golden / 'README.md'}")
+    print(f"created {sample}")
     print(f"next: fill in the TODOs, then `mcs-formats validate {descriptor}`")
     return EXIT_OK
 
@@ -713,6 +750,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the project folder to scaffold into (default: the current one)",
     )
     p.set_defaults(run=cmd_new)
+    register_project_commands(sub)
     return parser
 
 

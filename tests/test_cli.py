@@ -409,7 +409,9 @@ def test_new_scaffolds_a_valid_loadable_format_and_refuses_twice(tmp_path):
     assert result.returncode == 0, result.stderr
     descriptor = tmp_path / "formats" / "acme_chat.yaml"
     text = descriptor.read_text(encoding="utf-8")
-    assert text.startswith("# yaml-language-server: $schema=../schemas/format.schema.json\n")
+    # The schema header names the installed schema itself: the folder lives outside the repo.
+    schema = Path(engine.validate.schema_path()).resolve()
+    assert text.startswith(f"# yaml-language-server: $schema={schema.as_uri()}\n")
     assert (tmp_path / "tests" / "golden" / "acme_chat" / "README.md").is_file()
 
     strategy = engine.load_format(descriptor)

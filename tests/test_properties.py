@@ -22,60 +22,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import engine
+from engine.resplit import every_character, resplit
+from engine.resplit import leaves as _leaves
 
 STREAMS = golden_streams()
 WIRES = [engine.load_format(n) for n in engine.list_formats() if engine.load_format(n).is_wire]
-
-
-def _leaves(event: dict, chain: tuple[str, ...], shortest: int = 2):
-    """(container, key) of every string leaf at a streamed-field chain (* = each entry) with
-    at least ``shortest`` characters."""
-    if not chain:
-        return
-    head, rest = chain[0], chain[1:]
-    if head == "*":
-        entries = event if isinstance(event, list) else [event] if isinstance(event, dict) else []
-        for entry in entries:
-            yield from _leaves(entry, rest, shortest)
-        return
-    if not isinstance(event, dict) or head not in event:
-        return
-    if not rest:
-        if isinstance(event[head], str) and len(event[head]) >= shortest:
-            yield event, head
-        return
-    yield from _leaves(event[head], rest, shortest)
-
-
-def resplit(events: list[dict], fields, cuts) -> list[dict]:
-    """Split each streamed string of each event into pieces, one event per piece.
-
-    Every copy keeps the event's other fields (repeated ids and names must be harmless); the
-    other streamed strings of the same event stay in the last copy only (earlier copies carry
-    "", a no-op), so order is kept and nothing is counted twice.
-    """
-    out = []
-    for event in events:
-        leaves = [leaf for chain in fields for leaf in _leaves(event, chain)]
-        if not leaves:
-            out.append(event)
-            continue
-        container, key = leaves[0]
-        text = container[key]
-        points = sorted({c % len(text) for c in cuts(len(text))} - {0})
-        pieces = [text[a:b] for a, b in zip([0, *points], [*points, len(text)], strict=True)]
-        for i, piece in enumerate(pieces):
-            container[key] = piece
-            copy_event = copy.deepcopy(event)
-            if i < len(pieces) - 1:
-                for other_container, other_key in [
-                    leaf for chain in fields for leaf in _leaves(copy_event, chain, 0)
-                    if leaf[0][leaf[1]]
-                ][1:]:
-                    other_container[other_key] = ""
-            out.append(copy_event)
-        container[key] = text
-    return out
 
 
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -100,7 +51,7 @@ def test_one_character_fragments_give_the_same_result(path):
     fmt = path.parent.name
     fields = engine.load_format(fmt).streamed_fields()
     expected = outcome(replay(copy.deepcopy(events), fmt))
-    split = resplit(copy.deepcopy(events), fields, lambda n: list(range(1, n)))
+    split = resplit(copy.deepcopy(events), fields, every_character)
     assert outcome(replay(split, fmt)) == expected
 
 

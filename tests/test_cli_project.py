@@ -1,0 +1,314 @@
+"""``mcs-formats test DIR`` and ``mcs-formats schema``, through the real entry point
+(``python -m engine``), on project folders made in tmp dirs outside the repository.
+
+A folder holding a toy wire (``tests/toy/``, copied out) passes once its snapshots are
+written, and its snapshot agrees with the toy's hand-written oracle; a deliberately broken
+snapshot and a descriptor whose result depends on how the stream is split each fail with a
+located message (file, line, chunk, JSON pointer).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import engine
+from engine import project
+from engine.validate import schema_path
+
+ROOT = Path(__file__).resolve().parent.parent
+TOY = ROOT / "tests" / "toy"
+ENV = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONIOENCODING="utf-8", NO_COLOR="1")
+SEED_LINE = re.compile(r"^seed (\d+) \(the random re-splits are drawn from it: --seed \1 ")
+
+
+def mcs(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "engine", *args],
+        cwd=cwd,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=120,
+    )
+
+
+def toy_project(tmp_path: Path, descriptor: str | None = None) -> Path:
+    """A project folder laid out as `new --dir` lays it out, holding the toy wire."""
+    root = tmp_path / "proj"
+    (root / "formats").mkdir(parents=True)
+    golden = root / "tests" / "golden" / "toy_wire"
+    golden.mkdir(parents=True)
+    text = descriptor or (TOY / "toy_wire.yaml").read_text(encoding="utf-8")
+    (root / "formats" / "toy_wire.yaml").write_text(text, encoding="utf-8")
+    shutil.copy(TOY / "two_calls.jsonl", golden / "two_calls.jsonl")
+    return root
+
+
+STREAM = "proj/tests/golden/toy_wire/two_calls.jsonl"
+SNAPSHOT = Path("proj/tests/golden/toy_wire/two_calls.expected.json")
+
+
+def test_a_toy_wire_outside_the_repository_passes_once_its_snapshot_is_written(tmp_path):
+    toy_project(tmp_path)
+
+    missing = mcs("test", "proj", cwd=tmp_path)
+    assert missing.returncode == 1, missing.stdout + missing.stderr
+    lines = missing.stdout.splitlines()
+    assert SEED_LINE.match(lines[0]), lines[0]
+    assert lines[1] == (
+        f"{STREAM}: no snapshot two_calls.expected.json: "
+        "`mcs-formats test proj --update` writes it (then review it)"
+    )
+    assert lines[-1] == "1 format, 1 stream: 1 failure (1 of the streams)"
+    assert not (tmp_path / SNAPSHOT).exists()
+
+    updated = mcs("test", "proj", "--update", cwd=tmp_path)
+    assert updated.returncode == 0, updated.stdout
+    assert f"wrote {SNAPSHOT} (review it)" in updated.stdout.splitlines()
+
+    # What --update wrote is what the toy's documented oracle says the stream means.
+    written = json.loads((tmp_path / SNAPSHOT).read_text(encoding="utf-8"))
+    oracle = json.loads((TOY / "two_calls.expect.json").read_text(encoding="utf-8"))
+    for key in ("message", "text", "calls", "stop_reason"):
+        assert written[key] == oracle[key], key
+    assert written["finished"] is True and written["skipped"] == []
+    assert list(written) == list(project.SNAPSHOT_KEYS)
+
+    passed = mcs("test", "proj", cwd=tmp_path)
+    assert passed.returncode == 0, passed.stdout
+    assert passed.stdout.splitlines()[1:] == ["1 format, 1 stream: all pass"]
+    assert passed.stderr == ""
+
+    again = mcs("test", "proj", "--update", cwd=tmp_path)  # nothing changed: nothing written
+    assert again.returncode == 0 and "wrote" not in again.stdout
+
+
+def _break(snapshot: Path, change) -> None:
+    data = json.loads(snapshot.read_text(encoding="utf-8"))
+    change(data)
+    snapshot.write_text(json.dumps(data, indent=2), encoding="utf-8")
+
+
+def test_a_broken_snapshot_fails_at_the_chunk_and_pointer_of_its_first_difference(tmp_path):
+    toy_project(tmp_path)
+    assert mcs("test", "proj", "--update", cwd=tmp_path).returncode == 0
+
+    def argument(data):
+        data["message"]["said"][1]["params"]["q"] = "dogs"
+        data["calls"][0]["arguments"]["q"] = "dogs"
+
+    _break(tmp_path / SNAPSHOT, argument)
+    result = mcs("test", "proj", cwd=tmp_path)
+    assert result.returncode == 1
+    # The first difference in document order; its value became final at chunk 7 (line 8,
+    # the `end` that parses the object's arguments).
+    assert result.stdout.splitlines()[1] == (
+        f'{STREAM}:8: chunk 7: /message/said/1/params/q: the stream gives "cats", its snapshot '
+        'two_calls.expected.json says "dogs"; if the change is meant, '
+        "`mcs-formats test proj --update` rewrites it"
+    )
+
+    assert mcs("test", "proj", "--update", cwd=tmp_path).returncode == 0
+
+    def stop_reason(data):
+        data["stop_reason"] = "end_turn"
+
+    _break(tmp_path / SNAPSHOT, stop_reason)
+    result = mcs("test", "proj", cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stdout.splitlines()[1].startswith(
+        f'{STREAM}:10: chunk 9: /stop_reason: the stream gives "tools", its snapshot '
+        'two_calls.expected.json says "end_turn"'
+    )
+
+
+def test_a_snapshot_that_lacks_a_key_or_is_not_json_fails(tmp_path):
+    toy_project(tmp_path)
+    assert mcs("test", "proj", "--update", cwd=tmp_path).returncode == 0
+    _break(tmp_path / SNAPSHOT, lambda data: data.pop("usage"))
+    result = mcs("test", "proj", cwd=tmp_path)
+    assert result.returncode == 1
+    assert f"{SNAPSHOT}: a snapshot holds exactly the keys message, calls" in result.stdout
+
+    (tmp_path / SNAPSHOT).write_text("{not json", encoding="utf-8")
+    result = mcs("test", "proj", cwd=tmp_path)
+    assert result.returncode == 1
+    assert f"{SNAPSHOT}: not a readable JSON snapshot" in result.stdout
+
+
+# A descriptor whose result depends on the split: `set` keeps only the last fragment of
+# each `say`, where `append` would concatenate them.
+SPLIT_DEPENDENT = (TOY / "toy_wire.yaml").read_text(encoding="utf-8").replace(
+    'say: [{append: {at: "said[n].words", from: words}}]',
+    'say: [{append: {at: "said[n].words", from: words}}, {set: {at: "said[n].last", from: words}}]',
+)
+
+
+def test_a_result_that_depends_on_the_split_fails_the_resplit_check(tmp_path):
+    assert (TOY / "toy_wire.yaml").read_text(encoding="utf-8") != SPLIT_DEPENDENT
+    toy_project(tmp_path, SPLIT_DEPENDENT)
+    result = mcs("test", "proj", "--update", "--seed", "7", cwd=tmp_path)
+    assert result.returncode == 1, result.stdout
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("seed 7 ")
+    # Located at the first chunk after which the stream as recorded and re-split differ.
+    assert lines[1] == (
+        f'{STREAM}:2: chunk 1: /message/said/0/last: re-split one character a piece gives " ", '
+        'the stream as recorded "Let me "'
+    )
+    # --update still writes the snapshot (the stream as recorded); the check still fails.
+    assert f"wrote {SNAPSHOT} (review it)" in lines
+    again = mcs("test", "proj", "--seed", "7", cwd=tmp_path)
+    assert again.returncode == 1 and again.stdout.splitlines()[1] == lines[1]
+
+
+def test_the_random_resplits_are_seeded_and_can_fail_on_their_own(tmp_path):
+    """After the one-character split come random ones, drawn from the printed seed: the same
+    seed draws the same cuts, another seed others, and a failure of one names its seed."""
+    toy = project.read_stream(TOY / "two_calls.jsonl")
+    fields = engine.load_format(TOY / "toy_wire.yaml").streamed_fields()
+
+    def drawn(seed: int) -> list:
+        tries = list(project.splits(seed, "two_calls.jsonl"))
+        assert tries[0][0] == "re-split one character a piece"
+        return [project.resplit_groups(toy.events, fields, cuts) for _, cuts in tries[1:]]
+
+    assert drawn(7) == drawn(7)
+    assert drawn(7) != drawn(8)
+    assert any(len(split) > len(toy.events) for split in map(_flat, drawn(7)))
+
+    (tmp_path / "dependent.yaml").write_text(SPLIT_DEPENDENT.replace(
+        "name: toy_wire", "name: dependent"), encoding="utf-8")
+    strategy = engine.load_format(tmp_path / "dependent.yaml")
+    observed = project.replay(strategy, toy)
+    random_only = list(project.splits(7, "two_calls.jsonl"))[1:]
+    findings = project.check_resplit(strategy, toy, observed, random_only)
+    assert len(findings) == 1
+    assert re.search(r": re-split \d of 3 \(seed 7\) gives ", str(findings[0])), findings[0]
+    assert findings[0].pointer == "/message/said/0/last"
+
+
+def _flat(groups: list) -> list:
+    return [piece for group in groups for piece in group]
+
+
+def test_an_invalid_descriptor_is_reported_where_it_is_wrong_and_its_streams_not_replayed(
+    tmp_path,
+):
+    broken = (TOY / "toy_wire.yaml").read_text(encoding="utf-8").replace("name: tool", "nme: tool")
+    toy_project(tmp_path, broken)
+    result = mcs("test", "proj", cwd=tmp_path)
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    validated = mcs("validate", "proj/formats/toy_wire.yaml", cwd=tmp_path).stdout.splitlines()
+    assert validated and lines[1 : 1 + len(validated)] == validated
+    assert re.match(r"proj/formats/toy_wire\.yaml:\d+:\d+: /calls", validated[0])
+    assert lines[1 + len(validated)] == (
+        "proj/tests/golden/toy_wire: 1 stream(s) not replayed: proj/formats/toy_wire.yaml is "
+        "invalid"
+    )
+
+
+def test_what_cannot_be_tested_is_a_failure_never_a_pass(tmp_path):
+    root = toy_project(tmp_path)
+    (root / "tests" / "golden" / "orphan").mkdir()
+    (root / "tests" / "golden" / "toy_wire" / "bad.jsonl").write_text(
+        '{"kind": "hello", "turn": {"said": []}}\n{"kind": \n', encoding="utf-8"
+    )
+    (root / "tests" / "golden" / "toy_wire" / "gone.expected.json").write_text("{}")
+    (tmp_path / "empty").mkdir()
+    result = mcs("test", "proj", "empty", "missing", "--update", cwd=tmp_path)
+    assert result.returncode == 1
+    out = result.stdout.splitlines()
+    assert "proj/tests/golden/toy_wire/bad.jsonl:2: not JSON: Expecting value (column 10)" in out
+    assert (
+        "proj/tests/golden/toy_wire/gone.expected.json: a snapshot without its stream "
+        "(gone.jsonl)" in out
+    )
+    assert "proj/tests/golden/orphan: no descriptor formats/orphan.yaml for these streams" in out
+    assert (
+        "empty: no descriptor (*.yaml, *.yml) in empty/formats: "
+        "`mcs-formats new NAME --dir empty` scaffolds one" in out
+    )
+    assert "missing: no such folder" in out
+    assert "Traceback" not in result.stderr
+
+    # A descriptor without a stream tests nothing: a failure too.
+    (root / "tests" / "golden" / "toy_wire" / "two_calls.jsonl").unlink()
+    (root / "tests" / "golden" / "toy_wire" / "bad.jsonl").unlink()
+    result = mcs("test", "proj", cwd=tmp_path)
+    assert result.returncode == 1
+    assert (
+        "proj/tests/golden/toy_wire: no stream (*.jsonl) for proj/formats/toy_wire.yaml: "
+        "record one here" in result.stdout
+    )
+
+
+@pytest.mark.parametrize("argv", [["test"], ["test", "proj", "--seed", "x"], ["schema", "x"]])
+def test_usage_errors_exit_2(tmp_path, argv):
+    result = mcs(*argv, cwd=tmp_path)
+    assert result.returncode == 2, result
+    assert "usage:" in result.stderr
+
+
+def test_schema_prints_the_installed_schemas_path_and_uri(tmp_path):
+    path = mcs("schema", cwd=tmp_path)
+    uri = mcs("schema", "--uri", cwd=tmp_path)
+    assert path.returncode == uri.returncode == 0
+    printed = Path(path.stdout.strip())
+    assert printed.is_absolute() and printed == schema_path().resolve()
+    assert json.loads(printed.read_text(encoding="utf-8"))["$schema"]
+    assert uri.stdout.strip() == printed.as_uri()
+
+
+def test_new_scaffolds_a_folder_that_test_passes_and_whose_header_resolves(tmp_path):
+    assert mcs("new", "acme", "--dir", "work", cwd=tmp_path).returncode == 0
+    descriptor = tmp_path / "work" / "formats" / "acme.yaml"
+    header = descriptor.read_text(encoding="utf-8").splitlines()[0]
+    match = re.fullmatch(r"# yaml-language-server: \$schema=(file://\S+)", header)
+    assert match, header
+    assert match[1] == schema_path().resolve().as_uri()
+    assert (tmp_path / "work" / "tests" / "golden" / "acme" / "first.jsonl").is_file()
+    assert mcs("test", "work", "--update", cwd=tmp_path).returncode == 0
+    written = json.loads(
+        (tmp_path / "work/tests/golden/acme/first.expected.json").read_text(encoding="utf-8")
+    )
+    assert written["calls"] == [
+        {"name": "get_weather", "arguments": {"city": "Oslo"}, "id": "call_1"}
+    ]
+    assert written["text"] and written["finished"] and written["skipped"] == []
+    assert mcs("test", "work", cwd=tmp_path).returncode == 0
+
+
+# -- the first difference, as a pointer -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("want", "got", "found"),
+    [
+        ({"a": 1}, {"a": 1}, None),
+        ({"a": True}, {"a": 1}, ("/a", True, 1)),  # JSON true is not 1
+        ({"a": 1}, {"a": 1.0}, None),
+        ({"a": [1, 2]}, {"a": [1]}, ("/a/1", 2, project.MISSING)),
+        ({"a": 1}, {"a": 1, "b": 2}, ("/b", project.MISSING, 2)),
+        ({"x/y": {"m~n": 1}}, {"x/y": {"m~n": 2}}, ("/x~1y/m~0n", 1, 2)),
+        ({"a": {"b": 1}, "c": 1}, {"a": {"b": 2}, "c": 2}, ("/a/b", 1, 2)),
+        ([], {}, ("", [], {})),
+    ],
+)
+def test_first_difference(want, got, found):
+    assert project.first_difference(want, got) == found
+    if found:
+        pointer = found[0]
+        assert project.resolve(want, pointer) is found[1] or project.resolve(
+            want, pointer
+        ) == found[1]
