@@ -60,7 +60,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         try:
             provider = FakeProvider(recordings, args.host, args.port, args.delay / 1000, log)
         except OSError as exc:
-            raise CLIError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
+            reason = exc.strerror or exc
+            raise CLIError(f"cannot listen on {args.host}:{args.port}: {reason}") from None
         stack.callback(provider.close)
         print(f"serving on {provider.url}")
         for line in listing(provider):
