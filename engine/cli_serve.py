@@ -67,6 +67,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         for line in listing(provider):
             print(line)
         sys.stdout.flush()
+        for recording in recordings:
+            if recording.unassembled is not None:
+                print(
+                    f"mcs-formats serve: note: {recording.path}: {recording.unassembled};"
+                    " a non-streaming request for it is answered 500",
+                    file=sys.stderr,
+                )
         signal.signal(signal.SIGTERM, _interrupt)
         with contextlib.suppress(KeyboardInterrupt):
             provider.serve_forever()

@@ -204,14 +204,14 @@ class Framing:
         return f"{head}data: {data}{end}{end}".encode()
 
     def _eventstream(self, event: RecordedEvent) -> bytes:
-        event_type, payload = _typed_event(event)
+        event_type, payload = typed_event(event)
         suffix = self.exception_suffix
         if suffix and event_type.endswith(suffix):
             return eventstream.exception_message(event_type, payload)
         return eventstream.event_message(event_type, payload)
 
 
-def _typed_event(event: RecordedEvent) -> tuple[str, str]:
+def typed_event(event: RecordedEvent) -> tuple[str, str]:
     """(event type, payload text): the recorded ``_event`` name, or the one key of an event
     recorded as the SDKs yield it (``{"TYPE": {...fields}}``)."""
     if event.name is not None:

@@ -49,6 +49,7 @@ class Recording:
     events: list[RecordedEvent]
     frames: list[bytes] = field(default_factory=list)  # framed once, when the stream loads
     assembled: dict = field(default_factory=dict)
+    unassembled: str | None = None  # why a non-streaming request cannot be answered
 
     def context(self, request: Any, params: dict[str, str]) -> dict:
         """What the non-streaming templates read (engine.serve's module docstring)."""
@@ -80,8 +81,7 @@ def load_recordings(paths: Sequence[str | Path], strategy: Any = None) -> list[R
             raise ServeSetupError(str(exc)) from None
         if not events:
             raise ServeSetupError(f"{given}: no events (an empty stream)")
-        buf = _assemble(given, events, strategy)
-        wire = buf.format or ""
+        wire, buf = _assemble(given, events, strategy)
         spec = specs.get(wire) or _spec_of(given, wire, strategy)
         specs[wire] = spec
         key = _unique_key(f"{wire}.{path.stem}", keys)
@@ -90,29 +90,54 @@ def load_recordings(paths: Sequence[str | Path], strategy: Any = None) -> list[R
         except ValueError as exc:
             raise ServeSetupError(f"{given}: {exc}") from None
         recording = Recording(key, path, wire, spec, events, frames)
-        recording.assembled = {
-            "message": buf.as_dict(),
-            "stop_reason": buf.stop_reason,
-            "usage": buf.usage,
-            "error": buf.error,
-            "first": events[0].payload,
-            "last": events[-1].payload,
-        }
+        if isinstance(buf, str):
+            recording.unassembled = buf
+        else:
+            recording.assembled = {
+                "message": buf.as_dict(),
+                "stop_reason": buf.stop_reason,
+                "usage": buf.usage,
+                "error": buf.error,
+                "first": events[0].payload,
+                "last": events[-1].payload,
+            }
         out.append(recording)
     return out
 
 
-def _assemble(given: str | Path, events: list[RecordedEvent], strategy: Any) -> LLMStreamBuffer:
-    buf = LLMStreamBuffer(strategies=None if strategy is None else [strategy])
+def _assemble(
+    given: str | Path, events: list[RecordedEvent], strategy: Any
+) -> tuple[str, LLMStreamBuffer | str]:
+    """(wire, the replayed buffer) by ``strategy``, else by the format that recognises the
+    stream; a stream no format assembles (one error line is too short to recognise) is still
+    served, as the wire ``strategy`` or its folder names (``tests/golden/<format>/``), with
+    (wire, why it does not assemble)."""
     try:
-        for event in events:
-            buf.add(event.recorded)
-        buf.close()
+        buf = _replayed(events, strategy)
+        return buf.format or "", buf
     except Exception as exc:  # noqa: BLE001 - any refusal names the file
-        raise ServeSetupError(f"{given}: the stream does not replay: {exc}") from None
+        why = f"the stream does not assemble: {exc}"
+    wire = getattr(strategy, "name", None) or _folder_format(given)
+    if wire is None:
+        raise ServeSetupError(f"{given}: {why}; name its format with --format") from None
+    return wire, why
+
+
+def _replayed(events: list[RecordedEvent], strategy: Any) -> LLMStreamBuffer:
+    buf = LLMStreamBuffer(strategies=None if strategy is None else [strategy])
+    for event in events:
+        buf.add(event.recorded)
+    buf.close()
     if not buf.format:
-        raise ServeSetupError(f"{given}: no format recognises this stream (try --format)")
+        raise ValueError("no format recognises it (try --format)")
     return buf
+
+
+def _folder_format(given: str | Path) -> str | None:
+    from .registry import builtin_names
+
+    name = Path(given).resolve().parent.name
+    return name if name in builtin_names() else None
 
 
 def _spec_of(given: str | Path, wire: str, strategy: Any) -> ServeSpec:
@@ -281,6 +306,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.provider.record({**entry, "stream": recording.key, "streaming": streaming})
         if streaming:
             self._stream(recording)
+        elif recording.unassembled is not None:
+            self._json(500, _error(f"stream {recording.key}: {recording.unassembled}"))
         else:
             status, reply = recording.spec.reply(recording.context(body, params))
             self._json(status, reply, recording.spec.headers)

@@ -10,7 +10,7 @@
    carried. Where the accumulator fails or is wrong, the engine's answer is pinned to the
    fixture's ``.expect.json`` and the SDK behaviour is named, never skipped.
 
-One loopback server for the module; each (wire, fixture) is streamed through its SDK once.
+One ``mcs-formats serve`` subprocess for the module; each (wire, fixture) is streamed through its SDK once.
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ from pathlib import Path
 import pytest
 
 import engine
+from engine.serve import read_recording as read_events
 
 try:  # pytest's default "prepend" import mode puts tests/ itself on sys.path
     from conftest import outcome, read_stream, replay
     from loopback import clients
-    from loopback import server as loopback_server
-    from loopback.wire import read_events
+    from loopback.server import ServeProcess
     from test_loopback_sdks import (
         ACCUMULATOR_FAILURES,
         SDK_CANNOT_PARSE,
@@ -39,8 +39,7 @@ try:  # pytest's default "prepend" import mode puts tests/ itself on sys.path
 except ImportError:  # tests/ made a package, or importlib mode from the repository root
     from tests.conftest import outcome, read_stream, replay
     from tests.loopback import clients
-    from tests.loopback import server as loopback_server
-    from tests.loopback.wire import read_events
+    from tests.loopback.server import ServeProcess
     from tests.test_loopback_sdks import (
         ACCUMULATOR_FAILURES,
         SDK_CANNOT_PARSE,
@@ -118,7 +117,8 @@ def _key(wire: str, path: Path) -> str:
 
 @pytest.fixture(scope="module")
 def server():
-    with loopback_server.LoopbackServer() as srv:
+    """One ``mcs-formats serve`` subprocess for the module, serving every golden."""
+    with ServeProcess(p for _, p in golden_fixtures()) as srv:
         yield srv
 
 
