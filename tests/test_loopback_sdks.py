@@ -4,9 +4,9 @@ The server is the product's fake provider, started once for this module as a sub
 (tests/loopback/server.py runs ``python -m engine serve`` with every golden and the module's own
 streams); it answers on 127.0.0.1 the exact endpoint each SDK calls, with the provider's framing
 as the wire's descriptor declares it (its ``serve`` section). The SDKs (tests/loopback/clients.py)
-run with dummy credentials, no retries and no proxy. For each fixture the SDK must yield one object per recorded event, in
-order, except where a difference is documented below; where an SDK cannot take a fixture, the
-error it raises is asserted (never skipped).
+run with dummy credentials, no retries and no proxy. For each fixture the SDK must yield one
+object per recorded event, in order, except where a difference is documented below; where an
+SDK cannot take a fixture, the error it raises is asserted (never skipped).
 
 Documented differences:
 - anthropic: the SDK drops ``ping`` events (``Stream.__stream__`` skips ``event: ping``).
@@ -524,7 +524,8 @@ def test_anthropic_error_event_raises_status_error(server):
     import anthropic
 
     with pytest.raises(anthropic.APIStatusError, match="Overloaded"):
-        sdk_stream("anthropic_messages", own_stream(server, "anthropic_messages/error_event"), server)
+        path = own_stream(server, "anthropic_messages/error_event")
+        sdk_stream("anthropic_messages", path, server)
 
 
 @pytest.mark.parametrize("shape", ["boto3", "_event"])
