@@ -517,6 +517,18 @@ def _template_problems(data: dict, where: _Locator) -> list[Problem]:
     return []
 
 
+def _serve_problems(data: dict, where: _Locator) -> list[Problem]:
+    """The ``serve`` section's templates and paths, checked by its own compiler."""
+    from .serve import ServeError, compile_serve
+
+    try:
+        compile_serve(data)
+    except ServeError as exc:
+        pointer, _, message = str(exc).partition(": ")
+        return [where.at_value(pointer, message, "template")]
+    return []
+
+
 # -- what can be known of the flow when the descriptor loads ------------------------------------
 
 
@@ -671,6 +683,8 @@ def validate_text(text: str, file: str) -> tuple[Any, list[Problem]]:
         problems += _engine_problems(data, where)
         if not any(p.pointer.startswith(("/results", "/declarations")) for p in problems):
             problems += _template_problems(data, where)
+        if not any(p.pointer.startswith("/serve") for p in problems):
+            problems += _serve_problems(data, where)
         if not problems:
             problems += _flow_problems(data, where)
         if not problems:
