@@ -199,9 +199,9 @@ class FakeProvider:
 
     @property
     def url(self) -> str:
-        host, port = self.httpd.server_address[:2]
-        host = f"[{host}]" if ":" in str(host) else host
-        return f"http://{host}:{port}"
+        address = self.httpd.server_address
+        host, port = str(address[0]), int(address[1])
+        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
     def serve_forever(self) -> None:
         self.httpd.serve_forever(poll_interval=0.1)
