@@ -716,6 +716,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="a JSON list of {name, title, docs}")
     p.set_defaults(run=cmd_list)
 
+    from .cli_serve import add_serve_command  # the fake provider's command, in its own module
+
+    add_serve_command(sub)
+
     p = sub.add_parser("show", help="a descriptor as YAML, `extends` resolved")
     p.add_argument("name", metavar="NAME", help="a built-in format name, or a descriptor path")
     p.set_defaults(run=cmd_show)

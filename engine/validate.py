@@ -529,6 +529,9 @@ TEMPLATES = (
     "/results/message",
     "/results/leak/assistant",
     "/results/leak/message",
+    "/serve/response",
+    "/serve/error/status",
+    "/serve/error/body",
 )
 """Where templates sit: the template compiler reports the problems inside them (every one,
 each at its line), so the schema, which types them for editors, is not asked to repeat it."""
@@ -563,6 +566,18 @@ def _covered(problem: Problem, by: list[Problem]) -> bool:
     return any(
         p.pointer.startswith(problem.pointer) or problem.pointer.startswith(p.pointer) for p in by
     )
+
+
+def _serve_problems(data: dict, where: _Locator) -> list[Problem]:
+    """The ``serve`` section's templates and paths, checked by its own compiler."""
+    from .serve import ServeError, compile_serve
+
+    try:
+        compile_serve(data)
+    except ServeError as exc:
+        pointer, _, message = str(exc).partition(": ")
+        return [where.at_value(pointer, message, "template")]
+    return []
 
 
 # -- what can be known of the flow when the descriptor loads ------------------------------------
@@ -718,6 +733,8 @@ def compile_text(text: str, file: str) -> tuple[Any, list[Problem], Any]:
         problems += _engine_problems(data, where)
         in_results = any(p.pointer.startswith(("/results", "/declarations")) for p in problems)
         sections, templates = _template_problems(data, where, in_results)
+        if not any(p.pointer.startswith("/serve") for p in problems):
+            templates += _serve_problems(data, where)
         inside = [p for p in checked if in_template(p.pointer) and not _covered(p, templates)]
         problems += templates + inside
         if not problems:

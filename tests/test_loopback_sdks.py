@@ -1,10 +1,12 @@
-"""Every golden stream, replayed by a loopback server, goes through the provider's official SDK.
+"""Every golden stream, replayed by ``mcs-formats serve``, goes through the provider's official SDK.
 
-The server (tests/loopback/server.py) answers on 127.0.0.1 the exact endpoint each SDK calls, with
-the provider's framing; the SDKs (tests/loopback/clients.py) run with dummy credentials, no
-retries and no proxy. For each fixture the SDK must yield one object per recorded event, in
-order, except where a difference is documented below; where an SDK cannot take a fixture, the
-error it raises is asserted (never skipped).
+The server is the product's fake provider, started once for this module as a subprocess
+(tests/loopback/server.py runs ``python -m engine serve`` with every golden and the module's own
+streams); it answers on 127.0.0.1 the exact endpoint each SDK calls, with the provider's framing
+as the wire's descriptor declares it (its ``serve`` section). The SDKs (tests/loopback/clients.py)
+run with dummy credentials, no retries and no proxy. For each fixture the SDK must yield one
+object per recorded event, in order, except where a difference is documented below; where an
+SDK cannot take a fixture, the error it raises is asserted (never skipped).
 
 Documented differences:
 - anthropic: the SDK drops ``ping`` events (``Stream.__stream__`` skips ``event: ping``).
@@ -31,14 +33,19 @@ from pathlib import Path
 
 import pytest
 
+import engine
+from engine import eventstream
+from engine.serve import RecordedEvent as Event
+from engine.serve import compile_serve
+from engine.serve import read_recording as read_events
+from engine.serve import typed_event as bedrock_event
+
 try:  # pytest's default "prepend" import mode puts tests/ itself on sys.path
-    from loopback import clients, eventstream
-    from loopback import server as loopback_server
-    from loopback import wire as loopback_wire
+    from loopback import clients
+    from loopback.server import ServeProcess
 except ImportError:  # tests/ made a package, or importlib mode from the repository root
-    from tests.loopback import clients, eventstream
-    from tests.loopback import server as loopback_server
-    from tests.loopback import wire as loopback_wire
+    from tests.loopback import clients
+    from tests.loopback.server import ServeProcess
 
 ACCUMULATING_WIRES, WIRES = clients.ACCUMULATING_WIRES, clients.WIRES
 openai_chat_state, sdk_final, sdk_stream = (
@@ -46,9 +53,12 @@ openai_chat_state, sdk_final, sdk_stream = (
     clients.sdk_final,
     clients.sdk_stream,
 )
-LoopbackServer = loopback_server.LoopbackServer
-Event, bedrock_event = loopback_wire.Event, loopback_wire.bedrock_event
-is_bedrock_exception, read_events = loopback_wire.is_bedrock_exception, loopback_wire.read_events
+
+
+def is_bedrock_exception(event_type: str) -> bool:
+    """Bedrock's modelled stream errors are the union members named ``...Exception``."""
+    return event_type.endswith("Exception")
+
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -129,10 +139,29 @@ def loopback_only():
     assert not _BLOCKED, f"an SDK tried to reach beyond loopback: {_BLOCKED}"
 
 
+def module_streams(folder: Path) -> list[Path]:
+    """Every golden, and this module's own streams (``STREAMS``) written into ``folder``."""
+    own = []
+    for name, lines in STREAMS.items():
+        path = folder / f"{name}.jsonl"  # WIRE/NAME: a folder per wire, as goldens have
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        own.append(path)
+    return [p for _, p in golden_fixtures()] + own
+
+
 @pytest.fixture(scope="module")
-def server():
-    with LoopbackServer() as srv:
+def server(tmp_path_factory):
+    """One ``mcs-formats serve`` subprocess for the module, serving every stream it needs."""
+    folder = tmp_path_factory.mktemp("streams")
+    with ServeProcess(module_streams(folder)) as srv:
+        srv.own = folder  # type: ignore[attr-defined]
         yield srv
+
+
+def own_stream(server, name: str) -> Path:
+    """The path of one of this module's ``STREAMS``, as given to the server."""
+    return server.own / f"{name}.jsonl"
 
 
 def _need_sdk(wire: str) -> None:
@@ -173,7 +202,7 @@ SDK_CANNOT_PARSE = {
 def _error_index(wire: str, events: list[Event]) -> tuple[int | None, type | None]:
     """Where the SDK's stream stops with its error, and the error type (None, None if never)."""
     for i, event in enumerate(events):
-        obj = event.obj
+        obj = event.payload
         if wire in ("openai_chat", "openai_responses") and obj.get("error"):
             import openai
 
@@ -199,7 +228,7 @@ def _error_index(wire: str, events: list[Event]) -> tuple[int | None, type | Non
 
 def _event_kind(wire: str, event: Event):
     """What identifies a recorded event, to compare with the SDK object it became."""
-    obj = event.obj
+    obj = event.payload
     if wire == "openai_chat":
         return obj.get("id")
     if wire == "bedrock_converse":
@@ -237,7 +266,7 @@ def expected_stream(wire: str, path: Path) -> Outcome:
         events = events[:stop]
         why = f"event {stop + 1} is the provider's error event"
     if wire == "anthropic_messages":
-        events = [e for e in events if e.obj.get("type") != "ping"]
+        events = [e for e in events if e.payload.get("type") != "ping"]
     return Outcome(kinds=[_event_kind(wire, e) for e in events], raises=error, why=why)
 
 
@@ -301,7 +330,7 @@ def expected_final(wire: str, path: Path) -> Outcome:
         reasons = {
             choice.get("finish_reason")
             for event in events
-            for choice in event.obj.get("choices") or []
+            for choice in event.payload.get("choices") or []
         }
         if "length" in reasons:
             return Outcome(
@@ -314,7 +343,7 @@ def expected_final(wire: str, path: Path) -> Outcome:
                 why="get_final_completion() refuses finish_reason 'content_filter'",
             )
     if wire == "openai_responses" and not any(
-        e.obj.get("type") == "response.completed" for e in events
+        e.payload.get("type") == "response.completed" for e in events
     ):
         return Outcome(
             raises=RuntimeError,
@@ -388,11 +417,10 @@ EXPECTED_PATH = {
 
 
 @pytest.mark.parametrize("wire", WIRES)
-def test_sdk_requests_the_provider_endpoint(wire, server, tmp_path):
+def test_sdk_requests_the_provider_endpoint(wire, server):
     """Each SDK sends one POST to its provider's real path (the prefix only picks the fixture)."""
     _need_sdk(wire)
-    fixture = tmp_path / f"{wire}.jsonl"
-    fixture.write_text(_MINIMAL[wire], encoding="utf-8")
+    fixture = own_stream(server, f"{wire}/minimal")
     key = server.register(fixture)
     before = len(server.requests)
     sdk_stream(wire, fixture, server)
@@ -456,77 +484,75 @@ _MINIMAL = {
 }
 
 
+# The module's own streams (given to the server with the goldens), by WIRE/NAME: JSON lines.
+STREAMS: dict[str, list[str]] = {
+    **{f"{wire}/minimal": text.splitlines() for wire, text in _MINIMAL.items()},
+    "openai_chat/error_event": [
+        _MINIMAL["openai_chat"].splitlines()[0],
+        '{"_event":"error","error":{"message":"boom","type":"invalid_request_error"}}',
+    ],
+    "anthropic_messages/error_event": [
+        _MINIMAL["anthropic_messages"].splitlines()[0],
+        '{"type":"ping"}',
+        '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}',
+    ],
+    "bedrock_converse/exception_boto3": [
+        '{"messageStart":{"role":"assistant"}}',
+        '{"modelStreamErrorException":{"message":"model failed","originalStatusCode":500}}',
+    ],
+    "bedrock_converse/exception__event": [
+        '{"messageStart":{"role":"assistant"}}',
+        '{"_event":"modelStreamErrorException","message":"model failed"}',
+    ],
+    "ollama/error_line": ['{"error":"model runner has unexpectedly stopped"}'],
+}
+
+
 # -- error frames, as each provider sends them --------------------------------------------------
 
 
-def _write(tmp_path: Path, name: str, *lines: str) -> Path:
-    path = tmp_path / name
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
-def test_openai_error_event_raises_api_error(server, tmp_path):
+def test_openai_error_event_raises_api_error(server):
     _need_sdk("openai_chat")
     import openai
 
-    path = _write(
-        tmp_path,
-        "err.jsonl",
-        _MINIMAL["openai_chat"].splitlines()[0],
-        '{"_event":"error","error":{"message":"boom","type":"invalid_request_error"}}',
-    )
     with pytest.raises(openai.APIError, match="boom"):
-        sdk_stream("openai_chat", path, server)
+        sdk_stream("openai_chat", own_stream(server, "openai_chat/error_event"), server)
 
 
-def test_anthropic_error_event_raises_status_error(server, tmp_path):
+def test_anthropic_error_event_raises_status_error(server):
     _need_sdk("anthropic_messages")
     import anthropic
 
-    start = _MINIMAL["anthropic_messages"].splitlines()[0]
-    path = _write(
-        tmp_path,
-        "err.jsonl",
-        start,
-        '{"type":"ping"}',
-        '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}',
-    )
     with pytest.raises(anthropic.APIStatusError, match="Overloaded"):
+        path = own_stream(server, "anthropic_messages/error_event")
         sdk_stream("anthropic_messages", path, server)
 
 
 @pytest.mark.parametrize("shape", ["boto3", "_event"])
-def test_bedrock_exception_event_raises_event_stream_error(server, tmp_path, shape):
+def test_bedrock_exception_event_raises_event_stream_error(server, shape):
     _need_sdk("bedrock_converse")
     import botocore.exceptions
 
-    exception = (
-        '{"modelStreamErrorException":{"message":"model failed","originalStatusCode":500}}'
-        if shape == "boto3"
-        else '{"_event":"modelStreamErrorException","message":"model failed"}'
-    )
-    path = _write(
-        tmp_path, f"exc_{shape}.jsonl", '{"messageStart":{"role":"assistant"}}', exception
-    )
+    path = own_stream(server, f"bedrock_converse/exception_{shape}")
     with pytest.raises(botocore.exceptions.EventStreamError) as caught:
         sdk_stream("bedrock_converse", path, server)
     assert caught.value.response["Error"]["Code"] == "modelStreamErrorException"
     assert caught.value.response["Error"]["Message"] == "model failed"
 
 
-def test_ollama_error_line_raises_response_error(server, tmp_path):
+def test_ollama_error_line_raises_response_error(server):
     _need_sdk("ollama")
     import ollama
 
-    path = _write(tmp_path, "err.jsonl", '{"error":"model runner has unexpectedly stopped"}')
     with pytest.raises(ollama.ResponseError, match="unexpectedly stopped"):
-        sdk_stream("ollama", path, server)
+        sdk_stream("ollama", own_stream(server, "ollama/error_line"), server)
 
 
 def test_unknown_fixture_or_path_is_404(server):
     import urllib.request
 
-    for path in ("/s/nope/v1/chat/completions", "/v1/chat/completions"):
+    chat = server.register(GOLDEN / "openai_chat" / "hand_text_before_after.jsonl")
+    for path in ("/s/nope/v1/chat/completions", "/v1/embeddings", f"/s/{chat}/api/chat"):
         request = urllib.request.Request(server.url + path, data=b"{}", method="POST")
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
         with pytest.raises(urllib.error.HTTPError) as caught:
@@ -588,9 +614,9 @@ def test_eventstream_corrupt_crc_is_rejected_by_botocore():
 # -- the SDK accumulator helper ---------------------------------------------------------------
 
 
-def test_openai_chat_state_accumulates_sdk_chunks(server, tmp_path):
+def test_openai_chat_state_accumulates_sdk_chunks(server):
     _need_sdk("openai_chat")
-    path = _write(tmp_path, "two.jsonl", *_MINIMAL["openai_chat"].splitlines())
+    path = own_stream(server, "openai_chat/minimal")
     state = openai_chat_state(sdk_stream("openai_chat", path, server))
     message = state.get_final_completion().choices[0].message
     assert message.content == "Hi" and message.role == "assistant"
@@ -602,7 +628,7 @@ def test_openai_chat_state_accumulates_sdk_chunks(server, tmp_path):
 def _content_of(path: Path) -> str:
     text = []
     for event in read_events(path):
-        for choice in event.obj.get("choices") or []:
+        for choice in event.payload.get("choices") or []:
             content = (choice.get("delta") or {}).get("content")
             if choice.get("index", 0) == 0 and isinstance(content, str):
                 text.append(content)
@@ -630,8 +656,22 @@ def test_golden_stream_through_litellm(wire, path, server, monkeypatch):
 # -- the framing itself --------------------------------------------------------------------------
 
 
+def _write(tmp_path: Path, name: str, *lines: str) -> Path:
+    path = tmp_path / name
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _serving(wire: str):
+    """The wire's compiled ``serve`` section, from its descriptor."""
+    return compile_serve(engine.load_format(wire).descriptor)
+
+
+def _framed(wire: str, events) -> bytes:
+    return b"".join(_serving(wire).framing.frames(events))
+
+
 def test_sse_framing_per_provider(tmp_path):
-    wire_for_path = loopback_wire.wire_for_path
     path = _write(
         tmp_path,
         "x.jsonl",
@@ -640,20 +680,20 @@ def test_sse_framing_per_provider(tmp_path):
     )
     events = read_events(path)
     assert events[0].name == "error" and events[0].text == '{"error":{"message":"m"}}'
-    chat = b"".join(wire_for_path("/v1/chat/completions").frames(events))
-    assert chat == (
+    assert _framed("openai_chat", events) == (
         b'event: error\ndata: {"error":{"message":"m"}}\n\n'
         b'data: {"type":"message_stop"}\n\ndata: [DONE]\n\n'
     )
-    messages = b"".join(wire_for_path("/v1/messages").frames(events[1:]))
+    messages = _framed("anthropic_messages", events[1:])
     assert messages == b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
-    gemini = b"".join(wire_for_path("/v1beta/models/m:streamGenerateContent").frames(events[1:]))
-    assert gemini == b'data: {"type":"message_stop"}\r\n\r\n'
-    ollama = b"".join(wire_for_path("/api/chat").frames(events[1:]))
-    assert ollama == b'{"type":"message_stop"}\n'
-    assert wire_for_path("/v1/responses").event_lines
-    assert wire_for_path("/v2/chat").event_lines
-    assert wire_for_path("/v1/embeddings") is None
+    assert _framed("gemini", events[1:]) == b'data: {"type":"message_stop"}\r\n\r\n'
+    assert _framed("ollama", events[1:]) == b'{"type":"message_stop"}\n'
+    assert _framed("openai_responses", events[1:]) == messages
+    assert _framed("cohere_v2", events[1:]) == messages
+    served = {w: _serving(w) for w in WIRES}
+    for wire, path in EXPECTED_PATH.items():
+        assert [w for w, spec in served.items() if spec.route(path)] == [wire]
+    assert not any(spec.route("/v1/embeddings") for spec in served.values())
 
 
 def test_bedrock_frames_from_both_recorded_shapes(tmp_path):
@@ -667,7 +707,7 @@ def test_bedrock_frames_from_both_recorded_shapes(tmp_path):
         '{"messageStop":{"stopReason":"end_turn"}}',
     )
     buffer = EventStreamBuffer()
-    for frame in loopback_wire.BEDROCK.frames(read_events(path)):
+    for frame in _serving("bedrock_converse").framing.frames(read_events(path)):
         buffer.add_data(frame)
     messages = list(buffer)
     assert [m.headers[":event-type"] for m in messages] == ["contentBlockStop", "messageStop"]

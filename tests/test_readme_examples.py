@@ -43,16 +43,30 @@ from engine import ToolCallRecord
 
 try:  # pytest's default "prepend" import mode puts tests/ itself on sys.path
     from conftest import read_stream, replay
-    from test_loopback_sdks import loopback_only, server  # noqa: F401
+    from loopback.server import ServeProcess
+    from test_loopback_sdks import loopback_only, module_streams  # noqa: F401
     from test_sdk_agreement import SDK_DROPS
 except ImportError:  # tests/ made a package, or importlib mode from the repository root
     from tests.conftest import read_stream, replay
-    from tests.test_loopback_sdks import loopback_only, server  # noqa: F401
+    from tests.loopback.server import ServeProcess
+    from tests.test_loopback_sdks import loopback_only, module_streams  # noqa: F401
     from tests.test_sdk_agreement import SDK_DROPS
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 GOLDEN = ROOT / "tests" / "golden"
+README_STREAMS = ROOT / "tests" / "readme"  # streams of the README's own (tests/readme/README.md)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """One ``mcs-formats serve`` for the module: the goldens, the loopback module's own
+    streams, and the README's (a golden whose argument keys match the README's tools)."""
+    folder = tmp_path_factory.mktemp("streams")
+    streams = [*module_streams(folder), *sorted(README_STREAMS.rglob("*.jsonl"))]
+    with ServeProcess(streams) as srv:
+        srv.own = folder  # type: ignore[attr-defined]
+        yield srv
 
 # litellm's import warns about its own TypedDicts; openai's models warn when serialising.
 pytestmark = [

@@ -10,7 +10,8 @@
    carried. Where the accumulator fails or is wrong, the engine's answer is pinned to the
    fixture's ``.expect.json`` and the SDK behaviour is named, never skipped.
 
-One loopback server for the module; each (wire, fixture) is streamed through its SDK once.
+One ``mcs-formats serve`` subprocess for the module; each (wire, fixture) is streamed through its
+SDK once.
 """
 
 from __future__ import annotations
@@ -22,12 +23,12 @@ from pathlib import Path
 import pytest
 
 import engine
+from engine.serve import read_recording as read_events
 
 try:  # pytest's default "prepend" import mode puts tests/ itself on sys.path
     from conftest import outcome, read_stream, replay
     from loopback import clients
-    from loopback import server as loopback_server
-    from loopback.wire import read_events
+    from loopback.server import ServeProcess
     from test_loopback_sdks import (
         ACCUMULATOR_FAILURES,
         SDK_CANNOT_PARSE,
@@ -39,8 +40,7 @@ try:  # pytest's default "prepend" import mode puts tests/ itself on sys.path
 except ImportError:  # tests/ made a package, or importlib mode from the repository root
     from tests.conftest import outcome, read_stream, replay
     from tests.loopback import clients
-    from tests.loopback import server as loopback_server
-    from tests.loopback.wire import read_events
+    from tests.loopback.server import ServeProcess
     from tests.test_loopback_sdks import (
         ACCUMULATOR_FAILURES,
         SDK_CANNOT_PARSE,
@@ -118,7 +118,8 @@ def _key(wire: str, path: Path) -> str:
 
 @pytest.fixture(scope="module")
 def server():
-    with loopback_server.LoopbackServer() as srv:
+    """One ``mcs-formats serve`` subprocess for the module, serving every golden."""
+    with ServeProcess(p for _, p in golden_fixtures()) as srv:
         yield srv
 
 
@@ -416,3 +417,113 @@ def test_engine_message_equals_sdk_accumulator(wire, path, server):
         why = "; ".join(quirks + call_quirks)
         if _expect_path(path).exists():
             _pin_to_expect(path, buf, why)
+
+
+# -- 3. a non-streaming request: the assembled message, in the SDK's own type -------------------
+
+
+def _sdk_response_type(wire: str) -> type:
+    """What each SDK's non-streaming call returns (boto3: a plain dict)."""
+    if wire == "openai_chat":
+        from openai.types.chat import ChatCompletion
+
+        return ChatCompletion
+    if wire == "openai_responses":
+        from openai.types.responses import Response
+
+        return Response
+    if wire == "anthropic_messages":
+        from anthropic.types import Message
+
+        return Message
+    if wire == "gemini":
+        from google.genai.types import GenerateContentResponse
+
+        return GenerateContentResponse
+    if wire == "cohere_v2":
+        from cohere.v2.types import V2ChatResponse
+
+        return V2ChatResponse
+    if wire == "ollama":
+        from ollama import ChatResponse
+
+        return ChatResponse
+    return dict
+
+
+def _sdk_status_error(wire: str) -> type[BaseException]:
+    """The error each SDK raises on an HTTP error status."""
+    if wire in ("openai_chat", "openai_responses"):
+        import openai
+
+        return openai.APIStatusError
+    if wire == "anthropic_messages":
+        import anthropic
+
+        return anthropic.APIStatusError
+    if wire == "bedrock_converse":
+        from botocore.exceptions import ClientError
+
+        return ClientError
+    if wire == "gemini":
+        from google.genai import errors
+
+        return errors.APIError
+    if wire == "cohere_v2":
+        from cohere.core.api_error import ApiError
+
+        return ApiError
+    import ollama
+
+    return ollama.ResponseError
+
+
+def _assembled_in_sdk_type(wire: str, response) -> object:
+    """The message inside the SDK's response, as plain data to compare with ``as_dict()``
+    (google-genai: the SDK's own Content, compared with the SDK's parse of ``as_dict()``)."""
+    if wire == "bedrock_converse":
+        return _base64(response["output"]["message"])
+    if wire == "gemini":
+        return response.candidates[0].content
+    message = {
+        "openai_chat": lambda r: r.choices[0].message,
+        "cohere_v2": lambda r: r.message,
+        "ollama": lambda r: r.message,
+    }.get(wire, lambda r: r)(response)
+    return message.model_dump(mode="json", exclude_unset=True, by_alias=True)
+
+
+def _engine_message(wire: str, path: Path) -> tuple[engine.LLMStreamBuffer, object]:
+    """The golden replayed from its recorded dicts (less what the SDK's models drop), and its
+    message as the SDK's response should hold it."""
+    drop = SDK_DROPS.get(wire)
+    events = [drop(e) if drop else e for e in read_stream(path)]
+    buf = replay(events, wire)
+    if wire == "gemini":
+        from google.genai.types import Content
+
+        return buf, Content.model_validate(buf.as_dict())
+    return buf, buf.as_dict()
+
+
+@pytest.mark.parametrize(("wire", "path"), _params())
+def test_non_streaming_request_returns_the_assembled_message(wire, path, server):
+    """``mcs-formats serve`` answers a stream=false request with the golden's assembled message
+    in the provider's envelope (the descriptor's serve.response); the SDK returns it in its own
+    type. A golden that ends with a provider error is answered with the provider's error
+    status (serve.error), which the SDK raises as its own error."""
+    _need_sdk(wire)
+    key = _key(wire, path)
+    buf, expected = _engine_message(wire, path)
+    if key in SDK_CANNOT_PARSE:
+        factory, why = SDK_CANNOT_PARSE[key]
+        with pytest.raises(factory()):
+            clients.sdk_complete(wire, path, server)
+        return
+    if buf.error is not None:
+        with pytest.raises(_sdk_status_error(wire)):
+            clients.sdk_complete(wire, path, server)
+        return
+    response = clients.sdk_complete(wire, path, server)
+    assert isinstance(response, _sdk_response_type(wire))
+    assert _assembled_in_sdk_type(wire, response) == expected

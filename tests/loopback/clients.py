@@ -1,4 +1,4 @@
-"""The official SDK clients, pointed at a ``LoopbackServer`` with dummy credentials.
+"""The official SDK clients, pointed at ``mcs-formats serve`` (a ``ServeProcess``), dummy keys.
 
 ``sdk_stream(wire, fixture, server)`` runs the real client for that wire and returns every
 object the SDK yields while streaming, unchanged (``sdk_iter`` yields them one at a time):
@@ -20,7 +20,7 @@ import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from .server import LoopbackServer
+from .server import ServeProcess
 
 TIMEOUT = 10.0  # seconds; everything is local
 MODEL = "loopback-model"
@@ -256,7 +256,7 @@ _STREAMS: dict[str, Callable[[str], Iterator[object]]] = {
 }
 
 
-def sdk_iter(wire: str, fixture_path: str | Path, server: LoopbackServer) -> Iterator[object]:
+def sdk_iter(wire: str, fixture_path: str | Path, server: ServeProcess) -> Iterator[object]:
     """The wire's official SDK streaming this fixture: its objects, one at a time, as it yields.
 
     ``wire`` is a format name from ``WIRES`` (the folder under tests/golden/). The request is
@@ -272,7 +272,7 @@ def sdk_iter(wire: str, fixture_path: str | Path, server: LoopbackServer) -> Ite
 def sdk_stream(
     wire: str,
     fixture_path: str | Path,
-    server: LoopbackServer,
+    server: ServeProcess,
     into: list | None = None,
 ) -> list[object]:
     """Every object the wire's official SDK yields while streaming this fixture, unchanged.
@@ -331,7 +331,7 @@ _FINALS: dict[str, Callable[[str], object]] = {
 }
 
 
-def sdk_final(wire: str, fixture_path: str | Path, server: LoopbackServer) -> object:
+def sdk_final(wire: str, fixture_path: str | Path, server: ServeProcess) -> object:
     """The SDK's own assembled result for this fixture (wires in ``ACCUMULATING_WIRES``).
 
     openai_chat: ``ParsedChatCompletion`` from ``ChatCompletionStreamState.get_final_completion()``;
@@ -347,10 +347,72 @@ def sdk_final(wire: str, fixture_path: str | Path, server: LoopbackServer) -> ob
     return run(server.base_url(fixture_path))
 
 
+# -- non-streaming requests -----------------------------------------------------------------
+#
+# Each SDK's own non-streaming call; the server answers with the stream's assembled message in
+# the provider's envelope (the descriptor's serve.response), and the SDK parses it into its type.
+
+
+def _openai_chat_complete(base_url: str):
+    return openai_client(base_url).chat.completions.create(model=MODEL, messages=_MESSAGES)
+
+
+def _openai_responses_complete(base_url: str):
+    return openai_client(base_url).responses.create(model=MODEL, input=PROMPT)
+
+
+def _anthropic_complete(base_url: str):
+    return anthropic_client(base_url).messages.create(
+        model=MODEL, max_tokens=1024, messages=_MESSAGES
+    )
+
+
+def _bedrock_complete(base_url: str):
+    client = bedrock_client(base_url)
+    try:
+        return client.converse(
+            modelId=MODEL, messages=[{"role": "user", "content": [{"text": PROMPT}]}]
+        )
+    finally:
+        client.close()
+
+
+def _gemini_complete(base_url: str):
+    return gemini_client(base_url).models.generate_content(model=MODEL, contents=PROMPT)
+
+
+def _ollama_complete(base_url: str):
+    client = ollama_client(base_url)
+    try:
+        return client.chat(model=MODEL, messages=_MESSAGES, stream=False)
+    finally:
+        client.close()
+
+
+def _cohere_complete(base_url: str):
+    return cohere_client(base_url).chat(model=MODEL, messages=_MESSAGES)
+
+
+_COMPLETES: dict[str, Callable[[str], object]] = {
+    "openai_chat": _openai_chat_complete,
+    "openai_responses": _openai_responses_complete,
+    "anthropic_messages": _anthropic_complete,
+    "bedrock_converse": _bedrock_complete,
+    "gemini": _gemini_complete,
+    "ollama": _ollama_complete,
+    "cohere_v2": _cohere_complete,
+}
+
+
+def sdk_complete(wire: str, fixture_path: str | Path, server: ServeProcess) -> object:
+    """The SDK's non-streaming call for this fixture: its own response type (boto3: a dict)."""
+    return _COMPLETES[wire](server.base_url(fixture_path))
+
+
 # -- litellm (optional) ----------------------------------------------------------------------
 
 
-def litellm_stream(fixture_path: str | Path, server: LoopbackServer) -> list[object]:
+def litellm_stream(fixture_path: str | Path, server: ServeProcess) -> list[object]:
     """litellm's ``completion(stream=True)`` chunks for an OpenAI Chat fixture (optional SDK).
 
     litellm re-shapes the stream (its own ``ModelResponseStream`` objects; it may merge or add

@@ -1,7 +1,8 @@
 """An encoder for the AWS event stream (``application/vnd.amazon.eventstream``).
 
-Bedrock's ConverseStream answers with this binary framing rather than SSE, so the loopback
-server must speak it for boto3 to parse the reply. Written from AWS's description of the
+Some providers stream in this binary framing rather than SSE (a descriptor's ``serve.framing``
+says ``aws_eventstream``), so ``mcs-formats serve`` must speak it for their SDKs (botocore's
+parser checks both CRCs) to read the reply. Written from AWS's description of the
 encoding (the Lex V2 / Transcribe "Event stream encoding" pages); every integer is big-endian:
 
     +--------------------------+
@@ -57,7 +58,7 @@ def encode_message(headers: Iterable[tuple[str, str]], payload: bytes) -> bytes:
 
 
 def event_message(event_type: str, payload: bytes | str | Mapping) -> bytes:
-    """A ``:message-type event`` message carrying a JSON payload, as Bedrock sends each event."""
+    """A ``:message-type event`` message carrying a JSON payload, as AWS sends each event."""
     return encode_message(
         [
             (":event-type", event_type),
