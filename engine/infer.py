@@ -207,6 +207,9 @@ ROLE_WORDS = [
     ("delta", re.compile(r"(^|[._\-])(delta|chunk|progress)$|Delta$", re.I)),
     ("close", re.compile(r"(^|[._\-])(stop|end|done|close|finish|completed?)$|(Stop|End|Done)$")),
 ]
+# Fields that vary from event to event but carry nothing (padding, obfuscation, counters).
+NOISE_KEYS = ("p", "obfuscation", "padding", "sequence_number", "logprobs")
+CONTAINERS = ("delta", "data", "message", "payload", "chunk", "event")
 GENERIC_FRAGMENTS = ("delta", "chunk", "fragment", "piece", "data")
 ID_KEY = re.compile(r"^(type|id)$|_id$|Id$")
 ARGS_HINT = re.compile(r"json|arg|input|param", re.I)
@@ -385,7 +388,7 @@ class EventWire:
         for ev in self.events:
             kinds.setdefault(ev.name or "", set()).update(ev.payload)
         keys: Counter = Counter(k for ks in kinds.values() for k in ks)
-        out = {self.disc.field, "_event"}
+        out = {self.disc.field, "_event", *NOISE_KEYS}
         for key, count in keys.items():
             values = [ev.payload.get(key) for ev in self.events if key in ev.payload]
             scalar = all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in values)
@@ -521,7 +524,7 @@ class EventWire:
     def _fragments(self, kind: Kind) -> dict[tuple[str, ...], list[str]]:
         """String leaves that vary from event to event (a stream of pieces)."""
         found: dict[tuple[str, ...], list[str]] = {}
-        skip = set(kind.slots) | self.envelope
+        skip = set(kind.slots) | self.envelope | set(NOISE_KEYS)
         for ev in kind.events:
             for path, value in _leaves(ev.payload):
                 if path[0] in skip or path[-1] == self.disc.field or ID_KEY.search(path[-1]):
@@ -646,8 +649,11 @@ class EventWire:
     def _turn_fields(self, payload: dict, kind: Kind) -> list:
         """Message-level fields: a restated message merged, a delta merged, stop, usage."""
         rules: list = []
+        streamed = [p for p in self._fragments(kind) if len(kind.events) > 1]
         for path, obj in self._objects(payload, depth=2):
             read = spell(path)
+            if any(p[: len(path)] == path for p in streamed):
+                continue  # an object that carries text pieces: appended below, not merged
             if read == self.message_from:
                 opened = {steps[0][0] for steps in self.lists.values() if steps}
                 lists = [k for k, v in obj.items() if isinstance(v, list) and k in opened]
@@ -680,7 +686,14 @@ class EventWire:
 
     def _rules_open(self, kind: Kind) -> list:
         objects = self._objects(kind.events[0].payload)
-        path, _obj = objects[0]
+        path, obj = objects[0]
+        while len(obj) == 1 and isinstance(next(iter(obj.values())), dict):
+            # A container of one object (Cohere's delta.message.tool_calls): the item is inside;
+            # a key that names the item's kind (Bedrock's start.toolUse) is part of the item.
+            key = next(iter(obj))
+            if key not in CONTAINERS and key not in self.message and not key.endswith("s"):
+                break
+            path, obj = path + (key,), obj[key]
         steps = self._list_for(kind, path)
         self.lists[kind.name] = steps
         for ev in kind.events:
@@ -852,13 +865,27 @@ def _call_fields(item: dict) -> tuple[str, str | None, str | None] | None:
     return None
 
 
-def _is_parts(value: Any) -> bool:
-    """A list of whole typed parts (Gemini's ``parts``): objects with text, and no SLOT."""
+def _args_path(entries: list[dict]) -> str | None:
+    """Where the arguments sit in list entries, from the first entry that carries them (the
+    first fragment of a call may bring only its name)."""
+    for entry in entries:
+        for prefix, obj in [((), entry)] + [((k,), v) for k, v in entry.items()]:
+            key = _first_key(obj, ARGS_KEYS)
+            if key is not None:
+                return spell(prefix + (key,))
+    return None
+
+
+def _is_parts(key: str, value: Any) -> bool:
+    """A list of whole typed parts (Gemini's ``parts``): objects with text or a call, no
+    SLOT, in a list not named for calls alone (``tool_calls`` entries are folded)."""
     if not isinstance(value, list) or not value or not all(isinstance(p, dict) for p in value):
         return False
     texts = any(isinstance(p.get("text"), str) for p in value)
     calls = any(isinstance(v, dict) and _call_fields(v) for p in value for v in p.values())
-    return (texts or calls) and not any(isinstance(p.get("index"), int) for p in value)
+    if any(isinstance(p.get("index"), int) for p in value):
+        return False
+    return texts or (calls and not re.search(r"call|tool", key, re.I))
 
 
 # -- delta-merge wires ---------------------------------------------------------------------------
@@ -878,7 +905,9 @@ class MergeWire:
             values = [e.get(key) for e in self.events if isinstance(e.get(key), list)]
             entries = [x for v in values for x in v]
             dicts = bool(values and entries) and all(isinstance(x, dict) for x in entries)
-            if dicts and sum("index" in x for x in entries) >= len(entries) * 0.5:
+            indexed = sum("index" in x for x in entries) >= len(entries) * 0.5
+            carrying = dicts and all(any(isinstance(v, dict) for v in x.values()) for x in entries)
+            if dicts and (indexed or (carrying and len(values) >= 0.8 * len(self.events))):
                 alias = key[:-1] if key.endswith("s") else f"{key}_item"
                 return key, alias
         return None
@@ -935,7 +964,7 @@ class MergeWire:
     def _parts_list(self, deltas: list[dict]) -> str | None:
         for delta in deltas:
             for key, value in delta.items():
-                if _is_parts(value):
+                if _is_parts(key, value):
                     return key
         return None
 
@@ -1021,13 +1050,15 @@ class MergeWire:
                         slot = spell([k, "index"])
         sample = calls[0] if calls else entries[0]
         name, call_id, args = _call_fields(sample) or (None, None, None)
-        if args is None:
-            for e in entries:
-                found = _call_fields(e)
-                if found and found[2]:
-                    args = found[2]
+        args = args or _args_path(entries)
         arg_values = [_get(e, _fields(args)) for e in entries] if args else []
         streamed = any(isinstance(v, str) for v in arg_values)
+        if slot is None and name is not None:
+            slot = "index"
+            self.draft.review(
+                ("events", "every", "0", "fold"),
+                f"list `{key}`: no SLOT key seen on its entries: guessed `index`",
+            )
         if slot is not None:
             spec["slot"] = slot
         spec["without_slot"] = "continue" if streamed else "new"
