@@ -314,7 +314,7 @@ def find_discriminator(events: list[dict]) -> tuple[Disc | None, str]:
             continue
         score = (len(texts) / n, -preferred.index(key) if key in preferred else -99, key)
         if best is None or score > best:
-            best = score  # type: ignore[assignment]
+            best = score
     if best is None:
         return None, "no field names the events (each chunk has the same shape)"
     key = best[2]
@@ -849,9 +849,9 @@ def _call_fields(item: dict) -> tuple[str, str | None, str | None] | None:
             continue
         call_id = _first_key(obj, CALL_ID_KEYS) or _first_key(item, CALL_ID_KEYS)
         id_path = None
-        if call_id in obj:
+        if call_id is not None and call_id in obj:
             id_path = spell(prefix + (call_id,))
-        elif call_id in item:
+        elif call_id is not None and call_id in item:
             id_path = call_id
         elif "id" in obj:
             id_path = spell(prefix + ("id",))
@@ -902,7 +902,7 @@ class MergeWire:
 
     def _choice_list(self) -> tuple[str, str] | None:
         for key in {k for e in self.events for k in e}:
-            values = [e.get(key) for e in self.events if isinstance(e.get(key), list)]
+            values: list[list] = [v for e in self.events if isinstance(v := e.get(key), list)]
             entries = [x for v in values for x in v]
             dicts = bool(values and entries) and all(isinstance(x, dict) for x in entries)
             indexed = sum("index" in x for x in entries) >= len(entries) * 0.5
@@ -935,8 +935,8 @@ class MergeWire:
         for event in self.events:
             if self.choice is not None:
                 entries = event.get(self.choice["list"]) or []
-                event = next((x for x in entries if isinstance(x, dict)), None) or {}
-                value = _get(event, path[1:])
+                first = next((x for x in entries if isinstance(x, dict)), None) or {}
+                value = _get(first, path[1:])
             else:
                 value = _get(event, path)
             if isinstance(value, dict):
