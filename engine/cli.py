@@ -556,7 +556,7 @@ order: 99  # where `mcs-formats list` shows it, and when the buffer tries it
 # -- recognize: does one chunk's envelope belong to this wire? ----------------------------------
 # Predicates: {field: P, equals: V}, {field: P, in: [...]}, {field: P, prefix: S},
 # {field: P, is: object|list|string|number|boolean|null}, {has: P}, {any: [...]}, {all: [...]},
-# {not: {...}}. P is a read path: a field chain (delta.text) or JMESPath. Be specific: the
+# {not: {...}}. P is a read path: delta.text, calls[0].id, or {jmespath: EXPR}. Be specific: the
 # buffer takes the first format that recognises a chunk.
 recognize:
   chunk:

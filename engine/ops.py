@@ -775,7 +775,7 @@ def op_push(spec: dict, ctx: CompileContext) -> Run:
 
 
 def _first_of(paths: Any, ctx: CompileContext) -> Reader:
-    paths = [paths] if isinstance(paths, str) else paths
+    paths = paths if isinstance(paths, list) else [paths]  # one path, or {jmespath: ...}
     readers = [compile_read(p, ctx.choice_alias) for p in paths]
     if len(readers) == 1:
         return readers[0]

@@ -1,16 +1,39 @@
-"""Paths, compiled once when a descriptor loads.
+"""The one path language of descriptors, compiled once when a descriptor loads.
 
-Two kinds of path appear in a descriptor:
+A path is a *field chain*: field names joined by ``.``, each optionally followed by bracket
+steps. ``""`` is the object itself. The bracket steps are
 
-- a *read path* says where a value sits in a chunk (or in an assembled item). A plain field
-  chain (``delta.partial_json``) compiles to direct dictionary look-ups, because this runs on
-  every chunk; anything else is JMESPath, compiled once. The empty path is the object itself.
-  A read path whose first field is the descriptor's choice alias (``choice.delta``) reads from
-  the choice the buffer follows rather than from the chunk.
-- a *target path* says where in the message under assembly an operation writes. It is a field
-  chain in which ``[read-path]`` addresses an item of a slotted list by the SLOT that the
-  chunk carries: ``output[output_index].content[content_index].text``. In patterns (the
-  ``calls`` and ``text`` sections) ``[*]`` stands for every item.
+- ``[n]`` (digits): the n-th item of a list (``tool_calls[0].function.arguments``);
+- ``[slot]`` (a field chain of the *event*): the item of a slotted list whose SLOT the event
+  carries there (``content[index].text``, ``output[output_index].content[content_index]``);
+- ``[*]``: every item of a list (``output[*].content[*].text``).
+
+A place in a descriptor compiles a path into one of its *forms*, and each form takes the steps
+that mean something there (a problem names the column and what the form takes):
+
+=============  ===========================  ================================================
+form           steps                        used by
+=============  ===========================  ================================================
+read           fields, ``[n]``              ``from``, ``when``, predicates' ``field``/``has``,
+                                            ``calls.name``/``id``, fold's ``slot``, templates
+presence       fields, ``[n]`` (not ``""``)  ``{field: P, is: "null"}``: is the key there?
+target         fields, ``[slot]``, ``[*]``  ``at`` of operations (``[*]`` is the validator's
+                                            to refuse) and patterns (``calls.at``, ``text``)
+chain          fields                       where a value is installed in an item
+                                            (``calls.args``, fold's ``args``/``identity``)
+=============  ===========================  ================================================
+
+A read whose first field is the descriptor's choice alias (``choice.delta``) reads from the
+choice the buffer follows rather than from the chunk. A plain field chain compiles to direct
+dictionary look-ups, because reads run on every chunk.
+
+JMESPath is still there for the reads a chain cannot say (a projection, a multiselect hash),
+behind an explicit marker: the mapping ``{jmespath: "expr"}`` in place of the path string.
+A mapping rather than a prefix, because a prefix would be a legal field name (``$``, ``=``
+and ``-`` all appear in wire fields) or a YAML indicator to quote, while a one-key mapping
+cannot be mistaken for a path, is typed by the schema (an editor completes it), and reads as
+what it is. The strings of the old dialects (a bare JMESPath, the templates' ``a.0.b``) do not
+compile; :func:`old_form` says what their new form is.
 """
 
 from __future__ import annotations
@@ -24,51 +47,225 @@ import jmespath
 
 Reader = Callable[[Any, Any], Any]  # (event, choice) -> value or None
 
+JMESPATH = "jmespath"
+"""The key of the marker that makes a read path a JMESPath expression."""
+
 _FIELD = r"[A-Za-z_$][A-Za-z0-9_$-]*"
 _PLAIN = re.compile(rf"^{_FIELD}(\.{_FIELD})*$")
 _FIELD_AT = re.compile(_FIELD)
 _FIELD_ONLY = re.compile(rf"^{_FIELD}$")
-_TARGET_TOKEN = re.compile(rf"({_FIELD})|\[([^\]]*)\]|(\.)")
+_INDEX = re.compile(r"^[0-9]+$")
 
 
 class PathError(ValueError):
-    """A path that does not compile; the message says why."""
+    """A path that does not compile in the form asked for.
+
+    ``column`` (1-based, None when the path as a whole is wrong) points into the path text;
+    ``in_slot`` says the problem is inside a ``[slot]`` step; ``hint`` is the path's new form
+    when it is written in an old dialect (see :func:`old_form`)."""
+
+    def __init__(
+        self,
+        message: str,
+        column: int | None = None,
+        in_slot: bool = False,
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.column = column
+        self.in_slot = in_slot
+        self.hint = hint
 
 
-def is_plain(path: str) -> bool:
-    return path == "" or bool(_PLAIN.match(path))
+@dataclass(frozen=True)
+class Step:
+    """One step of a parsed path: a field, an index ``[n]``, a ``[slot]`` or ``[*]``.
+
+    ``text`` is the field name, or the slot's field chain; ``column`` where the step begins."""
+
+    kind: str  # "field" | "index" | "slot" | "every"
+    text: str = ""
+    index: int = 0
+    column: int = 1
+
+
+def parse(path: str) -> tuple[Step, ...]:
+    """The steps of ``path`` (``""``: none). Raises :class:`PathError` naming the column."""
+    if not isinstance(path, str):
+        raise PathError(f"a path is a string, got {type(path).__name__}")
+    steps: list[Step] = []
+    pos, n = 0, len(path)
+    if n == 0:
+        return ()
+    while True:
+        m = _FIELD_AT.match(path, pos)
+        if m is None:
+            raise _unexpected(path, pos, "a field name")
+        steps.append(Step("field", m.group(), column=pos + 1))
+        pos = m.end()
+        while pos < n and path[pos] == "[":
+            close = path.find("]", pos)
+            if close < 0:
+                raise PathError(f"'[' at column {pos + 1} is never closed", pos + 1)
+            steps.append(_bracket(path[pos + 1 : close], pos + 1))
+            pos = close + 1
+        if pos == n:
+            return tuple(steps)
+        if path[pos] != ".":
+            raise _unexpected(path, pos, "'.' or '['")
+        pos += 1
+        if pos == n:
+            raise PathError("path ends with '.'", pos)
+
+
+def _bracket(inner: str, column: int) -> Step:
+    if inner == "*":
+        return Step("every", "*", column=column)
+    if _INDEX.match(inner):
+        return Step("index", inner, index=int(inner), column=column)
+    if not inner:
+        raise PathError(f"empty [] at column {column}", column, in_slot=True)
+    if not _PLAIN.match(inner):
+        pos = _chain_stop(inner)
+        what = "ends with '.'" if pos >= len(inner) else f"unexpected {inner[pos]!r}"
+        raise PathError(
+            f"slot [{inner}]: a slot is a field chain of the event (index, choice.index), "
+            f"an index [0] or [*]: {what} at column {column + 1 + pos}",
+            column + 1 + pos,
+            in_slot=True,
+        )
+    return Step("slot", inner, column=column)
+
+
+def _chain_stop(text: str) -> int:
+    """Where a field chain stops being one (``len(text)`` when it only ends badly)."""
+    pos, expect_field = 0, True
+    while pos < len(text):
+        m = _FIELD_AT.match(text, pos) if expect_field else None
+        if m is not None:
+            pos, expect_field = m.end(), False
+        elif not expect_field and text[pos] == ".":
+            pos, expect_field = pos + 1, True
+        else:
+            return pos
+    return pos
+
+
+def _unexpected(path: str, pos: int, wanted: str) -> PathError:
+    if pos >= len(path):
+        return PathError(f"path ends where {wanted} was expected", pos + 1)
+    return PathError(f"unexpected {path[pos]!r} at column {pos + 1}", pos + 1)
+
+
+# -- old dialects -------------------------------------------------------------------------------
+
+_DIGIT_FIELD = re.compile(r"(?<=[A-Za-z0-9_$\]-])\.([0-9]+)(?=\.|$)")
+
+
+def old_form(path: Any, form: str = "read") -> str | None:
+    """The new form of a path written in an old dialect, or None when it is in none.
+
+    - the templates' ``a.0.b`` (a segment of digits indexes a list) is ``a[0].b``;
+    - a bare JMESPath read (``a || b``, ``[?x]``, ``a[*].b`` in a read) is
+      ``{jmespath: "..."}`` where a read takes it."""
+    if not isinstance(path, str) or not path or _reads(path):
+        return None
+    rewritten = _DIGIT_FIELD.sub(lambda m: f"[{m.group(1)}]", path)
+    if rewritten != path and _parses(rewritten):
+        return rewritten
+    if form == "read":
+        try:
+            jmespath.compile(path)
+        except jmespath.exceptions.JMESPathError:
+            return None
+        return f"{{{JMESPATH}: {_quoted(path)}}}"
+    return None
+
+
+def _reads(path: str) -> bool:
+    """In the one language already, as a read (fields and ``[n]``)."""
+    try:
+        return all(step.kind in ("field", "index") for step in parse(path))
+    except PathError:
+        return False
+
+
+def _parses(path: str) -> bool:
+    try:
+        parse(path)
+    except PathError:
+        return False
+    return True
+
+
+def _quoted(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _with_hint(exc: PathError, path: Any, form: str) -> PathError:
+    hint = old_form(path, form)
+    if hint is None:
+        return exc
+    message = f"{exc}; an old form of path: write {hint}"
+    return PathError(message, exc.column, exc.in_slot, hint)
+
+
+# -- the forms ------------------------------------------------------------------------------------
+
+
+def is_jmespath(path: Any) -> bool:
+    """``{jmespath: "expr"}``: a read path that is a JMESPath expression."""
+    return isinstance(path, dict) and set(path) == {JMESPATH}
+
+
+def is_plain(path: Any) -> bool:
+    """A chain of fields only (``""`` included): the paths read with look-ups and nothing
+    else, which the dispatcher may key on."""
+    return path == "" or (isinstance(path, str) and bool(_PLAIN.match(path)))
+
+
+def read_steps(path: str, form: str = "read") -> tuple[Step, ...]:
+    """The steps of a read path string (fields and ``[n]``), the old forms named (``form``:
+    ``read``, where a JMESPath may be written with its marker, or ``template``)."""
+    try:
+        steps = parse(path)
+    except PathError as exc:
+        raise _with_hint(exc, path, form) from None
+    for step in steps:
+        if step.kind in ("slot", "every"):
+            what = "[*]" if step.kind == "every" else f"[{step.text}]"
+            refused = PathError(
+                f"a read gives one value: {what} at column {step.column} is for an `at` "
+                "(a [slot] of a target, a [*] of a pattern); a read takes fields and [n]",
+                step.column,
+            )
+            raise _with_hint(refused, path, form) from None
+    return steps
 
 
 def parse_chain(path: str) -> tuple[str, ...]:
-    """A *field chain* (``function.arguments``): field names joined by ``.``, nothing else.
+    """A *chain*: field names joined by ``.``, nothing else.
 
-    Some places in a descriptor are not read but written or tested for presence: ``calls.args``
-    is where the arguments stream is installed in a call item, and a value can only be put at a
-    field, never at a JMESPath result. Those places take a field chain, parsed here (the one
-    definition, shared with the validator) so that a JMESPath or a slot there is refused with
-    the reason, never split on ``.`` into nonsense fields.
-    """
+    Some places in a descriptor are not read but written: ``calls.args`` is where the
+    arguments stream is installed in a call item, and a value is put at a field, never at an
+    index or a JMESPath result. Those places take a chain, parsed here (the one definition,
+    shared with the validator) so that anything else is refused with the reason."""
     if not isinstance(path, str) or not path:
         raise PathError("expected a field chain such as function.arguments, got nothing")
     if _PLAIN.match(path):
         return tuple(path.split("."))
-    pos = 0
-    expect_field = True
-    while pos < len(path):
-        m = _FIELD_AT.match(path, pos) if expect_field else None
-        if m is not None:
-            pos, expect_field = m.end(), False
-        elif not expect_field and path[pos] == ".":
-            pos, expect_field = pos + 1, True
-        else:
-            break
-    if pos >= len(path):
-        where = "path ends with '.'"
-    else:
-        where = f"unexpected {path[pos]!r} at column {pos + 1}"
+    try:
+        steps = parse(path)
+    except PathError as exc:
+        raise PathError(
+            f"expected a field chain such as function.arguments (fields joined by '.'): {exc}",
+            exc.column,
+        ) from None
+    bracket = next(s for s in steps if s.kind != "field")
     raise PathError(
-        f"expected a plain field chain such as function.arguments (field names joined by '.', "
-        f"no JMESPath, no [slot]): {where}"
+        "expected a field chain such as function.arguments (fields joined by '.'): a value "
+        f"is written at a field, so no [..] here: '[' at column {bracket.column}",
+        bracket.column,
     )
 
 
@@ -81,17 +278,83 @@ def single_field(path: Any, choice_alias: str | None = None) -> str | None:
     return path
 
 
-def compile_read(path: str, choice_alias: str | None = None) -> Reader:
-    """Compile a read path into ``reader(event, choice)``."""
+def compile_read(path: str | dict, choice_alias: str | None = None) -> Reader:
+    """Compile a read path (a string, or ``{jmespath: expr}``) into ``reader(event, choice)``."""
+    if isinstance(path, dict):
+        return _compile_jmespath(path, choice_alias)
     if path == "":
         return _whole_event
-    if is_plain(path):
+    if _PLAIN.match(path):
         fields = path.split(".")
         if choice_alias is not None and fields[0] == choice_alias:
             return _chain(fields[1:], on_choice=True) if len(fields) > 1 else _the_choice
         return _chain(fields)
+    steps: list[str | int] = [s.index if s.kind == "index" else s.text for s in read_steps(path)]
+    if choice_alias is not None and steps[0] == choice_alias:
+        rest = steps[1:]
+        return lambda ev, ch: _walk(ch, rest)
+
+    def walk(ev: Any, ch: Any = None) -> Any:
+        return _walk(ev, steps)
+
+    return walk
+
+
+def compile_get(path: str | dict) -> Callable[[Any], Any]:
+    """Compile a read path over one object (an assembled item or message).
+
+    Every reader takes the choice as an optional second argument, so a reader of the object
+    itself is its own getter: no wrapper call on the hot path."""
+    # Compiled without a choice alias, every reader's second argument is optional.
+    return cast(Callable[[Any], Any], compile_read(path))
+
+
+def compile_lookup(path: str) -> Callable[[Any], Any]:
+    """A read path over a template's context (plain data a caller built, so any mapping and
+    any list): the value there, or None when the way is absent."""
+    found = read_steps(path, "template")
+    steps: list[str | int] = [s.index if s.kind == "index" else s.text for s in found]
+    return lambda obj: _walk(obj, steps, exact=False)
+
+
+def compile_presence(path: str) -> Callable[[Any], bool]:
+    """Is the last step of ``path`` there (the key present, the index inside its list),
+    whatever its value: what ``is: "null"`` asks, which a read cannot tell from absent."""
+    if not isinstance(path, str) or not path:
+        raise PathError("a presence test names the key it asks about, got nothing")
+    steps: list[str | int] = [s.index if s.kind == "index" else s.text for s in read_steps(path)]
+    parents, last = steps[:-1], steps[-1]
+
+    def present(obj: Any) -> bool:
+        holder = _walk(obj, parents)
+        if last.__class__ is int:
+            return holder.__class__ is list and last < len(holder)
+        return holder.__class__ is dict and last in holder
+
+    return present
+
+
+def _walk(obj: Any, steps: list[str | int], exact: bool = True) -> Any:
+    """The value at ``steps`` (field names and list indexes), or None."""
+    for step in steps:
+        if step.__class__ is int:
+            if not (obj.__class__ is list if exact else isinstance(obj, list)):
+                return None
+            if step >= len(obj):
+                return None
+            obj = obj[step]
+        elif obj.__class__ is dict if exact else isinstance(obj, dict):
+            obj = obj.get(step)
+        else:
+            return None
+    return obj
+
+
+def _compile_jmespath(path: dict, choice_alias: str | None) -> Reader:
+    if not is_jmespath(path) or not isinstance(path[JMESPATH], str):
+        raise PathError(f'a read path is a string or {{{JMESPATH}: "expression"}}, got {path!r}')
     try:
-        expression = jmespath.compile(path)
+        expression = jmespath.compile(path[JMESPATH])
     except jmespath.exceptions.JMESPathError as exc:
         raise PathError(f"JMESPath does not compile: {_jmespath_reason(exc)}") from None
     search = expression.search
@@ -102,15 +365,6 @@ def compile_read(path: str, choice_alias: str | None = None) -> Reader:
         return search(ev)
 
     return search_event
-
-
-def compile_get(path: str) -> Callable[[Any], Any]:
-    """Compile a read path over one object (an assembled item or message).
-
-    Every reader takes the choice as an optional second argument, so a reader of the object
-    itself is its own getter: no wrapper call on the hot path."""
-    # Compiled without a choice alias, every reader's second argument is optional.
-    return cast(Callable[[Any], Any], compile_read(path))
 
 
 def _whole_event(ev: Any, ch: Any = None) -> Any:
@@ -203,7 +457,7 @@ def _chain(fields: list[str], on_choice: bool = False) -> Reader:
 
 @dataclass(frozen=True)
 class Segment:
-    """One step of a target path: a field, or an item of a slotted list."""
+    """One step of a target path or pattern: a field, or an item of a slotted list."""
 
     field: str | None = None
     slot: Reader | None = None  # for an item step; None with ``any`` for ``[*]``
@@ -212,37 +466,24 @@ class Segment:
 
 
 def parse_target(path: str, choice_alias: str | None = None) -> tuple[Segment, ...]:
-    """Parse ``a.b[slot].c`` into segments; ``""`` is the message root."""
-    if path == "":
-        return ()
+    """The target form: ``a.b[slot].c`` (or a pattern's ``a[*].b``) as segments; ``""`` is
+    the message root. An index ``[n]`` names no item of a slotted list and is refused."""
     segments: list[Segment] = []
-    pos = 0
-    expect_field = True
-    while pos < len(path):
-        m = _TARGET_TOKEN.match(path, pos)
-        if m is None:
-            raise PathError(f"unexpected {path[pos]!r} at column {pos + 1}")
-        field, slot, dot = m.groups()
-        if field is not None:
-            if not expect_field:
-                raise PathError(f"expected '.' or '[' before {field!r} at column {pos + 1}")
-            segments.append(Segment(field=field))
-            expect_field = False
-        elif slot is not None:
-            if expect_field or not segments:
-                raise PathError(f"a slot [..] must follow a field at column {pos + 1}")
-            slot = slot.strip()
-            if slot == "*":
-                segments.append(Segment(any=True, slot_path="*"))
-            else:
-                if not slot:
-                    raise PathError(f"empty slot [] at column {pos + 1}")
-                segments.append(Segment(slot=compile_read(slot, choice_alias), slot_path=slot))
+    for step in parse(path):
+        if step.kind == "field":
+            segments.append(Segment(field=step.text))
+        elif step.kind == "every":
+            segments.append(Segment(any=True, slot_path="*"))
+        elif step.kind == "slot":
+            segments.append(
+                Segment(slot=compile_read(step.text, choice_alias), slot_path=step.text)
+            )
         else:
-            if expect_field:
-                raise PathError(f"unexpected '.' at column {pos + 1}")
-            expect_field = True
-        pos = m.end()
-    if expect_field:
-        raise PathError("path ends with '.'")
+            raise PathError(
+                f"an index [{step.text}] at column {step.column} names no item here: items of "
+                "the message are addressed by the SLOT their event carries (content[index]), "
+                "or all at once in a pattern (content[*])",
+                step.column,
+                in_slot=True,
+            )
     return tuple(segments)

@@ -6,7 +6,9 @@ message (``where`` in ``calls`` and ``text``). Every form is a mapping:
 ``{field: P, equals: V}``, ``{field: P, in: [V, ...]}``, ``{field: P, prefix: S}``,
 ``{field: P, is: object|list|string|number|boolean|null}`` (a YAML null for ``is``, an unquoted
 ``is: null``, means ``"null"``), ``{has: P}`` (present and not null),
-``{any: [...]}``, ``{all: [...]}``, ``{not: {...}}``. ``P`` is a read path.
+``{any: [...]}``, ``{all: [...]}``, ``{not: {...}}``. ``P`` is a read path of
+:mod:`engine.paths` (a field chain with ``[n]``, or ``{jmespath: expr}``); for ``is: null``
+it is the presence form, which asks whether the key is there.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .paths import compile_get, parse_chain, single_field
+from .paths import compile_get, compile_presence, single_field
 
 Predicate = Callable[[Any], bool]
 
@@ -65,13 +67,14 @@ def compile_predicate(spec: dict) -> Predicate:
     if "is" in spec:
         kind = "null" if spec["is"] is None else spec["is"]
         kinds = _TYPES[kind]
+        present = compile_presence(spec["field"]) if kind == "null" else None
 
         def is_kind(obj: Any) -> bool:
             if obj.__class__ is not dict:
                 return False
             value = get(obj)
-            if kind == "null":
-                return value is None and _present(obj, spec["field"])
+            if present is not None:
+                return value is None and present(obj)
             return isinstance(value, kinds) and not (kinds == (int, float) and value is True)
 
         return is_kind
@@ -93,10 +96,3 @@ def _hashable(value: Any) -> Any:
     except TypeError:
         return None
     return value
-
-
-def _present(obj: Any, path: str) -> bool:
-    *parents, last = parse_chain(path)
-    for field in parents:
-        obj = obj.get(field) if isinstance(obj, dict) else None
-    return isinstance(obj, dict) and last in obj

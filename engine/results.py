@@ -33,7 +33,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from .model import copy_json
-from .templates import MISSING, Template, compile_template, render_result
+from .templates import (
+    MISSING,
+    Template,
+    TemplateError,
+    TemplateProblem,
+    check_template,
+    render_result,
+)
 
 DEFAULT_LEAK_ROLE = "user"
 _MODES = ("per_call", "one_message")
@@ -59,44 +66,66 @@ class CompiledSections:
 
 def compile_sections(descriptor: dict) -> CompiledSections:
     """Check and compile a descriptor's ``results`` and ``declarations`` sections (either may
-    be absent). Raises :class:`ValueError` naming the JSON pointer of a bad part."""
+    be absent). Raises :class:`~engine.templates.TemplateError` (a ``ValueError`` naming the
+    JSON pointer of the first bad part) with every problem."""
+    sections, problems = check_sections(descriptor)
+    if problems:
+        raise TemplateError(problems)
+    return sections
+
+
+def check_sections(descriptor: dict) -> tuple[CompiledSections, list[TemplateProblem]]:
+    """The compiled ``results`` and ``declarations`` sections and every problem in them, each
+    ``(JSON pointer, message, rule)``: what the validator reports, each at its line."""
+    problems: list[TemplateProblem] = []
     results = descriptor.get("results")
     declarations = descriptor.get("declarations")
-    return CompiledSections(
-        results=None if results is None else _compile_results(results),
+    sections = CompiledSections(
+        results=None if results is None else _compile_results(results, problems),
         declarations=(
-            None if declarations is None else compile_template(declarations, "/declarations")
+            None if declarations is None else _template(declarations, "/declarations", problems)
         ),
     )
+    return sections, problems
 
 
-def _compile_results(spec: Any) -> CompiledResults:
+def _template(spec: Any, pointer: str, problems: list[TemplateProblem]) -> Template:
+    template, found = check_template(spec, pointer)
+    problems.extend(found)
+    return template
+
+
+def _compile_results(spec: Any, problems: list[TemplateProblem]) -> CompiledResults | None:
+    def bad(pointer: str, message: str) -> None:
+        problems.append((pointer, message, "template"))
+
     if not isinstance(spec, dict):
-        raise ValueError("/results: a mapping")
+        bad("/results", "a mapping")
+        return None
     for key in spec:
         if key not in _RESULTS_KEYS:
-            raise ValueError(
-                f"/results/{key}: unknown key; known: {', '.join(sorted(_RESULTS_KEYS))}"
-            )
+            bad(f"/results/{key}", f"unknown key; known: {', '.join(sorted(_RESULTS_KEYS))}")
     mode = spec.get("mode", "one_message" if "message" in spec else "per_call")
     if mode not in _MODES:
-        raise ValueError(f"/results/mode: one of {', '.join(_MODES)}, got {mode!r}")
-    needed, other = ("result", "message") if mode == "per_call" else ("message", "result")
-    if needed not in spec:
-        raise ValueError(f"/results: mode {mode} needs {needed}")
-    if other in spec:
-        raise ValueError(f"/results/{other}: not used in mode {mode} (it takes {needed})")
+        bad("/results/mode", f"one of {', '.join(_MODES)}, got {mode!r}")
+    else:
+        needed, other = ("result", "message") if mode == "per_call" else ("message", "result")
+        if needed not in spec:
+            bad("/results", f"mode {mode} needs {needed}")
+        if other in spec:
+            bad(f"/results/{other}", f"not used in mode {mode} (it takes {needed})")
     role = spec.get("leak_role", DEFAULT_LEAK_ROLE)
     if not isinstance(role, str) or not role:
-        raise ValueError("/results/leak_role: a role name")
-    if role == "system":
-        raise ValueError("/results/leak_role: system is not a role that carries tool results")
+        bad("/results/leak_role", "a role name")
+    elif role == "system":
+        bad("/results/leak_role", "system is not a role that carries tool results")
     leak = spec.get("leak") or {}
     if not isinstance(leak, dict) or any(k not in ("assistant", "message") for k in leak):
-        raise ValueError("/results/leak: a mapping with assistant and message")
+        bad("/results/leak", "a mapping with assistant and message")
+        leak = {}
 
     def opt(value: Any, pointer: str) -> Template | None:
-        return None if value is None else compile_template(value, pointer)
+        return None if value is None else _template(value, pointer, problems)
 
     return CompiledResults(
         mode=mode,

@@ -194,7 +194,7 @@ class Program:
     def __init__(self, events: dict, ctx: CompileContext) -> None:
         disc = events.get("discriminator")
         self.wrapped = False
-        if isinstance(disc, dict):
+        if isinstance(disc, dict) and "field" in disc:  # not a {jmespath: ...} read
             self.wrapped = bool(disc.get("or_wrapped"))
             disc = disc["field"]
         self.discriminator = compile_get(disc) if disc else None

@@ -11,10 +11,10 @@ constructs below. A template is
   element; a mapping renders each value. A value that renders to *nothing* (see below) is
   left out: a mapping drops the key, a list drops the element. Keys beginning with ``$``
   are reserved for the constructs and are an error anywhere else.
-- ``{$path: "a.b.0.c"}``: the value at a *path* in the context. A path is field names
-  joined by dots; a segment of digits indexes a list. A value that is absent or null
-  renders to nothing, unless ``default: <template>`` says what to use instead. The value
-  is the context's own (shared, not copied).
+- ``{$path: "a.b[0].c"}``: the value at a *path* in the context, a read path of
+  :mod:`engine.paths` (field names joined by dots, ``[n]`` indexing a list). A value that
+  is absent or null renders to nothing, unless ``default: <template>`` says what to use
+  instead. The value is the context's own (shared, not copied).
 - ``{$if: <condition>, then: <template>, else: <template>}``: one branch or the other;
   a missing branch renders to nothing. The condition is a path (true when the value there
   is truthy), or a predicate mapping of the descriptor's predicate language
@@ -44,8 +44,9 @@ constructs below. A template is
   (default ``records``). Without ``calls`` every call is kept. A list left empty renders to
   nothing (with ``list``: the field is removed).
 
-A template that is not one of these raises :class:`ValueError` naming the JSON pointer of
-the offending part, e.g. ``/results/result/content/0: unknown construct $pth``.
+A template that is not one of these raises :class:`TemplateError` (a ``ValueError``) with
+every problem, each named by the JSON pointer of the offending part, e.g.
+``/results/result/content/0: unknown construct $pth``; :func:`check_template` returns them.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from .paths import PathError, compile_lookup
 from .predicates import compile_predicate
 
 
@@ -96,201 +98,288 @@ class Template:
         return f"Template({self.spec!r})"
 
 
+TemplateProblem = tuple[str, str, str]  # (JSON pointer, message, rule)
+
+
+class TemplateError(ValueError):
+    """A template that does not compile: ``problems`` holds every problem as
+    ``(pointer, message, rule)``; the message of the error is the first, ``pointer: message``.
+    ``rule`` is ``template``, or ``old-path`` for a path written in an old dialect."""
+
+    def __init__(self, problems: list[TemplateProblem]) -> None:
+        pointer, message, _ = problems[0]
+        super().__init__(f"{pointer}: {message}")
+        self.problems = problems
+
+
 def compile_template(spec: Any, pointer: str = "") -> Template:
     """Check ``spec`` and compile it. ``pointer`` is where the spec sits in its document,
-    so that an error names the place (``/results/assistant/content``)."""
-    return Template(spec, _compile(spec, pointer))
+    so that a problem names the place (``/results/assistant/content``). Raises
+    :class:`TemplateError` with every problem found."""
+    template, problems = check_template(spec, pointer)
+    if problems:
+        raise TemplateError(problems)
+    return template
+
+
+def check_template(spec: Any, pointer: str = "") -> tuple[Template, list[TemplateProblem]]:
+    """Compile ``spec`` and return it with every problem, each ``(pointer, message, rule)``, in
+    document order. A template with problems renders the good parts only: use it only when
+    the list is empty."""
+    compiler = _Compiler()
+    node = compiler.node(spec, pointer)
+    return Template(spec, node), compiler.problems
 
 
 # --- paths ---------------------------------------------------------------------------------
-
-
-def _split_path(path: Any, pointer: str) -> tuple[str | int, ...]:
-    if not isinstance(path, str) or not path:
-        raise ValueError(f"{pointer}: a path must be a non-empty string, got {path!r}")
-    segments: list[str | int] = []
-    for seg in path.split("."):
-        if not seg:
-            raise ValueError(f"{pointer}: empty segment in path {path!r}")
-        segments.append(int(seg) if seg.isdigit() else seg)
-    return tuple(segments)
-
-
-def _reader(path: Any, pointer: str) -> Callable[[Any], Any]:
-    segments = _split_path(path, pointer)
-
-    def read(obj: Any) -> Any:
-        for seg in segments:
-            if isinstance(obj, dict):
-                obj = obj.get(seg, MISSING) if isinstance(seg, str) else MISSING
-            elif isinstance(obj, list) and isinstance(seg, int):
-                obj = obj[seg] if seg < len(obj) else MISSING
-            else:
-                return MISSING
-            if obj is MISSING:
-                return MISSING
-        return obj
-
-    return read
 
 
 def _absent(value: Any) -> bool:
     return value is MISSING or value is None
 
 
-# --- compilation ---------------------------------------------------------------------------
-
-
 def _child(pointer: str, key: Any) -> str:
     return f"{pointer}/{str(key).replace('~', '~0').replace('/', '~1')}"
 
 
-def _compile(spec: Any, pointer: str) -> Node:
-    if isinstance(spec, dict):
+def _nothing(ctx: dict) -> Any:
+    return MISSING
+
+
+def _false(obj: Any) -> bool:
+    return False
+
+
+# --- compilation ---------------------------------------------------------------------------
+
+
+class _Compiler:
+    """Compiles a template and collects every problem, never stopping at the first: a bad
+    part compiles to a node that renders nothing, and the walk goes on."""
+
+    def __init__(self) -> None:
+        self.problems: list[TemplateProblem] = []
+
+    def fail(self, pointer: str, message: str, rule: str = "template") -> Node:
+        self.problems.append((pointer, message, rule))
+        return _nothing
+
+    def reader(self, path: Any, pointer: str) -> Callable[[Any], Any]:
+        """A context path (the read form of :mod:`engine.paths`: fields and ``[n]``)."""
+        if not isinstance(path, str) or not path:
+            self.fail(pointer, f"a path must be a non-empty string, got {path!r}")
+            return _nothing
+        try:
+            return compile_lookup(path)
+        except PathError as exc:
+            self.fail(pointer, f"path {path!r}: {exc}", "old-path" if exc.hint else "template")
+            return _nothing
+
+    def node(self, spec: Any, pointer: str) -> Node:
+        if isinstance(spec, dict):
+            return self.mapping_or_construct(spec, pointer)
+        if isinstance(spec, list):
+            return self.array(spec, pointer)
+        if spec is None or isinstance(spec, (str, int, float, bool)):
+            return lambda ctx: spec
+        return self.fail(pointer, f"a template holds JSON values only, got {type(spec).__name__}")
+
+    def mapping_or_construct(self, spec: dict, pointer: str) -> Node:
         constructs = [k for k in spec if isinstance(k, str) and k.startswith("$")]
         if not constructs:
-            return _compile_mapping(spec, pointer)
+            return self.mapping(spec, pointer)
         known = [k for k in constructs if k in _CONSTRUCTS]
         unknown = [k for k in constructs if k not in _CONSTRUCTS and k != "$emit"]
-        if unknown:
-            raise ValueError(f"{_child(pointer, unknown[0])}: unknown construct {unknown[0]}")
+        for key in unknown:
+            self.fail(_child(pointer, key), f"unknown construct {key}")
+        if unknown and not known:
+            return _nothing
         if len(known) != 1:
             what = ", ".join(known) if known else "$emit without $each"
-            raise ValueError(f"{pointer}: one construct per mapping, found {what}")
+            return self.fail(pointer, f"one construct per mapping, found {what}")
         name = known[0]
-        compiler, allowed = _CONSTRUCTS[name]
+        build, allowed = _CONSTRUCTS[name]
         for key in spec:
-            if key != name and key not in allowed:
-                raise ValueError(f"{_child(pointer, key)}: {name} takes no option {key!r}")
-        return compiler(spec, pointer)
-    if isinstance(spec, list):
-        return _compile_list(spec, pointer)
-    if spec is None or isinstance(spec, (str, int, float, bool)):
-        return lambda ctx: spec
-    raise ValueError(f"{pointer}: a template holds JSON values only, got {type(spec).__name__}")
+            if key != name and key not in allowed and key not in unknown:
+                self.fail(_child(pointer, key), f"{name} takes no option {key!r}")
+        return build(self, spec, pointer)
 
+    def mapping(self, spec: dict, pointer: str) -> Node:
+        for key in spec:
+            if not isinstance(key, str):
+                self.fail(_child(pointer, key), "keys must be strings")
+        if all(not isinstance(v, (dict, list)) for v in spec.values()):
+            constant = dict(spec)
+            return lambda ctx: dict(constant)
+        items = [(k, self.node(v, _child(pointer, k))) for k, v in spec.items()]
 
-def _compile_mapping(spec: dict, pointer: str) -> Node:
-    for key in spec:
-        if not isinstance(key, str):
-            raise ValueError(f"{_child(pointer, key)}: keys must be strings")
-    if all(not isinstance(v, (dict, list)) for v in spec.values()):
-        constant = dict(spec)
-        return lambda ctx: dict(constant)
-    items = [(k, _compile(v, _child(pointer, k))) for k, v in spec.items()]
+        def render(ctx: dict) -> dict:
+            out = {}
+            for key, node in items:
+                value = node(ctx)
+                if value is not MISSING:
+                    out[key] = value
+            return out
 
-    def render(ctx: dict) -> dict:
-        out = {}
-        for key, node in items:
-            value = node(ctx)
-            if value is not MISSING:
-                out[key] = value
-        return out
+        return render
 
-    return render
+    def array(self, spec: list, pointer: str) -> Node:
+        nodes = [self.node(v, _child(pointer, i)) for i, v in enumerate(spec)]
 
+        def render(ctx: dict) -> list:
+            return [v for v in (node(ctx) for node in nodes) if v is not MISSING]
 
-def _compile_list(spec: list, pointer: str) -> Node:
-    nodes = [_compile(v, _child(pointer, i)) for i, v in enumerate(spec)]
+        return render
 
-    def render(ctx: dict) -> list:
-        return [v for v in (node(ctx) for node in nodes) if v is not MISSING]
+    def condition(self, cond: Any, pointer: str) -> Callable[[Any], bool]:
+        if isinstance(cond, str):
+            read = self.reader(cond, pointer)
+            return lambda ctx: bool(read(ctx))
+        if isinstance(cond, dict):
+            try:
+                return compile_predicate(cond)
+            except (ValueError, KeyError, TypeError) as exc:
+                self.fail(pointer, f"not a predicate: {exc}")
+                return _false
+        self.fail(pointer, f"a condition is a path or a predicate mapping, got {cond!r}")
+        return _false
 
-    return render
+    def path(self, spec: dict, pointer: str) -> Node:
+        read = self.reader(spec["$path"], _child(pointer, "$path"))
+        if "default" not in spec:
+            return lambda ctx: MISSING if _absent(value := read(ctx)) else value
+        fallback = self.node(spec["default"], _child(pointer, "default"))
 
+        def render(ctx: dict) -> Any:
+            value = read(ctx)
+            return fallback(ctx) if _absent(value) else value
 
-def _compile_path(spec: dict, pointer: str) -> Node:
-    read = _reader(spec["$path"], _child(pointer, "$path"))
-    if "default" not in spec:
-        return lambda ctx: MISSING if _absent(value := read(ctx)) else value
-    fallback = _compile(spec["default"], _child(pointer, "default"))
+        return render
 
-    def render(ctx: dict) -> Any:
-        value = read(ctx)
-        return fallback(ctx) if _absent(value) else value
+    def if_(self, spec: dict, pointer: str) -> Node:
+        if "then" not in spec and "else" not in spec:
+            self.fail(pointer, "$if needs then or else")
+        test = self.condition(spec["$if"], _child(pointer, "$if"))
+        yes = self.node(spec["then"], _child(pointer, "then")) if "then" in spec else None
+        no = self.node(spec["else"], _child(pointer, "else")) if "else" in spec else None
 
-    return render
+        def render(ctx: dict) -> Any:
+            branch = yes if test(ctx) else no
+            return MISSING if branch is None else branch(ctx)
 
+        return render
 
-def _compile_condition(cond: Any, pointer: str) -> Callable[[dict], bool]:
-    if isinstance(cond, str):
-        read = _reader(cond, pointer)
-        return lambda ctx: bool(read(ctx))
-    if isinstance(cond, dict):
-        try:
-            return compile_predicate(cond)
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ValueError(f"{pointer}: not a predicate: {exc}") from None
-    raise ValueError(f"{pointer}: a condition is a path or a predicate mapping, got {cond!r}")
+    def each(self, spec: dict, pointer: str) -> Node:
+        read = self.reader(spec["$each"], _child(pointer, "$each"))
+        name = spec.get("as", "item")
+        if not isinstance(name, str) or not _NAME.match(name):
+            self.fail(_child(pointer, "as"), f"a name, got {name!r}")
+        if "$emit" not in spec:
+            return self.fail(pointer, "$each needs $emit")
+        emit = self.node(spec["$emit"], _child(pointer, "$emit"))
 
+        def render(ctx: dict) -> list:
+            source = read(ctx)
+            if _absent(source):
+                return []
+            if not isinstance(source, list):
+                source = list(source) if isinstance(source, tuple) else [source]
+            out = []
+            for element in source:
+                value = emit({**ctx, name: element})
+                if value is not MISSING:
+                    out.append(value)
+            return out
 
-def _compile_if(spec: dict, pointer: str) -> Node:
-    if "then" not in spec and "else" not in spec:
-        raise ValueError(f"{pointer}: $if needs then or else")
-    test = _compile_condition(spec["$if"], _child(pointer, "$if"))
-    yes = _compile(spec["then"], _child(pointer, "then")) if "then" in spec else None
-    no = _compile(spec["else"], _child(pointer, "else")) if "else" in spec else None
+        return render
 
-    def render(ctx: dict) -> Any:
-        branch = yes if test(ctx) else no
-        return MISSING if branch is None else branch(ctx)
+    def as_json(self, spec: dict, pointer: str) -> Node:
+        inner = self.node(spec["$json"], _child(pointer, "$json"))
 
-    return render
+        def render(ctx: dict) -> Any:
+            value = inner(ctx)
+            return MISSING if value is MISSING else _dumps(value)
 
+        return render
 
-def _compile_each(spec: dict, pointer: str) -> Node:
-    read = _reader(spec["$each"], _child(pointer, "$each"))
-    name = spec.get("as", "item")
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise ValueError(f"{_child(pointer, 'as')}: a name, got {name!r}")
-    if "$emit" not in spec:
-        raise ValueError(f"{pointer}: $each needs $emit")
-    emit = _compile(spec["$emit"], _child(pointer, "$emit"))
+    def result(self, spec: dict, pointer: str) -> Node:
+        path = spec["$result"]
+        read = self.reader("record" if path is None else path, _child(pointer, "$result"))
+        mode = spec.get("as", "text")
+        if mode not in _RESULT_MODES:
+            self.fail(_child(pointer, "as"), f"one of {', '.join(_RESULT_MODES)}")
 
-    def render(ctx: dict) -> list:
-        source = read(ctx)
-        if _absent(source):
-            return []
-        if not isinstance(source, list):
-            source = list(source) if isinstance(source, tuple) else [source]
-        out = []
-        for element in source:
-            value = emit({**ctx, name: element})
-            if value is not MISSING:
-                out.append(value)
-        return out
+        def render(ctx: dict) -> Any:
+            record = read(ctx)
+            if not isinstance(record, dict):
+                return MISSING
+            return render_result(record, mode)
 
-    return render
+        return render
+
+    def echo(self, spec: dict, pointer: str) -> Node:
+        read = self.reader(spec["$echo"], _child(pointer, "$echo"))
+        field = spec.get("list")
+        if field is not None and (not isinstance(field, str) or not field):
+            self.fail(_child(pointer, "list"), f"a field name, got {field!r}")
+            field = None
+        keep = self.echo_calls(spec.get("calls"), _child(pointer, "calls"))
+        drop = self.condition(spec["drop"], _child(pointer, "drop")) if "drop" in spec else None
+        records_read = self.reader(spec.get("records", "records"), _child(pointer, "records"))
+
+        def filtered(items: Any, ctx: dict) -> Any:
+            if not isinstance(items, list):
+                return items
+            if drop is not None:
+                items = [item for item in items if not drop(item)]
+            if keep is None:
+                return list(items)
+            records = records_read(ctx)
+            return keep(items, records if isinstance(records, list) else [])
+
+        def render(ctx: dict) -> Any:
+            value = read(ctx)
+            if _absent(value):
+                return MISSING
+            if field is None:
+                items = filtered(value, ctx)
+                return MISSING if items == [] else items
+            if not isinstance(value, dict):
+                return value
+            out = dict(value)
+            if field in out:
+                items = filtered(out[field], ctx)
+                if items == []:
+                    del out[field]
+                else:
+                    out[field] = items
+            return out
+
+        return render
+
+    def echo_calls(self, calls: Any, where_at: str) -> Callable[[list, list], list] | None:
+        """``$echo``'s ``calls``: which items are calls, and where their id and name are."""
+        if calls is None:
+            return None
+        if not isinstance(calls, dict):
+            self.fail(where_at, "a mapping with where, id and name")
+            return None
+        for key in calls:
+            if key not in ("where", "id", "name"):
+                self.fail(_child(where_at, key), "calls takes where, id and name")
+        for key in ("id", "name"):
+            if key not in calls:
+                self.fail(where_at, f"calls needs {key}")
+        is_call = (
+            self.condition(calls["where"], _child(where_at, "where")) if "where" in calls else None
+        )
+        call_id = self.reader(calls.get("id", "id"), _child(where_at, "id"))
+        call_name = self.reader(calls.get("name", "name"), _child(where_at, "name"))
+        return _answered_filter(is_call, call_id, call_name)
 
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
-
-
-def _compile_json(spec: dict, pointer: str) -> Node:
-    inner = _compile(spec["$json"], _child(pointer, "$json"))
-
-    def render(ctx: dict) -> Any:
-        value = inner(ctx)
-        return MISSING if value is MISSING else _dumps(value)
-
-    return render
-
-
-def _compile_result(spec: dict, pointer: str) -> Node:
-    path = spec["$result"]
-    read = _reader("record" if path is None else path, _child(pointer, "$result"))
-    mode = spec.get("as", "text")
-    if mode not in _RESULT_MODES:
-        raise ValueError(f"{_child(pointer, 'as')}: one of {', '.join(_RESULT_MODES)}")
-
-    def render(ctx: dict) -> Any:
-        record = read(ctx)
-        if not isinstance(record, dict):
-            return MISSING
-        return render_result(record, mode)
-
-    return render
 
 
 def render_result(record: dict, mode: str = "text") -> Any:
@@ -306,65 +395,6 @@ def render_result(record: dict, mode: str = "text") -> Any:
         return {"error": str(error)}
     result = record.get("result")
     return result if isinstance(result, dict) else {"result": result}
-
-
-def _compile_echo(spec: dict, pointer: str) -> Node:
-    read = _reader(spec["$echo"], _child(pointer, "$echo"))
-    field = spec.get("list")
-    if field is not None and (not isinstance(field, str) or not field):
-        raise ValueError(f"{_child(pointer, 'list')}: a field name, got {field!r}")
-    calls = spec.get("calls")
-    keep: Callable[[list, list], list] | None = None
-    if calls is not None:
-        where_at = _child(pointer, "calls")
-        if not isinstance(calls, dict):
-            raise ValueError(f"{where_at}: a mapping with where, id and name")
-        for key in calls:
-            if key not in ("where", "id", "name"):
-                raise ValueError(f"{_child(where_at, key)}: calls takes where, id and name")
-        for key in ("id", "name"):
-            if key not in calls:
-                raise ValueError(f"{where_at}: calls needs {key}")
-        is_call = (
-            _compile_condition(calls["where"], _child(where_at, "where"))
-            if "where" in calls
-            else None
-        )
-        call_id = _reader(calls["id"], _child(where_at, "id"))
-        call_name = _reader(calls["name"], _child(where_at, "name"))
-        keep = _answered_filter(is_call, call_id, call_name)
-    drop = _compile_condition(spec["drop"], _child(pointer, "drop")) if "drop" in spec else None
-    records_read = _reader(spec.get("records", "records"), _child(pointer, "records"))
-
-    def filtered(items: Any, ctx: dict) -> Any:
-        if not isinstance(items, list):
-            return items
-        if drop is not None:
-            items = [item for item in items if not drop(item)]
-        if keep is None:
-            return list(items)
-        records = records_read(ctx)
-        return keep(items, records if isinstance(records, list) else [])
-
-    def render(ctx: dict) -> Any:
-        value = read(ctx)
-        if _absent(value):
-            return MISSING
-        if field is None:
-            items = filtered(value, ctx)
-            return MISSING if items == [] else items
-        if not isinstance(value, dict):
-            return value
-        out = dict(value)
-        if field in out:
-            items = filtered(out[field], ctx)
-            if items == []:
-                del out[field]
-            else:
-                out[field] = items
-        return out
-
-    return render
 
 
 def _answered_filter(
@@ -416,11 +446,11 @@ def _hashable_key(value: Any) -> Any:
     return value
 
 
-_CONSTRUCTS: dict[str, tuple[Callable[[dict, str], Node], frozenset[str]]] = {
-    "$path": (_compile_path, frozenset({"default"})),
-    "$if": (_compile_if, frozenset({"then", "else"})),
-    "$each": (_compile_each, frozenset({"as", "$emit"})),
-    "$json": (_compile_json, frozenset()),
-    "$result": (_compile_result, frozenset({"as"})),
-    "$echo": (_compile_echo, frozenset({"list", "calls", "drop", "records"})),
+_CONSTRUCTS: dict[str, tuple[Callable[[_Compiler, dict, str], Node], frozenset[str]]] = {
+    "$path": (_Compiler.path, frozenset({"default"})),
+    "$if": (_Compiler.if_, frozenset({"then", "else"})),
+    "$each": (_Compiler.each, frozenset({"as", "$emit"})),
+    "$json": (_Compiler.as_json, frozenset()),
+    "$result": (_Compiler.result, frozenset({"as"})),
+    "$echo": (_Compiler.echo, frozenset({"list", "calls", "drop", "records"})),
 }

@@ -7,24 +7,28 @@ three passes; every problem found is reported, sorted by position, as
 ``FILE:LINE:COL: /json/pointer: message``:
 
 1. the JSON Schema (``schemas/format.schema.json``, draft 2020-12), all errors collected. The
-   schema's custom formats (``read-path``, ``target-path``, ``item-target``, ``field-target``,
-   ``pattern``, ``call-pattern``, ``field-chain``, ``python-regex``) are checked here by
-   compiling the value as the engine will: a JMESPath that does not compile, a target that does
-   not parse, a ``[*]`` where an operation needs one SLOT, an ``open`` that does not end with a
-   SLOT step, ``calls.at`` without ``[*]``, a JMESPath where a plain field chain is written to,
-   a healing pattern that is not a regular expression;
+   schema's custom formats (``read-path``, ``jmespath``, ``presence-path``, ``template-path``,
+   ``target-path``, ``item-target``, ``field-target``, ``pattern``, ``call-pattern``,
+   ``field-chain``, ``python-regex``) are checked here by compiling the value in its form of
+   the one path language (:mod:`engine.paths`): a path that does not parse (its column
+   named), a path of an old dialect (its new form named), a JMESPath that does not compile, a
+   ``[*]`` where an operation needs one SLOT, an ``open`` that does not end with a SLOT step,
+   ``calls.at`` without ``[*]``, an index where a value is installed at a field, a healing
+   pattern that is not a regular expression;
 2. what a schema cannot say: ``name`` equals the file's stem, sections in the schema's order
    (as the file writes them), every operation known to the engine, the ``results`` and
-   ``declarations`` templates (checked by :mod:`engine.templates`);
+   ``declarations`` templates (checked by :mod:`engine.templates`, every problem at its
+   pointer; the schema types templates too, and where both see a problem in one part of a
+   template the compiler's wording is the one reported);
 3. when all of that passes, the descriptor is compiled (a wire, or the text codec), so that
    whatever the checks above miss is still a reported problem and never a traceback at load.
 
 A problem's ``rule`` names the check: a schema keyword (``type``, ``required``, ``enum``...),
-or ``unknown-key``, ``operation``, ``jmespath``, ``slot``, ``target``, ``item-target``,
-``field-target``, ``pattern``, ``call-pattern``, ``field-chain``, ``regex``, ``name``,
-``order``, ``template``, ``yaml``, ``compile``, ``extends``, and for what can be known of the
-flow when the descriptor loads, ``args-unwritten`` (``calls.args`` that no operation writes)
-and ``slot-key`` (a rule that looks an item up by a slot key no rule opens it by).
+or ``unknown-key``, ``operation``, ``path``, ``old-path``, ``jmespath``, ``slot``, ``target``,
+``item-target``, ``field-target``, ``pattern``, ``call-pattern``, ``field-chain``, ``regex``,
+``name``, ``order``, ``template``, ``yaml``, ``compile``, ``extends``, and for what can be
+known of the flow when the descriptor loads, ``args-unwritten`` (``calls.args`` that no
+operation writes) and ``slot-key`` (a rule that looks an item up by a slot key no rule opens it by).
 
 A problem in a value the file inherited (through ``extends``) is reported in the file being
 checked, at its ``extends`` line, with the pointer into the resolved descriptor, and says where
@@ -49,7 +53,17 @@ from .errors import Problem
 from .inherit import KEY as EXTENDS
 from .inherit import resolve
 from .ops import pattern_of
-from .paths import PathError, Segment, compile_read, parse_chain, parse_target
+from .paths import (
+    JMESPATH,
+    PathError,
+    Segment,
+    compile_lookup,
+    compile_presence,
+    compile_read,
+    parse_chain,
+    parse_target,
+    read_steps,
+)
 from .yamlsource import SourceMap, YAMLSourceError, escape, load
 
 # -- the schema --------------------------------------------------------------------------------
@@ -99,28 +113,41 @@ class PathProblem(ValueError):
         self.rule = rule
 
 
-_SLOT = re.compile(r"\[([^\]]*)\]")
+def _path_problem(exc: PathError, prefix: str = "") -> PathProblem:
+    """A path of an old dialect is its own rule, ``old-path``: the message says its new form."""
+    return PathProblem(f"{prefix}{exc}", "old-path" if exc.hint else "path")
 
 
 def _read_path(value: str) -> None:
+    if value == "":
+        return
     try:
-        compile_read(value)
+        read_steps(value)
+    except PathError as exc:
+        raise _path_problem(exc, "not a read path: ") from None
+
+
+def _jmespath(value: str) -> None:
+    try:
+        compile_read({JMESPATH: value})
     except PathError as exc:
         raise PathProblem(str(exc), "jmespath") from None
 
 
+def _template_path(value: str) -> None:
+    try:
+        compile_lookup(value)
+    except PathError as exc:
+        raise _path_problem(exc, "not a template path: ") from None
+
+
 def _segments(value: str) -> tuple[Segment, ...]:
-    """Parse a target or pattern; a bad slot path is reported as such."""
-    for match in _SLOT.finditer(value):
-        inner = match.group(1).strip()
-        if inner and inner != "*":
-            try:
-                compile_read(inner)
-            except PathError as exc:
-                raise PathProblem(f"slot [{inner}]: {exc}", "slot") from None
+    """Parse a target or pattern; a bad slot step is reported as such."""
     try:
         return parse_target(value)
     except PathError as exc:
+        if exc.in_slot:
+            raise PathProblem(str(exc), "slot") from None
         raise PathProblem(f"target path does not parse: {exc}", "target") from None
 
 
@@ -153,6 +180,21 @@ def _field_chain(value: str) -> None:
         raise PathProblem(str(exc), "field-chain") from None
 
 
+def _presence_path(value: Any) -> None:
+    """``is: "null"`` asks whether a key is there: a field chain (with ``[n]``), never a
+    JMESPath, whose result cannot tell an absent key from a null one."""
+    if isinstance(value, dict):
+        raise PathProblem(
+            "is: null asks whether a key is present, which a JMESPath result cannot tell from "
+            "null: write the field chain of the key (meta.flags[0])",
+            "field-chain",
+        )
+    try:
+        compile_presence(value)
+    except PathError as exc:
+        raise PathProblem(f"a presence test takes a field chain: {exc}", "field-chain") from None
+
+
 def _python_regex(value: str) -> None:
     try:
         re.compile(value)
@@ -178,6 +220,9 @@ def _call_pattern(value: str) -> None:
 
 FORMATS = {
     "read-path": _read_path,
+    "jmespath": _jmespath,
+    "presence-path": _presence_path,
+    "template-path": _template_path,
     "target-path": _target,
     "item-target": _item_target,
     "field-target": _field_target,
@@ -193,8 +238,8 @@ def _format_checker() -> FormatChecker:
     checker = FormatChecker(formats=())
     for name, check in FORMATS.items():
 
-        def run(instance: Any, check=check) -> bool:
-            if isinstance(instance, str):
+        def run(instance: Any, check=check, name=name) -> bool:
+            if isinstance(instance, str) or name == "presence-path":
                 check(instance)
             return True
 
@@ -499,22 +544,44 @@ def _engine_problems(data: dict, where: _Locator) -> list[Problem]:
     return out
 
 
-def _template_problems(data: dict, where: _Locator) -> list[Problem]:
-    """The ``results`` and ``declarations`` templates, checked by their own compiler (which
-    names the JSON pointer of the first bad part)."""
+TEMPLATES = (
+    "/declarations",
+    "/results/assistant",
+    "/results/result",
+    "/results/message",
+    "/results/leak/assistant",
+    "/results/leak/message",
+)
+"""Where templates sit: the template compiler reports the problems inside them (every one,
+each at its line), so the schema, which types them for editors, is not asked to repeat it."""
+
+
+def in_template(pointer: str) -> bool:
+    return any(pointer == t or pointer.startswith(t + "/") for t in TEMPLATES)
+
+
+def _template_problems(data: dict, where: _Locator, results_checked: bool) -> list[Problem]:
+    """The ``results`` and ``declarations`` templates, checked by their own compiler: every
+    problem, each at the JSON pointer of its part. With ``results_checked`` (the schema found
+    a problem in the results section outside its templates) only the templates' own."""
     if "results" not in data and "declarations" not in data:
         return []
-    from .results import compile_sections
+    from .results import check_sections
 
-    try:
-        compile_sections(data)
-    except ValueError as exc:
-        text = str(exc)
-        pointer, sep, message = text.partition(": ")
-        if not (sep and pointer.startswith("/")):
-            pointer, message = "/results" if "results" in data else "/declarations", text
-        return [where.at_value(pointer, message, "template")]
-    return []
+    _, found = check_sections(data)
+    return [
+        where.at_value(pointer, message, rule)
+        for pointer, message, rule in found
+        if not results_checked or in_template(pointer)
+    ]
+
+
+def _covered(problem: Problem, by: list[Problem]) -> bool:
+    """A schema problem inside a template at a part the template compiler already reports
+    (the compiler's wording names the construct)."""
+    return any(
+        p.pointer.startswith(problem.pointer) or problem.pointer.startswith(p.pointer) for p in by
+    )
 
 
 # -- what can be known of the flow when the descriptor loads ------------------------------------
@@ -664,13 +731,16 @@ def validate_text(text: str, file: str) -> tuple[Any, list[Problem]]:
     if data is not written:
         data = _in_section_order(data)
     where = _Locator(file, source)
-    problems = _schema_problems(data, where)
+    checked = _schema_problems(data, where)
+    problems = [p for p in checked if not in_template(p.pointer)]
     if isinstance(data, dict):
         problems += _name_problems(data, file, where)
         problems += _order_problems(written, where, descriptor_kind(data))
         problems += _engine_problems(data, where)
-        if not any(p.pointer.startswith(("/results", "/declarations")) for p in problems):
-            problems += _template_problems(data, where)
+        in_results = any(p.pointer.startswith(("/results", "/declarations")) for p in problems)
+        templates = _template_problems(data, where, in_results)
+        inside = [p for p in checked if in_template(p.pointer) and not _covered(p, templates)]
+        problems += templates + inside
         if not problems:
             problems += _flow_problems(data, where)
         if not problems:

@@ -804,8 +804,8 @@ def render(spec, ctx):
 
 def test_path_default_and_omission():
     ctx = {"a": {"b": [10, {"c": None}]}, "s": ""}
-    assert render({"$path": "a.b.0"}, ctx) == 10
-    assert render({"$path": "a.b.1.c"}, ctx) is MISSING
+    assert render({"$path": "a.b[0]"}, ctx) == 10
+    assert render({"$path": "a.b[1].c"}, ctx) is MISSING
     assert render({"$path": "a.x", "default": 5}, ctx) == 5
     assert render({"$path": "s"}, ctx) == ""
     assert render({"k": {"$path": "nope"}, "l": [{"$path": "nope"}, 1]}, ctx) == {"l": [1]}
