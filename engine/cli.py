@@ -16,8 +16,10 @@ Subcommands (API.md, "Command line"):
   ``done``, ``message``, and with ``--tools`` also ``held`` / ``released`` (a call of the
   driver's is forming / no longer), ``ran`` (a call the driver ran, with its result),
   ``history`` (the native messages to append) and ``retry`` (what to tell the model).
-- ``new NAME [--dir DIR]``: a commented skeleton ``formats/NAME.yaml`` and
-  ``tests/golden/NAME/`` with a sample stream that the skeleton reads.
+- ``new NAME [--dir DIR] [--from STREAM]``: a commented skeleton ``formats/NAME.yaml`` and
+  ``tests/golden/NAME/`` with a sample stream that the skeleton reads; with ``--from``, a
+  draft inferred from a recorded stream (:mod:`engine.infer`), the stream copied in as the
+  first golden.
 - ``test DIR... [--update] [--seed N]``, ``schema [--uri]``: see ``engine/cli_project.py``.
 - ``--version``: ``mcs-formats VERSION`` (``engine.__version__``).
 
@@ -686,17 +688,23 @@ def cmd_new(args: argparse.Namespace) -> int:
     for existing in (descriptor, golden):
         if existing.exists():
             raise CLIError(f"format {name!r} already exists: {existing}", EXIT_USAGE)
+    inferred = None
+    if args.source is not None:  # a draft inferred from a recorded stream (engine/infer.py)
+        from . import cli_infer
+
+        inferred = cli_infer.infer_from(name, args.source)
     descriptor.parent.mkdir(parents=True, exist_ok=True)
     golden.mkdir(parents=True)
     descriptor.write_text(
-        _skeleton(name),
+        _skeleton(name) if inferred is None else inferred.text,
         encoding="utf-8",
     )
     (golden / "README.md").write_text(GOLDEN_README.replace("__NAME__", name), encoding="utf-8")
-    sample = write_sample(golden, name)
     print(f"created {descriptor}")
     print(f"created {golden / 'README.md'}")
-    print(f"created {sample}")
+    if inferred is not None:  # the recorded stream is the first golden, not a sample
+        return cli_infer.finish(inferred, descriptor, golden)
+    print(f"created {write_sample(golden, name)}")
     print(f"next: fill in the TODOs, then `mcs-formats validate {descriptor}`")
     return EXIT_OK
 
@@ -752,6 +760,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=".",
         metavar="DIR",
         help="the project folder to scaffold into (default: the current one)",
+    )
+    p.add_argument(
+        "--from",
+        dest="source",
+        metavar="STREAM",
+        help="infer a draft descriptor from this recorded stream (JSON Lines), each guess "
+        "marked `# REVIEW:`, and copy the stream in as the first golden",
     )
     p.set_defaults(run=cmd_new)
     register_project_commands(sub)
