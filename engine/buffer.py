@@ -322,7 +322,7 @@ class LLMStreamBuffer:
         asm = self._strategy.new_assembly()
         rec = asm.events = self._rec
         if rec is not None:
-            rec.replaying = True  # the calls get back their sinks; nothing is recorded
+            rec.replay()  # the calls get back their sinks, read again; nothing is recorded
         for step in self._log:
             if step is _FINISHED:
                 asm.finish()
@@ -333,7 +333,6 @@ class LLMStreamBuffer:
             else:
                 self._strategy.program.apply(asm, step, self.choice)
         if rec is not None:
-            rec.replaying = False
             rec.rolled_back(asm)
         asm.unplaced.clear()
         if old is not None:
