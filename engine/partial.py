@@ -164,7 +164,9 @@ class PartialJSON:
             mode == _IN_STRING
             and not self._pending
             and fragment.__class__ is str
-            and _STRING_STOP.search(fragment) is None
+            and '"' not in fragment
+            and "\\" not in fragment
+            and fragment.isprintable()  # no control character (nor some others: slow path)
         ):  # most fragments: string text only; _grow(), inlined
             cont, key = self._cont, self._key
             text = cont[key]

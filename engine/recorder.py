@@ -34,7 +34,7 @@ from .events import (
     ReasoningDelta,
     TextDelta,
 )
-from .partial import _IN_STRING, _STRING_STOP, PartialJSON
+from .partial import _IN_STRING, PartialJSON
 
 if TYPE_CHECKING:
     from .assembly import Assembly, CallTrack
@@ -102,7 +102,9 @@ class CallSink(PartialJSON):
         if (
             self._mode == _IN_STRING
             and not self._pending
-            and _STRING_STOP.search(fragment) is None
+            and '"' not in fragment
+            and "\\" not in fragment
+            and fragment.isprintable()  # no control character (nor some others: slow path)
         ):
             cont, key = self._cont, self._key
             text = cont[key]
@@ -237,13 +239,16 @@ class EventRecorder:
         out = self.out
         if not scanned:
             display = asm.display
-            if len(display) != self.display_at:
-                new = display[-1] if len(display) == self.display_at + 1 else "".join(
+            shown = len(display)
+            if shown != self.display_at:
+                new = display[-1] if shown == self.display_at + 1 else "".join(
                     display[self.display_at :]
                 )
-                self.display_at = len(display)
+                self.display_at = shown
                 self.text_chars += len(new)
-                out.append(_text_delta(new))
+                event = _new(TextDelta)  # _text_delta(), inlined: one per display fragment
+                _set_display(event, new)
+                out.append(event)
         reasoning = asm.reasoning
         if len(reasoning) != self.reasoning_at:
             out.append(ReasoningDelta("".join(reasoning[self.reasoning_at :])))
