@@ -8,7 +8,10 @@ event class of API.md's table lives here, so that they share one ``to_dict``.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .strategy import ExtractedCall  # the strategy module builds on this one
 
 __all__ = [
     "ArgumentsDelta",
@@ -105,7 +108,7 @@ class ArgumentsDelta(Event):
 
     slot: Any
     text: str | None
-    partial: dict
+    partial: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +116,7 @@ class CallReady(Event):
     """The call is complete and runnable, exactly once: ``call`` as ``new_calls()`` gives it."""
 
     slot: Any
-    call: Any  # engine.strategy.ExtractedCall
+    call: ExtractedCall
 
 
 @dataclass(frozen=True, slots=True)
