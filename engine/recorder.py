@@ -49,7 +49,7 @@ def _setter(cls: type, field: str) -> Callable[[Any, Any], None]:
 
 
 # The event classes are frozen dataclasses with slots: these write a new event's slots
-# directly, as their own ``__init__`` (an ``object.__setattr__`` per field) cannot fast.
+# directly: their own ``__init__`` (an ``object.__setattr__`` per field) costs twice that.
 _set_slot = _setter(ArgumentsDelta, "slot")
 _set_text = _setter(ArgumentsDelta, "text")
 _set_partial = _setter(ArgumentsDelta, "partial")
@@ -63,13 +63,6 @@ def _delta(slot: Any, text: str | None, partial: dict) -> ArgumentsDelta:
     _set_slot(event, slot)
     _set_text(event, text)
     _set_partial(event, partial)
-    return event
-
-
-def _text_delta(text: str) -> TextDelta:
-    """``TextDelta(text)``, fast as :func:`_delta` (one per display fragment)."""
-    event = _new(TextDelta)
-    _set_display(event, text)
     return event
 
 
@@ -246,7 +239,7 @@ class EventRecorder:
                 )
                 self.display_at = shown
                 self.text_chars += len(new)
-                event = _new(TextDelta)  # _text_delta(), inlined: one per display fragment
+                event = _new(TextDelta)  # built as _delta() builds: one per display fragment
                 _set_display(event, new)
                 out.append(event)
         reasoning = asm.reasoning

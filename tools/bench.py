@@ -508,7 +508,7 @@ def main(argv: list[str] | None = None) -> int:
           f" and stream, measured side by side\n  (interleaved runs, CPU time, the median"
           f" ratio), the largest of the sizes from {sizes[ref]} up."
           f"\nA run of fewer than {RUN_CHUNKS} chunks repeats the stream within the run;"
-          f" equal chunks are {'distinct' if args.distinct_chunks else 'one'} object(s).")
+          f" equal chunks {'are distinct dicts' if args.distinct_chunks else 'share one dict'}.")
     for flavour, (ratio, grown) in worst.items():
         print(f"worst {flavour or 'buffer':<8} from {sizes[ref]} up: ratio {ratio:.2f}x, "
               f"growth {grown:.2f}")
