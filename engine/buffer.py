@@ -322,7 +322,7 @@ class LLMStreamBuffer:
         asm = self._strategy.new_assembly()
         rec = asm.events = self._rec
         if rec is not None:
-            rec.replaying = True  # the calls get back their sinks; nothing is recorded
+            rec.replay()  # the calls get back their sinks, read again; nothing is recorded
         for step in self._log:
             if step is _FINISHED:
                 asm.finish()
@@ -333,7 +333,6 @@ class LLMStreamBuffer:
             else:
                 self._strategy.program.apply(asm, step, self.choice)
         if rec is not None:
-            rec.replaying = False
             rec.rolled_back(asm)
         asm.unplaced.clear()
         if old is not None:
@@ -576,12 +575,19 @@ class LLMStreamBuffer:
         if self._rec is None:
             self._record_events()
         events, add = self.events, self.add
+        spare: list[Event] = []  # the list handed out last, empty again: no list per chunk
         for chunk in chunks:
             add(chunk)
             rec = self._rec
-            if rec.out and self._scanner is None:  # events(), inlined: it runs per chunk
-                out, rec.out = rec.out, []
-                yield from out
+            out = rec.out
+            if out and self._scanner is None:  # events(), inlined: it runs per chunk
+                rec.out = spare
+                if len(out) == 1:
+                    yield out[0]
+                else:
+                    yield from out
+                out.clear()  # nobody else holds it: events() can no longer return it
+                spare = out
             else:
                 yield from events()
         self.close()

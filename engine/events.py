@@ -8,7 +8,10 @@ event class of API.md's table lives here, so that they share one ``to_dict``.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .strategy import ExtractedCall  # the strategy module builds on this one
 
 __all__ = [
     "ArgumentsDelta",
@@ -55,7 +58,7 @@ class Event:
         return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CallIncomplete(Event):
     """A started call that will never be runnable, known at the wire's DONE or at
     ``close()``: ``reason`` is ``"cut"`` (the stream ended, or hit a length limit, inside
@@ -71,7 +74,7 @@ class CallIncomplete(Event):
     reason: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TextDelta(Event):
     """Display text released: as it streams, or (on a driver's buffer, which scans it for
     text calls) once the driver's round has decided what to hold."""
@@ -79,7 +82,7 @@ class TextDelta(Event):
     text: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ReasoningDelta(Event):
     """Reasoning streamed (a reasoning field, a thinking block, a thought part): never
     display text."""
@@ -87,7 +90,7 @@ class ReasoningDelta(Event):
     text: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CallStarted(Event):
     """A call's name is known: always the first event of its ``slot``; ``id`` None until
     known."""
@@ -97,7 +100,7 @@ class CallStarted(Event):
     id: str | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ArgumentsDelta(Event):
     """A call's arguments grew: ``text`` the raw JSON fragment (None where the wire sends
     values: path-addressed pieces, whole arguments), ``partial`` the arguments so far (one
@@ -105,18 +108,18 @@ class ArgumentsDelta(Event):
 
     slot: Any
     text: str | None
-    partial: dict
+    partial: dict[str, Any]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CallReady(Event):
     """The call is complete and runnable, exactly once: ``call`` as ``new_calls()`` gives it."""
 
     slot: Any
-    call: Any  # engine.strategy.ExtractedCall
+    call: ExtractedCall
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Finished(Event):
     """The wire's DONE, once: its raw stop reason and the usage known then."""
 
@@ -124,7 +127,7 @@ class Finished(Event):
     usage: Any
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ProviderError(Event):
     """A provider's error event (its payload); ``Finished`` follows it."""
 

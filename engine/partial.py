@@ -164,10 +164,15 @@ class PartialJSON:
             mode == _IN_STRING
             and not self._pending
             and fragment.__class__ is str
-            and _STRING_STOP.search(fragment) is None
-        ):  # most fragments: string text only
-            if fragment:
-                _grow(self._cont, self._key, fragment)
+            and '"' not in fragment
+            and "\\" not in fragment
+            and fragment.isprintable()  # no control character (nor some others: slow path)
+        ):  # most fragments: string text only; _grow(), inlined
+            cont, key = self._cont, self._key
+            text = cont[key]
+            cont[key] = None
+            text += fragment
+            cont[key] = text
             self._seen += len(fragment)
             return
         if mode >= _DONE:

@@ -7,6 +7,8 @@ are covered without code.
   text() hands out;
 - each started call: one CallStarted first, then exactly one CallReady or CallIncomplete;
   new_calls() over the loop gives the CallReady calls; Finished once, ProviderError before it;
+- ReasoningDeltas joined are the message's reasoning (fmt.reasoning_text, and the independent
+  readers of test_reasoning), never display text; every wire streams some;
 - consume() and aconsume() give the events of the loop; to_dict() goes through json.dumps;
 - partial: after every fragment, API.md's reading of the argument text so far.
 """
@@ -23,6 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_partial import _dumped, _object_text, canon, oracle
 from test_properties import resplit
+from test_reasoning import READERS, _reasoning_of
 
 import engine
 
@@ -66,7 +69,12 @@ def summary(evs):
             for e in evs
             if isinstance(e, engine.Finished | engine.ProviderError)
         ],
+        "reasoning": _reasoning(evs),
     }
+
+
+def _reasoning(evs) -> str:
+    return "".join(e.text for e in evs if isinstance(e, engine.ReasoningDelta))
 
 
 def _fields(path):
@@ -127,6 +135,51 @@ def test_rules_of_the_table_hold(path):
                 assert canon(deltas[-1].partial) == canon(e.call.arguments)
     assert not buf.forming()
     assert buf.events() == [] and buf.new_calls() == []
+
+
+@pytest.mark.parametrize("path", STREAMS, ids=stream_id)
+def test_reasoning_deltas_are_the_message_s_reasoning_and_never_display_text(path):
+    """Chunk by chunk: no ReasoningDelta is empty or also a TextDelta of its chunk. Over the
+    stream: joined, the message's reasoning as the descriptor reads it and as test_reasoning's
+    own reader of the provider's message shape does; the TextDeltas are the display text,
+    which does not hold the reasoning."""
+    wire = path.parent.name
+    buf = _buffer(path)
+    reasoning: list[str] = []
+    text: list[str] = []
+
+    def take(evs):
+        pieces = [e.text for e in evs if isinstance(e, engine.ReasoningDelta)]
+        shown = [e.text for e in evs if isinstance(e, engine.TextDelta)]
+        assert all(pieces) and not set(pieces) & set(shown), (pieces, shown)
+        reasoning.extend(pieces)
+        text.extend(shown)
+
+    for chunk in read_stream(path):
+        buf.add(chunk)
+        take(buf.events())
+    buf.close()
+    take(buf.events())
+    message = buf.as_dict()
+    joined = "".join(reasoning)
+    assert joined == engine.load_format(wire).reasoning_text(message)
+    assert joined == _reasoning_of(wire)(message)
+    assert "".join(text) == buf.get_content()
+    if len(joined) >= 20:  # long enough that display text holding it is no coincidence
+        assert joined not in "".join(text)
+
+
+@pytest.mark.parametrize("wire", sorted(READERS))
+def test_every_wire_streams_reasoning_deltas_on_a_golden_with_reasoning(wire):
+    """The equalities above would hold with no ReasoningDelta at all: on each wire, they are
+    non-empty exactly on the goldens whose message has reasoning, and some golden has it."""
+    has = []
+    for path in golden_streams([wire]):
+        buf = _buffer(path)
+        streamed = _reasoning(buf.consume(read_stream(path)))
+        assert bool(streamed) == bool(READERS[wire](buf.as_dict())), path.name
+        has.append(bool(streamed))
+    assert any(has) and not all(has), wire
 
 
 @pytest.mark.parametrize("path", STREAMS, ids=stream_id)

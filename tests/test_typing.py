@@ -43,13 +43,23 @@ def test_mypy_strict_catches_a_wrong_type_on_the_public_surface(tmp_path):
         "import engine\n"
         "buf = engine.LLMStreamBuffer()\n"
         "count: int = buf.get_content()\n"  # a str
-        "calls: list[str] = buf.calls()\n",  # ExtractedCall
+        "calls: list[str] = buf.calls()\n"  # ExtractedCall
+        "for ev in buf.consume([]):\n"
+        "    match ev:\n"
+        "        case engine.CallReady(call=call):\n"
+        "            name: int = call.name\n"  # a str
+        "        case engine.ArgumentsDelta(partial=partial):\n"
+        "            so_far: str = partial\n"  # a dict
+        "        case engine.CallIncomplete(reason=reason):\n"
+        "            why: int = reason\n"  # a str
+        "ready: list[int] = buf.new_calls()\n"  # ExtractedCall
+        "events: list[str] = buf.events()\n",  # Event
         encoding="utf-8",
     )
     done = _mypy_strict(tmp_path, bad)
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "bad_client.py:3: error: Incompatible types in assignment" in done.stdout
-    assert "bad_client.py:4: error: Incompatible types in assignment" in done.stdout
+    for line in (3, 4, 8, 10, 12, 13, 14):
+        assert f"bad_client.py:{line}: error: Incompatible types in assignment" in done.stdout
 
 
 def _load_script():
@@ -75,6 +85,17 @@ def test_user_script_runs_on_a_recorded_stream(tmp_path):
     assert text.count("history of 2 message(s)") == 2
     assert "chunk error at 0: expected a JSON object, got a JSON array" in lines
     assert any(line.startswith("problem at ") and "mine.yaml:" in line for line in lines)
+    # The events: consume() with a match, the cursors, the async driver and aconsume().
+    assert "started 1 get_weather id=toolu_01l0pyMgMJxsFaHSlL4rkfkz" in lines
+    assert 'ready 2 get_weather({"city": "Marseille"}) id=toolu_01AaMm6M1vHasGdJqwQx5BIE' in lines
+    assert "finished 'tool_use' usage True" in lines
+    assert "arguments 2 False ['city']" in lines
+    assert text.count("run get_weather(") == 2 and "0 call(s) at close" in text
+    assert "13 event(s); forming False" in text
+    assert lines.count("async ready get_weather") == 4  # the driver, then the orchestrator
+    assert lines.count("async ran get_weather -> 'sunny in Lyon'") == 2
+    assert text.count("aconsume: ") == 2
+    assert "awaited ['Lyon', 'Marseille']" in lines
 
 
 def test_version_is_a_str():

@@ -9,30 +9,45 @@ Usage: ``python tests/typing/user_script.py STREAM.jsonl FORMAT SCRATCH.yaml``
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import engine
 from engine import (
+    ArgumentsDelta,
     BaseDriver,
     CallIncomplete,
+    CallReady,
+    CallStarted,
     ChunkError,
     DescriptorError,
     DriverResponse,
+    Event,
     ExtractedCall,
     ExtractionStrategy,
+    Finished,
     Forming,
     LLMStreamBuffer,
     Orchestrator,
     Problem,
+    ProviderError,
+    ReasoningDelta,
     Skipped,
+    TextDelta,
     Tool,
     ToolCallRecord,
     UnknownFormatError,
 )
+
+WEATHER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}},
+    "required": ["city"],
+}
 
 
 class Weather(BaseDriver):
@@ -43,14 +58,27 @@ class Weather(BaseDriver):
         self.ran: list[str] = []
 
     def list_tools(self) -> list[Tool]:
-        schema: dict[str, Any] = {
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-        }
+        schema = WEATHER_SCHEMA
         return [Tool(name="get_weather", description="The weather at a place", parameters=schema)]
 
     def execute_tool(self, tool_name: str, arguments: dict[str, Any]) -> str:
+        city = str(arguments.get("city", "?"))
+        self.ran.append(city)
+        return f"sunny in {city}"
+
+
+class AsyncWeather(BaseDriver):
+    """The same tool as an ``async def``: run by ``aprocess_llm_response``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ran: list[str] = []
+
+    def list_tools(self) -> list[Tool]:
+        return [Tool("get_weather", "The weather at a place", WEATHER_SCHEMA)]
+
+    async def execute_tool(self, tool_name: str, arguments: dict[str, Any]) -> str:
+        await asyncio.sleep(0)
         city = str(arguments.get("city", "?"))
         self.ran.append(city)
         return f"sunny in {city}"
@@ -135,6 +163,93 @@ def stream_driven(chunks: list[dict[str, Any]], driver: BaseDriver) -> list[str]
     return out
 
 
+def show_event(ev: Event) -> str:
+    """One event as a line: a match on the event classes, each field with its type."""
+    match ev:
+        case TextDelta(text=text):
+            shown: str = text
+            return f"text {shown!r}"
+        case ReasoningDelta(text=text):
+            return f"reasoning {len(text)} chars"
+        case CallStarted(slot=slot, name=name, id=call_id):
+            started: str = name
+            known: str | None = call_id
+            return f"started {slot!r} {started} id={known}"
+        case ArgumentsDelta(slot=slot, text=fragment, partial=partial):
+            raw: str | None = fragment
+            so_far: dict[str, Any] = dict(partial)  # a snapshot: partial keeps changing
+            return f"arguments {slot!r} {raw is None} {sorted(so_far)}"
+        case CallReady(slot=slot, call=call):
+            return f"ready {slot!r} {describe(call)}"
+        case CallIncomplete(slot=slot, name=name, raw=raw_text, reason=reason):
+            why: str = reason
+            return f"incomplete {slot!r} {name} ({why}) {len(raw_text)} chars"
+        case Finished(stop_reason=stop, usage=usage):
+            return f"finished {stop!r} usage {usage is not None}"
+        case ProviderError(error=error):
+            return f"provider error {error!r}"
+    return f"other {ev.to_dict()['type']}"
+
+
+def stream_events(chunks: list[dict[str, Any]], fmt: ExtractionStrategy) -> list[str]:
+    """A client of the events: ``consume()`` with a match, to_dict() to send them on."""
+    out: list[str] = []
+    buf = LLMStreamBuffer(strategies=[fmt])
+    sent: list[dict[str, Any]] = []
+    for ev in buf.consume(chunks):
+        out.append(show_event(ev))
+        sent.append(ev.to_dict())
+    out.append(f"sent {len(sent)} event(s), closed {buf.closed}")
+    return out
+
+
+def stream_cursors(chunks: list[dict[str, Any]], fmt: ExtractionStrategy) -> list[str]:
+    """A per-chunk loop over the cursors: each completed call once, the events so far."""
+    out: list[str] = []
+    buf = LLMStreamBuffer(strategies=[fmt], events=True)
+    kinds: list[str] = []
+    for chunk in chunks:
+        buf.add(chunk)
+        for call in buf.new_calls():
+            out.append(f"run {describe(call)}")
+        events: list[Event] = buf.events()
+        kinds.extend(type(ev).__name__ for ev in events)
+    buf.close()
+    later: list[ExtractedCall] = buf.new_calls()
+    forming = buf.forming().forming
+    out.append(f"{len(later)} call(s) at close; {len(kinds)} event(s); forming {forming}")
+    return out
+
+
+async def stream_async(chunks: list[dict[str, Any]], driver: BaseDriver) -> list[str]:
+    """A client with a driver on an event loop, the driver's events read after each round;
+    then ``aconsume()`` over an async source."""
+    out: list[str] = []
+    buf = driver.new_stream_buffer(events=True)
+    for chunk in chunks:
+        buf.add(chunk)
+        response: DriverResponse = await driver.aprocess_llm_response(buf)
+        for ev in buf.events():
+            if isinstance(ev, CallReady):
+                out.append(f"async ready {ev.call.name}")
+        for record in response.executed_calls or []:
+            out.append(f"async ran {record.name} -> {record.result!r}")
+    buf.close()
+    await driver.aprocess_llm_response(buf)
+
+    async def source() -> AsyncIterator[dict[str, Any]]:
+        for chunk in chunks:
+            await asyncio.sleep(0)
+            yield chunk
+
+    plain = LLMStreamBuffer(strategies=driver.extraction_strategies())
+    count = 0
+    async for ev in plain.aconsume(source()):
+        count += isinstance(ev, ArgumentsDelta)
+    out.append(f"aconsume: {count} argument delta(s)")
+    return out
+
+
 def check_errors(descriptor: Path) -> list[str]:
     """The errors a client catches, and the validator's problems."""
     out: list[str] = []
@@ -172,7 +287,13 @@ def main(stream: Path, format_name: str, scratch: Path) -> list[str]:
     lines += stream_plain(chunks, fmt)
     lines += stream_driven(chunks, weather)
     lines += stream_driven(chunks, both)
+    lines += stream_events(chunks, fmt)
+    lines += stream_cursors(chunks, fmt)
+    awaited = AsyncWeather()
+    lines += asyncio.run(stream_async(chunks, awaited))
+    lines += asyncio.run(stream_async(chunks, Orchestrator(drivers=[AsyncWeather()])))
     lines += check_errors(scratch)
+    lines.append(f"awaited {awaited.ran}")
     lines.append(f"ran {weather.ran}")
     return lines
 
