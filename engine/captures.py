@@ -1,4 +1,5 @@
-"""Reading a recorded stream from a file or stdin: JSON Lines, or a raw SSE capture.
+"""Reading a recorded stream from a file or stdin: JSON Lines, a raw SSE capture, or a raw
+AWS event stream capture (binary, :func:`parse_eventstream`).
 
 Every command that takes a recorded stream (``replay``, ``test``, ``serve``, ``new --from``)
 reads it here, so that they all take the same inputs (API.md, "Command line"):
@@ -17,8 +18,10 @@ reads it here, so that they all take the same inputs (API.md, "Command line"):
   record it. A data field that is not JSON (``data: [DONE]``) is handed on as the SSE line it
   was, so the buffer decides whether it is an end marker of the wire.
 
-Which of the two a file is, is told from its content (its first line that is not blank), not
-from its name: ``event:``, ``data:``, ``id:``, ``retry:`` or ``:`` starts a capture.
+Which one a file is, is told from its content, not from its name: bytes that start with an
+event stream message whose prelude CRC checks are a binary capture; otherwise its first line
+that is not blank says: ``event:``, ``data:``, ``id:``, ``retry:`` or ``:`` starts an SSE
+capture, anything else is JSON Lines.
 
 Two deliberate departures from a browser, both so that nothing is dropped without a word:
 
@@ -41,6 +44,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from .eventstream import EventStreamError, decode_messages, looks_like_eventstream
 
 STDIN = "-"
 STDIN_LABEL = "<stdin>"
@@ -84,9 +89,17 @@ class CapturedEvent:
 
 
 def read_capture(path: str | Path) -> list[CapturedEvent]:
-    """The events of the stream at ``path`` (``-``: stdin), JSON Lines or an SSE capture."""
+    """The events of the stream at ``path`` (``-``: stdin): JSON Lines, an SSE capture, or a
+    binary AWS event stream capture (Bedrock's ``converse-stream`` body)."""
     file = label(path)
-    return parse_capture(_read_text(path, file), file)
+    return parse_bytes(_read_bytes(path, file), file)
+
+
+def parse_bytes(raw: bytes, file: str) -> list[CapturedEvent]:
+    """The events of a stream's bytes, whichever of the three it is (told from the content)."""
+    if looks_like_eventstream(raw):
+        return parse_eventstream(raw, file)
+    return parse_capture(_decoded(raw, file), file)
 
 
 def label(path: str | Path) -> str:
@@ -94,7 +107,7 @@ def label(path: str | Path) -> str:
     return STDIN_LABEL if str(path) == STDIN else str(path)
 
 
-def _read_text(path: str | Path, file: str) -> str:
+def _read_bytes(path: str | Path, file: str) -> bytes:
     try:
         if str(path) == STDIN:
             raw = sys.stdin.buffer.read()
@@ -107,6 +120,10 @@ def _read_text(path: str | Path, file: str) -> str:
         raise CaptureError(file, "a folder, not a stream file") from None
     except OSError as exc:
         raise CaptureError(file, f"cannot read: {exc.strerror or exc}") from None
+    return raw
+
+
+def _decoded(raw: bytes, file: str) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -128,7 +145,7 @@ def parse_capture(text: str, file: str) -> list[CapturedEvent]:
 
 def parse_json_lines(lines: list[str], file: str) -> list[CapturedEvent]:
     """One JSON value a line; blank lines skipped; a line that is not JSON is an error."""
-    events = []
+    events: list[CapturedEvent] = []
     for number, line in enumerate(lines, 1):
         data = line.strip()
         if not data:
@@ -212,3 +229,32 @@ def _dispatch(pending: _PendingEvent, file: str) -> CapturedEvent:
     if name and isinstance(value, dict) and "type" not in value and EVENT_KEY not in value:
         value = {EVENT_KEY: name, **value}
     return CapturedEvent(line, value, data, name, sse=True)
+
+
+def parse_eventstream(raw: bytes, file: str) -> list[CapturedEvent]:
+    """The events of a binary AWS event stream capture, both CRCs of every message checked.
+
+    An event message's ``:event-type`` (an exception message's ``:exception-type``) travels
+    as ``_event``, the payload's first key, as the golden files record Bedrock's frames. An
+    event's ``line`` is its message's ordinal (1-based); errors name the byte offset."""
+    try:
+        messages = decode_messages(raw)
+    except EventStreamError as exc:
+        raise CaptureError(file, f"{exc} (an AWS event stream message)") from None
+    events = []
+    for number, (offset, headers, payload) in enumerate(messages, 1):
+        where = f"message {number} at byte {offset}"
+        kind = headers.get(":message-type")
+        name = headers.get(":event-type" if kind == "event" else ":exception-type")
+        if kind not in ("event", "exception") or not isinstance(name, str):
+            expected = "an event or exception message with its :event-type / :exception-type"
+            raise CaptureError(file, f"{where}: expected {expected}, got headers {headers}")
+        try:
+            data = payload.decode("utf-8")
+            value = json.loads(data)
+        except ValueError:
+            raise CaptureError(file, f"{where}: the payload is not JSON text") from None
+        if not isinstance(value, dict):
+            raise CaptureError(file, f"{where}: expected a JSON object as the payload")
+        events.append(CapturedEvent(number, {EVENT_KEY: name, **value}, data, name))
+    return events

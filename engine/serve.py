@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from . import eventstream
-from .captures import CapturedEvent, CaptureError, parse_capture
+from .captures import CapturedEvent, CaptureError, parse_bytes
 from .templates import Template, compile_template
 
 EVENT_KEY = "_event"
@@ -68,13 +68,13 @@ class RecordedEvent:
 
 
 def read_recording(path: str | Path) -> list[RecordedEvent]:
-    """The events of one recorded stream (JSON Lines or a raw SSE capture, read by
-    :mod:`engine.captures`), in order. Raises ``ValueError`` naming the line of one that is
+    """The events of one recorded stream (JSON Lines, a raw SSE or AWS event stream capture,
+    read by :mod:`engine.captures`), in order. Raises ``ValueError`` naming the line of one that is
     not a JSON object. A capture's end marker (``data: [DONE]``) is left to the framing, which
     sends the wire's own where the wire has one; other text is an error."""
     events = []
-    text = Path(path).read_text(encoding="utf-8")  # an OSError is the caller's to name
-    for captured in parse_capture(text, str(path)):
+    raw = Path(path).read_bytes()  # an OSError is the caller's to name
+    for captured in parse_bytes(raw, str(path)):
         if not captured.is_json:
             if captured.data.strip() in _end_markers():
                 continue

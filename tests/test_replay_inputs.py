@@ -15,6 +15,7 @@ import contextlib
 import io
 import json
 import os
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +24,7 @@ import pytest
 
 from engine import cli, registry
 from engine.captures import CaptureError, parse_capture
+from engine.eventstream import event_message, exception_message
 from engine.project import read_stream
 from engine.serve import read_recording
 
@@ -304,6 +306,52 @@ def test_serve_reads_a_capture_as_its_json_lines(tmp_path):
         for a, b in zip(want, got, strict=True):
             assert b.name == (a.name or a.payload.get("type"))
             assert json.loads(b.text) == b.payload and "\n" not in b.text
+    binary = tmp_path / "capture.bin"
+    frames = GOLDEN / "bedrock_converse" / "hand_exception_throttling_frames.jsonl"
+    binary.write_bytes(eventstream_capture(frames))
+    assert read_recording(binary) == read_recording(frames)
     (tmp_path / "text.sse").write_text('data: {"a": 1}\n\ndata: hello\n\n', encoding="utf-8")
     with pytest.raises(ValueError, match=r"text.sse:3: expected a JSON object or an end marker"):
         read_recording(tmp_path / "text.sse")
+
+
+# -- a binary AWS event stream capture (Bedrock's converse-stream body) ----------------------
+
+FRAMES = sorted((GOLDEN / "bedrock_converse").glob("*_frames.jsonl"))
+
+
+def eventstream_capture(path: Path) -> bytes:
+    """The golden's frames as the binary body Bedrock sent: one message each, the name in
+    its header (an ``...Exception`` as an exception message, as AWS sends it)."""
+    out = b""
+    for line in path.read_text(encoding="utf-8").splitlines():
+        obj = json.loads(line)
+        name = obj.pop("_event")
+        encode = exception_message if name.endswith("Exception") else event_message
+        out += encode(name, obj)
+    return out
+
+
+@pytest.mark.parametrize("path", FRAMES, ids=[p.stem for p in FRAMES])
+def test_a_binary_bedrock_capture_replays_as_its_json_lines(path, tmp_path):
+    capture = tmp_path / "capture.bin"
+    capture.write_bytes(eventstream_capture(path))
+    assert replay_json(str(capture)) == replay_json(str(path))
+
+
+def test_a_binary_capture_from_stdin_and_a_broken_crc(tmp_path):
+    path = GOLDEN / "bedrock_converse" / "hand_parallel_tool_use_frames.jsonl"
+    raw = eventstream_capture(path)
+    from_stdin = run("replay", "-", "--json", stdin=raw)
+    assert from_stdin.stdout == run("replay", str(path), "--json").stdout
+    second = struct.unpack_from(">I", raw)[0]  # where the second message starts
+    broken = bytearray(raw)
+    broken[second + 20] ^= 0xFF  # a byte of its headers: the message CRC no longer checks
+    (tmp_path / "broken.bin").write_bytes(bytes(broken))
+    cut = tmp_path / "cut.bin"
+    cut.write_bytes(raw[: second + 10])
+    results = [run("replay", name, cwd=tmp_path) for name in ("broken.bin", "cut.bin")]
+    assert [r.returncode for r in results] == [1, 1]
+    broken_err, cut_err = (r.stderr.decode() for r in results)
+    assert f"broken.bin: byte {second}: the message CRC does not match" in broken_err
+    assert f"cut.bin: byte {second}: a message cut short (10 bytes left)" in cut_err
