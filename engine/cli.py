@@ -6,8 +6,9 @@ Subcommands (API.md, "Command line"):
 - ``show NAME``: a descriptor as YAML, ``extends`` resolved (the strategy's ``descriptor``).
 - ``validate PATH... [--json]``: silent and 0 when valid; else 1 and one line a problem,
   ``FILE:LINE:COL: /json/pointer: message``.
-- ``replay STREAM.jsonl [--format NAME|PATH] [--tools NAME,...] [--json]``: a recorded stream
+- ``replay STREAM [--format NAME|PATH] [--tools NAME,...] [--json]``: a recorded stream
   played chunk by chunk through an :class:`~engine.LLMStreamBuffer`, as a client sees it.
+  STREAM is JSON Lines or a raw SSE capture, ``-`` for stdin (:mod:`engine.captures`).
   With ``--tools``, the client loop of a real application: after every chunk (and after
   ``close()``) a :class:`~engine.BaseDriver` owning those tools (each echoes its arguments)
   processes the buffer, then ``buf.text()`` is shown; so the output shows what is held while
@@ -45,6 +46,7 @@ import yaml
 
 from . import registry
 from .buffer import LLMStreamBuffer
+from .captures import CaptureError, label, read_capture
 from .cli_project import register as register_project_commands
 from .cli_project import schema_uri, write_sample
 from .drivers import BaseDriver, DriverResponse
@@ -231,28 +233,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def read_stream(path: str) -> list[tuple[int, Any]]:
-    """The decoded events of a JSON Lines file, each with its 1-based line number.
+    """The decoded events of a recorded stream, each with its 1-based line number: JSON Lines
+    or a raw SSE capture, ``-`` for stdin (:mod:`engine.captures`).
 
-    Blank lines are skipped; a line that is not JSON is a :class:`CLIError` naming
-    ``FILE:LINE`` and the reason."""
+    A stream that cannot be read is a :class:`CLIError` naming ``FILE:LINE`` and the reason."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            lines = handle.read().splitlines()
-    except FileNotFoundError:
-        raise CLIError(f"{path}: no such file") from None
-    except UnicodeDecodeError as exc:
-        raise CLIError(f"{path}: not UTF-8 text: {exc.reason}") from None
-    except OSError as exc:
-        raise CLIError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    events = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            events.append((number, json.loads(line)))
-        except json.JSONDecodeError as exc:
-            raise CLIError(f"{path}:{number}: not JSON: {exc.msg} (column {exc.colno})") from None
-    return events
+        return [(event.line, event.value) for event in read_capture(path)]
+    except CaptureError as exc:
+        raise CLIError(str(exc)) from None
 
 
 class ReplayPrinter:
@@ -506,23 +494,24 @@ def cmd_replay(args: argparse.Namespace) -> int:
     strategies = [_load_strategy(args.format)] if args.format else None
     tools = _tool_names(args.tools)
     events = read_stream(args.stream)
+    source = label(args.stream)  # `-` is named <stdin>
     if not events:
-        raise CLIError(f"{args.stream}: no events (an empty stream)")
+        raise CLIError(f"{source}: no events (an empty stream)")
     driver = None if tools is None else EchoDriver(tools, strategies)
     buf = driver.new_stream_buffer() if driver else LLMStreamBuffer(strategies=strategies)
-    replay = Replay(buf, driver, ReplayPrinter(sys.stdout, args.json), args.stream)
+    replay = Replay(buf, driver, ReplayPrinter(sys.stdout, args.json), source)
     for index, (number, event) in enumerate(events):
         try:
             buf.add(event)
         except ChunkError as exc:
-            raise CLIError(f"{args.stream}:{number}: {exc.reason}") from None
+            raise CLIError(f"{source}:{number}: {exc.reason}") from None
         except (TypeError, ValueError, KeyError, AttributeError) as exc:
-            raise CLIError(f"{args.stream}:{number}: event does not fit: {exc}") from None
+            raise CLIError(f"{source}:{number}: event does not fit: {exc}") from None
         replay.round(index)
     try:
         buf.close()
     except UnknownFormatError as exc:
-        raise CLIError(f"{args.stream}: {exc}") from None
+        raise CLIError(f"{source}: {exc}") from None
     replay.round(None)
     replay.printer.message(buf, Counter(getattr(buf, "unknown_events", None) or {}))
     for entry in buf.skipped():
@@ -738,7 +727,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_validate)
 
     p = sub.add_parser("replay", help="play a recorded stream as a client sees it")
-    p.add_argument("stream", metavar="STREAM.jsonl", help="JSON Lines, one decoded event a line")
+    p.add_argument(
+        "stream",
+        metavar="STREAM",
+        help="JSON Lines (one decoded event a line) or a raw SSE capture; - for stdin",
+    )
     p.add_argument(
         "--format",
         metavar="NAME|PATH",

@@ -87,3 +87,82 @@ def _payload_bytes(payload: bytes | str | Mapping) -> bytes:
     if isinstance(payload, str):
         return payload.encode("utf-8")
     return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+# -- decoding: a raw capture of an event stream (``mcs-formats replay`` reads one) -------------
+
+_HEADER_SIZES = {2: 1, 3: 2, 4: 4, 5: 8, 8: 8, 9: 16}  # fixed-size value types: byte .. uuid
+_HEADER_SIZED = (6, 7)  # byte array, string: a u16 length, then the bytes
+
+
+class EventStreamError(ValueError):
+    """A message that does not decode; ``offset`` is the byte where the message starts."""
+
+    def __init__(self, offset: int, message: str) -> None:
+        super().__init__(f"byte {offset}: {message}")
+        self.offset = offset
+
+
+def looks_like_eventstream(raw: bytes) -> bool:
+    """Does ``raw`` start with an event stream message (its prelude CRC checks)?"""
+    if len(raw) < _PRELUDE_LENGTH + _MESSAGE_CRC_LENGTH:
+        return False
+    (crc,) = struct.unpack_from(">I", raw, 8)
+    return zlib.crc32(raw[:8]) & 0xFFFFFFFF == crc
+
+
+def decode_messages(raw: bytes) -> list[tuple[int, dict[str, object], bytes]]:
+    """Every message of ``raw``: (its byte offset, its headers, its payload), both CRCs
+    checked. A message cut short, or one whose CRC or headers do not check, raises
+    :class:`EventStreamError` naming the byte where it starts."""
+    out = []
+    offset = 0
+    while offset < len(raw):
+        out.append(_decode_one(raw, offset))
+        offset += struct.unpack_from(">I", raw, offset)[0]  # the total length, checked
+    return out
+
+
+def _decode_one(raw: bytes, at: int) -> tuple[int, dict[str, object], bytes]:
+    if len(raw) - at < _PRELUDE_LENGTH + _MESSAGE_CRC_LENGTH:
+        raise EventStreamError(at, f"a message cut short ({len(raw) - at} bytes left)")
+    total, headers_length, prelude_crc = struct.unpack_from(">III", raw, at)
+    if zlib.crc32(raw[at : at + 8]) & 0xFFFFFFFF != prelude_crc:
+        raise EventStreamError(at, "the prelude CRC does not match")
+    if total > len(raw) - at or headers_length > total - 16:
+        raise EventStreamError(at, f"a message of {total} bytes cut short at {len(raw) - at}")
+    end = at + total - _MESSAGE_CRC_LENGTH
+    (message_crc,) = struct.unpack_from(">I", raw, end)
+    if zlib.crc32(raw[at:end]) & 0xFFFFFFFF != message_crc:
+        raise EventStreamError(at, "the message CRC does not match")
+    start = at + _PRELUDE_LENGTH
+    headers = _decode_headers(raw[start : start + headers_length], at)
+    return at, headers, raw[start + headers_length : end]
+
+
+def _decode_headers(raw: bytes, at: int) -> dict[str, object]:
+    headers: dict[str, object] = {}
+    pos = 0
+    try:
+        while pos < len(raw):
+            size = raw[pos]
+            name = raw[pos + 1 : pos + 1 + size].decode("utf-8")
+            pos += 1 + size
+            kind = raw[pos]
+            pos += 1
+            if kind in (0, 1):  # boolean true, false: no value bytes
+                headers[name] = kind == 0
+                continue
+            if kind in _HEADER_SIZED:
+                (size,) = struct.unpack_from(">H", raw, pos)
+                pos += 2
+            elif kind in _HEADER_SIZES:
+                size = _HEADER_SIZES[kind]
+            else:
+                raise EventStreamError(at, f"header {name!r}: unknown value type {kind}")
+            value = raw[pos : pos + size]
+            pos += size
+            headers[name] = value.decode("utf-8") if kind == _HEADER_TYPE_STRING else value
+    except (IndexError, struct.error, UnicodeDecodeError):
+        raise EventStreamError(at, "the headers do not decode") from None
+    return headers

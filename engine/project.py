@@ -5,6 +5,7 @@ formats, so that a private format gets what the built-in ones get without being 
 
     DIR/formats/NAME.yaml                       the descriptor
     DIR/tests/golden/NAME/SCENARIO.jsonl        recorded streams, one decoded event a line
+                                                (or a raw SSE capture, :mod:`engine.captures`)
     DIR/tests/golden/NAME/SCENARIO.expected.json   what each stream gives (written by --update)
 
 :func:`check_project` validates every descriptor (located problems), replays every stream
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .buffer import LLMStreamBuffer
+from .captures import CaptureError, read_capture
 from .errors import ChunkError, DescriptorError, UnknownFormatError
 from .resplit import Cuts, every_character, random_cuts, resplit_groups
 
@@ -216,27 +218,15 @@ class Stream:
 
 
 def read_stream(path: Path) -> Stream:
-    """A JSON Lines stream; a line that is not JSON is a StreamError naming its line."""
-    file = str(path)
+    """A recorded stream (JSON Lines or a raw SSE capture, :mod:`engine.captures`); one that
+    cannot be read is a StreamError naming its line."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise StreamError(Finding(file, f"not UTF-8 text: {exc.reason}")) from None
-    except OSError as exc:
-        raise StreamError(Finding(file, f"cannot read: {exc.strerror or exc}")) from None
-    events, lines = [], []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            events.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            message = f"not JSON: {exc.msg} (column {exc.colno})"
-            raise StreamError(Finding(file, message, number)) from None
-        lines.append(number)
-    if not events:
-        raise StreamError(Finding(file, "no events (an empty stream)"))
-    return Stream(file, events, lines)
+        captured = read_capture(path)
+    except CaptureError as exc:
+        raise StreamError(Finding(exc.file, exc.message, exc.line)) from None
+    if not captured:
+        raise StreamError(Finding(str(path), "no events (an empty stream)"))
+    return Stream(str(path), [e.value for e in captured], [e.line for e in captured])
 
 
 def _add(buf: LLMStreamBuffer, stream: Stream, chunk: int, event: Any) -> None:

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from . import eventstream
+from .captures import CapturedEvent, CaptureError, parse_bytes
 from .templates import Template, compile_template
 
 EVENT_KEY = "_event"
@@ -67,21 +68,43 @@ class RecordedEvent:
 
 
 def read_recording(path: str | Path) -> list[RecordedEvent]:
-    """The events of one JSON Lines stream, in order. Raises ``ValueError`` naming the line of
-    one that is not a JSON object."""
+    """The events of one recorded stream (JSON Lines, a raw SSE or AWS event stream capture,
+    read by :mod:`engine.captures`), in order. Raises ``ValueError`` naming the line of one that is
+    not a JSON object. A capture's end marker (``data: [DONE]``) is left to the framing, which
+    sends the wire's own where the wire has one; other text is an error."""
     events = []
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}:{number}: not JSON: {exc.msg}") from None
-        if not isinstance(obj, dict):
-            raise ValueError(f"{path}:{number}: a recorded event must be a JSON object")
-        events.append(_split_event_name(line.strip(), obj))
+    raw = Path(path).read_bytes()  # an OSError is the caller's to name
+    for captured in parse_bytes(raw, str(path)):
+        if not captured.is_json:
+            if captured.data.strip() in _end_markers():
+                continue
+            message = f"expected a JSON object or an end marker, got the text {captured.data!r}"
+            raise CaptureError(str(path), message, captured.line)
+        if not isinstance(captured.value, dict):
+            raise ValueError(f"{path}:{captured.line}: a recorded event must be a JSON object")
+        events.append(_recorded(captured))
     return events
+
+
+def _recorded(captured: CapturedEvent) -> RecordedEvent:
+    """A JSON Lines line, or an SSE event: its ``event:`` name, its data as sent (one line of
+    it; data spread over several ``data:`` fields goes out compact, on one)."""
+    if not captured.sse:
+        return _split_event_name(captured.data, captured.value)
+    payload = json.loads(captured.data)  # as sent: without the `_event` the reader adds
+    text = captured.data.strip() if "\n" not in captured.data else _compact(payload)
+    if EVENT_KEY in payload:  # the capture's data holds a recorded `_event` itself
+        return _split_event_name(text, payload)
+    return RecordedEvent(captured.name, text, payload, captured.value)
+
+
+def _end_markers() -> frozenset[str]:
+    from .registry import wire_strategies  # the registry loads descriptors: only when asked
+
+    markers: frozenset[str] = frozenset()
+    for strategy in wire_strategies():
+        markers |= strategy.spec.sentinels
+    return markers
 
 
 def _split_event_name(text: str, obj: dict) -> RecordedEvent:

@@ -1,0 +1,260 @@
+"""Reading a recorded stream from a file or stdin: JSON Lines, a raw SSE capture, or a raw
+AWS event stream capture (binary, :func:`parse_eventstream`).
+
+Every command that takes a recorded stream (``replay``, ``test``, ``serve``, ``new --from``)
+reads it here, so that they all take the same inputs (API.md, "Command line"):
+
+- **JSON Lines**: one decoded event a line, as the golden files hold them (blank lines skipped).
+- **A raw SSE capture**: the ``text/event-stream`` body as it came over the wire (``curl -N``
+  output, a proxy's dump). Read by the WHATWG "Interpreting an event stream" rules
+  (https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation):
+  lines end in CRLF, LF or CR; a leading BOM is dropped; a blank line dispatches the event;
+  a line starting with ``:`` is a comment; ``field:value`` loses one space after the colon, a
+  line without a colon is a field with an empty value; ``data`` fields join with ``"\\n"``;
+  ``event`` names the event; ``id`` and ``retry`` carry nothing a message is made of; an
+  event without data is not dispatched (a keep-alive).
+  The event's ``event:`` name travels as ``"_event"`` where its JSON payload has no ``type``
+  of its own, as the buffer does with SSE lines (:mod:`engine.chunks`) and as the golden files
+  record it. A data field that is not JSON (``data: [DONE]``) is handed on as the SSE line it
+  was, so the buffer decides whether it is an end marker of the wire.
+
+Which one a file is, is told from its content, not from its name: bytes that start with an
+event stream message whose prelude CRC checks are a binary capture; otherwise its first line
+that is not blank says: ``event:``, ``data:``, ``id:``, ``retry:`` or ``:`` starts an SSE
+capture, anything else is JSON Lines.
+
+Two deliberate departures from a browser, both so that nothing is dropped without a word:
+
+- a field other than ``event``, ``data``, ``id``, ``retry`` is an error naming its line (the
+  spec ignores it, for forward compatibility of a live stream; in a capture it is far more
+  often a pasted HTTP header or a line of a JSON Lines file), and so is an event whose data is
+  empty (the buffer would skip it);
+- the last event of a file that does not end with a blank line is dispatched (a browser
+  discards it, as a cut connection may have left it incomplete; a file saved by an editor
+  loses its final blank line, and a payload that really was cut shows as a JSON error).
+
+Errors are :class:`CaptureError`: ``FILE:LINE: what was expected``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .eventstream import EventStreamError, decode_messages, looks_like_eventstream
+
+STDIN = "-"
+STDIN_LABEL = "<stdin>"
+EVENT_KEY = "_event"
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")  # the SSE spec's end-of-line (and JSON Lines' too)
+_SSE_FIRST_LINE = re.compile(r"^(?::|(?:event|data|id|retry)(?::|$))")
+_SSE_FIELDS = frozenset({"event", "data", "id", "retry"})
+
+
+class CaptureError(ValueError):
+    """A stream that cannot be read: its file, the 1-based line (if one is to blame) and what
+    was expected there."""
+
+    def __init__(self, file: str, message: str, line: int | None = None) -> None:
+        where = file if line is None else f"{file}:{line}"
+        super().__init__(f"{where}: {message}")
+        self.file = file
+        self.line = line
+        self.message = message
+
+
+@dataclass(frozen=True)
+class CapturedEvent:
+    """One event of a recorded stream.
+
+    ``value`` is what ``buf.add`` takes: the decoded JSON (with ``_event`` where the SSE name
+    travels outside a payload without ``type``), or, for a data field that is not JSON, the SSE
+    line ``data: TEXT``. ``line`` is where the event is in the file (its JSON Lines line, or
+    the first ``data:`` line of the SSE event). ``data`` is the payload text as recorded (the
+    line, or the data fields joined). ``name`` is the SSE ``event:`` name (None in JSON Lines,
+    and where none was given); ``sse``: the event came from an SSE capture; ``is_json``: its
+    data is JSON (False for ``data: [DONE]`` and other text)."""
+
+    line: int
+    value: Any
+    data: str
+    name: str | None = None
+    sse: bool = False
+    is_json: bool = True
+
+
+def read_capture(path: str | Path) -> list[CapturedEvent]:
+    """The events of the stream at ``path`` (``-``: stdin): JSON Lines, an SSE capture, or a
+    binary AWS event stream capture (Bedrock's ``converse-stream`` body)."""
+    file = label(path)
+    return parse_bytes(_read_bytes(path, file), file)
+
+
+def parse_bytes(raw: bytes, file: str) -> list[CapturedEvent]:
+    """The events of a stream's bytes, whichever of the three it is (told from the content)."""
+    if looks_like_eventstream(raw):
+        return parse_eventstream(raw, file)
+    return parse_capture(_decoded(raw, file), file)
+
+
+def label(path: str | Path) -> str:
+    """How messages name the stream: the path as given, ``<stdin>`` for ``-``."""
+    return STDIN_LABEL if str(path) == STDIN else str(path)
+
+
+def _read_bytes(path: str | Path, file: str) -> bytes:
+    try:
+        if str(path) == STDIN:
+            raw = sys.stdin.buffer.read()
+        else:
+            with open(path, "rb") as handle:
+                raw = handle.read()
+    except FileNotFoundError:
+        raise CaptureError(file, "no such file") from None
+    except IsADirectoryError:
+        raise CaptureError(file, "a folder, not a stream file") from None
+    except OSError as exc:
+        raise CaptureError(file, f"cannot read: {exc.strerror or exc}") from None
+    return raw
+
+
+def _decoded(raw: bytes, file: str) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise CaptureError(file, f"not UTF-8 text: {exc.reason}", line) from None
+
+
+def parse_capture(text: str, file: str) -> list[CapturedEvent]:
+    """The events of ``text``, told from its first non-blank line: an SSE capture or JSON
+    Lines. ``file`` names the stream in errors."""
+    lines = _LINE_BREAK.split(text.removeprefix("\ufeff"))
+    if lines and lines[-1] == "":  # the text's final line break ends a line, not starts one
+        lines.pop()
+    first = next((line for line in lines if line.strip()), "")
+    if _SSE_FIRST_LINE.match(first):
+        return parse_sse(lines, file)
+    return parse_json_lines(lines, file)
+
+
+def parse_json_lines(lines: list[str], file: str) -> list[CapturedEvent]:
+    """One JSON value a line; blank lines skipped; a line that is not JSON is an error."""
+    events: list[CapturedEvent] = []
+    for number, line in enumerate(lines, 1):
+        data = line.strip()
+        if not data:
+            continue
+        try:
+            value = json.loads(line)  # the line as it is: columns count from its start
+        except json.JSONDecodeError as exc:
+            hint = "" if events else " (expected JSON Lines, or an SSE capture: event:/data: lines)"
+            message = f"not JSON: {exc.msg} (column {exc.colno}){hint}"
+            raise CaptureError(file, message, number) from None
+        except RecursionError:
+            raise CaptureError(file, "JSON nested deeper than can be read", number) from None
+        events.append(CapturedEvent(number, value, data))
+    return events
+
+
+class _PendingEvent:
+    """The SSE event being read: its name and data lines (each with its line and the column
+    where its value starts, to locate a JSON error in the file)."""
+
+    __slots__ = ("name", "data", "at")
+
+    def __init__(self) -> None:
+        self.name = ""
+        self.data: list[str] = []
+        self.at: list[tuple[int, int]] = []
+
+
+def parse_sse(lines: list[str], file: str) -> list[CapturedEvent]:
+    """The events of an SSE capture, by the WHATWG rules (see the module docstring)."""
+    events: list[CapturedEvent] = []
+    pending = _PendingEvent()
+    for number, line in enumerate(lines, 1):
+        if not line:
+            if pending.data:
+                events.append(_dispatch(pending, file))
+            pending = _PendingEvent()  # an event without data resets its name too
+            continue
+        if line.startswith(":"):
+            continue
+        field, colon, value = line.partition(":")
+        if colon and value.startswith(" "):
+            value = value[1:]
+        if field == "data":
+            pending.data.append(value)
+            pending.at.append((number, len(line) - len(value)))
+        elif field == "event":
+            pending.name = value
+        elif field not in _SSE_FIELDS:
+            raise CaptureError(file, _not_a_field(line), number)
+    if pending.data:
+        events.append(_dispatch(pending, file))
+    return events
+
+
+def _not_a_field(line: str) -> str:
+    shown = line if len(line) <= 60 else line[:57] + "..."
+    return (
+        "expected an SSE line (event:, data:, id:, retry:, a `:` comment, or an empty line "
+        f"ending the event), got {shown!r}"
+    )
+
+
+def _dispatch(pending: _PendingEvent, file: str) -> CapturedEvent:
+    """The event ``pending`` makes: its data fields joined with LF, decoded."""
+    data = "\n".join(pending.data)
+    line = pending.at[0][0]
+    name = pending.name or None  # an empty name is the spec's default, "message": no name
+    if not data.strip():
+        expected = "expected a JSON payload, or an end marker such as [DONE]"
+        raise CaptureError(file, f"an event with empty data ({expected})", line)
+    try:
+        value = json.loads(data)
+    except json.JSONDecodeError as exc:
+        if not data.lstrip().startswith("{"):  # not JSON: an end marker, or stray text
+            return CapturedEvent(line, f"data: {data}", data, name, sse=True, is_json=False)
+        at, column = pending.at[exc.lineno - 1]
+        raise CaptureError(file, f"not JSON: {exc.msg} (column {column + exc.colno})", at) from None
+    except RecursionError:
+        raise CaptureError(file, "JSON nested deeper than can be read", line) from None
+    if name and isinstance(value, dict) and "type" not in value and EVENT_KEY not in value:
+        value = {EVENT_KEY: name, **value}
+    return CapturedEvent(line, value, data, name, sse=True)
+
+
+def parse_eventstream(raw: bytes, file: str) -> list[CapturedEvent]:
+    """The events of a binary AWS event stream capture, both CRCs of every message checked.
+
+    An event message's ``:event-type`` (an exception message's ``:exception-type``) travels
+    as ``_event``, the payload's first key, as the golden files record Bedrock's frames. An
+    event's ``line`` is its message's ordinal (1-based); errors name the byte offset."""
+    try:
+        messages = decode_messages(raw)
+    except EventStreamError as exc:
+        raise CaptureError(file, f"{exc} (an AWS event stream message)") from None
+    events = []
+    for number, (offset, headers, payload) in enumerate(messages, 1):
+        where = f"message {number} at byte {offset}"
+        kind = headers.get(":message-type")
+        name = headers.get(":event-type" if kind == "event" else ":exception-type")
+        if kind not in ("event", "exception") or not isinstance(name, str):
+            expected = "an event or exception message with its :event-type / :exception-type"
+            raise CaptureError(file, f"{where}: expected {expected}, got headers {headers}")
+        try:
+            data = payload.decode("utf-8")
+            value = json.loads(data)
+        except ValueError:
+            raise CaptureError(file, f"{where}: the payload is not JSON text") from None
+        if not isinstance(value, dict):
+            raise CaptureError(file, f"{where}: expected a JSON object as the payload")
+        events.append(CapturedEvent(number, {EVENT_KEY: name, **value}, data, name))
+    return events
