@@ -147,8 +147,10 @@ def _check_restate(spec: dict, bad: Callable[[str, str], None]) -> None:
     (an ``$echo`` with ``merge``); ``result`` and ``message`` would have nothing to say."""
     for other in ("result", "message"):
         if other in spec:
-            bad(f"/results/{other}", "not used in mode restate (each result goes into its "
-                "call's part of `assistant`)")
+            bad(
+                f"/results/{other}",
+                "not used in mode restate (each result goes into its call's part of `assistant`)",
+            )
     if "assistant" not in spec:
         bad("/results", "mode restate needs assistant: the message restated, an $echo with merge")
     elif not _has_merging_echo(spec["assistant"]):

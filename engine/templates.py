@@ -354,8 +354,10 @@ class _Compiler:
                 return [item for item, _ in pairs]
             if left:
                 raise ValueError(_unanswered(left))
-            return [item if record is None else _merged(item, merge, ctx, record)
-                    for item, record in pairs]
+            return [
+                item if record is None else _merged(item, merge, ctx, record)
+                for item, record in pairs
+            ]
 
         def render(ctx: dict) -> Any:
             value = read(ctx)
