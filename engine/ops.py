@@ -14,6 +14,7 @@ null source makes the operation do nothing; ``at`` is a target path into the mes
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from dataclasses import field as dataclass_field
@@ -534,7 +535,13 @@ def _not_an_object(value: Any) -> str:
 # --- open, close --------------------------------------------------------------------------
 
 
-def _open(target: Target, read: Reader, ctx: CompileContext, op: str = "open") -> Run:
+def _open(
+    target: Target,
+    read: Reader,
+    ctx: CompileContext,
+    op: str = "open",
+    merge_complete: bool = False,
+) -> Run:
     """Open the item at ``target``: an item at a free SLOT starts from the event's object;
     one already there is the same item restated, and is merged (see :func:`_restate`), so that
     a start sent twice is one item and one call."""
@@ -594,7 +601,7 @@ def _open(target: Target, read: Reader, ctx: CompileContext, op: str = "open") -
     def restate(asm: Assembly, lst: SlottedList, slot: Any, value: Any) -> None:
         existing = lst.get(slot)
         assert existing is not None, "restated only where an item is open"
-        if _restate(asm, existing, value, args_fields):
+        if _restate(asm, existing, value, args_fields, merge_complete):
             lst.last = slot
             if id(existing) not in asm.track_of:
                 asm.item_added(pattern, existing, slot)  # what it carries may make it a call
@@ -613,23 +620,68 @@ def op_open(spec: dict, ctx: CompileContext) -> Run:
     if target.rel or not target.segments or target.segments[-1].field is not None:
         raise ValueError("open: 'at' must end with a slot step, e.g. content[index]")
     read = compile_read(spec.get("from", ""), ctx.choice_alias) if "from" in spec else None
-    return _open(target, read or (lambda ev, ch: None), ctx)
+    merge_complete = spec.get("if_complete", "skip") == "merge"
+    return _open(target, read or (lambda ev, ch: None), ctx, "open", merge_complete)
 
 
-def _restate(asm: Assembly, item: dict, value: Any, args_fields: tuple[str, ...]) -> bool:
+def _restate(
+    asm: Assembly,
+    item: dict,
+    value: Any,
+    args_fields: tuple[str, ...],
+    merge_complete: bool = False,
+) -> bool:
     """An item opened again at its SLOT (a start restated, a call sent whole after its
     start): merge what the restatement adds into the item, keeping it (and its call track).
 
-    A call whose arguments are complete already is never changed (False: the caller lists
-    the restatement as skipped), so a ready call is never taken back nor run twice. Otherwise
-    nothing streamed is lost: an empty value ("", {}, [], null) never erases one, and the
-    arguments go through the call's stream (whole arguments replace a stream's fragments)."""
+    A call whose arguments are complete already is never taken back nor run twice: by
+    default (``if_complete: skip``) it is not changed at all (False: the caller lists the
+    restatement as skipped). With ``if_complete: merge`` ("open if absent, else merge": a
+    call streamed, then restated whole) the restatement's other fields are merged in, and
+    its arguments must be the complete ones (or absent): different ones are refused whole.
+    Otherwise nothing streamed is lost: an empty value ("", {}, [], null) never erases one,
+    and the arguments go through the call's stream (whole arguments replace fragments)."""
     track = asm.track_of.get(id(item))
     if track is not None and track.args.state == COMPLETE:
-        return False
+        if not merge_complete or value.__class__ is not dict:
+            return False
+        restated = _dig_fields(value, args_fields)
+        if not _is_empty(restated) and not _same_arguments(restated, track.args):
+            return False
+        _merge_restated(asm, item, _without_chain(value, args_fields), None, ())
+        return True
     if value.__class__ is dict:
         _merge_restated(asm, item, value, track, args_fields)
     return True
+
+
+def _dig_fields(value: Any, fields: tuple[str, ...]) -> Any:
+    for field in fields:
+        if value.__class__ is not dict:
+            return None
+        value = value.get(field)
+    return value
+
+
+def _without_chain(value: dict, fields: tuple[str, ...]) -> dict:
+    """A copy of ``value`` without the field at the chain ``fields`` (the arguments)."""
+    if not fields:
+        return value
+    head, rest = fields[0], fields[1:]
+    out = {k: v for k, v in value.items() if k != head}
+    if rest and value.get(head).__class__ is dict:
+        out[head] = _without_chain(value[head], rest)
+    return out
+
+
+def _same_arguments(restated: Any, args: ArgsStream) -> bool:
+    """Are the restated arguments (an object, or its JSON text) the complete ones?"""
+    if restated.__class__ is str:
+        try:
+            restated = json.loads(restated)
+        except ValueError:
+            return False
+    return restated == args.value
 
 
 def _merge_restated(
