@@ -8,6 +8,7 @@ lives here. The operations of the descriptor language (:mod:`engine.ops`) write 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .events import CallIncomplete
@@ -53,6 +54,8 @@ class Assembly:
         "cut",
         "incomplete",
         "events",
+        "deferring",
+        "deferred",
     )
 
     def __init__(self, strategy: ExtractionStrategy) -> None:
@@ -79,6 +82,11 @@ class Assembly:
         self.cut: bool | None = None  # the wire's DONE was a cut (length, error); None: no DONE
         self.incomplete: list[CallIncomplete] = []  # calls that will never be runnable
         self.events: Any = None  # engine.recorder.EventRecorder on a buffer with events
+        # Inside an event whose rules go on writing the item they open, ``calls.where`` is
+        # judged once the event is applied (see :func:`judged_after_the_event`): the call
+        # items opened meanwhile wait here.
+        self.deferring = False
+        self.deferred: list[tuple[str, dict, Any]] = []
 
     def skip(self, reason: str) -> None:
         """An operation could not place what the event carries: say so, never drop it."""
@@ -91,6 +99,9 @@ class Assembly:
         hand); start tracking it if it is a call."""
         calls = self.strategy.spec.calls
         if calls is None or pattern != calls.pattern:
+            return
+        if self.deferring:
+            self.deferred.append((pattern, item, slot))
             return
         if calls.where is not None and not calls.where(item):
             return
@@ -209,6 +220,31 @@ class Assembly:
 
     def complete_calls(self) -> list[CallTrack]:
         return [t for t in self.tracks if t.args.state == COMPLETE]
+
+
+def judged_after_the_event(runs: list) -> Callable[[Assembly, Any, Any], None]:
+    """The rules of one event, run so that ``calls.where`` is judged on each item they open
+    as it stands once every rule of the event has run: a flag a later rule sets (a type, a
+    name) counts, and one that a later rule clears does too. Compiled only for a rule list in
+    which a rule that may open a call item is followed by others."""
+
+    def judged(asm: Assembly, ev: Any, ch: Any) -> None:
+        if asm.deferring:  # (never nested; kept safe all the same)
+            for run in runs:
+                run(asm, ev, ch)
+            return
+        asm.deferring = True
+        try:
+            for run in runs:
+                run(asm, ev, ch)
+        finally:
+            asm.deferring = False
+            pending, asm.deferred = asm.deferred, []
+            for pattern, item, slot in pending:
+                if id(item) not in asm.track_of:
+                    asm.item_added(pattern, item, slot)
+
+    return judged
 
 
 def ensure_slotted(parent: dict, field: str, order: str) -> SlottedList:

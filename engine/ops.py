@@ -14,6 +14,7 @@ null source makes the operation do nothing; ``at`` is a target path into the mes
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from dataclasses import field as dataclass_field
@@ -45,6 +46,7 @@ class CompileContext:
     # places that some operation streams: a place no rule streams is a descriptor error.
     reasoning: tuple[TextPlace, ...] = ()
     reasoning_streamed: set = dataclass_field(default_factory=set)
+    calls_where: bool = False  # the calls section has a ``where`` (judged after each event)
 
 
 @dataclass(frozen=True)
@@ -143,6 +145,8 @@ class Target:
         "slot_field",
         "path",
         "scope",
+        "continuing",
+        "last_slot",
     )
 
     # Which step of a target is a field (``field`` set) and which a slot (``slot`` set) is
@@ -158,9 +162,12 @@ class Target:
     parent_of_field: Callable[[dict], dict]  # every rule calls it with create=True: a dict
     slot_field: str | None
 
-    def __init__(self, path: str, ctx: CompileContext, scope: str | None = None) -> None:
+    def __init__(
+        self, path: str, ctx: CompileContext, scope: str | None = None, continuing: bool = False
+    ) -> None:
         self.path = path
         self.scope = scope
+        self.continuing = continuing
         self.segments = _scoped(parse_target(path, ctx.choice_alias), scope)
         self.pattern = pattern_of(self.segments)
         self.order = ctx.list_order
@@ -192,6 +199,48 @@ class Target:
         first = self.segments[slots[0]].slot_path if slots else None
         scoped_first = scope is not None and len(slots) == 1
         self.slot_field = None if scoped_first else single_field(first, ctx.choice_alias)
+        self.last_slot = slots[-1] if slots else -1
+        if continuing:
+            if not slots:
+                raise ValueError(
+                    "without_slot: the path has no slot step, so no open item to continue "
+                    "(e.g. content[id])"
+                )
+            self.locate_item = self._continuing(self.locate_item)
+
+    def _continuing(self, direct: Callable[[Assembly, Any, Any, bool], Any]) -> Any:
+        """``without_slot: continue``: an event that carries the SLOT finds its item as any
+        other does; one without it continues the item its list (in its scope) opened last."""
+        key = self.segments[self.last_slot].slot
+
+        def locate(asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
+            if key(ev, ch) is not None:
+                return direct(asm, ev, ch, create)
+            found = self.continued(asm, ev, ch)
+            return None if found is None else found[0].get(found[1])
+
+        return locate
+
+    def continued(self, asm: Assembly, ev: Any, ch: Any) -> tuple[SlottedList, Any] | None:
+        """The list of the addressed item and the SLOT of the item it (in this target's scope)
+        opened last, for an event without the SLOT; None when there is none (nothing is
+        created on the way: an event with nothing to continue changes nothing)."""
+        node: Any = asm.root
+        last = self.last_slot
+        for seg in self.segments[: last - 1]:
+            if seg.field is not None:
+                node = node.get(seg.field) if node.__class__ is dict else None
+            else:
+                slot = seg.slot(ev, ch)
+                held = node.__class__ is SlottedList and slot is not None
+                node = node.get(slot) if held else None
+            if node is None:
+                return None
+        lst = node.get(self.segments[last - 1].field) if node.__class__ is dict else None
+        if lst.__class__ is not SlottedList:
+            return None
+        slot = last_opened(lst, self.scope)
+        return None if slot is None else (lst, slot)
 
     def field_parent(self, asm: Assembly, ev: Any, ch: Any, op: str) -> dict | None:
         """The dict that holds the target's last field, the way to it created; None when no
@@ -211,6 +260,12 @@ class Target:
                 continue
             slot = seg.slot(ev, ch)
             if slot is None:
+                if self.continuing and i == self.last_slot:
+                    scope = f" (scope {self.scope!r})" if self.scope is not None else ""
+                    return (
+                        f"the event has no slot key {seg.slot_path!r} and no item of "
+                        f"{self.segments[i - 1].field}{scope} is open to continue"
+                    )
                 return f"the event has no slot key {seg.slot_path!r}"
             item = node.get(slot) if node.__class__ is SlottedList else None
             if item is None:
@@ -342,6 +397,25 @@ def _scoped(segments: tuple[Segment, ...], scope: str | None) -> tuple[Segment, 
     return (*segments[:last], step, *segments[last + 1 :])
 
 
+def _continues(spec: dict) -> bool:
+    """``without_slot: continue``: the wire sends a fragment without its slot key where it
+    continues the item opened last (the default, ``skip``, lists such an event as unplaced)."""
+    return spec.get("without_slot", "skip") == "continue"
+
+
+def last_opened(lst: SlottedList, scope: str | None) -> Any:
+    """The SLOT of the item ``lst`` opened last (in ``scope``, when the list is scoped)."""
+    last = lst.last
+    if scope is None:
+        return last
+    if last.__class__ is tuple and len(last) == 2 and last[0] == scope:
+        return last
+    for key in reversed(lst.by_slot):
+        if key.__class__ is tuple and len(key) == 2 and key[0] == scope:
+            return key
+    return None
+
+
 def report_unplaced(asm: Assembly, op: str, target: Target, ev: Any, ch: Any) -> None:
     """Record that ``op`` found no item at its target for this event (cold path)."""
     asm.skip(f"{op} {target.path}: {target.explain(asm, ev, ch)}; the event changed nothing")
@@ -377,7 +451,7 @@ def op_set(spec: dict, ctx: CompileContext) -> Run:
                 asm.skip(f"set (the whole message) from {spec['from']}: {_not_an_object(value)}")
 
         return set_root
-    target = Target(at, ctx, spec.get("scope"))
+    target = Target(at, ctx, spec.get("scope"), _continues(spec))
     if not target.rel:  # writing a whole item: an open by another name
         return _open(target, read, ctx, "set")
     last = target.rel[-1]
@@ -398,7 +472,7 @@ def op_set(spec: dict, ctx: CompileContext) -> Run:
 def op_set_once(spec: dict, ctx: CompileContext) -> Run:
     """Set the value at ``at`` unless it already holds one (null and "" count as none)."""
     read = compile_read(spec["from"], ctx.choice_alias)
-    target = Target(spec["at"], ctx, spec.get("scope"))
+    target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
     last = target.rel[-1]
 
     def set_once(asm: Assembly, ev: Any, ch: Any) -> None:
@@ -424,7 +498,7 @@ def op_merge(spec: dict, ctx: CompileContext) -> Run:
     read = compile_read(spec["from"], ctx.choice_alias)
     excluded = frozenset(spec.get("except", ()))
     at = spec.get("at", "")
-    target = Target(at, ctx, spec.get("scope")) if at else None
+    target = Target(at, ctx, spec.get("scope"), _continues(spec)) if at else None
 
     def merge(asm: Assembly, ev: Any, ch: Any) -> None:
         value = read(ev, ch)
@@ -461,7 +535,13 @@ def _not_an_object(value: Any) -> str:
 # --- open, close --------------------------------------------------------------------------
 
 
-def _open(target: Target, read: Reader, ctx: CompileContext, op: str = "open") -> Run:
+def _open(
+    target: Target,
+    read: Reader,
+    ctx: CompileContext,
+    op: str = "open",
+    merge_complete: bool = False,
+) -> Run:
     """Open the item at ``target``: an item at a free SLOT starts from the event's object;
     one already there is the same item restated, and is merged (see :func:`_restate`), so that
     a start sent twice is one item and one call."""
@@ -473,7 +553,11 @@ def _open(target: Target, read: Reader, ctx: CompileContext, op: str = "open") -
         value = read(ev, ch)
         slot = last_seg.slot(ev, ch)
         if slot is None:
-            report_unplaced(asm, op, target, ev, ch)
+            found = target.continued(asm, ev, ch) if target.continuing else None
+            if found is None:
+                report_unplaced(asm, op, target, ev, ch)
+            else:  # the wire continues the item opened last: it is restated
+                restate(asm, found[0], found[1], value)
             return
         # Walk to the list that holds the item (creating the way).
         node: Any = asm.root
@@ -508,46 +592,96 @@ def _open(target: Target, read: Reader, ctx: CompileContext, op: str = "open") -
         except TypeError:  # a list or an object as the SLOT
             raise target.slot_misfit(len(segs) - 1, slot) from None
         if existing is not None:
-            if _restate(asm, existing, value, args_fields):
-                lst.last = slot
-                if id(existing) not in asm.track_of:
-                    asm.item_added(pattern, existing, slot)  # what it carries may make it a call
-            else:
-                asm.skip(
-                    f"{op} {target.path}: {target.shown(len(segs) - 1, slot)} is a call whose "
-                    "arguments are complete already; the restated item is not taken"
-                )
+            restate(asm, lst, slot, value)
             return
         item = ingest(value) if value.__class__ is dict else {}
         lst.put(slot, item)
         asm.item_added(pattern, item, slot)
+
+    def restate(asm: Assembly, lst: SlottedList, slot: Any, value: Any) -> None:
+        existing = lst.get(slot)
+        assert existing is not None, "restated only where an item is open"
+        if _restate(asm, existing, value, args_fields, merge_complete):
+            lst.last = slot
+            if id(existing) not in asm.track_of:
+                asm.item_added(pattern, existing, slot)  # what it carries may make it a call
+        else:
+            asm.skip(
+                f"{op} {target.path}: {target.shown(len(target.segments) - 1, slot)} is a call "
+                "whose arguments are complete already; the restated item is not taken"
+            )
 
     return open_item
 
 
 def op_open(spec: dict, ctx: CompileContext) -> Run:
     """Open a new item at the slotted path ``at``, starting from the event's ``from`` object."""
-    target = Target(spec["at"], ctx, spec.get("scope"))
+    target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
     if target.rel or not target.segments or target.segments[-1].field is not None:
         raise ValueError("open: 'at' must end with a slot step, e.g. content[index]")
     read = compile_read(spec.get("from", ""), ctx.choice_alias) if "from" in spec else None
-    return _open(target, read or (lambda ev, ch: None), ctx)
+    merge_complete = spec.get("if_complete", "skip") == "merge"
+    return _open(target, read or (lambda ev, ch: None), ctx, "open", merge_complete)
 
 
-def _restate(asm: Assembly, item: dict, value: Any, args_fields: tuple[str, ...]) -> bool:
+def _restate(
+    asm: Assembly,
+    item: dict,
+    value: Any,
+    args_fields: tuple[str, ...],
+    merge_complete: bool = False,
+) -> bool:
     """An item opened again at its SLOT (a start restated, a call sent whole after its
     start): merge what the restatement adds into the item, keeping it (and its call track).
 
-    A call whose arguments are complete already is never changed (False: the caller lists
-    the restatement as skipped), so a ready call is never taken back nor run twice. Otherwise
-    nothing streamed is lost: an empty value ("", {}, [], null) never erases one, and the
-    arguments go through the call's stream (whole arguments replace a stream's fragments)."""
+    A call whose arguments are complete already is never taken back nor run twice: by
+    default (``if_complete: skip``) it is not changed at all (False: the caller lists the
+    restatement as skipped). With ``if_complete: merge`` ("open if absent, else merge": a
+    call streamed, then restated whole) the restatement's other fields are merged in, and
+    its arguments must be the complete ones (or absent): different ones are refused whole.
+    Otherwise nothing streamed is lost: an empty value ("", {}, [], null) never erases one,
+    and the arguments go through the call's stream (whole arguments replace fragments)."""
     track = asm.track_of.get(id(item))
     if track is not None and track.args.state == COMPLETE:
-        return False
+        if not merge_complete or value.__class__ is not dict:
+            return False
+        restated = _dig_fields(value, args_fields)
+        if not _is_empty(restated) and not _same_arguments(restated, track.args):
+            return False
+        _merge_restated(asm, item, _without_chain(value, args_fields), None, ())
+        return True
     if value.__class__ is dict:
         _merge_restated(asm, item, value, track, args_fields)
     return True
+
+
+def _dig_fields(value: Any, fields: tuple[str, ...]) -> Any:
+    for field in fields:
+        if value.__class__ is not dict:
+            return None
+        value = value.get(field)
+    return value
+
+
+def _without_chain(value: dict, fields: tuple[str, ...]) -> dict:
+    """A copy of ``value`` without the field at the chain ``fields`` (the arguments)."""
+    if not fields:
+        return value
+    head, rest = fields[0], fields[1:]
+    out = {k: v for k, v in value.items() if k != head}
+    if rest and value.get(head).__class__ is dict:
+        out[head] = _without_chain(value[head], rest)
+    return out
+
+
+def _same_arguments(restated: Any, args: ArgsStream) -> bool:
+    """Are the restated arguments (an object, or its JSON text) the complete ones?"""
+    if restated.__class__ is str:
+        try:
+            restated = json.loads(restated)
+        except ValueError:
+            return False
+    return restated == args.value
 
 
 def _merge_restated(
@@ -581,7 +715,7 @@ def _is_empty(value: Any) -> bool:
 def op_close(spec: dict, ctx: CompileContext) -> Run:
     """The item at ``at`` is complete: finalize its arguments (parse an object-form wire's
     JSON text); with ``from``, first adopt the fields of the final item the event carries."""
-    target = Target(spec["at"], ctx, spec.get("scope"))
+    target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
     read = compile_read(spec["from"], ctx.choice_alias) if "from" in spec else None
     args_fields = ctx.calls_args
 
@@ -652,7 +786,7 @@ def _streams_in(node: Any):
 def op_append(spec: dict, ctx: CompileContext) -> Run:
     """Append the event's string at ``from`` to the string at ``at``."""
     read = compile_read(spec["from"], ctx.choice_alias)
-    target = Target(spec["at"], ctx, spec.get("scope"))
+    target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
     display = _display_target(target, ctx)
     text_where = ctx.text_where
     reasoning, reasoning_where = reasoning_at(ctx, target.pattern)
@@ -718,7 +852,7 @@ def op_args_final(spec: dict, ctx: CompileContext) -> Run:
 def _into_args(op: str, spec: dict, ctx: CompileContext, take: Callable[..., bool]) -> Run:
     """Hand the event's value to the argument stream of the call at ``at`` (``take`` says
     how: a fragment fed, or the whole text adopted)."""
-    target = Target(spec["at"], ctx, spec.get("scope"))
+    target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
     rel = target.rel
 
     def into_args(asm: Assembly, item: dict, value: Any) -> None:
@@ -733,7 +867,7 @@ def op_push(spec: dict, ctx: CompileContext) -> Run:
 
     The list may be a slotted one (items another rule opened by SLOT): the value then takes
     the first free integer SLOT after them, so it is appended and nothing there is replaced."""
-    target = Target(spec["at"], ctx, spec.get("scope"))
+    target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
     last = target.rel[-1]
     item_pattern = f"{target.pattern}[*]"
 

@@ -34,6 +34,12 @@ and ``-`` all appear in wire fields) or a YAML indicator to quote, while a one-k
 cannot be mistaken for a path, is typed by the schema (an editor completes it), and reads as
 what it is. The strings of the old dialects (a bare JMESPath, the templates' ``a.0.b``) do not
 compile; :func:`old_form` says what their new form is.
+
+Where a wire packs two facts into one string (a part ``type`` of ``tool-get_weather`` names
+both the kind and the tool), a read takes the string apart declaratively, never by code:
+``{path: type, strip_prefix: "tool-"}`` reads the value at ``path`` and gives what follows
+the prefix; a value that is no string, or does not start with the prefix, reads as absent.
+(The kind is a predicate's to test: ``{field: type, prefix: "tool-"}``.)
 """
 
 from __future__ import annotations
@@ -49,6 +55,9 @@ Reader = Callable[[Any, Any], Any]  # (event, choice) -> value or None
 
 JMESPATH = "jmespath"
 """The key of the marker that makes a read path a JMESPath expression."""
+
+STRIP_PREFIX = "strip_prefix"
+"""The key of the read that takes a prefix off a string (``{path: P, strip_prefix: S}``)."""
 
 _FIELD = r"[A-Za-z_$][A-Za-z0-9_$-]*"
 _PLAIN = re.compile(rf"^{_FIELD}(\.{_FIELD})*$")
@@ -279,8 +288,11 @@ def single_field(path: Any, choice_alias: str | None = None) -> str | None:
 
 
 def compile_read(path: str | dict, choice_alias: str | None = None) -> Reader:
-    """Compile a read path (a string, or ``{jmespath: expr}``) into ``reader(event, choice)``."""
+    """Compile a read path (a string, ``{jmespath: expr}`` or ``{path: P, strip_prefix: S}``)
+    into ``reader(event, choice)``."""
     if isinstance(path, dict):
+        if STRIP_PREFIX in path:
+            return _compile_strip_prefix(path, choice_alias)
         return _compile_jmespath(path, choice_alias)
     if path == "":
         return _whole_event
@@ -365,6 +377,34 @@ def _compile_jmespath(path: dict, choice_alias: str | None) -> Reader:
         return search(ev)
 
     return search_event
+
+
+def is_strip_prefix(path: Any) -> bool:
+    """``{path: P, strip_prefix: S}``: a read that takes a prefix off the string at P."""
+    return isinstance(path, dict) and STRIP_PREFIX in path
+
+
+def _compile_strip_prefix(spec: dict, choice_alias: str | None) -> Reader:
+    """What follows ``strip_prefix`` in the string at ``path`` (absent when the value is no
+    string or does not start with it): one field read and a ``startswith``, no expression."""
+    extra = sorted(set(spec) - {"path", STRIP_PREFIX})
+    if extra:
+        raise PathError(f"a strip_prefix read takes path and strip_prefix, not {extra[0]!r}")
+    prefix, inner = spec.get(STRIP_PREFIX), spec.get("path")
+    if not isinstance(prefix, str) or not prefix:
+        raise PathError("strip_prefix: the prefix to take off is a non-empty string")
+    if not isinstance(inner, str):
+        raise PathError("strip_prefix: `path` is the read path of the string to take apart")
+    read = compile_read(inner, choice_alias)
+    size = len(prefix)
+
+    def strip(ev: Any, ch: Any = None) -> Any:
+        value = read(ev, ch)
+        if value.__class__ is str and value.startswith(prefix) and len(value) > size:
+            return value[size:]
+        return None
+
+    return strip
 
 
 def _whole_event(ev: Any, ch: Any = None) -> Any:

@@ -5,7 +5,9 @@ Two descriptor sections, both written in the template language of :mod:`engine.t
 ``results`` (the native history that answers a turn's calls)::
 
     results:
-      mode: per_call            # per_call: `result` once per record; one_message: `message` once
+      mode: per_call            # per_call: `result` once per record; one_message: `message` once;
+                                #   restate: `assistant` only, each result merged into its
+                                #   call's part (an $echo with `merge`)
       assistant: <template>     # the assistant turn as the wire needs it back; a mapping is one
                                 #   message, a list is spliced in as items (Responses)
       result: <template>        # per_call: context {message, records, record}; a mapping is one
@@ -27,7 +29,7 @@ with the assembled message.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +44,7 @@ from .templates import (
 )
 
 DEFAULT_LEAK_ROLE = "user"
-_MODES = ("per_call", "one_message")
+_MODES = ("per_call", "one_message", "restate")
 _RESULTS_KEYS = frozenset({"mode", "assistant", "result", "message", "leak_role", "leak"})
 
 
@@ -107,6 +109,8 @@ def _compile_results(spec: Any, problems: list[TemplateProblem]) -> CompiledResu
     mode = spec.get("mode", "one_message" if "message" in spec else "per_call")
     if mode not in _MODES:
         bad("/results/mode", f"one of {', '.join(_MODES)}, got {mode!r}")
+    elif mode == "restate":
+        _check_restate(spec, bad)
     else:
         needed, other = ("result", "message") if mode == "per_call" else ("message", "result")
         if needed not in spec:
@@ -135,6 +139,36 @@ def _compile_results(spec: Any, problems: list[TemplateProblem]) -> CompiledResu
         leak_assistant=opt(leak.get("assistant"), "/results/leak/assistant"),
         leak_message=opt(leak.get("message"), "/results/leak/message"),
     )
+
+
+def _check_restate(spec: dict, bad: Callable[[str, str], None]) -> None:
+    """``mode: restate``: the history is the assistant message sent back with each call's
+    result in its own part, so ``assistant`` is all there is, and it merges the results in
+    (an ``$echo`` with ``merge``); ``result`` and ``message`` would have nothing to say."""
+    for other in ("result", "message"):
+        if other in spec:
+            bad(
+                f"/results/{other}",
+                "not used in mode restate (each result goes into its call's part of `assistant`)",
+            )
+    if "assistant" not in spec:
+        bad("/results", "mode restate needs assistant: the message restated, an $echo with merge")
+    elif not _has_merging_echo(spec["assistant"]):
+        bad(
+            "/results/assistant",
+            "mode restate puts each result into its call's part: an $echo with calls and "
+            "merge, and this template has none",
+        )
+
+
+def _has_merging_echo(template: Any) -> bool:
+    if isinstance(template, dict):
+        if "$echo" in template and "merge" in template:
+            return True
+        return any(_has_merging_echo(value) for value in template.values())
+    if isinstance(template, list):
+        return any(_has_merging_echo(value) for value in template)
+    return False
 
 
 # --- a strategy's sections --------------------------------------------------------------
@@ -231,9 +265,10 @@ def result_messages(strategy: Any, message: Any, records: Iterable[Any]) -> list
         assert spec.result is not None, "_compile_results requires `result` in per_call mode"
         for view in views:
             _append(out, spec.result.render({**ctx, "record": view}, MISSING))
-    elif views:
+    elif spec.mode == "one_message" and views:
         assert spec.message is not None, "_compile_results requires `message` in one_message"
         _append(out, spec.message.render(ctx, MISSING))
+    # restate: the assistant message above carries each result in its own call's part.
     return copy_json(out)
 
 

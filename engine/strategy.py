@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from .assembly import Assembly
+from .assembly import Assembly, judged_after_the_event
 from .errors import escape
 from .events import CallIncomplete
 from .jsonscan import MAX_DEPTH, ArgsStream, dumps_any_depth, nests_deeper
@@ -289,10 +289,11 @@ class SubTable:
 
     def __init__(self, spec: dict, ctx: CompileContext, problems: Problems, base: str) -> None:
         self.discriminator = compile_get(spec["discriminator"])
-        self.table = {
+        table = {
             k: tuple(compile_ops(v, ctx, problems, f"{base}/on/{escape(k)}"))
             for k, v in spec["on"].items()
         }
+        self.table = _with_patterns(table, problems, f"{base}/on")
 
 
 def _compile_table(on: dict, ctx: CompileContext, problems: Problems) -> dict[str, Any]:
@@ -303,7 +304,55 @@ def _compile_table(on: dict, ctx: CompileContext, problems: Problems) -> dict[st
             table[name] = SubTable(rules, ctx, problems, base)
         else:
             table[name] = tuple(compile_ops(rules or [], ctx, problems, base))
-    return table
+    return _with_patterns(table, problems, "/events/on")
+
+
+WILDCARD = "*"
+
+
+class PatternTable(dict):
+    """A rule table with event-name patterns (``data-*``: every name that starts with
+    ``data-``) beside its exact names. An exact name always wins; among patterns, the
+    longest prefix wins, so ``data-weather-*`` takes over from ``data-*``.
+
+    Only a table that declares a pattern is one: every other table stays a plain dict, whose
+    ``get`` the dispatcher calls on every chunk. A miss here costs a test per pattern."""
+
+    __slots__ = ("patterns",)
+
+    def __init__(self, exact: dict[str, Any], patterns: list[tuple[str, Any]]) -> None:
+        super().__init__(exact)
+        self.patterns = tuple(sorted(patterns, key=lambda entry: -len(entry[0])))
+
+    def get(self, name: Any, default: Any = None) -> Any:  # type: ignore[override]
+        found = dict.get(self, name)  # an unhashable name raises TypeError, as dict.get does
+        if found is not None:
+            return found
+        if name.__class__ is str:
+            for prefix, rules in self.patterns:
+                if name.startswith(prefix):
+                    return rules
+        return default
+
+
+def _with_patterns(table: dict[str, Any], problems: Problems, base: str) -> dict[str, Any]:
+    """The table as the dispatcher reads it: a :class:`PatternTable` when some name is a
+    pattern (a prefix and one ``*`` at its end), else the plain dict itself."""
+    patterns = []
+    for name in list(table):
+        if WILDCARD not in name:
+            continue
+        rules = table.pop(name)
+        prefix = name[:-1]
+        if not name.endswith(WILDCARD) or WILDCARD in prefix or not prefix:
+            problems.add(
+                f"{base}/{escape(name)}",
+                f"event-name pattern {name!r}: a pattern is a prefix and one * at its end "
+                "(data-*); a * elsewhere, or alone, is not one",
+            )
+            continue
+        patterns.append((prefix, rules))
+    return PatternTable(table, patterns) if patterns else table
 
 
 class Problems:
@@ -345,7 +394,37 @@ def compile_ops(rules: list, ctx: CompileContext, problems: Problems, base: str)
             problems.add(f"{pointer}/{escape(exc.key)}", str(exc))
         except (ValueError, KeyError, TypeError) as exc:
             problems.add(pointer, f"{name}: {exc}")
-    return by_source_key(out, ctx)
+    runs = by_source_key(out, ctx)
+    if _opens_a_call_then_goes_on(rules, ctx):
+        return [judged_after_the_event(runs)]
+    return runs
+
+
+def _opens_a_call_then_goes_on(rules: list, ctx: CompileContext) -> bool:
+    """Does a rule that opens an item of the calls' list (``open``, a ``set`` of a whole item)
+    come before another rule of the same event, which may still change what ``calls.where``
+    reads? Only then is the judgement deferred to the end of the event; every other list
+    (each built-in's among them) runs as it is."""
+    if ctx.calls_pattern is None or not ctx.calls_where or len(rules) < 2:
+        return False
+    for rule in rules[:-1]:
+        if not isinstance(rule, dict) or len(rule) != 1:
+            continue
+        ((name, raw),) = rule.items()
+        entry = OPERATIONS.get(name)
+        if entry is None or not isinstance(raw, dict) or not entry.opens(raw):
+            continue
+        at = raw.get("at")
+        if not isinstance(at, str) or not at:
+            continue
+        try:
+            pattern = pattern_of(parse_target(at, ctx.choice_alias))
+        except ValueError:
+            continue
+        rest = pattern[len(ctx.calls_pattern) :]
+        if pattern.startswith(ctx.calls_pattern) and rest[:1] in ("", ".", "["):
+            return True
+    return False
 
 
 def compile_rule(name: str, raw: Any, ctx: CompileContext) -> Rule:
@@ -614,6 +693,7 @@ class ExtractionStrategy:
         ctx = CompileContext(
             choice_alias=(choice.get("alias", "choice") if choice else None),
             calls_pattern=calls.pattern if calls else None,
+            calls_where=bool(calls and calls.where is not None),
             calls_args=calls.args_fields if calls else (),
             text_pattern=text.pattern if text else None,
             list_order=events.get("list_order", "slot"),

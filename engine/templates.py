@@ -42,7 +42,11 @@ constructs below. A template is
   answered by the record whose ``tool_call_id`` equals its id, or, when the item has no id,
   by a record without one that has its name. ``records`` is the path of the records
   (default ``records``). Without ``calls`` every call is kept. A list left empty renders to
-  nothing (with ``list``: the field is removed).
+  nothing (with ``list``: the field is removed). ``merge: <template>`` (it needs ``calls``)
+  puts each result into its own call item, for wires whose history is the assistant message
+  restated (results ``mode: restate``): rendered with ``record`` and ``item`` bound, its
+  mapping's fields are added to the item (or replace its own); a record that answers no item
+  is an error, never dropped.
 
 A template that is not one of these raises :class:`TemplateError` (a ``ValueError``) with
 every problem, each named by the JSON pointer of the offending part, e.g.
@@ -53,6 +57,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -326,6 +331,15 @@ class _Compiler:
         keep = self.echo_calls(spec.get("calls"), _child(pointer, "calls"))
         drop = self.condition(spec["drop"], _child(pointer, "drop")) if "drop" in spec else None
         records_read = self.reader(spec.get("records", "records"), _child(pointer, "records"))
+        merge = None
+        if "merge" in spec:
+            merge = self.node(spec["merge"], _child(pointer, "merge"))
+            if "calls" not in spec:
+                self.fail(
+                    _child(pointer, "merge"),
+                    "merge needs calls: which items are calls, and their id and name, to "
+                    "know the part each record answers",
+                )
 
         def filtered(items: Any, ctx: dict) -> Any:
             if not isinstance(items, list):
@@ -335,7 +349,15 @@ class _Compiler:
             if keep is None:
                 return list(items)
             records = records_read(ctx)
-            return keep(items, records if isinstance(records, list) else [])
+            pairs, left = keep(items, records if isinstance(records, list) else [])
+            if merge is None:
+                return [item for item, _ in pairs]
+            if left:
+                raise ValueError(_unanswered(left))
+            return [
+                item if record is None else _merged(item, merge, ctx, record)
+                for item, record in pairs
+            ]
 
         def render(ctx: dict) -> Any:
             value = read(ctx)
@@ -357,7 +379,9 @@ class _Compiler:
 
         return render
 
-    def echo_calls(self, calls: Any, where_at: str) -> Callable[[list, list], list] | None:
+    def echo_calls(
+        self, calls: Any, where_at: str
+    ) -> Callable[[list, list], tuple[list, list]] | None:
         """``$echo``'s ``calls``: which items are calls, and where their id and name are."""
         if calls is None:
             return None
@@ -376,6 +400,27 @@ class _Compiler:
         call_id = self.reader(calls.get("id", "id"), _child(where_at, "id"))
         call_name = self.reader(calls.get("name", "name"), _child(where_at, "name"))
         return _answered_filter(is_call, call_id, call_name)
+
+
+def _merged(item: Any, merge: Node, ctx: dict, record: Any) -> Any:
+    """A call item with its record's result merged in (``$echo``'s ``merge``, rendered with
+    ``record`` and ``item`` bound): the item's own fields stay, the rendered ones are added
+    or replace them. A merge that renders no mapping leaves the item as it is."""
+    fields = merge({**ctx, "record": record, "item": item})
+    if not isinstance(item, dict) or not isinstance(fields, dict):
+        return item
+    return {**item, **fields}
+
+
+def _unanswered(records: list) -> str:
+    shown = ", ".join(
+        f"{r.get('name')!r} (id {r.get('tool_call_id')!r})" if isinstance(r, dict) else repr(r)
+        for r in records
+    )
+    return (
+        f"$echo merge: no call part of the message answers the record of {shown}; a restated "
+        "message carries each result in its own call's part"
+    )
 
 
 def _dumps(value: Any) -> str:
@@ -401,37 +446,37 @@ def _answered_filter(
     is_call: Callable[[Any], bool] | None,
     call_id: Callable[[Any], Any],
     call_name: Callable[[Any], Any],
-) -> Callable[[list, list], list]:
-    def keep(items: list, records: list) -> list:
-        # Counts, not lists: a turn of many calls without ids (Ollama, Gemini) is matched in
+) -> Callable[[list, list], tuple[list, list]]:
+    """``keep(items, records)``: the items kept, each with the record that answers it (None
+    for an item that is no call), and the records that answer no item."""
+
+    def keep(items: list, records: list) -> tuple[list, list]:
+        # Queues by key: a turn of many calls without ids (Ollama, Gemini) is matched in
         # O(calls), where removing names from a list was quadratic.
-        by_id: dict[Any, int] = {}
-        by_name: dict[Any, int] = {}
+        by_id: dict[Any, deque] = {}
+        by_name: dict[Any, deque] = {}
         for record in records:
             if not isinstance(record, dict):
                 continue
             rid = record.get("tool_call_id")
             if rid in (None, ""):
-                name = _hashable_key(record.get("name"))
-                by_name[name] = by_name.get(name, 0) + 1
+                by_name.setdefault(_hashable_key(record.get("name")), deque()).append(record)
             else:
-                by_id[rid] = by_id.get(rid, 0) + 1
-        out = []
+                by_id.setdefault(rid, deque()).append(record)
+        out: list[tuple[Any, Any]] = []
         for item in items:
             if is_call is not None and not is_call(item):
-                out.append(item)
+                out.append((item, None))
                 continue
             iid = call_id(item)
             if not _absent(iid) and iid != "":
-                if by_id.get(iid, 0) > 0:
-                    by_id[iid] -= 1
-                    out.append(item)
-                continue
-            name = _hashable_key(call_name(item))
-            if by_name.get(name, 0) > 0:
-                by_name[name] -= 1
-                out.append(item)
-        return out
+                queue = by_id.get(iid)
+            else:
+                queue = by_name.get(_hashable_key(call_name(item)))
+            if queue:
+                out.append((item, queue.popleft()))
+        left = [r for queue in (*by_id.values(), *by_name.values()) for r in queue]
+        return out, left
 
     return keep
 
@@ -452,5 +497,5 @@ _CONSTRUCTS: dict[str, tuple[Callable[[_Compiler, dict, str], Node], frozenset[s
     "$each": (_Compiler.each, frozenset({"as", "$emit"})),
     "$json": (_Compiler.as_json, frozenset()),
     "$result": (_Compiler.result, frozenset({"as"})),
-    "$echo": (_Compiler.echo, frozenset({"list", "calls", "drop", "records"})),
+    "$echo": (_Compiler.echo, frozenset({"list", "calls", "drop", "records", "merge"})),
 }

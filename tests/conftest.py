@@ -19,6 +19,24 @@ def golden_streams(formats: list[str] | None = None) -> list[Path]:
     return sorted(p for name in names for p in (GOLDEN / name).glob("*.jsonl"))
 
 
+def toy_wires() -> list[Path]:
+    """The toy wires of ``tests/golden/``: each a folder holding its own descriptor
+    (``NAME/NAME.yaml``) beside its streams, tested as the built-ins are (a new toy needs no
+    test code)."""
+    return sorted(p for p in GOLDEN.iterdir() if (p / f"{p.name}.yaml").is_file())
+
+
+def toy_streams() -> list[Path]:
+    return sorted(p for folder in toy_wires() for p in folder.glob("*.jsonl"))
+
+
+def format_of(path: Path) -> str:
+    """What ``engine.load_format`` takes for a golden stream's wire: a built-in's name, or the
+    path of a toy's own descriptor."""
+    own = path.parent / f"{path.parent.name}.yaml"
+    return str(own) if own.is_file() else path.parent.name
+
+
 def stream_id(path: Path) -> str:
     return f"{path.parent.name}/{path.stem}"
 

@@ -1,6 +1,8 @@
 """Golden streams: every fixture of every format, snapshotted, and checked against its oracle.
 
-Fixtures are discovered from ``tests/golden/<format>/*.jsonl``. A hand-written fixture's
+Fixtures are discovered from ``tests/golden/<format>/*.jsonl``, and from the toy wires there
+(``tests/golden/<toy>/<toy>.yaml`` beside its streams: a wire no provider has, that shows one
+concept of the language). A hand-written fixture's
 ``*.expect.json`` states (from the provider's documentation) the display text, the calls and,
 where given, the exact non-streaming message; the snapshot pins everything else. After a
 deliberate change, review and update with the command the failure prints.
@@ -11,11 +13,26 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import golden_streams, outcome, read_stream, replay, stream_id
+from conftest import (
+    format_of,
+    golden_streams,
+    outcome,
+    read_stream,
+    replay,
+    stream_id,
+    toy_streams,
+)
 
 import engine
 
-STREAMS = golden_streams()
+TOYS = toy_streams()
+STREAMS = golden_streams() + TOYS
+
+
+def _replay(path):
+    """A built-in's stream resolves its wire among the built-ins; a toy's is fed to its own
+    descriptor (a toy never joins the built-ins)."""
+    return replay(read_stream(path), fmt=format_of(path) if path in TOYS else None)
 
 
 def _update_hint(path) -> str:
@@ -24,10 +41,11 @@ def _update_hint(path) -> str:
 
 @pytest.mark.parametrize("path", STREAMS, ids=stream_id)
 def test_golden_snapshot(path, json_snapshot):
-    events = read_stream(path)
-    buf = replay(events)
+    buf = _replay(path)
     result = outcome(buf)
-    strategy = engine.load_format(path.parent.name)
+    strategy = engine.load_format(format_of(path))
+    if path in TOYS:  # a toy shows what its language concept refuses, too
+        result["skipped"] = [s.to_dict() for s in buf.skipped()]
     message = result["message"]
     result["extract"] = [
         {"name": c.name, "arguments": c.arguments, "id": c.id} for c in strategy.extract(message)
@@ -42,7 +60,7 @@ def test_golden_snapshot(path, json_snapshot):
 
 @pytest.mark.parametrize("path", STREAMS, ids=stream_id)
 def test_resolves_to_its_own_format(path):
-    buf = replay(read_stream(path))
+    buf = _replay(path)
     assert buf.format == path.parent.name
 
 
@@ -50,7 +68,7 @@ def test_resolves_to_its_own_format(path):
 def test_streamed_calls_agree_with_extract_on_the_message(path):
     """The per-chunk answer (buf.calls) equals the whole-message answer (extract) at the end,
     and forming() on the message says whether it holds a call; the closed buffer forms none."""
-    buf = replay(read_stream(path))
+    buf = _replay(path)
     strategy = buf.strategy
     message = buf.as_dict()
     assert buf.calls() == strategy.extract(message)
@@ -67,7 +85,7 @@ EXPECTS = [p for p in STREAMS if p.with_suffix(".expect.json").exists()]
 @pytest.mark.parametrize("path", EXPECTS, ids=stream_id)
 def test_hand_written_fixture_meets_its_documented_expectation(path):
     expect = json.loads(path.with_suffix(".expect.json").read_text(encoding="utf-8"))
-    result = outcome(replay(read_stream(path)))
+    result = outcome(_replay(path))
     assert result["text"] == expect["text"]
     calls = [{k: c.get(k) for k in ("name", "arguments", "id")} for c in expect["calls"]]
     assert result["calls"] == calls
