@@ -324,7 +324,7 @@ class PatternTable(dict):
         super().__init__(exact)
         self.patterns = tuple(sorted(patterns, key=lambda entry: -len(entry[0])))
 
-    def get(self, name: Any, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, name: Any, default: Any = None) -> Any:
         found = dict.get(self, name)  # an unhashable name raises TypeError, as dict.get does
         if found is not None:
             return found
