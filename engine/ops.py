@@ -23,7 +23,7 @@ from .assembly import Assembly, append_text, ensure_slotted
 from .jsonscan import COMPLETE, ArgsStream
 from .model import Fragments, SlottedList, ingest, slot_misfit
 from .model import json_kind as _json_kind
-from .paths import Reader, Segment, compile_read, parse_target, single_field
+from .paths import Reader, Segment, as_reader, compile_read, parse_target
 
 Run = Callable[[Assembly, Any, Any], None]
 Act = Callable[[Assembly, dict, Any], None]  # what an operation does to the item it found
@@ -188,10 +188,10 @@ class Target:
         self.parent_of_field = _itself if len(self.rel) <= 1 else walk_rel
         # ``role``: the field's parent is the message itself, with no walk at all.
         self.at_root = not slots and len(self.rel) == 1
-        # The first SLOT, read inline when it is one field of the event (``index``).
-        first = self.segments[slots[0]].slot_path if slots else None
-        scoped_first = scope is not None and len(slots) == 1
-        self.slot_field = None if scoped_first else single_field(first, ctx.choice_alias)
+        # The first SLOT's reader's fast path: one field of the event (``index``) is looked up
+        # in place of the call (a scoped SLOT's reader has none).
+        first_slot = self.segments[slots[0]].slot if slots else None
+        self.slot_field = first_slot.field if first_slot is not None else None
 
     def field_parent(self, asm: Assembly, ev: Any, ch: Any, op: str) -> dict | None:
         """The dict that holds the target's last field, the way to it created; None when no
@@ -256,11 +256,11 @@ class Target:
                 return None
             lst = ensure_slotted(node, field, self.order)
         try:
-            position = lst.by_slot.get(slot)  # lst.get, inlined
+            item = lst.get(slot)
         except TypeError:  # a list or an object as the SLOT (no cost until one comes)
             raise self.slot_misfit(at + 1, slot) from None
-        if position is not None:
-            return lst.items[position]
+        if item is not None:
+            return item
         if not create:
             return None
         item = lst.put(slot, {})
@@ -338,7 +338,7 @@ def _scoped(segments: tuple[Segment, ...], scope: str | None) -> tuple[Segment, 
         value = inner(ev, ch)
         return None if value is None else (scope, value)
 
-    step = replace(segments[last], slot=scoped_slot)
+    step = replace(segments[last], slot=as_reader(scoped_slot))
     return (*segments[:last], step, *segments[last + 1 :])
 
 
@@ -461,7 +461,9 @@ def _not_an_object(value: Any) -> str:
 # --- open, close --------------------------------------------------------------------------
 
 
-def _open(target: Target, read: Reader, ctx: CompileContext, op: str = "open") -> Run:
+def _open(
+    target: Target, read: Callable[[Any, Any], Any], ctx: CompileContext, op: str = "open"
+) -> Run:
     """Open the item at ``target``: an item at a free SLOT starts from the event's object;
     one already there is the same item restated, and is merged (see :func:`_restate`), so that
     a start sent twice is one item and one call."""
@@ -673,11 +675,7 @@ def op_append(spec: dict, ctx: CompileContext) -> Run:
             report_unplaced(asm, "append", target, ev, ch)
             return
         parent = item if shallow else target.parent_of_field(item)
-        current = parent.get(last)
-        if current.__class__ is Fragments:
-            current.parts.append(piece)
-        else:
-            append_text(parent, last, piece)
+        append_text(parent, last, piece)
         if display and (text_where is None or text_where(item)):
             asm.display.append(piece)
         elif reasoning and (reasoning_where is None or reasoning_where(item)):
@@ -773,7 +771,7 @@ def _first_of(paths: Any, ctx: CompileContext) -> Reader:
                 return v
         return None
 
-    return first
+    return as_reader(first)
 
 
 def op_stop_reason(spec: dict, ctx: CompileContext) -> Run:
