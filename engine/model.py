@@ -47,8 +47,11 @@ class Fragments:
         return sum(map(len, self._pieces))
 
     def last(self) -> str:
-        """The last piece appended ("" when none was)."""
-        return self._pieces[-1] if self._pieces else ""
+        """The last character of the string so far ("" when it is empty), without joining."""
+        for piece in reversed(self._pieces):
+            if piece:
+                return piece[-1]
+        return ""
 
 
 class SlottedList:
