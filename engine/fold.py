@@ -149,7 +149,10 @@ def fold_delta(asm: Assembly, dest: dict, delta: dict, spec: FoldSpec, order: st
                         _reason_part(asm, spec.reasoning_parts[key], value, spec.parts[key])
             elif value.__class__ is str:
                 if value:
-                    append_text(dest, key, value)
+                    if current.__class__ is Fragments:  # the usual case: no call of ours
+                        current.append(value)
+                    else:
+                        append_text(dest, key, value)
                     if key == spec.display_key:
                         asm.display.append(value)
                     elif key in spec.reasoning_keys:

@@ -675,7 +675,11 @@ def op_append(spec: dict, ctx: CompileContext) -> Run:
             report_unplaced(asm, "append", target, ev, ch)
             return
         parent = item if shallow else target.parent_of_field(item)
-        append_text(parent, last, piece)
+        current = parent.get(last)
+        if current.__class__ is Fragments:  # the usual case: no call of ours
+            current.append(piece)
+        else:
+            append_text(parent, last, piece)
         if display and (text_where is None or text_where(item)):
             asm.display.append(piece)
         elif reasoning and (reasoning_where is None or reasoning_where(item)):
