@@ -260,10 +260,10 @@ def ensure_slotted(parent: dict, field: str, order: str) -> SlottedList:
 def append_text(parent: dict, field: str, piece: str) -> None:
     current = parent.get(field)
     if current.__class__ is Fragments:
-        current.parts.append(piece)
+        current.append(piece)
     elif current.__class__ is str and current:
         frag = Fragments(current)
-        frag.parts.append(piece)
+        frag.append(piece)
         parent[field] = frag
     else:
         parent[field] = Fragments(piece)

@@ -212,7 +212,7 @@ def _apply_pieces(asm: Assembly, state: tuple, pieces: Any) -> None:
             prior = leaves.get(tokens)
             if prior is not None:  # the piece before at this leaf said more would follow
                 if value:
-                    prior.parts.append(value)
+                    prior.append(value)
             else:
                 prior = Fragments(value)
                 _set_leaf(args, tokens, prior)

@@ -26,7 +26,7 @@ from .ops import (
     report_unplaced,
 )
 from .parts import JoinRule, as_placed, join_parts, string_as_part
-from .paths import compile_get, compile_read, parse_chain, single_field
+from .paths import compile_get, compile_read, parse_chain
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ def op_fold(spec: dict, ctx: CompileContext) -> Run:
     )
     order = ctx.list_order
 
-    one_field = single_field(spec["from"], ctx.choice_alias)  # ``message``: read inline
+    one_field = read.field  # ``message``: one field of the event, looked up in place
 
     def run(asm: Assembly, ev: Any, ch: Any) -> None:
         delta = ev.get(one_field) if one_field is not None else read(ev, ch)
@@ -149,8 +149,8 @@ def fold_delta(asm: Assembly, dest: dict, delta: dict, spec: FoldSpec, order: st
                         _reason_part(asm, spec.reasoning_parts[key], value, spec.parts[key])
             elif value.__class__ is str:
                 if value:
-                    if current.__class__ is Fragments:  # append_text, inlined
-                        current.parts.append(value)
+                    if current.__class__ is Fragments:  # the usual case: no call of ours
+                        current.append(value)
                     else:
                         append_text(dest, key, value)
                     if key == spec.display_key:
@@ -179,9 +179,6 @@ def fold_delta(asm: Assembly, dest: dict, delta: dict, spec: FoldSpec, order: st
             for entry in entries:
                 if entry.__class__ is dict:
                     _fold_entry(asm, lst, entry, lfold)
-        elif value.__class__ is str:  # _set_once of a string, inlined
-            if dest.get(key) in (None, ""):
-                dest[key] = value
         else:
             _set_once(dest, key, value)
 
@@ -334,10 +331,6 @@ def _merge_entry(
         if depth == 0 and key in spec.concat and value.__class__ is str:
             if value:
                 append_text(dest, key, value)
-            continue
-        if value.__class__ is str:  # _set_once of a string, inlined
-            if dest.get(key) in (None, ""):
-                dest[key] = value
             continue
         _set_once(dest, key, value)
 

@@ -13,27 +13,45 @@ get their own node, each cheap to extend and turned into plain JSON only when as
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .jsonscan import ArgsStream
 
 
 class Fragments:
-    """A string assembled from streamed pieces."""
+    """A string assembled from streamed pieces.
 
-    __slots__ = ("parts",)
+    Its callers append, join and measure through its methods, never through its list of
+    pieces: ``append`` is that list's own ``append``, bound once, so appending a piece (once
+    per text delta) costs what a list append costs, with no frame of ours."""
+
+    __slots__ = ("_pieces", "append")
 
     def __init__(self, first: str = "") -> None:
-        self.parts = [first] if first else []
+        self._pieces: list[str] = [first] if first else []
+        # Joining rewrites the list in place (see ``joined``), so the bound append stays its.
+        self.append: Callable[[str], None] = self._pieces.append
 
-    def append(self, piece: str) -> None:
-        self.parts.append(piece)
+    def joined(self) -> str:
+        """The string so far (joined once: the pieces become that one string)."""
+        pieces = self._pieces
+        if len(pieces) > 1:
+            pieces[:] = ["".join(pieces)]
+        return pieces[0] if pieces else ""
 
-    def __str__(self) -> str:
-        parts = self.parts
-        if len(parts) > 1:
-            parts[:] = ["".join(parts)]
-        return parts[0] if parts else ""
+    __str__ = joined
+
+    def length(self) -> int:
+        """The length of the string so far, without joining it."""
+        return sum(map(len, self._pieces))
+
+    def last(self) -> str:
+        """The last character of the string so far ("" when it is empty), without joining."""
+        for piece in reversed(self._pieces):
+            if piece:
+                return piece[-1]
+        return ""
 
 
 class SlottedList:
@@ -44,21 +62,22 @@ class SlottedList:
     keeps the order of first appearance.
     """
 
-    __slots__ = ("items", "by_slot", "meta", "order", "last", "next_int")
+    __slots__ = ("items", "by_slot", "_item_at", "get", "meta", "order", "last", "next_int")
 
     def __init__(self, items: list | None = None, order: str = "slot") -> None:
         self.items: list[dict] = []
         self.by_slot: dict[Any, int] = {}
+        self._item_at: dict[Any, dict] = {}
+        # ``get(slot)``: the item at ``slot``, or None. Every event that streams into an item
+        # finds it so: the look-up of a dict kept beside the positions, bound once, so that
+        # finding an item is one call into C. (An unhashable SLOT raises TypeError.)
+        self.get: Callable[[Any], dict | None] = self._item_at.get
         self.meta: list[Any] = []  # per-item scratch owned by the interpreter
         self.order = order
         self.last: Any = None  # slot of the most recently opened item
         self.next_int = 0  # the smallest integer above every integer slot (a free slot)
         for position, item in enumerate(items or ()):
             self.put(position, item)
-
-    def get(self, slot: Any) -> dict | None:
-        position = self.by_slot.get(slot)
-        return None if position is None else self.items[position]
 
     def put(self, slot: Any, item: dict) -> dict:
         position = self.by_slot.get(slot)
@@ -70,6 +89,7 @@ class SlottedList:
             self.meta.append(None)
         else:
             self.items[position] = item
+        self._item_at[slot] = item
         self.last = slot
         return item
 

@@ -24,7 +24,7 @@ from .assembly import Assembly, append_text, ensure_slotted
 from .jsonscan import COMPLETE, ArgsStream
 from .model import Fragments, SlottedList, ingest, slot_misfit
 from .model import json_kind as _json_kind
-from .paths import Reader, Segment, compile_read, parse_target, single_field
+from .paths import Reader, Segment, as_reader, compile_read, parse_target
 
 Run = Callable[[Assembly, Any, Any], None]
 Act = Callable[[Assembly, dict, Any], None]  # what an operation does to the item it found
@@ -195,10 +195,11 @@ class Target:
         self.parent_of_field = _itself if len(self.rel) <= 1 else walk_rel
         # ``role``: the field's parent is the message itself, with no walk at all.
         self.at_root = not slots and len(self.rel) == 1
-        # The first SLOT, read inline when it is one field of the event (``index``).
-        first = self.segments[slots[0]].slot_path if slots else None
+        # The first SLOT's reader's fast path: one field of the event (``index``) is looked up
+        # in place of the call (a scoped SLOT's reader has none).
+        first_slot = self.segments[slots[0]].slot if slots else None
         scoped_first = scope is not None and len(slots) == 1
-        self.slot_field = None if scoped_first else single_field(first, ctx.choice_alias)
+        self.slot_field = None if scoped_first else getattr(first_slot, "field", None)
         self.last_slot = slots[-1] if slots else -1
         if continuing:
             if not slots:
@@ -311,11 +312,11 @@ class Target:
                 return None
             lst = ensure_slotted(node, field, self.order)
         try:
-            position = lst.by_slot.get(slot)  # lst.get, inlined
+            item = lst.get(slot)
         except TypeError:  # a list or an object as the SLOT (no cost until one comes)
             raise self.slot_misfit(at + 1, slot) from None
-        if position is not None:
-            return lst.items[position]
+        if item is not None:
+            return item
         if not create:
             return None
         item = lst.put(slot, {})
@@ -393,7 +394,7 @@ def _scoped(segments: tuple[Segment, ...], scope: str | None) -> tuple[Segment, 
         value = inner(ev, ch)
         return None if value is None else (scope, value)
 
-    step = replace(segments[last], slot=scoped_slot)
+    step = replace(segments[last], slot=as_reader(scoped_slot))
     return (*segments[:last], step, *segments[last + 1 :])
 
 
@@ -619,9 +620,13 @@ def op_open(spec: dict, ctx: CompileContext) -> Run:
     target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
     if target.rel or not target.segments or target.segments[-1].field is not None:
         raise ValueError("open: 'at' must end with a slot step, e.g. content[index]")
-    read = compile_read(spec.get("from", ""), ctx.choice_alias) if "from" in spec else None
+    read = (
+        compile_read(spec.get("from", ""), ctx.choice_alias)
+        if "from" in spec
+        else as_reader(lambda ev, ch=None: None)
+    )
     merge_complete = spec.get("if_complete", "skip") == "merge"
-    return _open(target, read or (lambda ev, ch: None), ctx, "open", merge_complete)
+    return _open(target, read, ctx, "open", merge_complete)
 
 
 def _restate(
@@ -808,8 +813,8 @@ def op_append(spec: dict, ctx: CompileContext) -> Run:
             return
         parent = item if shallow else target.parent_of_field(item)
         current = parent.get(last)
-        if current.__class__ is Fragments:
-            current.parts.append(piece)
+        if current.__class__ is Fragments:  # the usual case: no call of ours
+            current.append(piece)
         else:
             append_text(parent, last, piece)
         if display and (text_where is None or text_where(item)):
@@ -907,7 +912,7 @@ def _first_of(paths: Any, ctx: CompileContext) -> Reader:
                 return v
         return None
 
-    return first
+    return as_reader(first)
 
 
 def op_stop_reason(spec: dict, ctx: CompileContext) -> Run:

@@ -118,7 +118,7 @@ def join_one(parts: list, part: dict, rule: JoinRule, where: Any = None) -> dict
             current = last.get(key)
             if value.__class__ is str and current.__class__ is Fragments:
                 if value:
-                    current.parts.append(value)
+                    current.append(value)
                 return last
         _join_into(last, part, rule, rule.where if where is None else where, len(parts) - 1)
         return last
@@ -151,7 +151,7 @@ def _join_text(last: dict, key: str, value: Any, rule: JoinRule, where: Any, ind
     if kind is str:
         if held is Fragments:
             if value:
-                current.parts.append(value)
+                current.append(value)
             return
         if current is None or held is str:
             last[key] = Fragments((current or "") + value)

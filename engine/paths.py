@@ -47,11 +47,37 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import jmespath
 
-Reader = Callable[[Any, Any], Any]  # (event, choice) -> value or None
+FAST_PATHS = True
+"""Whether compiled objects take their fast paths (a reader's :attr:`Reader.field`, the
+dispatcher's first-entry choice). Off, every one of them takes its generic path: the same
+results, more calls. Read when a descriptor compiles, so a test that turns it off compiles
+its strategies afresh (tests/test_fast_paths.py replays every golden both ways)."""
+
+
+class Reader(Protocol):
+    """A compiled read: ``reader(event, choice)`` is the value there, or None.
+
+    ``field`` is its fast path: the one plain field of the event it reads (``index``,
+    ``delta``, ``candidates``), else None. Reads run on every chunk and a call costs a tenth
+    of a chunk's budget, so a caller on the hot path may look that field up in place of the
+    call (``ev.get(reader.field)``), the same value without knowing the path it came from.
+    None on every reader while :data:`FAST_PATHS` is off."""
+
+    field: str | None
+
+    def __call__(self, ev: Any, ch: Any = None, /) -> Any: ...
+
+
+def as_reader(read: Callable[..., Any], field: str | None = None) -> Reader:
+    """``read`` as a :class:`Reader`: a function that reads ``field`` of the event when
+    ``field`` is given, else none that a look-up can replace."""
+    read.__dict__["field"] = field if FAST_PATHS else None
+    return cast(Reader, read)
+
 
 JMESPATH = "jmespath"
 """The key of the marker that makes a read path a JMESPath expression."""
@@ -278,18 +304,17 @@ def parse_chain(path: str) -> tuple[str, ...]:
     )
 
 
-def single_field(path: Any, choice_alias: str | None = None) -> str | None:
-    """The field name when ``path`` reads one plain field of the event itself (``index``,
-    ``delta``, ``candidates``), else None. The hot path reads such a field with a look-up in
-    place rather than a call to its compiled reader."""
-    if not isinstance(path, str) or not _FIELD_ONLY.match(path) or path == choice_alias:
-        return None
-    return path
-
-
 def compile_read(path: str | dict, choice_alias: str | None = None) -> Reader:
     """Compile a read path (a string, ``{jmespath: expr}`` or ``{path: P, strip_prefix: S}``)
-    into ``reader(event, choice)``."""
+    into ``reader(event, choice)``; one plain field of the event itself (not the choice
+    alias) is the reader's ``field``."""
+    one_field = None
+    if isinstance(path, str) and _FIELD_ONLY.match(path) and path != choice_alias:
+        one_field = path
+    return as_reader(_compile_read(path, choice_alias), one_field)
+
+
+def _compile_read(path: str | dict, choice_alias: str | None) -> Callable[..., Any]:
     if isinstance(path, dict):
         if STRIP_PREFIX in path:
             return _compile_strip_prefix(path, choice_alias)
@@ -312,13 +337,13 @@ def compile_read(path: str | dict, choice_alias: str | None = None) -> Reader:
     return walk
 
 
-def compile_get(path: str | dict) -> Callable[[Any], Any]:
+def compile_get(path: str | dict) -> Reader:
     """Compile a read path over one object (an assembled item or message).
 
     Every reader takes the choice as an optional second argument, so a reader of the object
     itself is its own getter: no wrapper call on the hot path."""
     # Compiled without a choice alias, every reader's second argument is optional.
-    return cast(Callable[[Any], Any], compile_read(path))
+    return compile_read(path)
 
 
 def compile_lookup(path: str) -> Callable[[Any], Any]:
@@ -362,7 +387,7 @@ def _walk(obj: Any, steps: list[str | int], exact: bool = True) -> Any:
     return obj
 
 
-def _compile_jmespath(path: dict, choice_alias: str | None) -> Reader:
+def _compile_jmespath(path: dict, choice_alias: str | None) -> Callable[..., Any]:
     if not is_jmespath(path) or not isinstance(path[JMESPATH], str):
         raise PathError(f'a read path is a string or {{{JMESPATH}: "expression"}}, got {path!r}')
     try:
@@ -384,7 +409,7 @@ def is_strip_prefix(path: Any) -> bool:
     return isinstance(path, dict) and STRIP_PREFIX in path
 
 
-def _compile_strip_prefix(spec: dict, choice_alias: str | None) -> Reader:
+def _compile_strip_prefix(spec: dict, choice_alias: str | None) -> Callable[..., Any]:
     """What follows ``strip_prefix`` in the string at ``path`` (absent when the value is no
     string or does not start with it): one field read and a ``startswith``, no expression."""
     extra = sorted(set(spec) - {"path", STRIP_PREFIX})
@@ -430,7 +455,7 @@ def _jmespath_reason(exc: Exception) -> str:
     return text[0] if text else exc.__class__.__name__
 
 
-def _chain(fields: list[str], on_choice: bool = False) -> Reader:
+def _chain(fields: list[str], on_choice: bool = False) -> Callable[..., Any]:
     """Direct look-ups for a plain chain, from the event or (``on_choice``) from the choice.
 
     Specialised for the short chains of the hot path: each read is one call, no loop."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .paths import compile_get, compile_presence, single_field
+from .paths import compile_get, compile_presence
 
 Predicate = Callable[[Any], bool]
 
@@ -86,7 +86,7 @@ def _one_field_equals(spec: Any) -> tuple[str, Any] | None:
     as display-text predicates run on every item of every chunk."""
     if not isinstance(spec, dict) or set(spec) != {"field", "equals"}:
         return None
-    field = single_field(spec["field"])
+    field = compile_get(spec["field"]).field
     return None if field is None else (field, spec["equals"])
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from . import paths
 from .assembly import Assembly, judged_after_the_event
 from .errors import escape
 from .events import CallIncomplete
@@ -19,7 +20,7 @@ from .jsonscan import MAX_DEPTH, ArgsStream, dumps_any_depth, nests_deeper
 from .model import materialize
 from .operations import OPERATIONS, RuleProblem, Source, operation_rules
 from .ops import CompileContext, Run, TextPlace, any_where, pattern_of
-from .paths import compile_get, compile_read, is_plain, parse_chain, parse_target, single_field
+from .paths import compile_get, compile_read, is_plain, parse_chain, parse_target
 from .predicates import Predicate, compile_predicate
 from .results import CompiledSections, compile_sections
 
@@ -182,14 +183,13 @@ class Program:
 
     __slots__ = (
         "discriminator",
-        "discriminator_field",
         "wrapped",
         "table",
         "every",
         "ignored",
         "choice_list",
-        "choice_field",
         "choice_key",
+        "first_is_choice",
     )
 
     def __init__(self, events: dict, ctx: CompileContext, problems: Problems) -> None:
@@ -199,19 +199,19 @@ class Program:
             self.wrapped = bool(disc.get("or_wrapped"))
             disc = disc["field"]
         self.discriminator = compile_get(disc) if disc else None
-        self.discriminator_field = single_field(disc)  # read inline: every chunk reads it
         choice = events.get("choice")
         self.choice_list = compile_get(choice["list"]) if choice else None
-        self.choice_field = single_field(choice["list"]) if choice else None  # ``candidates``
         self.choice_key = choice.get("key", "index") if choice else None
+        # The fast path of :meth:`choose`: the first entry is the usual choice, checked before
+        # the search (in :meth:`apply`, which runs on every chunk, where a call costs).
+        self.first_is_choice = paths.FAST_PATHS
         self.every = tuple(compile_ops(events.get("every", []), ctx, problems, "/events/every"))
         self.table = _compile_table(events.get("on", {}), ctx, problems)
         self.ignored = frozenset(events.get("ignore", ()))
 
-    def choose(self, payload: Any, choice: int) -> Any:
-        if self.choice_list is None:
-            return None
-        entries = self.choice_list(payload)
+    def choose(self, entries: Any, choice: int) -> Any:
+        """The entry of the choice list ``entries`` that is ``choice`` (its key, else its
+        position), None when none is."""
         if entries.__class__ is not list:
             return None
         key = self.choice_key
@@ -225,20 +225,20 @@ class Program:
         wire without event names. Cold: it names a skipped event, never runs per chunk."""
         if self.discriminator is None or chunk.__class__ is not dict:
             return None
-        field = self.discriminator_field
-        name = chunk.get(field) if field is not None else self.discriminator(chunk)
+        name = self.discriminator(chunk)
         if name is None and self.wrapped and len(chunk) == 1:
             (name,) = chunk
         return None if name is None else str(name)
 
     def apply(self, asm: Assembly, chunk: dict, choice: int) -> None:
-        # ``split`` inlined: this runs on every chunk, and a call is a tenth of the budget.
+        # Runs on every chunk, where a call is a tenth of the budget: the readers' one-field
+        # fast paths are taken here (see :class:`engine.paths.Reader`).
         discriminator = self.discriminator
         name: Any  # what the wire put at the discriminator: any JSON value, or None
         if discriminator is None:
             name, payload = None, chunk
         else:
-            field = self.discriminator_field
+            field = discriminator.field
             name = chunk.get(field) if field is not None else discriminator(chunk)
             if name is None and self.wrapped and len(chunk) == 1:
                 ((name, payload),) = chunk.items()
@@ -248,15 +248,20 @@ class Program:
             asm.unknown[str(name)] += 1
             return
         ch = None
-        if self.choice_list is not None:
-            field = self.choice_field
-            entries = payload.get(field) if field is not None else self.choice_list(payload)
+        choice_list = self.choice_list
+        if choice_list is not None:
+            field = choice_list.field
+            entries = payload.get(field) if field is not None else choice_list(payload)
             if entries.__class__ is list and entries:
-                first = entries[0]  # the usual case, inlined: the first entry is the choice
-                if first.__class__ is dict and first.get(self.choice_key, 0) == choice:
+                first = entries[0]
+                if (
+                    self.first_is_choice
+                    and first.__class__ is dict
+                    and first.get(self.choice_key, 0) == choice
+                ):
                     ch = first
                 else:
-                    ch = self.choose(payload, choice)
+                    ch = self.choose(entries, choice)
         for op in self.every:
             op(asm, payload, ch)
         if self.discriminator is None:
@@ -502,7 +507,7 @@ def _keyed_under_common_prefix(ops: list[Run], rooted: list, ctx: CompileContext
     assert alias is not None or not on_choice, "a source reads the choice only through its alias"
     path = ".".join([alias, *prefix] if alias is not None and on_choice else prefix)
     under = compile_read(path, ctx.choice_alias)
-    field = None if on_choice else single_field(path)  # ``delta``: read inline
+    field = under.field  # ``delta``: one field of the event, looked up in place
     depth = len(prefix)
     keyed = tuple((chain[depth], op) for chain, op in zip(chains, ops, strict=True))
     by_key: dict[str, tuple[Run, ...]] = {}
