@@ -44,7 +44,7 @@ class Event:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict, ``"type"`` the class name, then the fields in declared order."""
-        from .strategy import ExtractedCall  # the strategy module builds on this one
+        from .compile.strategy import ExtractedCall  # the strategy module builds on this one
 
         out: dict[str, Any] = {"type": type(self).__name__}
         for f in fields(self):  # type: ignore[arg-type]

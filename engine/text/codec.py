@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
-from .events import INCOMPLETE_REASONS
+from ..events import INCOMPLETE_REASONS
 
 __all__ = ["TextCall", "TextCodec", "TextScanner", "ToolLike"]
 

@@ -34,14 +34,14 @@ from collections import Counter
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from typing import Any
 
-from .assembly import Assembly, CallTrack
+from ..compile.strategy import NOT_FORMING, ExtractedCall, ExtractionStrategy, Forming
+from ..errors import ChunkError, UnknownFormatError
+from ..events import ArgumentsDelta, CallIncomplete, CallReady, CallStarted, Event, TextDelta
+from ..model.assembly import Assembly, CallTrack
+from ..model.jsonscan import COMPLETE
+from ..model.partial import PartialJSON
+from ..records import Skipped
 from .chunks import SKIP, Sentinel, decode
-from .errors import ChunkError, UnknownFormatError
-from .events import ArgumentsDelta, CallIncomplete, CallReady, CallStarted, Event, TextDelta
-from .jsonscan import COMPLETE
-from .partial import PartialJSON
-from .records import Skipped
-from .strategy import NOT_FORMING, ExtractedCall, ExtractionStrategy, Forming
 
 # The third value of ``_held`` (beside False and True, ``hold()``'s veto of all display): a
 # driver holds the text call forming, so ``text()`` releases everything before its possible
@@ -117,7 +117,7 @@ class LLMStreamBuffer:
         events: bool = False,
     ) -> None:
         if strategies is None:
-            from .registry import wire_strategies
+            from ..language.registry import wire_strategies
 
             strategies = wire_strategies()
         self.strategies = list(strategies)
@@ -263,7 +263,7 @@ class LLMStreamBuffer:
 
     def _end_markers(self) -> frozenset[str]:
         """The end markers of this buffer's strategies and of every built-in wire."""
-        from .registry import wire_strategies
+        from ..language.registry import wire_strategies
 
         markers: frozenset[str] = frozenset()
         for strategy in (*self.strategies, *wire_strategies()):

@@ -33,14 +33,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .buffer import LLMStreamBuffer
-from .events import CallIncomplete
-from .model import copy_json
-from .records import Tool, ToolCallRecord
-from .registry import text_strategy, wire_strategies
-from .results import result_messages
-from .strategy import ExtractedCall, ExtractionStrategy, Forming
-from .textcodec import TextCodec
+from ..compile.results import result_messages
+from ..compile.strategy import ExtractedCall, ExtractionStrategy, Forming
+from ..events import CallIncomplete
+from ..language.registry import text_strategy, wire_strategies
+from ..model.fragments import copy_json
+from ..records import Tool, ToolCallRecord
+from ..stream.buffer import LLMStreamBuffer
+from ..text.codec import TextCodec
 
 __all__ = ["BaseDriver", "DriverResponse", "Orchestrator", "Tool", "ToolCallRecord"]
 

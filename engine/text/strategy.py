@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .results import compile_sections
-from .strategy import NOT_FORMING, ExtractedCall, Forming
-from .textcodec import TextCodec
+from ..compile.results import compile_sections
+from ..compile.strategy import NOT_FORMING, ExtractedCall, Forming
+from .codec import TextCodec
 
 
 class TextStrategy:
@@ -79,7 +79,7 @@ class TextStrategy:
         return ""
 
     def result_messages(self, message: Any, records: list) -> list[dict]:
-        from .results import result_messages
+        from ..compile.results import result_messages
 
         return result_messages(self, self.content_text(message), records)
 

@@ -44,7 +44,7 @@ def schema_uri() -> str:
     white space (a path with a space would be cut), and takes a ``file:`` value as it is,
     where it would resolve a path, on the editor's platform, itself. Re-run ``mcs-formats
     schema --uri`` if the package moves (another virtualenv): the header names one install."""
-    from .validate import schema_path
+    from ..language.validate import schema_path
 
     return schema_path().resolve().as_uri()
 
@@ -84,7 +84,7 @@ def _count(n: int, noun: str) -> str:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    from .validate import schema_path
+    from ..language.validate import schema_path
 
     print(schema_uri() if args.uri else schema_path().resolve())
     return EXIT_OK

@@ -13,9 +13,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .assembly import Assembly, append_text, ensure_slotted
-from .jsonscan import COMPLETE
-from .model import Fragments, SlottedList, ingest, slot_misfit
+from ..model.assembly import Assembly, append_text, ensure_slotted
+from ..model.fragments import Fragments, SlottedList, ingest, slot_misfit
+from ..model.jsonscan import COMPLETE
+from ..model.parts import JoinRule, as_placed, join_parts, string_as_part
 from .ops import (
     CompileContext,
     Run,
@@ -25,7 +26,6 @@ from .ops import (
     reasoning_inside,
     report_unplaced,
 )
-from .parts import JoinRule, as_placed, join_parts, string_as_part
 from .paths import compile_get, compile_read, parse_chain, single_field
 
 

@@ -24,10 +24,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .assembly import Assembly
+from ..model.assembly import Assembly
+from ..model.fragments import Fragments, ingest, materialize
+from ..model.jsonscan import COMPLETE
+from ..model.parts import JoinRule, join_one
 from .jsonpath import Token, normalized, singular_path
-from .jsonscan import COMPLETE
-from .model import Fragments, ingest, materialize
 from .ops import (
     CompileContext,
     Run,
@@ -35,7 +36,6 @@ from .ops import (
     fragments_reader,
     reasoning_inside,
 )
-from .parts import JoinRule, join_one
 from .paths import compile_read
 
 _ABSENT = object()

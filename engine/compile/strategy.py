@@ -12,11 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from .assembly import Assembly
-from .errors import escape
-from .events import CallIncomplete
-from .jsonscan import MAX_DEPTH, ArgsStream, dumps_any_depth, nests_deeper
-from .model import materialize
+from ..errors import escape
+from ..events import CallIncomplete
+from ..model.assembly import Assembly
+from ..model.fragments import materialize
+from ..model.jsonscan import MAX_DEPTH, ArgsStream, dumps_any_depth, nests_deeper
 from .operations import OPERATIONS, RuleProblem, Source, operation_rules
 from .ops import CompileContext, Run, TextPlace, any_where, pattern_of
 from .paths import compile_get, compile_read, is_plain, parse_chain, parse_target, single_field

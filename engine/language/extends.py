@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import Problem, escape
+from ..errors import Problem, escape
 from .yamlsource import SourceMap, YAMLSourceError, load
 
 KEY = "extends"

@@ -13,12 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import DescriptorError
+from ..errors import DescriptorError
 from .validate import compile_text
 
 if TYPE_CHECKING:
-    from .strategy import ExtractionStrategy
-    from .textstrategy import TextStrategy
+    from ..compile.strategy import ExtractionStrategy
+    from ..text.strategy import TextStrategy
 
 
 def load_descriptor(path: str | Path) -> ExtractionStrategy | TextStrategy:

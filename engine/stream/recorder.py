@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .events import (
+from ..events import (
     ArgumentsDelta,
     CallReady,
     CallStarted,
@@ -28,10 +28,10 @@ from .events import (
     ReasoningDelta,
     TextDelta,
 )
-from .partial import PartialJSON
+from ..model.partial import PartialJSON
 
 if TYPE_CHECKING:
-    from .assembly import Assembly, CallTrack
+    from ..model.assembly import Assembly, CallTrack
 
 _FED, _WHOLE, _PATH, _RESET = 0, 1, 2, 3
 _new = object.__new__
@@ -301,7 +301,7 @@ class EventRecorder:
 
 
 def _assembly_has_reasoning() -> bool:
-    from .assembly import Assembly
+    from ..model.assembly import Assembly
 
     return "reasoning" in getattr(Assembly, "__slots__", ())
 

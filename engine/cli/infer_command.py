@@ -30,7 +30,7 @@ class InferredNew:
 
 def infer_from(name: str, source: str) -> InferredNew:
     """The draft for ``source`` (a CLIError when the stream cannot be read or is empty)."""
-    from .cli import CLIError, read_stream  # the CLI layer; imported here, never the reverse
+    from .commands import CLIError, read_stream  # the CLI layer; imported here, never the reverse
 
     events = [event for _, event in read_stream(source)]
     if not any(isinstance(event, dict) for event in events):
@@ -41,10 +41,10 @@ def infer_from(name: str, source: str) -> InferredNew:
 
 def finish(made: InferredNew, descriptor: Path, golden: Path) -> int:
     """Copy the stream in, then validate and replay the draft; print what was found."""
-    from .buffer import LLMStreamBuffer
-    from .cli import EXIT_OK, EXIT_PROBLEM, read_stream
-    from .registry import load_format
-    from .validate import validate_descriptor
+    from ..language.registry import load_format
+    from ..language.validate import validate_descriptor
+    from ..stream.buffer import LLMStreamBuffer
+    from .commands import EXIT_OK, EXIT_PROBLEM, read_stream
 
     stream = golden / made.golden_name()
     shutil.copyfile(made.source, stream)

@@ -12,7 +12,7 @@ import base64
 import json
 from typing import Any
 
-from .errors import ChunkError
+from ..errors import ChunkError
 
 SKIP = object()  # SSE framing with no payload of its own
 

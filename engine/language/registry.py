@@ -10,17 +10,17 @@ import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, overload
 
+from ..compile.strategy import ExtractionStrategy
+from ..errors import UnknownFormatError
 from .descriptor import load_descriptor
-from .errors import UnknownFormatError
-from .strategy import ExtractionStrategy
 
 if TYPE_CHECKING:
-    from .textstrategy import TextStrategy
+    from ..text.strategy import TextStrategy
 
 
 def data_dir(kind: str) -> Path:
     """``formats`` or ``schemas``: inside the installed package, or beside it in a checkout."""
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parent.parent  # engine/ (this module is in engine/language/)
     for candidate in (here / kind, here.parent / kind):
         if candidate.is_dir():
             return candidate
@@ -83,7 +83,7 @@ def load_format(name_or_path: str | Path) -> ExtractionStrategy | TextStrategy:
 
 def text_strategy() -> TextStrategy:
     """The built-in text codec strategy (``mcs_text``)."""
-    from .textstrategy import TextStrategy
+    from ..text.strategy import TextStrategy
 
     return next(s for s in (_compiled(n) for n in list_formats()) if isinstance(s, TextStrategy))
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .model import Fragments, ingest, json_kind, shown_value
+from .fragments import Fragments, ingest, json_kind, shown_value
 
 _ABSENT = object()
 

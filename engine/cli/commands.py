@@ -43,14 +43,14 @@ from typing import Any, TextIO
 
 import yaml
 
-from . import registry
-from .buffer import LLMStreamBuffer
-from .cli_project import register as register_project_commands
-from .cli_project import schema_uri, write_sample
-from .drivers import BaseDriver, DriverResponse
-from .errors import ChunkError, DescriptorError, Problem, UnknownFormatError
-from .records import Skipped, Tool, ToolCallRecord
-from .version import version
+from ..drivers.driver import BaseDriver, DriverResponse
+from ..errors import ChunkError, DescriptorError, Problem, UnknownFormatError
+from ..language import registry
+from ..records import Skipped, Tool, ToolCallRecord
+from ..stream.buffer import LLMStreamBuffer
+from ..version import version
+from .project_command import register as register_project_commands
+from .project_command import schema_uri, write_sample
 
 EXIT_OK, EXIT_PROBLEM, EXIT_USAGE = 0, 1, 2
 
@@ -189,7 +189,9 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def _problems_of(arg: str) -> list[Problem]:
     """Every problem of one file, its FILE spelled as on the command line."""
-    from .validate import validate_descriptor  # the validator (and its schema) only when asked
+    from ..language.validate import (
+        validate_descriptor,  # the validator (and its schema) only when asked
+    )
 
     path = Path(arg)
     if not path.exists():
@@ -659,7 +661,7 @@ it, and test: validation, a replay of every stream, re-splits of its fragments, 
 
 def _operations() -> str:
     """The operation names, from the one table, for the skeleton's comment."""
-    from .operations import OPERATIONS
+    from ..compile.operations import OPERATIONS
 
     return ", ".join(OPERATIONS)
 
@@ -690,7 +692,7 @@ def cmd_new(args: argparse.Namespace) -> int:
             raise CLIError(f"format {name!r} already exists: {existing}", EXIT_USAGE)
     inferred = None
     if args.source is not None:  # a draft inferred from a recorded stream (engine/infer.py)
-        from . import cli_infer
+        from . import infer_command as cli_infer
 
         inferred = cli_infer.infer_from(name, args.source)
     descriptor.parent.mkdir(parents=True, exist_ok=True)
@@ -724,7 +726,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="a JSON list of {name, title, docs}")
     p.set_defaults(run=cmd_list)
 
-    from .cli_serve import add_serve_command  # the fake provider's command, in its own module
+    from .serve_command import add_serve_command  # the fake provider's command, in its own module
 
     add_serve_command(sub)
 

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import parse_qs, urlsplit
 
-from .buffer import LLMStreamBuffer
-from .serve import RecordedEvent, ServeError, ServeSpec, compile_serve, read_recording
+from ..compile.serve import RecordedEvent, ServeError, ServeSpec, compile_serve, read_recording
+from ..stream.buffer import LLMStreamBuffer
 
 _PREFIX = re.compile(r"^/s/(?P<key>[A-Za-z0-9_.~-]+)(?P<rest>/.*)$")
 
@@ -134,7 +134,7 @@ def _replayed(events: list[RecordedEvent], strategy: Any) -> LLMStreamBuffer:
 
 
 def _folder_format(given: str | Path) -> str | None:
-    from .registry import builtin_names
+    from ..language.registry import builtin_names
 
     name = Path(given).resolve().parent.name
     return name if name in builtin_names() else None
@@ -142,7 +142,7 @@ def _folder_format(given: str | Path) -> str | None:
 
 def _spec_of(given: str | Path, wire: str, strategy: Any) -> ServeSpec:
     if strategy is None:
-        from .registry import load_format
+        from ..language.registry import load_format
 
         strategy = load_format(wire)
     try:

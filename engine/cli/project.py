@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .buffer import LLMStreamBuffer
-from .errors import ChunkError, DescriptorError, UnknownFormatError
+from ..errors import ChunkError, DescriptorError, UnknownFormatError
+from ..stream.buffer import LLMStreamBuffer
 from .resplit import Cuts, every_character, random_cuts, resplit_groups
 
 FORMATS = Path("formats")
@@ -420,8 +420,8 @@ def check_project(root: str | Path, seed: int, update: bool = False,
 
 def _check_format(root: Path, descriptor: Path, report: Report, update: bool,
                   hint: str) -> None:
-    from . import registry
-    from .validate import validate_descriptor  # the schema is read only when asked
+    from ..language import registry
+    from ..language.validate import validate_descriptor  # the schema is read only when asked
 
     report.formats += 1
     folder = root / GOLDEN / descriptor.stem

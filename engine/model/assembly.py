@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from .events import CallIncomplete
+from ..events import CallIncomplete
+from .fragments import Fragments, SlottedList, ingest
 from .jsonscan import COMPLETE, ArgsStream
-from .model import Fragments, SlottedList, ingest
 
 if TYPE_CHECKING:
-    from .strategy import ExtractionStrategy
+    from ..compile.strategy import ExtractionStrategy
 
 
 class CallTrack:
@@ -147,7 +147,7 @@ class Assembly:
 
     def close_open(self, cut: bool) -> None:
         """Close every call still open, then list the calls that will never be runnable."""
-        from .extend import finish_open_parts  # extend builds on this module
+        from ..compile.extend_op import finish_open_parts  # extend builds on this module
 
         finish_open_parts(self, cut)
         for track in self.tracks:

@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .model import copy_json
+from ..model.fragments import copy_json
 from .templates import (
     MISSING,
     Template,

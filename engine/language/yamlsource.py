@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 import yaml
 
-from .errors import escape
+from ..errors import escape
 
 
 @dataclass

@@ -19,10 +19,10 @@ from dataclasses import dataclass, replace
 from dataclasses import field as dataclass_field
 from typing import Any, cast
 
-from .assembly import Assembly, append_text, ensure_slotted
-from .jsonscan import COMPLETE, ArgsStream
-from .model import Fragments, SlottedList, ingest, slot_misfit
-from .model import json_kind as _json_kind
+from ..model.assembly import Assembly, append_text, ensure_slotted
+from ..model.fragments import Fragments, SlottedList, ingest, slot_misfit
+from ..model.fragments import json_kind as _json_kind
+from ..model.jsonscan import COMPLETE, ArgsStream
 from .paths import Reader, Segment, compile_read, parse_target, single_field
 
 Run = Callable[[Assembly, Any, Any], None]

@@ -27,8 +27,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from .errors import escape
-from .extend import op_extend
+from ..errors import escape
+from .extend_op import op_extend
 from .fold import op_fold
 from .ops import (
     CompileContext,

@@ -49,12 +49,9 @@ from typing import Any, cast
 from jsonschema import Draft202012Validator, FormatChecker, ValidationError
 from jsonschema.exceptions import relevance
 
-from .errors import Problem, escape
-from .inherit import KEY as EXTENDS
-from .inherit import resolve
-from .operations import OPERATIONS, operation_rules, rule_lists
-from .ops import pattern_of
-from .paths import (
+from ..compile.operations import OPERATIONS, operation_rules, rule_lists
+from ..compile.ops import pattern_of
+from ..compile.paths import (
     JMESPATH,
     PathError,
     Segment,
@@ -65,6 +62,9 @@ from .paths import (
     parse_target,
     read_steps,
 )
+from ..errors import Problem, escape
+from .extends import KEY as EXTENDS
+from .extends import resolve
 from .yamlsource import SourceMap, YAMLSourceError, load
 
 # -- the schema --------------------------------------------------------------------------------
@@ -72,7 +72,7 @@ from .yamlsource import SourceMap, YAMLSourceError, load
 
 def schema_path() -> Path:
     """``format.schema.json``: inside the installed package, or beside it in a checkout."""
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parent.parent  # engine/ (this module is in engine/language/)
     for folder in (here / "schemas", here.parent / "schemas"):
         candidate = folder / "format.schema.json"
         if candidate.is_file():
@@ -549,7 +549,7 @@ def _template_problems(
     there is a problem), which the strategy takes as they are, so they compile once. With
     ``results_checked`` (the schema found a problem in the results section outside its
     templates) only the templates' own problems."""
-    from .results import check_sections
+    from ..compile.results import check_sections
 
     sections, found = check_sections(data)
     problems = [
@@ -570,7 +570,7 @@ def _covered(problem: Problem, by: list[Problem]) -> bool:
 
 def _serve_problems(data: dict, where: _Locator) -> list[Problem]:
     """The ``serve`` section's templates and paths, checked by its own compiler."""
-    from .serve import ServeError, compile_serve
+    from ..compile.serve import ServeError, compile_serve
 
     try:
         compile_serve(data)
@@ -676,12 +676,12 @@ def _compile(data: dict, where: _Locator, sections: Any) -> tuple[Any, list[Prob
     """The one compile of a checked descriptor: its strategy, and every problem the compiler
     found at the pointer of the value at fault (a rule that does not compile, a reasoning
     place no rule streams), which the checks before it cannot see."""
-    from .strategy import ExtractionStrategy, Problems
+    from ..compile.strategy import ExtractionStrategy, Problems
 
     found = Problems()
     try:
         if descriptor_kind(data) == "codec_descriptor":
-            from .textstrategy import TextStrategy
+            from ..text.strategy import TextStrategy
 
             strategy: Any = TextStrategy(data, source=where.file, sections=sections)
         else:
