@@ -1,6 +1,6 @@
 """mcs-formats: streaming tool-call wire formats from declarative YAML descriptors."""
 
-from .compile.strategy import ExtractedCall, ExtractionStrategy, Forming
+from .compile.strategy import ExtractionStrategy, Forming
 from .drivers.driver import BaseDriver, DriverResponse, Orchestrator, Tool, ToolCallRecord
 from .errors import ChunkError, DescriptorError, Problem, UnknownFormatError
 from .events import (
@@ -9,6 +9,7 @@ from .events import (
     CallReady,
     CallStarted,
     Event,
+    ExtractedCall,
     Finished,
     ProviderError,
     ReasoningDelta,

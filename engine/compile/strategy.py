@@ -13,74 +13,16 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ..errors import escape
-from ..events import CallIncomplete
+from ..events import CallIncomplete, ExtractedCall
 from ..model.assembly import Assembly
 from ..model.fragments import materialize
 from ..model.jsonscan import MAX_DEPTH, ArgsStream, dumps_any_depth, nests_deeper
+from .extend_op import finish_open_parts
 from .operations import OPERATIONS, RuleProblem, Source, operation_rules
 from .ops import CompileContext, Run, TextPlace, any_where, pattern_of
 from .paths import compile_get, compile_read, is_plain, parse_chain, parse_target, single_field
 from .predicates import Predicate, compile_predicate
 from .results import CompiledSections, compile_sections
-
-
-class ExtractedCall:
-    """A finished call: its tool name, parsed arguments and native call id.
-
-    ``end`` is where the call ends in the text (for a call found in text), and takes no part in
-    equality. Read-only. Not a frozen dataclass: one is built for every call of a stream,
-    and a frozen dataclass's ``__init__`` (``object.__setattr__`` per field) cost a quarter of
-    the ``json.loads`` floor of a chunk carrying a whole call.
-    """
-
-    __slots__ = ("_name", "_arguments", "_id", "_end")
-
-    def __init__(
-        self,
-        name: str,
-        arguments: dict[str, Any],
-        id: str | None = None,
-        end: int | None = None,
-    ) -> None:
-        self._name = name
-        self._arguments = arguments
-        self._id = id
-        self._end = end
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def arguments(self) -> dict[str, Any]:
-        return self._arguments
-
-    @property
-    def id(self) -> str | None:
-        return self._id
-
-    @property
-    def end(self) -> int | None:
-        return self._end
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not ExtractedCall:
-            return NotImplemented
-        return (self._name, self._arguments, self._id) == (
-            other._name,
-            other._arguments,
-            other._id,
-        )
-
-    # Unhashable, as equal calls must hash alike and ``arguments`` is a dict. object types
-    # __hash__ as a method, so the checker refuses None here though Python documents it.
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return (
-            f"ExtractedCall(name={self._name!r}, arguments={self._arguments!r}, "
-            f"id={self._id!r}, end={self._end!r})"
-        )
 
 
 @dataclass(frozen=True)
@@ -813,6 +755,12 @@ class ExtractionStrategy:
 
     def new_assembly(self) -> Assembly:
         return Assembly(self)
+
+    def end_stream(self, asm: Assembly, cut: bool) -> None:
+        """The end of one stream (the wire's DONE, or no more input): what this wire still
+        streams closes. A hook of the strategy, so that the assembly (below the operations)
+        never imports an operation: today the ``extend`` operation's open parts."""
+        finish_open_parts(asm, cut)
 
     def message_of(self, asm: Assembly) -> dict:
         return materialize(asm.root)

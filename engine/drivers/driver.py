@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..compile.results import result_messages
-from ..compile.strategy import ExtractedCall, ExtractionStrategy, Forming
-from ..events import CallIncomplete
+from ..compile.strategy import ExtractionStrategy, Forming
+from ..events import CallIncomplete, ExtractedCall
 from ..language.registry import text_strategy, wire_strategies
 from ..model.fragments import copy_json
 from ..records import Tool, ToolCallRecord

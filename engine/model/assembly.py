@@ -147,9 +147,7 @@ class Assembly:
 
     def close_open(self, cut: bool) -> None:
         """Close every call still open, then list the calls that will never be runnable."""
-        from ..compile.extend_op import finish_open_parts  # extend builds on this module
-
-        finish_open_parts(self, cut)
+        self.strategy.end_stream(self, cut)  # the strategy's own hook: parts still streaming
         for track in self.tracks:
             args = track.args
             if not args.closed and args.close(cut):

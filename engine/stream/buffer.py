@@ -34,9 +34,17 @@ from collections import Counter
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from typing import Any
 
-from ..compile.strategy import NOT_FORMING, ExtractedCall, ExtractionStrategy, Forming
+from ..compile.strategy import NOT_FORMING, ExtractionStrategy, Forming
 from ..errors import ChunkError, UnknownFormatError
-from ..events import ArgumentsDelta, CallIncomplete, CallReady, CallStarted, Event, TextDelta
+from ..events import (
+    ArgumentsDelta,
+    CallIncomplete,
+    CallReady,
+    CallStarted,
+    Event,
+    ExtractedCall,
+    TextDelta,
+)
 from ..model.assembly import Assembly, CallTrack
 from ..model.jsonscan import COMPLETE
 from ..model.partial import PartialJSON

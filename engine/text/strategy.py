@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..compile.results import compile_sections
-from ..compile.strategy import NOT_FORMING, ExtractedCall, Forming
+from ..compile.strategy import NOT_FORMING, Forming
+from ..events import ExtractedCall
 from .codec import TextCodec
 
 
