@@ -46,22 +46,13 @@ import yaml
 from ..drivers.driver import BaseDriver, DriverResponse
 from ..errors import ChunkError, DescriptorError, Problem, UnknownFormatError
 from ..language import registry
+from ..language.builtin_files import data_dir
 from ..records import Skipped, Tool, ToolCallRecord
 from ..stream.buffer import LLMStreamBuffer
 from ..version import version
+from .common import EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, CLIError, _load_strategy, read_stream
 from .project_command import register as register_project_commands
 from .project_command import schema_uri, write_sample
-
-EXIT_OK, EXIT_PROBLEM, EXIT_USAGE = 0, 1, 2
-
-
-class CLIError(Exception):
-    """A failure reported as one message on stderr and an exit code, never a traceback."""
-
-    def __init__(self, message: str, code: int = EXIT_PROBLEM) -> None:
-        super().__init__(message)
-        self.code = code
-
 
 # -- output helpers ------------------------------------------------------------------------------
 
@@ -99,18 +90,6 @@ class Style:
 
 def _json(value: Any, indent: int | None = None) -> str:
     return json.dumps(value, ensure_ascii=False, indent=indent, default=repr)
-
-
-def _load_strategy(name_or_path: str):
-    """A format by name or path; an unknown name is a usage error, an invalid file a problem."""
-    try:
-        return registry.load_format(name_or_path)
-    except UnknownFormatError as exc:
-        raise CLIError(str(exc), EXIT_USAGE) from None
-    except DescriptorError as exc:
-        raise CLIError(str(exc)) from None
-    except OSError as exc:
-        raise CLIError(f"{name_or_path}: {exc.strerror or exc}") from None
 
 
 # -- list, show ----------------------------------------------------------------------------------
@@ -230,31 +209,6 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 # -- replay --------------------------------------------------------------------------------------
-
-
-def read_stream(path: str) -> list[tuple[int, Any]]:
-    """The decoded events of a JSON Lines file, each with its 1-based line number.
-
-    Blank lines are skipped; a line that is not JSON is a :class:`CLIError` naming
-    ``FILE:LINE`` and the reason."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            lines = handle.read().splitlines()
-    except FileNotFoundError:
-        raise CLIError(f"{path}: no such file") from None
-    except UnicodeDecodeError as exc:
-        raise CLIError(f"{path}: not UTF-8 text: {exc.reason}") from None
-    except OSError as exc:
-        raise CLIError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    events = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            events.append((number, json.loads(line)))
-        except json.JSONDecodeError as exc:
-            raise CLIError(f"{path}:{number}: not JSON: {exc.msg} (column {exc.colno})") from None
-    return events
 
 
 class ReplayPrinter:
@@ -685,7 +639,7 @@ def cmd_new(args: argparse.Namespace) -> int:
     root = Path(args.dir)
     descriptor = root / "formats" / f"{name}.yaml"
     golden = root / "tests" / "golden" / name
-    if (registry.data_dir("formats") / f"{name}.yaml").exists():
+    if (data_dir("formats") / f"{name}.yaml").exists():
         raise CLIError(f"format {name!r} already exists (a built-in format)", EXIT_USAGE)
     for existing in (descriptor, golden):
         if existing.exists():

@@ -30,7 +30,7 @@ class InferredNew:
 
 def infer_from(name: str, source: str) -> InferredNew:
     """The draft for ``source`` (a CLIError when the stream cannot be read or is empty)."""
-    from .commands import CLIError, read_stream  # the CLI layer; imported here, never the reverse
+    from .common import CLIError, read_stream  # the CLI layer; imported here, never the reverse
 
     events = [event for _, event in read_stream(source)]
     if not any(isinstance(event, dict) for event in events):
@@ -44,7 +44,7 @@ def finish(made: InferredNew, descriptor: Path, golden: Path) -> int:
     from ..language.registry import load_format
     from ..language.validate import validate_descriptor
     from ..stream.buffer import LLMStreamBuffer
-    from .commands import EXIT_OK, EXIT_PROBLEM, read_stream
+    from .common import EXIT_OK, EXIT_PROBLEM, read_stream
 
     stream = golden / made.golden_name()
     shutil.copyfile(made.source, stream)

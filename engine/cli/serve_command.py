@@ -19,7 +19,7 @@ import signal
 import sys
 from typing import Any
 
-from .commands import EXIT_OK, EXIT_USAGE, CLIError, _load_strategy
+from .common import EXIT_OK, EXIT_USAGE, CLIError, _load_strategy
 from .serve_http import FakeProvider, ServeSetupError, is_loopback, listing, load_recordings
 
 

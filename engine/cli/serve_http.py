@@ -134,7 +134,7 @@ def _replayed(events: list[RecordedEvent], strategy: Any) -> LLMStreamBuffer:
 
 
 def _folder_format(given: str | Path) -> str | None:
-    from ..language.registry import builtin_names
+    from ..language.builtin_files import builtin_names
 
     name = Path(given).resolve().parent.name
     return name if name in builtin_names() else None

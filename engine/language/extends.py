@@ -177,7 +177,7 @@ def _locate_parent(ref: str, folder: Path, home: Path) -> _Parent:
         if not path.is_file():
             raise ExtendsError(f"no such file {_relative(path, home)}")
         return _Parent(path, _relative(path, home))
-    from .registry import builtin_names, builtin_path  # the registry loads through here
+    from .builtin_files import builtin_names, builtin_path
 
     builtin = builtin_path(ref)
     if builtin is None:
