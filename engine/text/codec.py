@@ -448,6 +448,17 @@ class _Candidate:
         self.closer = ""  # closing marker matched so far
 
 
+def _open_string(c: _Candidate, key: bool, watched: bool, watch: int) -> None:
+    """A JSON string opens in the candidate: a key or a value. The one the scanner waits for
+    (the first key, the name's value) starts being collected. Once per string, never per
+    character."""
+    c.state = _S_STRING
+    c.key = key
+    if watched:
+        c.watch = watch
+        c.collect = []
+
+
 class _Group:
     """The calls of one closed candidate, held until every call is decided."""
 
@@ -964,11 +975,7 @@ class TextScanner:
                 if w == _W_KEY_WAIT and ch != '"':
                     return i, _FAIL
                 if ch == '"':
-                    c.state = _S_STRING
-                    c.key = True
-                    if w == _W_KEY_WAIT:
-                        c.watch = _W_KEY
-                        c.collect = []
+                    _open_string(c, True, w == _W_KEY_WAIT, _W_KEY)
                     i += 1
                 elif ch == "}":
                     if not stack or stack[-1] != "{":
@@ -1003,11 +1010,7 @@ class TextScanner:
                     c.state = _S_ITEM
                     i += 1
                 elif ch == '"':
-                    c.state = _S_STRING
-                    c.key = False
-                    if w == _W_NAME_WAIT:
-                        c.watch = _W_NAME
-                        c.collect = []
+                    _open_string(c, False, w == _W_NAME_WAIT, _W_NAME)
                     i += 1
                 elif ch == "]" and st == _S_ITEM:
                     stack.pop()
