@@ -1,7 +1,7 @@
 """mcs-formats: streaming tool-call wire formats from declarative YAML descriptors."""
 
-from .buffer import LLMStreamBuffer
-from .drivers import BaseDriver, DriverResponse, Orchestrator, Tool, ToolCallRecord
+from .compile.strategy import ExtractionStrategy, Forming
+from .drivers.driver import BaseDriver, DriverResponse, Orchestrator, Tool, ToolCallRecord
 from .errors import ChunkError, DescriptorError, Problem, UnknownFormatError
 from .events import (
     ArgumentsDelta,
@@ -9,15 +9,16 @@ from .events import (
     CallReady,
     CallStarted,
     Event,
+    ExtractedCall,
     Finished,
     ProviderError,
     ReasoningDelta,
     TextDelta,
 )
+from .language.registry import list_formats, load_format
+from .language.validate import validate_descriptor
 from .records import Skipped
-from .registry import list_formats, load_format
-from .strategy import ExtractedCall, ExtractionStrategy, Forming
-from .validate import validate_descriptor
+from .stream.buffer import LLMStreamBuffer
 
 __all__ = [
     "ArgumentsDelta",

@@ -1,4 +1,5 @@
-"""The events of a stream (API.md, "Events"): frozen dataclasses, one class per event.
+"""The events of a stream (API.md, "Events"): frozen dataclasses, one class per event, and
+the finished call they carry (:class:`ExtractedCall`).
 
 A client matches on the class (``case engine.CallIncomplete(reason=r): ...``) and sends
 ``ev.to_dict()`` on to a UI: a JSON-ready dict whose ``"type"`` is the class name. Every
@@ -8,10 +9,7 @@ event class of API.md's table lives here, so that they share one ``to_dict``.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .strategy import ExtractedCall  # the strategy module builds on this one
+from typing import Any
 
 __all__ = [
     "ArgumentsDelta",
@@ -19,6 +17,7 @@ __all__ = [
     "CallReady",
     "CallStarted",
     "Event",
+    "ExtractedCall",
     "Finished",
     "INCOMPLETE_REASONS",
     "ProviderError",
@@ -28,6 +27,65 @@ __all__ = [
 
 # Why a started call will never be runnable (API.md, CallIncomplete.reason).
 INCOMPLETE_REASONS = ("cut", "invalid", "too deep")
+
+
+class ExtractedCall:
+    """A finished call: its tool name, parsed arguments and native call id.
+
+    ``end`` is where the call ends in the text (for a call found in text), and takes no part in
+    equality. Read-only. Not a frozen dataclass: one is built for every call of a stream,
+    and a frozen dataclass's ``__init__`` (``object.__setattr__`` per field) cost a quarter of
+    the ``json.loads`` floor of a chunk carrying a whole call.
+    """
+
+    __slots__ = ("_name", "_arguments", "_id", "_end")
+
+    def __init__(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        id: str | None = None,
+        end: int | None = None,
+    ) -> None:
+        self._name = name
+        self._arguments = arguments
+        self._id = id
+        self._end = end
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        return self._arguments
+
+    @property
+    def id(self) -> str | None:
+        return self._id
+
+    @property
+    def end(self) -> int | None:
+        return self._end
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ExtractedCall) or other.__class__ is not ExtractedCall:
+            return NotImplemented
+        return (self._name, self._arguments, self._id) == (
+            other._name,
+            other._arguments,
+            other._id,
+        )
+
+    # Unhashable, as equal calls must hash alike and ``arguments`` is a dict. object types
+    # __hash__ as a method, so the checker refuses None here though Python documents it.
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (
+            f"ExtractedCall(name={self._name!r}, arguments={self._arguments!r}, "
+            f"id={self._id!r}, end={self._end!r})"
+        )
 
 
 def _json_ready(value: Any) -> Any:
@@ -47,8 +105,6 @@ class Event:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict, ``"type"`` the class name, then the fields in declared order."""
-        from .strategy import ExtractedCall  # the strategy module builds on this one
-
         out: dict[str, Any] = {"type": type(self).__name__}
         for f in fields(self):  # type: ignore[arg-type]
             value = getattr(self, f.name)

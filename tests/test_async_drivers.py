@@ -45,7 +45,7 @@ from test_drivers import (
 
 import engine
 from engine import BaseDriver, CallIncomplete, DriverResponse, Orchestrator, Tool
-from engine.drivers import default_codec
+from engine.drivers.driver import default_codec
 
 pytestmark = pytest.mark.filterwarnings("error")  # a "never awaited" warning fails a test
 

@@ -14,7 +14,8 @@ import pytest
 import yaml
 
 import engine
-from engine import cli
+from engine.cli import commands as cli
+from engine.language.validate import schema_path
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"
@@ -410,7 +411,7 @@ def test_new_scaffolds_a_valid_loadable_format_and_refuses_twice(tmp_path):
     descriptor = tmp_path / "formats" / "acme_chat.yaml"
     text = descriptor.read_text(encoding="utf-8")
     # The schema header names the installed schema itself: the folder lives outside the repo.
-    schema = Path(engine.validate.schema_path()).resolve()
+    schema = Path(schema_path()).resolve()
     assert text.startswith(f"# yaml-language-server: $schema={schema.as_uri()}\n")
     assert (tmp_path / "tests" / "golden" / "acme_chat" / "README.md").is_file()
 

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 import engine
-from engine import project
-from engine.validate import schema_path
+from engine.cli import project
+from engine.language.validate import schema_path
 
 ROOT = Path(__file__).resolve().parent.parent
 TOY = ROOT / "tests" / "toy"

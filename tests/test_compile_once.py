@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 import engine
-from engine.strategy import ExtractionStrategy
-from engine.textstrategy import TextStrategy
-from engine.validate import compile_text
+from engine.compile.strategy import ExtractionStrategy
+from engine.language.validate import compile_text
+from engine.text.strategy import TextStrategy
 
 ROOT = Path(__file__).resolve().parent.parent
 FORMATS = ROOT / "formats"

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 import engine
 from engine import BaseDriver, DriverResponse, LLMStreamBuffer, Orchestrator, Tool
-from engine.drivers import default_codec
+from engine.drivers.driver import default_codec
 
 CODEC = default_codec()
 

@@ -20,10 +20,10 @@ from jsonschema import Draft202012Validator
 from test_properties import WIRES, resplit
 
 import engine
-from engine import cli
-from engine.inherit import merge
-from engine.validate import schema, validate_text
-from engine.yamlsource import SourceMap, load
+from engine.cli import commands as cli
+from engine.language.extends import merge
+from engine.language.validate import schema, validate_text
+from engine.language.yamlsource import SourceMap, load
 
 FOLDER = ROOT / "tests" / "extends"
 (VARIANT,) = sorted(FOLDER.glob("*.yaml"))

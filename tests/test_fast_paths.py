@@ -1,9 +1,10 @@
 """The fast paths change nothing but speed.
 
-Compiled objects carry fast paths (a reader's one-field look-up, :class:`engine.paths.Reader`'s
-``field``; the dispatcher's first-entry choice), and ``engine.paths.FAST_PATHS`` turns every
-one of them off when a descriptor compiles. Every golden is replayed, whole and re-split into
-one-character fragments, by strategies compiled both ways, and the outcomes must agree.
+Compiled objects carry fast paths (a reader's one-field look-up, the
+:class:`engine.compile.paths.Reader`'s ``field``; the dispatcher's first-entry choice), and
+``engine.compile.paths.FAST_PATHS`` turns every one of them off when a descriptor compiles.
+Every golden is replayed, whole and re-split into one-character fragments, by strategies
+compiled both ways, and the outcomes must agree.
 
 That the switch does something is shown, not assumed: one-field readers are compiled through a
 counting wrapper, and with the fast paths on the hot path looks their field up instead of
@@ -20,10 +21,10 @@ import pytest
 from conftest import golden_streams, outcome, read_stream, stream_id
 
 import engine
-from engine import paths
-from engine.model import Fragments, SlottedList
-from engine.registry import builtin_path
-from engine.resplit import every_character, resplit
+from engine.cli.resplit import every_character, resplit
+from engine.compile import paths
+from engine.language.builtin_files import builtin_path
+from engine.model.fragments import Fragments, SlottedList
 
 STREAMS = golden_streams()
 _CALLS = {True: 0, False: 0}  # calls of one-field readers, by the FAST_PATHS they compiled under

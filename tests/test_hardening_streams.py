@@ -14,8 +14,8 @@ import pytest
 from conftest import golden_streams, outcome, read_stream, stream_id
 
 import engine
-from engine.jsonscan import INVALID, MAX_DEPTH, ArgsStream, nests_deeper
-from engine.model import copy_json, materialize
+from engine.model.fragments import copy_json, materialize
+from engine.model.jsonscan import INVALID, MAX_DEPTH, ArgsStream, nests_deeper
 
 DEEP = 100_000
 

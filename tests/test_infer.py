@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from engine import LLMStreamBuffer, registry
-from engine.infer import infer_draft, spell
-from engine.validate import validate_descriptor
-from engine.yamlsource import load
+from engine import LLMStreamBuffer
+from engine.cli.infer import infer_draft, spell
+from engine.language import registry
+from engine.language.validate import validate_descriptor
+from engine.language.yamlsource import load
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import engine
-from engine.jsonscan import INVALID, MAX_DEPTH, nests_deeper
+from engine.model.jsonscan import INVALID, MAX_DEPTH, nests_deeper
 
 SUITE = Path(__file__).resolve().parent / "jsontestsuite"
 CASES = sorted(SUITE.glob("*.json"))

@@ -17,8 +17,8 @@ import pytest
 from conftest import format_of, outcome, read_stream, replay, stream_id, toy_streams, toy_wires
 
 import engine
-from engine.paths import compile_read
-from engine.resplit import every_character, resplit
+from engine.cli.resplit import every_character, resplit
+from engine.compile.paths import compile_read
 
 TOYS = toy_streams()
 CONCEPTS = {

@@ -34,11 +34,11 @@ from pathlib import Path
 import pytest
 
 import engine
-from engine import eventstream
-from engine.serve import RecordedEvent as Event
-from engine.serve import compile_serve
-from engine.serve import read_recording as read_events
-from engine.serve import typed_event as bedrock_event
+from engine.compile import eventstream
+from engine.compile.serve import RecordedEvent as Event
+from engine.compile.serve import compile_serve
+from engine.compile.serve import read_recording as read_events
+from engine.compile.serve import typed_event as bedrock_event
 
 try:  # pytest's default "prepend" import mode puts tests/ itself on sys.path
     from loopback import clients

@@ -32,9 +32,9 @@ import pytest
 import yaml
 
 import engine
-from engine.operations import OPERATIONS
-from engine.validate import compile_text, schema
-from engine.yamlsource import load
+from engine.compile.operations import OPERATIONS
+from engine.language.validate import compile_text, schema
+from engine.language.yamlsource import load
 
 OPS = Path(__file__).resolve().parent / "ops"
 FILES = sorted(OPS.glob("*.yaml"))

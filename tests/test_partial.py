@@ -17,7 +17,7 @@ from conftest import read_stream
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.partial import PartialJSON, parse_json_path
+from engine.model.partial import PartialJSON, parse_json_path
 
 HERE = Path(__file__).parent
 SUITE = HERE / "jsontestsuite"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.paths import (
+from engine.compile.paths import (
     PathError,
     Step,
     compile_get,
@@ -23,8 +23,8 @@ from engine.paths import (
     parse_target,
     read_steps,
 )
-from engine.predicates import compile_predicate
-from engine.templates import TemplateError, check_template, compile_template
+from engine.compile.predicates import compile_predicate
+from engine.compile.templates import TemplateError, check_template, compile_template
 
 EVENT = {
     "index": 1,

@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import engine
-from engine.resplit import every_character, resplit
-from engine.resplit import leaves as _leaves
+from engine.cli.resplit import every_character, resplit
+from engine.cli.resplit import leaves as _leaves
 
 STREAMS = golden_streams()
 WIRES = [engine.load_format(n) for n in engine.list_formats() if engine.load_format(n).is_wire]
@@ -222,10 +222,10 @@ WIRE_NAMES = ["openai", "anthropic", "bedrock", "gemini", "cohere", "ollama", "m
 def test_engine_names_no_wire():
     pattern = re.compile(r"[\"'](?:" + "|".join(WIRE_NAMES) + r")[a-z_]*[\"']", re.IGNORECASE)
     offenders = []
-    for source in sorted((ROOT / "engine").glob("*.py")):
+    for source in sorted((ROOT / "engine").rglob("*.py")):
         for number, line in enumerate(source.read_text().splitlines(), 1):
             if pattern.search(line):
-                offenders.append(f"{source.name}:{number}: {line.strip()}")
+                offenders.append(f"{source.relative_to(ROOT)}:{number}: {line.strip()}")
     assert not offenders, "engine/ names a wire:\n" + "\n".join(offenders)
 
 

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from test_properties import resplit
 
 import engine
-from engine.strategy import ExtractionStrategy
-from engine.validate import validate_text
+from engine.compile.strategy import ExtractionStrategy
+from engine.language.validate import validate_text
 
 STREAMS = golden_streams()
 

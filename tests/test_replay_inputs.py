@@ -22,11 +22,12 @@ from pathlib import Path
 
 import pytest
 
-from engine import cli, registry
-from engine.captures import CaptureError, parse_capture
-from engine.eventstream import event_message, exception_message
-from engine.project import read_stream
-from engine.serve import read_recording
+from engine.cli import commands as cli
+from engine.cli.project import read_stream
+from engine.compile.captures import CaptureError, parse_capture
+from engine.compile.eventstream import event_message, exception_message
+from engine.compile.serve import read_recording
+from engine.language import registry
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"
@@ -302,7 +303,7 @@ def test_serve_reads_a_capture_as_its_json_lines(tmp_path):
     ):
         capture = tmp_path / "capture.sse"
         capture.write_text(sse_capture(path, layout="multi_line"), encoding="utf-8")
-        want, got = read_recording(path), read_recording(capture)
+        want, got = read_recording(path), read_recording(capture, registry.end_markers())
         assert [(e.payload, e.recorded) for e in got] == [(e.payload, e.recorded) for e in want]
         for a, b in zip(want, got, strict=True):
             assert b.name == (a.name or a.payload.get("type"))

@@ -15,8 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 import engine
-from engine.records import Tool, ToolCallRecord
-from engine.results import (
+from engine.compile.results import (
     compile_sections,
     leak_result_messages,
     leak_role,
@@ -24,8 +23,9 @@ from engine.results import (
     text_result_messages,
     tool_declarations,
 )
-from engine.templates import MISSING, compile_template
-from engine.yamlsource import load
+from engine.compile.templates import MISSING, compile_template
+from engine.language.yamlsource import load
+from engine.records import Tool, ToolCallRecord
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 import engine
-from engine.serve import read_recording as read_events
+from engine.compile.serve import read_recording as read_events
 
 try:  # pytest's default "prepend" import mode puts tests/ itself on sys.path
     from conftest import outcome, read_stream, replay

@@ -18,7 +18,7 @@ import urllib.request
 
 import pytest
 
-from engine.serve import ServeError, compile_serve
+from engine.compile.serve import ServeError, compile_serve
 
 try:  # pytest's default "prepend" import mode puts tests/ itself on sys.path
     from loopback.server import ServeProcess

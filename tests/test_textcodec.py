@@ -17,7 +17,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.textcodec import TextCall, TextCodec
+from engine.text.codec import TextCall, TextCodec
 
 ROOT = Path(__file__).resolve().parent.parent
 DESCRIPTOR = ROOT / "formats" / "mcs_text.yaml"

@@ -18,7 +18,7 @@ from jsonschema import Draft202012Validator
 
 import engine
 from engine import DescriptorError, Problem, validate_descriptor
-from engine.validate import (
+from engine.language.validate import (
     descriptor_kind,
     operation_names,
     schema,
@@ -237,7 +237,7 @@ def test_every_object_rejects_unknown_keys():
 
 
 def test_schema_and_engine_know_the_same_operations():
-    from engine.strategy import OPERATIONS
+    from engine.compile.strategy import OPERATIONS
 
     assert sorted(operation_names()) == sorted(OPERATIONS)
 

@@ -53,7 +53,7 @@ def test_wheel_ships_every_format_schema_and_module(tmp_path):
         f"engine/schemas/{p.relative_to(ROOT / 'schemas').as_posix()}"
         for p in (ROOT / "schemas").rglob("*.json")
     }
-    expected |= {p.relative_to(ROOT).as_posix() for p in (ROOT / "engine").glob("*.py")}
+    expected |= {p.relative_to(ROOT).as_posix() for p in (ROOT / "engine").rglob("*.py")}
     expected.add("engine/py.typed")  # PEP 561: a user's type checker reads engine's hints
     assert len(expected) > 10
     missing = sorted(expected - names)

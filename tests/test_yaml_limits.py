@@ -19,8 +19,8 @@ import pytest
 from conftest import ROOT
 
 import engine
-from engine import yamlsource
-from engine.yamlsource import MAX_ALIASES, MAX_DEPTH, MAX_NODES, YAMLSourceError
+from engine.language import yamlsource
+from engine.language.yamlsource import MAX_ALIASES, MAX_DEPTH, MAX_NODES, YAMLSourceError
 
 BROKEN = ROOT / "tests" / "broken"
 BOMBS = [BROKEN / "alias_bomb.yaml", BROKEN / "alias_bomb_name.yaml"]

@@ -28,8 +28,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.jsonscan import ArgsStream  # noqa: E402
-from engine.partial import PartialJSON  # noqa: E402
+from engine.model.jsonscan import ArgsStream  # noqa: E402
+from engine.model.partial import PartialJSON  # noqa: E402
 
 
 def _string(chars: int) -> str:

@@ -37,9 +37,10 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from engine import LLMStreamBuffer, registry  # noqa: E402
-from engine.infer import infer_draft  # noqa: E402
-from engine.validate import validate_descriptor  # noqa: E402
+from engine import LLMStreamBuffer  # noqa: E402
+from engine.cli.infer import infer_draft  # noqa: E402
+from engine.language import registry  # noqa: E402
+from engine.language.validate import validate_descriptor  # noqa: E402
 
 GOLDEN = ROOT / "tests" / "golden"
 CATEGORIES = ("events", "discriminator", "slots", "calls")

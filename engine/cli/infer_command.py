@@ -1,0 +1,75 @@
+"""``mcs-formats new NAME --from STREAM``: the command side of :mod:`engine.infer`.
+
+Reads the recorded stream, writes the draft descriptor and copies the stream in as the first
+golden, then checks the draft the way its author will: it validates, and it replays its own
+stream (the calls it finds, and anything it could not place, are printed). Kept apart from
+``cli.py`` so that the inference's command needs only a few lines there.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from .infer import Draft, infer_draft
+
+
+@dataclass
+class InferredNew:
+    """A draft made from a stream, before anything is written."""
+
+    source: Path
+    draft: Draft
+    text: str
+
+    def golden_name(self) -> str:
+        name = self.source.name
+        return name if name.endswith(".jsonl") else f"{self.source.stem or 'stream'}.jsonl"
+
+
+def infer_from(name: str, source: str) -> InferredNew:
+    """The draft for ``source`` (a CLIError when the stream cannot be read or is empty)."""
+    from .common import CLIError, read_stream  # the CLI layer; imported here, never the reverse
+
+    events = [event for _, event in read_stream(source)]
+    if not any(isinstance(event, dict) for event in events):
+        raise CLIError(f"{source}: no JSON object in the stream: nothing to infer from")
+    draft = infer_draft(name, events, source=Path(source).name)
+    return InferredNew(Path(source), draft, draft.to_yaml())
+
+
+def finish(made: InferredNew, descriptor: Path, golden: Path) -> int:
+    """Copy the stream in, then validate and replay the draft; print what was found."""
+    from ..language.registry import load_format
+    from ..language.validate import validate_descriptor
+    from ..stream.buffer import LLMStreamBuffer
+    from .common import EXIT_OK, EXIT_PROBLEM, read_stream
+
+    stream = golden / made.golden_name()
+    shutil.copyfile(made.source, stream)
+    print(f"created {stream}")
+    reviews = sum(len(notes) for notes in made.draft.reviews.values())
+    print(f"draft: {reviews} guesses marked `# REVIEW:` in {descriptor}")
+    problems = validate_descriptor(str(descriptor))
+    if problems:
+        for problem in problems:
+            print(problem)
+        print("the draft does not validate: fix the lines above (and report the stream)")
+        return EXIT_PROBLEM
+    buf = LLMStreamBuffer(strategies=[load_format(str(descriptor))])
+    events = read_stream(str(stream))
+    for _, event in events:
+        buf.add(event)
+    buf.close()
+    calls = buf.calls()
+    skipped = buf.skipped()
+    names = ", ".join(call.name for call in calls) or "none"
+    print(
+        f"replayed {len(events)} events: {len(calls)} call(s) ({names}), "
+        f"{len(buf.get_content())} characters of text, {len(skipped)} skipped"
+    )
+    for entry in skipped:
+        print(f"skipped: event {entry.index} ({entry.event}): {entry.reason}")
+    print(f"next: review each guess, then `mcs-formats replay {stream} --format {descriptor}`")
+    return EXIT_OK

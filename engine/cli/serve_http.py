@@ -1,0 +1,369 @@
+"""``mcs-formats serve``: recorded streams played back over HTTP on loopback, as their provider.
+
+Standard library only (``http.server``, ``threading``). Each stream is read once, its wire
+recognised by the buffer (or given), and served by that wire's ``serve`` section
+(:mod:`engine.serve`): a request to one of the wire's endpoints gets the next of the wire's
+streams, cycling (each wire keeps its own turn; a non-streaming request takes its turn too),
+framed as the provider frames it, one write and flush per event, HTTP/1.1 chunked; a
+non-streaming request gets the stream's assembled message in the provider's own envelope.
+
+A request under ``/s/KEY/`` (KEY as listed at start) gets that stream whatever the turn, so
+that a test suite can run one server for many streams; anything the server cannot answer is a
+JSON 4xx naming what was asked and what is served, never a silent default.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import itertools
+import json
+import re
+import sys
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, TextIO
+from urllib.parse import parse_qs, urlsplit
+
+from ..compile.serve import RecordedEvent, ServeError, ServeSpec, compile_serve, read_recording
+from ..language.registry import end_markers
+from ..stream.buffer import LLMStreamBuffer
+
+_PREFIX = re.compile(r"^/s/(?P<key>[A-Za-z0-9_.~-]+)(?P<rest>/.*)$")
+
+
+class ServeSetupError(ValueError):
+    """A stream or a format that cannot be served; the message names the file."""
+
+
+@dataclass
+class Recording:
+    """One stream to serve: its key, file, wire and events, and (once asked) its message."""
+
+    key: str
+    path: Path
+    wire: str
+    spec: ServeSpec
+    events: list[RecordedEvent]
+    frames: list[bytes] = field(default_factory=list)  # framed once, when the stream loads
+    assembled: dict = field(default_factory=dict)
+    unassembled: str | None = None  # why a non-streaming request cannot be answered
+
+    def context(self, request: Any, params: dict[str, str]) -> dict:
+        """What the non-streaming templates read (engine.serve's module docstring)."""
+        return {**self.assembled, "request": request, "params": params}
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def load_recordings(paths: Sequence[str | Path], strategy: Any = None) -> list[Recording]:
+    """Read and assemble every stream; its wire is ``strategy``'s, or the one the buffer
+    recognises. Raises :class:`ServeSetupError` naming the file that cannot be served."""
+    out: list[Recording] = []
+    keys: set[str] = set()
+    specs: dict[str, ServeSpec] = {}
+    for given in paths:
+        path = Path(given)
+        try:
+            events = read_recording(path, end_markers())
+        except OSError as exc:
+            raise ServeSetupError(f"{given}: {exc.strerror or exc}") from None
+        except ValueError as exc:
+            raise ServeSetupError(str(exc)) from None
+        if not events:
+            raise ServeSetupError(f"{given}: no events (an empty stream)")
+        wire, buf = _assemble(given, events, strategy)
+        spec = specs.get(wire) or _spec_of(given, wire, strategy)
+        specs[wire] = spec
+        key = _unique_key(f"{wire}.{path.stem}", keys)
+        try:
+            frames = list(spec.framing.frames(events))
+        except ValueError as exc:
+            raise ServeSetupError(f"{given}: {exc}") from None
+        recording = Recording(key, path, wire, spec, events, frames)
+        if isinstance(buf, str):
+            recording.unassembled = buf
+        else:
+            recording.assembled = {
+                "message": buf.as_dict(),
+                "stop_reason": buf.stop_reason,
+                "usage": buf.usage,
+                "error": buf.error,
+                "first": events[0].payload,
+                "last": events[-1].payload,
+            }
+        out.append(recording)
+    return out
+
+
+def _assemble(
+    given: str | Path, events: list[RecordedEvent], strategy: Any
+) -> tuple[str, LLMStreamBuffer | str]:
+    """(wire, the replayed buffer) by ``strategy``, else by the format that recognises the
+    stream; a stream no format assembles (one error line is too short to recognise) is still
+    served, as the wire ``strategy`` or its folder names (``tests/golden/<format>/``), with
+    (wire, why it does not assemble)."""
+    try:
+        buf = _replayed(events, strategy)
+        return buf.format or "", buf
+    except Exception as exc:  # noqa: BLE001 - any refusal names the file
+        why = f"the stream does not assemble: {exc}"
+    wire = getattr(strategy, "name", None) or _folder_format(given)
+    if wire is None:
+        raise ServeSetupError(f"{given}: {why}; name its format with --format") from None
+    return wire, why
+
+
+def _replayed(events: list[RecordedEvent], strategy: Any) -> LLMStreamBuffer:
+    buf = LLMStreamBuffer(strategies=None if strategy is None else [strategy])
+    for event in events:
+        buf.add(event.recorded)
+    buf.close()
+    if not buf.format:
+        raise ValueError("no format recognises it (try --format)")
+    return buf
+
+
+def _folder_format(given: str | Path) -> str | None:
+    from ..language.builtin_files import builtin_names
+
+    name = Path(given).resolve().parent.name
+    return name if name in builtin_names() else None
+
+
+def _spec_of(given: str | Path, wire: str, strategy: Any) -> ServeSpec:
+    if strategy is None:
+        from ..language.registry import load_format
+
+        strategy = load_format(wire)
+    try:
+        spec = compile_serve(getattr(strategy, "descriptor", None) or {})
+    except ServeError as exc:
+        raise ServeSetupError(f"format {wire}: {exc}") from None
+    if spec is None:
+        raise ServeSetupError(f"{given}: format {wire} has no serve section (formats/README.md)")
+    return spec
+
+
+def _unique_key(stem: str, taken: set[str]) -> str:
+    base = re.sub(r"[^A-Za-z0-9_.-]+", "-", stem)
+    key = base
+    for n in itertools.count(2):
+        if key not in taken:
+            break
+        key = f"{base}~{n}"
+    taken.add(key)
+    return key
+
+
+class FakeProvider:
+    """The streams of :func:`load_recordings`, served on a loopback address.
+
+    ``log``: a text stream that gets one JSON line per request (method, path, query, headers,
+    body, the stream served and whether it streamed), written before the reply, flushed.
+    """
+
+    def __init__(
+        self,
+        recordings: list[Recording],
+        host: str = "127.0.0.1",
+        port: int = 0,
+        delay: float = 0.0,
+        log: TextIO | None = None,
+    ) -> None:
+        if not is_loopback(host):
+            raise ValueError(f"--host {host}: only a loopback address (127.0.0.1, ::1, localhost)")
+        self.recordings = recordings
+        self.by_key = {r.key: r for r in recordings}
+        self.wires: dict[str, list[Recording]] = {}
+        for recording in recordings:
+            self.wires.setdefault(recording.wire, []).append(recording)
+        self._turns = {wire: itertools.cycle(streams) for wire, streams in self.wires.items()}
+        self.delay = delay
+        self._log = log
+        self._lock = threading.Lock()
+        handler = type("Handler", (_Handler,), {"provider": self})
+        server_class = _Server6 if ":" in host else _Server
+        self.httpd = server_class((host, port), handler)
+        self.httpd.daemon_threads = True
+        self.httpd.block_on_close = False
+
+    @property
+    def url(self) -> str:
+        address = self.httpd.server_address
+        host, port = str(address[0]), int(address[1])
+        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+    def serve_forever(self) -> None:
+        self.httpd.serve_forever(poll_interval=0.1)
+
+    def close(self) -> None:
+        self.httpd.server_close()
+
+    # -- what a request gets -----------------------------------------------------------------
+
+    def next_of(self, wire: str) -> Recording:
+        with self._lock:
+            return next(self._turns[wire])
+
+    def route(self, path: str) -> tuple[Recording | None, str, Any, dict] | str:
+        """(recording or None for "the wire's next", wire, endpoint, params), or why not."""
+        prefix = _PREFIX.match(path)
+        if prefix is not None:
+            recording = self.by_key.get(prefix["key"])
+            if recording is None:
+                return f"no stream {prefix['key']!r}; streams: {', '.join(self.by_key)}"
+            found = recording.spec.route(prefix["rest"])
+            if found is None:
+                return (
+                    f"stream {recording.key} is a {recording.wire} stream; {prefix['rest']} is"
+                    f" not its endpoint ({_paths(recording.spec)})"
+                )
+            return recording, recording.wire, *found
+        for wire, streams in self.wires.items():
+            found = streams[0].spec.route(path)
+            if found is not None:
+                return None, wire, *found
+        served = "; ".join(f"{w}: {_paths(s[0].spec)}" for w, s in self.wires.items())
+        return f"no endpoint at {path}; served: {served}"
+
+    def record(self, entry: dict) -> None:
+        if self._log is None:
+            return
+        with self._lock:
+            self._log.write(json.dumps(entry, ensure_ascii=False) + "\n")
+            self._log.flush()
+
+
+def _paths(spec: ServeSpec) -> str:
+    return ", ".join(e.path for e in spec.endpoints)
+
+
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request, client_address) -> None:
+        """A client hanging up (closing its keep-alive connection) is no error; others are."""
+        if isinstance(sys.exc_info()[1], ConnectionError | TimeoutError):
+            return
+        super().handle_error(request, client_address)
+
+
+class _Server6(_Server):
+    import socket as _socket
+
+    address_family = _socket.AF_INET6
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # one small write per event: no delayed-ACK stalls
+    timeout = 30  # an idle keep-alive connection is dropped after this
+    provider: FakeProvider  # set on the subclass FakeProvider makes
+
+    def log_message(self, format, *args) -> None:  # noqa: A002 - the log is --log's
+        pass
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        self._read_body()
+        self._json(405, _error("the fake provider answers POST only"))
+
+    def do_POST(self) -> None:  # noqa: N802
+        raw = self._read_body()
+        split = urlsplit(self.path)
+        entry = {
+            "method": "POST",
+            "path": split.path,
+            "query": split.query,
+            "headers": dict(self.headers.items()),
+            "body": raw.decode("utf-8", "replace"),
+        }
+        routed = self.provider.route(split.path)
+        if isinstance(routed, str):
+            self.provider.record({**entry, "status": 404})
+            return self._json(404, _error(routed))
+        recording, wire, endpoint, params = routed
+        try:
+            body = json.loads(raw) if raw.strip() else {}
+        except ValueError:
+            self.provider.record({**entry, "status": 400})
+            return self._json(400, _error(f"{split.path}: the request body is not JSON"))
+        streaming = endpoint.wants_stream(body)
+        missing = endpoint.missing_query(parse_qs(split.query)) if streaming else {}
+        if missing:
+            self.provider.record({**entry, "status": 400})
+            wanted = "&".join(f"{k}={v}" for k, v in missing.items())
+            return self._json(400, _error(f"{endpoint.path} is served with ?{wanted} only"))
+        if recording is None:
+            recording = self.provider.next_of(wire)
+        self.provider.record({**entry, "stream": recording.key, "streaming": streaming})
+        if streaming:
+            self._stream(recording)
+        elif recording.unassembled is not None:
+            self._json(500, _error(f"stream {recording.key}: {recording.unassembled}"))
+        else:
+            status, reply = recording.spec.reply(recording.context(body, params))
+            self._json(status, reply, recording.spec.headers)
+
+    def _read_body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            data = bytearray()
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return bytes(data)
+                data += self.rfile.read(size)
+                self.rfile.readline()
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def _stream(self, recording: Recording) -> None:
+        spec = recording.spec
+        self.send_response(200)
+        self.send_header("Content-Type", spec.framing.content_type)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Cache-Control", "no-cache")
+        for name, value in spec.headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        delay = self.provider.delay
+        try:
+            for index, frame in enumerate(recording.frames):
+                if delay and index:
+                    time.sleep(delay)
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def _json(self, status: int, value: Any, headers: dict[str, str] | None = None) -> None:
+        payload = json.dumps(value, ensure_ascii=False).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        for name, text in (headers or {}).items():
+            self.send_header(name, text)
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+def _error(message: str) -> dict:
+    return {"error": {"message": message, "type": "mcs_formats_serve"}}
+
+
+def listing(provider: FakeProvider) -> Iterable[str]:
+    """The lines ``serve`` prints after its first: one a stream, KEY, wire and file, tab apart."""
+    for recording in provider.recordings:
+        yield f"  {recording.key}\t{recording.wire}\t{recording.path}"

@@ -1,0 +1,358 @@
+"""``fold``: the delta-merge operation of OpenAI Chat, Cohere-style and Ollama wires.
+
+On a delta-merge wire the message is a fold of deltas: the content-like strings named in
+``concat`` concatenate, lists named in ``lists`` merge their entries by a SLOT key, the
+arguments field of a list entry streams through its :class:`~engine.jsonscan.ArgsStream`, and
+every other value is set once (a later ``null`` or ``""`` never erases it, and an id or name
+repeated on every fragment is never concatenated).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model.assembly import Assembly, append_text, ensure_slotted
+from ..model.fragments import Fragments, SlottedList, ingest, slot_misfit
+from ..model.jsonscan import COMPLETE
+from ..model.parts import JoinRule, as_placed, join_parts, string_as_part
+from .ops import (
+    CompileContext,
+    Run,
+    Target,
+    fragments_reader,
+    reasoning_at,
+    reasoning_inside,
+    report_unplaced,
+)
+from .paths import compile_get, compile_read, parse_chain
+
+
+@dataclass(frozen=True)
+class ListFold:
+    """How one list field of a delta merges into the message."""
+
+    pattern: str
+    slot: Any  # getter on the entry, or None
+    without_slot: str  # "continue": continue the open entry unless it brings a new identity;
+    #                    "new": every entry without a slot is a new item
+    identity: tuple[tuple[str, ...], ...]  # fields whose arrival starts a new entry
+    drop: frozenset[str]
+    args: tuple[str, ...]  # args field chain inside an entry, or ()
+    concat: frozenset[str]
+    slot_path: str | None = None  # the entry's SLOT field as declared (for an error)
+
+
+@dataclass(frozen=True)
+class FoldSpec:
+    concat: frozenset[str]
+    lists: dict[str, ListFold] = field(default_factory=dict)
+    display_key: str | None = None  # the concat key that is display text at this level
+    parts: dict[str, JoinRule] = field(default_factory=dict)  # concat keys that may be parts
+    display_part: Any = None  # predicate: which parts of the display key are display text
+    display_field: str = "text"
+    # Concat keys at this level that are reasoning: key -> which messages hold it (None: all).
+    reasoning_keys: dict[str, Any] = field(default_factory=dict)
+    # Parts keys whose parts hold reasoning: key -> readers of an incoming part's fragments.
+    reasoning_parts: dict[str, tuple] = field(default_factory=dict)
+
+
+def op_fold(spec: dict, ctx: CompileContext) -> Run:
+    read = compile_read(spec["from"], ctx.choice_alias)
+    at = spec.get("at", "")
+    target = Target(at, ctx) if at else None
+    base = target.pattern if target is not None else ""
+    concat = frozenset(spec.get("concat", ()))
+    display_key = None
+    for key in concat:
+        if ctx.text_pattern == (f"{base}.{key}" if base else key):
+            display_key = key
+    lists = {}
+    for name, lspec in (spec.get("lists") or {}).items():
+        pattern = f"{base}.{name}[*]" if base else f"{name}[*]"
+        args = parse_chain(lspec["args"]) if lspec.get("args") else ()
+        identity = tuple(parse_chain(p) for p in lspec.get("identity", ()))
+        lists[name] = ListFold(
+            pattern=pattern,
+            slot=compile_get(lspec["slot"]) if lspec.get("slot") else None,
+            without_slot=lspec.get("without_slot", "continue"),
+            identity=identity,
+            drop=frozenset(lspec.get("drop", ())),
+            args=args,
+            concat=frozenset(lspec.get("concat", ())),
+            slot_path=lspec.get("slot"),
+        )
+    parts = {
+        k: JoinRule.from_spec(v, f"{at}.{k}" if at else k)
+        for k, v in (spec.get("parts") or {}).items()
+    }
+    reasoning_keys, reasoning_parts = _reasoning(ctx, base, concat, parts)
+    fold = FoldSpec(
+        concat=concat | frozenset(parts),
+        lists=lists,
+        display_key=display_key,
+        parts=parts,
+        display_part=ctx.text_part_where,
+        display_field=ctx.text_part_field,
+        reasoning_keys=reasoning_keys,
+        reasoning_parts=reasoning_parts,
+    )
+    order = ctx.list_order
+
+    one_field = read.field  # ``message``: one field of the event, looked up in place
+
+    def run(asm: Assembly, ev: Any, ch: Any) -> None:
+        delta = ev.get(one_field) if one_field is not None else read(ev, ch)
+        if delta.__class__ is not dict:
+            return
+        dest = asm.root if target is None else target.locate_item(asm, ev, ch, True)
+        if dest is not None:
+            fold_delta(asm, dest, delta, fold, order)
+        else:
+            assert target is not None, "the root is always there"
+            report_unplaced(asm, "fold", target, ev, ch)
+
+    return run
+
+
+def _reasoning(ctx: CompileContext, base: str, concat: frozenset, parts: dict) -> tuple:
+    """Which concat keys are reasoning strings, and which parts keys hold parts with reasoning
+    inside (Mistral's ``{type: thinking, thinking: [{type: text, text}]}``)."""
+    keys = {}
+    for key in concat | frozenset(parts):
+        is_reasoning, where = reasoning_at(ctx, f"{base}.{key}" if base else key)
+        if is_reasoning:
+            keys[key] = where
+    inside = {}
+    for key in parts:
+        readers = reasoning_inside(ctx, f"{base}.{key}" if base else key)
+        if readers:
+            inside[key] = tuple(fragments_reader(rel, where) for rel, where in readers)
+    return keys, inside
+
+
+def fold_delta(asm: Assembly, dest: dict, delta: dict, spec: FoldSpec, order: str) -> None:
+    concat = spec.concat
+    lists = spec.lists
+    for key, value in delta.items():
+        if key in concat:
+            current = dest.get(key)
+            if value.__class__ is list and key in spec.parts:
+                _fold_parts(asm, dest, key, value, spec)
+            elif current.__class__ is list and value.__class__ is str and key in spec.parts:
+                if value:
+                    part = string_as_part(current, value, spec.parts[key])
+                    if key == spec.display_key and _shows(spec, part):
+                        asm.display.append(value)
+                    elif key in spec.reasoning_parts:
+                        _reason_part(asm, spec.reasoning_parts[key], value, spec.parts[key])
+            elif value.__class__ is str:
+                if value:
+                    if current.__class__ is Fragments:  # the usual case: no call of ours
+                        current.append(value)
+                    else:
+                        append_text(dest, key, value)
+                    if key == spec.display_key:
+                        asm.display.append(value)
+                    elif key in spec.reasoning_keys:
+                        where = spec.reasoning_keys[key]
+                        if where is None or where(dest):
+                            asm.reasoning.append(value)
+                elif dest.get(key) is None:
+                    dest[key] = ""
+            elif value is None:
+                if key not in dest:
+                    dest[key] = None
+            else:
+                _set_once(dest, key, value)
+        elif key in lists:
+            if value is None:
+                if key not in dest:
+                    dest[key] = None
+                continue
+            entries = value if value.__class__ is list else [value]
+            lst = dest.get(key)
+            if lst.__class__ is not SlottedList:
+                lst = ensure_slotted(dest, key, order)
+            lfold = lists[key]
+            for entry in entries:
+                if entry.__class__ is dict:
+                    _fold_entry(asm, lst, entry, lfold)
+        else:
+            _set_once(dest, key, value)
+
+
+def _shows(spec: FoldSpec, part: dict) -> bool:
+    return spec.display_part is None or spec.display_part(part)
+
+
+def _fold_parts(asm: Assembly, dest: dict, key: str, value: list, spec: FoldSpec) -> None:
+    """A list delta on a content-like key: typed parts that join (Mistral's content chunks).
+    Text that arrived earlier as plain strings becomes the first text part."""
+    rule = spec.parts[key]
+    current = dest.get(key)
+    if current.__class__ is not list:
+        earlier = str(current) if current is not None else ""
+        current = dest[key] = []
+        if earlier:
+            string_as_part(current, earlier, rule)
+    show = key == spec.display_key
+    field_name = spec.display_field
+    readers = spec.reasoning_parts.get(key, ())
+
+    def on_part(stored: dict, part: dict) -> None:
+        if show and _shows(spec, stored):
+            piece = part.get(field_name)
+            if piece.__class__ is str and piece:
+                asm.display.append(piece)
+                return
+        if readers:
+            placed = as_placed(part, stored, rule)
+            for read in readers:
+                read(placed, asm.reasoning)
+
+    join_parts(current, value, rule, on_part)
+
+
+def _reason_part(asm: Assembly, readers: tuple, text: str, rule: JoinRule) -> None:
+    """A bare string delta on a parts key that is not display text: reasoning where a
+    reasoning place reads the part the string stands for (``rule.string``)."""
+    part = {**(rule.string_part or {}), rule.string_field or "text": text}
+    for read in readers:
+        read(part, asm.reasoning)
+
+
+def _set_once(dest: dict, key: str, value: Any) -> None:
+    current = dest.get(key)
+    if value is None:
+        if key not in dest:
+            dest[key] = None
+        return
+    if current is None or current == "":
+        dest[key] = ingest(value)
+    elif current.__class__ is dict and value.__class__ is dict:
+        for k, v in value.items():
+            _set_once(current, k, v)
+
+
+def _fold_entry(asm: Assembly, lst: SlottedList, entry: dict, spec: ListFold) -> None:
+    slot = spec.slot(entry) if spec.slot is not None else None
+    if slot is not None:
+        try:
+            item = lst.get(slot)
+        except TypeError:  # a list or an object as the SLOT (no cost until one comes)
+            where = f"{spec.pattern[:-3]}[{spec.slot_path}]"
+            raise slot_misfit(where, spec.slot_path, slot) from None
+    elif spec.without_slot == "new" or lst.last is None:
+        slot, item = _next_free_slot(lst), None
+    else:
+        slot = _slot_without_key(lst, entry, spec, asm)
+        item = lst.get(slot)
+    if item is None:
+        # A new item is told to the assembly once it holds its first entry: whether it is
+        # a call (``calls.where``) is decided on what it carries, and whole arguments are
+        # taken once rather than seeded empty and then replaced.
+        if spec.drop or spec.concat:
+            item = lst.put(slot, {})
+            _merge_entry(asm, item, item, entry, spec, 0)
+        else:  # nothing to leave out or join: merging into an empty item is a copy
+            item = lst.put(slot, ingest(entry))
+        asm.item_added(spec.pattern, item, slot)
+        return
+    lst.last = slot
+    _merge_entry(asm, item, item, entry, spec, 0)
+
+
+def _slot_without_key(lst: SlottedList, entry: dict, spec: ListFold, asm: Assembly) -> Any:
+    """An entry that names no SLOT continues the open item, unless it starts a new one: it
+    brings a value of the first identity field (the call id) that differs from the open
+    item's, or it brings any identity while the open item's arguments are already complete.
+    An id or name merely repeated on every fragment therefore never splits a call."""
+    if spec.without_slot == "continue" and lst.last is not None:
+        open_item = lst.get(lst.last)
+        new = False
+        if spec.identity:
+            strong = _dig(entry, spec.identity[0])
+            known = _dig(open_item, spec.identity[0])
+            if strong not in (None, "") and known not in (None, "") and strong != known:
+                new = True
+            elif strong in (None, "") or known in (None, ""):
+                brings = any(_dig(entry, chain) not in (None, "") for chain in spec.identity)
+                track = asm.track_of.get(id(open_item))
+                new = brings and track is not None and track.args.state == COMPLETE
+        if not new:
+            return lst.last
+    return _next_free_slot(lst)
+
+
+def _next_free_slot(lst: SlottedList) -> Any:
+    """The first integer SLOT no item holds (items may sit at keys the wire chose)."""
+    count = len(lst.items)
+    return lst.next_int if lst.next_int >= count else count
+
+
+def _dig(obj: Any, chain: tuple[str, ...]) -> Any:
+    for field_name in chain:
+        if obj.__class__ is not dict:
+            return None
+        obj = obj.get(field_name)
+    if obj.__class__ is Fragments:
+        return str(obj)
+    return obj
+
+
+def _merge_entry(
+    asm: Assembly, item: dict, dest: dict, entry: dict, spec: ListFold, depth: int
+) -> None:
+    args = spec.args
+    # The args field at this depth, and whether it is the last of the chain.
+    args_key = args[depth] if depth < len(args) else None
+    args_here = depth == len(args) - 1
+    for key, value in entry.items():
+        if depth == 0 and key in spec.drop:
+            continue
+        if key == args_key:
+            if args_here:
+                if value is None:
+                    continue
+                stream = asm.args_of(item, args)
+                if stream.state == COMPLETE and _restates(stream, value):
+                    _skip_restated(asm, item, spec)
+                elif stream.feed(value):
+                    asm.calls_dirty = True
+                continue
+            if value.__class__ is dict:
+                sub = dest.get(key)
+                if sub.__class__ is not dict:
+                    sub = dest[key] = {}
+                _merge_entry(asm, item, sub, value, spec, depth + 1)
+                continue
+        if depth == 0 and key in spec.concat and value.__class__ is str:
+            if value:
+                append_text(dest, key, value)
+            continue
+        _set_once(dest, key, value)
+
+
+def _restates(stream: Any, value: Any) -> bool:
+    """Does an argument value that arrives for a call already complete restate it whole (a
+    server that repeats the call in a later chunk), rather than extend it?"""
+    if value.__class__ is str:
+        if value.strip() == stream.text.strip():
+            return True
+        try:
+            return json.loads(value) == stream.value
+        except ValueError:
+            return False
+    return value == stream.value
+
+
+def _skip_restated(asm: Assembly, item: dict, spec: ListFold) -> None:
+    calls = asm.strategy.spec.calls
+    name = calls.name(item) if calls is not None else None
+    asm.skip(
+        f"fold {spec.pattern}: the entry restates the arguments of the call {name!r}, which are "
+        "complete already; the restatement is not taken"
+    )
+

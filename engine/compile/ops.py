@@ -1,0 +1,970 @@
+"""The operations of the descriptor language that write the message: their compilers.
+
+Each compiler turns an operation's arguments (one mapping, as its entry in
+:data:`engine.operations.OPERATIONS` shapes them) into a closure ``run(assembly, event,
+choice)``, compiled once per descriptor; the table says what else the engine needs to know
+of it (its schema, its source, the fields it streams). A new operation is a schema entry, a
+compiler here, an entry in the table and its cases in ``tests/ops/``; the interpreter never
+branches on a wire.
+
+Common rules: ``from`` is a read path into the event (the wire's payload) and an absent or
+null source makes the operation do nothing; ``at`` is a target path into the message, in which
+``[path]`` steps address an item of a slotted list by the SLOT the event carries.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from dataclasses import field as dataclass_field
+from typing import Any, cast
+
+from ..model.assembly import Assembly, append_text, ensure_slotted
+from ..model.fragments import Fragments, SlottedList, ingest, slot_misfit
+from ..model.fragments import json_kind as _json_kind
+from ..model.jsonscan import COMPLETE, ArgsStream
+from .paths import Reader, Segment, as_reader, compile_read, parse_target
+
+Run = Callable[[Assembly, Any, Any], None]
+Act = Callable[[Assembly, dict, Any], None]  # what an operation does to the item it found
+
+
+@dataclass(frozen=True)
+class CompileContext:
+    """What an operation needs to know about the rest of its descriptor."""
+
+    choice_alias: str | None
+    calls_pattern: str | None  # e.g. "content[*]"
+    calls_args: tuple[str, ...]  # the args field chain inside a call item
+    text_pattern: str | None  # e.g. "content[*].text"
+    list_order: str
+    text_part_where: Any = None  # where the display text is a list of parts: which parts
+    text_part_field: str = "text"
+    text_where: Any = None  # which items' text is display text (None: every item's)
+    # Where reasoning sits (the descriptor's ``reasoning`` section), and the patterns of those
+    # places that some operation streams: a place no rule streams is a descriptor error.
+    reasoning: tuple[TextPlace, ...] = ()
+    reasoning_streamed: set = dataclass_field(default_factory=set)
+    calls_where: bool = False  # the calls section has a ``where`` (judged after each event)
+
+
+@dataclass(frozen=True)
+class TextPlace:
+    """One place of the message where a kind of text sits (reasoning): the pattern of its
+    strings (``content[*].thinking``), and which items there hold it (tested on the innermost
+    item of the pattern; None: every item)."""
+
+    pattern: str
+    where: Any = None
+
+
+def reasoning_at(ctx: CompileContext, pattern: str) -> tuple[bool, Any]:
+    """Is a string written at ``pattern`` reasoning, and on which items (None: every item)?
+    Compiled once per operation, so that the per-chunk test is one truth test."""
+    places = [place for place in ctx.reasoning if place.pattern == pattern]
+    if not places:
+        return False, None
+    ctx.reasoning_streamed.add(pattern)
+    return True, any_where([place.where for place in places])
+
+
+def reasoning_inside(ctx: CompileContext, list_pattern: str) -> list[tuple[str, Any]]:
+    """The reasoning places inside the items of the list at ``list_pattern`` (whole parts
+    appended or joined there): each place's path relative to an item (``text``,
+    ``thinking[*].text``) and its ``where``."""
+    prefix = f"{list_pattern}[*]."
+    inside = []
+    for place in ctx.reasoning:
+        if place.pattern.startswith(prefix):
+            ctx.reasoning_streamed.add(place.pattern)
+            inside.append((place.pattern[len(prefix) :], place.where))
+    return inside
+
+
+def fragments_reader(rel: str, where: Any) -> Callable[[Any, list], None]:
+    """A reader that appends to ``out`` every non-empty string at the relative pattern ``rel``
+    (``text``, ``thinking[*].text``) of a part, as it arrived, where ``where`` holds on the
+    innermost item of the pattern (the part itself when ``rel`` has no ``[*]``)."""
+    steps = tuple(seg.field for seg in parse_target(rel))  # None: each entry of a list
+
+    def read(part: Any, out: list) -> None:
+        _fragments(part, part, steps, 0, where, out)
+
+    return read
+
+
+def _fragments(node: Any, item: Any, steps: tuple, i: int, where: Any, out: list) -> None:
+    step = steps[i]
+    if step is None:
+        if node.__class__ is list:
+            for entry in node:
+                _fragments(entry, entry, steps, i + 1, where, out)
+        return
+    if node.__class__ is not dict:
+        return
+    value = node.get(step)
+    if i + 1 < len(steps):
+        _fragments(value, item, steps, i + 1, where, out)
+    elif value.__class__ is str and value and (where is None or where(item)):
+        out.append(value)
+
+
+def any_where(wheres: list) -> Any:
+    if any(where is None for where in wheres):
+        return None
+    if len(wheres) == 1:
+        return wheres[0]
+    return lambda item: any(where(item) for where in wheres)
+
+
+def pattern_of(segments: tuple[Segment, ...]) -> str:
+    out: list[str] = []
+    for seg in segments:
+        if seg.field is not None:
+            out.append(("." if out else "") + seg.field)
+        else:
+            out.append("[*]")
+    return "".join(out)
+
+
+class Target:
+    """A compiled target path: walks (and creates) the way to where an operation writes."""
+
+    __slots__ = (
+        "segments",
+        "steps",
+        "last",
+        "item_patterns",
+        "pattern",
+        "rel",
+        "order",
+        "locate_item",
+        "parent_of_field",
+        "at_root",
+        "slot_field",
+        "path",
+        "scope",
+        "continuing",
+        "last_slot",
+    )
+
+    # Which step of a target is a field (``field`` set) and which a slot (``slot`` set) is
+    # known by position, from parse_target's grammar, and a target's slots always have a
+    # reader (``[*]`` is refused in a write path). The checker cannot follow positions, so the
+    # walks, which run on every event, read steps and their patterns as Any rather than
+    # narrowing each one per event.
+    segments: tuple[Any, ...]
+    steps: tuple[Any, ...]
+    item_patterns: tuple[Any, ...]  # the list pattern at each slot step, None at a field
+    rel: tuple[str, ...]
+    locate_item: Callable[[Assembly, Any, Any, bool], Any]
+    parent_of_field: Callable[[dict], dict]  # every rule calls it with create=True: a dict
+    slot_field: str | None
+
+    def __init__(
+        self, path: str, ctx: CompileContext, scope: str | None = None, continuing: bool = False
+    ) -> None:
+        self.path = path
+        self.scope = scope
+        self.continuing = continuing
+        self.segments = _scoped(parse_target(path, ctx.choice_alias), scope)
+        self.pattern = pattern_of(self.segments)
+        self.order = ctx.list_order
+        # For each slot step, the pattern of the list it indexes (to recognise call lists).
+        patterns = []
+        for i, seg in enumerate(self.segments):
+            patterns.append(pattern_of(self.segments[: i + 1]) if seg.field is None else None)
+        self.item_patterns = tuple(patterns)
+        # Fields after the innermost slot: the path inside the item.
+        last_slot = max((i for i, s in enumerate(self.segments) if s.field is None), default=-1)
+        self.rel = tuple(cast(str, s.field) for s in self.segments[last_slot + 1 :])
+        self.steps = self.segments
+        # The walk runs on every event: the two shapes nearly every rule has get a walk of
+        # their own (``role``: the root itself; ``content[index].text``: one slotted list).
+        slots = [i for i, s in enumerate(self.segments) if s.field is None]
+        if not slots:
+            self.locate_item = _at_root
+        elif slots == [1]:
+            self.locate_item = self._one_slot
+        elif slots == [1, 3]:
+            self.locate_item = self._two_slots
+        else:
+            self.locate_item = self._walk
+        walk_rel = cast(Callable[[dict], dict], self._walk_rel)  # create=True never gives None
+        self.parent_of_field = _itself if len(self.rel) <= 1 else walk_rel
+        # ``role``: the field's parent is the message itself, with no walk at all.
+        self.at_root = not slots and len(self.rel) == 1
+        # The first SLOT's reader's fast path: one field of the event (``index``) is looked up
+        # in place of the call (a scoped SLOT's reader has none).
+        first_slot = self.segments[slots[0]].slot if slots else None
+        scoped_first = scope is not None and len(slots) == 1
+        self.slot_field = None if scoped_first else getattr(first_slot, "field", None)
+        self.last_slot = slots[-1] if slots else -1
+        if continuing:
+            if not slots:
+                raise ValueError(
+                    "without_slot: the path has no slot step, so no open item to continue "
+                    "(e.g. content[id])"
+                )
+            self.locate_item = self._continuing(self.locate_item)
+
+    def _continuing(self, direct: Callable[[Assembly, Any, Any, bool], Any]) -> Any:
+        """``without_slot: continue``: an event that carries the SLOT finds its item as any
+        other does; one without it continues the item its list (in its scope) opened last."""
+        key = self.segments[self.last_slot].slot
+
+        def locate(asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
+            if key(ev, ch) is not None:
+                return direct(asm, ev, ch, create)
+            found = self.continued(asm, ev, ch)
+            return None if found is None else found[0].get(found[1])
+
+        return locate
+
+    def continued(self, asm: Assembly, ev: Any, ch: Any) -> tuple[SlottedList, Any] | None:
+        """The list of the addressed item and the SLOT of the item it (in this target's scope)
+        opened last, for an event without the SLOT; None when there is none (nothing is
+        created on the way: an event with nothing to continue changes nothing)."""
+        node: Any = asm.root
+        last = self.last_slot
+        for seg in self.segments[: last - 1]:
+            if seg.field is not None:
+                node = node.get(seg.field) if node.__class__ is dict else None
+            else:
+                slot = seg.slot(ev, ch)
+                held = node.__class__ is SlottedList and slot is not None
+                node = node.get(slot) if held else None
+            if node is None:
+                return None
+        lst = node.get(self.segments[last - 1].field) if node.__class__ is dict else None
+        if lst.__class__ is not SlottedList:
+            return None
+        slot = last_opened(lst, self.scope)
+        return None if slot is None else (lst, slot)
+
+    def field_parent(self, asm: Assembly, ev: Any, ch: Any, op: str) -> dict | None:
+        """The dict that holds the target's last field, the way to it created; None when no
+        item is there for this event (listed as unplaced, in ``op``'s name)."""
+        item = self.locate_item(asm, ev, ch, True)
+        if item is None:
+            report_unplaced(asm, op, self, ev, ch)
+            return None
+        return self.parent_of_field(item)
+
+    def explain(self, asm: Assembly, ev: Any, ch: Any) -> str:
+        """Why ``locate_item`` found no item for this event (cold: only for a skip)."""
+        node: Any = asm.root
+        for i, seg in enumerate(self.segments[: len(self.segments) - len(self.rel)]):
+            if seg.field is not None:
+                node = node.get(seg.field) if node.__class__ is dict else None
+                continue
+            slot = seg.slot(ev, ch)
+            if slot is None:
+                if self.continuing and i == self.last_slot:
+                    scope = f" (scope {self.scope!r})" if self.scope is not None else ""
+                    return (
+                        f"the event has no slot key {seg.slot_path!r} and no item of "
+                        f"{self.segments[i - 1].field}{scope} is open to continue"
+                    )
+                return f"the event has no slot key {seg.slot_path!r}"
+            item = node.get(slot) if node.__class__ is SlottedList else None
+            if item is None:
+                return f"no item is open at {self.shown(i, slot)}"
+            node = item
+        return "the way to it is not an object"
+
+    def shown(self, step: int, slot: Any) -> str:
+        """``content[1]`` (or ``content[tool '0']`` in a scope): the item at ``slot``."""
+        field = self.segments[step - 1].field
+        if slot.__class__ is tuple and len(slot) == 2 and self.scope is not None:
+            return f"{field}[{slot[0]} {slot[1]!r}]"
+        return f"{field}[{slot!r}]"
+
+    def slot_misfit(self, step: int, slot: Any) -> ValueError:
+        """The error for a SLOT no key can hold, at slot step ``step`` (cold)."""
+        where = f"{self.segments[step - 1].field}[{self.segments[step].slot_path}]"
+        return slot_misfit(where, self.segments[step].slot_path, slot)
+
+    def _one_slot(self, asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
+        """``field[slot]...``: the item of the slotted list at the root's ``field``."""
+        field = self.slot_field
+        slot = ev.get(field) if field is not None else self.segments[1].slot(ev, ch)
+        return self._item(asm, asm.root, 0, slot, create)
+
+    def _two_slots(self, asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
+        """``field[slot].field[slot]...`` (Responses' ``output[i].content[j]``): the item of
+        the slotted list inside the item of the root's slotted list."""
+        outer = self._one_slot(asm, ev, ch, create)
+        if outer is None:
+            return None
+        return self._item(asm, outer, 2, self.segments[3].slot(ev, ch), create)
+
+    def _item(self, asm: Assembly, node: dict, at: int, slot: Any, create: bool) -> Any:
+        """The item at ``slot`` of the slotted list ``node[segments[at].field]``, opened (and
+        told to the assembly) when ``create`` and absent."""
+        if slot is None:
+            return None
+        field = self.segments[at].field
+        lst = node.get(field)
+        if lst.__class__ is not SlottedList:
+            if not create and lst is None:
+                return None
+            lst = ensure_slotted(node, field, self.order)
+        try:
+            item = lst.get(slot)
+        except TypeError:  # a list or an object as the SLOT (no cost until one comes)
+            raise self.slot_misfit(at + 1, slot) from None
+        if item is not None:
+            return item
+        if not create:
+            return None
+        item = lst.put(slot, {})
+        asm.item_added(self.item_patterns[at + 1], item, slot)
+        return item
+
+    def _walk(self, asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
+        """The innermost slotted item on the path (or the root when there is none)."""
+        node: Any = asm.root
+        segs = self.segments
+        n = len(segs)
+        i = 0
+        end = n - len(self.rel)
+        while i < end:
+            seg = segs[i]
+            if seg.field is not None:
+                nxt_is_slot = i + 1 < n and segs[i + 1].field is None
+                if nxt_is_slot:
+                    if node.get(seg.field).__class__ is not SlottedList:
+                        if not create and node.get(seg.field) is None:
+                            return None
+                        ensure_slotted(node, seg.field, self.order)
+                    node = node[seg.field]
+                else:
+                    child = node.get(seg.field)
+                    if child.__class__ is not dict:
+                        if not create:
+                            return None
+                        child = node[seg.field] = {}
+                    node = child
+            else:
+                slot = seg.slot(ev, ch)
+                if slot is None:
+                    return None
+                try:
+                    item = node.get(slot)
+                except TypeError:  # a list or an object as the SLOT
+                    raise self.slot_misfit(i, slot) from None
+                if item is None:
+                    if not create:
+                        return None
+                    item = node.put(slot, {})
+                    asm.item_added(self.item_patterns[i], item, slot)
+                node = item
+            i += 1
+        return node
+
+    def _walk_rel(self, item: dict, create: bool = True) -> dict | None:
+        """The dict holding the last field of ``rel`` inside ``item``."""
+        node = item
+        for field in self.rel[:-1]:
+            child = node.get(field)
+            if child.__class__ is not dict:
+                if not create:
+                    return None
+                child = node[field] = {}
+            node = child
+        return node
+
+
+def _scoped(segments: tuple[Segment, ...], scope: str | None) -> tuple[Segment, ...]:
+    """With a declared ``scope``, the SLOT of the addressed item (the last slot step) is keyed
+    by ``(scope, value)``: items of one list opened in different scopes never meet, however
+    their ids collide (a text part "0" and a tool call "0"). Without one, a list has one
+    scope, the wire's own index, as before."""
+    if scope is None:
+        return segments
+    last = max((i for i, s in enumerate(segments) if s.field is None), default=-1)
+    if last < 0:
+        raise ValueError("scope: the path has no slot step to scope, e.g. content[id]")
+    inner = segments[last].slot
+    assert inner is not None, "the last slot step of a target path is never [*]"
+
+    def scoped_slot(ev: Any, ch: Any) -> Any:
+        value = inner(ev, ch)
+        return None if value is None else (scope, value)
+
+    step = replace(segments[last], slot=as_reader(scoped_slot))
+    return (*segments[:last], step, *segments[last + 1 :])
+
+
+def _continues(spec: dict) -> bool:
+    """``without_slot: continue``: the wire sends a fragment without its slot key where it
+    continues the item opened last (the default, ``skip``, lists such an event as unplaced)."""
+    return spec.get("without_slot", "skip") == "continue"
+
+
+def last_opened(lst: SlottedList, scope: str | None) -> Any:
+    """The SLOT of the item ``lst`` opened last (in ``scope``, when the list is scoped)."""
+    last = lst.last
+    if scope is None:
+        return last
+    if last.__class__ is tuple and len(last) == 2 and last[0] == scope:
+        return last
+    for key in reversed(lst.by_slot):
+        if key.__class__ is tuple and len(key) == 2 and key[0] == scope:
+            return key
+    return None
+
+
+def report_unplaced(asm: Assembly, op: str, target: Target, ev: Any, ch: Any) -> None:
+    """Record that ``op`` found no item at its target for this event (cold path)."""
+    asm.skip(f"{op} {target.path}: {target.explain(asm, ev, ch)}; the event changed nothing")
+
+
+def _at_root(asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
+    return asm.root
+
+
+def _itself(item: dict, create: bool = True) -> dict:
+    return item
+
+
+def _display_target(target: Target, ctx: CompileContext) -> bool:
+    return ctx.text_pattern is not None and target.pattern == ctx.text_pattern
+
+
+# --- set, set_once, merge -----------------------------------------------------------------
+
+
+def op_set(spec: dict, ctx: CompileContext) -> Run:
+    """Replace the value at ``at`` with the event's value at ``from`` (a copy)."""
+    read = compile_read(spec["from"], ctx.choice_alias)
+    at = spec.get("at", "")
+    if at == "":
+
+        def set_root(asm: Assembly, ev: Any, ch: Any) -> None:
+            value = read(ev, ch)
+            if value.__class__ is dict:
+                asm.root.clear()
+                asm.root.update(ingest(value))
+            elif value is not None:
+                asm.skip(f"set (the whole message) from {spec['from']}: {_not_an_object(value)}")
+
+        return set_root
+    target = Target(at, ctx, spec.get("scope"), _continues(spec))
+    if not target.rel:  # writing a whole item: an open by another name
+        return _open(target, read, ctx, "set")
+    last = target.rel[-1]
+
+    def set_field(asm: Assembly, ev: Any, ch: Any) -> None:
+        value = read(ev, ch)
+        if value is None:
+            return
+        item = target.locate_item(asm, ev, ch, True)
+        if item is not None:
+            target.parent_of_field(item)[last] = ingest(value)
+        else:
+            report_unplaced(asm, "set", target, ev, ch)
+
+    return set_field
+
+
+def op_set_once(spec: dict, ctx: CompileContext) -> Run:
+    """Set the value at ``at`` unless it already holds one (null and "" count as none)."""
+    read = compile_read(spec["from"], ctx.choice_alias)
+    target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
+    last = target.rel[-1]
+
+    def set_once(asm: Assembly, ev: Any, ch: Any) -> None:
+        if target.at_root and asm.root.get(last) not in (None, ""):
+            return  # set already (Gemini's role, on every chunk): the event is not read
+        value = read(ev, ch)
+        if value is None or value == "":
+            return
+        parent = asm.root if target.at_root else target.field_parent(asm, ev, ch, "set_once")
+        if parent is None:
+            return
+        if parent.get(last) in (None, ""):
+            parent[last] = ingest(value)
+
+    return set_once
+
+
+def op_merge(spec: dict, ctx: CompileContext) -> Run:
+    """Copy the fields of the event's object at ``from`` into the object at ``at``.
+
+    Null fields never erase a value already there; ``except`` names fields left alone.
+    """
+    read = compile_read(spec["from"], ctx.choice_alias)
+    excluded = frozenset(spec.get("except", ()))
+    at = spec.get("at", "")
+    target = Target(at, ctx, spec.get("scope"), _continues(spec)) if at else None
+
+    def merge(asm: Assembly, ev: Any, ch: Any) -> None:
+        value = read(ev, ch)
+        if value.__class__ is not dict:
+            if value is not None:
+                asm.skip(f"merge {at or '(the whole message)'}: {_not_an_object(value)}")
+            return
+        if target is None:
+            dest: Any = asm.root
+        else:
+            item = target.locate_item(asm, ev, ch, True)
+            if item is None:
+                report_unplaced(asm, "merge", target, ev, ch)
+                return
+            if target.rel:
+                parent = target.parent_of_field(item)
+                dest = parent.get(target.rel[-1])
+                if dest.__class__ is not dict:
+                    dest = parent[target.rel[-1]] = {}
+            else:
+                dest = item
+        for key, val in value.items():
+            if key in excluded or (val is None and dest.get(key) is not None):
+                continue
+            dest[key] = ingest(val)
+
+    return merge
+
+
+def _not_an_object(value: Any) -> str:
+    return f"expected an object, got {_json_kind(value)}; the event changed nothing"
+
+
+# --- open, close --------------------------------------------------------------------------
+
+
+def _open(
+    target: Target,
+    read: Reader,
+    ctx: CompileContext,
+    op: str = "open",
+    merge_complete: bool = False,
+) -> Run:
+    """Open the item at ``target``: an item at a free SLOT starts from the event's object;
+    one already there is the same item restated, and is merged (see :func:`_restate`), so that
+    a start sent twice is one item and one call."""
+    *_, last_seg = target.segments
+    pattern = target.item_patterns[-1]
+    args_fields = ctx.calls_args if pattern == ctx.calls_pattern else ()
+
+    def open_item(asm: Assembly, ev: Any, ch: Any) -> None:
+        value = read(ev, ch)
+        slot = last_seg.slot(ev, ch)
+        if slot is None:
+            found = target.continued(asm, ev, ch) if target.continuing else None
+            if found is None:
+                report_unplaced(asm, op, target, ev, ch)
+            else:  # the wire continues the item opened last: it is restated
+                restate(asm, found[0], found[1], value)
+            return
+        # Walk to the list that holds the item (creating the way).
+        node: Any = asm.root
+        segs = target.segments
+        for i in range(len(segs) - 2):
+            seg = segs[i]
+            if seg.field is not None:
+                nxt_is_slot = segs[i + 1].field is None
+                if nxt_is_slot:
+                    node = ensure_slotted(node, seg.field, target.order)
+                else:
+                    child = node.get(seg.field)
+                    if child.__class__ is not dict:
+                        child = node[seg.field] = {}
+                    node = child
+            else:
+                inner = seg.slot(ev, ch)
+                if inner is None:
+                    report_unplaced(asm, op, target, ev, ch)
+                    return
+                try:
+                    item = node.get(inner)
+                except TypeError:  # a list or an object as the SLOT
+                    raise target.slot_misfit(i, inner) from None
+                if item is None:
+                    item = node.put(inner, {})
+                    asm.item_added(target.item_patterns[i], item, inner)
+                node = item
+        lst = ensure_slotted(node, segs[-2].field, target.order)
+        try:
+            existing = lst.get(slot)
+        except TypeError:  # a list or an object as the SLOT
+            raise target.slot_misfit(len(segs) - 1, slot) from None
+        if existing is not None:
+            restate(asm, lst, slot, value)
+            return
+        item = ingest(value) if value.__class__ is dict else {}
+        lst.put(slot, item)
+        asm.item_added(pattern, item, slot)
+
+    def restate(asm: Assembly, lst: SlottedList, slot: Any, value: Any) -> None:
+        existing = lst.get(slot)
+        assert existing is not None, "restated only where an item is open"
+        if _restate(asm, existing, value, args_fields, merge_complete):
+            lst.last = slot
+            if id(existing) not in asm.track_of:
+                asm.item_added(pattern, existing, slot)  # what it carries may make it a call
+        else:
+            asm.skip(
+                f"{op} {target.path}: {target.shown(len(target.segments) - 1, slot)} is a call "
+                "whose arguments are complete already; the restated item is not taken"
+            )
+
+    return open_item
+
+
+def op_open(spec: dict, ctx: CompileContext) -> Run:
+    """Open a new item at the slotted path ``at``, starting from the event's ``from`` object."""
+    target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
+    if target.rel or not target.segments or target.segments[-1].field is not None:
+        raise ValueError("open: 'at' must end with a slot step, e.g. content[index]")
+    read = (
+        compile_read(spec.get("from", ""), ctx.choice_alias)
+        if "from" in spec
+        else as_reader(lambda ev, ch=None: None)
+    )
+    merge_complete = spec.get("if_complete", "skip") == "merge"
+    return _open(target, read, ctx, "open", merge_complete)
+
+
+def _restate(
+    asm: Assembly,
+    item: dict,
+    value: Any,
+    args_fields: tuple[str, ...],
+    merge_complete: bool = False,
+) -> bool:
+    """An item opened again at its SLOT (a start restated, a call sent whole after its
+    start): merge what the restatement adds into the item, keeping it (and its call track).
+
+    A call whose arguments are complete already is never taken back nor run twice: by
+    default (``if_complete: skip``) it is not changed at all (False: the caller lists the
+    restatement as skipped). With ``if_complete: merge`` ("open if absent, else merge": a
+    call streamed, then restated whole) the restatement's other fields are merged in, and
+    its arguments must be the complete ones (or absent): different ones are refused whole.
+    Otherwise nothing streamed is lost: an empty value ("", {}, [], null) never erases one,
+    and the arguments go through the call's stream (whole arguments replace fragments)."""
+    track = asm.track_of.get(id(item))
+    if track is not None and track.args.state == COMPLETE:
+        if not merge_complete or value.__class__ is not dict:
+            return False
+        restated = _dig_fields(value, args_fields)
+        if not _is_empty(restated) and not _same_arguments(restated, track.args):
+            return False
+        _merge_restated(asm, item, _without_chain(value, args_fields), None, ())
+        return True
+    if value.__class__ is dict:
+        _merge_restated(asm, item, value, track, args_fields)
+    return True
+
+
+def _dig_fields(value: Any, fields: tuple[str, ...]) -> Any:
+    for field in fields:
+        if value.__class__ is not dict:
+            return None
+        value = value.get(field)
+    return value
+
+
+def _without_chain(value: dict, fields: tuple[str, ...]) -> dict:
+    """A copy of ``value`` without the field at the chain ``fields`` (the arguments)."""
+    if not fields:
+        return value
+    head, rest = fields[0], fields[1:]
+    out = {k: v for k, v in value.items() if k != head}
+    if rest and value.get(head).__class__ is dict:
+        out[head] = _without_chain(value[head], rest)
+    return out
+
+
+def _same_arguments(restated: Any, args: ArgsStream) -> bool:
+    """Are the restated arguments (an object, or its JSON text) the complete ones?"""
+    if restated.__class__ is str:
+        try:
+            restated = json.loads(restated)
+        except ValueError:
+            return False
+    return restated == args.value
+
+
+def _merge_restated(
+    asm: Assembly, node: dict, value: dict, track: Any, args_fields: tuple[str, ...]
+) -> None:
+    for key, val in value.items():
+        current = node.get(key)
+        on_args = track is not None and bool(args_fields) and key == args_fields[0]
+        if on_args and len(args_fields) == 1:
+            if not _is_empty(val) and track.args.replace(val):
+                asm.calls_dirty = True
+            continue
+        if _is_empty(val) and current is not None:
+            continue
+        if val.__class__ is dict and current.__class__ is dict:
+            _merge_restated(asm, current, val, track if on_args else None, args_fields[1:])
+        elif current.__class__ is ArgsStream:
+            if current.replace(val):
+                asm.calls_dirty = True
+        elif current.__class__ is SlottedList and val.__class__ is list:
+            if len(val) >= len(current):
+                node[key] = ingest(val)
+        else:
+            node[key] = ingest(val)
+
+
+def _is_empty(value: Any) -> bool:
+    return value is None or value == "" or value == {} or value == []
+
+
+def op_close(spec: dict, ctx: CompileContext) -> Run:
+    """The item at ``at`` is complete: finalize its arguments (parse an object-form wire's
+    JSON text); with ``from``, first adopt the fields of the final item the event carries."""
+    target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
+    read = compile_read(spec["from"], ctx.choice_alias) if "from" in spec else None
+    args_fields = ctx.calls_args
+
+    def close(asm: Assembly, ev: Any, ch: Any) -> None:
+        item = target.locate_item(asm, ev, ch, read is not None)
+        if item is None:
+            report_unplaced(asm, "close", target, ev, ch)
+            return
+        if read is not None:
+            final = read(ev, ch)
+            if final.__class__ is dict:
+                _adopt(asm, item, final, args_fields)
+        track = asm.track_of.get(id(item))
+        streams = [track.args] if track is not None else list(_streams_in(item))
+        for stream in streams:
+            if stream.close():
+                asm.calls_dirty = True
+
+    return close
+
+
+def _adopt(asm: Assembly, item: dict, final: dict, args_fields: tuple[str, ...]) -> None:
+    """Take the fields of a restated final item; the arguments go through their stream."""
+    track = asm.track_of.get(id(item))
+    for key, val in final.items():
+        if track is not None and args_fields and key == args_fields[0]:
+            if len(args_fields) == 1:
+                if track.args.replace(val):
+                    asm.calls_dirty = True
+                continue
+            if val.__class__ is dict and args_fields[1] in val:
+                sub = item.get(key)
+                for k2, v2 in val.items():
+                    if k2 == args_fields[1]:
+                        if track.args.replace(v2):
+                            asm.calls_dirty = True
+                    elif sub.__class__ is dict:
+                        sub[k2] = ingest(v2)
+                continue
+        current = item.get(key)
+        if current.__class__ in (Fragments, SlottedList, ArgsStream):
+            if current.__class__ is ArgsStream:
+                current.replace(val)
+                continue
+            # (Only a slotted list has a length to compare: a list restating streamed text
+            # replaces it below, as any other restated value does.)
+            shorter = (
+                current.__class__ is SlottedList
+                and val.__class__ is list
+                and len(val) < len(current)
+            )
+            if shorter:
+                continue  # never lose streamed items to a shorter restatement
+        item[key] = ingest(val)
+
+
+def _streams_in(node: Any):
+    if node.__class__ is ArgsStream:
+        yield node
+    elif node.__class__ is dict:
+        for value in node.values():
+            yield from _streams_in(value)
+
+
+# --- append, args -------------------------------------------------------------------------
+
+
+def op_append(spec: dict, ctx: CompileContext) -> Run:
+    """Append the event's string at ``from`` to the string at ``at``."""
+    read = compile_read(spec["from"], ctx.choice_alias)
+    target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
+    display = _display_target(target, ctx)
+    text_where = ctx.text_where
+    reasoning, reasoning_where = reasoning_at(ctx, target.pattern)
+    last = target.rel[-1]
+    shallow = len(target.rel) == 1
+
+    def append(asm: Assembly, ev: Any, ch: Any) -> None:
+        piece = read(ev, ch)
+        if piece.__class__ is not str or not piece:
+            if piece is not None and piece.__class__ is not str:
+                asm.skip(
+                    f"append {target.path}: expected a string at {spec['from']}, got "
+                    f"{_json_kind(piece)}; the event changed nothing"
+                )
+            return
+        item = target.locate_item(asm, ev, ch, True)
+        if item is None:
+            report_unplaced(asm, "append", target, ev, ch)
+            return
+        parent = item if shallow else target.parent_of_field(item)
+        current = parent.get(last)
+        if current.__class__ is Fragments:  # the usual case: no call of ours
+            current.append(piece)
+        else:
+            append_text(parent, last, piece)
+        if display and (text_where is None or text_where(item)):
+            asm.display.append(piece)
+        elif reasoning and (reasoning_where is None or reasoning_where(item)):
+            asm.reasoning.append(piece)
+
+    return append
+
+
+def _into_item(op: str, spec: dict, ctx: CompileContext, target: Target, act: Act) -> Run:
+    """The shape of an operation that puts what the event carries into the item at ``at``:
+    read ``from`` (absent: nothing to do), find or open the item (none: the event is listed
+    as unplaced), then ``act(assembly, item, value)``."""
+    read = compile_read(spec["from"], ctx.choice_alias)
+
+    def into_item(asm: Assembly, ev: Any, ch: Any) -> None:
+        value = read(ev, ch)
+        if value is None:
+            return
+        item = target.locate_item(asm, ev, ch, True)
+        if item is None:
+            report_unplaced(asm, op, target, ev, ch)
+            return
+        act(asm, item, value)
+
+    return into_item
+
+
+def op_args(spec: dict, ctx: CompileContext) -> Run:
+    """Feed an argument fragment (a JSON text piece, or a whole object) to the call at ``at``."""
+    return _into_args("args", spec, ctx, ArgsStream.feed)
+
+
+def op_args_final(spec: dict, ctx: CompileContext) -> Run:
+    """The wire restates a call's whole argument text (``...arguments.done``): adopt it."""
+    return _into_args("args_final", spec, ctx, ArgsStream.replace)
+
+
+def _into_args(op: str, spec: dict, ctx: CompileContext, take: Callable[..., bool]) -> Run:
+    """Hand the event's value to the argument stream of the call at ``at`` (``take`` says
+    how: a fragment fed, or the whole text adopted)."""
+    target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
+    rel = target.rel
+
+    def into_args(asm: Assembly, item: dict, value: Any) -> None:
+        if take(asm.args_of(item, rel), value):
+            asm.calls_dirty = True
+
+    return _into_item(op, spec, ctx, target, into_args)
+
+
+def op_push(spec: dict, ctx: CompileContext) -> Run:
+    """Add the event's value at ``from`` as a new element of the list at ``at``.
+
+    The list may be a slotted one (items another rule opened by SLOT): the value then takes
+    the first free integer SLOT after them, so it is appended and nothing there is replaced."""
+    target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
+    last = target.rel[-1]
+    item_pattern = f"{target.pattern}[*]"
+
+    def push(asm: Assembly, item: dict, value: Any) -> None:
+        parent = target.parent_of_field(item)
+        current = parent.get(last)
+        if current.__class__ is list:
+            current.append(ingest(value))
+        elif current is None:
+            parent[last] = [ingest(value)]
+        elif current.__class__ is SlottedList:
+            stored = current.put(current.free_slot(), ingest(value))
+            if stored.__class__ is dict:
+                asm.item_added(item_pattern, stored)
+        else:
+            asm.skip(
+                f"push {target.path}: it holds {_json_kind(current)}, not a list; "
+                "the value is not added"
+            )
+
+    return _into_item("push", spec, ctx, target, push)
+
+
+# --- turn-level fields, DONE, errors ------------------------------------------------------
+
+
+def _first_of(paths: Any, ctx: CompileContext) -> Reader:
+    paths = paths if isinstance(paths, list) else [paths]  # one path, or {jmespath: ...}
+    readers = [compile_read(p, ctx.choice_alias) for p in paths]
+    if len(readers) == 1:
+        return readers[0]
+
+    def first(ev: Any, ch: Any) -> Any:
+        for r in readers:
+            v = r(ev, ch)
+            if v is not None:
+                return v
+        return None
+
+    return as_reader(first)
+
+
+def op_stop_reason(spec: dict, ctx: CompileContext) -> Run:
+    """Record the provider's raw stop reason (the first non-null of the paths ``from``)."""
+    read = _first_of(spec["from"], ctx)
+
+    def stop_reason(asm: Assembly, ev: Any, ch: Any) -> None:
+        value = read(ev, ch)
+        if value is not None:
+            asm.stop_reason = value
+
+    return stop_reason
+
+
+def op_usage(spec: dict, ctx: CompileContext) -> Run:
+    """Record the provider's usage object: ``replace`` (the latest wins) or ``merge``."""
+    read = compile_read(spec["from"], ctx.choice_alias)
+    merge = spec.get("mode", "replace") == "merge"
+
+    def usage(asm: Assembly, ev: Any, ch: Any) -> None:
+        value = read(ev, ch)
+        if value is None:
+            return
+        if merge and asm.usage.__class__ is dict and value.__class__ is dict:
+            merged = dict(asm.usage)
+            merged.update({k: v for k, v in value.items() if v is not None})
+            asm.usage = merged
+        else:
+            asm.usage = ingest(value)
+
+    return usage
+
+
+def op_finish(spec: dict, ctx: CompileContext) -> Run:
+    """The wire's DONE: the turn is over. (``finish: {when: PATH}``, only if that path holds
+    a true value, a finish reason or ``done: true``, is the rules' own ``when`` guard.)"""
+
+    def finish(asm: Assembly, ev: Any, ch: Any) -> None:
+        asm.finish()
+
+    return finish
+
+
+def op_error(spec: dict, ctx: CompileContext) -> Run:
+    """A provider error event: keep its payload in ``buf.error`` and end the stream."""
+    read = compile_read(spec.get("from", ""), ctx.choice_alias)
+
+    def error(asm: Assembly, ev: Any, ch: Any) -> None:
+        value = read(ev, ch)
+        if value is None:
+            return
+        asm.error = ingest(value)
+        asm.finish(cut=True)  # an error ends the stream inside whatever is still open
+
+    return error

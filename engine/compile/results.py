@@ -1,0 +1,341 @@
+"""Tool results and tool declarations, rendered from a descriptor's templates.
+
+Two descriptor sections, both written in the template language of :mod:`engine.templates`:
+
+``results`` (the native history that answers a turn's calls)::
+
+    results:
+      mode: per_call            # per_call: `result` once per record; one_message: `message` once;
+                                #   restate: `assistant` only, each result merged into its
+                                #   call's part (an $echo with `merge`)
+      assistant: <template>     # the assistant turn as the wire needs it back; a mapping is one
+                                #   message, a list is spliced in as items (Responses)
+      result: <template>        # per_call: context {message, records, record}; a mapping is one
+                                #   message, a list is spliced in
+      message: <template>       # one_message: context {message, records}
+      leak_role: user           # the role that carries results for a call leaked into text
+      leak:                     # optional: the leak's shapes where {role, content: str} won't do
+        assistant: <template>   #   context {text, records, role, results_text}
+        message: <template>
+
+``declarations`` (the request fragment that declares tools): one template, rendered with
+``{tools: [{name, description, parameters}]}``; the fragment is merged into the request body
+by the caller (``{"tools": [...]}``, ``{"toolConfig": {...}}``). No tools gives ``{}``.
+
+A record in a context is a mapping ``{name, arguments, result, error, tool_call_id, failed}``.
+Templates compile once per strategy; the rendered history is a deep copy that shares nothing
+with the assembled message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ..model.fragments import copy_json
+from .templates import (
+    MISSING,
+    Template,
+    TemplateError,
+    TemplateProblem,
+    check_template,
+    render_result,
+)
+
+DEFAULT_LEAK_ROLE = "user"
+_MODES = ("per_call", "one_message", "restate")
+_RESULTS_KEYS = frozenset({"mode", "assistant", "result", "message", "leak_role", "leak"})
+
+
+@dataclass(frozen=True)
+class CompiledResults:
+    mode: str
+    assistant: Template | None
+    result: Template | None
+    message: Template | None
+    leak_role: str
+    leak_assistant: Template | None
+    leak_message: Template | None
+
+
+@dataclass(frozen=True)
+class CompiledSections:
+    results: CompiledResults | None
+    declarations: Template | None
+
+
+def compile_sections(descriptor: dict) -> CompiledSections:
+    """Check and compile a descriptor's ``results`` and ``declarations`` sections (either may
+    be absent). Raises :class:`~engine.templates.TemplateError` (a ``ValueError`` naming the
+    JSON pointer of the first bad part) with every problem."""
+    sections, problems = check_sections(descriptor)
+    if problems:
+        raise TemplateError(problems)
+    return sections
+
+
+def check_sections(descriptor: dict) -> tuple[CompiledSections, list[TemplateProblem]]:
+    """The compiled ``results`` and ``declarations`` sections and every problem in them, each
+    ``(JSON pointer, message, rule)``: what the validator reports, each at its line."""
+    problems: list[TemplateProblem] = []
+    results = descriptor.get("results")
+    declarations = descriptor.get("declarations")
+    sections = CompiledSections(
+        results=None if results is None else _compile_results(results, problems),
+        declarations=(
+            None if declarations is None else _template(declarations, "/declarations", problems)
+        ),
+    )
+    return sections, problems
+
+
+def _template(spec: Any, pointer: str, problems: list[TemplateProblem]) -> Template:
+    template, found = check_template(spec, pointer)
+    problems.extend(found)
+    return template
+
+
+def _compile_results(spec: Any, problems: list[TemplateProblem]) -> CompiledResults | None:
+    def bad(pointer: str, message: str) -> None:
+        problems.append((pointer, message, "template"))
+
+    if not isinstance(spec, dict):
+        bad("/results", "a mapping")
+        return None
+    for key in spec:
+        if key not in _RESULTS_KEYS:
+            bad(f"/results/{key}", f"unknown key; known: {', '.join(sorted(_RESULTS_KEYS))}")
+    mode = spec.get("mode", "one_message" if "message" in spec else "per_call")
+    if mode not in _MODES:
+        bad("/results/mode", f"one of {', '.join(_MODES)}, got {mode!r}")
+    elif mode == "restate":
+        _check_restate(spec, bad)
+    else:
+        needed, other = ("result", "message") if mode == "per_call" else ("message", "result")
+        if needed not in spec:
+            bad("/results", f"mode {mode} needs {needed}")
+        if other in spec:
+            bad(f"/results/{other}", f"not used in mode {mode} (it takes {needed})")
+    role = spec.get("leak_role", DEFAULT_LEAK_ROLE)
+    if not isinstance(role, str) or not role:
+        bad("/results/leak_role", "a role name")
+    elif role == "system":
+        bad("/results/leak_role", "system is not a role that carries tool results")
+    leak = spec.get("leak") or {}
+    if not isinstance(leak, dict) or any(k not in ("assistant", "message") for k in leak):
+        bad("/results/leak", "a mapping with assistant and message")
+        leak = {}
+
+    def opt(value: Any, pointer: str) -> Template | None:
+        return None if value is None else _template(value, pointer, problems)
+
+    return CompiledResults(
+        mode=mode,
+        assistant=opt(spec.get("assistant"), "/results/assistant"),
+        result=opt(spec.get("result"), "/results/result"),
+        message=opt(spec.get("message"), "/results/message"),
+        leak_role=role,
+        leak_assistant=opt(leak.get("assistant"), "/results/leak/assistant"),
+        leak_message=opt(leak.get("message"), "/results/leak/message"),
+    )
+
+
+def _check_restate(spec: dict, bad: Callable[[str, str], None]) -> None:
+    """``mode: restate``: the history is the assistant message sent back with each call's
+    result in its own part, so ``assistant`` is all there is, and it merges the results in
+    (an ``$echo`` with ``merge``); ``result`` and ``message`` would have nothing to say."""
+    for other in ("result", "message"):
+        if other in spec:
+            bad(
+                f"/results/{other}",
+                "not used in mode restate (each result goes into its call's part of `assistant`)",
+            )
+    if "assistant" not in spec:
+        bad("/results", "mode restate needs assistant: the message restated, an $echo with merge")
+    elif not _has_merging_echo(spec["assistant"]):
+        bad(
+            "/results/assistant",
+            "mode restate puts each result into its call's part: an $echo with calls and "
+            "merge, and this template has none",
+        )
+
+
+def _has_merging_echo(template: Any) -> bool:
+    if isinstance(template, dict):
+        if "$echo" in template and "merge" in template:
+            return True
+        return any(_has_merging_echo(value) for value in template.values())
+    if isinstance(template, list):
+        return any(_has_merging_echo(value) for value in template)
+    return False
+
+
+# --- a strategy's sections --------------------------------------------------------------
+
+
+def sections_of(strategy: Any) -> CompiledSections:
+    """The compiled sections of a strategy: those it compiled with itself (``sections``), so
+    that no cache outlives it. Any other object with a ``descriptor`` mapping works too; its
+    sections are compiled on each use, as nothing may keep them (or it) alive."""
+    compiled = getattr(strategy, "sections", None)
+    if compiled.__class__ is CompiledSections:
+        return compiled
+    return compile_sections(getattr(strategy, "descriptor", None) or {})
+
+
+def _name_of(strategy: Any) -> str:
+    return str(getattr(strategy, "name", None) or type(strategy).__name__)
+
+
+# --- records and tools as template data ----------------------------------------------------
+
+
+def record_view(record: Any) -> dict:
+    """A record as templates see it: ``{name, arguments, result, error, tool_call_id,
+    failed}``. Accepts a :class:`~engine.records.ToolCallRecord`, a mapping, or any object
+    with those attributes."""
+    if isinstance(record, dict):
+        get = record.get
+    else:
+
+        def get(key: str, default: Any = None) -> Any:
+            return getattr(record, key, default)
+
+    error = get("error")
+    return {
+        "name": get("name"),
+        "arguments": get("arguments") or {},
+        "result": get("result"),
+        "error": None if error is None else str(error),
+        "tool_call_id": get("tool_call_id"),
+        "failed": error is not None,
+    }
+
+
+def tool_view(tool: Any) -> dict:
+    """A tool as templates see it: ``{name, description, parameters}``, the parameters a JSON
+    Schema object (an empty object schema when the tool has none)."""
+    if isinstance(tool, dict):
+        get = tool.get
+    else:
+
+        def get(key: str, default: Any = None) -> Any:
+            return getattr(tool, key, default)
+
+    parameters = get("parameters")
+    if parameters is None:
+        parameters = get("input_schema")
+    if not parameters:
+        parameters = {"type": "object", "properties": {}}
+    return {
+        "name": get("name"),
+        "description": get("description") or "",
+        "parameters": parameters,
+    }
+
+
+def _append(out: list, value: Any) -> None:
+    if value is MISSING or value is None:
+        return
+    if isinstance(value, list):
+        out.extend(value)
+    else:
+        out.append(value)
+
+
+# --- the public functions ------------------------------------------------------------------
+
+
+def result_messages(strategy: Any, message: Any, records: Iterable[Any]) -> list[dict]:
+    """The native history that answers ``records``: the assistant turn as the wire needs it
+    back, then the results, as the strategy's ``results`` section declares them. A ``str``
+    message is a call that leaked into text, answered as :func:`leak_result_messages` does."""
+    if isinstance(message, str):
+        return leak_result_messages(strategy, message, records)
+    spec = sections_of(strategy).results
+    if spec is None:
+        raise NotImplementedError(f"format {_name_of(strategy)!r} declares no results section")
+    views = [record_view(r) for r in records]
+    ctx = {"message": message, "records": views}
+    out: list = []
+    if spec.assistant is not None:
+        _append(out, spec.assistant.render(ctx, MISSING))
+    if spec.mode == "per_call":
+        assert spec.result is not None, "_compile_results requires `result` in per_call mode"
+        for view in views:
+            _append(out, spec.result.render({**ctx, "record": view}, MISSING))
+    elif spec.mode == "one_message" and views:
+        assert spec.message is not None, "_compile_results requires `message` in one_message"
+        _append(out, spec.message.render(ctx, MISSING))
+    # restate: the assistant message above carries each result in its own call's part.
+    return copy_json(out)
+
+
+def tool_declarations(strategy: Any, tools: Iterable[Any]) -> Any:
+    """The request fragment that declares ``tools`` on the strategy's wire (``{}`` for no
+    tools), as its ``declarations`` section says."""
+    template = sections_of(strategy).declarations
+    if template is None:
+        raise NotImplementedError(f"format {_name_of(strategy)!r} declares no declarations section")
+    views = [tool_view(t) for t in tools]
+    if not views:
+        return {}
+    return copy_json(template.render({"tools": views}, {}))
+
+
+def leak_role(strategy: Any) -> str:
+    """The role a strategy's wire uses for results of a call that leaked into text."""
+    spec = sections_of(strategy).results
+    return DEFAULT_LEAK_ROLE if spec is None else spec.leak_role
+
+
+def results_text(records: Iterable[Any]) -> str:
+    """The results of ``records`` as one plain text, one paragraph a call."""
+    parts = []
+    for record in records:
+        view = record_view(record)
+        name = view["name"]
+        if view["failed"]:
+            error = view["error"]
+            parts.append(
+                error if error.startswith(f"Tool '{name}'") else f"Tool '{name}' failed: {error}"
+            )
+        else:
+            parts.append(f"Tool '{name}' returned: {render_result(view, 'text')}")
+    return "\n\n".join(parts)
+
+
+def text_result_messages(
+    text: str, records: Iterable[Any], role: str = DEFAULT_LEAK_ROLE
+) -> list[dict]:
+    """History for a call that leaked into plain text (it never had a native call id): the
+    assistant's text as it was, then every result in one message in ``role``. Never the
+    system role: several wires (Anthropic, Bedrock, Gemini) have none in their messages."""
+    if role == "system":
+        raise ValueError("tool results are never sent in the system role")
+    return [
+        {"role": "assistant", "content": text},
+        {"role": role, "content": results_text(records)},
+    ]
+
+
+def leak_result_messages(strategy: Any, text: str, records: Iterable[Any]) -> list[dict]:
+    """:func:`text_result_messages` in the strategy's leak role, and in its own leak shapes
+    where its descriptor declares them (``results.leak``)."""
+    records = list(records)
+    spec = sections_of(strategy).results
+    role = DEFAULT_LEAK_ROLE if spec is None else spec.leak_role
+    generic = text_result_messages(text, records, role)
+    if spec is None or (spec.leak_assistant is None and spec.leak_message is None):
+        return generic
+    ctx = {
+        "text": text,
+        "records": [record_view(r) for r in records],
+        "role": role,
+        "results_text": generic[1]["content"],
+    }
+    out: list = []
+    for template, fallback in ((spec.leak_assistant, generic[0]), (spec.leak_message, generic[1])):
+        _append(out, fallback if template is None else template.render(ctx, MISSING))
+    return copy_json(out)

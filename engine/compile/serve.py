@@ -1,0 +1,352 @@
+"""A fake provider, declared: how each wire is served (``mcs-formats serve``), and its streams.
+
+A descriptor's ``serve`` section says what a provider's HTTP side looks like, so that a
+recorded stream can be played back to a client and its official SDK exactly as the provider
+sent it, with no line of Python per wire (formats/README.md, "serve"):
+
+- ``endpoints``: the request paths (``{name}`` matches one path segment) and how a request
+  says it wants a stream: always, never, or a field of the JSON body (with its default);
+  ``query`` names parameters a streaming endpoint needs (answered 400 without them);
+- ``framing``: ``sse`` (``event:`` lines from the recorded ``_event`` name or a payload field,
+  the line ending, a closing ``data:`` sentinel), ``ndjson`` (one JSON text a line) or
+  ``aws_eventstream`` (binary messages with CRCs, :mod:`engine.eventstream`; an event named
+  ``...<exception_suffix>`` goes out as an exception message);
+- ``response``: the non-streaming response, a template (:mod:`engine.templates`) around the
+  assembled message, rendered with ``{message, stop_reason, usage, first, last, request,
+  params}`` (``first``/``last``: the first and last recorded payloads; ``request``: the JSON
+  body; ``params``: the path's ``{name}`` segments); ``error``: the status and body of a
+  non-streaming response to a stream that ended with a provider error (context adds ``error``).
+
+This module compiles the section once (:func:`compile_serve`, every problem located as
+``/serve/...: message``) and turns recordings into bytes; :mod:`engine.serve_http` answers
+HTTP with it. Payload text goes out byte for byte as recorded: only the ``_event`` key is cut
+from it (the name travels in the frame, as it did on the wire).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import eventstream
+from .captures import CapturedEvent, CaptureError, parse_bytes
+from .templates import Template, compile_template
+
+EVENT_KEY = "_event"
+FRAMINGS = ("sse", "ndjson", "aws_eventstream")
+_LINE_ENDS = ("\n", "\r\n")
+_SECTION_KEYS = frozenset({"endpoints", "framing", "headers", "response", "error"})
+_ENDPOINT_KEYS = frozenset({"path", "stream", "query"})
+_FRAMING_KEYS = frozenset(
+    {"kind", "content_type", "sse_event", "line_end", "done", "exception_suffix"}
+)
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_FIELD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_LEADING_EVENT_KEY = re.compile(r'^\s*\{\s*"_event"\s*:\s*"(?:[^"\\]|\\.)*"\s*(,\s*)?')
+
+
+class ServeError(ValueError):
+    """A ``serve`` section the engine cannot use; the message starts with its JSON pointer."""
+
+
+# -- recordings ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RecordedEvent:
+    """One recorded event: its name outside the payload (if any), the payload text and object,
+    and the line as recorded (what the buffer is fed)."""
+
+    name: str | None
+    text: str
+    payload: dict
+    recorded: dict
+
+
+def read_recording(path: str | Path, end_markers: Collection[str] = ()) -> list[RecordedEvent]:
+    """The events of one recorded stream (JSON Lines, a raw SSE or AWS event stream capture,
+    read by :mod:`engine.captures`), in order. Raises ``ValueError`` naming the line of one that is
+    not a JSON object. A capture's end marker (``data: [DONE]``, one of ``end_markers``: the
+    built-in wires' ``done_sentinels``, which the caller reads from the registry, a floor
+    above this one) is left to the framing, which sends the wire's own where the wire has
+    one; other text is an error."""
+    events = []
+    raw = Path(path).read_bytes()  # an OSError is the caller's to name
+    for captured in parse_bytes(raw, str(path)):
+        if not captured.is_json:
+            if captured.data.strip() in end_markers:
+                continue
+            message = f"expected a JSON object or an end marker, got the text {captured.data!r}"
+            raise CaptureError(str(path), message, captured.line)
+        if not isinstance(captured.value, dict):
+            raise ValueError(f"{path}:{captured.line}: a recorded event must be a JSON object")
+        events.append(_recorded(captured))
+    return events
+
+
+def _recorded(captured: CapturedEvent) -> RecordedEvent:
+    """A JSON Lines line, or an SSE event: its ``event:`` name, its data as sent (one line of
+    it; data spread over several ``data:`` fields goes out compact, on one)."""
+    if not captured.sse:
+        return _split_event_name(captured.data, captured.value)
+    payload = json.loads(captured.data)  # as sent: without the `_event` the reader adds
+    text = captured.data.strip() if "\n" not in captured.data else _compact(payload)
+    if EVENT_KEY in payload:  # the capture's data holds a recorded `_event` itself
+        return _split_event_name(text, payload)
+    return RecordedEvent(captured.name, text, payload, captured.value)
+
+
+def _split_event_name(text: str, obj: dict) -> RecordedEvent:
+    """Take ``_event`` out of the payload; keep the rest of the text as recorded when the cut
+    leaves the same JSON (it does unless ``_event`` was not the first key)."""
+    if EVENT_KEY not in obj:
+        return RecordedEvent(None, text, obj, obj)
+    name = obj[EVENT_KEY]
+    payload = {k: v for k, v in obj.items() if k != EVENT_KEY}
+    cut = _LEADING_EVENT_KEY.sub("{", text, count=1)
+    try:
+        if json.loads(cut) == payload:
+            return RecordedEvent(str(name), cut, payload, obj)
+    except json.JSONDecodeError:
+        pass
+    return RecordedEvent(str(name), _compact(payload), payload, obj)
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+# -- endpoints -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One request path of the provider and how a request to it asks for a stream."""
+
+    path: str
+    pattern: re.Pattern[str]
+    stream: bool | None  # fixed by the path; None: the body's field says
+    stream_field: str | None = None
+    stream_default: bool = False
+    query: dict[str, str] = field(default_factory=dict)
+
+    def match(self, path: str) -> dict[str, str] | None:
+        """The path's ``{name}`` segments when this endpoint answers it, else None."""
+        found = self.pattern.match(path)
+        return None if found is None else found.groupdict()
+
+    def wants_stream(self, body: Any) -> bool:
+        if self.stream is not None:
+            return self.stream
+        value = body.get(self.stream_field) if isinstance(body, dict) else None
+        return self.stream_default if value is None else value is True
+
+    def missing_query(self, query: dict[str, list[str]]) -> dict[str, str]:
+        """The declared query parameters this request lacks (or gives another value)."""
+        return {k: v for k, v in self.query.items() if query.get(k) != [v]}
+
+
+def _compile_endpoint(spec: Any, pointer: str) -> Endpoint:
+    _mapping(spec, pointer, _ENDPOINT_KEYS, required=("path", "stream"))
+    path = spec["path"]
+    if not isinstance(path, str) or not path.startswith("/"):
+        raise ServeError(f"{pointer}/path: a request path starting with /, got {path!r}")
+    stream = spec["stream"]
+    query = spec.get("query", {})
+    if not isinstance(query, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in query.items()
+    ):
+        raise ServeError(f"{pointer}/query: a mapping of parameter names to values")
+    if isinstance(stream, bool):
+        return Endpoint(path, _path_pattern(path), stream, query=dict(query))
+    _mapping(stream, f"{pointer}/stream", frozenset({"field", "default"}), required=("field",))
+    name, default = stream["field"], stream.get("default", False)
+    if not isinstance(name, str) or not _FIELD.match(name):
+        raise ServeError(f"{pointer}/stream/field: a body field name, got {name!r}")
+    if not isinstance(default, bool):
+        raise ServeError(f"{pointer}/stream/default: true or false, got {default!r}")
+    return Endpoint(path, _path_pattern(path), None, name, default, dict(query))
+
+
+def _path_pattern(path: str) -> re.Pattern[str]:
+    """``/model/{model}/converse``: each ``{name}`` one segment (no ``/``), the rest literal."""
+    out, end = [], 0
+    for found in _PLACEHOLDER.finditer(path):
+        out.append(re.escape(path[end : found.start()]))
+        out.append(f"(?P<{found[1]}>[^/]+)")
+        end = found.end()
+    out.append(re.escape(path[end:]))
+    return re.compile("^" + "".join(out) + "$")
+
+
+# -- framing ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Framing:
+    """How a response body carries the events: one frame (one write and flush) per event."""
+
+    kind: str
+    content_type: str
+    sse_event: str | None = None
+    line_end: str = "\n"
+    done: str | None = None
+    exception_suffix: str | None = None
+
+    def frames(self, events: list[RecordedEvent]) -> Iterator[bytes]:
+        for event in events:
+            yield self.frame(event)
+        if self.done is not None:
+            yield self._sse(None, self.done)
+
+    def frame(self, event: RecordedEvent) -> bytes:
+        if self.kind == "ndjson":
+            return (event.text + "\n").encode("utf-8")
+        if self.kind == "aws_eventstream":
+            return self._eventstream(event)
+        name = event.name
+        if name is None and self.sse_event is not None:
+            value = event.payload.get(self.sse_event)
+            name = value if isinstance(value, str) else None
+        return self._sse(name, event.text)
+
+    def _sse(self, name: str | None, data: str) -> bytes:
+        end = self.line_end
+        head = f"event: {name}{end}" if name else ""
+        return f"{head}data: {data}{end}{end}".encode()
+
+    def _eventstream(self, event: RecordedEvent) -> bytes:
+        event_type, payload = typed_event(event)
+        suffix = self.exception_suffix
+        if suffix and event_type.endswith(suffix):
+            return eventstream.exception_message(event_type, payload)
+        return eventstream.event_message(event_type, payload)
+
+
+def typed_event(event: RecordedEvent) -> tuple[str, str]:
+    """(event type, payload text): the recorded ``_event`` name, or the one key of an event
+    recorded as the SDKs yield it (``{"TYPE": {...fields}}``)."""
+    if event.name is not None:
+        return event.name, event.text
+    if len(event.payload) == 1:
+        ((name, fields),) = event.payload.items()
+        if isinstance(fields, dict):
+            return name, _compact(fields)
+    raise ValueError(
+        "an event-stream event needs its type: an `_event` name, or one key holding an object;"
+        f" got {event.text[:120]}"
+    )
+
+
+def _compile_framing(spec: Any, pointer: str) -> Framing:
+    _mapping(spec, pointer, _FRAMING_KEYS, required=("kind", "content_type"))
+    kind = spec["kind"]
+    if kind not in FRAMINGS:
+        raise ServeError(f"{pointer}/kind: one of {', '.join(FRAMINGS)}, got {kind!r}")
+    for key in ("content_type", "sse_event", "done", "exception_suffix"):
+        if key in spec and (not isinstance(spec[key], str) or not spec[key]):
+            raise ServeError(f"{pointer}/{key}: a non-empty string, got {spec[key]!r}")
+    line_end = spec.get("line_end", "\n")
+    if line_end not in _LINE_ENDS:
+        raise ServeError(f'{pointer}/line_end: "\\n" or "\\r\\n", got {line_end!r}')
+    only = {"sse": ("sse_event", "line_end", "done"), "aws_eventstream": ("exception_suffix",)}
+    for key in ("sse_event", "line_end", "done", "exception_suffix"):
+        if key in spec and key not in only.get(kind, ()):
+            raise ServeError(f"{pointer}/{key}: not an option of framing {kind}")
+    return Framing(
+        kind,
+        spec["content_type"],
+        spec.get("sse_event"),
+        line_end,
+        spec.get("done"),
+        spec.get("exception_suffix"),
+    )
+
+
+# -- the section -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ServeSpec:
+    """A descriptor's ``serve`` section, compiled: immutable and shared by every request."""
+
+    endpoints: tuple[Endpoint, ...]
+    framing: Framing
+    headers: dict[str, str]
+    response: Template
+    error_status: Template | None
+    error_body: Template | None
+
+    def route(self, path: str) -> tuple[Endpoint, dict[str, str]] | None:
+        for endpoint in self.endpoints:
+            params = endpoint.match(path)
+            if params is not None:
+                return endpoint, params
+        return None
+
+    def reply(self, context: dict) -> tuple[int, Any]:
+        """(status, body) of the non-streaming response: the ``error`` section's when the
+        context carries a provider error and the section has one, else ``response``."""
+        if context.get("error") is not None and self.error_body is not None:
+            status = self.error_status.render(context, 500) if self.error_status else 500
+            if not isinstance(status, int) or isinstance(status, bool) or not 400 <= status < 600:
+                status = 500
+            return status, self.error_body.render(context, {})
+        return 200, self.response.render(context, {})
+
+
+def compile_serve(descriptor: dict) -> ServeSpec | None:
+    """The compiled ``serve`` section of a descriptor, or None when it has none. Raises
+    :class:`ServeError` (``/serve/...: message``) on the first part it cannot use."""
+    spec = descriptor.get("serve")
+    if spec is None:
+        return None
+    pointer = "/serve"
+    _mapping(spec, pointer, _SECTION_KEYS, required=("endpoints", "framing", "response"))
+    endpoints = spec["endpoints"]
+    if not isinstance(endpoints, list) or not endpoints:
+        raise ServeError(f"{pointer}/endpoints: a non-empty list of endpoints")
+    headers = spec.get("headers", {})
+    if not isinstance(headers, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
+    ):
+        raise ServeError(f"{pointer}/headers: a mapping of header names to strings")
+    error_status = error_body = None
+    if "error" in spec:
+        error = spec["error"]
+        _mapping(error, f"{pointer}/error", frozenset({"status", "body"}), required=("body",))
+        error_body = _template(error["body"], f"{pointer}/error/body")
+        if "status" in error:
+            error_status = _template(error["status"], f"{pointer}/error/status")
+    return ServeSpec(
+        endpoints=tuple(
+            _compile_endpoint(e, f"{pointer}/endpoints/{i}") for i, e in enumerate(endpoints)
+        ),
+        framing=_compile_framing(spec["framing"], f"{pointer}/framing"),
+        headers=dict(headers),
+        response=_template(spec["response"], f"{pointer}/response"),
+        error_status=error_status,
+        error_body=error_body,
+    )
+
+
+def _template(spec: Any, pointer: str) -> Template:
+    try:
+        return compile_template(spec, pointer)
+    except ValueError as exc:
+        raise ServeError(str(exc)) from None
+
+
+def _mapping(spec: Any, pointer: str, keys: frozenset[str], required: tuple[str, ...]) -> None:
+    if not isinstance(spec, dict):
+        raise ServeError(f"{pointer}: a mapping, got {type(spec).__name__}")
+    for key in spec:
+        if key not in keys:
+            raise ServeError(f"{pointer}/{key}: unknown key; known: {', '.join(sorted(keys))}")
+    for key in required:
+        if key not in spec:
+            raise ServeError(f"{pointer}: missing {key!r}")

@@ -1,0 +1,909 @@
+"""A compiled descriptor: the immutable, shared strategy for one wire format.
+
+:func:`compile_descriptor` turns a validated descriptor (plain data) into an
+:class:`ExtractionStrategy`. Compilation happens once per load; the strategy holds only
+compiled closures and never per-stream state, which lives in :class:`~engine.assembly.Assembly`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from ..errors import escape
+from ..events import CallIncomplete, ExtractedCall
+from ..model.assembly import Assembly, judged_after_the_event
+from ..model.fragments import materialize
+from ..model.jsonscan import MAX_DEPTH, ArgsStream, dumps_any_depth, nests_deeper
+from . import paths
+from .extend_op import finish_open_parts
+from .operations import OPERATIONS, RuleProblem, Source, operation_rules
+from .ops import CompileContext, Run, TextPlace, any_where, pattern_of
+from .paths import compile_get, compile_read, is_plain, parse_chain, parse_target
+from .predicates import Predicate, compile_predicate
+from .results import CompiledSections, compile_sections
+
+
+@dataclass(frozen=True)
+class Forming:
+    """Is a call coming, and (once streamed) its tool name. Falsy when not forming."""
+
+    forming: bool
+    tool_name: str | None = None
+
+    def __bool__(self) -> bool:
+        return self.forming
+
+
+NOT_FORMING = Forming(False)
+
+
+@dataclass(frozen=True)
+class CallsSpec:
+    pattern: str
+    list_fields: tuple[tuple[str, ...], ...]  # field chains between [*] steps
+    where: Predicate | None  # None: every item of the list is a call
+    name: Callable[[Any], Any]
+    id: Callable[[Any], Any]
+    args_fields: tuple[str, ...]
+    args_form: str
+    args_whole: bool = False  # the wire sends arguments whole (Gemini, Ollama)
+    # A call item the message marks as cut short (Gemini's ``willContinue`` left on a call
+    # whose stream ended): never a call, an incomplete one ("cut"), in a whole message.
+    cut_when: Predicate | None = None
+
+    def install_args(self, item: dict) -> ArgsStream:
+        """Put an :class:`ArgsStream` at the item's args field, seeded with what is there."""
+        parent = item
+        for f in self.args_fields[:-1]:
+            child = parent.get(f)
+            if child.__class__ is not dict:
+                child = parent[f] = {}
+            parent = child
+        current = parent.get(self.args_fields[-1])
+        if current.__class__ is ArgsStream:  # the item's first entry brought arguments
+            return current
+        if self.args_whole:
+            # Whole arguments: absent means a call without arguments.
+            stream = ArgsStream(self.args_form)
+            stream.set_whole({} if current is None else current)
+        else:
+            stream = new_args_stream(self.args_form, current)
+        parent[self.args_fields[-1]] = stream
+        return stream
+
+
+def new_args_stream(form: str, current: Any) -> ArgsStream:
+    if current.__class__ is ArgsStream:
+        return current
+    if current.__class__ is str:
+        stream = ArgsStream(form)
+        stream.feed(current)
+        return stream
+    if form == "object" or current is None:
+        return ArgsStream(form, initial=current)
+    stream = ArgsStream(form)
+    stream.set_whole(current)
+    return stream
+
+
+@dataclass(frozen=True)
+class TextSpec:
+    pattern: str
+    list_fields: tuple[tuple[str, ...], ...]
+    where: Predicate | None
+    part_where: Predicate | None = None  # the text field may hold typed parts instead
+    part_field: str = "text"
+
+
+@dataclass(frozen=True)
+class Spec:
+    """The compiled, immutable description of one wire."""
+
+    name: str
+    title: str
+    descriptor: dict
+    initial_message: dict
+    calls: CallsSpec | None
+    text: TextSpec | None
+    leaks_into_text: bool
+    sentinels: frozenset[str]
+    # Stop reasons that mean a length limit cut the output: at such a DONE, open items are cut.
+    length_stops: frozenset[str] = frozenset()
+    # Where reasoning sits in the message (the ``reasoning`` section), in declaration order.
+    reasoning: tuple[TextPlace, ...] = ()
+
+    def new_args(self, current: Any) -> ArgsStream:
+        form = self.calls.args_form if self.calls is not None else "string"
+        return new_args_stream(form, current)
+
+
+class Program:
+    """The event rules: dispatch by discriminator to compiled operation lists."""
+
+    __slots__ = (
+        "discriminator",
+        "wrapped",
+        "table",
+        "every",
+        "ignored",
+        "choice_list",
+        "choice_key",
+        "first_is_choice",
+    )
+
+    def __init__(self, events: dict, ctx: CompileContext, problems: Problems) -> None:
+        disc = events.get("discriminator")
+        self.wrapped = False
+        if isinstance(disc, dict) and "field" in disc:  # not a {jmespath: ...} read
+            self.wrapped = bool(disc.get("or_wrapped"))
+            disc = disc["field"]
+        self.discriminator = compile_get(disc) if disc else None
+        choice = events.get("choice")
+        self.choice_list = compile_get(choice["list"]) if choice else None
+        self.choice_key = choice.get("key", "index") if choice else None
+        # The fast path of :meth:`choose`: the first entry is the usual choice, checked before
+        # the search (in :meth:`apply`, which runs on every chunk, where a call costs).
+        self.first_is_choice = paths.FAST_PATHS
+        self.every = tuple(compile_ops(events.get("every", []), ctx, problems, "/events/every"))
+        self.table = _compile_table(events.get("on", {}), ctx, problems)
+        self.ignored = frozenset(events.get("ignore", ()))
+
+    def choose(self, entries: Any, choice: int) -> Any:
+        """The entry of the choice list ``entries`` that is ``choice`` (its key, else its
+        position), None when none is."""
+        if entries.__class__ is not list:
+            return None
+        key = self.choice_key
+        for position, entry in enumerate(entries):
+            if entry.__class__ is dict and entry.get(key, position) == choice:
+                return entry
+        return None
+
+    def event_name(self, chunk: Any) -> str | None:
+        """The event's name as the discriminator reads it (``content_block_delta``), None on a
+        wire without event names. Cold: it names a skipped event, never runs per chunk."""
+        if self.discriminator is None or chunk.__class__ is not dict:
+            return None
+        name = self.discriminator(chunk)
+        if name is None and self.wrapped and len(chunk) == 1:
+            (name,) = chunk
+        return None if name is None else str(name)
+
+    def apply(self, asm: Assembly, chunk: dict, choice: int) -> None:
+        # Runs on every chunk, where a call is a tenth of the budget: the readers' one-field
+        # fast paths are taken here (see :class:`engine.paths.Reader`).
+        discriminator = self.discriminator
+        name: Any  # what the wire put at the discriminator: any JSON value, or None
+        if discriminator is None:
+            name, payload = None, chunk
+        else:
+            field = discriminator.field
+            name = chunk.get(field) if field is not None else discriminator(chunk)
+            if name is None and self.wrapped and len(chunk) == 1:
+                ((name, payload),) = chunk.items()
+            else:
+                payload = chunk
+        if payload.__class__ is not dict:
+            asm.unknown[str(name)] += 1
+            return
+        ch = None
+        choice_list = self.choice_list
+        if choice_list is not None:
+            field = choice_list.field
+            entries = payload.get(field) if field is not None else choice_list(payload)
+            if entries.__class__ is list and entries:
+                first = entries[0]
+                if (
+                    self.first_is_choice
+                    and first.__class__ is dict
+                    and first.get(self.choice_key, 0) == choice
+                ):
+                    ch = first
+                else:
+                    ch = self.choose(entries, choice)
+        for op in self.every:
+            op(asm, payload, ch)
+        if self.discriminator is None:
+            return
+        try:
+            rules = self.table.get(name)
+        except TypeError:  # a name that is no name (a list, an object): no rule has it
+            asm.unknown[str(name)] += 1
+            return
+        if rules is None:
+            if name not in self.ignored:
+                asm.unknown[str(name)] += 1
+            return
+        if rules.__class__ is SubTable:
+            try:
+                rules = rules.table.get(rules.discriminator(payload))
+            except TypeError:
+                rules = None
+            if rules is None:
+                asm.unknown[str(name)] += 1
+                return
+        for op in rules:
+            op(asm, payload, ch)
+
+
+class SubTable:
+    """A nested discriminator (Anthropic's ``content_block_delta`` by ``delta.type``)."""
+
+    __slots__ = ("discriminator", "table")
+
+    def __init__(self, spec: dict, ctx: CompileContext, problems: Problems, base: str) -> None:
+        self.discriminator = compile_get(spec["discriminator"])
+        table = {
+            k: tuple(compile_ops(v, ctx, problems, f"{base}/on/{escape(k)}"))
+            for k, v in spec["on"].items()
+        }
+        self.table = _with_patterns(table, problems, f"{base}/on")
+
+
+def _compile_table(on: dict, ctx: CompileContext, problems: Problems) -> dict[str, Any]:
+    table: dict[str, Any] = {}
+    for name, rules in on.items():
+        base = f"/events/on/{escape(name)}"
+        if isinstance(rules, dict):
+            table[name] = SubTable(rules, ctx, problems, base)
+        else:
+            table[name] = tuple(compile_ops(rules or [], ctx, problems, base))
+    return _with_patterns(table, problems, "/events/on")
+
+
+WILDCARD = "*"
+
+
+class PatternTable(dict):
+    """A rule table with event-name patterns (``data-*``: every name that starts with
+    ``data-``) beside its exact names. An exact name always wins; among patterns, the
+    longest prefix wins, so ``data-weather-*`` takes over from ``data-*``.
+
+    Only a table that declares a pattern is one: every other table stays a plain dict, whose
+    ``get`` the dispatcher calls on every chunk. A miss here costs a test per pattern."""
+
+    __slots__ = ("patterns",)
+
+    def __init__(self, exact: dict[str, Any], patterns: list[tuple[str, Any]]) -> None:
+        super().__init__(exact)
+        self.patterns = tuple(sorted(patterns, key=lambda entry: -len(entry[0])))
+
+    def get(self, name: Any, default: Any = None) -> Any:
+        found = dict.get(self, name)  # an unhashable name raises TypeError, as dict.get does
+        if found is not None:
+            return found
+        if name.__class__ is str:
+            for prefix, rules in self.patterns:
+                if name.startswith(prefix):
+                    return rules
+        return default
+
+
+def _with_patterns(table: dict[str, Any], problems: Problems, base: str) -> dict[str, Any]:
+    """The table as the dispatcher reads it: a :class:`PatternTable` when some name is a
+    pattern (a prefix and one ``*`` at its end), else the plain dict itself."""
+    patterns = []
+    for name in list(table):
+        if WILDCARD not in name:
+            continue
+        rules = table.pop(name)
+        prefix = name[:-1]
+        if not name.endswith(WILDCARD) or WILDCARD in prefix or not prefix:
+            problems.add(
+                f"{base}/{escape(name)}",
+                f"event-name pattern {name!r}: a pattern is a prefix and one * at its end "
+                "(data-*); a * elsewhere, or alone, is not one",
+            )
+            continue
+        patterns.append((prefix, rules))
+    return PatternTable(table, patterns) if patterns else table
+
+
+class Problems:
+    """What compiling a descriptor refused, each at the JSON pointer of the value at fault.
+
+    One compile finds them all (a rule that does not compile leaves the others to compile);
+    whoever asked for the strategy decides what they mean: the validator locates them in the
+    YAML source, a direct ``ExtractionStrategy(data)`` raises the first."""
+
+    __slots__ = ("found",)
+
+    def __init__(self) -> None:
+        self.found: list[tuple[str, str]] = []
+
+    def add(self, pointer: str, message: str) -> None:
+        self.found.append((pointer, message))
+
+    def __bool__(self) -> bool:
+        return bool(self.found)
+
+
+class Rule(NamedTuple):
+    """A compiled rule: its effect, and the source its operation's entry declares."""
+
+    run: Run
+    source: Source | None
+
+
+def compile_ops(rules: list, ctx: CompileContext, problems: Problems, base: str) -> list[Run]:
+    """The rules of one list (at the JSON pointer ``base``), compiled through the table; a
+    rule that does not compile is a problem at its pointer, and the others still compile."""
+    out = []
+    for i, rule in enumerate(rules):
+        name, raw = (rule, None) if isinstance(rule, str) else next(iter(rule.items()))
+        pointer = f"{base}/{i}/{escape(name)}"
+        try:
+            out.append(compile_rule(name, raw, ctx))
+        except RuleProblem as exc:
+            problems.add(f"{pointer}/{escape(exc.key)}", str(exc))
+        except (ValueError, KeyError, TypeError) as exc:
+            problems.add(pointer, f"{name}: {exc}")
+    runs = by_source_key(out, ctx)
+    if _opens_a_call_then_goes_on(rules, ctx):
+        return [judged_after_the_event(runs)]
+    return runs
+
+
+def _opens_a_call_then_goes_on(rules: list, ctx: CompileContext) -> bool:
+    """Does a rule that opens an item of the calls' list (``open``, a ``set`` of a whole item)
+    come before another rule of the same event, which may still change what ``calls.where``
+    reads? Only then is the judgement deferred to the end of the event; every other list
+    (each built-in's among them) runs as it is."""
+    if ctx.calls_pattern is None or not ctx.calls_where or len(rules) < 2:
+        return False
+    for rule in rules[:-1]:
+        if not isinstance(rule, dict) or len(rule) != 1:
+            continue
+        ((name, raw),) = rule.items()
+        entry = OPERATIONS.get(name)
+        if entry is None or not isinstance(raw, dict) or not entry.opens(raw):
+            continue
+        at = raw.get("at")
+        if not isinstance(at, str) or not at:
+            continue
+        try:
+            pattern = pattern_of(parse_target(at, ctx.choice_alias))
+        except ValueError:
+            continue
+        rest = pattern[len(ctx.calls_pattern) :]
+        if pattern.startswith(ctx.calls_pattern) and rest[:1] in ("", ".", "["):
+            return True
+    return False
+
+
+def compile_rule(name: str, raw: Any, ctx: CompileContext) -> Rule:
+    """One rule through its operation's entry; a ``when`` in its arguments guards it."""
+    entry = OPERATIONS[name]
+    args = entry.arguments(raw)
+    when_path = args.get("when")
+    if when_path is None:
+        return Rule(entry.compile(args, ctx), entry.source(args))
+    args = {k: v for k, v in args.items() if k != "when"}
+    op = entry.compile(args, ctx)
+    return Rule(_guarded(op, compile_read(when_path, ctx.choice_alias)), Source(when_path, True))
+
+
+def by_source_key(rules: list[Rule], ctx: CompileContext) -> list[Run]:
+    """Dispatch an event's rules on which of their sources the event carries.
+
+    Most rules find nothing in most events: Bedrock's ``contentBlockDelta`` has six rules
+    under ``delta`` (text, toolUse, reasoning text, signature, redacted content, toolResult)
+    and each event carries one; Gemini's rules for every chunk read a finish reason, usage
+    and an error that nearly every chunk lacks. A dictionary look-up decides instead of a
+    call that reads a path and finds nothing. Only rules whose operation declares a source
+    (it does nothing without it) qualify, and only when every rule of the list does, so that
+    the declared order always holds.
+    """
+    ops = [rule.run for rule in rules]
+    sources = [rule.source for rule in rules]
+    if len(ops) < 2 or not all(s and s.path and is_plain(s.path) for s in sources):
+        return ops
+    alias = ctx.choice_alias
+    rooted = []  # (reads the choice, field chain under that root)
+    for source in sources:
+        assert source is not None  # every source is a plain path (checked above)
+        chain = source.path.split(".")
+        on_choice = alias is not None and chain[0] == alias
+        if on_choice:
+            chain = chain[1:]
+        if not chain:
+            return ops
+        rooted.append((on_choice, chain))
+    if len({on_choice for on_choice, _ in rooted}) == 1:
+        keyed = _keyed_under_common_prefix(ops, rooted, ctx)
+        if keyed is not None:
+            return [keyed]
+    # A guard on a single field (``when: done``) needs a true value there, not just the key.
+    entries = tuple(
+        (on_choice, chain[0], len(chain) == 1 and source.must_be_true, op)
+        for (on_choice, chain), source, op in zip(rooted, sources, ops, strict=True)
+        if source is not None
+    )
+
+    def present_only(asm: Assembly, ev: Any, ch: Any) -> None:
+        for on_choice, key, must_be_true, op in entries:
+            root = ch if on_choice else ev
+            if root.__class__ is dict and (root.get(key) if must_be_true else key in root):
+                op(asm, ev, ch)
+
+    return [present_only]
+
+
+def _keyed_under_common_prefix(ops: list[Run], rooted: list, ctx: CompileContext) -> Run | None:
+    """Rules whose sources share an object (``delta.text``, ``delta.toolUse.input``): one
+    read of that object, then the rules of the key it holds."""
+    on_choice = rooted[0][0]
+    chains = [chain for _, chain in rooted]
+    prefix = chains[0][:-1]
+    for chain in chains[1:]:
+        common = 0
+        while common < min(len(prefix), len(chain) - 1) and prefix[common] == chain[common]:
+            common += 1
+        prefix = prefix[:common]
+    if not prefix:
+        return None
+    alias = ctx.choice_alias
+    assert alias is not None or not on_choice, "a source reads the choice only through its alias"
+    path = ".".join([alias, *prefix] if alias is not None and on_choice else prefix)
+    under = compile_read(path, ctx.choice_alias)
+    field = under.field  # ``delta``: one field of the event, looked up in place
+    depth = len(prefix)
+    keyed = tuple((chain[depth], op) for chain, op in zip(chains, ops, strict=True))
+    by_key: dict[str, tuple[Run, ...]] = {}
+    for key, op in keyed:
+        by_key[key] = (*by_key.get(key, ()), op)
+
+    def dispatch(asm: Assembly, ev: Any, ch: Any) -> None:
+        sub = ev.get(field) if field is not None else under(ev, ch)
+        if sub.__class__ is not dict:
+            return
+        if len(sub) == 1:
+            for key in sub:
+                for op in by_key.get(key, ()):
+                    op(asm, ev, ch)
+            return
+        for key, op in keyed:  # several sources present: the declared order
+            if key in sub:
+                op(asm, ev, ch)
+
+    return dispatch
+
+
+def _guarded(op: Run, when: Any) -> Run:
+    """An operation that runs only when the event holds a true value at ``when``."""
+
+    def guarded(asm: Assembly, ev: Any, ch: Any) -> None:
+        if when(ev, ch):
+            op(asm, ev, ch)
+
+    return guarded
+
+
+def _reasoning_places(spec: Any) -> tuple[TextPlace, ...]:
+    """The ``reasoning`` section (one place, or a list of them) as compiled places."""
+    if not spec:
+        return ()
+    places = spec if isinstance(spec, list) else [spec]
+    return tuple(
+        TextPlace(
+            pattern=pattern_of(parse_target(place["at"])),
+            where=compile_predicate(place["where"]) if place.get("where") else None,
+        )
+        for place in places
+    )
+
+
+def _check_reasoning_streamed(
+    places: tuple[TextPlace, ...], ctx: CompileContext, problems: Problems, listed: bool
+) -> None:
+    """A reasoning place that no event rule writes would never stream: say so at load
+    (``listed``: the section is a list of places, else one place)."""
+    for i, place in enumerate(places):
+        if place.pattern not in ctx.reasoning_streamed:
+            problems.add(
+                f"/reasoning/{i}/at" if listed else "/reasoning/at",
+                f"reasoning[{i}].at {place.pattern}: no event rule streams text there (an "
+                "append at it, a fold's concat key or parts, or an extend's parts); its "
+                "reasoning would never stream",
+            )
+
+
+def _sections(descriptor: dict, sections: Any, problems: Problems) -> CompiledSections:
+    """The ``results`` and ``declarations`` sections, compiled with the strategy (or as the
+    validating pass compiled them), so that they live and die with it."""
+    if sections is not None:
+        return sections
+    try:
+        return compile_sections(descriptor)
+    except ValueError as exc:
+        pointer, sep, message = str(exc).partition(": ")
+        if not (sep and pointer.startswith("/")):
+            pointer, message = "/results", str(exc)
+        problems.add(pointer, message)
+        return CompiledSections(results=None, declarations=None)
+
+
+def _message_reader(places: tuple[TextPlace, ...]) -> Callable[[dict, list], None]:
+    """A reader of the reasoning strings of a whole message, in message order: a walk that
+    descends only along the declared patterns."""
+    wheres: dict[str, list] = {}
+    for place in places:
+        wheres.setdefault(place.pattern, []).append(place.where)
+    at = {pattern: any_where(found) for pattern, found in wheres.items()}
+    prefixes = set()
+    for pattern in at:
+        for i, char in enumerate(pattern):
+            if char in ".[":
+                prefixes.add(pattern[:i])
+                if char == "[":
+                    prefixes.add(pattern[: i + 3])
+
+    def visit(node: Any, item: Any, pattern: str, out: list) -> None:
+        if isinstance(node, list):
+            inner = f"{pattern}[*]"
+            for entry in node:
+                if isinstance(entry, dict):
+                    visit(entry, entry, inner, out)
+            return
+        for key, value in node.items():
+            here = f"{pattern}.{key}" if pattern else key
+            if here in at:
+                where = at[here]
+                if isinstance(value, str) and value and (where is None or where(item)):
+                    out.append(value)
+            elif here in prefixes and isinstance(value, (dict, list)):
+                visit(value, item, here, out)
+
+    return lambda message, out: visit(message, message, "", out)
+
+
+def _pattern_parts(path: str) -> tuple[str, tuple[tuple[str, ...], ...], tuple[str, ...]]:
+    """``output[*].content[*].text`` -> pattern, field chains before each [*], tail fields."""
+    segments = parse_target(path)
+    chains: list[tuple[str, ...]] = []
+    current: list[str] = []
+    for seg in segments:
+        if seg.field is not None:
+            current.append(seg.field)
+        else:
+            chains.append(tuple(current))
+            current = []
+    return pattern_of(segments), tuple(chains), tuple(current)
+
+
+class ExtractionStrategy:
+    """One wire format, compiled from its descriptor. Immutable and shared between streams."""
+
+    def __init__(
+        self,
+        descriptor: dict,
+        source: str | None = None,
+        *,
+        problems: Problems | None = None,
+        sections: Any = None,
+    ) -> None:
+        """Compile ``descriptor``. With ``problems``, every problem found is added there (the
+        validator's one pass: it locates them); without, the first raises a ValueError.
+        ``sections``: its ``results`` and ``declarations`` compiled already (by that pass)."""
+        found = Problems() if problems is None else problems
+        self._compile(descriptor, source, found, sections)
+        if problems is None and found:
+            raise ValueError(found.found[0][1])
+
+    def _compile(self, descriptor: dict, source: str | None, problems: Problems, sections: Any):
+        self.descriptor = descriptor
+        self.source = source
+        self.sections = _sections(descriptor, sections, problems)
+        self.name: str = descriptor["name"]
+        self.title: str = descriptor.get("title", self.name)
+        calls_spec = descriptor.get("calls")
+        calls = None
+        if calls_spec:
+            pattern, chains, tail = _pattern_parts(calls_spec["at"])
+            if tail:
+                problems.add("/calls/at", "calls.at must end with [*]")
+            calls = CallsSpec(
+                pattern=pattern,
+                list_fields=chains,
+                where=compile_predicate(calls_spec["where"])
+                if calls_spec.get("where")
+                else None,
+                name=compile_get(calls_spec["name"]),
+                id=compile_get(calls_spec["id"]) if calls_spec.get("id") else (lambda item: None),
+                args_fields=parse_chain(calls_spec["args"]),
+                args_form=calls_spec.get("args_form", "string"),
+                args_whole=calls_spec.get("args_arrive", "fragments") == "whole",
+                cut_when=compile_predicate(calls_spec["cut_when"])
+                if calls_spec.get("cut_when")
+                else None,
+            )
+        text_spec = descriptor.get("text")
+        text = None
+        if text_spec:
+            pattern, chains, tail = _pattern_parts(text_spec["at"])
+            parts_spec = text_spec.get("parts")
+            text = TextSpec(
+                pattern=pattern,
+                list_fields=chains + (tail,),
+                where=compile_predicate(text_spec["where"]) if text_spec.get("where") else None,
+                part_where=compile_predicate(parts_spec["where"])
+                if parts_spec and parts_spec.get("where")
+                else None,
+                part_field=parts_spec.get("field", "text") if parts_spec else "text",
+            )
+        reasoning = _reasoning_places(descriptor.get("reasoning"))
+        events = descriptor.get("events", {})
+        choice = events.get("choice")
+        ctx = CompileContext(
+            choice_alias=(choice.get("alias", "choice") if choice else None),
+            calls_pattern=calls.pattern if calls else None,
+            calls_where=bool(calls and calls.where is not None),
+            calls_args=calls.args_fields if calls else (),
+            text_pattern=text.pattern if text else None,
+            list_order=events.get("list_order", "slot"),
+            text_part_where=text.part_where if text else None,
+            text_part_field=text.part_field if text else "text",
+            text_where=text.where if text else None,
+            reasoning=reasoning,
+        )
+        self.spec = Spec(
+            name=self.name,
+            title=self.title,
+            descriptor=descriptor,
+            initial_message=descriptor.get("message", {}) or {},
+            calls=calls,
+            text=text,
+            leaks_into_text=bool(descriptor.get("leaks_into_text", False)),
+            sentinels=frozenset(descriptor.get("done_sentinels", ())),
+            length_stops=frozenset(descriptor.get("length_stops", ())),
+            reasoning=reasoning,
+        )
+        self.leaks_into_text = self.spec.leaks_into_text
+        self.is_wire = "events" in descriptor
+        self.program = Program(events, ctx, problems)
+        listed = isinstance(descriptor.get("reasoning"), list)
+        _check_reasoning_streamed(reasoning, ctx, problems, listed)
+        self._reasoning_read = _message_reader(reasoning)
+        recognize = descriptor.get("recognize", {})
+        self._recognize_chunk = compile_predicate(recognize["chunk"])
+        self._recognize_message = (
+            compile_predicate(recognize["message"]) if recognize.get("message") else None
+        )
+
+    def __repr__(self) -> str:
+        return f"<ExtractionStrategy {self.name}>"
+
+    # -- identification ----------------------------------------------------------------------
+
+    def recognizes(self, shape: Any) -> bool:
+        """Is ``shape`` (one chunk, or a whole assembled message) of this wire?"""
+        if not isinstance(shape, dict):
+            return False
+        if self._recognize_chunk(shape):
+            return True
+        return self._recognize_message is not None and self._recognize_message(shape)
+
+    def recognizes_chunk(self, chunk: Any) -> bool:
+        return isinstance(chunk, dict) and self._recognize_chunk(chunk)
+
+    def is_stream_complete(self, chunk: Any) -> bool:
+        """Is this chunk the wire's DONE?"""
+        if isinstance(chunk, str) and chunk.strip() in self.spec.sentinels:
+            return True
+        if not isinstance(chunk, dict):
+            return False
+        # Run the rules on a scratch assembly: DONE is whatever a finish or error rule says.
+        scratch = self.new_assembly()
+        try:
+            self.program.apply(scratch, chunk, 0)
+        except Exception:  # a chunk that does not fit is not a DONE
+            return False
+        return scratch.finished
+
+    # -- whole messages ------------------------------------------------------------------------
+
+    def _call_items(self, message: Any) -> list[dict]:
+        calls = self.spec.calls
+        if calls is None or not isinstance(message, dict):
+            return []
+        items = _walk(message, calls.list_fields)
+        return [item for item in items if calls.where is None or calls.where(item)]
+
+    def forming(self, message: Any) -> Forming:
+        items = self._call_items(message)
+        if not items:
+            return NOT_FORMING
+        calls = self.spec.calls
+        assert calls is not None, "_call_items finds no item on a wire without calls"
+        name = calls.name(items[0])
+        return Forming(True, name if isinstance(name, str) and name else None)
+
+    def extract(self, message: Any) -> list[ExtractedCall]:
+        calls = self.spec.calls
+        out: list[ExtractedCall] = []
+        if calls is None:
+            return out
+        for item in self._call_items(message):
+            if calls.cut_when is not None and calls.cut_when(item):
+                continue  # cut short: incomplete_calls() reports it
+            name = calls.name(item)
+            args = parse_arguments(_dig(item, calls.args_fields), calls.args_form)
+            if isinstance(name, str) and name and args is not None:
+                out.append(ExtractedCall(name, args, calls.id(item)))
+        return out
+
+    def incomplete_calls(self, message: Any) -> list[CallIncomplete]:
+        """The calls of a whole message that ``extract`` leaves out because their arguments
+        never parse, as the buffer reports them at the stream's DONE: ``reason`` ``"cut"``
+        (a JSON text that stops short), ``"invalid"`` or ``"too deep"``; ``slot`` the call's
+        position in its list. A driver reports them (API.md: ``incomplete_calls``), so that
+        a message handed over whole is never silent where its stream would not be. Absent
+        arguments are not among them: there is nothing that failed to parse."""
+        calls = self.spec.calls
+        if calls is None:
+            return []
+        out = []
+        for slot, item in _walk_at(message, calls.list_fields):
+            if calls.where is not None and not calls.where(item):
+                continue
+            raw = _dig(item, calls.args_fields)
+            cut = calls.cut_when is not None and calls.cut_when(item)
+            if not cut and (raw is None or parse_arguments(raw, calls.args_form) is not None):
+                continue
+            if raw is None:
+                raw = ""
+            name, call_id = calls.name(item), calls.id(item)
+            out.append(
+                CallIncomplete(
+                    slot=slot,
+                    name=name if isinstance(name, str) and name else None,
+                    id=call_id if isinstance(call_id, str) and call_id else None,
+                    raw=raw if isinstance(raw, str) else dumps_any_depth(raw),
+                    reason="cut" if cut else _never_parsed(raw, calls.args_form),
+                )
+            )
+        return out
+
+    def content_text(self, message: Any) -> str:
+        text = self.spec.text
+        if text is None or not isinstance(message, dict):
+            return ""
+        *chains, tail = text.list_fields
+        items = _walk(message, tuple(chains)) if chains else [message]
+        pieces = []
+        for item in items:
+            if chains and text.where is not None and not text.where(item):
+                continue
+            value = _dig(item, tail)
+            if isinstance(value, str):
+                pieces.append(value)
+            elif isinstance(value, list) and text.part_where is not None:
+                for part in value:
+                    if text.part_where(part) and isinstance(part.get(text.part_field), str):
+                        pieces.append(part[text.part_field])
+        return "".join(pieces)
+
+    def reasoning_text(self, message: Any) -> str:
+        """The reasoning a whole message carries, in message order, at the places the
+        descriptor's ``reasoning`` section declares ("" when none: never display text)."""
+        if not isinstance(message, dict):
+            return ""
+        pieces: list[str] = []
+        self._reasoning_read(message, pieces)
+        return "".join(pieces)
+
+    # -- history -------------------------------------------------------------------------------
+
+    def result_messages(self, message: Any, records: list) -> list[dict]:
+        """The native history for these calls: the assistant turn and the results, keyed by
+        call id, as the descriptor's ``results`` section declares them."""
+        from .results import result_messages
+
+        return result_messages(self, message, records)
+
+    def tool_declarations(self, tools: list) -> Any:
+        """The wire's request fragment declaring these tools (``declarations`` section)."""
+        from .results import tool_declarations
+
+        return tool_declarations(self, tools)
+
+    # -- streams -------------------------------------------------------------------------------
+
+    def streamed_fields(self) -> list[tuple[str, ...]]:
+        """Where string fragments sit in an event: the field chains (``*`` for every list
+        entry) whose strings an operation concatenates (what each declares in the table:
+        ``append``, ``args``, ``fold``'s concat keys and lists). Tools and property tests use
+        it to re-split a stream's fragments without knowing the wire."""
+        events = self.descriptor.get("events", {})
+        choice = events.get("choice")
+        alias = choice.get("alias", "choice") if choice else None
+        found: list[tuple[str, ...]] = []
+
+        def chain(path: str) -> tuple[str, ...] | None:
+            """A read path as a field chain; None for a JMESPath, which names no one field."""
+            if not is_plain(path) or not is_plain(choice["list"] if alias else ""):
+                return None
+            fields = tuple(path.split(".")) if path else ()
+            if alias and fields and fields[0] == alias:
+                fields = (*choice["list"].split("."), "*", *fields[1:])
+            return fields
+
+        for _, name, args in operation_rules(events):
+            for path, tail in OPERATIONS[name].streamed(args):
+                fields = chain(path) if isinstance(path, str) else None
+                if fields is not None:
+                    found.append((*fields, *tail))
+        return sorted(set(found))
+
+    def new_assembly(self) -> Assembly:
+        return Assembly(self)
+
+    def end_stream(self, asm: Assembly, cut: bool) -> None:
+        """The end of one stream (the wire's DONE, or no more input): what this wire still
+        streams closes. A hook of the strategy, so that the assembly (below the operations)
+        never imports an operation: today the ``extend`` operation's open parts."""
+        finish_open_parts(asm, cut)
+
+    def message_of(self, asm: Assembly) -> dict:
+        return materialize(asm.root)
+
+
+def parse_arguments(raw: Any, form: str = "string") -> dict | None:
+    """API.md's rule: an object passes; a JSON text counts once it parses to an object.
+
+    A whole message is at its DONE: on a string wire its ``""`` is a call without arguments
+    (as the stream's DONE makes it). On an object wire a string is the raw text of arguments
+    that never parsed (a cut call keeps it, ``""`` included), never a call. Arguments nested
+    deeper than the buffer takes (``MAX_DEPTH``) are never a call either, as in a stream."""
+    if isinstance(raw, str):
+        if not raw.strip():
+            return {} if raw == "" and form == "string" else None
+        try:
+            raw = json.loads(raw)
+        except (ValueError, RecursionError):  # RecursionError: deeper than the parser reads
+            return None
+    if isinstance(raw, dict) and not nests_deeper(raw, MAX_DEPTH):
+        return raw
+    return None
+
+
+def _never_parsed(raw: Any, form: str) -> str:
+    """Why arguments that ``parse_arguments`` refused will never run, in the words of the
+    buffer's argument reader (:class:`ArgsStream`) at a normal DONE. One case reads
+    otherwise: ``""`` on an object wire is what the buffer leaves of a call cut before its
+    first fragment ("cut"), where the reader alone would take it for no arguments."""
+    stream = ArgsStream(form)
+    stream.feed(raw)  # text is scanned; any other value is taken whole
+    stream.close()
+    return stream.incomplete_reason or "cut"
+
+
+def _dig(obj: Any, fields: tuple[str, ...]) -> Any:
+    for f in fields:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(f)
+    return obj
+
+
+def _walk(message: dict, chains: tuple[tuple[str, ...], ...]) -> list[dict]:
+    return [item for _, item in _walk_at(message, chains)]
+
+
+def _walk_at(message: Any, chains: tuple[tuple[str, ...], ...]) -> list[tuple[Any, dict]]:
+    """The mappings at the end of ``chains``, each with its position in its list (None for
+    a mapping standing where the last list was expected)."""
+    level: list[tuple[Any, dict]] = [(None, message)]
+    for chain in chains:
+        nxt: list[tuple[Any, dict]] = []
+        for _, node in level:
+            lst = _dig(node, chain)
+            if isinstance(lst, list):
+                nxt.extend((at, x) for at, x in enumerate(lst) if isinstance(x, dict))
+            elif isinstance(lst, dict) and chain == chains[-1]:
+                nxt.append((None, lst))
+        level = nxt
+    return level

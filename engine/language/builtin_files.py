@@ -1,0 +1,39 @@
+"""Where the built-in descriptors are on disk, found without compiling any of them.
+
+Apart from the registry so that ``extends: NAME`` (language/extends.py) can read a built-in
+parent's YAML: the registry compiles through the validator, which resolves ``extends``, so
+the look-up it shares sits below both (no import circle).
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+
+def data_dir(kind: str) -> Path:
+    """``formats`` or ``schemas``: inside the installed package, or beside it in a checkout."""
+    here = Path(__file__).resolve().parent.parent  # engine/ (this module is in engine/language/)
+    for candidate in (here / kind, here.parent / kind):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"cannot find the built-in {kind} folder near {here}")
+
+
+@functools.cache
+def _builtin_paths() -> dict[str, Path]:
+    found = {}
+    for path in data_dir("formats").glob("*.yaml"):
+        found[path.stem] = path
+    return found
+
+
+def builtin_names() -> list[str]:
+    """The built-in format names, without compiling them (a cheap look-up for suggestions)."""
+    return sorted(_builtin_paths())
+
+
+def builtin_path(name: str) -> Path | None:
+    """The descriptor file of the built-in format ``name``, or None (what ``extends: NAME``
+    reads: the parent's YAML, never its compiled strategy, which is shared and immutable)."""
+    return _builtin_paths().get(name)

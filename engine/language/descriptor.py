@@ -1,0 +1,31 @@
+"""Loading a descriptor file: read safely, validate fully, compiling on the way.
+
+Checking and compiling are one pass (:func:`engine.validate.compile_text`): an invalid
+descriptor yields no strategy, and every problem (schema, paths, references, what the
+compiler refused) is raised together as one :class:`~engine.errors.DescriptorError`. A
+descriptor that ``extends`` another compiles from the resolved descriptor
+(:mod:`engine.inherit`); its strategy's ``descriptor`` is that resolved data, with no
+``extends`` left in it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import DescriptorError
+from .validate import compile_text
+
+if TYPE_CHECKING:
+    from ..compile.strategy import ExtractionStrategy
+    from ..text.strategy import TextStrategy
+
+
+def load_descriptor(path: str | Path) -> ExtractionStrategy | TextStrategy:
+    """The strategy of the descriptor file at ``path``, compiled by the pass that checks it."""
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    _, problems, strategy = compile_text(text, str(path))
+    if problems:
+        raise DescriptorError(problems)
+    return strategy

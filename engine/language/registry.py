@@ -1,0 +1,75 @@
+"""The registry of built-in formats: found by name from a scan of the ``formats`` folder.
+
+Descriptors are compiled once and cached; a strategy is immutable, so every buffer shares it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, overload
+
+from ..compile.strategy import ExtractionStrategy
+from ..errors import UnknownFormatError
+from .builtin_files import _builtin_paths
+from .descriptor import load_descriptor
+
+if TYPE_CHECKING:
+    from ..text.strategy import TextStrategy
+
+
+@functools.cache
+def _compiled(name: str) -> ExtractionStrategy | TextStrategy:
+    return load_descriptor(_builtin_paths()[name])
+
+
+def list_formats() -> list[str]:
+    """Built-in format names, in their declared order."""
+    return sorted(_builtin_paths(), key=lambda n: (_compiled(n).descriptor.get("order", 99), n))
+
+
+# "mcs_text" is the text codec; every other built-in name is a wire, and so is a descriptor
+# file unless it declares a `codec` of its own (rare). The second signature types those as the
+# wire strategy that a buffer takes, so `LLMStreamBuffer(strategies=[load_format(name)])`
+# checks without a cast; the checker sees "mcs_text" match both (overload-overlap), and the
+# first wins, as it does at a call.
+@overload
+def load_format(name_or_path: Literal["mcs_text"]) -> TextStrategy: ...  # type: ignore[overload-overlap]
+@overload
+def load_format(name_or_path: str | Path) -> ExtractionStrategy: ...
+
+
+def load_format(name_or_path: str | Path) -> ExtractionStrategy | TextStrategy:
+    """A built-in format by name, or a descriptor file by path."""
+    key = str(name_or_path)
+    if key in _builtin_paths():
+        return _compiled(key)
+    path = Path(key)
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        return load_descriptor(path)
+    known = list_formats()
+    close = difflib.get_close_matches(key, known, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    raise UnknownFormatError(f"unknown format {key!r}{hint} Known formats: {', '.join(known)}")
+
+
+def text_strategy() -> TextStrategy:
+    """The built-in text codec strategy (``mcs_text``)."""
+    from ..text.strategy import TextStrategy
+
+    return next(s for s in (_compiled(n) for n in list_formats()) if isinstance(s, TextStrategy))
+
+
+def end_markers() -> frozenset[str]:
+    """Every built-in wire's end markers (``done_sentinels``: ``[DONE]``)."""
+    markers: frozenset[str] = frozenset()
+    for strategy in wire_strategies():
+        markers |= strategy.spec.sentinels
+    return markers
+
+
+def wire_strategies() -> list[ExtractionStrategy]:
+    """The built-in strategies that reassemble a wire (every format that recognises chunks)."""
+    strategies = (_compiled(n) for n in list_formats())
+    return [s for s in strategies if isinstance(s, ExtractionStrategy) and s.is_wire]

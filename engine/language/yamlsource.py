@@ -1,0 +1,220 @@
+"""YAML read with the safe loader, keeping where every value came from.
+
+Errors must point into the YAML source (``formats/gemini.yaml:14:7: /calls/pth: ...``). PyYAML's
+plain loaders drop positions, so this composes the node tree with :class:`yaml.SafeLoader` and
+builds the data itself, recording the 1-based line and column of each key and value under its
+JSON pointer. Only the safe constructors are ever used.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import yaml
+
+from ..errors import escape
+
+
+@dataclass
+class SourceMap:
+    """JSON pointer -> (line, col) of the value, and of the key that names it.
+
+    A descriptor that ``extends`` another is checked as one resolved document whose values come
+    from several files: ``origins`` names the file (as a label) of every entry inherited from a
+    parent; an entry without one was written by the file being checked.
+    """
+
+    values: dict[str, tuple[int, int]] = field(default_factory=dict)
+    keys: dict[str, tuple[int, int]] = field(default_factory=dict)
+    origins: dict[str, str] = field(default_factory=dict)
+
+    def locate(self, pointer: str, prefer_key: bool = False) -> tuple[int, int]:
+        """The closest known position for ``pointer`` (walking up to its parents)."""
+        _, line, col = self.find(pointer, prefer_key)
+        return line, col
+
+    def find(self, pointer: str, prefer_key: bool = False) -> tuple[str | None, int, int]:
+        """Like :meth:`locate`, with the label of the file the position is in (None: this
+        file's own)."""
+        probe = pointer
+        while True:
+            table = (self.keys, self.values) if prefer_key else (self.values, self.keys)
+            for t in table:
+                if probe in t:
+                    line, col = t[probe]
+                    return self.origins.get(probe), line, col
+            if not probe:
+                return None, 1, 1
+            probe = probe.rsplit("/", 1)[0]
+
+    def inherited_from(self, label: str) -> SourceMap:
+        """This map as a parent's: every entry not already inherited now comes from ``label``."""
+        origins = {p: label for p in (*self.values, *self.keys)}
+        origins.update(self.origins)
+        return SourceMap(dict(self.values), dict(self.keys), origins)
+
+
+class YAMLSourceError(ValueError):
+    """YAML that cannot be read: where (1-based), and the JSON pointer when one is known."""
+
+    def __init__(self, message: str, line: int, col: int, pointer: str = "") -> None:
+        super().__init__(message)
+        self.line = line
+        self.col = col
+        self.pointer = pointer
+
+
+class _Mark(Protocol):
+    """A position in the YAML text: PyYAML's pure and C parsers each have a ``Mark`` class."""
+
+    line: int
+    column: int
+
+
+# Bounds on what one descriptor may hold, counted as the YAML is composed, before anything is
+# built: aliases share a node, so a few lines of anchors can stand for billions of nodes (the
+# "billion laughs") and a deep nest exhausts the recursion of any tree walk. The built-in
+# descriptors use no alias, nest at most 12 levels and hold under 400 nodes.
+MAX_ALIASES = 100
+MAX_DEPTH = 50
+MAX_NODES = 20_000
+
+
+class DescriptorLoader(yaml.SafeLoader):
+    """The safe loader with YAML 1.2 booleans: only ``true``/``false`` are booleans, so keys
+    such as ``on`` (the rule table) and values such as ``no`` stay strings.
+
+    It also bounds the document (:data:`MAX_ALIASES`, :data:`MAX_DEPTH`, :data:`MAX_NODES`,
+    nodes and depth counted with every alias expanded) while composing it, so that an alias
+    bomb or a deep nest is refused in time linear in its text, at the alias or node that
+    crosses the bound, with its JSON pointer."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._open: list[tuple[str, list[int]]] = []  # (pointer, [deepest child]) per open node
+        self._shape: dict[int, tuple[int, int]] = {}  # id(node) -> (expanded nodes, height)
+        self._aliases = 0
+        self._nodes = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        pointer = self._pointer_of(parent, index)
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            node = super().compose_node(parent, index)
+            assert node is not None, "an alias always composes to its anchored node"
+            self._count_alias(event, node, pointer)
+            return node
+        if len(self._open) >= MAX_DEPTH:
+            raise _limit(f"YAML nests deeper than {MAX_DEPTH} levels", event.start_mark, pointer)
+        self._count(1, event.start_mark, pointer, "")
+        before = self._nodes - 1
+        self._open.append((pointer, [0]))
+        node = super().compose_node(parent, index)
+        assert node is not None, "a scalar, sequence or mapping event composes to its node"
+        _, (deepest,) = self._open.pop()
+        self._shape[id(node)] = (self._nodes - before, deepest + 1)
+        self._reach(deepest + 1)
+        return node
+
+    def _pointer_of(self, parent: yaml.Node | None, index: Any) -> str:
+        """The JSON pointer of the node about to be composed (a key: its mapping's)."""
+        base = self._open[-1][0] if self._open else ""
+        if parent is None or index is None:
+            return base
+        if isinstance(index, yaml.ScalarNode):
+            return f"{base}/{escape(str(index.value))}"
+        return f"{base}/{index}" if isinstance(index, int) else base
+
+    def _count_alias(self, event: yaml.AliasEvent, node: yaml.Node, pointer: str) -> None:
+        self._aliases += 1
+        if self._aliases > MAX_ALIASES:
+            raise _limit(f"YAML holds more than {MAX_ALIASES} aliases", event.start_mark, pointer)
+        shape = self._shape.get(id(node))
+        if shape is None:
+            message = f"YAML alias *{event.anchor} refers to a node that contains it"
+            raise _limit(message, event.start_mark, pointer)
+        nodes, height = shape
+        if len(self._open) + height > MAX_DEPTH:
+            message = f"YAML alias *{event.anchor} nests deeper than {MAX_DEPTH} levels expanded"
+            raise _limit(message, event.start_mark, pointer)
+        self._count(nodes, event.start_mark, pointer, f" (alias *{event.anchor})")
+        self._reach(height)
+
+    def _count(self, nodes: int, mark: _Mark | None, pointer: str, what: str) -> None:
+        self._nodes += nodes
+        if self._nodes > MAX_NODES:
+            message = f"YAML expands to more than {MAX_NODES} nodes{what}: an alias bomb?"
+            raise _limit(message, mark, pointer)
+
+    def _reach(self, height: int) -> None:
+        """A child of ``height`` levels completed: its parent is at least one level taller."""
+        if self._open:
+            deepest = self._open[-1][1]
+            deepest[0] = max(deepest[0], height)
+
+
+def _limit(message: str, mark: _Mark | None, pointer: str) -> YAMLSourceError:
+    line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)  # as load() reads a mark
+    return YAMLSourceError(message, line, col, pointer)
+
+
+DescriptorLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+DescriptorLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool",
+    re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+    list("tTfF"),
+)
+
+
+def load(text: str) -> tuple[Any, SourceMap]:
+    """Parse one YAML document safely; return the data and its source map."""
+    loader = DescriptorLoader(text)
+    source = SourceMap()
+    try:
+        node = loader.get_single_node()
+        data = None if node is None else _build(loader, node, "", source)
+    except yaml.MarkedYAMLError as exc:  # syntax, and tags the safe loader refuses
+        mark = exc.problem_mark or exc.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        problem = exc.problem or str(exc)
+        if problem.startswith("but ") and exc.context:
+            problem = f"{exc.context}, {problem}"
+        elif exc.context and exc.context_mark and exc.problem_mark:
+            where = exc.context_mark
+            problem += f" ({exc.context} from {where.line + 1}:{where.column + 1})"
+        raise YAMLSourceError(f"YAML syntax: {problem}", line, col) from None
+    finally:
+        loader.dispose()
+    return data, source
+
+
+def _mark(node: yaml.Node) -> tuple[int, int]:
+    return node.start_mark.line + 1, node.start_mark.column + 1
+
+
+def _build(loader: DescriptorLoader, node: yaml.Node, pointer: str, source: SourceMap) -> Any:
+    source.values[pointer] = _mark(node)
+    if isinstance(node, yaml.MappingNode):
+        loader.flatten_mapping(node)
+        out: dict = {}
+        for key_node, value_node in node.value:
+            key = loader.construct_object(key_node, deep=True)
+            if not isinstance(key, str):
+                key = str(key)
+            child = f"{pointer}/{escape(key)}"
+            source.keys[child] = _mark(key_node)
+            if key in out:
+                line, col = _mark(key_node)
+                raise YAMLSourceError(f"duplicate key {key!r}", line, col, child)
+            out[key] = _build(loader, value_node, child, source)
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [
+            _build(loader, item, f"{pointer}/{i}", source) for i, item in enumerate(node.value)
+        ]
+    return loader.construct_object(node, deep=True)

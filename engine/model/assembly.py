@@ -1,0 +1,267 @@
+"""Per-stream state: the message under assembly and what the per-chunk questions need.
+
+A compiled strategy is immutable and shared between streams; everything one stream changes
+lives here. The operations of the descriptor language (:mod:`engine.ops`) write into an
+``Assembly``; the buffer reads it to answer ``forming()`` and ``calls()`` in O(1) per chunk.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..events import CallIncomplete
+from .fragments import Fragments, SlottedList, ingest
+from .jsonscan import COMPLETE, ArgsStream
+
+if TYPE_CHECKING:
+    from ..compile.strategy import ExtractionStrategy
+
+
+class CallTrack:
+    """One item of the message that is a client tool call, and its arguments."""
+
+    __slots__ = ("item", "args", "order", "reported", "slot")
+
+    def __init__(self, item: dict, args: ArgsStream, order: int, slot: Any = None) -> None:
+        self.item = item
+        self.args = args
+        self.order = order
+        self.reported = False  # listed in ``Assembly.incomplete`` already
+        self.slot = slot  # the SLOT the wire keys it by, when the one who opened it knew
+
+
+class Assembly:
+    __slots__ = (
+        "strategy",
+        "root",
+        "display",
+        "reasoning",
+        "tracks",
+        "calls_dirty",
+        "stop_reason",
+        "usage",
+        "error",
+        "finished",
+        "unknown",
+        "track_of",
+        "open_parts",
+        "calls_regressed",
+        "first_open",
+        "unplaced",
+        "skipped",
+        "cut",
+        "incomplete",
+        "events",
+        "deferring",
+        "deferred",
+    )
+
+    def __init__(self, strategy: ExtractionStrategy) -> None:
+        self.strategy = strategy
+        self.root: dict = ingest(strategy.spec.initial_message)
+        self.display: list[str] = []
+        self.reasoning: list[str] = []  # reasoning fragments in stream order (never display)
+        self.tracks: list[CallTrack] = []
+        self.track_of: dict[int, CallTrack] = {}  # id(item) -> its track
+        self.calls_dirty = False
+        self.stop_reason: Any = None
+        self.usage: Any = None
+        self.error: Any = None
+        self.finished = False
+        self.unknown: Counter[str] = Counter()
+        self.open_parts: list = []  # calls streaming over several parts (engine.extend)
+        self.calls_regressed = False  # a call that was complete no longer is: rebuild
+        self.first_open = 0  # tracks before this index are not open (forming's cursor)
+        # What an operation could not place: the reasons of the chunk being applied (the
+        # buffer stamps them with the chunk's index and name), then the stamped records. Both
+        # stay empty on a stream that places everything, so the happy path pays one test.
+        self.unplaced: list[str] = []
+        self.skipped: list = []  # engine.records.Skipped
+        self.cut: bool | None = None  # the wire's DONE was a cut (length, error); None: no DONE
+        self.incomplete: list[CallIncomplete] = []  # calls that will never be runnable
+        self.events: Any = None  # engine.recorder.EventRecorder on a buffer with events
+        # Inside an event whose rules go on writing the item they open, ``calls.where`` is
+        # judged once the event is applied (see :func:`judged_after_the_event`): the call
+        # items opened meanwhile wait here.
+        self.deferring = False
+        self.deferred: list[tuple[str, dict, Any]] = []
+
+    def skip(self, reason: str) -> None:
+        """An operation could not place what the event carries: say so, never drop it."""
+        self.unplaced.append(reason)
+
+    # -- items -----------------------------------------------------------------------------
+
+    def item_added(self, pattern: str, item: dict, slot: Any = None) -> None:
+        """An item was opened in a slotted list (at ``slot``, when the caller has it at
+        hand); start tracking it if it is a call."""
+        calls = self.strategy.spec.calls
+        if calls is None or pattern != calls.pattern:
+            return
+        if self.deferring:
+            self.deferred.append((pattern, item, slot))
+            return
+        if calls.where is not None and not calls.where(item):
+            return
+        args = calls.install_args(item)
+        track = CallTrack(item, args, len(self.tracks), slot)
+        self.tracks.append(track)
+        self.track_of[id(item)] = track
+        if args.state != 0:
+            self.calls_dirty = True
+        if self.events is not None:
+            self.events.attach(self, track)
+
+    def args_of(self, item: dict, path_fields: tuple[str, ...]) -> ArgsStream:
+        """The argument stream at ``path_fields`` of an item, created on first use."""
+        track = self.track_of.get(id(item))
+        if track is not None:
+            return track.args
+        parent = item
+        for field in path_fields[:-1]:
+            child = parent.get(field)
+            if child.__class__ is not dict:
+                child = parent[field] = {}
+            parent = child
+        current = parent.get(path_fields[-1])
+        if current.__class__ is ArgsStream:
+            return current
+        if current is None:  # the usual case: the item's first argument fragment comes next
+            calls = self.strategy.spec.calls
+            stream = ArgsStream(calls.args_form if calls is not None else "string")
+        else:
+            stream = self.strategy.spec.new_args(current)
+        parent[path_fields[-1]] = stream
+        return stream
+
+    # -- the end of the stream ---------------------------------------------------------------
+
+    def finish(self, cut: bool | None = None) -> None:
+        """The wire's DONE was seen: the one place that says so. What is still open closes,
+        as at ``close()``: normally, unless the stop reason is one the descriptor declares a
+        length cut (``length_stops``) or ``cut`` says so (a provider's error event)."""
+        self.finished = True
+        if self.cut is not None:
+            return  # a second DONE (a finish reason, then ``data: [DONE]``) changes nothing
+        if cut is None:
+            reason = self.stop_reason
+            cut = reason.__class__ is str and reason in self.strategy.spec.length_stops
+        self.cut = cut
+        self.close_open(cut)
+
+    def end_input(self) -> None:
+        """``close()``: no more input. Without the wire's DONE every open item was cut;
+        after it, an item opened since closes the way the DONE said."""
+        self.close_open(True if self.cut is None else self.cut)
+
+    def close_open(self, cut: bool) -> None:
+        """Close every call still open, then list the calls that will never be runnable."""
+        self.strategy.end_stream(self, cut)  # the strategy's own hook: parts still streaming
+        for track in self.tracks:
+            args = track.args
+            if not args.closed and args.close(cut):
+                self.calls_dirty = True
+        self._note_incomplete()
+
+    def _note_incomplete(self) -> None:
+        """Add each call that will never be runnable to ``incomplete``, once."""
+        calls = self.strategy.spec.calls
+        if calls is None:
+            return  # no calls, no tracks
+        for track in self.tracks:
+            reason = track.args.incomplete_reason
+            if reason is None or track.reported:
+                continue
+            track.reported = True
+            name, call_id = calls.name(track.item), calls.id(track.item)
+            self.incomplete.append(
+                CallIncomplete(
+                    slot=self.track_slot(track),
+                    name=name if name.__class__ is str and name else None,
+                    id=call_id if call_id.__class__ is str and call_id else None,
+                    raw=track.args.text,
+                    reason=reason,
+                )
+            )
+
+    def track_slot(self, track: CallTrack) -> Any:
+        """The call's SLOT: as its opener gave it, else found in the message (and kept)."""
+        if track.slot is None:
+            track.slot = self.slot_of(track.item)
+        return track.slot
+
+    def slot_of(self, item: dict) -> Any:
+        """The SLOT the wire keys this call item by (its position for a plain list), found
+        by walking the calls' lists: asked only for a call that ends incomplete."""
+        calls = self.strategy.spec.calls
+        level: list[Any] = [self.root]
+        slot: Any = None
+        for chain in calls.list_fields if calls is not None else ():
+            found: list[Any] = []
+            for node in level:
+                for field in chain:
+                    node = node.get(field) if node.__class__ is dict else None
+                if node.__class__ is SlottedList:
+                    for key, position in node.by_slot.items():
+                        found.append(node.items[position])
+                        if node.items[position] is item:
+                            slot = key
+                elif node.__class__ is list:
+                    for position, entry in enumerate(node):
+                        found.append(entry)
+                        if entry is item:
+                            slot = position
+            level = found
+        return slot
+
+    def complete_calls(self) -> list[CallTrack]:
+        return [t for t in self.tracks if t.args.state == COMPLETE]
+
+
+def judged_after_the_event(runs: list) -> Callable[[Assembly, Any, Any], None]:
+    """The rules of one event, run so that ``calls.where`` is judged on each item they open
+    as it stands once every rule of the event has run: a flag a later rule sets (a type, a
+    name) counts, and one that a later rule clears does too. Compiled only for a rule list in
+    which a rule that may open a call item is followed by others."""
+
+    def judged(asm: Assembly, ev: Any, ch: Any) -> None:
+        if asm.deferring:  # (never nested; kept safe all the same)
+            for run in runs:
+                run(asm, ev, ch)
+            return
+        asm.deferring = True
+        try:
+            for run in runs:
+                run(asm, ev, ch)
+        finally:
+            asm.deferring = False
+            pending, asm.deferred = asm.deferred, []
+            for pattern, item, slot in pending:
+                if id(item) not in asm.track_of:
+                    asm.item_added(pattern, item, slot)
+
+    return judged
+
+
+def ensure_slotted(parent: dict, field: str, order: str) -> SlottedList:
+    """The slotted list at ``parent[field]``, adopting a plain list the wire sent there."""
+    current = parent.get(field)
+    if current.__class__ is SlottedList:
+        return current
+    lst = SlottedList(current if current.__class__ is list else None, order)
+    parent[field] = lst
+    return lst
+
+
+def append_text(parent: dict, field: str, piece: str) -> None:
+    current = parent.get(field)
+    if current.__class__ is Fragments:
+        current.append(piece)
+    elif current.__class__ is str and current:
+        frag = Fragments(current)
+        frag.append(piece)
+        parent[field] = frag
+    else:
+        parent[field] = Fragments(piece)

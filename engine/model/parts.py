@@ -1,0 +1,218 @@
+"""Typed parts that join: Mistral's content chunks, Gemini's parts.
+
+Some wires stream a list of typed parts (``{type: thinking, thinking: [...]}``,
+``{type: text, text}``, ``{text, thought: true}``) where the non-streaming message holds one part
+per run: adjacent parts of one kind join into one, their text fields concatenating (nested part
+lists join the same way), other fields set once. A :class:`JoinRule` says what "one kind" is
+(``key``: the fields that must be equal) and which fields are text; a part without any text
+field (a function call) never joins. ``attach`` names fields that a part with no text of its
+own brings onto the run before it: Gemini ends a streamed answer with
+``{"text": "", "thoughtSignature": ...}``, where the non-streaming response has one part
+``{text, thoughtSignature}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .fragments import Fragments, ingest, json_kind, shown_value
+
+_ABSENT = object()
+
+
+@dataclass(frozen=True)
+class JoinRule:
+    key: tuple[str, ...]
+    text: tuple[str, ...]
+    string_part: dict | None = None  # how a bare string delta becomes a part: {type: text}
+    string_field: str | None = None
+    blocked_by: tuple[str, ...] = ()  # fields on the incoming part that prevent a join
+    attach: tuple[str, ...] = ()  # fields an empty-text part brings onto the run before it
+    where: str = ""  # the message path of the parts list, named in an error
+
+    @classmethod
+    def from_spec(cls, spec: dict, where: str = "") -> JoinRule:
+        string = spec.get("string")
+        return cls(
+            where=where,
+            key=tuple(spec.get("key", ())),
+            text=tuple(spec.get("text", ("text",))),
+            string_part={k: v for k, v in string.items() if k != "field"} if string else None,
+            string_field=string.get("field", "text") if string else None,
+            blocked_by=tuple(spec.get("unless", ())),
+            attach=tuple(spec.get("attach", ())),
+        )
+
+
+def _may_join(rule: JoinRule, last: dict, part: dict) -> bool:
+    """May ``part`` join ``last``: nothing blocks it, both carry text, their keys agree.
+    Plain loops, no generators: this runs on every part of every chunk. A part the wire sent
+    as something else than an object (kept as sent) joins nothing."""
+    if last.__class__ is not dict:
+        return False
+    for f in rule.blocked_by:
+        if part.get(f) is not None:
+            return False
+    for f in rule.attach:
+        if part.get(f) is not None and not _attaches(rule, last, part, f):
+            return False
+    for f in rule.text:
+        if f in last:
+            break
+    else:
+        return False
+    for f in rule.text:
+        if f in part:
+            break
+    else:
+        return False
+    for k in rule.key:  # noqa: SIM110  (a generator costs a call per part)
+        if last.get(k, _ABSENT) != part.get(k, _ABSENT):
+            return False
+    return True
+
+
+def _attaches(rule: JoinRule, last: dict, part: dict, field: str) -> bool:
+    """Does ``part`` only bring ``field`` to the run before it: it has no text of its own
+    and the run does not hold that field yet (a second signature is never merged away)."""
+    if last.get(field) is not None:
+        return False
+    for f in rule.text:  # noqa: SIM110  (a generator costs a call per part)
+        if part.get(f):
+            return False
+    return True
+
+
+def join_parts(
+    parts: list,
+    incoming: list,
+    rule: JoinRule,
+    on_part: Callable[[dict, dict], None] | None,
+    where: Any = None,
+) -> None:
+    """Append ``incoming`` parts to ``parts``, joining each with the last one where it may.
+
+    ``on_part(stored, incoming_part)`` is told about every part taken (to show display text,
+    or to track a call). ``where`` locates ``parts`` for an error (see :func:`join_one`).
+    """
+    for part in incoming:
+        if part.__class__ is not dict:  # kept as sent; it joins nothing (see _may_join)
+            parts.append(ingest(part))
+            continue
+        stored = join_one(parts, part, rule, where)
+        if on_part is not None:
+            on_part(stored, part)
+
+
+def join_one(parts: list, part: dict, rule: JoinRule, where: Any = None) -> dict:
+    """Join one part into the last of ``parts`` where it may, else append a copy; the part
+    that holds it now. A text field that cannot continue the run's (a number there, or a
+    list of parts meeting text with no ``string`` rule) is a ValueError naming its place:
+    ``where`` (the rule's list by default; a nested list's place, built only for an error)."""
+    if parts and _may_join(rule, parts[-1], part):
+        last = parts[-1]
+        if len(part) == 1:  # the usual delta, one text field: appended without a walk
+            ((key, value),) = part.items()
+            current = last.get(key)
+            if value.__class__ is str and current.__class__ is Fragments:
+                if value:
+                    current.append(value)
+                return last
+        _join_into(last, part, rule, rule.where if where is None else where, len(parts) - 1)
+        return last
+    stored = ingest(part)
+    for f in rule.text:
+        if stored.get(f).__class__ is str:
+            stored[f] = Fragments(stored[f])
+    parts.append(stored)
+    return stored
+
+
+def _join_into(last: dict, part: dict, rule: JoinRule, where: Any, index: int) -> None:
+    for key, value in part.items():
+        if key in rule.text:
+            _join_text(last, key, value, rule, where, index)
+        elif last.get(key) in (None, ""):
+            last[key] = ingest(value)
+
+
+def _join_text(last: dict, key: str, value: Any, rule: JoinRule, where: Any, index: int) -> None:
+    """Continue the text field ``key`` of the run ``last`` (item ``index`` of the list at
+    ``where``) with ``value``: a string appends to text, a list of parts joins a list of parts
+    (Mistral's ``thinking``). A string on a list of parts is placed by the rule's ``string``
+    (a bare string is a text part), without loss; what cannot continue the field (a list on
+    text: the text so far would become a part the stream never showed as one) is a
+    ValueError naming the place, what it holds and what came. ``null`` adds nothing."""
+    current: Any = last.get(key)  # narrowed by class below, which mypy does not follow
+    kind = value.__class__
+    held = current.__class__
+    if kind is str:
+        if held is Fragments:
+            if value:
+                current.append(value)
+            return
+        if current is None or held is str:
+            last[key] = Fragments((current or "") + value)
+            return
+        if held is list and rule.string_part is not None:
+            string_as_part(current, value, rule, (where, index, key))
+            return
+    elif kind is list:
+        if held is list:
+            join_parts(current, value, rule, None, (where, index, key))
+            return
+        if current is None:
+            last[key] = ingest(value)
+            return
+    elif current is None:
+        last[key] = ingest(value)
+        return
+    elif value is None:
+        return
+    raise _text_misfit((where, index, key), current, value, rule)
+
+
+def as_placed(part: dict, stored: dict, rule: JoinRule) -> dict:
+    """``part`` as the run ``stored`` took it: a bare string on a text field that holds a list
+    of parts there stands for the text part it became (``rule.string``), so that what is read
+    from the part (reasoning) agrees with the message. The part itself in every other case."""
+    if rule.string_part is None:
+        return part
+    for f in rule.text:
+        value = part.get(f)
+        if value.__class__ is str and stored.get(f).__class__ is list:
+            return {**part, f: [{**rule.string_part, rule.string_field or "text": value}]}
+    return part
+
+
+def _text_misfit(place: tuple, current: Any, value: Any, rule: JoinRule) -> ValueError:
+    held = current.__class__
+    if held is str or held is Fragments:
+        wanted = "a string"
+    elif held is list:
+        wanted = "a list of parts" + (" or a string" if rule.string_part is not None else "")
+    else:
+        wanted = "nothing more (only text and lists of parts continue)"
+    return ValueError(
+        f"{_place(place)}: holds {json_kind(current)} so far, so expected {wanted}; got "
+        f"{json_kind(value)}: {shown_value(value)}"
+    )
+
+
+def _place(where: Any) -> str:
+    """The message path a location names: the list's path (``content``), or ``(list, index,
+    field)`` for a field of one of its parts (``content[0].thinking``), nested as deep as
+    the parts nest. Built only for an error."""
+    if where.__class__ is tuple:
+        parent, index, key = where
+        return f"{_place(parent)}[{index}].{key}"
+    return where or "(the parts)"
+
+
+def string_as_part(parts: list, text: str, rule: JoinRule, where: Any = None) -> dict:
+    """A bare string delta on a parts list joins the last text part, or starts one."""
+    part = {**(rule.string_part or {}), rule.string_field or "text": text}
+    join_parts(parts, [part], rule, None, where)
+    return parts[-1]

@@ -1,0 +1,948 @@
+"""``LLMStreamBuffer``: one stream, chunk by chunk.
+
+The buffer resolves the wire among its strategies from the first chunk one of them recognises
+(keeping earlier, unrecognised chunks and replaying them), hands every event to the compiled
+rules, and answers the per-chunk questions (``forming()``, ``calls()``) from state the rules
+keep up to date, so that the client loop costs O(1) amortized per chunk.
+
+A chunk that raises changes nothing (API.md: "the buffer is left as it was"), whatever rule
+of its event raised and whatever the exception. The rules of one event run one after the
+other and write into the message as they go, so an exception midway would leave the event
+half applied. Three ways to undo that were weighed:
+
+- a copy of the assembly before every chunk: O(message) per chunk, quadratic over a stream;
+- an undo journal written by every operation: a cost on every write of every operation, and
+  a duty on every operation yet to be written (one that forgets is a silent corruption);
+- replay (chosen): the buffer keeps the events its assembly was built from (one list append
+  per chunk, the only cost on the happy path) and, when one raises, builds a fresh assembly
+  from them. The rules are a deterministic function of the events, and no operation mutates
+  an event (values enter the message through ``ingest``, a copy, or are kept whole and never
+  written to: whole arguments, strings), so the replay gives the assembly as it was.
+
+A failure then costs O(events so far), paid only by bad input. The price is memory: the
+accepted events stay referenced until ``reset()`` or the buffer goes, as the unrecognised
+chunks before the wire was resolved always were; and a caller must not change a dict after
+handing it to ``add`` (every decoder here hands over a fresh one). What the buffer derived
+from the old assembly (the calls handed out, the display cursors, the codec's feed count,
+the forming cache) stays valid, because the replay rebuilds the same message, display text
+and calls in the same order; only identities are carried over (:meth:`_carry_over`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from typing import Any
+
+from ..compile.strategy import NOT_FORMING, ExtractionStrategy, Forming
+from ..errors import ChunkError, UnknownFormatError
+from ..events import (
+    ArgumentsDelta,
+    CallIncomplete,
+    CallReady,
+    CallStarted,
+    Event,
+    ExtractedCall,
+    TextDelta,
+)
+from ..model.assembly import Assembly, CallTrack
+from ..model.jsonscan import COMPLETE
+from ..model.partial import PartialJSON
+from ..records import Skipped
+from .chunks import SKIP, Sentinel, decode
+
+# The third value of ``_held`` (beside False and True, ``hold()``'s veto of all display): a
+# driver holds the text call forming, so ``text()`` releases everything before its possible
+# start. A value, not one more attribute: the buffer's attributes stay few enough for
+# CPython's shared-key instance dicts, which its per-chunk attribute reads rely on.
+_TEXT_CALL_HELD = "text call held"
+_FINISHED = Sentinel("finished")  # in the replay log: the wire's DONE arrived as a sentinel
+_CLOSED = Sentinel("closed")  # in the replay log: close() was called
+
+
+class _Unfit:
+    """In the replay log: an event kept before the wire was resolved that did not fit it,
+    undone and counted with the events no rule handles."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+class LLMStreamBuffer:
+    """Accumulates one streamed response into the provider's own ``stream=false`` message."""
+
+    # Slots: every per-chunk attribute read is a slot read, however many attributes the
+    # buffer grows (an instance dict stops sharing its keys past 30, and reads slow down).
+    __slots__ = (
+        "_asm",
+        "_calls",
+        "_claimed",
+        "_closed",
+        "_completed",
+        "_content",
+        "_drained_at",
+        "_emitted",
+        "_emitted_order",
+        "_fed",
+        "_forming",
+        "_forming_at",
+        "_forming_pub",
+        "_held",
+        "_incomplete_done",
+        "_incomplete_mark",
+        "_index",
+        "_late",
+        "_log",
+        "_native_done",
+        "_native_mark",
+        "_needs_sort",
+        "_new_at",
+        "_pending",
+        "_pending_at",
+        "_pending_end",
+        "_quiet_at",
+        "_ready_orders",
+        "_rec",
+        "_rounds",
+        "_scan_closed",
+        "_scan_from",
+        "_scanner",
+        "_shown",
+        "_sse",
+        "_strategy",
+        "choice",
+        "codec",
+        "strategies",
+        "__weakref__",
+    )
+
+    def __init__(
+        self,
+        strategies: list[ExtractionStrategy] | None = None,
+        choice: int = 0,
+        events: bool = False,
+    ) -> None:
+        if strategies is None:
+            from ..language.registry import wire_strategies
+
+            strategies = wire_strategies()
+        self.strategies = list(strategies)
+        self.choice = choice
+        self._strategy: ExtractionStrategy | None = None
+        self._asm: Assembly | None = None
+        self._pending: list[dict] = []  # chunks seen before the wire was resolved
+        self._pending_at: list[int] = []  # their indexes, for what they could not place
+        self._pending_end = False
+        self._log: list = []  # what the assembly was built from, in order (see _rollback)
+        self._index = 0  # position of the next chunk, for error messages
+        self._sse: dict = {}
+        self.codec: Any = None  # the text codec scanning display text (attach_codec)
+        self._rounds = False  # per-round bookkeeping is on (a codec or a deferred consume)
+        # The events (engine.recorder), on a buffer made with events=True: None otherwise, and
+        # then the one attribute test per chunk that events cost.
+        self._rec: Any = None
+        self._reset_view()
+        if events:
+            self._record_events()
+
+    def _reset_view(self) -> None:
+        self._shown = 0  # display fragments already handed out by text()
+        self._held: bool | str = False  # True: hold(); _TEXT_CALL_HELD: hold_text_call()
+        self._calls: list[ExtractedCall] = []
+        self._emitted: set[int] = set()  # track indexes already in _calls
+        self._emitted_order: list[int] = []
+        self._scan_from = 0
+        self._needs_sort = False
+        self._forming: tuple[Any, Forming] = (None, NOT_FORMING)
+        self._forming_pub: tuple[Any, Forming] = (None, NOT_FORMING)  # forming()'s own
+        self._forming_at = 0  # tracks before this index are ready or incomplete (forming())
+        self._completed: list[tuple[int, ExtractedCall]] = []  # (track order, call), in the
+        self._ready_orders: set[int] = set()  # order calls completed, each once (new_calls)
+        self._new_at = 0  # new_calls()' cursor into _completed
+        self._closed = False
+        self._content: tuple[int, str] = (0, "")
+        # Drivers' state (engine.drivers): the text codec's scanner and what it was fed, the
+        # native calls already handled, and the consumes deferred to the next round.
+        self._scanner = self.codec.new_scanner() if self.codec is not None else None
+        self._fed = 0  # display fragments fed to the scanner
+        self._quiet_at = -1  # the _fed at which the scanner held nothing (see text_quiet)
+        self._drained_at = -1  # the _fed at which text() handed out all the scanner had
+        self._scan_closed = False
+        self._late: list[str] = []  # display after the scanner closed (nothing scans it)
+        self._native_done = 0  # calls() before this index were handled (consume_native)
+        self._native_mark: int | None = None  # consume_native of this round, applied next
+        self._incomplete_done = 0  # incomplete calls before this index were reported
+        self._incomplete_mark: int | None = None  # consume_incomplete of this round
+        self._claimed: list[ExtractedCall] = []  # text calls consumed in this round
+
+    # -- input -----------------------------------------------------------------------------
+
+    def add(self, chunk: Any) -> None:
+        """Take one chunk: a dict, JSON text (also an SSE line) or an SDK object."""
+        index = self._index
+        self._index += 1
+        rec = self._rec
+        if rec is not None and self._scanner is not None:
+            self._flush_round()  # the round that ends decided what its text is
+        self._held = False
+        if self._rounds and (self._claimed or self._native_mark is not None):
+            self._new_round()  # only when a driver deferred something in the last round
+        if chunk.__class__ is dict:  # the common case, without a call
+            event = chunk
+        else:
+            event = decode(chunk, index, self._sse)
+            if event is SKIP:
+                return
+            if event.__class__ is Sentinel:
+                self._take_sentinel(event, index)
+                return
+        asm = self._asm
+        if asm is None:
+            self._add_unresolved(event, index)
+            return
+        try:
+            self._strategy.program.apply(asm, event, self.choice)
+        except BaseException as exc:  # any rule may raise after another wrote: undo them all
+            self._rollback()
+            if not isinstance(exc, Exception):
+                raise  # KeyboardInterrupt and the like: rolled back, and on their way
+            raise self._misfit(index, exc) from exc
+        self._log.append(event)
+        if asm.unplaced:  # the happy path pays this one test
+            self._stamp_skipped(index, event)
+        if rec is not None:
+            rec.commit(self, asm, self._scanner is not None)
+
+    def _stamp_skipped(self, index: int, event: dict) -> None:
+        """Record what the rules of chunk ``index`` could not place, named and located."""
+        asm = self._asm
+        name = self._event_name(event)
+        asm.skipped.extend(Skipped(index, name, reason) for reason in asm.unplaced)
+        asm.unplaced.clear()
+
+    def _misfit(self, index: int, exc: BaseException) -> ChunkError:
+        reason = str(exc) or "no detail"
+        return ChunkError(
+            index, f"event does not fit {self._strategy.name}: {type(exc).__name__}: {reason}"
+        )
+
+    def _add_unresolved(self, event: dict, index: int) -> None:
+        """Before the wire is resolved: resolve it on this event or keep the event. An event
+        that resolves the wire but does not fit it leaves the wire unresolved, as before."""
+        pending, pending_at, pending_end = self._pending, self._pending_at, self._pending_end
+        if not self._resolve(event):
+            self._pending.append(event)
+            self._pending_at.append(index)
+            return
+        try:
+            self._strategy.program.apply(self._asm, event, self.choice)
+        except BaseException as exc:
+            misfit = self._misfit(index, exc)
+            self._strategy, self._asm, self._log = None, None, []
+            self._pending, self._pending_at = pending, pending_at
+            self._pending_end = pending_end
+            if self._rec is not None:  # the replayed earlier chunks are undone too
+                self._record_events(self._rec.out)
+            if not isinstance(exc, Exception):
+                raise
+            raise misfit from exc
+        self._log.append(event)
+        if self._asm.unplaced:
+            self._stamp_skipped(index, event)
+        self._commit()
+
+    def _take_sentinel(self, sentinel: str, index: int) -> None:
+        """An end marker (``data: [DONE]``): the DONE of the wire that declares it, and the end
+        of the stream on any other wire too (proxies and SDKs end every SSE stream with it)."""
+        if sentinel not in self._end_markers():
+            raise ChunkError(
+                index,
+                f"expected a JSON object, got the text {sentinel!r} "
+                "(not JSON, and not an end marker of any known wire)",
+            )
+        if self._strategy is None:
+            self._pending_end = True  # remembered: the wire it ends is not known yet
+        else:
+            self._asm.finish()
+            self._log.append(_FINISHED)
+            self._commit()
+
+    def _end_markers(self) -> frozenset[str]:
+        """The end markers of this buffer's strategies and of every built-in wire."""
+        from ..language.registry import wire_strategies
+
+        markers: frozenset[str] = frozenset()
+        for strategy in (*self.strategies, *wire_strategies()):
+            markers |= strategy.spec.sentinels
+        return markers
+
+    def _resolve(self, event: dict) -> bool:
+        for strategy in self.strategies:
+            if strategy.recognizes_chunk(event):
+                self._strategy = strategy
+                self._asm = strategy.new_assembly()
+                self._asm.events = self._rec
+                self._log = []
+                pending, self._pending = self._pending, []
+                indexes, self._pending_at = self._pending_at, []
+                for at, earlier in zip(indexes, pending, strict=True):
+                    self._replay_pending(at, earlier)
+                if self._pending_end:
+                    self._asm.finish()
+                    self._log.append(_FINISHED)
+                    self._commit()
+                return True
+        return False
+
+    def _replay_pending(self, index: int, earlier: dict) -> None:
+        """An event kept before the wire was resolved, now applied. It was never recognised,
+        so one that does not fit the wire is not an error of the chunk being added: it is
+        undone and counted with the events no rule handles."""
+        try:
+            self._strategy.program.apply(self._asm, earlier, self.choice)
+        except Exception:
+            self._rollback()
+            unfit = _Unfit(str(self._event_name(earlier)))
+            self._asm.unknown[unfit.name] += 1
+            self._log.append(unfit)
+            return
+        self._log.append(earlier)
+        if self._asm.unplaced:
+            self._stamp_skipped(index, earlier)
+        self._commit()
+
+    def _event_name(self, event: dict) -> Any:
+        try:
+            return self._strategy.program.event_name(event)
+        except Exception:
+            return None
+
+    def _rollback(self) -> None:
+        """Undo what a raising event half applied: a fresh assembly from the events logged.
+
+        Only the assembly is rebuilt: the buffer's own state (calls handed out, display and
+        codec cursors) reflects the assembly before the event, which the replay reproduces.
+        What the old assembly listed as skipped stays (the replay would find it again, but
+        without the chunk indexes)."""
+        old = self._asm
+        asm = self._strategy.new_assembly()
+        rec = asm.events = self._rec
+        if rec is not None:
+            rec.replay()  # the calls get back their sinks, read again; nothing is recorded
+        for step in self._log:
+            if step is _FINISHED:
+                asm.finish()
+            elif step is _CLOSED:
+                asm.end_input()
+            elif step.__class__ is _Unfit:
+                asm.unknown[step.name] += 1
+            else:
+                self._strategy.program.apply(asm, step, self.choice)
+        if rec is not None:
+            rec.rolled_back(asm)
+        asm.unplaced.clear()
+        if old is not None:
+            asm.skipped = old.skipped
+        self._asm = asm
+        self._carry_over(asm)
+
+    def _carry_over(self, asm: Assembly) -> None:
+        """Point the buffer's caches at the rebuilt assembly's objects.
+
+        The calls already handed out are owned by the new tracks (so that a later event that
+        takes one back is noticed), and if one of them is not what the rebuilt message holds
+        (an event before the failed one took it back, and ``calls()`` has not been asked
+        since) the calls are rebuilt on the next ``calls()``, as they would have been."""
+        tracks = asm.tracks
+        for position, call in zip(self._emitted_order, self._calls, strict=True):
+            track = tracks[position] if position < len(tracks) else None
+            if track is not None and track.args.state == COMPLETE:
+                track.args.owner = asm
+                if track.args.value == call.arguments:
+                    continue
+            asm.calls_regressed = asm.calls_dirty = True
+        self._forming = self._carried(self._forming, tracks)
+        self._forming_pub = self._carried(self._forming_pub, tracks)
+
+    @staticmethod
+    def _carried(cache: tuple, tracks: list[CallTrack]) -> tuple:
+        """A forming cache keyed on an old track, keyed on its rebuilt twin."""
+        cached_key, cached = cache
+        if cached_key.__class__ is CallTrack:
+            order = cached_key.order
+            return (tracks[order], cached) if order < len(tracks) else (None, NOT_FORMING)
+        return cache
+
+    def close(self) -> None:
+        """End of input: close whatever is still open; nothing stays held after this."""
+        self._closed = True
+        self._held = False
+        if self._rounds:
+            self._new_round()
+        if self._asm is None:
+            if self._pending:
+                tried = ", ".join(s.name for s in self.strategies)
+                raise UnknownFormatError(
+                    f"no format recognised any of the {len(self._pending)} chunk(s); tried: {tried}"
+                )
+            return
+        self._asm.end_input()
+        self._log.append(_CLOSED)
+        self._commit()
+
+    def hold(self) -> None:
+        """Veto display for this round (until the next ``add``)."""
+        self._held = True
+
+    def reset(self) -> None:
+        """Forget the stream so far, keeping the resolved wire."""
+        self._pending = []
+        self._pending_at = []
+        self._log = []
+        self._reset_view()
+        if self._rec is not None:
+            self._record_events(self._rec.out)  # what was recorded is still handed out
+        if self._strategy is not None:
+            self._asm = self._strategy.new_assembly()
+            self._asm.events = self._rec
+
+    # -- questions ---------------------------------------------------------------------------
+
+    @property
+    def format(self) -> str | None:
+        return self._strategy.name if self._strategy is not None else None
+
+    @property
+    def strategy(self) -> ExtractionStrategy | None:
+        return self._strategy
+
+    @property
+    def closed(self) -> bool:
+        """The client called ``close()``: no more input (until ``reset()``). A stream may end
+        this way without its wire's DONE (``is_finished()`` stays false)."""
+        return self._closed
+
+    def is_finished(self) -> bool:
+        return self._asm is not None and self._asm.finished or (
+            self._asm is None and self._pending_end
+        )
+
+    def forming(self) -> Forming:
+        """Is a call coming: one has started and is neither ready nor incomplete (false
+        after ``close()``, and after the wire's DONE, which closes every call); with its
+        name once streamed. O(1) amortized: a cursor passes the calls that are done."""
+        asm = self._asm
+        if asm is None or not asm.tracks or self._closed:
+            return NOT_FORMING
+        tracks = asm.tracks
+        count = len(tracks)
+        i = self._forming_at
+        while i < count and (tracks[i].args.state != 0 or tracks[i].args.closed):
+            i += 1
+        self._forming_at = i
+        if i == count:
+            return NOT_FORMING
+        forming, self._forming_pub = self._forming_of(tracks[i], self._forming_pub)
+        return forming
+
+    def _hold_forming(self) -> Forming:
+        """What the drivers hold on while the stream runs (``round_state``): the first call
+        whose arguments are still streaming, else the first call of the stream, so that a
+        complete native call waiting for its batch's DONE still holds. O(1) amortized."""
+        asm = self._asm
+        tracks = asm.tracks
+        count = len(tracks)
+        i = asm.first_open
+        while i < count and tracks[i].args.state != 0:
+            i += 1
+        asm.first_open = i
+        forming, self._forming = self._forming_of(
+            tracks[i] if i < count else tracks[0], self._forming
+        )
+        return forming
+
+    def _forming_of(self, track: CallTrack, cache: tuple) -> tuple[Forming, tuple]:
+        """The Forming of ``track``, the same object while its name stays the same (drivers
+        compare it by identity), and the cache to keep."""
+        cached_key, cached = cache
+        if cached_key is track:
+            return cached, cache  # this call's name was known already, and a known name stays
+        name = self._asm.strategy.spec.calls.name(track.item)
+        key = (track.order, name)
+        if cached_key == key:
+            return cached, cache
+        named = name.__class__ is str and name
+        forming = Forming(True, name if named else None)
+        # Once the name is a whole string the answer for this call is final: key on the
+        # track itself, so that later rounds read no name at all.
+        return forming, (track if named else key, forming)
+
+    def calls(self) -> list[ExtractedCall]:
+        """Calls whose arguments are complete so far, in message order. O(new calls).
+
+        The list is the buffer's own and grows in place as calls complete (copying it per
+        chunk would make a stream of whole calls quadratic); copy it to keep a snapshot."""
+        asm = self._asm
+        if asm is None or not asm.calls_dirty:
+            return self._calls
+        asm.calls_dirty = False
+        if asm.calls_regressed:
+            asm.calls_regressed = False
+            self._emitted.clear()
+            self._emitted_order = []
+            self._calls = []
+            self._scan_from = 0
+        spec = asm.strategy.spec.calls
+        tracks = asm.tracks
+        emitted = self._emitted
+        for index in range(self._scan_from, len(tracks)):
+            track = tracks[index]
+            if index in emitted or track.args.state != COMPLETE:
+                continue
+            name = spec.name(track.item)
+            if name.__class__ is not str or not name:
+                asm.calls_dirty = True  # the name may still arrive
+                continue
+            call_id = spec.id(track.item)
+            if self._calls and self._emitted_order and self._emitted_order[-1] > index:
+                self._needs_sort = True
+            call = ExtractedCall(name, track.args.value, call_id or None)
+            self._calls.append(call)
+            track.args.owner = asm
+            self._emitted_order.append(index)
+            emitted.add(index)
+            if index not in self._ready_orders:  # completed now (a rebuild lists it again)
+                self._ready_orders.add(index)
+                self._completed.append((index, call))
+        while self._scan_from in emitted:
+            self._scan_from += 1
+        if self._needs_sort:
+            pairs = sorted(zip(self._emitted_order, self._calls, strict=True), key=lambda p: p[0])
+            self._emitted_order = [p[0] for p in pairs]
+            self._calls = [p[1] for p in pairs]
+            self._needs_sort = False
+        return self._calls
+
+    def new_calls(self) -> list[ExtractedCall]:
+        """The calls completed since the last ``new_calls()``, each exactly once, in the
+        order they completed: what a per-chunk loop runs. A text codec's calls (on a
+        driver's buffer) count once a driver ran them. A fresh list."""
+        if self._asm is not None and self._asm.calls_dirty:
+            self.calls()
+        completed = self._completed
+        if self._new_at == len(completed):
+            return []
+        new = [call for _, call in completed[self._new_at :]]
+        self._new_at = len(completed)
+        return new
+
+    # -- events ------------------------------------------------------------------------------
+
+    def _record_events(self, kept: list | None = None) -> None:
+        """Turn events on (or start them again after ``reset()`` or an undone resolution),
+        keeping ``kept``: what was recorded and not yet handed out."""
+        from .recorder import EventRecorder
+
+        rec = self._rec = EventRecorder()
+        if kept:
+            rec.out = kept
+        if self._asm is not None:
+            self._asm.events = rec
+
+    def _commit(self) -> None:
+        """Record the events of what was just applied (a buffer with events only)."""
+        rec = self._rec
+        if rec is not None and self._asm is not None:
+            rec.commit(self, self._asm, self._scanner is not None)
+
+    def events(self) -> list[Event]:
+        """The events recorded since the last ``events()``, in stream order, each once
+        (API.md, "Events"). On a driver's buffer call it after the drivers' round: the
+        display text is released as the round decided. ValueError on a buffer made
+        without ``events=True``: an event is never lost silently."""
+        rec = self._rec
+        if rec is None:
+            raise ValueError(
+                "this buffer records no events: make it with LLMStreamBuffer(events=True) "
+                "(or driver.new_stream_buffer(events=True)), or iterate buf.consume(chunks)"
+            )
+        if self._scanner is not None:
+            self._flush_round()
+        out = rec.out
+        if not out:
+            return []
+        rec.out = []
+        return out
+
+    def consume(self, chunks: Iterable[Any]) -> Iterator[Event]:
+        """The loop of a client without a driver: ``add`` each chunk and yield its events;
+        at the end ``close()`` and yield the last ones. Turns events on. An exception the
+        source raises propagates, and the buffer stays open and usable."""
+        if self._rec is None:
+            self._record_events()
+        events, add = self.events, self.add
+        spare: list[Event] = []  # the list handed out last, empty again: no list per chunk
+        for chunk in chunks:
+            add(chunk)
+            rec = self._rec
+            out = rec.out
+            if out and self._scanner is None:  # events(), inlined: it runs per chunk
+                rec.out = spare
+                if len(out) == 1:
+                    yield out[0]
+                else:
+                    yield from out
+                out.clear()  # nobody else holds it: events() can no longer return it
+                spare = out
+            else:
+                yield from events()
+        self.close()
+        yield from self.events()
+
+    async def aconsume(self, chunks: AsyncIterable[Any]) -> AsyncIterator[Event]:
+        """:meth:`consume` over an async iterable: ``async for ev in buf.aconsume(s)``."""
+        if self._rec is None:
+            self._record_events()
+        async for chunk in chunks:
+            self.add(chunk)
+            for event in self.events():
+                yield event
+        self.close()
+        for event in self.events():
+            yield event
+
+    def _flush_round(self) -> None:
+        """On a driver's buffer with events: what the round that ends decided. The text
+        calls a driver ran are ready, the display text no driver held is released (for
+        the events, and kept for ``text()``: neither takes from the other), and the text
+        call the drivers hold has started; then the DONE, once the text before it is out."""
+        rec = self._rec
+        asm = self._asm
+        if asm is None:
+            return
+        if rec.text_ready:
+            self._text_calls_ready(rec)
+        new = self._release()
+        if new:
+            rec.for_text.append(new)
+            self._text_event(new)
+        self._text_call_forming(rec)
+        if asm.finished:
+            rec.finish(asm)
+
+    def _text_event(self, new: str) -> None:
+        """Released text as a TextDelta, but for what was given before the codec came."""
+        rec = self._rec
+        if rec.skip_chars:
+            cut = min(len(new), rec.skip_chars)
+            rec.skip_chars -= cut
+            new = new[cut:]
+        if new:
+            rec.out.append(TextDelta(new))
+
+    def _text_calls_ready(self, rec: Any) -> None:
+        """The text calls the drivers ran in this round: started (if the name never showed
+        while they formed), their arguments whole, ready."""
+        for start, call in rec.text_ready:
+            started = rec.text_started
+            if started is not None and started[0] == start and started[2] == call.name:
+                slot = started[1]
+                rec.text_started = None
+            else:
+                slot = ("text", rec.text_n)
+                rec.text_n += 1
+                rec.out.append(CallStarted(slot, call.name, None))
+            partial = PartialJSON()
+            partial.set_whole(call.arguments)
+            rec.out.append(ArgumentsDelta(slot, None, partial.value))
+            rec.out.append(CallReady(slot, call))
+        rec.text_ready.clear()
+
+    def _text_call_forming(self, rec: Any) -> None:
+        """The text call the drivers hold: started once its name streamed; one that is gone
+        without a driver running it is incomplete (cut by the end of input, or invalid)."""
+        forming = self._scanner.forming_call()
+        started = rec.text_started
+        if started is not None and (forming is None or forming[0] != started[0]):
+            ended = self._closed or self._asm.finished
+            raw = self.get_content()[started[0] :]
+            reason = "cut" if ended else "invalid"
+            rec.out.append(CallIncomplete(started[1], started[2], None, raw, reason))
+            rec.text_started = started = None
+        if forming is not None and forming[1] and started is None:
+            slot = ("text", rec.text_n)
+            rec.text_n += 1
+            rec.text_started = (forming[0], slot, forming[1])
+            rec.out.append(CallStarted(slot, forming[1], None))
+
+    def incomplete_calls(self) -> list[CallIncomplete]:
+        """The calls that will never be runnable (cut, invalid, too deep), in message order,
+        known from the wire's DONE or ``close()`` on; ``[]`` before. A copy."""
+        return list(self._asm.incomplete) if self._asm is not None else []
+
+    def as_dict(self) -> dict:
+        """The provider's ``stream=false`` message, as far as streamed."""
+        if self._asm is None:
+            return {}
+        return self._strategy.message_of(self._asm)
+
+    @property
+    def stop_reason(self) -> Any:
+        return self._asm.stop_reason if self._asm is not None else None
+
+    @property
+    def usage(self) -> Any:
+        return self._asm.usage if self._asm is not None else None
+
+    @property
+    def error(self) -> Any:
+        return self._asm.error if self._asm is not None else None
+
+    def skipped(self) -> list[Skipped]:
+        """What the buffer could not place, never silently: each event (or part of one) that
+        an operation found no place for in the message, in stream order, with its reason
+        (``Skipped(index, event, reason)``): an event without its slot key, one for an item
+        that is not open, a restatement of a call already ready. Events that no rule handles
+        at all are counted in ``unknown_events`` instead. A fresh list, cumulative."""
+        return list(self._asm.skipped) if self._asm is not None else []
+
+    @property
+    def unknown_events(self) -> Counter:
+        """Events no rule handles, by name: skipped (providers add events), and counted."""
+        return self._asm.unknown if self._asm is not None else Counter()
+
+    def text(self) -> str:
+        """Display text released since the last call ("" while held)."""
+        rec = self._rec
+        if rec is not None and self._scanner is not None:
+            new = self._release()  # events see it too; what they released comes first
+            if new:
+                self._text_event(new)
+            if rec.for_text:
+                new = "".join(rec.for_text) + new
+                rec.for_text = []
+            return new
+        return self._release()
+
+    def _release(self) -> str:
+        """``text()``: the display text released now, by the codec's scanner if one scans."""
+        if self._held is True or self._asm is None:
+            return ""
+        scanner = self._scanner
+        if scanner is not None:
+            fed = self._fed
+            asm = self._asm
+            if (  # the scanner is fed and holds nothing, and the stream runs: most rounds
+                fed == self._quiet_at == len(asm.display)
+                and not self._late
+                and not (self._scan_closed or self._closed or asm.finished)
+            ):
+                if self._drained_at == fed:
+                    return ""  # handed out already
+                self._drained_at = fed  # nothing held: releasable() hands out everything
+                return scanner.releasable()
+            return self._scanned_text()
+        display = self._asm.display
+        if self._shown == len(display):
+            return ""
+        new = "".join(display[self._shown :])
+        self._shown = len(display)
+        return new
+
+    def get_content(self) -> str:
+        """All display text so far."""
+        if self._asm is None:
+            return ""
+        display = self._asm.display
+        count, joined = self._content
+        if count != len(display):
+            joined += "".join(display[count:])
+            self._content = (len(display), joined)
+        return joined
+
+    # -- drivers' hooks: the text codec, deferred consumes ------------------------------------
+    #
+    # A round is what happens between two ``add``s (or an ``add`` and ``close``): every
+    # driver fed this buffer looks at it, then the client reads ``text()``. What a driver
+    # handled is advanced past only at the start of the next round, so that every driver of
+    # the round sees the same calls; ``text()`` releases what no driver held in the round.
+
+    def attach_codec(self, codec: Any) -> None:
+        """Scan the display text with a text codec (:class:`engine.textcodec.TextCodec`) for
+        calls written into it; ``text()`` then shows only what is not, or cannot be, a call.
+        The first codec attached stays; the display text streamed so far is scanned too."""
+        if self.codec is not None:
+            return
+        if self._rec is not None:  # text given as it streamed is not given again
+            self._rec.skip_chars = self._rec.text_chars
+        self.codec = codec
+        self._rounds = True
+        self._scanner = codec.new_scanner()
+        self._fed = 0
+
+    def hold_text_call(self) -> None:
+        """A driver holds the text call forming (its own, or one whose name has not streamed
+        yet), for this round (until the next ``add``). Unlike ``hold()``, which vetoes all
+        display, ``text()`` still releases everything before the call's possible start: only
+        the suffix that may still become a call stays held."""
+        if self._held is False:
+            self._held = _TEXT_CALL_HELD
+
+    def consume_native(self) -> None:
+        """A driver handled the native calls so far; from the next round on, the native calls
+        of ``round_state()`` are only those after them."""
+        self._native_mark = len(self.calls())
+        self._rounds = True
+
+    def incomplete_round(self) -> list[CallIncomplete]:
+        """The incomplete calls not yet advanced past by ``consume_incomplete``: what the
+        drivers of this round report (each driver its own)."""
+        asm = self._asm
+        if asm is None or len(asm.incomplete) == self._incomplete_done:
+            return []
+        return asm.incomplete[self._incomplete_done :]
+
+    def consume_incomplete(self) -> None:
+        """A driver reported the incomplete calls so far; from the next round on,
+        ``incomplete_round()`` holds only those after them."""
+        self._incomplete_mark = len(self._asm.incomplete) if self._asm is not None else 0
+        self._rounds = True
+        if self._native_mark is None:  # what makes ``add`` start a new round
+            self._native_mark = self._native_done
+
+    def round_state(self) -> tuple[list[ExtractedCall], bool, Forming]:
+        """What a driver reads every round, in one call: the native calls not yet advanced
+        past by ``consume_native``; whether input has ended (the wire's DONE, or
+        ``close()``), after which no input can change the calls; and, while the stream runs,
+        ``forming()``."""
+        asm = self._asm
+        if asm is None:
+            return self._calls, self._closed or self._pending_end, NOT_FORMING
+        calls = self.calls() if asm.calls_dirty else self._calls
+        native = calls[self._native_done :] if self._native_done else calls
+        if self._closed or asm.finished:
+            return native, True, NOT_FORMING
+        return native, False, self._hold_forming() if asm.tracks else NOT_FORMING
+
+    def text_quiet(self) -> bool:
+        """Does the text codec hold nothing: no complete text call, none forming, none
+        consumed in this round? O(1) amortized: only new display text can end the quiet, so
+        the answer is kept until more is fed. True without a codec."""
+        scanner = self._scanner
+        asm = self._asm
+        if scanner is None or asm is None:
+            return True
+        display = asm.display
+        fed = self._fed
+        count = len(display)
+        if fed + 1 == count and not self._scan_closed:
+            # One new fragment, the common case: fed here, and the scanner says if it is quiet.
+            quiet = scanner.feed(display[fed])
+            fed = self._fed = count
+        elif fed == count:  # no new text (a call is streaming)
+            if self._quiet_at == fed:
+                return True
+            quiet = scanner.quiet()
+        else:
+            self._sync()
+            fed = self._fed
+            if self._quiet_at == fed:
+                return True
+            quiet = scanner.quiet()
+        if self._claimed or not quiet:
+            return False
+        self._quiet_at = fed
+        return True
+
+    def text_calls(self) -> list[ExtractedCall]:
+        """Complete text calls not yet advanced past, in text order, ``end`` set (the calls
+        consumed in this round included, so that every driver of the round sees them)."""
+        scanner = self._sync()
+        if scanner is None or self._quiet_at == self._fed:
+            return []
+        found = [ExtractedCall(c.name, c.arguments, None, c.end) for c in scanner.complete_calls()]
+        if not self._claimed:
+            return found
+        return sorted([*self._claimed, *found], key=lambda c: c.end or 0)  # a text call has its end
+
+    def text_forming(self) -> Forming:
+        """Is a text call forming, and its name once streamed."""
+        scanner = self._sync()
+        if scanner is None:
+            return NOT_FORMING
+        forming, name = scanner.forming()
+        return Forming(True, name) if forming else NOT_FORMING
+
+    def consume_text_call(self, call: ExtractedCall) -> bool:
+        """A driver runs ``call`` (one of ``text_calls()``): its span is never shown. False
+        when it was consumed already (by another driver, or earlier in this round)."""
+        scanner = self._sync()
+        if scanner is None:
+            return False
+        for found in scanner.complete_calls():
+            if (found.end, found.name, found.arguments) == (call.end, call.name, call.arguments):
+                scanner.consume_call(found)
+                self._claimed.append(call)
+                self._completed.append((-1, call))  # a text call: new_calls() has it
+                if self._rec is not None:
+                    self._rec.text_ready.append((found.start, call))
+                return True
+        return False
+
+    def _new_round(self) -> None:
+        """Apply what drivers deferred in the round that ends."""
+        if self._claimed:
+            self._claimed = []
+        if self._native_mark is not None:
+            self._native_done = max(self._native_done, self._native_mark)
+            self._native_mark = None
+        if self._incomplete_mark is not None:
+            self._incomplete_done = max(self._incomplete_done, self._incomplete_mark)
+            self._incomplete_mark = None
+
+    def _sync(self) -> Any:
+        """The scanner, fed the display fragments that arrived since it was last fed."""
+        scanner = self._scanner
+        asm = self._asm
+        if scanner is None or asm is None:
+            return None
+        display = asm.display
+        fed = self._fed
+        count = len(display)
+        if fed != count:
+            if self._scan_closed:
+                self._late.extend(display[fed:])
+            else:
+                for piece in display[fed:]:
+                    scanner.feed(piece)
+            self._fed = count
+        return scanner
+
+    def _scanned_text(self) -> str:
+        """``text()`` through the scanner: what no driver held in this round flows (the text
+        before a call a driver holds included); once the stream has ended (its DONE, or
+        ``close()``), everything still held flows."""
+        scanner = self._sync()
+        fed = self._fed
+        if self._scan_closed:
+            if fed == self._drained_at == self._quiet_at and not self._late:
+                return ""  # closed and handed out: nothing can be new
+        elif self._closed or self._asm.finished:
+            scanner.close()
+            self._scan_closed = True
+        elif self._quiet_at == self._fed:
+            pass  # nothing held: nothing to release
+        else:
+            if self._held is not _TEXT_CALL_HELD and scanner.forming()[0]:
+                scanner.release_held()
+            for call in scanner.complete_calls():
+                scanner.release_call(call)
+        released = scanner.releasable()
+        if self._late:
+            released += "".join(self._late)
+            self._late = []
+        if self._quiet_at == fed:
+            self._drained_at = fed  # nothing was held, so releasable() handed out everything
+        return released

@@ -1,0 +1,133 @@
+"""Turning what a caller hands to ``buf.add`` into one decoded event (a dict).
+
+Accepted: a dict; JSON text as ``str`` or ``bytes``, also an SSE line (``data: {...}``,
+``event: NAME`` which names the next payload, comments and ``id:``/``retry:`` lines); and SDK
+objects, read as the fields they carry (pydantic's ``model_dump(exclude_unset=True)``), never
+inventing null fields that the wire did not send.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from ..errors import ChunkError
+
+SKIP = object()  # SSE framing with no payload of its own
+
+
+class Sentinel(str):
+    """A non-JSON end marker such as OpenAI's ``data: [DONE]``."""
+
+
+def decode(chunk: Any, index: int, sse_state: dict) -> Any:
+    """Return a dict, a :class:`Sentinel`, or :data:`SKIP`; raise :class:`ChunkError`."""
+    if chunk.__class__ is dict:
+        return chunk
+    if isinstance(chunk, (bytes, bytearray, memoryview)):
+        try:
+            chunk = bytes(chunk).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            reason = f"bytes are not UTF-8 ({exc.reason} at byte {exc.start})"
+            raise ChunkError(index, reason) from None
+    if isinstance(chunk, str):
+        return _decode_text(chunk, index, sse_state)
+    if isinstance(chunk, dict):
+        return dict(chunk)
+    try:
+        as_fields = sdk_fields(chunk)
+    except RecursionError:
+        raise ChunkError(index, "an SDK object nested deeper than can be read") from None
+    if as_fields is None:
+        raise ChunkError(
+            index,
+            "expected a JSON object (dict, JSON text or an SDK object), "
+            f"got {type(chunk).__name__}",
+        )
+    return as_fields
+
+
+def _decode_text(text: str, index: int, sse_state: dict) -> Any:
+    stripped = text.strip()
+    if not stripped or stripped.startswith(":"):
+        return SKIP
+    name = None
+    if stripped.startswith(("event:", "id:", "retry:")):
+        field, _, field_value = stripped.partition(":")
+        if field == "event":
+            sse_state["event"] = field_value.strip()
+        return SKIP
+    if stripped.startswith("data:"):
+        stripped = stripped[5:].strip()
+        name = sse_state.pop("event", None)
+        if not stripped.startswith(("{", "[")):
+            return Sentinel(stripped)
+    try:
+        value = json.loads(stripped)
+    except ValueError as exc:
+        if not stripped.startswith("{"):
+            # Not JSON, and not an object cut short: an end marker such as ``[DONE]`` (with or
+            # without its ``data:``), which only the buffer can tell from a stray text.
+            return Sentinel(stripped)
+        raise ChunkError(index, f"not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ChunkError(
+            index, "JSON nested deeper than the JSON parser reads; expected a JSON object"
+        ) from None
+    if not isinstance(value, dict):
+        raise ChunkError(index, f"expected a JSON object, got a JSON {_json_kind(value)}")
+    if name and "type" not in value and "_event" not in value:
+        value = {"_event": name, **value}
+    return value
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    return "number"
+
+
+def sdk_fields(obj: Any) -> dict | None:
+    """The fields an SDK object carries, as plain JSON data, or None if it is not one."""
+    dump = getattr(obj, "model_dump", None)
+    if callable(dump):
+        try:
+            # Python mode, then bytes as the wire's standard base64: pydantic's JSON mode writes
+            # bytes as URL-safe base64, which is not what the provider sent.
+            value = _wire_json(dump(exclude_unset=True, by_alias=True, mode="python"))
+        except TypeError:
+            value = dump()
+        return value if isinstance(value, dict) else None
+    to_dict = getattr(obj, "to_dict", None)
+    if callable(to_dict):
+        value = to_dict()
+        return value if isinstance(value, dict) else None
+    if hasattr(obj, "__dict__") and not isinstance(obj, type):
+        return {k: v for k, v in vars(obj).items() if not k.startswith("_")}
+    return None
+
+
+_JSON_LEAVES = (str, int, float, bool, type(None))
+
+
+def _wire_json(value: Any) -> Any:
+    """A python-mode model dump as JSON data: bytes as standard base64, other leaves as
+    pydantic's JSON mode writes them (enums by value, datetimes in ISO 8601)."""
+    if isinstance(value, dict):
+        return {key: _wire_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_wire_json(item) for item in value]
+    if value.__class__ in _JSON_LEAVES:  # exactly: a str-valued enum is not a leaf
+        return value
+    if isinstance(value, (bytes, bytearray)):
+        return base64.b64encode(value).decode("ascii")
+    from pydantic_core import to_jsonable_python  # only reached for a pydantic model's dump
+
+    return to_jsonable_python(value)

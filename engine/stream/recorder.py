@@ -1,0 +1,331 @@
+"""What a buffer made with ``events=True`` records (API.md, "Events"), chunk by chunk.
+
+The operations write into the message as they always did; what they need to report is small:
+an argument stream tells its call's :class:`CallSink` each fragment, whole value or path-set
+piece it takes (``ArgsStream.sink``, None on a buffer without events: one attribute test per
+fragment), and the assembly attaches a sink to every call it starts tracking. Everything else
+is read, once per chunk, from the growth of state the assembly keeps anyway (display and
+reasoning fragments, tracks, the calls handed out, the incomplete list, ``finished``).
+
+A started call's ``partial`` is fed as the fragment arrives (O(fragment), no queue to go
+through after the chunk), and its :class:`ArgumentsDelta` waits in ``pending`` until the buffer
+:meth:`EventRecorder.commit`\\ s the chunk, so that the events of one chunk keep their order
+(text, reasoning, starts, then arguments, ready, incomplete, finished) and a chunk that raises
+records nothing. Such a chunk is rolled back by replay (engine.buffer): while the log is
+replayed, each call gets back its sink (:meth:`EventRecorder.attach`), whose ``partial`` (the
+same dict) is read again from the start as the replay feeds it, and what the replay would
+record goes nowhere; then the failed chunk's pending deltas are dropped
+(:meth:`EventRecorder.rolled_back`). So no event is recorded twice or for a chunk that did not
+go in, and each ``partial`` is what the accepted chunks made it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..events import (
+    ArgumentsDelta,
+    CallReady,
+    CallStarted,
+    Event,
+    Finished,
+    ProviderError,
+    ReasoningDelta,
+    TextDelta,
+)
+from ..model.partial import _IN_STRING, PartialJSON
+
+if TYPE_CHECKING:
+    from ..model.assembly import Assembly, CallTrack
+
+_new = object.__new__
+
+
+def _setter(cls: type, field: str) -> Callable[[Any, Any], None]:
+    """The writer of a slot of an event class, frozen or not (its member descriptor)."""
+    writer: Callable[[Any, Any], None] = cls.__dict__[field].__set__
+    return writer
+
+
+# The event classes are frozen dataclasses with slots: these write a new event's slots
+# directly: their own ``__init__`` (an ``object.__setattr__`` per field) costs twice that.
+_set_slot = _setter(ArgumentsDelta, "slot")
+_set_text = _setter(ArgumentsDelta, "text")
+_set_partial = _setter(ArgumentsDelta, "partial")
+_set_display = _setter(TextDelta, "text")
+
+
+def _delta(slot: Any, text: str | None, partial: dict) -> ArgumentsDelta:
+    """``ArgumentsDelta(slot, text, partial)``, built fast: one per argument fragment, where
+    the dataclass's ``__init__`` was a third of what recording a fragment costs."""
+    event = _new(ArgumentsDelta)
+    _set_slot(event, slot)
+    _set_text(event, text)
+    _set_partial(event, partial)
+    return event
+
+
+class CallSink(PartialJSON):
+    """One call's side of the events: its ``partial`` (the sink is that reader, ``value``
+    the dict every ArgumentsDelta of the call carries) and whether it has started.
+
+    Told by the call's ArgsStream while a chunk is applied (``fed``, ``whole``, ``path``,
+    ``reset``): the reader takes the piece at once; a started call's delta goes to the
+    recorder's ``pending``, an unstarted call's growth is kept for the one delta that follows
+    its ``CallStarted``."""
+
+    __slots__ = ("rec", "track", "started", "live", "slot", "early", "early_text", "done")
+
+    def __init__(self, rec: EventRecorder, track: CallTrack) -> None:
+        super().__init__()
+        self.rec = rec
+        self.track = track
+        self.started = False
+        self.live = False  # started and not done: each growth is an ArgumentsDelta
+        self.slot: Any = None
+        self.early = False  # the arguments grew before the call started
+        self.early_text: list[str] = []  # the raw fragments of that growth
+        self.done = False  # ready or incomplete: nothing more is told of it
+
+    def fed(self, fragment: str) -> None:
+        """A fragment of the argument text: most chunks of a call, so :meth:`feed`'s own
+        fast path (string text only, grown in place) and :func:`_delta` are inlined here:
+        a call less per fragment is a tenth of what recording one costs."""
+        if (
+            self._mode == _IN_STRING
+            and not self._pending
+            and '"' not in fragment
+            and "\\" not in fragment
+            and fragment.isprintable()  # no control character (nor some others: slow path)
+        ):
+            cont, key = self._cont, self._key
+            text = cont[key]
+            cont[key] = None
+            text += fragment
+            cont[key] = text
+            self._seen += len(fragment)
+        else:
+            self.feed(fragment)
+        if self.live:
+            delta = _new(ArgumentsDelta)
+            _set_slot(delta, self.slot)
+            _set_text(delta, fragment)
+            _set_partial(delta, self.value)
+            self.rec.pending.append(delta)
+        elif not self.started and not self.done:
+            self.early = True
+            self.early_text.append(fragment)
+
+    def whole(self, value: Any) -> None:
+        if value == self.value and (self.closed or self.value):
+            return  # the same object again (pieces assembled, then set whole)
+        self.set_whole(value)
+        self._grew()
+
+    def path(self, path: str, value: Any, more: bool) -> None:
+        self.set_path(path, value, more)
+        self._grew()
+
+    def _grew(self) -> None:
+        """The arguments grew by a value, not text (``text`` None)."""
+        if self.live:
+            self.rec.pending.append(_delta(self.slot, None, self.value))
+        elif not self.started and not self.done:
+            self.early = True
+
+    def restart(self, track: CallTrack) -> None:
+        """A rollback's replay gives the call back: it is read again from its start."""
+        self.track = track
+        self.reset()
+        if not self.started:
+            self.early, self.early_text = False, []
+
+    def end(self) -> None:
+        """Ready or incomplete: nothing more is told of the call."""
+        self.done = True
+        self.live = False
+
+
+class EventRecorder:
+    """The events of one buffer, and the cursors they are read from."""
+
+    __slots__ = (
+        "out",
+        "pending",
+        "sinks",
+        "replaying",
+        "unstarted",
+        "display_at",
+        "reasoning_at",
+        "ready_at",
+        "incomplete_at",
+        "finished",
+        "text_chars",
+        "skip_chars",
+        "for_text",
+        "text_ready",
+        "text_n",
+        "text_started",
+    )
+
+    def __init__(self) -> None:
+        self.out: list[Event] = []  # recorded, not yet handed out by events()
+        self.pending: list[Event] = []  # the deltas of the chunk being applied (see commit)
+        self.sinks: list[CallSink] = []  # by track order
+        self.replaying = False  # a rollback's replay: sinks are given back, nothing recorded
+        self.unstarted: list[CallSink] = []  # tracked, no name yet (see _starts)
+        self.display_at = 0
+        self.reasoning_at = 0
+        self.ready_at = 0  # into the buffer's completion list
+        self.incomplete_at = 0
+        self.finished = False
+        self.text_chars = 0  # display characters given as TextDelta before a codec scanned
+        self.skip_chars = 0  # of the codec's released text: given already (see attach_codec)
+        self.for_text: list[str] = []  # released for events that text() has not handed out
+        self.text_ready: list[tuple[int, Any]] = []  # text calls a driver ran: (start, call)
+        self.text_n = 0  # text calls started so far
+        self.text_started: tuple[int, Any, str] | None = None  # (start, slot, name) forming
+
+    # -- the assembly's side ---------------------------------------------------------------
+
+    def attach(self, asm: Assembly, track: CallTrack) -> None:
+        """A call is tracked: give it its sink (on a replay, the one it had, read again from
+        the start), seeded with what its arguments hold already (a start event's fragment,
+        whole arguments)."""
+        args = track.args
+        if self.replaying and track.order < len(self.sinks):
+            sink = self.sinks[track.order]
+            sink.restart(track)
+        else:
+            sink = CallSink(self, track)
+            del self.sinks[track.order :]
+            self.sinks.append(sink)
+            self.unstarted.append(sink)
+        args.sink = sink
+        whole = args.whole_value()
+        if whole is not None:
+            sink.whole(whole)
+        elif args.parts:
+            sink.fed(args.text)
+
+    def replay(self) -> None:
+        """A rollback's replay begins: what the sinks would record goes nowhere."""
+        self.replaying = True
+        self.pending = []
+
+    def rolled_back(self, asm: Assembly) -> None:
+        """The chunk raised and the assembly was rebuilt: forget what the chunk told."""
+        self.replaying = False
+        self.pending = []
+        del self.sinks[len(asm.tracks) :]
+        self.unstarted = [s for s in self.unstarted if s.track.order < len(asm.tracks)]
+        for sink in self.unstarted:
+            sink.track = asm.tracks[sink.track.order]
+
+    # -- after each chunk --------------------------------------------------------------------
+
+    def commit(self, buf: Any, asm: Assembly, scanned: bool) -> None:
+        """Record what the chunk just applied changed (``scanned``: a text codec scans the
+        display text, which is then released by the driver's round, not here). Per chunk:
+        a few length tests, each against state the assembly keeps anyway."""
+        out = self.out
+        if not scanned:
+            display = asm.display
+            shown = len(display)
+            if shown != self.display_at:
+                new = display[-1] if shown == self.display_at + 1 else "".join(
+                    display[self.display_at :]
+                )
+                self.display_at = shown
+                self.text_chars += len(new)
+                event = _new(TextDelta)  # built as _delta() builds: one per display fragment
+                _set_display(event, new)
+                out.append(event)
+        reasoning = asm.reasoning
+        if len(reasoning) != self.reasoning_at:
+            out.append(ReasoningDelta("".join(reasoning[self.reasoning_at :])))
+            self.reasoning_at = len(reasoning)
+        if self.unstarted:
+            self._starts(asm)
+        pending = self.pending
+        if pending:
+            if out:
+                out += pending
+                pending.clear()
+            else:  # the usual case, with a client that takes the events per chunk
+                self.out, self.pending = pending, out
+        if asm.calls_dirty:
+            buf.calls()
+        completed = buf._completed
+        if len(completed) != self.ready_at:
+            self._ready(asm, completed)
+        if asm.incomplete or asm.finished:  # only once the stream ends: its DONE or close()
+            self._end(asm, scanned)
+
+    def _end(self, asm: Assembly, scanned: bool) -> None:
+        """The calls that will never be runnable, then the DONE."""
+        out = self.out
+        if len(asm.incomplete) != self.incomplete_at:
+            for event in asm.incomplete[self.incomplete_at :]:
+                out.append(event)
+            self.incomplete_at = len(asm.incomplete)
+            for sink in self.sinks:
+                if sink.track.reported:
+                    sink.end()
+        if asm.finished and not self.finished and not scanned:
+            self.finish(asm)
+
+    def finish(self, asm: Assembly) -> None:
+        if self.finished or not asm.finished:
+            return
+        self.finished = True
+        if asm.error is not None:
+            self.out.append(ProviderError(asm.error))
+        self.out.append(Finished(asm.stop_reason, asm.usage))
+
+    def _starts(self, asm: Assembly) -> None:
+        """The tracked calls whose name has come since: ``CallStarted``."""
+        calls = asm.strategy.spec.calls
+        assert calls is not None  # sinks exist only for call tracks, which need calls
+        waiting = []
+        for sink in self.unstarted:
+            track = sink.track
+            if track.reported or sink.started:
+                continue  # incomplete before its name came (CallIncomplete says so), or ready
+            name = calls.name(track.item)
+            if name.__class__ is not str or not name:
+                waiting.append(sink)
+                continue
+            self._start(asm, sink, name, calls.id(track.item))
+        self.unstarted = waiting
+
+    def _start(self, asm: Assembly, sink: CallSink, name: str, call_id: Any) -> None:
+        sink.started = True
+        sink.live = not sink.done
+        sink.slot = asm.track_slot(sink.track)
+        known_id = call_id if call_id.__class__ is str and call_id else None
+        self.out.append(CallStarted(sink.slot, name, known_id))
+        if sink.early:
+            self._early(sink)
+
+    def _early(self, sink: CallSink) -> None:
+        """The growth before the name, as one delta right after ``CallStarted``."""
+        text = "".join(sink.early_text) if sink.early_text else None
+        sink.early, sink.early_text = False, []
+        self.out.append(_delta(sink.slot, text, sink.value))
+
+    def _ready(self, asm: Assembly, completed: list) -> None:
+        sinks = self.sinks
+        for order, call in completed[self.ready_at :]:
+            sink = sinks[order] if 0 <= order < len(sinks) else None  # -1: a text call
+            if sink is None or sink.done:
+                continue  # a call told incomplete already is never also ready
+            if not sink.started:  # its name came with its last fragment, past _starts
+                if sink in self.unstarted:
+                    self.unstarted.remove(sink)
+                self._start(asm, sink, call.name, call.id)
+            sink.end()
+            self.out.append(CallReady(sink.slot, call))
+        self.ready_at = len(completed)
+

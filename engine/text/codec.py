@@ -1,0 +1,1041 @@
+"""The text codec: a tool call that a model wrote into plain text.
+
+This is the one format the engine itself asks a model to emit (see ``formats/mcs_text.yaml``):
+``{"tool": NAME, "arguments": {...}}`` (``name`` and ``parameters`` accepted as aliases, a
+missing ``arguments`` meaning ``{}``, an array of such objects meaning several calls), bare, in
+a ```json fence (or one with no language), or between delimiters such as ``<tool_call>``.
+
+Two halves share one compiled, immutable :class:`TextCodec`:
+
+- the parsing half. :meth:`TextCodec.new_scanner` gives a :class:`TextScanner`, a per-stream
+  state machine fed display-text fragments; it reads every character once (O(new text) per
+  feed), decides what may be shown now and what must be held because a call may be forming,
+  and reports the calls that closed. :meth:`TextCodec.parse_calls` runs the same machine over
+  a whole text, so that a message parsed whole and the same message streamed in any split agree
+  on what is a call;
+- the prompt half: the system message, the tool description, and the retry prompts.
+
+Why a state machine and not a regex over the text: a call's end is found by following its
+JSON (strings, escapes, nesting), which no greedy pattern does, and mid-stream the question is
+not "is there a call" but "could this suffix still become one", answered character by
+character so that ordinary text (answers, code, reasoning) is held only while it is truly
+ambiguous and released the moment it cannot be a call.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, cast
+
+from ..events import INCOMPLETE_REASONS
+
+__all__ = ["TextCall", "TextCodec", "TextScanner", "ToolLike"]
+
+
+@dataclass(frozen=True)
+class TextCall:
+    """A call found in text: ``start`` is the offset of its first character (the opening
+    fence or delimiter, if any) and ``end`` the offset just past it (and past its closing
+    fence or delimiter), both into the full text fed. The calls of one JSON array share
+    the array's span."""
+
+    name: str
+    arguments: dict
+    start: int
+    end: int
+
+
+class ToolLike(Protocol):
+    """What the prompt side needs of a tool (``engine.Tool`` has it)."""
+
+    name: str
+    description: str
+    parameters: Any
+
+
+# -- the codec ---------------------------------------------------------------------------------
+
+_REASON, _FENCE, _DELIM = 0, 1, 2  # marker kinds
+
+
+@dataclass(frozen=True)
+class _Marker:
+    text: str
+    kind: int
+    end: str = ""  # the end marker of a delimiter or a reasoning span
+
+
+@dataclass(frozen=True)
+class _Prompt:
+    system_template: str
+    call_example: str
+    list_key: str
+    fields: tuple[tuple[str, str], ...]  # (key written, tool attribute read)
+    indent: int | None
+    untyped_parameter: tuple[tuple[str, Any], ...]  # items, so that the codec is hashable
+    execution_failed: str
+    unknown_tool: str
+    no_tool_field: str
+    call_incomplete: tuple[tuple[str, str], ...] = ()  # (reason, message), hashable
+
+
+_DEFAULTS: dict[str, Any] = {
+    "name_keys": ["tool", "name"],
+    "args_keys": ["arguments", "parameters"],
+    "reject_keys": [],
+    "bare": True,
+    "fences": {"languages": ["json", ""], "markers": ["```"]},
+    "delimiters": [{"start": "<tool_call>", "end": "</tool_call>"}],
+    "reasoning": [{"start": "<think>", "end": "</think>"}],
+    "healing": [],
+}
+
+# JSON Schema keywords that say what a parameter is; a property with none of them is untyped.
+_TYPING_KEYWORDS = frozenset(
+    ("type", "$ref", "anyOf", "oneOf", "allOf", "enum", "const", "properties", "items")
+)
+
+_PLACEHOLDER = re.compile(r"\{(tools|call_example|tool_name|error|available)\}")
+
+
+def _fill(template: str, **values: str) -> str:
+    """Replace ``{placeholder}`` in one pass: braces of JSON examples in a template are left
+    alone, and a value that itself contains a placeholder is never substituted again."""
+    return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), template)
+
+
+@dataclass(frozen=True)
+class TextCodec:
+    """The compiled text codec: immutable and shared; per-stream state is a
+    :class:`TextScanner`. Build it with :meth:`from_descriptor`."""
+
+    name_keys: tuple[str, ...]
+    args_keys: tuple[str, ...]
+    reject_keys: tuple[str, ...]
+    bare: bool
+    fence_languages: frozenset[str]
+    fence_markers: tuple[str, ...]
+    delimiters: tuple[tuple[str, str], ...]
+    reasoning: tuple[tuple[str, str], ...]
+    healing: tuple[tuple[re.Pattern[str], str], ...] = field(repr=False)
+    prompt: _Prompt = field(repr=False)
+    # The scanner's tables, derived once from the fields above.
+    _markers: dict[str, tuple[_Marker, ...]] = field(init=False, repr=False, compare=False)
+    _trigger: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    _skip_res: dict[tuple[str, ...], re.Pattern[str]] = field(init=False, repr=False, compare=False)
+    _lang_prefixes: frozenset[str] = field(init=False, repr=False, compare=False)
+
+    # -- construction ---------------------------------------------------------------------
+
+    @classmethod
+    def from_descriptor(cls, data: Mapping[str, Any]) -> TextCodec:
+        """Compile the ``codec`` section of a descriptor (or the section itself).
+
+        Regexes and marker tables are built here, once. The section is taken as the schema
+        checked it (``schemas/format.schema.json``, the one place that says what a codec
+        section may hold; the engine's loader never compiles a section the schema refuses),
+        so nothing of it is checked again here.
+        """
+        section = data.get("codec", data)
+        conf = {**_DEFAULTS, **section}
+        fences = {**_DEFAULTS["fences"], **(conf["fences"] or {})}
+        languages = tuple(fences["languages"])
+        markers = tuple(fences["markers"])
+        pairs = {
+            key: tuple((p["start"], p["end"]) for p in conf[key] or [])
+            for key in ("delimiters", "reasoning")
+        }
+        healing = [
+            (re.compile(rule["pattern"]), rule.get("replacement", ""))
+            for rule in conf["healing"] or []
+        ]
+        return cls(
+            name_keys=tuple(conf["name_keys"]),
+            args_keys=tuple(conf["args_keys"]),
+            reject_keys=tuple(conf["reject_keys"]),
+            bare=bool(conf["bare"]),
+            fence_languages=frozenset(lang.lower() for lang in languages),
+            fence_markers=markers,
+            delimiters=pairs["delimiters"],
+            reasoning=pairs["reasoning"],
+            healing=tuple(healing),
+            prompt=_compile_prompt(conf["prompt"]),
+        )
+
+    def __post_init__(self) -> None:
+        markers = [_Marker(m, _FENCE) for m in self.fence_markers]
+        markers += [_Marker(s, _DELIM, e) for s, e in self.delimiters]
+        markers += [_Marker(s, _REASON, e) for s, e in self.reasoning]
+        by_char: dict[str, tuple[_Marker, ...]] = {}
+        for m in markers:
+            by_char[m.text[0]] = (*by_char.get(m.text[0], ()), m)
+        triggers = set(by_char) | ({"{", "["} if self.bare else set())
+        # Where a code fence or a reasoning span ends: the only thing looked for inside it.
+        skip_res: dict[tuple[str, ...], re.Pattern[str]] = {
+            (e,): re.compile(re.escape(e)) for _, e in self.reasoning
+        }
+        skip_res[self.fence_markers] = re.compile("|".join(map(re.escape, self.fence_markers)))
+        named = [lang for lang in self.fence_languages if lang]
+        set_ = object.__setattr__
+        set_(self, "_markers", by_char)
+        trigger = "[" + "".join(map(re.escape, sorted(triggers))) + "]" if triggers else "(?!)"
+        set_(self, "_trigger", re.compile(trigger))
+        set_(self, "_skip_res", skip_res)
+        set_(self, "_lang_prefixes", frozenset(g[:k] for g in named for k in range(1, len(g) + 1)))
+
+    # -- parsing --------------------------------------------------------------------------
+
+    def new_scanner(self) -> TextScanner:
+        """A fresh per-stream scanner."""
+        return TextScanner(self)
+
+    def parse_calls(self, text: str) -> list[TextCall]:
+        """Every call in a whole text, in order.
+
+        The streaming scanner run over the whole text: one string-aware pass, reasoning
+        skipped, arrays giving several calls, healing applied. A call is complete only when its
+        object (and its closing fence or delimiter) closed; a fragment cut at the end is none.
+        """
+        scanner = TextScanner(self)
+        scanner.feed(text)
+        return scanner.complete_calls()
+
+    def _load(self, text: str) -> Any:
+        """Parse a candidate, healing it if it does not parse as written; None on failure."""
+        try:
+            return json.loads(text, strict=False)
+        except (ValueError, RecursionError):
+            pass
+        healed = text
+        for pattern, replacement in self.healing:
+            healed = pattern.sub(replacement, healed)
+        if healed == text:
+            return None
+        try:
+            return json.loads(healed, strict=False)
+        except (ValueError, RecursionError):
+            return None
+
+    def _call_of(self, value: Any) -> tuple[str, dict] | None:
+        """(name, arguments) when ``value`` is a call object, else None."""
+        if value.__class__ is not dict or not value:
+            return None
+        first = next(iter(value))
+        name = value[first]
+        if first not in self.name_keys or not isinstance(name, str) or not name:
+            return None
+        if any(key in value for key in self.reject_keys):
+            return None
+        for key in self.args_keys:
+            if key in value:
+                args = value[key]
+                if args is None:
+                    return name, {}
+                if isinstance(args, str):  # OpenAI's leak shape: arguments as JSON text
+                    try:
+                        args = json.loads(args)
+                    except ValueError:
+                        return None
+                return (name, args) if args.__class__ is dict else None
+        return name, {}
+
+    def _calls_of(self, text: str) -> list[tuple[str, dict]]:
+        """The calls a closed candidate holds: one object, or an array of call objects."""
+        value = self._load(text)
+        if value.__class__ is list:
+            calls = [self._call_of(v) for v in value]
+            if not calls or None in calls:
+                return []
+            return cast("list[tuple[str, dict]]", calls)  # None is not in it
+        call = self._call_of(value)
+        return [call] if call else []
+
+    # -- the prompt side ------------------------------------------------------------------
+
+    def function_description(self, tools: Iterable[ToolLike]) -> str:
+        """The tools as the model is told about them: a JSON document, ``{"tools": [...]}``
+        by default, so that the model sees its tools in the same notation it calls them in."""
+        p = self.prompt
+        listed = []
+        for tool in tools:
+            entry: dict[str, Any] = {}
+            for key, attribute in p.fields:
+                if isinstance(tool, Mapping):
+                    value = tool.get(attribute)
+                else:
+                    value = getattr(tool, attribute, None)
+                if attribute == "parameters":
+                    value = self._parameters(value)
+                elif value is None:
+                    value = ""
+                entry[key] = value
+            listed.append(entry)
+        return json.dumps({p.list_key: listed}, indent=p.indent, ensure_ascii=False)
+
+    def _parameters(self, schema: Any) -> dict:
+        """A tool's parameter schema as described: always an object schema, and a property
+        that says nothing of its type given the untyped default, so that the model is never
+        left guessing how to write a value."""
+        if not isinstance(schema, Mapping):
+            return {"type": "object", "properties": {}}
+        out = dict(schema)
+        props = out.get("properties")
+        if isinstance(props, Mapping):
+            default = dict(self.prompt.untyped_parameter)
+            out["properties"] = {
+                key: (
+                    prop
+                    if isinstance(prop, Mapping) and any(k in prop for k in _TYPING_KEYWORDS)
+                    else {**default, **(prop if isinstance(prop, Mapping) else {})}
+                )
+                for key, prop in props.items()
+            }
+        return out
+
+    def system_message(self, tools: Iterable[ToolLike]) -> str:
+        """The system message that asks the model for this codec's calls."""
+        p = self.prompt
+        return _fill(
+            p.system_template,
+            tools=self.function_description(tools),
+            call_example=p.call_example,
+        )
+
+    def retry_execution_failed(self, tool_name: str, error: Any) -> str:
+        """What to tell the model after its call of ``tool_name`` raised ``error``."""
+        return _fill(self.prompt.execution_failed, tool_name=tool_name, error=str(error))
+
+    def retry_unknown_tool(self, tool_name: str, available: Iterable[Any]) -> str:
+        """What to tell the model after it called a tool nobody has. ``available`` holds tool
+        names or tools. Only a composition that knows every tool (an Orchestrator) may say
+        this: a single driver cannot know that another one does not own the name."""
+        names = [a if isinstance(a, str) else str(getattr(a, "name", a)) for a in available]
+        return _fill(self.prompt.unknown_tool, tool_name=tool_name, available=", ".join(names))
+
+    def retry_call_incomplete(self, tool_name: str | None, reason: str) -> str:
+        """What to tell the model after its call of ``tool_name`` (None: its name never
+        arrived) ended unrunnable, for ``reason`` (``cut``, ``invalid``, ``too deep``)."""
+        templates = dict(self.prompt.call_incomplete)
+        template = templates.get(reason) or templates["invalid"]
+        return _fill(template, tool_name=tool_name or "(no name)")
+
+    def retry_no_tool_field(self) -> str:
+        """What to tell the model after it wrote a JSON reply that names no tool."""
+        return _fill(self.prompt.no_tool_field, call_example=self.prompt.call_example)
+
+
+def _compile_prompt(section: Mapping[str, Any]) -> _Prompt:
+    fmt = section.get("tool_format") or {}
+    retry = section["retry"]
+    fields = fmt.get("fields") or {
+        "name": "name",
+        "description": "description",
+        "parameters": "parameters",
+    }
+    return _Prompt(
+        system_template=section["system_template"],
+        call_example=section["call_example"],
+        list_key=fmt.get("list_key", "tools"),
+        fields=tuple(fields.items()),
+        indent=fmt.get("indent", 2),
+        untyped_parameter=tuple((fmt.get("untyped_parameter") or {"type": "string"}).items()),
+        execution_failed=retry["execution_failed"],
+        unknown_tool=retry["unknown_tool"],
+        no_tool_field=retry["no_tool_field"],
+        call_incomplete=_incomplete_templates(retry["call_incomplete"]),
+    )
+
+
+def _incomplete_templates(section: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """``retry.call_incomplete``: one message for each reason a call can end unrunnable."""
+    return tuple((reason, section[reason]) for reason in INCOMPLETE_REASONS)
+
+
+# -- the scanner -------------------------------------------------------------------------------
+
+# Scanner modes.
+_TEXT = 0  # ordinary text: looking for a call's start, a fence or reasoning
+_SKIP = 1  # reasoning or a code fence: shown, not scanned, until its end marker
+_CAND = 2  # inside a candidate call
+
+# Candidate phases.
+_LANG = 0  # after a fence marker: reading the language
+_OPEN = 1  # after a fence or start delimiter: waiting for `{` or `[`
+_VALUE = 2  # inside the JSON value
+_CLOSER = 3  # the value closed: waiting for the closing fence or end delimiter
+
+# JSON validator states.
+_S_TOP, _S_VALUE, _S_ITEM, _S_KEY, _S_COLON, _S_AFTER, _S_STRING, _S_NUMBER, _S_LITERAL = range(9)
+
+# The first-key watch: the strict prefix a call must follow while it is held without a name.
+_W_DONE = 0  # nothing to check (named, or released)
+_W_FIRST_ITEM = 1  # top-level array: its first item must be an object
+_W_KEY_WAIT = 2  # the object's first key must come
+_W_KEY = 3  # inside the first key: must stay a prefix of a name key
+_W_COLON = 4  # after the name key
+_W_NAME_WAIT = 5  # the name's value must be a string
+_W_NAME = 6  # inside the name string
+
+# Outcomes of a validator run.
+_MORE, _COMPLETE, _BREAK, _FAIL = range(4)
+
+_WS_CHARS = " \t\n\r"
+
+
+class _AlwaysMatches(Protocol):
+    """A pattern that matches the empty string, so its ``match`` is never None."""
+
+    def match(self, string: str, pos: int = 0) -> re.Match[str]: ...
+
+
+_WS = cast(_AlwaysMatches, re.compile(r"[ \t\n\r]*"))
+_STR_STOP = re.compile(r'["\\]')
+_NUMBER = cast(_AlwaysMatches, re.compile(r"[-+0-9.eE]*"))
+_LANG_CHAR = re.compile(r"[A-Za-z0-9_+#.-]")
+_LITERALS = {"t": "true", "f": "false", "n": "null"}
+
+
+class _Candidate:
+    """A span that may be a call: where it starts, its phase, its JSON validator state."""
+
+    __slots__ = (
+        "kind",
+        "start",
+        "phase",
+        "end_marker",
+        "parts",
+        "dead",
+        "lang",
+        "lang_done",
+        "vstart",
+        "vend",
+        "stack",
+        "state",
+        "escape",
+        "key",
+        "literal",
+        "watch",
+        "collect",
+        "name",
+        "is_array",
+        "closer",
+    )
+
+    def __init__(self, kind: int, start: int, phase: int, end_marker: str = "") -> None:
+        self.kind = kind  # _FENCE, _DELIM, or -1 for bare JSON
+        self.start = start
+        self.phase = phase
+        self.end_marker = end_marker
+        self.parts: list[str] = []  # held text of earlier feeds
+        self.dead = False  # released: its text flows, it is tracked only to find its end
+        self.lang: list[str] = []
+        self.lang_done = False
+        self.vstart = -1
+        self.vend = -1
+        self.stack: list[str] = []
+        self.state = _S_TOP
+        self.escape = False
+        self.key = False  # the string being read is a key
+        self.literal = ""
+        self.watch = _W_DONE
+        self.collect: list[str] = []
+        self.name: str | None = None
+        self.is_array = False
+        self.closer = ""  # closing marker matched so far
+
+
+def _open_string(c: _Candidate, key: bool, watched: bool, watch: int) -> None:
+    """A JSON string opens in the candidate: a key or a value. The one the scanner waits for
+    (the first key, the name's value) starts being collected. Once per string, never per
+    character."""
+    c.state = _S_STRING
+    c.key = key
+    if watched:
+        c.watch = watch
+        c.collect = []
+
+
+class _Group:
+    """The calls of one closed candidate, held until every call is decided."""
+
+    __slots__ = ("start", "end", "calls", "open", "consumed", "text")
+
+    def __init__(self, start: int, end: int, calls: list[TextCall], text: str) -> None:
+        self.start = start
+        self.end = end
+        self.calls = calls
+        self.open = [True] * len(calls)
+        self.consumed = False
+        self.text = text
+
+
+_BARE = -1
+
+
+class TextScanner:
+    """Per-stream state of the text codec, fed display-text fragments in order.
+
+    What is fed ends up, in order and exactly once, either in :meth:`releasable` or in the
+    span of a call handed to :meth:`consume_call`. Held are: a suffix that may still become a
+    start marker, the call forming, and complete calls not yet decided (with whatever text
+    follows them, which must not overtake them). Everything is decided character by character,
+    never by looking further than what was fed, so that results do not depend on how the
+    text was split.
+    """
+
+    def __init__(self, codec: TextCodec) -> None:
+        self._codec = codec
+        self._mode = _TEXT
+        self._skip_end: re.Pattern[str] | None = None
+        self._skip_ends: tuple[str, ...] = ()
+        self._cand: _Candidate | None = None
+        self._tail = ""  # unprocessed text at the end: a marker that may still complete
+        self._tail_abs = 0
+        self._tail_held = False  # the tail may become a call's start, so it is not shown
+        self._total = 0  # characters fed
+        self._emitted = 0  # everything before this offset is queued (or dropped)
+        # Plain fragments (str) and held spans (_Group), told apart by class where read.
+        self._queue: deque[Any] = deque()
+        self._groups: list[_Group] = []
+        self._closed = False
+
+    # -- the questions ----------------------------------------------------------------------
+
+    def releasable(self) -> str:
+        """Text safe to show now, handed out once: everything up to the first held span."""
+        queue = self._queue
+        if not queue:
+            return ""  # nothing new settled: every round while a call forms
+        if len(queue) == 1 and queue[0].__class__ is str:
+            return queue.popleft()  # one plain fragment since the last round: most rounds
+        out = []
+        while queue:
+            item = queue[0]
+            if item.__class__ is str:
+                out.append(item)
+            elif any(item.open):
+                break
+            elif not item.consumed:
+                out.append(item.text)
+            queue.popleft()
+        return "".join(out)
+
+    def forming(self) -> tuple[bool, str | None]:
+        """Is a call forming, and its tool name once the name string has closed. A JSON
+        array has no name while forming: its first call does not speak for the others."""
+        c = self._cand
+        if c is not None and not c.dead:
+            return True, None if c.is_array else c.name
+        if self._tail_held:
+            return True, None
+        return False, None
+
+    def forming_call(self) -> tuple[int, str | None] | None:
+        """The call forming and held (not released as text): where it starts in the text
+        fed, and its name as :meth:`forming` gives it; None when there is none."""
+        c = self._cand
+        if c is None or c.dead:
+            return None
+        return c.start, None if c.is_array else c.name
+
+    def quiet(self) -> bool:
+        """Nothing held and nothing undecided: no call forming, no marker prefix held, no
+        complete call waiting for a decision. ``not forming()[0] and not complete_calls()``
+        in O(1), for a client that asks after every fragment."""
+        c = self._cand
+        return (c is None or c.dead) and not self._tail_held and not self._groups
+
+    def complete_calls(self) -> list[TextCall]:
+        """Calls whose candidate closed and parsed, not yet consumed or released."""
+        if not self._groups:
+            return []  # asked every round while a call forms, when none has closed yet
+        return [c for g in self._groups for c, o in zip(g.calls, g.open, strict=True) if o]
+
+    # -- the driver's decisions ---------------------------------------------------------------
+
+    def consume_call(self, call: Any) -> None:
+        """The call ran: its span (fences and delimiters included) is never shown.
+
+        ``call`` is a :class:`TextCall` (or anything with its ``end``, ``name`` and
+        ``arguments``). Of an array, the span goes once any of its calls ran; it stays held
+        until each of them is consumed or released. Unknown calls are ignored, so that several
+        drivers may report the same call."""
+        self._decide(call, consumed=True)
+
+    def release_call(self, call: Any) -> None:
+        """A complete call that is nobody's: its text is shown (unless a sibling in its array
+        ran)."""
+        self._decide(call, consumed=False)
+
+    def release_held(self) -> None:
+        """The forming call is not a call of anyone's: its held text becomes releasable, and
+        the rest of it flows as text, unscanned, until its JSON (and fence) ends. A marker
+        prefix still undecided (``<tool_c``) stays held: it is no call yet."""
+        c = self._cand
+        if c is None or c.dead:
+            return
+        self._push("".join(c.parts))
+        c.parts = []
+        c.dead = True
+        c.watch = _W_DONE
+        self._emitted = self._total
+        if c.phase in (_LANG, _OPEN) and c.kind == _FENCE:
+            self._cand = None
+            self._enter_skip(self._codec.fence_markers)
+        elif c.phase == _OPEN:
+            self._cand = None
+            self._mode = _TEXT
+
+    def close(self) -> None:
+        """End of stream: everything still held becomes releasable; a call cut short is no
+        call, and a complete call not consumed is shown as text."""
+        if self._closed:
+            return
+        self._closed = True
+        c = self._cand
+        if c is not None and not c.dead:
+            self._push("".join(c.parts))
+        if self._tail and self._tail_held:
+            self._push(self._tail)
+        self._cand = None
+        self._tail = ""
+        self._tail_held = False
+        self._emitted = self._total
+        for g in self._groups:
+            g.open = [False] * len(g.open)
+        self._groups.clear()
+
+    # -- feeding ------------------------------------------------------------------------------
+
+    def feed(self, fragment: str) -> bool:
+        """Take the next display-text fragment; return :meth:`quiet` after it (a client asks
+        after every fragment, and the plain-text path knows the answer without a call)."""
+        if self._closed:
+            raise ValueError("the text scanner is closed")
+        if not fragment:
+            return self.quiet()
+        base = self._total
+        self._total += len(fragment)
+        if (
+            self._mode == _TEXT
+            and self._cand is None
+            and not self._tail
+            and not self._tail_held
+            and self._codec._trigger.search(fragment) is None
+        ):
+            # Plain text, most fragments: nothing held, no marker starts in it. What the loop
+            # below would do, without its machinery (and ``_emit`` inlined).
+            if self._total > self._emitted:
+                self._queue.append(fragment[self._emitted - base :])
+                self._emitted = self._total
+            return not self._groups  # no candidate, no held tail: quiet() but for groups
+        if self._tail:
+            s, s_abs = self._tail + fragment, self._tail_abs
+            self._tail = ""
+            self._tail_held = False
+        else:
+            s, s_abs = fragment, base
+        n = len(s)
+        i = 0
+        while i < n:
+            mode = self._mode
+            if mode == _TEXT:
+                i = self._scan_text(s, i, s_abs)
+            elif mode == _SKIP:
+                i = self._scan_skip(s, i, s_abs)
+            else:
+                i = self._scan_candidate(s, i, s_abs)
+        # Show what is settled; keep what is held.
+        c = self._cand
+        if c is not None and not c.dead:
+            c.parts.append(s[max(c.start - s_abs, 0) :])
+        elif self._tail_held:
+            self._emit(s, s_abs, self._tail_abs)
+        else:
+            self._emit(s, s_abs, s_abs + n)
+        return self.quiet()
+
+    # -- internals: output --------------------------------------------------------------------
+
+    def _push(self, text: str) -> None:
+        if text:
+            self._queue.append(text)
+
+    def _emit(self, s: str, s_abs: int, upto: int) -> None:
+        """Queue ``s`` from the emitted cursor to the absolute offset ``upto``."""
+        if upto > self._emitted:
+            self._push(s[self._emitted - s_abs : upto - s_abs])
+            self._emitted = upto
+
+    def _held_text(self, c: _Candidate, s: str, s_abs: int, upto: int) -> str:
+        return "".join(c.parts) + s[max(c.start - s_abs, 0) : upto - s_abs]
+
+    def _decide(self, call: Any, consumed: bool) -> None:
+        end = getattr(call, "end", None)
+        for g_index, g in enumerate(self._groups):
+            if g.end != end:
+                continue
+            for k, candidate in enumerate(g.calls):
+                if (
+                    g.open[k]
+                    and candidate.name == getattr(call, "name", None)
+                    and candidate.arguments == getattr(call, "arguments", None)
+                ):
+                    g.open[k] = False
+                    g.consumed = g.consumed or consumed
+                    if not any(g.open):
+                        del self._groups[g_index]
+                    return
+            return
+
+    # -- internals: modes ---------------------------------------------------------------------
+
+    def _enter_skip(self, ends: tuple[str, ...]) -> None:
+        self._mode = _SKIP
+        self._skip_ends = ends
+        self._skip_end = self._codec._skip_res[ends]
+
+    def _scan_skip(self, s: str, i: int, s_abs: int) -> int:
+        """Reasoning or code: shown as it comes; only its end marker is looked for."""
+        m = cast("re.Pattern[str]", self._skip_end).search(s, i)  # set by _enter_skip
+        if m is not None:
+            self._mode = _TEXT
+            return m.end()
+        n = len(s)
+        # Keep a suffix that may begin the end marker (already shown, kept for matching).
+        longest = max(len(e) for e in self._skip_ends) - 1
+        for k in range(min(longest, n - i), 0, -1):
+            suffix = s[n - k :]
+            if any(e.startswith(suffix) for e in self._skip_ends):
+                self._tail, self._tail_abs, self._tail_held = suffix, s_abs + n - k, False
+                break
+        return n
+
+    def _scan_text(self, s: str, i: int, s_abs: int) -> int:
+        """Ordinary text: find the next fence, delimiter, reasoning tag or bare `{` / `[`."""
+        codec = self._codec
+        markers = codec._markers
+        trigger = codec._trigger
+        n = len(s)
+        while True:
+            m = trigger.search(s, i)
+            if m is None:
+                return n
+            j = m.start()
+            best: _Marker | None = None
+            waiting = False
+            held = False
+            for mk in markers.get(s[j], ()):
+                if s.startswith(mk.text, j):
+                    if best is None or len(mk.text) > len(best.text):
+                        best = mk
+                elif n - j < len(mk.text) and mk.text.startswith(s[j:]):
+                    waiting = True
+                    held = held or mk.kind != _REASON
+            if waiting:
+                # A marker may still complete: wait for more text. Only a marker that may
+                # start a call is held; a reasoning tag is shown meanwhile.
+                self._tail, self._tail_abs, self._tail_held = s[j:], s_abs + j, held
+                return n
+            abs_j = s_abs + j
+            if best is not None:
+                if best.kind == _REASON:
+                    self._enter_skip((best.end,))
+                    return j + len(best.text)
+                if abs_j >= self._emitted:
+                    self._emit(s, s_abs, abs_j)
+                    if best.kind == _FENCE:
+                        self._cand = _Candidate(_FENCE, abs_j, _LANG)
+                    else:
+                        self._cand = _Candidate(_DELIM, abs_j, _OPEN, best.end)
+                    self._mode = _CAND
+                    return j + len(best.text)
+            elif s[j] in "{[" and codec.bare and abs_j >= self._emitted:
+                self._emit(s, s_abs, abs_j)
+                c = self._cand = _Candidate(_BARE, abs_j, _VALUE)
+                c.vstart = abs_j
+                self._mode = _CAND
+                return j
+            i = j + 1
+
+    # -- internals: the candidate -------------------------------------------------------------
+
+    def _scan_candidate(self, s: str, i: int, s_abs: int) -> int:
+        c = cast(_Candidate, self._cand)  # the candidate mode has one
+        phase = c.phase
+        if phase == _VALUE:
+            return self._phase_value(c, s, i, s_abs)
+        if phase == _LANG:
+            return self._phase_lang(c, s, i, s_abs)
+        if phase == _OPEN:
+            return self._phase_open(c, s, i, s_abs)
+        return self._phase_closer(c, s, i, s_abs)
+
+    def _give_up(self, c: _Candidate, s: str, s_abs: int, at: int, then_skip: bool) -> int:
+        """The candidate is no call: release its text up to ``at`` (an index into ``s``) and
+        go on from there, in a code fence's body or as text."""
+        if not c.dead:
+            self._push(self._held_text(c, s, s_abs, s_abs + at))
+            self._emitted = s_abs + at
+        self._cand = None
+        if then_skip:
+            self._enter_skip(self._codec.fence_markers)
+        else:
+            self._mode = _TEXT
+        return at
+
+    def _finish(self, c: _Candidate, s: str, s_abs: int, end: int) -> int:
+        """The candidate closed at ``end`` (an index into ``s``): a group of calls, or text."""
+        self._cand = None
+        self._mode = _TEXT
+        if c.dead:
+            return end
+        end_abs = s_abs + end
+        text = self._held_text(c, s, s_abs, end_abs)
+        found = self._codec._calls_of(text[c.vstart - c.start : c.vend - c.start])
+        if found:
+            calls = [TextCall(name, args, c.start, end_abs) for name, args in found]
+            group = _Group(c.start, end_abs, calls, text)
+            self._queue.append(group)
+            self._groups.append(group)
+        else:
+            self._push(text)
+        self._emitted = end_abs
+        return end
+
+    def _phase_lang(self, c: _Candidate, s: str, i: int, s_abs: int) -> int:
+        """After a fence marker: hold while the language may become an accepted one."""
+        codec = self._codec
+        n = len(s)
+        while i < n:
+            ch = s[i]
+            if ch == " " or ch == "\t":
+                c.lang_done = c.lang_done or bool(c.lang)
+            elif ch in "\r\n{[":
+                if "".join(c.lang).lower() in codec.fence_languages:
+                    c.phase = _OPEN
+                    return i
+                return self._give_up(c, s, s_abs, i, then_skip=True)
+            elif not c.lang_done and _LANG_CHAR.match(ch):
+                c.lang.append(ch)
+                if "".join(c.lang).lower() not in codec._lang_prefixes:
+                    return self._give_up(c, s, s_abs, i, then_skip=True)
+            else:
+                return self._give_up(c, s, s_abs, i, then_skip=True)
+            i += 1
+        return n
+
+    def _phase_open(self, c: _Candidate, s: str, i: int, s_abs: int) -> int:
+        """After a fence or start delimiter: only JSON may follow."""
+        i = _WS.match(s, i).end()
+        if i >= len(s):
+            return i
+        if s[i] in "{[":
+            c.phase = _VALUE
+            c.vstart = s_abs + i
+            return i
+        return self._give_up(c, s, s_abs, i, then_skip=c.kind == _FENCE)
+
+    def _phase_closer(self, c: _Candidate, s: str, i: int, s_abs: int) -> int:
+        """The JSON closed inside a fence or delimiters: only the closing marker may follow."""
+        closers = self._codec.fence_markers if c.kind == _FENCE else (c.end_marker,)
+        n = len(s)
+        while i < n:
+            if not c.closer:
+                i = _WS.match(s, i).end()
+                if i >= n:
+                    break
+            so_far = c.closer + s[i]
+            if not any(x.startswith(so_far) for x in closers):
+                return self._give_up(c, s, s_abs, i, then_skip=c.kind == _FENCE)
+            c.closer = so_far
+            i += 1
+            if so_far in closers:
+                return self._finish(c, s, s_abs, i)
+        return n
+
+    def _phase_value(self, c: _Candidate, s: str, i: int, s_abs: int) -> int:
+        i, outcome = self._validate(c, s, i, len(s))
+        if outcome == _MORE:
+            return i
+        if outcome == _FAIL:
+            # Cannot be a call: show it now, but follow its JSON to its end without scanning
+            # inside it, so that a record's nested object is not taken for a call.
+            if not c.dead:
+                self._push(self._held_text(c, s, s_abs, s_abs + i))
+                c.parts = []
+                c.dead = True
+                self._emitted = s_abs + i
+            c.watch = _W_DONE
+            return i
+        if outcome == _BREAK:
+            return self._give_up(c, s, s_abs, i, then_skip=c.kind == _FENCE)
+        c.vend = s_abs + i
+        if c.kind == _BARE:
+            return self._finish(c, s, s_abs, i)
+        c.phase = _CLOSER
+        return i
+
+    def _validate(self, c: _Candidate, s: str, i: int, n: int) -> tuple[int, int]:
+        """Follow the JSON value over ``s[i:n]``, checking the first-key rule while it is held.
+
+        Returns ``(index, outcome)``: ``_MORE`` (all read), ``_COMPLETE`` (index just past the
+        value), ``_BREAK`` (index of a character no JSON allows there) or ``_FAIL`` (index of
+        the character that shows it is no call; it is read again with the rule off).
+        Lenient where healing can still repair: a trailing comma passes.
+        """
+        stack = c.stack
+        name_keys = self._codec.name_keys
+        while i < n:
+            st = c.state
+            if st == _S_STRING:
+                w = c.watch
+                if w == _W_KEY:
+                    ch = s[i]
+                    if ch == '"':
+                        if "".join(c.collect) not in name_keys:
+                            return i, _FAIL
+                        c.watch = _W_COLON
+                        c.state = _S_COLON
+                        i += 1
+                        continue
+                    c.collect.append(ch)
+                    key = "".join(c.collect)
+                    if ch == "\\" or not any(k.startswith(key) for k in name_keys):
+                        return i, _FAIL
+                    i += 1
+                    continue
+                if c.escape:
+                    c.escape = False
+                    if w == _W_NAME:
+                        c.collect.append(s[i])
+                    i += 1
+                    continue
+                m = _STR_STOP.search(s, i)
+                if m is None:
+                    if w == _W_NAME:
+                        c.collect.append(s[i:])
+                    return n, _MORE
+                j = m.start()
+                if w == _W_NAME and j > i:
+                    c.collect.append(s[i:j])
+                if s[j] == "\\":
+                    c.escape = True
+                    if w == _W_NAME:
+                        c.collect.append("\\")
+                    i = j + 1
+                    continue
+                if w == _W_NAME:
+                    try:
+                        name = json.loads('"' + "".join(c.collect) + '"', strict=False)
+                    except ValueError:
+                        name = ""
+                    if not name:
+                        return j, _FAIL
+                    c.name = name
+                    c.watch = _W_DONE
+                    c.collect = []
+                c.state = _S_COLON if c.key else _S_AFTER
+                i = j + 1
+                continue
+            if st == _S_NUMBER:
+                i = _NUMBER.match(s, i).end()
+                if i >= n:
+                    return n, _MORE
+                c.state = _S_AFTER
+                continue
+            if st == _S_LITERAL:
+                if s[i] != c.literal[0]:
+                    return i, _BREAK
+                c.literal = c.literal[1:]
+                i += 1
+                if not c.literal:
+                    c.state = _S_AFTER
+                continue
+            ch = s[i]
+            if ch in _WS_CHARS:
+                i = _WS.match(s, i).end()
+                if i >= n:
+                    return n, _MORE
+                ch = s[i]
+            w = c.watch
+            if st == _S_TOP:
+                # The candidate's first character, `{` or `[`.
+                stack.append(ch)
+                c.is_array = ch == "["
+                c.state = _S_ITEM if c.is_array else _S_KEY
+                if not c.dead:
+                    c.watch = _W_FIRST_ITEM if c.is_array else _W_KEY_WAIT
+                i += 1
+            elif st == _S_KEY:
+                if w == _W_KEY_WAIT and ch != '"':
+                    return i, _FAIL
+                if ch == '"':
+                    _open_string(c, True, w == _W_KEY_WAIT, _W_KEY)
+                    i += 1
+                elif ch == "}":
+                    if not stack or stack[-1] != "{":
+                        return i, _BREAK
+                    stack.pop()
+                    i += 1
+                    if not stack:
+                        return i, _COMPLETE
+                    c.state = _S_AFTER
+                else:
+                    return i, _BREAK
+            elif st == _S_COLON:
+                if ch != ":":
+                    return i, _BREAK
+                c.state = _S_VALUE
+                if w == _W_COLON:
+                    c.watch = _W_NAME_WAIT
+                i += 1
+            elif st in (_S_VALUE, _S_ITEM):
+                if w == _W_NAME_WAIT and ch != '"':
+                    return i, _FAIL
+                if w == _W_FIRST_ITEM and ch != "{":
+                    return i, _FAIL
+                if ch == "{":
+                    stack.append("{")
+                    c.state = _S_KEY
+                    if w == _W_FIRST_ITEM:
+                        c.watch = _W_KEY_WAIT
+                    i += 1
+                elif ch == "[":
+                    stack.append("[")
+                    c.state = _S_ITEM
+                    i += 1
+                elif ch == '"':
+                    _open_string(c, False, w == _W_NAME_WAIT, _W_NAME)
+                    i += 1
+                elif ch == "]" and st == _S_ITEM:
+                    stack.pop()
+                    i += 1
+                    if not stack:
+                        return i, _COMPLETE
+                    c.state = _S_AFTER
+                elif ch in "-0123456789":
+                    c.state = _S_NUMBER
+                elif ch in _LITERALS:
+                    c.state = _S_LITERAL
+                    c.literal = _LITERALS[ch]
+                else:
+                    return i, _BREAK
+            else:  # _S_AFTER: a value inside a container has ended
+                if ch == ",":
+                    c.state = _S_KEY if stack[-1] == "{" else _S_ITEM
+                    i += 1
+                elif ch == "}" or ch == "]":
+                    if stack[-1] != ("{" if ch == "}" else "["):
+                        return i, _BREAK
+                    stack.pop()
+                    i += 1
+                    if not stack:
+                        return i, _COMPLETE
+                else:
+                    return i, _BREAK
+        return n, _MORE

@@ -1,0 +1,88 @@
+"""The text codec seen as an extraction strategy: the same questions asked of plain text.
+
+The codec is not a wire (it reassembles nothing); a wire's display text, or a whole text
+message, is what it reads. Wrapping it in the strategy interface lets a driver resolve
+``str`` input and leak fall-through through one chain, text last.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..compile.results import compile_sections
+from ..compile.strategy import NOT_FORMING, Forming
+from ..events import ExtractedCall
+from .codec import TextCodec
+
+
+class TextStrategy:
+    """``mcs_text``: calls a model wrote into plain text, in this engine's own codec."""
+
+    is_wire = False
+    leaks_into_text = False
+
+    def __init__(
+        self, descriptor: dict, source: str | None = None, *, sections: Any = None
+    ) -> None:
+        self.descriptor = descriptor
+        self.source = source
+        # Its results (compiled with it, or by the validating pass): they die with it.
+        self.sections = compile_sections(descriptor) if sections is None else sections
+        self.name: str = descriptor["name"]
+        self.title: str = descriptor.get("title", self.name)
+        self.codec = TextCodec.from_descriptor(descriptor)
+
+    def __repr__(self) -> str:
+        return f"<TextStrategy {self.name}>"
+
+    @staticmethod
+    def _text(message: Any) -> str | None:
+        if isinstance(message, str):
+            return message
+        if isinstance(message, dict) and isinstance(message.get("content"), str):
+            return message["content"]
+        return None
+
+    def recognizes(self, shape: Any) -> bool:
+        """Any plain text, or a message whose content is a string."""
+        return self._text(shape) is not None
+
+    def recognizes_chunk(self, chunk: Any) -> bool:
+        return False
+
+    def is_stream_complete(self, chunk: Any) -> bool:
+        return False
+
+    def forming(self, message: Any) -> Forming:
+        text = self._text(message)
+        if not text:
+            return NOT_FORMING
+        scanner = self.codec.new_scanner()
+        scanner.feed(text)
+        forming, name = scanner.forming()
+        if forming:
+            return Forming(True, name)
+        calls = scanner.complete_calls()
+        return Forming(True, calls[0].name) if calls else NOT_FORMING
+
+    def extract(self, message: Any) -> list[ExtractedCall]:
+        text = self._text(message)
+        if not text:
+            return []
+        calls = self.codec.parse_calls(text)
+        return [ExtractedCall(c.name, c.arguments, None, c.end) for c in calls]
+
+    def content_text(self, message: Any) -> str:
+        return self._text(message) or ""
+
+    def reasoning_text(self, message: Any) -> str:
+        """Always "": plain text has no reasoning field (inline ``<think>`` is display text)."""
+        return ""
+
+    def result_messages(self, message: Any, records: list) -> list[dict]:
+        from ..compile.results import result_messages
+
+        return result_messages(self, self.content_text(message), records)
+
+    def tool_declarations(self, tools: list) -> Any:
+        return self.codec.function_description(tools)
