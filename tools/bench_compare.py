@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -25,16 +26,21 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+BENCH_COPY = "_bench_of_the_newer_checkout.py"
 
 
 def run_bench(engine_root: Path, sizes: str, flavours: str) -> dict[tuple[str, str], float]:
     """One run of this checkout's bench against the engine at ``engine_root``: us/chunk per
-    (wire, stream) row."""
+    (wire, stream) row. The bench imports the engine of the checkout it sits in, so the old
+    checkout gets a copy of this one's bench script (see :func:`main`)."""
+    script = (
+        engine_root / "tools" / BENCH_COPY if engine_root != ROOT else ROOT / "tools" / "bench.py"
+    )
     env = dict(os.environ, PYTHONPATH=str(engine_root))
     out = subprocess.run(
         [
             sys.executable,
-            str(ROOT / "tools" / "bench.py"),
+            str(script),
             "--sizes",
             sizes,
             "--repeat",
@@ -88,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
             ["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(old_root), args.old],
             check=True,
         )
+        shutil.copy(ROOT / "tools" / "bench.py", old_root / "tools" / BENCH_COPY)
         try:
             old_runs, new_runs = [], []
             for i in range(args.runs):
