@@ -147,9 +147,8 @@ class Assembly:
 
     def close_open(self, cut: bool) -> None:
         """Close every call still open, then list the calls that will never be runnable."""
-        from .extend import finish_open_parts  # extend builds on this module
-
-        finish_open_parts(self, cut)
+        for end in self.strategy.at_end:  # the operations' open state (engine.extend's parts)
+            end(self, cut)
         for track in self.tracks:
             args = track.args
             if not args.closed and args.close(cut):

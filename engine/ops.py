@@ -45,6 +45,9 @@ class CompileContext:
     # places that some operation streams: a place no rule streams is a descriptor error.
     reasoning: tuple[TextPlace, ...] = ()
     reasoning_streamed: set = dataclass_field(default_factory=set)
+    # What ends with the stream: each operation that keeps state open across events adds
+    # the function that closes it, ``end(assembly, cut)`` (see ``ExtractionStrategy.at_end``).
+    at_end: list = dataclass_field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -551,6 +551,11 @@ def _pattern_parts(path: str) -> tuple[str, tuple[tuple[str, ...], ...], tuple[s
 class ExtractionStrategy:
     """One wire format, compiled from its descriptor. Immutable and shared between streams."""
 
+    # The end of a stream, as the operations that keep state open across events close it:
+    # ``end(assembly, cut)`` each, run by ``Assembly.close_open`` before the calls close, so
+    # that the assembly needs to know no operation.
+    at_end: tuple[Callable[[Assembly, bool], None], ...] = ()
+
     def __init__(
         self,
         descriptor: dict,
@@ -637,6 +642,7 @@ class ExtractionStrategy:
         self.leaks_into_text = self.spec.leaks_into_text
         self.is_wire = "events" in descriptor
         self.program = Program(events, ctx, problems)
+        self.at_end = tuple(ctx.at_end)
         listed = isinstance(descriptor.get("reasoning"), list)
         _check_reasoning_streamed(reasoning, ctx, problems, listed)
         self._reasoning_read = _message_reader(reasoning)
