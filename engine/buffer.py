@@ -778,15 +778,18 @@ class LLMStreamBuffer:
         defer in a round (engine.drivers.StreamRounds) applies once this moves on."""
         return self._round
 
-    def stream_state(self) -> tuple[list[ExtractedCall], bool, Forming]:
-        """What a driver reads every round, in one call: the calls complete so far (the
-        buffer's own list, see ``calls()``); whether input has ended (the wire's DONE, or
+    def stream_state(self, after: int = 0) -> tuple[list[ExtractedCall], bool, Forming]:
+        """What a driver reads every round, in one call: the calls complete so far, those
+        from ``after`` on (the drivers handled the others; all: the buffer's own list, see
+        ``calls()``); whether input has ended (the wire's DONE, or
         ``close()``), after which no input can change the calls; and, while the stream runs,
         the call the drivers hold on (see ``_hold_forming``)."""
         asm = self._asm
         if asm is None:
             return self._calls, self._closed or self._pending_end, NOT_FORMING
         calls = self.calls() if asm.calls_dirty else self._calls
+        if after:
+            calls = calls[after:]
         if self._closed or asm.finished:
             return calls, True, NOT_FORMING
         return calls, False, self._hold_forming() if asm.tracks else NOT_FORMING

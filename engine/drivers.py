@@ -122,10 +122,11 @@ class StreamRounds:
             self.incomplete_mark = None
 
     def state(self, buf: LLMStreamBuffer) -> tuple[list[ExtractedCall], bool, Forming]:
-        """The buffer's ``stream_state()``, its calls those not yet advanced past."""
-        calls, ended, forming = buf.stream_state()
-        done = self.native_done
-        return (calls[done:] if done else calls), ended, forming
+        """The buffer's ``stream_state()``, its calls those not yet advanced past (the marks
+        of a round that ended applied first)."""
+        if self.round != buf._round:
+            self.new_round(buf._round)
+        return buf.stream_state(self.native_done)
 
     def consume_native(self, buf: LLMStreamBuffer) -> None:
         """A driver handled the native calls so far: from the next round on, ``state()``
@@ -166,11 +167,10 @@ class StreamRounds:
 def rounds_of(buf: LLMStreamBuffer) -> StreamRounds:
     """The stream's rounds, created on first use, the marks of a round that ended applied."""
     rounds = buf._rounds
-    round_ = buf.round
     if rounds is None:
-        rounds = buf._rounds = StreamRounds(round_)
-    elif rounds.round != round_:
-        rounds.new_round(round_)
+        rounds = buf._rounds = StreamRounds(buf._round)
+    elif rounds.round != buf._round:
+        rounds.new_round(buf._round)
     return rounds
 
 
@@ -504,8 +504,10 @@ class BaseDriver:
         view = self._view
         if view is None or view.buf() is not buf:
             view = self._view = self._new_view(buf)
-        rounds = rounds_of(buf)
-        native, ended, forming = rounds.state(buf)
+        rounds = buf._rounds
+        if rounds is None:
+            rounds = rounds_of(buf)
+        native, ended, forming = rounds.state(buf)  # the first look of a round: state()
         if ended:
             return self._plan_ended(buf, rounds, view, native)
         if native is not view.native or len(native) != view.checked or forming is not view.forming:
