@@ -83,6 +83,8 @@ def op_extend(spec: dict, ctx: CompileContext) -> Run:
     last = target.rel[-1]
     text_where = ctx.text_where  # which parts' text is display text (None: all)
     reasoning = _reasoning_readers(ctx, target)
+    if cont is not None and finish_open_parts not in ctx.at_end:
+        ctx.at_end.append(finish_open_parts)  # calls still open over parts close at the end
 
     def extend(asm: Assembly, ev: Any, ch: Any) -> None:
         incoming = read(ev, ch)

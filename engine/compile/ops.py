@@ -47,6 +47,9 @@ class CompileContext:
     reasoning: tuple[TextPlace, ...] = ()
     reasoning_streamed: set = dataclass_field(default_factory=set)
     calls_where: bool = False  # the calls section has a ``where`` (judged after each event)
+    # What ends with the stream: each operation that keeps state open across events adds
+    # the function that closes it, ``end(assembly, cut)`` (see ``ExtractionStrategy.at_end``).
+    at_end: list = dataclass_field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,6 @@ from ..model.assembly import Assembly, judged_after_the_event
 from ..model.fragments import materialize
 from ..model.jsonscan import MAX_DEPTH, ArgsStream, dumps_any_depth, nests_deeper
 from . import paths
-from .extend_op import finish_open_parts
 from .operations import OPERATIONS, RuleProblem, Source, operation_rules
 from .ops import CompileContext, Run, TextPlace, any_where, pattern_of
 from .paths import compile_get, compile_read, is_plain, parse_chain, parse_target
@@ -577,6 +576,11 @@ def _pattern_parts(path: str) -> tuple[str, tuple[tuple[str, ...], ...], tuple[s
 class ExtractionStrategy:
     """One wire format, compiled from its descriptor. Immutable and shared between streams."""
 
+    # The end of a stream, as the operations that keep state open across events close it:
+    # ``end(assembly, cut)`` each, run by ``Assembly.close_open`` before the calls close, so
+    # that the assembly needs to know no operation.
+    at_end: tuple[Callable[[Assembly, bool], None], ...] = ()
+
     def __init__(
         self,
         descriptor: dict,
@@ -664,6 +668,7 @@ class ExtractionStrategy:
         self.leaks_into_text = self.spec.leaks_into_text
         self.is_wire = "events" in descriptor
         self.program = Program(events, ctx, problems)
+        self.at_end = tuple(ctx.at_end)
         listed = isinstance(descriptor.get("reasoning"), list)
         _check_reasoning_streamed(reasoning, ctx, problems, listed)
         self._reasoning_read = _message_reader(reasoning)
@@ -840,12 +845,6 @@ class ExtractionStrategy:
 
     def new_assembly(self) -> Assembly:
         return Assembly(self)
-
-    def end_stream(self, asm: Assembly, cut: bool) -> None:
-        """The end of one stream (the wire's DONE, or no more input): what this wire still
-        streams closes. A hook of the strategy, so that the assembly (below the operations)
-        never imports an operation: today the ``extend`` operation's open parts."""
-        finish_open_parts(asm, cut)
 
     def message_of(self, asm: Assembly) -> dict:
         return materialize(asm.root)

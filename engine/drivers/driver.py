@@ -81,6 +81,99 @@ def _builtin_text_strategy() -> Any:
     return text_strategy()
 
 
+class StreamRounds:
+    """What the drivers of one stream did in its rounds: the native calls they handled, the
+    incomplete calls they reported, the text calls they ran in this round.
+
+    Every driver of a round sees the same calls, so what one handled is advanced past only
+    from the next round on: a consume marks where the round left off (``native_mark``,
+    ``incomplete_mark``), and the first look in a later round (:func:`rounds_of`, keyed on
+    the buffer's ``round``) applies the marks. Shared by the drivers of the stream, kept in
+    the buffer's one slot for it (so that it goes with the stream; ``reset()`` drops it),
+    which the buffer never reads."""
+
+    __slots__ = (
+        "round",
+        "native_done",
+        "native_mark",
+        "incomplete_done",
+        "incomplete_mark",
+        "claimed",
+    )
+
+    def __init__(self, round_: int) -> None:
+        self.round = round_  # the buffer's round these marks were made in
+        self.native_done = 0  # calls() before this index were handled (consume_native)
+        self.native_mark: int | None = None  # consume_native of this round, applied next
+        self.incomplete_done = 0  # incomplete calls before this index were reported
+        self.incomplete_mark: int | None = None  # consume_incomplete of this round
+        self.claimed: list[ExtractedCall] = []  # text calls consumed in this round
+
+    def new_round(self, round_: int) -> None:
+        """Apply what the drivers deferred in the rounds that ended."""
+        self.round = round_
+        if self.claimed:
+            self.claimed = []
+        if self.native_mark is not None:
+            self.native_done = max(self.native_done, self.native_mark)
+            self.native_mark = None
+        if self.incomplete_mark is not None:
+            self.incomplete_done = max(self.incomplete_done, self.incomplete_mark)
+            self.incomplete_mark = None
+
+    def state(self, buf: LLMStreamBuffer) -> tuple[list[ExtractedCall], bool, Forming]:
+        """The buffer's ``stream_state()``, its calls those not yet advanced past (the marks
+        of a round that ended applied first)."""
+        if self.round != buf._round:
+            self.new_round(buf._round)
+        return buf.stream_state(self.native_done)
+
+    def consume_native(self, buf: LLMStreamBuffer) -> None:
+        """A driver handled the native calls so far: from the next round on, ``state()``
+        holds only those after them."""
+        self.native_mark = len(buf.calls())
+
+    def incomplete(self, buf: LLMStreamBuffer) -> list[CallIncomplete]:
+        """The incomplete calls not yet advanced past by ``consume_incomplete``: what the
+        drivers of this round report (each driver its own)."""
+        return buf.incomplete_calls()[self.incomplete_done :]
+
+    def consume_incomplete(self, buf: LLMStreamBuffer) -> None:
+        """A driver reported the incomplete calls so far: from the next round on,
+        ``incomplete()`` holds only those after them."""
+        self.incomplete_mark = len(buf.incomplete_calls())
+
+    def text_quiet(self, buf: LLMStreamBuffer) -> bool:
+        """Does the text codec hold nothing, and no driver ran a text call in this round?"""
+        return not self.claimed and buf.text_quiet()
+
+    def text_calls(self, buf: LLMStreamBuffer) -> list[ExtractedCall]:
+        """The complete text calls, in text order: those not yet consumed and those consumed
+        in this round, so that every driver of the round sees them."""
+        found = buf.text_calls()
+        if not self.claimed:
+            return found
+        return sorted([*self.claimed, *found], key=lambda c: c.end or 0)  # a text call has its end
+
+    def consume_text_call(self, buf: LLMStreamBuffer, call: ExtractedCall) -> bool:
+        """A driver runs ``call`` (one of ``text_calls()``): its span is never shown. False
+        when it was consumed already (by another driver, or earlier in this round)."""
+        if not buf.consume_text_call(call):
+            return False
+        self.claimed.append(call)
+        return True
+
+
+def rounds_of(buf: LLMStreamBuffer) -> StreamRounds:
+    """The stream's rounds, created on first use, the marks of a round that ended applied."""
+    rounds = buf._rounds
+    if rounds is None:
+        rounds = buf._rounds = StreamRounds(buf._round)
+    elif rounds.round != buf._round:
+        rounds.new_round(buf._round)
+    return rounds
+
+
 class _StreamView:
     """What a driver remembers of one stream between rounds, so that a round in which nothing
     changed costs O(1) and reads no tool list.
@@ -300,7 +393,7 @@ class BaseDriver:
 
         - a native call: ``call_pending`` while one of this driver's (or one whose name has
           not streamed yet) is on its way; at the wire's DONE the batch runs, this driver's
-          calls of it, and the buffer advances past it in the next round. A stream that never
+          calls of it, and the drivers advance past it in the next round. A stream that never
           sends its DONE (some OpenAI-compatible servers send no ``finish_reason``) runs its
           batch in the round after ``buf.close()``;
         - a text call (in the display text): while it forms, its text is held
@@ -411,34 +504,39 @@ class BaseDriver:
         view = self._view
         if view is None or view.buf() is not buf:
             view = self._view = self._new_view(buf)
-        native, ended, forming = buf.round_state()
+        rounds = buf._rounds
+        if rounds is None:
+            rounds = rounds_of(buf)
+        native, ended, forming = rounds.state(buf)  # the first look of a round: state()
         if ended:
-            return self._plan_ended(buf, view, native)
-        if native is not view.native or len(native) != view.checked or forming is not view.forming:
+            return self._plan_ended(buf, rounds, view, native)
+        if len(native) != view.checked or native is not view.native or forming is not view.forming:
             view.look(native, forming)
-        if view.scans and not buf.text_quiet():
+        if view.scans and not rounds.text_quiet(buf):
             plan = _Round(DriverResponse(call_pending=view.pending))
-            self._plan_text_calls(buf, view, False, plan)
+            self._plan_text_calls(buf, rounds, view, False, plan)
             return plan
         return DriverResponse(call_pending=True) if view.pending else DriverResponse()
 
-    def _plan_ended(self, buf: LLMStreamBuffer, view: _StreamView, native) -> _Round:
+    def _plan_ended(
+        self, buf: LLMStreamBuffer, rounds: StreamRounds, view: _StreamView, native
+    ) -> _Round:
         """A round at or after the end of input: the wire's DONE, or ``close()`` on a stream
         that never sent its DONE (no sibling can still stream either way). The native batch
         runs, this driver's calls of it; nothing is pending any more."""
         plan = _Round()
         if native:
-            buf.consume_native()  # the buffer advances past the batch in the next round
+            rounds.consume_native(buf)  # the drivers advance past the batch in the next round
             mine = [c for c in native if view.owns(c.name)]
             plan.unknown += [c.name for c in native if not view.owns(c.name)]
             if mine:
                 message, strategy = buf.as_dict(), buf.strategy
                 plan.add(mine, lambda rs: result_messages(strategy, message, rs))
-        if view.scans and not buf.text_quiet():
-            self._plan_text_calls(buf, view, True, plan)
-        incomplete = buf.incomplete_round()
+        if view.scans and not rounds.text_quiet(buf):
+            self._plan_text_calls(buf, rounds, view, True, plan)
+        incomplete = rounds.incomplete(buf)
         if incomplete:
-            buf.consume_incomplete()  # the buffer advances past them in the next round
+            rounds.consume_incomplete(buf)  # the drivers advance past them in the next round
             plan.incomplete = [c for c in incomplete if self._reports(view.owns, c)]
         return plan
 
@@ -468,17 +566,22 @@ class BaseDriver:
         return _StreamView(buf, self, scans=backup is not None)
 
     def _plan_text_calls(
-        self, buf: LLMStreamBuffer, view: _StreamView, ended: bool, plan: _Round
+        self,
+        buf: LLMStreamBuffer,
+        rounds: StreamRounds,
+        view: _StreamView,
+        ended: bool,
+        plan: _Round,
     ) -> None:
         """Text calls: this driver's complete ones run at once (their text is never shown);
         while one forms whose name is unknown yet or this driver's, its text is held (from
         its possible start: what precedes it still flows in this round). The names of calls
         that are not this driver's go to ``plan.unknown``."""
         mine = []
-        for call in buf.text_calls():
+        for call in rounds.text_calls(buf):
             if not view.owns(call.name):
                 plan.unknown.append(call.name)
-            elif buf.consume_text_call(call):
+            elif rounds.consume_text_call(buf, call):
                 mine.append(call)
         if mine:
             text, strategy = buf.get_content()[: mine[-1].end], buf.strategy

@@ -158,7 +158,8 @@ class Assembly:
 
     def close_open(self, cut: bool) -> None:
         """Close every call still open, then list the calls that will never be runnable."""
-        self.strategy.end_stream(self, cut)  # the strategy's own hook: parts still streaming
+        for end in self.strategy.at_end:  # what operations keep open (the extend op's parts)
+            end(self, cut)
         for track in self.tracks:
             args = track.args
             if not args.closed and args.close(cut):

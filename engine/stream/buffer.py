@@ -78,7 +78,6 @@ class LLMStreamBuffer:
     __slots__ = (
         "_asm",
         "_calls",
-        "_claimed",
         "_closed",
         "_completed",
         "_content",
@@ -90,13 +89,9 @@ class LLMStreamBuffer:
         "_forming_at",
         "_forming_pub",
         "_held",
-        "_incomplete_done",
-        "_incomplete_mark",
         "_index",
         "_late",
         "_log",
-        "_native_done",
-        "_native_mark",
         "_needs_sort",
         "_new_at",
         "_pending",
@@ -105,6 +100,7 @@ class LLMStreamBuffer:
         "_quiet_at",
         "_ready_orders",
         "_rec",
+        "_round",
         "_rounds",
         "_scan_closed",
         "_scan_from",
@@ -139,7 +135,7 @@ class LLMStreamBuffer:
         self._index = 0  # position of the next chunk, for error messages
         self._sse: dict = {}
         self.codec: Any = None  # the text codec scanning display text (attach_codec)
-        self._rounds = False  # per-round bookkeeping is on (a codec or a deferred consume)
+        self._round = 0  # which round this is: one more per add() and close()
         # The events (engine.recorder), on a buffer made with events=True: None otherwise, and
         # then the one attribute test per chunk that events cost.
         self._rec: Any = None
@@ -163,19 +159,16 @@ class LLMStreamBuffer:
         self._new_at = 0  # new_calls()' cursor into _completed
         self._closed = False
         self._content: tuple[int, str] = (0, "")
-        # Drivers' state (engine.drivers): the text codec's scanner and what it was fed, the
-        # native calls already handled, and the consumes deferred to the next round.
+        # What the drivers did in this stream's rounds (engine.drivers.StreamRounds): theirs,
+        # kept here so that it goes with the stream; the buffer never reads it.
+        self._rounds: Any = None
+        # The text codec's scan of the display text for text calls, and what it was fed.
         self._scanner = self.codec.new_scanner() if self.codec is not None else None
         self._fed = 0  # display fragments fed to the scanner
         self._quiet_at = -1  # the _fed at which the scanner held nothing (see text_quiet)
         self._drained_at = -1  # the _fed at which text() handed out all the scanner had
         self._scan_closed = False
         self._late: list[str] = []  # display after the scanner closed (nothing scans it)
-        self._native_done = 0  # calls() before this index were handled (consume_native)
-        self._native_mark: int | None = None  # consume_native of this round, applied next
-        self._incomplete_done = 0  # incomplete calls before this index were reported
-        self._incomplete_mark: int | None = None  # consume_incomplete of this round
-        self._claimed: list[ExtractedCall] = []  # text calls consumed in this round
 
     # -- input -----------------------------------------------------------------------------
 
@@ -187,8 +180,7 @@ class LLMStreamBuffer:
         if rec is not None and self._scanner is not None:
             self._flush_round()  # the round that ends decided what its text is
         self._held = False
-        if self._rounds and (self._claimed or self._native_mark is not None):
-            self._new_round()  # only when a driver deferred something in the last round
+        self._round += 1
         if chunk.__class__ is dict:  # the common case, without a call
             event = chunk
         else:
@@ -379,8 +371,7 @@ class LLMStreamBuffer:
         """End of input: close whatever is still open; nothing stays held after this."""
         self._closed = True
         self._held = False
-        if self._rounds:
-            self._new_round()
+        self._round += 1
         if self._asm is None:
             if self._pending:
                 tried = ", ".join(s.name for s in self.strategies)
@@ -448,7 +439,7 @@ class LLMStreamBuffer:
         return forming
 
     def _hold_forming(self) -> Forming:
-        """What the drivers hold on while the stream runs (``round_state``): the first call
+        """What the drivers hold on while the stream runs (``stream_state``): the first call
         whose arguments are still streaming, else the first call of the stream, so that a
         complete native call waiting for its batch's DONE still holds. O(1) amortized."""
         asm = self._asm
@@ -762,12 +753,12 @@ class LLMStreamBuffer:
             self._content = (len(display), joined)
         return joined
 
-    # -- drivers' hooks: the text codec, deferred consumes ------------------------------------
+    # -- what drivers read: the stream's state, the scan of its display text -----------------
     #
     # A round is what happens between two ``add``s (or an ``add`` and ``close``): every
-    # driver fed this buffer looks at it, then the client reads ``text()``. What a driver
-    # handled is advanced past only at the start of the next round, so that every driver of
-    # the round sees the same calls; ``text()`` releases what no driver held in the round.
+    # driver fed this buffer looks at it, then the client reads ``text()``, which releases
+    # what no driver held in the round. What the drivers did in a round (the calls they
+    # handled, what they deferred to the next) is theirs: engine.drivers.StreamRounds.
 
     def attach_codec(self, codec: Any) -> None:
         """Scan the display text with a text codec (:class:`engine.textcodec.TextCodec`) for
@@ -778,7 +769,6 @@ class LLMStreamBuffer:
         if self._rec is not None:  # text given as it streamed is not given again
             self._rec.skip_chars = self._rec.text_chars
         self.codec = codec
-        self._rounds = True
         self._scanner = codec.new_scanner()
         self._fed = 0
 
@@ -790,45 +780,31 @@ class LLMStreamBuffer:
         if self._held is False:
             self._held = _TEXT_CALL_HELD
 
-    def consume_native(self) -> None:
-        """A driver handled the native calls so far; from the next round on, the native calls
-        of ``round_state()`` are only those after them."""
-        self._native_mark = len(self.calls())
-        self._rounds = True
+    @property
+    def round(self) -> int:
+        """Which round this is: one more at every ``add`` and ``close()``. What the drivers
+        defer in a round (engine.drivers.StreamRounds) applies once this moves on."""
+        return self._round
 
-    def incomplete_round(self) -> list[CallIncomplete]:
-        """The incomplete calls not yet advanced past by ``consume_incomplete``: what the
-        drivers of this round report (each driver its own)."""
-        asm = self._asm
-        if asm is None or len(asm.incomplete) == self._incomplete_done:
-            return []
-        return asm.incomplete[self._incomplete_done :]
-
-    def consume_incomplete(self) -> None:
-        """A driver reported the incomplete calls so far; from the next round on,
-        ``incomplete_round()`` holds only those after them."""
-        self._incomplete_mark = len(self._asm.incomplete) if self._asm is not None else 0
-        self._rounds = True
-        if self._native_mark is None:  # what makes ``add`` start a new round
-            self._native_mark = self._native_done
-
-    def round_state(self) -> tuple[list[ExtractedCall], bool, Forming]:
-        """What a driver reads every round, in one call: the native calls not yet advanced
-        past by ``consume_native``; whether input has ended (the wire's DONE, or
+    def stream_state(self, after: int = 0) -> tuple[list[ExtractedCall], bool, Forming]:
+        """What a driver reads every round, in one call: the calls complete so far, those
+        from ``after`` on (the drivers handled the others; all: the buffer's own list, see
+        ``calls()``); whether input has ended (the wire's DONE, or
         ``close()``), after which no input can change the calls; and, while the stream runs,
-        ``forming()``."""
+        the call the drivers hold on (see ``_hold_forming``)."""
         asm = self._asm
         if asm is None:
             return self._calls, self._closed or self._pending_end, NOT_FORMING
         calls = self.calls() if asm.calls_dirty else self._calls
-        native = calls[self._native_done :] if self._native_done else calls
+        if after:
+            calls = calls[after:]
         if self._closed or asm.finished:
-            return native, True, NOT_FORMING
-        return native, False, self._hold_forming() if asm.tracks else NOT_FORMING
+            return calls, True, NOT_FORMING
+        return calls, False, self._hold_forming() if asm.tracks else NOT_FORMING
 
     def text_quiet(self) -> bool:
-        """Does the text codec hold nothing: no complete text call, none forming, none
-        consumed in this round? O(1) amortized: only new display text can end the quiet, so
+        """Does the text codec hold nothing: no complete text call, none forming? O(1)
+        amortized: only new display text can end the quiet, so
         the answer is kept until more is fed. True without a codec."""
         scanner = self._scanner
         asm = self._asm
@@ -851,21 +827,17 @@ class LLMStreamBuffer:
             if self._quiet_at == fed:
                 return True
             quiet = scanner.quiet()
-        if self._claimed or not quiet:
+        if not quiet:
             return False
         self._quiet_at = fed
         return True
 
     def text_calls(self) -> list[ExtractedCall]:
-        """Complete text calls not yet advanced past, in text order, ``end`` set (the calls
-        consumed in this round included, so that every driver of the round sees them)."""
+        """Complete text calls not yet consumed, in text order, ``end`` set."""
         scanner = self._sync()
         if scanner is None or self._quiet_at == self._fed:
             return []
-        found = [ExtractedCall(c.name, c.arguments, None, c.end) for c in scanner.complete_calls()]
-        if not self._claimed:
-            return found
-        return sorted([*self._claimed, *found], key=lambda c: c.end or 0)  # a text call has its end
+        return [ExtractedCall(c.name, c.arguments, None, c.end) for c in scanner.complete_calls()]
 
     def text_forming(self) -> Forming:
         """Is a text call forming, and its name once streamed."""
@@ -884,23 +856,11 @@ class LLMStreamBuffer:
         for found in scanner.complete_calls():
             if (found.end, found.name, found.arguments) == (call.end, call.name, call.arguments):
                 scanner.consume_call(found)
-                self._claimed.append(call)
                 self._completed.append((-1, call))  # a text call: new_calls() has it
                 if self._rec is not None:
                     self._rec.text_ready.append((found.start, call))
                 return True
         return False
-
-    def _new_round(self) -> None:
-        """Apply what drivers deferred in the round that ends."""
-        if self._claimed:
-            self._claimed = []
-        if self._native_mark is not None:
-            self._native_done = max(self._native_done, self._native_mark)
-            self._native_mark = None
-        if self._incomplete_mark is not None:
-            self._incomplete_done = max(self._incomplete_done, self._incomplete_mark)
-            self._incomplete_mark = None
 
     def _sync(self) -> Any:
         """The scanner, fed the display fragments that arrived since it was last fed."""
