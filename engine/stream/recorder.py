@@ -34,7 +34,7 @@ from ..events import (
     ReasoningDelta,
     TextDelta,
 )
-from ..model.partial import _IN_STRING, PartialJSON
+from ..model.partial import PartialJSON
 
 if TYPE_CHECKING:
     from ..model.assembly import Assembly, CallTrack
@@ -89,24 +89,9 @@ class CallSink(PartialJSON):
         self.done = False  # ready or incomplete: nothing more is told of it
 
     def fed(self, fragment: str) -> None:
-        """A fragment of the argument text: most chunks of a call, so :meth:`feed`'s own
-        fast path (string text only, grown in place) and :func:`_delta` are inlined here:
-        a call less per fragment is a tenth of what recording one costs."""
-        if (
-            self._mode == _IN_STRING
-            and not self._pending
-            and '"' not in fragment
-            and "\\" not in fragment
-            and fragment.isprintable()  # no control character (nor some others: slow path)
-        ):
-            cont, key = self._cont, self._key
-            text = cont[key]
-            cont[key] = None
-            text += fragment
-            cont[key] = text
-            self._seen += len(fragment)
-        else:
-            self.feed(fragment)
+        """A fragment of the argument text: ``partial`` takes it (its own fast path reads a
+        fragment of string text only in place), and the call's delta is recorded."""
+        self.feed(fragment)
         if self.live:
             delta = _new(ArgumentsDelta)
             _set_slot(delta, self.slot)
