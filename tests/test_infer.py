@@ -8,6 +8,7 @@ the score of tools/infer_score.py pinned per wire, so that a regression of the i
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -81,6 +82,26 @@ def test_new_from_writes_a_draft_and_the_first_golden(tmp_path: Path):
     replay = run("replay", str(golden), "--format", str(descriptor), "--json", cwd=tmp_path)
     assert replay.returncode == 0, replay.stderr
     assert replay.stdout.count('"event": "call"') == 2
+
+
+def test_new_from_stdin_writes_what_stdin_held_as_the_first_golden(tmp_path: Path):
+    """``--from -``: stdin cannot be copied (nor read twice), so its events are written."""
+    source = GOLDEN / "anthropic_messages" / "hand_parallel_tool_use.jsonl"
+    result = subprocess.run(
+        [_script(), "new", "piped", "--from", "-"],
+        cwd=tmp_path,
+        env=ENV,
+        input=source.read_text("utf-8"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    golden = tmp_path / "tests" / "golden" / "piped" / "stdin.jsonl"
+    written = [json.loads(line) for line in golden.read_text("utf-8").splitlines()]
+    assert written == [json.loads(line) for line in source.read_text("utf-8").splitlines()]
+    assert "2 call(s) (get_weather, get_weather)" in result.stdout
+    assert not (tmp_path / "-").exists()
 
 
 def test_new_from_honours_dir(tmp_path: Path):

@@ -8,9 +8,11 @@ stream (the calls it finds, and anything it could not place, are printed). Kept 
 
 from __future__ import annotations
 
+import json
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .infer import Draft, infer_draft
 
@@ -22,10 +24,26 @@ class InferredNew:
     source: Path
     draft: Draft
     text: str
+    events: list[Any] = field(default_factory=list)  # as read: what stdin held, for ``-``
+
+    @property
+    def from_stdin(self) -> bool:
+        return str(self.source) == "-"
 
     def golden_name(self) -> str:
+        if self.from_stdin:
+            return "stdin.jsonl"
         name = self.source.name
         return name if name.endswith(".jsonl") else f"{self.source.stem or 'stream'}.jsonl"
+
+    def write_golden(self, stream: Path) -> None:
+        """The stream as the first golden: the file copied byte for byte, or, read from
+        stdin (which cannot be read twice), its events as JSON Lines."""
+        if not self.from_stdin:
+            shutil.copyfile(self.source, stream)
+            return
+        lines = (json.dumps(event, ensure_ascii=False) for event in self.events)
+        stream.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
 
 
 def infer_from(name: str, source: str) -> InferredNew:
@@ -36,7 +54,7 @@ def infer_from(name: str, source: str) -> InferredNew:
     if not any(isinstance(event, dict) for event in events):
         raise CLIError(f"{source}: no JSON object in the stream: nothing to infer from")
     draft = infer_draft(name, events, source=Path(source).name)
-    return InferredNew(Path(source), draft, draft.to_yaml())
+    return InferredNew(Path(source), draft, draft.to_yaml(), events)
 
 
 def finish(made: InferredNew, descriptor: Path, golden: Path) -> int:
@@ -47,7 +65,7 @@ def finish(made: InferredNew, descriptor: Path, golden: Path) -> int:
     from .common import EXIT_OK, EXIT_PROBLEM, read_stream
 
     stream = golden / made.golden_name()
-    shutil.copyfile(made.source, stream)
+    made.write_golden(stream)
     print(f"created {stream}")
     reviews = sum(len(notes) for notes in made.draft.reviews.values())
     print(f"draft: {reviews} guesses marked `# REVIEW:` in {descriptor}")
