@@ -69,6 +69,24 @@ def outcome(buf: engine.LLMStreamBuffer) -> dict:
     }
 
 
+class Recorder(engine.BaseDriver):
+    """A driver owning ``names``; it records every call it runs."""
+
+    def __init__(self, *names: str) -> None:
+        super().__init__()
+        self.names = names
+        self.ran: list[tuple[str, dict]] = []
+
+    def list_tools(self):
+        return [
+            engine.Tool(name=n, description=n, parameters={"type": "object"}) for n in self.names
+        ]
+
+    def execute_tool(self, tool_name, arguments):
+        self.ran.append((tool_name, arguments))
+        return "ok"
+
+
 @pytest.fixture
 def json_snapshot(snapshot):
     from syrupy.extensions.json import JSONSnapshotExtension

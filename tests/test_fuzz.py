@@ -191,17 +191,24 @@ def _chunk_index(data: st.DataObject, feed: list) -> int | None:
     return _pick(data, dicts, "chunk") if dicts else None
 
 
-def mutate_value(data: st.DataObject, feed: list, kind: str) -> None:
-    """Delete a key, null a value or change its type, somewhere inside one chunk."""
+def _value_place(data: st.DataObject, feed: list) -> tuple[Any, Any] | None:
+    """Somewhere inside one chunk: the container of a value and its key (or index)."""
     i = _chunk_index(data, feed)
     if i is None:
-        return
+        return None
     positions = _positions(feed[i])
     if not positions:
-        return
+        return None
     path = _pick(data, positions, "path")
-    parent = _at(feed[i], path[:-1])
-    key = path[-1]
+    return _at(feed[i], path[:-1]), path[-1]
+
+
+def mutate_value(data: st.DataObject, feed: list, kind: str) -> None:
+    """Delete a key, null a value or change its type, somewhere inside one chunk."""
+    place = _value_place(data, feed)
+    if place is None:
+        return
+    parent, key = place
     if kind == "delete":
         del parent[key]
     elif kind == "null":
@@ -301,18 +308,14 @@ def insert_raw(data: st.DataObject, feed: list, kind: str) -> None:
 
 def nest_deep(data: st.DataObject, feed: list) -> None:
     """A value inside one chunk wrapped in arrays, a few or thousands deep."""
-    i = _chunk_index(data, feed)
-    if i is None:
+    place = _value_place(data, feed)
+    if place is None:
         return
-    positions = _positions(feed[i])
-    if not positions:
-        return
-    path = _pick(data, positions, "path")
-    parent = _at(feed[i], path[:-1])
-    value = parent[path[-1]]
+    parent, key = place
+    value = parent[key]
     for _ in range(_pick(data, [3, 200, 5000], "depth")):
         value = [value]
-    parent[path[-1]] = value
+    parent[key] = value
 
 
 DESTRUCTIVE = [

@@ -19,7 +19,7 @@ import copy
 import json
 
 import pytest
-from conftest import GOLDEN, read_stream
+from conftest import GOLDEN, Recorder, read_stream
 
 import engine
 
@@ -153,24 +153,6 @@ def test_after_a_normal_done_an_open_call_finishes_as_before():
 
 
 # -- drivers ---------------------------------------------------------------------------------
-
-
-class Recorder(engine.BaseDriver):
-    """A driver owning ``names``; it records every call it runs."""
-
-    def __init__(self, *names: str) -> None:
-        super().__init__()
-        self.names = names
-        self.ran: list[tuple[str, dict]] = []
-
-    def list_tools(self):
-        return [
-            engine.Tool(name=n, description=n, parameters={"type": "object"}) for n in self.names
-        ]
-
-    def execute_tool(self, tool_name, arguments):
-        self.ran.append((tool_name, arguments))
-        return "ok"
 
 
 def drive(driver: engine.BaseDriver, events: list[dict]) -> list[engine.DriverResponse]:

@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import GOLDEN, read_stream
+from conftest import GOLDEN, Recorder, read_stream
 
 import engine
 
@@ -37,24 +37,6 @@ def feed(events: list, fmt: str, close: bool = True) -> engine.LLMStreamBuffer:
     if close:
         buf.close()
     return buf
-
-
-class Recorder(engine.BaseDriver):
-    """A driver owning ``names``; it records every call it runs."""
-
-    def __init__(self, *names: str) -> None:
-        super().__init__()
-        self.names = names
-        self.ran: list[tuple[str, dict]] = []
-
-    def list_tools(self):
-        return [
-            engine.Tool(name=n, description=n, parameters={"type": "object"}) for n in self.names
-        ]
-
-    def execute_tool(self, tool_name, arguments):
-        self.ran.append((tool_name, arguments))
-        return "ok"
 
 
 def drive(driver: engine.BaseDriver, events: list, fmt: str) -> list[engine.DriverResponse]:

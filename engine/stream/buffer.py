@@ -263,12 +263,10 @@ class LLMStreamBuffer:
 
     def _end_markers(self) -> frozenset[str]:
         """The end markers of this buffer's strategies and of every built-in wire."""
-        from ..language.registry import wire_strategies
+        from ..language.registry import end_markers
 
-        markers: frozenset[str] = frozenset()
-        for strategy in (*self.strategies, *wire_strategies()):
-            markers |= strategy.spec.sentinels
-        return markers
+        own = (strategy.spec.sentinels for strategy in self.strategies)
+        return end_markers().union(*own)
 
     def _resolve(self, event: dict) -> bool:
         for strategy in self.strategies:
