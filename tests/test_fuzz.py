@@ -561,3 +561,27 @@ def test_a_chunk_that_resolves_the_wire_but_does_not_fit_it_leaves_it_unresolved
     buf.add(first)
     assert buf.format == "anthropic_messages"
     assert buf.unknown_events["None"] == 1  # the unrecognised chunk, replayed once
+
+
+def test_the_events_of_a_resolution_that_is_undone_are_undone_with_it():
+    """The chunks kept before the wire was resolved are replayed when a chunk resolves it;
+    when that chunk raises, what their replay told is undone too: told again (once) when a
+    later chunk resolves the wire, never twice."""
+    descriptor = copy.deepcopy(engine.load_format("anthropic_messages").descriptor)
+    descriptor["recognize"]["chunk"] = {"field": "type", "in": ["message_start"]}
+    strategy = engine.ExtractionStrategy(descriptor)
+    start = {"type": "message_start", "message": {"role": "assistant", "content": []}}
+    poisoned = copy.deepcopy(start)
+    table = strategy.program.table
+    table["message_start"] = _raising_after(table["message_start"], _Boom, poisoned)
+    buf = engine.LLMStreamBuffer(strategies=[strategy], events=True)
+    buf.add({"type": "content_block_start", "index": 0, "content_block": {"type": "text"}})
+    hi = {"type": "text_delta", "text": "Hi"}
+    buf.add({"type": "content_block_delta", "index": 0, "delta": hi})
+    assert buf.format is None and buf.events() == []  # kept: no wire recognises them yet
+    with pytest.raises(engine.ChunkError, match="chunk 2: .*_Boom"):
+        buf.add(poisoned)
+    buf.add(start)
+    buf.close()
+    told = [e.text for e in buf.events() if isinstance(e, engine.TextDelta)]
+    assert (told, buf.get_content(), buf.text()) == (["Hi"], "Hi", "Hi")

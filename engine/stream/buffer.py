@@ -50,6 +50,7 @@ from ..model.jsonscan import COMPLETE
 from ..model.partial import PartialJSON
 from ..records import Skipped
 from .chunks import SKIP, Sentinel, decode
+from .display import DisplayCursors
 
 # The third value of ``_held`` (beside False and True, ``hold()``'s veto of all display): a
 # driver holds the text call forming, so ``text()`` releases everything before its possible
@@ -80,32 +81,25 @@ class LLMStreamBuffer:
         "_calls",
         "_closed",
         "_completed",
-        "_content",
-        "_drained_at",
+        "_display",
         "_emitted",
         "_emitted_order",
-        "_fed",
         "_forming",
         "_forming_at",
         "_forming_pub",
         "_held",
         "_index",
-        "_late",
         "_log",
         "_needs_sort",
         "_new_at",
         "_pending",
         "_pending_at",
         "_pending_end",
-        "_quiet_at",
         "_ready_orders",
         "_rec",
         "_round",
         "_rounds",
-        "_scan_closed",
         "_scan_from",
-        "_scanner",
-        "_shown",
         "_sse",
         "_strategy",
         "choice",
@@ -144,7 +138,6 @@ class LLMStreamBuffer:
             self._record_events()
 
     def _reset_view(self) -> None:
-        self._shown = 0  # display fragments already handed out by text()
         self._held: bool | str = False  # True: hold(); _TEXT_CALL_HELD: hold_text_call()
         self._calls: list[ExtractedCall] = []
         self._emitted: set[int] = set()  # track indexes already in _calls
@@ -158,17 +151,12 @@ class LLMStreamBuffer:
         self._ready_orders: set[int] = set()  # order calls completed, each once (new_calls)
         self._new_at = 0  # new_calls()' cursor into _completed
         self._closed = False
-        self._content: tuple[int, str] = (0, "")
         # What the drivers did in this stream's rounds (engine.drivers.StreamRounds): theirs,
         # kept here so that it goes with the stream; the buffer never reads it.
         self._rounds: Any = None
-        # The text codec's scan of the display text for text calls, and what it was fed.
-        self._scanner = self.codec.new_scanner() if self.codec is not None else None
-        self._fed = 0  # display fragments fed to the scanner
-        self._quiet_at = -1  # the _fed at which the scanner held nothing (see text_quiet)
-        self._drained_at = -1  # the _fed at which text() handed out all the scanner had
-        self._scan_closed = False
-        self._late: list[str] = []  # display after the scanner closed (nothing scans it)
+        # Where text(), the events, get_content() and the codec's scan have got to in the
+        # display text, and the scan itself: one object, whose docstring states the rule.
+        self._display = DisplayCursors(self.codec)
 
     # -- input -----------------------------------------------------------------------------
 
@@ -177,7 +165,7 @@ class LLMStreamBuffer:
         index = self._index
         self._index += 1
         rec = self._rec
-        if rec is not None and self._scanner is not None:
+        if rec is not None and self.codec is not None:
             self._flush_round()  # the round that ends decided what its text is
         self._held = False
         self._round += 1
@@ -205,7 +193,7 @@ class LLMStreamBuffer:
         if asm.unplaced:  # the happy path pays this one test
             self._stamp_skipped(index, event)
         if rec is not None:
-            rec.commit(self, asm, self._scanner is not None)
+            rec.commit(self, asm, self.codec is not None)
 
     def _stamp_skipped(self, index: int, event: dict) -> None:
         """Record what the rules of chunk ``index`` could not place, named and located."""
@@ -224,6 +212,7 @@ class LLMStreamBuffer:
         """Before the wire is resolved: resolve it on this event or keep the event. An event
         that resolves the wire but does not fit it leaves the wire unresolved, as before."""
         pending, pending_at, pending_end = self._pending, self._pending_at, self._pending_end
+        told = len(self._rec.out) if self._rec is not None else 0
         if not self._resolve(event):
             self._pending.append(event)
             self._pending_at.append(index)
@@ -235,8 +224,9 @@ class LLMStreamBuffer:
             self._strategy, self._asm, self._log = None, None, []
             self._pending, self._pending_at = pending, pending_at
             self._pending_end = pending_end
+            self._display = DisplayCursors(self.codec)  # nothing was shown of the undone
             if self._rec is not None:  # the replayed earlier chunks are undone too
-                self._record_events(self._rec.out)
+                self._record_events(self._rec.out[:told])
             if not isinstance(exc, Exception):
                 raise
             raise misfit from exc
@@ -544,7 +534,7 @@ class LLMStreamBuffer:
         """Record the events of what was just applied (a buffer with events only)."""
         rec = self._rec
         if rec is not None and self._asm is not None:
-            rec.commit(self, self._asm, self._scanner is not None)
+            rec.commit(self, self._asm, self.codec is not None)
 
     def events(self) -> list[Event]:
         """The events recorded since the last ``events()``, in stream order, each once
@@ -557,7 +547,7 @@ class LLMStreamBuffer:
                 "this buffer records no events: make it with LLMStreamBuffer(events=True) "
                 "(or driver.new_stream_buffer(events=True)), or iterate buf.consume(chunks)"
             )
-        if self._scanner is not None:
+        if self.codec is not None:
             self._flush_round()
         out = rec.out
         if not out:
@@ -577,7 +567,7 @@ class LLMStreamBuffer:
             add(chunk)
             rec = self._rec
             out = rec.out
-            if out and self._scanner is None:  # events(), inlined: it runs per chunk
+            if out and self.codec is None:  # events(), inlined: it runs per chunk
                 rec.out = spare
                 if len(out) == 1:
                     yield out[0]
@@ -652,7 +642,7 @@ class LLMStreamBuffer:
     def _text_call_forming(self, rec: Any) -> None:
         """The text call the drivers hold: started once its name streamed; one that is gone
         without a driver running it is incomplete (cut by the end of input, or invalid)."""
-        forming = self._scanner.forming_call()
+        forming = self._display.scanner.forming_call()
         started = rec.text_started
         if started is not None and (forming is None or forming[0] != started[0]):
             ended = self._closed or self._asm.finished
@@ -705,7 +695,7 @@ class LLMStreamBuffer:
     def text(self) -> str:
         """Display text released since the last call ("" while held)."""
         rec = self._rec
-        if rec is not None and self._scanner is not None:
+        if rec is not None and self.codec is not None:
             new = self._release()  # events see it too; what they released comes first
             if new:
                 self._text_event(new)
@@ -717,39 +707,18 @@ class LLMStreamBuffer:
 
     def _release(self) -> str:
         """``text()``: the display text released now, by the codec's scanner if one scans."""
-        if self._held is True or self._asm is None:
+        asm = self._asm
+        if self._held is True or asm is None:
             return ""
-        scanner = self._scanner
-        if scanner is not None:
-            fed = self._fed
-            asm = self._asm
-            if (  # the scanner is fed and holds nothing, and the stream runs: most rounds
-                fed == self._quiet_at == len(asm.display)
-                and not self._late
-                and not (self._scan_closed or self._closed or asm.finished)
-            ):
-                if self._drained_at == fed:
-                    return ""  # handed out already
-                self._drained_at = fed  # nothing held: releasable() hands out everything
-                return scanner.releasable()
-            return self._scanned_text()
-        display = self._asm.display
-        if self._shown == len(display):
-            return ""
-        new = "".join(display[self._shown :])
-        self._shown = len(display)
-        return new
+        return self._display.release(
+            asm.display, self._held is _TEXT_CALL_HELD, self._closed or asm.finished
+        )
 
     def get_content(self) -> str:
         """All display text so far."""
         if self._asm is None:
             return ""
-        display = self._asm.display
-        count, joined = self._content
-        if count != len(display):
-            joined += "".join(display[count:])
-            self._content = (len(display), joined)
-        return joined
+        return self._display.content(self._asm.display)
 
     # -- what drivers read: the stream's state, the scan of its display text -----------------
     #
@@ -767,8 +736,7 @@ class LLMStreamBuffer:
         if self._rec is not None:  # text given as it streamed is not given again
             self._rec.skip_chars = self._rec.text_chars
         self.codec = codec
-        self._scanner = codec.new_scanner()
-        self._fed = 0
+        self._display.scan_with(codec)
 
     def hold_text_call(self) -> None:
         """A driver holds the text call forming (its own, or one whose name has not streamed
@@ -802,44 +770,22 @@ class LLMStreamBuffer:
 
     def text_quiet(self) -> bool:
         """Does the text codec hold nothing: no complete text call, none forming? O(1)
-        amortized: only new display text can end the quiet, so
-        the answer is kept until more is fed. True without a codec."""
-        scanner = self._scanner
+        amortized: only new display text can end the quiet, so the answer is kept until
+        more is fed. True without a codec."""
         asm = self._asm
-        if scanner is None or asm is None:
-            return True
-        display = asm.display
-        fed = self._fed
-        count = len(display)
-        if fed + 1 == count and not self._scan_closed:
-            # One new fragment, the common case: fed here, and the scanner says if it is quiet.
-            quiet = scanner.feed(display[fed])
-            fed = self._fed = count
-        elif fed == count:  # no new text (a call is streaming)
-            if self._quiet_at == fed:
-                return True
-            quiet = scanner.quiet()
-        else:
-            self._sync()
-            fed = self._fed
-            if self._quiet_at == fed:
-                return True
-            quiet = scanner.quiet()
-        if not quiet:
-            return False
-        self._quiet_at = fed
-        return True
+        return asm is None or self._display.quiet(asm.display)
 
     def text_calls(self) -> list[ExtractedCall]:
         """Complete text calls not yet consumed, in text order, ``end`` set."""
-        scanner = self._sync()
-        if scanner is None or self._quiet_at == self._fed:
+        asm = self._asm
+        if asm is None or not self._display.has_calls(asm.display):
             return []
-        return [ExtractedCall(c.name, c.arguments, None, c.end) for c in scanner.complete_calls()]
+        calls = self._display.scanner.complete_calls()
+        return [ExtractedCall(c.name, c.arguments, None, c.end) for c in calls]
 
     def text_forming(self) -> Forming:
         """Is a text call forming, and its name once streamed."""
-        scanner = self._sync()
+        scanner = self._scan()
         if scanner is None:
             return NOT_FORMING
         forming, name = scanner.forming()
@@ -848,7 +794,7 @@ class LLMStreamBuffer:
     def consume_text_call(self, call: ExtractedCall) -> bool:
         """A driver runs ``call`` (one of ``text_calls()``): its span is never shown. False
         when it was consumed already (by another driver, or earlier in this round)."""
-        scanner = self._sync()
+        scanner = self._scan()
         if scanner is None:
             return False
         for found in scanner.complete_calls():
@@ -860,47 +806,6 @@ class LLMStreamBuffer:
                 return True
         return False
 
-    def _sync(self) -> Any:
-        """The scanner, fed the display fragments that arrived since it was last fed."""
-        scanner = self._scanner
-        asm = self._asm
-        if scanner is None or asm is None:
-            return None
-        display = asm.display
-        fed = self._fed
-        count = len(display)
-        if fed != count:
-            if self._scan_closed:
-                self._late.extend(display[fed:])
-            else:
-                for piece in display[fed:]:
-                    scanner.feed(piece)
-            self._fed = count
-        return scanner
-
-    def _scanned_text(self) -> str:
-        """``text()`` through the scanner: what no driver held in this round flows (the text
-        before a call a driver holds included); once the stream has ended (its DONE, or
-        ``close()``), everything still held flows."""
-        scanner = self._sync()
-        fed = self._fed
-        if self._scan_closed:
-            if fed == self._drained_at == self._quiet_at and not self._late:
-                return ""  # closed and handed out: nothing can be new
-        elif self._closed or self._asm.finished:
-            scanner.close()
-            self._scan_closed = True
-        elif self._quiet_at == self._fed:
-            pass  # nothing held: nothing to release
-        else:
-            if self._held is not _TEXT_CALL_HELD and scanner.forming()[0]:
-                scanner.release_held()
-            for call in scanner.complete_calls():
-                scanner.release_call(call)
-        released = scanner.releasable()
-        if self._late:
-            released += "".join(self._late)
-            self._late = []
-        if self._quiet_at == fed:
-            self._drained_at = fed  # nothing was held, so releasable() handed out everything
-        return released
+    def _scan(self) -> Any:
+        """The codec's scanner, fed all the display text so far; None without a codec."""
+        return self._display.sync(self._asm.display) if self._asm is not None else None

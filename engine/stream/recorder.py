@@ -141,7 +141,6 @@ class EventRecorder:
         "sinks",
         "replaying",
         "unstarted",
-        "display_at",
         "reasoning_at",
         "ready_at",
         "incomplete_at",
@@ -160,7 +159,6 @@ class EventRecorder:
         self.sinks: list[CallSink] = []  # by track order
         self.replaying = False  # a rollback's replay: sinks are given back, nothing recorded
         self.unstarted: list[CallSink] = []  # tracked, no name yet (see _starts)
-        self.display_at = 0
         self.reasoning_at = 0
         self.ready_at = 0  # into the buffer's completion list
         self.incomplete_at = 0
@@ -218,11 +216,11 @@ class EventRecorder:
         if not scanned:
             display = asm.display
             shown = len(display)
-            if shown != self.display_at:
-                new = display[-1] if shown == self.display_at + 1 else "".join(
-                    display[self.display_at :]
-                )
-                self.display_at = shown
+            cursors = buf._display  # told: the display fragments told as TextDelta
+            told = cursors.told
+            if shown != told:
+                new = display[-1] if shown == told + 1 else "".join(display[told:])
+                cursors.told = shown
                 self.text_chars += len(new)
                 event = _new(TextDelta)  # built as _delta() builds: one per display fragment
                 _set_display(event, new)

@@ -1,0 +1,161 @@
+"""Where each reader of a stream's display text has got to: :class:`DisplayCursors`.
+
+The display text has four readers: ``text()`` (what the client shows), the events
+(``TextDelta``), ``get_content()`` (all of it, joined) and the text codec's scanner (which
+decides what ``text()`` may show once a codec scans). Each used to keep its own counter in
+the buffer or the recorder, with the rule that made the buffer's fast paths right written
+beside each one; here they are one object, and the rule is written once, in its docstring.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class DisplayCursors:
+    """Every position into one stream's display text, and the codec's scan of it.
+
+    The invariant. The display text is the assembly's list of display fragments
+    (``asm.display``): it only grows while the stream lasts (a rollback's replay rebuilds the
+    same list, and ``reset()`` starts new cursors), and every cursor counts fragments of it,
+    so ``0 <= cursor <= len(display)``:
+
+    - ``shown``: handed out by ``text()`` (only without a scanner: with one, the scanner
+      holds what it has not released, and hands it out from ``releasable()``);
+    - ``told``: told as ``TextDelta`` events (engine.stream.recorder, without a scanner);
+    - ``joined_at``: joined into ``joined``, which is always ``"".join(display[:joined_at])``;
+    - ``fed``: given to the scanner; once the scanner is closed (``scan_closed``), what comes
+      later goes into ``late`` instead, shown unscanned;
+    - ``quiet_at`` and ``drained_at`` mark a value of ``fed`` (``-1``: none yet).
+      ``quiet_at == fed``: the scanner, fed this far, holds nothing (no call complete, none
+      forming). ``drained_at == fed``: ``text()`` has handed out everything the scanner
+      released by then. Only more display text, a driver's hold or the end of the stream
+      changes what the scanner holds, and each of those moves ``fed`` or goes through
+      :meth:`release`; so a mark stays true while ``fed`` stays put, and stops matching by
+      itself when it moves. Every fast path below is one of these comparisons.
+    """
+
+    __slots__ = (
+        "drained_at",
+        "fed",
+        "joined",
+        "joined_at",
+        "late",
+        "quiet_at",
+        "scan_closed",
+        "scanner",
+        "shown",
+        "told",
+    )
+
+    def __init__(self, codec: Any = None) -> None:
+        self.shown = 0
+        self.told = 0
+        self.joined_at = 0
+        self.joined = ""
+        self.scanner: Any = codec.new_scanner() if codec is not None else None
+        self.fed = 0
+        self.quiet_at = -1
+        self.drained_at = -1
+        self.scan_closed = False
+        self.late: list[str] = []
+
+    def scan_with(self, codec: Any) -> None:
+        """A codec comes mid-stream: its scanner reads the display text from its start."""
+        self.scanner = codec.new_scanner()
+        self.fed = 0
+
+    # -- the joined text ---------------------------------------------------------------------
+
+    def content(self, display: list[str]) -> str:
+        """All the display text so far, joined once per new fragment."""
+        if self.joined_at != len(display):
+            self.joined += "".join(display[self.joined_at :])
+            self.joined_at = len(display)
+        return self.joined
+
+    # -- the scan ----------------------------------------------------------------------------
+
+    def sync(self, display: list[str]) -> Any:
+        """The scanner, fed the display fragments that came since it was last fed."""
+        scanner = self.scanner
+        fed = self.fed
+        if fed != len(display) and scanner is not None:
+            if self.scan_closed:
+                self.late.extend(display[fed:])
+            else:
+                for piece in display[fed:]:
+                    scanner.feed(piece)
+            self.fed = len(display)
+        return scanner
+
+    def quiet(self, display: list[str]) -> bool:
+        """Does the scanner hold nothing, no call complete and none forming? True without
+        one. O(1) amortized: the answer is kept (``quiet_at``) until more text is fed."""
+        scanner = self.scanner
+        if scanner is None:
+            return True
+        fed = self.fed
+        if fed + 1 == len(display) and not self.scan_closed:
+            # One new fragment, the common case: fed here, and the scanner says if it is quiet.
+            quiet = scanner.feed(display[fed])
+            fed = self.fed = fed + 1
+        else:
+            self.sync(display)
+            fed = self.fed
+            if self.quiet_at == fed:
+                return True
+            quiet = scanner.quiet()
+        if quiet:
+            self.quiet_at = fed
+        return quiet
+
+    def has_calls(self, display: list[str]) -> bool:
+        """May the scanner hold a complete call (after feeding it)? False when it is quiet."""
+        self.sync(display)
+        return self.scanner is not None and self.quiet_at != self.fed
+
+    # -- what text() hands out ----------------------------------------------------------------
+
+    def release(self, display: list[str], holds_call: bool, ended: bool) -> str:
+        """``text()``'s text: the display text released now. Without a scanner, all that is
+        new. With one, what no driver held in this round: everything before a text call a
+        driver holds (``holds_call``) flows, the rest of what the scanner held too; once
+        the stream has ended (its DONE, or ``close()``), everything still held flows."""
+        scanner = self.scanner
+        if scanner is None:
+            if self.shown == len(display):
+                return ""
+            new = "".join(display[self.shown :])
+            self.shown = len(display)
+            return new
+        fed = self.fed
+        if fed == self.quiet_at == len(display) and not self.late and not ended:
+            # Fed, holding nothing, the stream running: most rounds.
+            if self.drained_at == fed:
+                return ""  # handed out already
+            self.drained_at = fed  # nothing held: releasable() hands out everything
+            return scanner.releasable()
+        return self._scanned(display, holds_call, ended)
+
+    def _scanned(self, display: list[str], holds_call: bool, ended: bool) -> str:
+        scanner = self.sync(display)
+        fed = self.fed
+        if self.scan_closed:
+            if fed == self.drained_at == self.quiet_at and not self.late:
+                return ""  # closed and handed out: nothing can be new
+        elif ended:
+            scanner.close()
+            self.scan_closed = True
+        elif self.quiet_at != fed:  # (quiet: nothing held, nothing to release)
+            if not holds_call and scanner.forming()[0]:
+                scanner.release_held()
+            for call in scanner.complete_calls():
+                scanner.release_call(call)
+        released = scanner.releasable()
+        if self.late:
+            released += "".join(self.late)
+            self.late = []
+        if self.quiet_at == fed:
+            self.drained_at = fed  # nothing was held, so releasable() handed out everything
+        return released
