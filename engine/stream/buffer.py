@@ -36,18 +36,9 @@ from typing import Any
 
 from ..compile.strategy import NOT_FORMING, ExtractionStrategy, Forming
 from ..errors import ChunkError, UnknownFormatError
-from ..events import (
-    ArgumentsDelta,
-    CallIncomplete,
-    CallReady,
-    CallStarted,
-    Event,
-    ExtractedCall,
-    TextDelta,
-)
+from ..events import CallIncomplete, Event, ExtractedCall
 from ..model.assembly import Assembly, CallTrack
 from ..model.jsonscan import COMPLETE
-from ..model.partial import PartialJSON
 from ..records import Skipped
 from .chunks import SKIP, Sentinel, decode
 from .display import DisplayCursors
@@ -602,59 +593,15 @@ class LLMStreamBuffer:
         if asm is None:
             return
         if rec.text_ready:
-            self._text_calls_ready(rec)
+            rec.text_calls_ready()
         new = self._release()
         if new:
             rec.for_text.append(new)
-            self._text_event(new)
-        self._text_call_forming(rec)
+            rec.text_released(new)
+        forming = self._display.scanner.forming_call()
+        rec.text_call_forming(forming, self._closed or asm.finished, self.get_content)
         if asm.finished:
             rec.finish(asm)
-
-    def _text_event(self, new: str) -> None:
-        """Released text as a TextDelta, but for what was given before the codec came."""
-        rec = self._rec
-        if rec.skip_chars:
-            cut = min(len(new), rec.skip_chars)
-            rec.skip_chars -= cut
-            new = new[cut:]
-        if new:
-            rec.out.append(TextDelta(new))
-
-    def _text_calls_ready(self, rec: Any) -> None:
-        """The text calls the drivers ran in this round: started (if the name never showed
-        while they formed), their arguments whole, ready."""
-        for start, call in rec.text_ready:
-            started = rec.text_started
-            if started is not None and started[0] == start and started[2] == call.name:
-                slot = started[1]
-                rec.text_started = None
-            else:
-                slot = ("text", rec.text_n)
-                rec.text_n += 1
-                rec.out.append(CallStarted(slot, call.name, None))
-            partial = PartialJSON()
-            partial.set_whole(call.arguments)
-            rec.out.append(ArgumentsDelta(slot, None, partial.value))
-            rec.out.append(CallReady(slot, call))
-        rec.text_ready.clear()
-
-    def _text_call_forming(self, rec: Any) -> None:
-        """The text call the drivers hold: started once its name streamed; one that is gone
-        without a driver running it is incomplete (cut by the end of input, or invalid)."""
-        forming = self._display.scanner.forming_call()
-        started = rec.text_started
-        if started is not None and (forming is None or forming[0] != started[0]):
-            ended = self._closed or self._asm.finished
-            raw = self.get_content()[started[0] :]
-            reason = "cut" if ended else "invalid"
-            rec.out.append(CallIncomplete(started[1], started[2], None, raw, reason))
-            rec.text_started = started = None
-        if forming is not None and forming[1] and started is None:
-            slot = ("text", rec.text_n)
-            rec.text_n += 1
-            rec.text_started = (forming[0], slot, forming[1])
-            rec.out.append(CallStarted(slot, forming[1], None))
 
     def incomplete_calls(self) -> list[CallIncomplete]:
         """The calls that will never be runnable (cut, invalid, too deep), in message order,
@@ -698,7 +645,7 @@ class LLMStreamBuffer:
         if rec is not None and self.codec is not None:
             new = self._release()  # events see it too; what they released comes first
             if new:
-                self._text_event(new)
+                rec.text_released(new)
             if rec.for_text:
                 new = "".join(rec.for_text) + new
                 rec.for_text = []

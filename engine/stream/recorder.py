@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..events import (
     ArgumentsDelta,
+    CallIncomplete,
     CallReady,
     CallStarted,
     Event,
@@ -312,3 +313,52 @@ class EventRecorder:
             self.out.append(CallReady(sink.slot, call))
         self.ready_at = len(completed)
 
+    # -- the text calls, on a driver's buffer: told as the drivers' rounds decide ---------------
+
+    def text_released(self, new: str) -> None:
+        """Released display text as a TextDelta, but for what was told before the codec
+        came (``skip_chars``: told as it streamed, see ``attach_codec``)."""
+        if self.skip_chars:
+            cut = min(len(new), self.skip_chars)
+            self.skip_chars -= cut
+            new = new[cut:]
+        if new:
+            self.out.append(TextDelta(new))
+
+    def text_calls_ready(self) -> None:
+        """The text calls the drivers ran in this round: started (if the name never showed
+        while they formed), their arguments whole, ready."""
+        out = self.out
+        for start, call in self.text_ready:
+            started = self.text_started
+            if started is not None and started[0] == start and started[2] == call.name:
+                slot = started[1]
+                self.text_started = None
+            else:
+                slot = ("text", self.text_n)
+                self.text_n += 1
+                out.append(CallStarted(slot, call.name, None))
+            partial = PartialJSON()
+            partial.set_whole(call.arguments)
+            out.append(ArgumentsDelta(slot, None, partial.value))
+            out.append(CallReady(slot, call))
+        self.text_ready.clear()
+
+    def text_call_forming(
+        self, forming: tuple[int, str | None] | None, ended: bool, content: Callable[[], str]
+    ) -> None:
+        """The text call the drivers hold (the scanner's ``forming_call()``: its start and
+        name): started once its name streamed; one that is gone without a driver running
+        it is incomplete, cut by the end of input (``ended``) or invalid, with its raw text
+        (from ``content()``, all the display text)."""
+        started = self.text_started
+        if started is not None and (forming is None or forming[0] != started[0]):
+            raw = content()[started[0] :]
+            reason = "cut" if ended else "invalid"
+            self.out.append(CallIncomplete(started[1], started[2], None, raw, reason))
+            self.text_started = started = None
+        if forming is not None and forming[1] and started is None:
+            slot = ("text", self.text_n)
+            self.text_n += 1
+            self.text_started = (forming[0], slot, forming[1])
+            self.out.append(CallStarted(slot, forming[1], None))
