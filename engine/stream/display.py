@@ -96,16 +96,19 @@ class DisplayCursors:
         if scanner is None:
             return True
         fed = self.fed
-        if fed + 1 == len(display) and not self.scan_closed:
-            # One new fragment, the common case: fed here, and the scanner says if it is quiet.
-            quiet = scanner.feed(display[fed])
-            fed = self.fed = fed + 1
-        else:
+        if fed != len(display):
+            if fed + 1 == len(display) and not self.scan_closed:
+                # One new fragment, the common case: the scanner says if it is quiet.
+                quiet = scanner.feed(display[fed])
+                self.fed = fed = fed + 1
+                if quiet:
+                    self.quiet_at = fed
+                return quiet
             self.sync(display)
             fed = self.fed
-            if self.quiet_at == fed:
-                return True
-            quiet = scanner.quiet()
+        if self.quiet_at == fed:
+            return True
+        quiet = scanner.quiet()
         if quiet:
             self.quiet_at = fed
         return quiet
