@@ -558,7 +558,10 @@ class LLMStreamBuffer:
             add(chunk)
             rec = self._rec
             out = rec.out
-            if out and self.codec is None:  # events(), inlined: it runs per chunk
+            # Without a codec there is no round to flush, and the recorded list is handed
+            # out here, never to a caller who could keep it: emptied, it takes the next
+            # chunk's events, so that the loop makes no list per chunk.
+            if out and self.codec is None:
                 rec.out = spare
                 if len(out) == 1:
                     yield out[0]
