@@ -35,6 +35,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import engine
+from engine.language.registry import wire_strategies
 
 ALLOWED = (engine.ChunkError, engine.UnknownFormatError, engine.DescriptorError)
 
@@ -585,3 +586,40 @@ def test_the_events_of_a_resolution_that_is_undone_are_undone_with_it():
     buf.close()
     told = [e.text for e in buf.events() if isinstance(e, engine.TextDelta)]
     assert (told, buf.get_content(), buf.text()) == (["Hi"], "Hi", "Hi")
+
+
+class _PoisonedProgram:
+    """A wire's compiled rules, but an event marked ``_poison`` raises after its rules wrote."""
+
+    def __init__(self, program: Any) -> None:
+        self.program = program
+
+    def apply(self, asm: Any, event: dict, choice: int) -> None:
+        self.program.apply(asm, event, choice)
+        if "_poison" in event:
+            raise _Boom("midway")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.program, name)
+
+
+@pytest.mark.parametrize("path", STREAMS[::9], ids=stream_id)
+def test_a_rollback_decodes_again_the_chunks_that_came_as_text(path):
+    """Chunks given as SSE text lines are kept as that text (a fraction of the dicts they
+    decode to); a raising chunk's rollback decodes them again, and the stream goes on to
+    the outcome it has without the raising chunk."""
+    events = read_stream(path)
+    expected = _observe(replay(copy.deepcopy(events)))
+    strategies = [engine.ExtractionStrategy(s.descriptor) for s in wire_strategies()]
+    for strategy in strategies:
+        strategy.program = _PoisonedProgram(strategy.program)
+    buf = engine.LLMStreamBuffer(strategies=strategies)
+    for at, ev in enumerate(events):
+        if at and buf.format is not None:
+            with pytest.raises(engine.ChunkError, match="_Boom"):
+                buf.add({**copy.deepcopy(ev), "_poison": True})
+        buf.add("data: " + json.dumps(ev))
+        buf.calls(), buf.text()
+    buf.close()
+    assert _observe(buf) == expected
+    assert any(step.__class__ is str for step in buf._log), "kept as the text it came as"
