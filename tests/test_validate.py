@@ -89,6 +89,7 @@ RULES = {
     "section_order": ["order"],
     "bad_template": ["template"],
     "codec_bad_regex": ["required", "regex"],
+    "continuation_without_flag": ["required"],
     "three_problems": ["type", "jmespath", "unknown-key"],
     "args_not_a_chain": ["field-chain"],
     "is_null_needs_chain": ["field-chain"],
