@@ -162,6 +162,42 @@ def test_an_unknown_key_lists_the_keys_allowed_there(tmp_path: Path):
     assert problem.message.startswith("unknown key 'argz', expected one of: args, ")
 
 
+# Wire field names live in the descriptors only: where the engine reads a field of the wire,
+# the descriptor must name it, and validate says where one is missing (no default in engine/).
+# Each: (format, text that names the field, what is cut from it, line, pointer, key).
+WIRE_FIELD_NAMES = [
+    ("openai_chat", "key: index, alias: choice}", "key: index, ", 28, "/events/choice", "key"),
+    ("openai_chat", "equals: text}, field: text}", ", field: text", 58, "/text/parts", "field"),
+    (
+        "openai_chat",
+        "string: {type: text, field: text}}",
+        ", field: text",
+        41,
+        "/events/every/0/fold/parts/content/string",
+        "field",
+    ),
+    ("gemini", "text: [text], unless", "text: [text], ", 39, "/events/every/0/extend/join", "text"),
+    (
+        "gemini",
+        "          text_value: stringValue\n",
+        "          text_value: stringValue\n",
+        40,
+        "/events/every/0/extend/continuation",
+        "text_value",
+    ),
+]
+
+
+@pytest.mark.parametrize("name, written, cut, line, pointer, key", WIRE_FIELD_NAMES)
+def test_a_wire_field_the_engine_reads_must_be_named(name, written, cut, line, pointer, key):
+    text = (ROOT / "formats" / f"{name}.yaml").read_text(encoding="utf-8")
+    assert text.count(written) == 1
+    _, problems = validate_text(text.replace(written, written.replace(cut, "")), f"{name}.yaml")
+    assert [(p.line, p.pointer, p.message, p.rule) for p in problems] == [
+        (line, pointer, f"missing required key '{key}'", "required")
+    ]
+
+
 def test_an_unquoted_is_null_means_the_string_null(tmp_path: Path):
     """YAML reads a bare ``null`` as None; ``is: null`` must mean what its author wrote."""
     text = (ROOT / "formats" / "openai_chat.yaml").read_text(encoding="utf-8")
