@@ -648,6 +648,34 @@ def test_function_description_is_json_with_the_tools(codec: TextCodec) -> None:
     assert ping["parameters"] == {"type": "object", "properties": {}}
 
 
+def _schema_defaults(node: dict) -> dict:
+    return {k: p["default"] for k, p in node["properties"].items() if "default" in p}
+
+
+def test_the_schema_describes_the_defaults_the_codec_applies() -> None:
+    """The code is the one source of a codec section's defaults; the schema's ``default``
+    annotations (what an editor shows) must say the same, key for key."""
+    from engine.compile.schema import schema
+    from engine.text import codec as module
+
+    defs = schema()["$defs"]
+    section = _schema_defaults(defs["codec"])
+    section["fences"] = _schema_defaults(defs["codec"]["properties"]["fences"])
+    assert section == module._DEFAULTS
+    tool_format = defs["codec_prompt"]["properties"]["tool_format"]
+    assert _schema_defaults(tool_format) == module._TOOL_FORMAT_DEFAULTS
+
+
+def test_a_prompt_without_tool_format_describes_tools_as_the_defaults_say(codec) -> None:
+    data = yaml.safe_load(DESCRIPTOR.read_text(encoding="utf-8"))
+    del data["codec"]["prompt"]["tool_format"]
+    bare = TextCodec.from_descriptor(data)
+    assert bare.function_description(TOOLS) == codec.function_description(TOOLS)
+    data["codec"]["prompt"]["tool_format"] = {"untyped_parameter": {}, "indent": None}
+    plain = json.loads(TextCodec.from_descriptor(data).function_description(TOOLS))
+    assert plain["tools"][0]["parameters"]["properties"]["days"] == {"description": "How many"}
+
+
 def test_system_message_fills_its_placeholders(codec: TextCodec) -> None:
     message = codec.system_message(TOOLS)
     assert "{tools}" not in message and "{call_example}" not in message

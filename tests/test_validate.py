@@ -89,6 +89,7 @@ RULES = {
     "section_order": ["order"],
     "bad_template": ["template"],
     "codec_bad_regex": ["required", "regex"],
+    "continuation_without_flag": ["required"],
     "three_problems": ["type", "jmespath", "unknown-key"],
     "args_not_a_chain": ["field-chain"],
     "is_null_needs_chain": ["field-chain"],
@@ -159,6 +160,99 @@ def test_an_unknown_key_lists_the_keys_allowed_there(tmp_path: Path):
     (problem,) = problems
     assert problem.pointer == "/calls/argz"
     assert problem.message.startswith("unknown key 'argz', expected one of: args, ")
+
+
+# Wire field names live in the descriptors only: where the engine reads a field of the wire,
+# the descriptor must name it, and validate says where one is missing (no default in engine/).
+# Each: (format, text that names the field, what is cut from it, line, pointer, key).
+WIRE_FIELD_NAMES = [
+    ("openai_chat", "key: index, alias: choice}", "key: index, ", 28, "/events/choice", "key"),
+    ("openai_chat", "equals: text}, field: text}", ", field: text", 58, "/text/parts", "field"),
+    (
+        "openai_chat",
+        "string: {type: text, field: text}}",
+        ", field: text",
+        41,
+        "/events/every/0/fold/parts/content/string",
+        "field",
+    ),
+    ("gemini", "text: [text], unless", "text: [text], ", 39, "/events/every/0/extend/join", "text"),
+    (
+        "gemini",
+        "          text_value: stringValue\n",
+        "          text_value: stringValue\n",
+        40,
+        "/events/every/0/extend/continuation",
+        "text_value",
+    ),
+]
+
+
+@pytest.mark.parametrize("name, written, cut, line, pointer, key", WIRE_FIELD_NAMES)
+def test_a_wire_field_the_engine_reads_must_be_named(name, written, cut, line, pointer, key):
+    text = (ROOT / "formats" / f"{name}.yaml").read_text(encoding="utf-8")
+    assert text.count(written) == 1
+    _, problems = validate_text(text.replace(written, written.replace(cut, "")), f"{name}.yaml")
+    assert [(p.line, p.pointer, p.message, p.rule) for p in problems] == [
+        (line, pointer, f"missing required key '{key}'", "required")
+    ]
+
+
+# The results section's rules are the schema's ($defs/results); validate says each at its line
+# (openai_chat's results open at line 75; a value is shown at its own line: a template's first
+# line is the one after its key).
+RESULTS_RULES = [
+    ("  mode: per_call\n", "  mode: one_message\n", [
+        (75, "/results", "mode one_message needs message", "required"),
+        (82, "/results/result", "not used in mode one_message (it takes message)", "not"),
+    ]),
+    ("  mode: per_call\n", "  mode: restate\n", [
+        (78, "/results/assistant", "mode restate puts each result into its call's part: an "
+         "$echo with calls and merge, and this template has none", "template"),
+        (82, "/results/result",
+         "not used in mode restate (each result goes into its call's part of `assistant`)", "not"),
+    ]),
+    ("  mode: per_call\n", "  mode: each\n", [
+        (76, "/results/mode", "'each' is not one of: per_call, one_message, restate", "enum"),
+    ]),
+    ("  leak_role: user\n", "  leak_role: system\n", [
+        (85, "/results/leak_role", "system is not a role that carries tool results", "not"),
+    ]),
+    ("  leak_role: user\n", '  leak_role: ""\n', [
+        (85, "/results/leak_role", "must not be empty", "minLength"),
+    ]),
+    ("  leak_role: user\n", "  leak_role: user\n  leak: {assistant: {}, reply: {}}\n", [
+        (86, "/results/leak/reply", "unknown key 'reply', expected one of: assistant, message",
+         "unknown-key"),
+    ]),
+    ("  leak_role: user\n", "  leak_role: user\n  leek: {}\n", [
+        (86, "/results/leek", "unknown key 'leek', expected one of: assistant, leak, leak_role, "
+         "message, mode, result", "unknown-key"),
+    ]),
+]
+
+
+@pytest.mark.parametrize("written, instead, expected", RESULTS_RULES)
+def test_a_results_rule_is_reported_at_its_line(written, instead, expected):
+    text = (ROOT / "formats" / "openai_chat.yaml").read_text(encoding="utf-8")
+    assert text.count(written) == 1
+    _, problems = validate_text(text.replace(written, instead), "openai_chat.yaml")
+    assert [(p.line, p.pointer, p.message, p.rule) for p in problems] == expected
+
+
+def test_without_a_mode_the_template_given_chooses_it():
+    """No ``mode``: one_message when ``message`` is given, else per_call (the schema's if)."""
+    text = (ROOT / "formats" / "openai_chat.yaml").read_text(encoding="utf-8")
+    text = text.replace("  mode: per_call\n", "")
+    assert validate_text(text, "openai_chat.yaml")[1] == []
+    both = text.replace("  leak_role: user\n", "  leak_role: user\n  message: {role: tool}\n")
+    assert [(p.line, p.pointer, p.message) for p in validate_text(both, "openai_chat.yaml")[1]] == [
+        (81, "/results/result", "not used in mode one_message (it takes message)")
+    ]
+    neither = text.replace("  result:\n", "  reply:\n")
+    assert ("/results", "mode per_call needs result") in [
+        (p.pointer, p.message) for p in validate_text(neither, "openai_chat.yaml")[1]
+    ]
 
 
 def test_an_unquoted_is_null_means_the_string_null(tmp_path: Path):

@@ -57,17 +57,20 @@ class Continuation:
 
 
 def _continuation(spec: dict | None) -> Continuation | None:
+    """The declared shape, read as the schema requires it: every field name the op needs is
+    the descriptor's (formats/gemini.yaml names Gemini's), none is a default here. Only
+    ``null_value`` is optional: without it, no value field means null."""
     if not spec:
         return None
     return Continuation(
         field=spec["field"],
-        flag=spec.get("flag", "willContinue"),
+        flag=spec["flag"],
         pieces=spec["pieces"],
-        path=spec.get("path", "jsonPath"),
+        path=spec["path"],
         values=tuple(spec["values"]),
-        text_value=spec.get("text_value", spec["values"][0]),
-        args=spec.get("args", "args"),
-        opens=spec.get("opens", "name"),
+        text_value=spec["text_value"],
+        args=spec["args"],
+        opens=spec["opens"],
         null_value=spec.get("null_value"),
     )
 

@@ -51,7 +51,7 @@ class FoldSpec:
     display_key: str | None = None  # the concat key that is display text at this level
     parts: dict[str, JoinRule] = field(default_factory=dict)  # concat keys that may be parts
     display_part: Any = None  # predicate: which parts of the display key are display text
-    display_field: str = "text"
+    display_field: str | None = None  # the display parts' text field (see op_fold)
     # Concat keys at this level that are reasoning: key -> which messages hold it (None: all).
     reasoning_keys: dict[str, Any] = field(default_factory=dict)
     # Parts keys whose parts hold reasoning: key -> readers of an incoming part's fragments.
@@ -94,7 +94,7 @@ def op_fold(spec: dict, ctx: CompileContext) -> Run:
         display_key=display_key,
         parts=parts,
         display_part=ctx.text_part_where,
-        display_field=ctx.text_part_field,
+        display_field=_display_field(ctx, parts.get(display_key) if display_key else None),
         reasoning_keys=reasoning_keys,
         reasoning_parts=reasoning_parts,
     )
@@ -187,6 +187,15 @@ def _shows(spec: FoldSpec, part: dict) -> bool:
     return spec.display_part is None or spec.display_part(part)
 
 
+def _display_field(ctx: CompileContext, rule: JoinRule | None) -> str | None:
+    """The field of a display part that holds its text: ``text.parts.field`` where the
+    descriptor declares it, else the first text field of the display key's join rule; both
+    are the descriptor's names, never one assumed here."""
+    if ctx.text_part_field is not None:
+        return ctx.text_part_field
+    return rule.text[0] if rule is not None else None
+
+
 def _fold_parts(asm: Assembly, dest: dict, key: str, value: list, spec: FoldSpec) -> None:
     """A list delta on a content-like key: typed parts that join (Mistral's content chunks).
     Text that arrived earlier as plain strings becomes the first text part."""
@@ -197,8 +206,8 @@ def _fold_parts(asm: Assembly, dest: dict, key: str, value: list, spec: FoldSpec
         current = dest[key] = []
         if earlier:
             string_as_part(current, earlier, rule)
-    show = key == spec.display_key
     field_name = spec.display_field
+    show = key == spec.display_key and field_name is not None
     readers = spec.reasoning_parts.get(key, ())
 
     def on_part(stored: dict, part: dict) -> None:
@@ -218,7 +227,7 @@ def _fold_parts(asm: Assembly, dest: dict, key: str, value: list, spec: FoldSpec
 def _reason_part(asm: Assembly, readers: tuple, text: str, rule: JoinRule) -> None:
     """A bare string delta on a parts key that is not display text: reasoning where a
     reasoning place reads the part the string stands for (``rule.string``)."""
-    part = {**(rule.string_part or {}), rule.string_field or "text": text}
+    part = {**(rule.string_part or {}), rule.string_field: text}
     for read in readers:
         read(part, asm.reasoning)
 

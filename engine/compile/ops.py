@@ -40,7 +40,7 @@ class CompileContext:
     text_pattern: str | None  # e.g. "content[*].text"
     list_order: str
     text_part_where: Any = None  # where the display text is a list of parts: which parts
-    text_part_field: str = "text"
+    text_part_field: str | None = None  # text.parts.field, as the descriptor names it
     text_where: Any = None  # which items' text is display text (None: every item's)
     # Where reasoning sits (the descriptor's ``reasoning`` section), and the patterns of those
     # places that some operation streams: a place no rule streams is a descriptor error.

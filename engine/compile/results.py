@@ -29,11 +29,13 @@ with the assembled message.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import escape
 from ..model.fragments import copy_json
+from .schema import section_errors
 from .templates import (
     MISSING,
     Template,
@@ -43,9 +45,11 @@ from .templates import (
     render_result,
 )
 
-DEFAULT_LEAK_ROLE = "user"
-_MODES = ("per_call", "one_message", "restate")
-_RESULTS_KEYS = frozenset({"mode", "assistant", "result", "message", "leak_role", "leak"})
+DEFAULT_LEAK_ROLE = "user"  # the schema's `default` of results.leak_role says the same
+_TEMPLATES = tuple(  # inside these the template compiler reports, not the schema
+    f"/results/{key}/"
+    for key in ("assistant", "result", "message", "leak/assistant", "leak/message")
+)
 
 
 @dataclass(frozen=True)
@@ -68,16 +72,50 @@ class CompiledSections:
 def compile_sections(descriptor: dict) -> CompiledSections:
     """Check and compile a descriptor's ``results`` and ``declarations`` sections (either may
     be absent). Raises :class:`~engine.templates.TemplateError` (a ``ValueError`` naming the
-    JSON pointer of the first bad part) with every problem."""
+    JSON pointer of the first bad part) with every problem.
+
+    The descriptor may not have come through the validator (a strategy built from a dict), so
+    its ``results`` section is first asked of the schema, which states what the section may
+    hold (:func:`schema_problems`); the compile then trusts it, as after the validator."""
+    problems = schema_problems(descriptor.get("results"))
+    if problems:
+        raise TemplateError(problems)
     sections, problems = check_sections(descriptor)
     if problems:
         raise TemplateError(problems)
     return sections
 
 
+def schema_problems(results: Any) -> list[TemplateProblem]:
+    """What ``$defs/results`` of the schema says of a ``results`` section, in pointer order,
+    each in the schema's own words (its ``errorMessage``) where it has them. The schema's
+    templates are typed for editors only: the template compiler reports inside them."""
+    if results is None:
+        return []
+    found: list[TemplateProblem] = []
+    for err in section_errors(results, "results"):
+        pointer = "/results" + "".join(f"/{escape(str(part))}" for part in err.absolute_path)
+        if pointer.startswith(_TEMPLATES):
+            continue  # inside a template: the template compiler's to say
+        if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+            known = err.schema.get("properties", {}) if isinstance(err.schema, dict) else {}
+            found += [
+                (f"{pointer}/{escape(key)}", f"unknown key; known: {', '.join(sorted(known))}",
+                 "unknown-key")
+                for key in err.instance
+                if key not in known
+            ]
+            continue
+        custom = err.schema.get("errorMessage") if isinstance(err.schema, dict) else None
+        found.append((pointer, custom if isinstance(custom, str) else err.message, "schema"))
+    return sorted(found)
+
+
 def check_sections(descriptor: dict) -> tuple[CompiledSections, list[TemplateProblem]]:
     """The compiled ``results`` and ``declarations`` sections and every problem in them, each
-    ``(JSON pointer, message, rule)``: what the validator reports, each at its line."""
+    ``(JSON pointer, message, rule)``: what the validator reports, each at its line. The
+    ``results`` section is taken as the schema checked it; a section the schema refused
+    compiles to what can be read of it (the validator has reported why)."""
     problems: list[TemplateProblem] = []
     results = descriptor.get("results")
     declarations = descriptor.get("declarations")
@@ -97,34 +135,17 @@ def _template(spec: Any, pointer: str, problems: list[TemplateProblem]) -> Templ
 
 
 def _compile_results(spec: Any, problems: list[TemplateProblem]) -> CompiledResults | None:
-    def bad(pointer: str, message: str) -> None:
-        problems.append((pointer, message, "template"))
-
+    """Compile a results section. The schema (``$defs/results``) says which keys it holds,
+    the modes and what each takes, and what ``leak_role`` and ``leak`` may be; only what it
+    cannot say is checked here: restate's ``$echo`` with ``merge`` (:func:`_check_restate`),
+    and every template, by the template compiler."""
     if not isinstance(spec, dict):
-        bad("/results", "a mapping")
         return None
-    for key in spec:
-        if key not in _RESULTS_KEYS:
-            bad(f"/results/{key}", f"unknown key; known: {', '.join(sorted(_RESULTS_KEYS))}")
     mode = spec.get("mode", "one_message" if "message" in spec else "per_call")
-    if mode not in _MODES:
-        bad("/results/mode", f"one of {', '.join(_MODES)}, got {mode!r}")
-    elif mode == "restate":
-        _check_restate(spec, bad)
-    else:
-        needed, other = ("result", "message") if mode == "per_call" else ("message", "result")
-        if needed not in spec:
-            bad("/results", f"mode {mode} needs {needed}")
-        if other in spec:
-            bad(f"/results/{other}", f"not used in mode {mode} (it takes {needed})")
-    role = spec.get("leak_role", DEFAULT_LEAK_ROLE)
-    if not isinstance(role, str) or not role:
-        bad("/results/leak_role", "a role name")
-    elif role == "system":
-        bad("/results/leak_role", "system is not a role that carries tool results")
-    leak = spec.get("leak") or {}
-    if not isinstance(leak, dict) or any(k not in ("assistant", "message") for k in leak):
-        bad("/results/leak", "a mapping with assistant and message")
+    if mode == "restate" and "assistant" in spec:
+        _check_restate(spec["assistant"], problems)
+    leak = spec.get("leak")
+    if not isinstance(leak, dict):
         leak = {}
 
     def opt(value: Any, pointer: str) -> Template | None:
@@ -135,29 +156,24 @@ def _compile_results(spec: Any, problems: list[TemplateProblem]) -> CompiledResu
         assistant=opt(spec.get("assistant"), "/results/assistant"),
         result=opt(spec.get("result"), "/results/result"),
         message=opt(spec.get("message"), "/results/message"),
-        leak_role=role,
+        leak_role=spec.get("leak_role", DEFAULT_LEAK_ROLE),
         leak_assistant=opt(leak.get("assistant"), "/results/leak/assistant"),
         leak_message=opt(leak.get("message"), "/results/leak/message"),
     )
 
 
-def _check_restate(spec: dict, bad: Callable[[str, str], None]) -> None:
+def _check_restate(assistant: Any, problems: list[TemplateProblem]) -> None:
     """``mode: restate``: the history is the assistant message sent back with each call's
-    result in its own part, so ``assistant`` is all there is, and it merges the results in
-    (an ``$echo`` with ``merge``); ``result`` and ``message`` would have nothing to say."""
-    for other in ("result", "message"):
-        if other in spec:
-            bad(
-                f"/results/{other}",
-                "not used in mode restate (each result goes into its call's part of `assistant`)",
+    result in its own part, so ``assistant`` must merge the results in (an ``$echo`` with
+    ``merge``). A schema cannot say that a construct sits somewhere inside a template."""
+    if not _has_merging_echo(assistant):
+        problems.append(
+            (
+                "/results/assistant",
+                "mode restate puts each result into its call's part: an $echo with calls and "
+                "merge, and this template has none",
+                "template",
             )
-    if "assistant" not in spec:
-        bad("/results", "mode restate needs assistant: the message restated, an $echo with merge")
-    elif not _has_merging_echo(spec["assistant"]):
-        bad(
-            "/results/assistant",
-            "mode restate puts each result into its call's part: an $echo with calls and "
-            "merge, and this template has none",
         )
 
 

@@ -94,7 +94,7 @@ class TextSpec:
     list_fields: tuple[tuple[str, ...], ...]
     where: Predicate | None
     part_where: Predicate | None = None  # the text field may hold typed parts instead
-    part_field: str = "text"
+    part_field: str | None = None  # text.parts.field: the display parts' text field
 
 
 @dataclass(frozen=True)
@@ -142,7 +142,7 @@ class Program:
         self.discriminator = compile_get(disc) if disc else None
         choice = events.get("choice")
         self.choice_list = compile_get(choice["list"]) if choice else None
-        self.choice_key = choice.get("key", "index") if choice else None
+        self.choice_key = choice["key"] if choice else None
         # The fast path of :meth:`choose`: the first entry is the usual choice, checked before
         # the search (in :meth:`apply`, which runs on every chunk, where a call costs).
         self.first_is_choice = paths.FAST_PATHS
@@ -636,7 +636,7 @@ class ExtractionStrategy:
                 part_where=compile_predicate(parts_spec["where"])
                 if parts_spec and parts_spec.get("where")
                 else None,
-                part_field=parts_spec.get("field", "text") if parts_spec else "text",
+                part_field=parts_spec["field"] if parts_spec else None,
             )
         reasoning = _reasoning_places(descriptor.get("reasoning"))
         events = descriptor.get("events", {})
@@ -649,7 +649,7 @@ class ExtractionStrategy:
             text_pattern=text.pattern if text else None,
             list_order=events.get("list_order", "slot"),
             text_part_where=text.part_where if text else None,
-            text_part_field=text.part_field if text else "text",
+            text_part_field=text.part_field if text else None,
             text_where=text.where if text else None,
             reasoning=reasoning,
         )

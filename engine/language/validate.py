@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import datetime
 import functools
-import json
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -62,28 +61,14 @@ from ..compile.paths import (
     parse_target,
     read_steps,
 )
+from ..compile.schema import schema
+from ..compile.schema import schema_path as schema_path  # the CLI and tests read it here
 from ..errors import Problem, escape
 from .extends import KEY as EXTENDS
 from .extends import resolve
 from .yamlsource import SourceMap, YAMLSourceError, load
 
 # -- the schema --------------------------------------------------------------------------------
-
-
-def schema_path() -> Path:
-    """``format.schema.json``: inside the installed package, or beside it in a checkout."""
-    here = Path(__file__).resolve().parent.parent  # engine/ (this module is in engine/language/)
-    for folder in (here / "schemas", here.parent / "schemas"):
-        candidate = folder / "format.schema.json"
-        if candidate.is_file():
-            return candidate
-    raise FileNotFoundError(f"cannot find schemas/format.schema.json near {here}")
-
-
-@functools.cache
-def schema() -> dict:
-    """The descriptor schema, read once."""
-    return json.loads(schema_path().read_text(encoding="utf-8"))
 
 
 def operation_names() -> list[str]:
@@ -383,9 +368,12 @@ def _problems_of_error(err: ValidationError, where: _Locator) -> Iterator[Proble
         )
         return
     if keyword == "required" and isinstance(instance, dict):
+        # A rule that requires a key only in some cases (a results mode) says which.
+        custom = rule_schema.get("errorMessage") if isinstance(rule_schema, dict) else None
         for key in expected_value:
             if key not in instance:
-                yield where.at_key(pointer, f"missing required key {key!r}", "required")
+                message = custom if isinstance(custom, str) else f"missing required key {key!r}"
+                yield where.at_key(pointer, message, "required")
         return
     if keyword == "dependentRequired" and isinstance(instance, dict):
         for key, needs in expected_value.items():

@@ -27,20 +27,24 @@ class JoinRule:
     key: tuple[str, ...]
     text: tuple[str, ...]
     string_part: dict | None = None  # how a bare string delta becomes a part: {type: text}
-    string_field: str | None = None
+    string_field: str = ""  # the field of that part that takes the string (see from_spec)
     blocked_by: tuple[str, ...] = ()  # fields on the incoming part that prevent a join
     attach: tuple[str, ...] = ()  # fields an empty-text part brings onto the run before it
     where: str = ""  # the message path of the parts list, named in an error
 
     @classmethod
     def from_spec(cls, spec: dict, where: str = "") -> JoinRule:
+        """The rule as the schema requires it: the text fields (and ``string``'s field) are
+        the wire's names, so the descriptor states them. Without ``string``, earlier plain
+        text that becomes a part goes into the first of the declared text fields."""
         string = spec.get("string")
+        text = tuple(spec["text"])
         return cls(
             where=where,
             key=tuple(spec.get("key", ())),
-            text=tuple(spec.get("text", ("text",))),
+            text=text,
             string_part={k: v for k, v in string.items() if k != "field"} if string else None,
-            string_field=string.get("field", "text") if string else None,
+            string_field=string["field"] if string else text[0],
             blocked_by=tuple(spec.get("unless", ())),
             attach=tuple(spec.get("attach", ())),
         )
@@ -183,7 +187,7 @@ def as_placed(part: dict, stored: dict, rule: JoinRule) -> dict:
     for f in rule.text:
         value = part.get(f)
         if value.__class__ is str and stored.get(f).__class__ is list:
-            return {**part, f: [{**rule.string_part, rule.string_field or "text": value}]}
+            return {**part, f: [{**rule.string_part, rule.string_field: value}]}
     return part
 
 
@@ -213,6 +217,6 @@ def _place(where: Any) -> str:
 
 def string_as_part(parts: list, text: str, rule: JoinRule, where: Any = None) -> dict:
     """A bare string delta on a parts list joins the last text part, or starts one."""
-    part = {**(rule.string_part or {}), rule.string_field or "text": text}
+    part = {**(rule.string_part or {}), rule.string_field: text}
     join_parts(parts, [part], rule, None, where)
     return parts[-1]

@@ -83,6 +83,9 @@ class _Prompt:
     call_incomplete: tuple[tuple[str, str], ...] = ()  # (reason, message), hashable
 
 
+# What a codec section (and its prompt's tool_format) means where it leaves a key out. The
+# code is the one source of these values; the schema's `default` annotations describe them for
+# editors, and tests/test_textcodec.py checks that the two say the same.
 _DEFAULTS: dict[str, Any] = {
     "name_keys": ["tool", "name"],
     "args_keys": ["arguments", "parameters"],
@@ -92,6 +95,12 @@ _DEFAULTS: dict[str, Any] = {
     "delimiters": [{"start": "<tool_call>", "end": "</tool_call>"}],
     "reasoning": [{"start": "<think>", "end": "</think>"}],
     "healing": [],
+}
+_TOOL_FORMAT_DEFAULTS: dict[str, Any] = {
+    "list_key": "tools",
+    "fields": {"name": "name", "description": "description", "parameters": "parameters"},
+    "indent": 2,
+    "untyped_parameter": {"type": "string"},
 }
 
 # JSON Schema keywords that say what a parameter is; a property with none of them is untyped.
@@ -329,20 +338,17 @@ class TextCodec:
 
 
 def _compile_prompt(section: Mapping[str, Any]) -> _Prompt:
-    fmt = section.get("tool_format") or {}
+    """The prompt section as the schema checked it, each key it leaves out of ``tool_format``
+    taken from :data:`_TOOL_FORMAT_DEFAULTS`."""
+    fmt = {**_TOOL_FORMAT_DEFAULTS, **(section.get("tool_format") or {})}
     retry = section["retry"]
-    fields = fmt.get("fields") or {
-        "name": "name",
-        "description": "description",
-        "parameters": "parameters",
-    }
     return _Prompt(
         system_template=section["system_template"],
         call_example=section["call_example"],
-        list_key=fmt.get("list_key", "tools"),
-        fields=tuple(fields.items()),
-        indent=fmt.get("indent", 2),
-        untyped_parameter=tuple((fmt.get("untyped_parameter") or {"type": "string"}).items()),
+        list_key=fmt["list_key"],
+        fields=tuple(fmt["fields"].items()),
+        indent=fmt["indent"],
+        untyped_parameter=tuple(fmt["untyped_parameter"].items()),
         execution_failed=retry["execution_failed"],
         unknown_tool=retry["unknown_tool"],
         no_tool_field=retry["no_tool_field"],
