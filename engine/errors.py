@@ -10,7 +10,8 @@ class Problem:
     """One fault in a descriptor, located in its YAML source.
 
     ``pointer`` is the JSON pointer of the offending key or value; ``line`` and ``col`` are
-    1-based; ``rule`` names the check that failed (a schema keyword, ``jmespath``, ``slot``...).
+    1-based, or 0 for a descriptor that has no source text (a dict compiled as it is);
+    ``rule`` names the check that failed (a schema keyword, ``jmespath``, ``slot``...).
     """
 
     file: str
@@ -21,7 +22,8 @@ class Problem:
     rule: str = ""
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.col}: {self.pointer or '/'}: {self.message}"
+        at = f"{self.file}:{self.line}:{self.col}" if self.line else self.file
+        return f"{at}: {self.pointer or '/'}: {self.message}"
 
 
 class DescriptorError(ValueError):

@@ -903,6 +903,21 @@ def test_results_section_errors():
         compile_sections({"declarations": {"tools": {"$bad": 1}}})
 
 
+def test_a_strategy_from_a_dict_names_every_bad_template():
+    """ExtractionStrategy(dict) (no validator): each problem of compile_sections is the
+    strategy's, at its own pointer, raised together as one DescriptorError."""
+    descriptor = copy.deepcopy(engine.load_format("openai_chat").descriptor)
+    descriptor["results"]["assistant"] = {"role": "assistant", "content": {"$pth": "text"}}
+    descriptor["results"]["result"] = {"role": "tool", "content": {"$json": "record", "x": 1}}
+    with pytest.raises(engine.DescriptorError) as caught:
+        engine.ExtractionStrategy(descriptor)
+    pointers = [p.pointer for p in caught.value.problems]
+    assert pointers == ["/results/assistant/content/$pth", "/results/result/content/x"]
+    assert "<descriptor>: /results/assistant/content/$pth: unknown construct $pth" in str(
+        caught.value
+    )
+
+
 def test_any_object_with_a_descriptor_works_and_records_may_be_dicts():
     strategy = SimpleNamespace(
         name="toy",

@@ -256,6 +256,29 @@ def test_a_bad_serve_section_is_a_located_error(overrides, message):
     assert str(caught.value).startswith(message)
 
 
+def test_a_serve_section_compiled_without_the_validator_names_every_problem():
+    """compile_serve asks the schema of a section no validator saw, then compiles it: every
+    problem is in ``problems`` (pointer order), the message names each, the first first."""
+    section = _serve_section(
+        endpoints=[{"path": "api", "stream": True}, {"path": "/{m}/{m}", "stream": False}],
+        framing={"kind": "sse", "content_type": "x", "exception_suffix": "Exception"},
+        response={"$pth": "message"},
+        headers={"x-id": 1},
+    )
+    with pytest.raises(ServeError) as caught:
+        compile_serve(section)
+    assert [(pointer, rule) for pointer, _, rule in caught.value.problems] == [
+        ("/serve/endpoints/0/path", "pattern"),
+        ("/serve/endpoints/1/path", "path"),
+        ("/serve/framing/exception_suffix", "not"),
+        ("/serve/headers/x-id", "type"),
+        ("/serve/response/$pth", "template"),
+    ]
+    said = [f"{pointer}: {message}" for pointer, message, _ in caught.value.problems]
+    assert said[0] == "/serve/endpoints/0/path: a request path starting with /"
+    assert str(caught.value).splitlines() == said
+
+
 def test_every_built_in_wire_declares_how_it_is_served():
     import engine
 

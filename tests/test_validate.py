@@ -255,6 +255,70 @@ def test_without_a_mode_the_template_given_chooses_it():
     ]
 
 
+# The serve section's rules are the schema's ($defs/serve and below); its compiler says only
+# what a schema cannot (templates, a path's {name} twice). ollama's serve opens at line 101.
+SERVE_RULES = [
+    ("content_type: application/x-ndjson}", "content_type: application/x-ndjson, done: '[DONE]'}", [
+        (104, "/serve/framing/done", "not an option of framing ndjson", "not"),
+    ]),
+    ("{kind: ndjson,", "{kind: ndjson, line_end: x,", [
+        (104, "/serve/framing/line_end", "'x' is not one of: \"\\n\", \"\\r\\n\"", "enum"),
+        (104, "/serve/framing/line_end", "not an option of framing ndjson", "not"),
+    ]),
+    ("{path: /api/chat,", "{path: api/chat,", [
+        (103, "/serve/endpoints/0/path", "a request path starting with /", "pattern"),
+    ]),
+    ("{field: stream,", "{field: a.b,", [
+        (103, "/serve/endpoints/0/stream/field",
+         "a body field name: a letter or _, then letters, digits or _", "pattern"),
+    ]),
+    ("{field: stream, default: true}", "{default: true}", [
+        (103, "/serve/endpoints/0/stream", "missing required key 'field'", "required"),
+    ]),
+    ("{path: /api/chat,", "{path: '/{m}/chat/{m}',", [
+        (103, "/serve/endpoints/0/path", "{m} twice: each name is one segment", "path"),
+    ]),
+]
+
+
+@pytest.mark.parametrize("written, instead, expected", SERVE_RULES)
+def test_a_serve_rule_is_reported_at_its_line(written, instead, expected):
+    text = (ROOT / "formats" / "ollama.yaml").read_text(encoding="utf-8")
+    assert text.count(written) == 1
+    _, problems = validate_text(text.replace(written, instead), "ollama.yaml")
+    assert [(p.line, p.pointer, p.message, p.rule) for p in problems] == expected
+
+
+def test_every_problem_of_a_serve_section_is_reported_at_its_line(tmp_path: Path):
+    """A schema problem in the section no longer hides the compiler's: the framing's option
+    (the schema), a template's construct and a path's name twice (the compiler), each at its
+    own line, through the real CLI."""
+    text = (ROOT / "formats" / "ollama.yaml").read_text(encoding="utf-8")
+    for written, instead in [
+        ("content_type: application/x-ndjson}", "content_type: application/x-ndjson, done: x}"),
+        ("    model: {$path: last.model,", "    model: {$pth: last.model,"),
+        ("    body: {error: {$path: error}}", "    body: {error: {$if: error}}"),
+        ("{path: /api/chat,", "{path: '/{m}/{m}',"),
+    ]:
+        assert text.count(written) == 1
+        text = text.replace(written, instead)
+    path = tmp_path / "ollama.yaml"
+    path.write_text(text, encoding="utf-8")
+    assert [(p.line, p.pointer, p.message) for p in validate_descriptor(path)] == [
+        (103, "/serve/endpoints/0/path", "{m} twice: each name is one segment"),
+        (104, "/serve/framing/done", "not an option of framing ndjson"),
+        (106, "/serve/response/model/$pth", "unknown construct $pth"),
+        (119, "/serve/error/body/error", "$if needs then or else"),
+    ]
+    result = subprocess.run(
+        [sys.executable, "-m", "engine", "validate", str(path)],
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False,
+    )
+    assert result.returncode != 0
+    for where in (":103:", ":104:", ":106:", ":119:"):
+        assert f"{path}{where}" in result.stdout + result.stderr
+
+
 def test_an_unquoted_is_null_means_the_string_null(tmp_path: Path):
     """YAML reads a bare ``null`` as None; ``is: null`` must mean what its author wrote."""
     text = (ROOT / "formats" / "openai_chat.yaml").read_text(encoding="utf-8")

@@ -148,8 +148,9 @@ def _spec_of(given: str | Path, wire: str, strategy: Any) -> ServeSpec:
         strategy = load_format(wire)
     try:
         spec = compile_serve(getattr(strategy, "descriptor", None) or {})
-    except ServeError as exc:
-        raise ServeSetupError(f"format {wire}: {exc}") from None
+    except ServeError as exc:  # every problem, one a line
+        lines = "".join(f"\n  {pointer}: {message}" for pointer, message, _ in exc.problems)
+        raise ServeSetupError(f"format {wire}: its serve section cannot be used:{lines}") from None
     if spec is None:
         raise ServeSetupError(f"{given}: format {wire} has no serve section (formats/README.md)")
     return spec

@@ -33,9 +33,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import escape
 from ..model.fragments import copy_json
-from .schema import section_errors
+from .schema import section_problems
 from .templates import (
     MISSING,
     Template,
@@ -47,7 +46,7 @@ from .templates import (
 
 DEFAULT_LEAK_ROLE = "user"  # the schema's `default` of results.leak_role says the same
 _TEMPLATES = tuple(  # inside these the template compiler reports, not the schema
-    f"/results/{key}/"
+    f"/results/{key}"
     for key in ("assistant", "result", "message", "leak/assistant", "leak/message")
 )
 
@@ -92,23 +91,7 @@ def schema_problems(results: Any) -> list[TemplateProblem]:
     templates are typed for editors only: the template compiler reports inside them."""
     if results is None:
         return []
-    found: list[TemplateProblem] = []
-    for err in section_errors(results, "results"):
-        pointer = "/results" + "".join(f"/{escape(str(part))}" for part in err.absolute_path)
-        if pointer.startswith(_TEMPLATES):
-            continue  # inside a template: the template compiler's to say
-        if err.validator == "additionalProperties" and isinstance(err.instance, dict):
-            known = err.schema.get("properties", {}) if isinstance(err.schema, dict) else {}
-            found += [
-                (f"{pointer}/{escape(key)}", f"unknown key; known: {', '.join(sorted(known))}",
-                 "unknown-key")
-                for key in err.instance
-                if key not in known
-            ]
-            continue
-        custom = err.schema.get("errorMessage") if isinstance(err.schema, dict) else None
-        found.append((pointer, custom if isinstance(custom, str) else err.message, "schema"))
-    return sorted(found)
+    return section_problems(results, "results", "/results", _TEMPLATES)
 
 
 def check_sections(descriptor: dict) -> tuple[CompiledSections, list[TemplateProblem]]:

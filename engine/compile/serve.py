@@ -17,10 +17,13 @@ sent it, with no line of Python per wire (formats/README.md, "serve"):
   body; ``params``: the path's ``{name}`` segments); ``error``: the status and body of a
   non-streaming response to a stream that ended with a provider error (context adds ``error``).
 
-This module compiles the section once (:func:`compile_serve`, every problem located as
-``/serve/...: message``) and turns recordings into bytes; :mod:`engine.serve_http` answers
-HTTP with it. Payload text goes out byte for byte as recorded: only the ``_event`` key is cut
-from it (the name travels in the frame, as it did on the wire).
+This module compiles the section once (:func:`compile_serve`) and turns recordings into
+bytes; :mod:`engine.serve_http` answers HTTP with it. The schema (``$defs/serve`` and below)
+states the section's shape; the compiler keeps only what a schema cannot say
+(:func:`check_serve`: the templates, a path's ``{name}`` given twice), and a section that
+never went through the validator is asked of the same schema first. Payload text goes out
+byte for byte as recorded: only the ``_event`` key is cut from it (the name travels in the
+frame, as it did on the wire).
 """
 
 from __future__ import annotations
@@ -34,23 +37,25 @@ from typing import Any
 
 from . import eventstream
 from .captures import CapturedEvent, CaptureError, parse_bytes
-from .templates import Template, compile_template
+from .schema import section_problems
+from .templates import Template, TemplateProblem, check_template
 
 EVENT_KEY = "_event"
-FRAMINGS = ("sse", "ndjson", "aws_eventstream")
-_LINE_ENDS = ("\n", "\r\n")
-_SECTION_KEYS = frozenset({"endpoints", "framing", "headers", "response", "error"})
-_ENDPOINT_KEYS = frozenset({"path", "stream", "query"})
-_FRAMING_KEYS = frozenset(
-    {"kind", "content_type", "sse_event", "line_end", "done", "exception_suffix"}
-)
+FRAMINGS = ("sse", "ndjson", "aws_eventstream")  # the schema's enum of serve_framing.kind
+TEMPLATES = ("/serve/response", "/serve/error/status", "/serve/error/body")
+"""Where the section's templates sit: the template compiler reports inside them."""
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_FIELD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _LEADING_EVENT_KEY = re.compile(r'^\s*\{\s*"_event"\s*:\s*"(?:[^"\\]|\\.)*"\s*(,\s*)?')
 
 
 class ServeError(ValueError):
-    """A ``serve`` section the engine cannot use; the message starts with its JSON pointer."""
+    """A ``serve`` section the engine cannot use: ``problems`` holds every problem as
+    ``(pointer, message, rule)``, in pointer order; the message names each, one a line,
+    ``pointer: message``, the first first."""
+
+    def __init__(self, problems: list[TemplateProblem]) -> None:
+        super().__init__("\n".join(f"{pointer}: {message}" for pointer, message, _ in problems))
+        self.problems = problems
 
 
 # -- recordings ------------------------------------------------------------------------------
@@ -150,26 +155,24 @@ class Endpoint:
         return {k: v for k, v in self.query.items() if query.get(k) != [v]}
 
 
-def _compile_endpoint(spec: Any, pointer: str) -> Endpoint:
-    _mapping(spec, pointer, _ENDPOINT_KEYS, required=("path", "stream"))
-    path = spec["path"]
-    if not isinstance(path, str) or not path.startswith("/"):
-        raise ServeError(f"{pointer}/path: a request path starting with /, got {path!r}")
-    stream = spec["stream"]
-    query = spec.get("query", {})
-    if not isinstance(query, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in query.items()
-    ):
-        raise ServeError(f"{pointer}/query: a mapping of parameter names to values")
+def _endpoint(spec: Any, pointer: str, problems: list[TemplateProblem]) -> Endpoint | None:
+    """One endpoint, as the schema checked it (None when it is not of the schema's shape: the
+    schema says why). A name given twice in the path is a problem the schema cannot see."""
+    if not isinstance(spec, dict) or not isinstance(spec.get("path"), str):
+        return None
+    path, stream, query = spec["path"], spec.get("stream"), spec.get("query", {})
+    names = _PLACEHOLDER.findall(path)
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        shown = ", ".join(f"{{{name}}}" for name in twice)
+        problems.append((f"{pointer}/path", f"{shown} twice: each name is one segment", "path"))
+        return None
     if isinstance(stream, bool):
         return Endpoint(path, _path_pattern(path), stream, query=dict(query))
-    _mapping(stream, f"{pointer}/stream", frozenset({"field", "default"}), required=("field",))
-    name, default = stream["field"], stream.get("default", False)
-    if not isinstance(name, str) or not _FIELD.match(name):
-        raise ServeError(f"{pointer}/stream/field: a body field name, got {name!r}")
-    if not isinstance(default, bool):
-        raise ServeError(f"{pointer}/stream/default: true or false, got {default!r}")
-    return Endpoint(path, _path_pattern(path), None, name, default, dict(query))
+    if not isinstance(stream, dict):
+        return None
+    field_name, default = stream.get("field"), stream.get("default", False)
+    return Endpoint(path, _path_pattern(path), None, field_name, default, dict(query))
 
 
 def _path_pattern(path: str) -> re.Pattern[str]:
@@ -242,26 +245,16 @@ def typed_event(event: RecordedEvent) -> tuple[str, str]:
     )
 
 
-def _compile_framing(spec: Any, pointer: str) -> Framing:
-    _mapping(spec, pointer, _FRAMING_KEYS, required=("kind", "content_type"))
-    kind = spec["kind"]
-    if kind not in FRAMINGS:
-        raise ServeError(f"{pointer}/kind: one of {', '.join(FRAMINGS)}, got {kind!r}")
-    for key in ("content_type", "sse_event", "done", "exception_suffix"):
-        if key in spec and (not isinstance(spec[key], str) or not spec[key]):
-            raise ServeError(f"{pointer}/{key}: a non-empty string, got {spec[key]!r}")
-    line_end = spec.get("line_end", "\n")
-    if line_end not in _LINE_ENDS:
-        raise ServeError(f'{pointer}/line_end: "\\n" or "\\r\\n", got {line_end!r}')
-    only = {"sse": ("sse_event", "line_end", "done"), "aws_eventstream": ("exception_suffix",)}
-    for key in ("sse_event", "line_end", "done", "exception_suffix"):
-        if key in spec and key not in only.get(kind, ()):
-            raise ServeError(f"{pointer}/{key}: not an option of framing {kind}")
+def _framing(spec: Any) -> Framing | None:
+    """The framing, as the schema checked it (its kinds, their options, the line endings);
+    None when it is not a mapping (the schema says so)."""
+    if not isinstance(spec, dict):
+        return None
     return Framing(
-        kind,
-        spec["content_type"],
+        spec.get("kind", ""),
+        spec.get("content_type", ""),
         spec.get("sse_event"),
-        line_end,
+        spec.get("line_end", "\n"),
         spec.get("done"),
         spec.get("exception_suffix"),
     )
@@ -301,52 +294,62 @@ class ServeSpec:
 
 def compile_serve(descriptor: dict) -> ServeSpec | None:
     """The compiled ``serve`` section of a descriptor, or None when it has none. Raises
-    :class:`ServeError` (``/serve/...: message``) on the first part it cannot use."""
+    :class:`ServeError` with every problem: the section may not have come through the
+    validator, so it is asked of the schema (``$defs/serve``), then compiled."""
     spec = descriptor.get("serve")
     if spec is None:
         return None
-    pointer = "/serve"
-    _mapping(spec, pointer, _SECTION_KEYS, required=("endpoints", "framing", "response"))
-    endpoints = spec["endpoints"]
-    if not isinstance(endpoints, list) or not endpoints:
-        raise ServeError(f"{pointer}/endpoints: a non-empty list of endpoints")
+    problems = section_problems(spec, "serve", "/serve", TEMPLATES)
+    compiled, found = check_serve(descriptor)
+    problems = sorted(set(problems + found))
+    if problems:
+        raise ServeError(problems)
+    if compiled is None:  # the schema passed it, so every part has its shape: not expected
+        raise ServeError([("/serve", "a part of the section could not be read", "serve")])
+    return compiled
+
+
+def check_serve(descriptor: dict) -> tuple[ServeSpec | None, list[TemplateProblem]]:
+    """The compiled ``serve`` section (None when there is none or part of it could not be
+    read) and every problem in it that a schema cannot say, each ``(pointer, message, rule)``:
+    its templates' (every one), and a path's ``{name}`` given twice. The section is taken as
+    the schema checked it; what is not of the schema's shape is left to the schema to report,
+    so the validator asks this of a section the schema refused and reports both, each at its
+    line."""
+    spec = descriptor.get("serve")
+    if not isinstance(spec, dict):
+        return None, []
+    problems: list[TemplateProblem] = []
+    listed = spec.get("endpoints")
+    endpoints = [
+        _endpoint(e, f"/serve/endpoints/{i}", problems)
+        for i, e in enumerate(listed if isinstance(listed, list) else [])
+    ]
+    error = spec["error"] if isinstance(spec.get("error"), dict) else {}
+    response = _template(spec, "response", "/serve/response", problems)
+    error_status = _template(error, "status", "/serve/error/status", problems)
+    error_body = _template(error, "body", "/serve/error/body", problems)
+    framing = _framing(spec.get("framing"))
     headers = spec.get("headers", {})
-    if not isinstance(headers, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
-    ):
-        raise ServeError(f"{pointer}/headers: a mapping of header names to strings")
-    error_status = error_body = None
-    if "error" in spec:
-        error = spec["error"]
-        _mapping(error, f"{pointer}/error", frozenset({"status", "body"}), required=("body",))
-        error_body = _template(error["body"], f"{pointer}/error/body")
-        if "status" in error:
-            error_status = _template(error["status"], f"{pointer}/error/status")
-    return ServeSpec(
-        endpoints=tuple(
-            _compile_endpoint(e, f"{pointer}/endpoints/{i}") for i, e in enumerate(endpoints)
-        ),
-        framing=_compile_framing(spec["framing"], f"{pointer}/framing"),
-        headers=dict(headers),
-        response=_template(spec["response"], f"{pointer}/response"),
+    if not endpoints or None in endpoints or framing is None or response is None:
+        return None, problems
+    compiled = ServeSpec(
+        endpoints=tuple(e for e in endpoints if e is not None),
+        framing=framing,
+        headers=dict(headers) if isinstance(headers, dict) else {},
+        response=response,
         error_status=error_status,
         error_body=error_body,
     )
+    return compiled, problems
 
 
-def _template(spec: Any, pointer: str) -> Template:
-    try:
-        return compile_template(spec, pointer)
-    except ValueError as exc:
-        raise ServeError(str(exc)) from None
-
-
-def _mapping(spec: Any, pointer: str, keys: frozenset[str], required: tuple[str, ...]) -> None:
-    if not isinstance(spec, dict):
-        raise ServeError(f"{pointer}: a mapping, got {type(spec).__name__}")
-    for key in spec:
-        if key not in keys:
-            raise ServeError(f"{pointer}/{key}: unknown key; known: {', '.join(sorted(keys))}")
-    for key in required:
-        if key not in spec:
-            raise ServeError(f"{pointer}: missing {key!r}")
+def _template(
+    spec: dict, key: str, pointer: str, problems: list[TemplateProblem]
+) -> Template | None:
+    """The template at ``spec[key]`` (None when absent), its problems added to ``problems``."""
+    if key not in spec:
+        return None
+    template, found = check_template(spec[key], pointer)
+    problems.extend(found)
+    return template

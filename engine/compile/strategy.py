@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from ..errors import escape
+from ..errors import DescriptorError, Problem, escape
 from ..events import CallIncomplete, ExtractedCall
 from ..model.assembly import Assembly, judged_after_the_event
 from ..model.fragments import materialize
@@ -23,6 +23,7 @@ from .ops import CompileContext, Run, TextPlace, any_where, pattern_of
 from .paths import compile_get, compile_read, is_plain, parse_chain, parse_target
 from .predicates import Predicate, compile_predicate
 from .results import CompiledSections, compile_sections
+from .templates import TemplateError
 
 
 @dataclass(frozen=True)
@@ -517,11 +518,9 @@ def _sections(descriptor: dict, sections: Any, problems: Problems) -> CompiledSe
         return sections
     try:
         return compile_sections(descriptor)
-    except ValueError as exc:
-        pointer, sep, message = str(exc).partition(": ")
-        if not (sep and pointer.startswith("/")):
-            pointer, message = "/results", str(exc)
-        problems.add(pointer, message)
+    except TemplateError as exc:  # every problem, each at its own pointer
+        for pointer, message, _ in exc.problems:
+            problems.add(pointer, message)
         return CompiledSections(results=None, declarations=None)
 
 
@@ -590,12 +589,17 @@ class ExtractionStrategy:
         sections: Any = None,
     ) -> None:
         """Compile ``descriptor``. With ``problems``, every problem found is added there (the
-        validator's one pass: it locates them); without, the first raises a ValueError.
+        validator's one pass: it locates them); without, they are raised together as a
+        :class:`~engine.errors.DescriptorError` (a ValueError), each at its JSON pointer (a
+        dict has no lines: ``source``, or ``<descriptor>``, names it).
         ``sections``: its ``results`` and ``declarations`` compiled already (by that pass)."""
         found = Problems() if problems is None else problems
         self._compile(descriptor, source, found, sections)
         if problems is None and found:
-            raise ValueError(found.found[0][1])
+            file = source or "<descriptor>"
+            raise DescriptorError(
+                [Problem(file, 0, 0, at, message, "compile") for at, message in found.found]
+            )
 
     def _compile(self, descriptor: dict, source: str | None, problems: Problems, sections: Any):
         self.descriptor = descriptor

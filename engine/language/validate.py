@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import datetime
 import functools
+import json
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -397,7 +398,7 @@ def _problems_of_error(err: ValidationError, where: _Locator) -> Iterator[Proble
     if keyword in ("enum", "const"):
         choices = expected_value if keyword == "enum" else [expected_value]
         # A YAML null beside "null" in an enum (`is`) is one choice, shown once.
-        shown = ", ".join(dict.fromkeys("null" if v is None else str(v) for v in choices))
+        shown = ", ".join(dict.fromkeys(_choice(v) for v in choices))
         yield where.at_value(pointer, f"{instance!r} is not one of: {shown}", keyword)
         return
     if keyword == "format" and isinstance(err.cause, PathProblem):
@@ -408,6 +409,16 @@ def _problems_of_error(err: ValidationError, where: _Locator) -> Iterator[Proble
         yield where.at_value(pointer, custom, keyword)
         return
     yield where.at_value(pointer, _plain_message(err), keyword)
+
+
+def _choice(value: Any) -> str:
+    """A choice of an enum as written: bare, but quoted with its escapes when it holds a
+    character that would not show (the ``"\\r\\n"`` of a line ending)."""
+    if value is None:
+        return "null"
+    if isinstance(value, str) and not value.isprintable():
+        return json.dumps(value)
+    return str(value)
 
 
 def _plain_message(err: ValidationError) -> str:
@@ -557,15 +568,13 @@ def _covered(problem: Problem, by: list[Problem]) -> bool:
 
 
 def _serve_problems(data: dict, where: _Locator) -> list[Problem]:
-    """The ``serve`` section's templates and paths, checked by its own compiler."""
-    from ..compile.serve import ServeError, compile_serve
+    """What the schema cannot say of the ``serve`` section (its templates, a path's
+    ``{name}`` twice), checked by its own compiler: every problem, each at its line. Asked of
+    a section the schema refused too: the compiler reads only what has the schema's shape."""
+    from ..compile.serve import check_serve
 
-    try:
-        compile_serve(data)
-    except ServeError as exc:
-        pointer, _, message = str(exc).partition(": ")
-        return [where.at_value(pointer, message, "template")]
-    return []
+    _, found = check_serve(data)
+    return [where.at_value(pointer, message, rule) for pointer, message, rule in found]
 
 
 # -- what can be known of the flow when the descriptor loads ------------------------------------
@@ -721,8 +730,7 @@ def compile_text(text: str, file: str) -> tuple[Any, list[Problem], Any]:
         problems += _engine_problems(data, where)
         in_results = any(p.pointer.startswith(("/results", "/declarations")) for p in problems)
         sections, templates = _template_problems(data, where, in_results)
-        if not any(p.pointer.startswith("/serve") for p in problems):
-            templates += _serve_problems(data, where)
+        templates += _serve_problems(data, where)
         inside = [p for p in checked if in_template(p.pointer) and not _covered(p, templates)]
         problems += templates + inside
         if not problems:
