@@ -31,6 +31,7 @@ from ..model.parts import JoinRule, join_one
 from .jsonpath import Token, normalized, singular_path
 from .ops import (
     CompileContext,
+    RuleProblem,
     Run,
     Target,
     fragments_reader,
@@ -62,6 +63,13 @@ def _continuation(spec: dict | None) -> Continuation | None:
     ``null_value`` is optional: without it, no value field means null."""
     if not spec:
         return None
+    if spec["text_value"] not in spec["values"]:
+        raise RuleProblem(
+            ("continuation", "text_value"),
+            f"{spec['text_value']!r} is not one of the value fields "
+            f"({', '.join(map(str, spec['values']))}): the value field whose pieces concatenate "
+            "must be one a piece is read from",
+        )
     return Continuation(
         field=spec["field"],
         flag=spec["flag"],

@@ -9,7 +9,7 @@ the rules by an operation's name:
   ``finish``), as one mapping shape;
 - ``compile``: that mapping (less ``when``, which guards any rule) compiled to its effect, a
   closure ``run(assembly, event, choice)`` (a problem it finds is a ``ValueError``, located
-  at its rule by the compiler; :class:`RuleProblem` names the argument);
+  at its rule by the compiler; :class:`~engine.compile.ops.RuleProblem` names the argument);
 - ``source``: the read path without which it does nothing (the dispatcher then runs it only
   for events that carry that path; ``None``: it acts without one, as ``close`` does);
 - ``streamed``: the event fields whose strings it concatenates (``streamed_fields``);
@@ -57,14 +57,6 @@ class Source(NamedTuple):
 
     path: str
     must_be_true: bool = False
-
-
-class RuleProblem(ValueError):
-    """A problem an operation's compile finds in one of its arguments (``key``)."""
-
-    def __init__(self, key: str, message: str) -> None:
-        super().__init__(message)
-        self.key = key
 
 
 Streamed = tuple[str, tuple[str, ...]]  # (read path into the event, fields below it)

@@ -30,6 +30,16 @@ Run = Callable[[Assembly, Any, Any], None]
 Act = Callable[[Assembly, dict, Any], None]  # what an operation does to the item it found
 
 
+class RuleProblem(ValueError):
+    """A problem an operation's compile finds in one of its arguments: ``keys`` lead from
+    the rule's mapping to it (``("continuation", "text_value")``), so that the validator
+    reports it at that argument's line."""
+
+    def __init__(self, keys: tuple[str, ...], message: str) -> None:
+        super().__init__(message)
+        self.keys = keys
+
+
 @dataclass(frozen=True)
 class CompileContext:
     """What an operation needs to know about the rest of its descriptor."""

@@ -18,8 +18,8 @@ from ..model.assembly import Assembly, judged_after_the_event
 from ..model.fragments import materialize
 from ..model.jsonscan import MAX_DEPTH, ArgsStream, dumps_any_depth, nests_deeper
 from . import paths
-from .operations import OPERATIONS, RuleProblem, Source, operation_rules
-from .ops import CompileContext, Run, TextPlace, any_where, pattern_of
+from .operations import OPERATIONS, Source, operation_rules
+from .ops import CompileContext, RuleProblem, Run, TextPlace, any_where, pattern_of
 from .paths import compile_get, compile_read, is_plain, parse_chain, parse_target
 from .predicates import Predicate, compile_predicate
 from .results import CompiledSections, compile_sections
@@ -338,7 +338,7 @@ def compile_ops(rules: list, ctx: CompileContext, problems: Problems, base: str)
         try:
             out.append(compile_rule(name, raw, ctx))
         except RuleProblem as exc:
-            problems.add(f"{pointer}/{escape(exc.key)}", str(exc))
+            problems.add(pointer + "".join(f"/{escape(key)}" for key in exc.keys), str(exc))
         except (ValueError, KeyError, TypeError) as exc:
             problems.add(pointer, f"{name}: {exc}")
     runs = by_source_key(out, ctx)
