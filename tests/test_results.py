@@ -935,3 +935,11 @@ def test_any_object_with_a_descriptor_works_and_records_may_be_dicts():
         {"id": "c1", "out": '{"x": 1}'},
     ]
     assert tool_declarations(strategy, [Tool("a"), {"name": "b"}]) == {"names": ["a", "b"]}
+
+
+def test_the_schema_describes_the_leak_role_the_compiler_defaults_to() -> None:
+    from engine.compile import results
+    from engine.compile.schema import schema
+
+    leak_role = schema()["$defs"]["results"]["properties"]["leak_role"]
+    assert leak_role["default"] == results.DEFAULT_LEAK_ROLE

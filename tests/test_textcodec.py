@@ -709,3 +709,11 @@ def test_the_descriptor_header() -> None:
 def test_the_codec_is_immutable(codec: TextCodec) -> None:
     with pytest.raises(AttributeError):
         codec.name_keys = ("x",)  # type: ignore[misc]
+
+
+def test_the_schema_describes_the_default_a_healing_rule_replaces_with() -> None:
+    from engine.compile.schema import schema
+    from engine.text import codec as module
+
+    rule = schema()["$defs"]["healing_rule"]["properties"]
+    assert rule["replacement"]["default"] == module.HEALING_REPLACEMENT

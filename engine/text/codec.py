@@ -86,6 +86,7 @@ class _Prompt:
 # What a codec section (and its prompt's tool_format) means where it leaves a key out. The
 # code is the one source of these values; the schema's `default` annotations describe them for
 # editors, and tests/test_textcodec.py checks that the two say the same.
+HEALING_REPLACEMENT = ""  # a healing rule without one deletes what its pattern matches
 _DEFAULTS: dict[str, Any] = {
     "name_keys": ["tool", "name"],
     "args_keys": ["arguments", "parameters"],
@@ -159,7 +160,7 @@ class TextCodec:
             for key in ("delimiters", "reasoning")
         }
         healing = [
-            (re.compile(rule["pattern"]), rule.get("replacement", ""))
+            (re.compile(rule["pattern"]), rule.get("replacement", HEALING_REPLACEMENT))
             for rule in conf["healing"] or []
         ]
         return cls(
