@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import golden_streams, read_stream, replay, stream_id
+from conftest import GOLDEN, golden_streams, read_stream, replay, stream_id
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -736,3 +736,30 @@ def test_text_is_the_display_minus_exactly_the_calls_that_ran(display, cuts, dat
         if c.name in OWNED
     )
     assert ran == expected  # each call ran exactly once, whatever the chunking
+
+
+@pytest.mark.parametrize("events", [False, True])
+def test_text_read_before_the_driver_first_sees_the_buffer_is_never_shown_again(events):
+    """A client's own buffer gets the driver's codec at the driver's first round. Text that
+    ``text()`` handed out before that round (a loop that reads it first, or that brings the
+    driver in mid-stream) is shown already: the codec scans on from there, so that text is
+    not shown (or told) a second time."""
+    from conftest import Recorder
+
+    chunks = read_stream(GOLDEN / "openai_chat" / "compat_mistral_vercel_text.jsonl")
+    driver = Recorder("get_weather")
+    buf = LLMStreamBuffer(events=events)
+    shown = []
+    for at, chunk in enumerate(chunks):
+        buf.add(chunk)
+        shown.append(buf.text())  # before the driver's round: the order the README warns of
+        if at >= len(chunks) // 2:  # the driver comes in mid-stream
+            driver.process_llm_response(buf)
+    assert buf.codec is not None and shown[0] + shown[1] != ""
+    buf.close()
+    driver.process_llm_response(buf)
+    shown.append(buf.text())
+    assert "".join(shown) == buf.get_content() != ""
+    if events:
+        told = [e.text for e in buf.events() if isinstance(e, engine.TextDelta)]
+        assert "".join(told) == buf.get_content()

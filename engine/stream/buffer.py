@@ -692,13 +692,15 @@ class LLMStreamBuffer:
     def attach_codec(self, codec: Any) -> None:
         """Scan the display text with a text codec (:class:`engine.textcodec.TextCodec`) for
         calls written into it; ``text()`` then shows only what is not, or cannot be, a call.
-        The first codec attached stays; the display text streamed so far is scanned too."""
+        The first codec attached stays. The display text streamed so far is scanned too,
+        but for what ``text()`` has handed out already: shown, it can no longer be held, and
+        it is never shown twice."""
         if self.codec is not None:
             return
-        if self._rec is not None:  # text given as it streamed is not given again
-            self._rec.skip_chars = self._rec.text_chars
+        shown = self._display.scan_with(codec, self._asm.display if self._asm else [])
+        if self._rec is not None:  # text the events told as it streamed is not told again
+            self._rec.skip_chars = self._rec.text_chars - shown
         self.codec = codec
-        self._display.scan_with(codec)
 
     def hold_text_call(self) -> None:
         """A driver holds the text call forming (its own, or one whose name has not streamed

@@ -20,8 +20,9 @@ class DisplayCursors:
     same list, and ``reset()`` starts new cursors), and every cursor counts fragments of it,
     so ``0 <= cursor <= len(display)``:
 
-    - ``shown``: handed out by ``text()`` (only without a scanner: with one, the scanner
-      holds what it has not released, and hands it out from ``releasable()``);
+    - ``shown``: handed out by ``text()`` without a scanner (with one, the scanner holds
+      what it has not released and hands out the rest: a codec that comes mid-stream starts
+      scanning at ``shown``);
     - ``told``: told as ``TextDelta`` events (engine.stream.recorder, without a scanner);
     - ``joined_at``: joined into ``joined``, which is always ``"".join(display[:joined_at])``;
     - ``fed``: given to the scanner; once the scanner is closed (``scan_closed``), what comes
@@ -60,10 +61,13 @@ class DisplayCursors:
         self.scan_closed = False
         self.late: list[str] = []
 
-    def scan_with(self, codec: Any) -> None:
-        """A codec comes mid-stream: its scanner reads the display text from its start."""
+    def scan_with(self, codec: Any, display: list[str]) -> int:
+        """A codec comes mid-stream: its scanner reads the display text from where
+        ``text()`` got to (what it handed out is shown, and cannot be held any more).
+        Returns how many characters that skips."""
         self.scanner = codec.new_scanner()
-        self.fed = 0
+        self.fed = self.shown
+        return sum(map(len, display[: self.shown]))
 
     # -- the joined text ---------------------------------------------------------------------
 
