@@ -763,3 +763,34 @@ def test_text_read_before_the_driver_first_sees_the_buffer_is_never_shown_again(
     if events:
         told = [e.text for e in buf.events() if isinstance(e, engine.TextDelta)]
         assert "".join(told) == buf.get_content()
+
+
+def test_a_text_call_after_text_shown_before_the_codec_came_is_placed_in_all_the_text():
+    """The codec that comes mid-stream scans on from what was shown; the calls it finds are
+    still placed by their offsets into all the display text: the history's assistant text
+    ends at the call's end, and the call's text is never shown."""
+    from conftest import Recorder
+
+    def chunk(text: str) -> dict:
+        choice = {"index": 0, "delta": {"content": text}}
+        return {"id": "c", "object": "chat.completion.chunk", "choices": [choice]}
+
+    call = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
+    pieces = ["Hello. ", "Sure: ", call[:20], call[20:50], call[50:], " Done."]
+    driver = Recorder("get_weather")
+    buf = LLMStreamBuffer()
+    buf.add(chunk(pieces[0]))
+    shown = [buf.text()]  # shown before any driver sees the buffer
+    responses = []
+    for piece in pieces[1:]:
+        buf.add(chunk(piece))
+        responses.append(driver.process_llm_response(buf))
+        shown.append(buf.text())
+    buf.close()
+    responses.append(driver.process_llm_response(buf))
+    shown.append(buf.text())
+    assert driver.ran == [("get_weather", {"city": "Paris"})]
+    assert "".join(shown) == "Hello. Sure:  Done."
+    history = [m for r in responses for m in (r.messages or [])]
+    assert history[0]["role"] == "assistant"
+    assert history[0]["content"] == "Hello. Sure: " + call
