@@ -38,9 +38,9 @@ as its parts and joined once, when its end arrives.
 
 from __future__ import annotations
 
-import codecs
 import json
 import re
+from codecs import utf_8_decode as _utf8_decode
 from typing import Any
 
 from ..errors import TransportError
@@ -89,7 +89,7 @@ class SSEDecoder:
         "_partial",
         "_after_cr",
         "_at_start",
-        "_utf8",
+        "_held",
         "_bytes_in",
         "_failed",
     )
@@ -105,7 +105,7 @@ class SSEDecoder:
         self._partial: list[str] = []  # the parts of the line not yet ended
         self._after_cr = False  # the last piece ended in CR: an LF starting the next is its end
         self._at_start = True  # no character yet: a BOM may come
-        self._utf8: Any = None  # the incremental UTF-8 decoder, made at the first bytes
+        self._held = b""  # the bytes of a UTF-8 character cut at the end of the last piece
         self._bytes_in = 0
         self._failed: TransportError | None = None  # raised at the next feed or end
 
@@ -148,21 +148,21 @@ class SSEDecoder:
         return self._lines(lines)
 
     def _decode(self, piece: bytes | bytearray | memoryview) -> str:
-        """The characters ``piece`` completes; a character cut at its end waits for the next.
-        Bytes that are not UTF-8: the text before them is taken, and the error is raised at
-        the next call, so that the events they complete are handed on first."""
-        utf8 = self._utf8
-        if utf8 is None:
-            utf8 = self._utf8 = codecs.getincrementaldecoder("utf-8")("strict")
-        before = self._bytes_in
+        """The characters ``piece`` completes; a character cut at its end waits for the next
+        (``_held``). Bytes that are not UTF-8: the text before them is taken, and the error is
+        raised at the next call, so that the events they complete are handed on first."""
+        held = self._held
+        data = held + piece if held else piece
         self._bytes_in += len(piece)
         try:
-            return utf8.decode(piece)
+            text, used = _utf8_decode(data, "strict", False)
         except UnicodeDecodeError as exc:
-            held = len(exc.object) - len(piece)  # bytes of a cut character from earlier pieces
-            offset = before - held + exc.start
+            offset = self._bytes_in - len(data) + exc.start
             self._failed = TransportError(f"not UTF-8 text: {exc.reason}", offset=offset)
-            return bytes(exc.object[: exc.start]).decode("utf-8")
+            self._held = b""
+            return bytes(data[: exc.start]).decode("utf-8")
+        self._held = bytes(data[used:]) if used < len(data) else b""
+        return text
 
     def _lines(self, lines: list[str]) -> list[SSEEvent]:
         out: list[SSEEvent] = []
@@ -210,8 +210,10 @@ class SSEDecoder:
         event whose data was not ended by a blank line."""
         if self._failed is not None:
             raise self._failed
-        if self._utf8 is not None:
-            self._decode_end()
+        if self._held:
+            left = len(self._held)
+            reason = f"the stream ended inside a UTF-8 character: {left} byte(s) left"
+            raise TransportError(reason, offset=self._bytes_in - left)
         out: list[SSEEvent] = []
         if self._partial:
             rest = "".join(self._partial)
@@ -230,15 +232,6 @@ class SSEDecoder:
             out.append(event)
         self._event = SSEEvent()
         return out
-
-    def _decode_end(self) -> None:
-        try:
-            self._utf8.decode(b"", final=True)
-        except UnicodeDecodeError as exc:
-            left = len(exc.object)
-            offset = self._bytes_in - left
-            reason = f"the stream ended inside a UTF-8 character: {left} byte(s) left"
-            raise TransportError(reason, offset=offset) from None
 
 
 def _shown(text: str) -> str:
