@@ -2,7 +2,7 @@
 
 from .compile.strategy import ExtractionStrategy, Forming
 from .drivers.driver import BaseDriver, DriverResponse, Orchestrator, Tool, ToolCallRecord
-from .errors import ChunkError, DescriptorError, Problem, UnknownFormatError
+from .errors import ChunkError, DescriptorError, Problem, TransportError, UnknownFormatError
 from .events import (
     ArgumentsDelta,
     CallIncomplete,
@@ -19,6 +19,7 @@ from .language.registry import list_formats, load_format
 from .language.validate import validate_descriptor
 from .records import Skipped
 from .stream.buffer import LLMStreamBuffer
+from .stream.transport import aeventstream_chunks, asse_chunks, eventstream_chunks, sse_chunks
 
 __all__ = [
     "ArgumentsDelta",
@@ -41,11 +42,16 @@ __all__ = [
     "ReasoningDelta",
     "Skipped",
     "TextDelta",
+    "TransportError",
     "Tool",
     "ToolCallRecord",
     "UnknownFormatError",
+    "aeventstream_chunks",
+    "asse_chunks",
+    "eventstream_chunks",
     "list_formats",
     "load_format",
+    "sse_chunks",
     "validate_descriptor",
 ]
 

@@ -48,6 +48,22 @@ class ChunkError(ValueError):
         super().__init__(f"chunk {index}: {reason}")
 
 
+class TransportError(ValueError):
+    """A streamed body that does not decode into events (an SSE body, an AWS event stream),
+    or one that ended inside a line or a message. Names where: ``line`` (1-based, an SSE
+    stream's line) or ``offset`` (the byte where the message or character starts), and what
+    was expected (``reason``). Every event completed before it was handed on already."""
+
+    def __init__(self, reason: str, *, line: int | None = None, offset: int | None = None):
+        self.reason = reason
+        self.line = line
+        self.offset = offset
+        where = f"line {line}" if line is not None else None
+        if offset is not None:
+            where = f"byte {offset}" if where is None else f"{where} (byte {offset})"
+        super().__init__(reason if where is None else f"{where}: {reason}")
+
+
 def escape(token: str) -> str:
     """One JSON pointer token (RFC 6901): ``~`` and ``/`` escaped."""
     return token.replace("~", "~0").replace("/", "~1")

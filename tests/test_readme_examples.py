@@ -324,6 +324,11 @@ EXAMPLES = {
     "ollama": Example(
         "ollama", "hand_calls_on_done_line", "messages", "/api/chat", {"OLLAMA_HOST": "{base}"}
     ),
+    # Streaming raw HTTP: no SDK, httpx's byte pieces through engine.sse_chunks, pointed at
+    # the server by the variables the OpenAI SDK reads (the block reads them itself).
+    "raw-http": Example(
+        "openai_chat", "hand_text_before_after", "messages", "/v1/chat/completions", _OPENAI_ENV
+    ),
     "litellm": Example(
         "openai_chat",
         "hand_text_before_after",

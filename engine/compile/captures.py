@@ -18,12 +18,18 @@ reads it here, so that they all take the same inputs (API.md, "Command line"):
   record it. A data field that is not JSON (``data: [DONE]``) is handed on as the SSE line it
   was, so the buffer decides whether it is an end marker of the wire.
 
+An SSE capture and a binary one are read by the decoders of a live stream
+(:class:`engine.compile.sse.SSEDecoder`, :class:`engine.compile.eventstream.MessageDecoder`),
+fed the whole file at once: one implementation of each framing, whether the bytes come from a
+file or from an HTTP response (``engine.sse_chunks``, ``engine.eventstream_chunks``).
+
 Which one a file is, is told from its content, not from its name: bytes that start with an
 event stream message whose prelude CRC checks are a binary capture; otherwise its first line
 that is not blank says: ``event:``, ``data:``, ``id:``, ``retry:`` or ``:`` starts an SSE
 capture, anything else is JSON Lines.
 
-Two deliberate departures from a browser, both so that nothing is dropped without a word:
+Two deliberate departures from a browser, both so that nothing is dropped without a word
+(the decoder's options ``strict_fields`` and ``dispatch_at_end``):
 
 - a field other than ``event``, ``data``, ``id``, ``retry`` is an error naming its line (the
   spec ignores it, for forward compatibility of a live stream; in a capture it is far more
@@ -45,15 +51,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .eventstream import EventStreamError, decode_messages, looks_like_eventstream
+from ..errors import TransportError
+from .eventstream import EventStreamError, decode_messages, looks_like_eventstream, message_chunk
+from .sse import SSEDecoder, SSEEvent, decode_event
 
 STDIN = "-"
 STDIN_LABEL = "<stdin>"
-EVENT_KEY = "_event"
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")  # the SSE spec's end-of-line (and JSON Lines' too)
 _SSE_FIRST_LINE = re.compile(r"^(?::|(?:event|data|id|retry)(?::|$))")
-_SSE_FIELDS = frozenset({"event", "data", "id", "retry"})
 
 
 class CaptureError(ValueError):
@@ -139,7 +145,7 @@ def parse_capture(text: str, file: str) -> list[CapturedEvent]:
         lines.pop()
     first = next((line for line in lines if line.strip()), "")
     if _SSE_FIRST_LINE.match(first):
-        return parse_sse(lines, file)
+        return parse_sse(text, file)
     return parse_json_lines(lines, file)
 
 
@@ -162,77 +168,32 @@ def parse_json_lines(lines: list[str], file: str) -> list[CapturedEvent]:
     return events
 
 
-class _PendingEvent:
-    """The SSE event being read: its name and data lines (each with its line and the column
-    where its value starts, to locate a JSON error in the file)."""
-
-    __slots__ = ("name", "data", "at")
-
-    def __init__(self) -> None:
-        self.name = ""
-        self.data: list[str] = []
-        self.at: list[tuple[int, int]] = []
-
-
-def parse_sse(lines: list[str], file: str) -> list[CapturedEvent]:
-    """The events of an SSE capture, by the WHATWG rules (see the module docstring)."""
-    events: list[CapturedEvent] = []
-    pending = _PendingEvent()
-    for number, line in enumerate(lines, 1):
-        if not line:
-            if pending.data:
-                events.append(_dispatch(pending, file))
-            pending = _PendingEvent()  # an event without data resets its name too
-            continue
-        if line.startswith(":"):
-            continue
-        field, colon, value = line.partition(":")
-        if colon and value.startswith(" "):
-            value = value[1:]
-        if field == "data":
-            pending.data.append(value)
-            pending.at.append((number, len(line) - len(value)))
-        elif field == "event":
-            pending.name = value
-        elif field not in _SSE_FIELDS:
-            raise CaptureError(file, _not_a_field(line), number)
-    if pending.data:
-        events.append(_dispatch(pending, file))
-    return events
+def parse_sse(text: str, file: str) -> list[CapturedEvent]:
+    """The events of an SSE capture: the live stream's decoder (:mod:`engine.compile.sse`),
+    fed the whole text, with the two departures for files (see the module docstring)."""
+    decoder = SSEDecoder(strict_fields=True, dispatch_at_end=True)
+    try:
+        events = decoder.feed(text)
+        events += decoder.end()
+        return [_captured(event, file) for event in events]
+    except TransportError as exc:
+        raise CaptureError(file, exc.reason, exc.line) from None
 
 
-def _not_a_field(line: str) -> str:
-    shown = line if len(line) <= 60 else line[:57] + "..."
-    return (
-        "expected an SSE line (event:, data:, id:, retry:, a `:` comment, or an empty line "
-        f"ending the event), got {shown!r}"
-    )
-
-
-def _dispatch(pending: _PendingEvent, file: str) -> CapturedEvent:
-    """The event ``pending`` makes: its data fields joined with LF, decoded."""
-    data = "\n".join(pending.data)
-    line = pending.at[0][0]
-    name = pending.name or None  # an empty name is the spec's default, "message": no name
+def _captured(event: SSEEvent, file: str) -> CapturedEvent:
+    """The captured event ``event`` makes: its data decoded as a live stream's would be; data
+    that is empty is an error here (the buffer would skip it)."""
+    data = event.text
     if not data.strip():
         expected = "expected a JSON payload, or an end marker such as [DONE]"
-        raise CaptureError(file, f"an event with empty data ({expected})", line)
-    try:
-        value = json.loads(data)
-    except json.JSONDecodeError as exc:
-        if not data.lstrip().startswith("{"):  # not JSON: an end marker, or stray text
-            return CapturedEvent(line, f"data: {data}", data, name, sse=True, is_json=False)
-        at, column = pending.at[exc.lineno - 1]
-        raise CaptureError(file, f"not JSON: {exc.msg} (column {column + exc.colno})", at) from None
-    except RecursionError:
-        raise CaptureError(file, "JSON nested deeper than can be read", line) from None
-    if name and isinstance(value, dict) and "type" not in value and EVENT_KEY not in value:
-        value = {EVENT_KEY: name, **value}
-    return CapturedEvent(line, value, data, name, sse=True)
+        raise CaptureError(file, f"an event with empty data ({expected})", event.line)
+    value, is_json = decode_event(event)
+    return CapturedEvent(event.line, value, data, event.name or None, sse=True, is_json=is_json)
 
 
 def parse_eventstream(raw: bytes, file: str) -> list[CapturedEvent]:
-    """The events of a binary AWS event stream capture, both CRCs of every message checked.
+    """The events of a binary AWS event stream capture, both CRCs of every message checked
+    (:class:`engine.compile.eventstream.MessageDecoder`, the live stream's decoder, fed once).
 
     An event message's ``:event-type`` (an exception message's ``:exception-type``) travels
     as ``_event``, the payload's first key, as the golden files record Bedrock's frames. An
@@ -242,19 +203,10 @@ def parse_eventstream(raw: bytes, file: str) -> list[CapturedEvent]:
     except EventStreamError as exc:
         raise CaptureError(file, f"{exc} (an AWS event stream message)") from None
     events = []
-    for number, (offset, headers, payload) in enumerate(messages, 1):
-        where = f"message {number} at byte {offset}"
-        kind = headers.get(":message-type")
-        name = headers.get(":event-type" if kind == "event" else ":exception-type")
-        if kind not in ("event", "exception") or not isinstance(name, str):
-            expected = "an event or exception message with its :event-type / :exception-type"
-            raise CaptureError(file, f"{where}: expected {expected}, got headers {headers}")
+    for number, message in enumerate(messages, 1):
         try:
-            data = payload.decode("utf-8")
-            value = json.loads(data)
-        except ValueError:
-            raise CaptureError(file, f"{where}: the payload is not JSON text") from None
-        if not isinstance(value, dict):
-            raise CaptureError(file, f"{where}: expected a JSON object as the payload")
-        events.append(CapturedEvent(number, {EVENT_KEY: name, **value}, data, name))
+            name, data, value = message_chunk(number, message)
+        except EventStreamError as exc:
+            raise CaptureError(file, str(exc)) from None
+        events.append(CapturedEvent(number, value, data, name))
     return events

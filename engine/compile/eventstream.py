@@ -1,4 +1,5 @@
-"""An encoder for the AWS event stream (``application/vnd.amazon.eventstream``).
+"""The AWS event stream (``application/vnd.amazon.eventstream``): an encoder, and a decoder of
+byte pieces split anywhere (:class:`MessageDecoder`; a whole capture is that, fed once).
 
 Some providers stream in this binary framing rather than SSE (a descriptor's ``serve.framing``
 says ``aws_eventstream``), so ``mcs-formats serve`` must speak it for their SDKs (botocore's
@@ -26,6 +27,8 @@ import json
 import struct
 import zlib
 from collections.abc import Iterable, Mapping
+
+from ..errors import TransportError
 
 _HEADER_TYPE_STRING = 7
 _PRELUDE_LENGTH = 12  # total length, headers length, prelude CRC
@@ -89,55 +92,139 @@ def _payload_bytes(payload: bytes | str | Mapping) -> bytes:
     return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
-# -- decoding: a raw capture of an event stream (``mcs-formats replay`` reads one) -------------
+# -- decoding: pieces of a stream, or a whole capture (``mcs-formats replay`` reads one) -------
 
 _HEADER_SIZES = {2: 1, 3: 2, 4: 4, 5: 8, 8: 8, 9: 16}  # fixed-size value types: byte .. uuid
 _HEADER_SIZED = (6, 7)  # byte array, string: a u16 length, then the bytes
+_OVERHEAD = _PRELUDE_LENGTH + _MESSAGE_CRC_LENGTH
+EVENT_KEY = "_event"
+
+Message = tuple[int, dict[str, object], bytes]
+"""A decoded message: (the byte offset where it starts in the stream, its headers, its
+payload)."""
 
 
-class EventStreamError(ValueError):
+class EventStreamError(TransportError):
     """A message that does not decode; ``offset`` is the byte where the message starts."""
 
     def __init__(self, offset: int, message: str) -> None:
-        super().__init__(f"byte {offset}: {message}")
-        self.offset = offset
+        super().__init__(message, offset=offset)
 
 
 def looks_like_eventstream(raw: bytes) -> bool:
     """Does ``raw`` start with an event stream message (its prelude CRC checks)?"""
-    if len(raw) < _PRELUDE_LENGTH + _MESSAGE_CRC_LENGTH:
+    if len(raw) < _OVERHEAD:
         return False
     (crc,) = struct.unpack_from(">I", raw, 8)
     return zlib.crc32(raw[:8]) & 0xFFFFFFFF == crc
 
 
-def decode_messages(raw: bytes) -> list[tuple[int, dict[str, object], bytes]]:
+class MessageDecoder:
+    """Byte pieces of an event stream in (:meth:`feed`), split anywhere; each message out as
+    the piece that completes it arrives, both CRCs checked; :meth:`end` at the end of the
+    stream. The whole-capture reader (:func:`decode_messages`) is this, fed once.
+
+    The prelude is checked as soon as its 12 bytes are in, so a stream that is not an event
+    stream fails at once, not after a length it claims. Cost: the bytes not yet a whole
+    message are kept in one growing buffer, cut once per message completed (never re-joined
+    per piece). A bad message is an :class:`EventStreamError` naming the byte where it
+    starts, raised after the messages before it (of the same piece too) were handed on."""
+
+    __slots__ = ("_pending", "_offset", "_failed")
+
+    def __init__(self) -> None:
+        self._pending = bytearray()  # bytes of messages not yet whole
+        self._offset = 0  # where ``_pending`` starts in the stream
+        self._failed: EventStreamError | None = None  # raised at the next feed or end
+
+    def feed(self, piece: bytes | bytearray | memoryview) -> list[Message]:
+        """The messages ``piece`` completes, in order."""
+        if self._failed is not None:
+            raise self._failed
+        pending = self._pending
+        pending += piece
+        out: list[Message] = []
+        at, size = 0, len(pending)
+        try:
+            while size - at >= _PRELUDE_LENGTH:
+                total = _checked_prelude(pending, at, self._offset + at)
+                if size - at < total:
+                    break
+                out.append(_decode_one(pending, at, total, self._offset + at))
+                at += total
+        except EventStreamError as exc:
+            self._failed = exc
+        if at:
+            del pending[:at]
+            self._offset += at
+        return out
+
+    def end(self) -> None:
+        """The end of the stream: an error if a message was left cut short."""
+        if self._failed is not None:
+            raise self._failed
+        left = len(self._pending)
+        if not left:
+            return
+        if left < _OVERHEAD:
+            raise EventStreamError(self._offset, f"a message cut short ({left} bytes left)")
+        (total,) = struct.unpack_from(">I", self._pending, 0)
+        raise EventStreamError(self._offset, f"a message of {total} bytes cut short at {left}")
+
+
+def decode_messages(raw: bytes) -> list[Message]:
     """Every message of ``raw``: (its byte offset, its headers, its payload), both CRCs
     checked. A message cut short, or one whose CRC or headers do not check, raises
     :class:`EventStreamError` naming the byte where it starts."""
-    out = []
-    offset = 0
-    while offset < len(raw):
-        out.append(_decode_one(raw, offset))
-        offset += struct.unpack_from(">I", raw, offset)[0]  # the total length, checked
+    decoder = MessageDecoder()
+    out = decoder.feed(raw)
+    decoder.end()
     return out
 
 
-def _decode_one(raw: bytes, at: int) -> tuple[int, dict[str, object], bytes]:
-    if len(raw) - at < _PRELUDE_LENGTH + _MESSAGE_CRC_LENGTH:
-        raise EventStreamError(at, f"a message cut short ({len(raw) - at} bytes left)")
+def _checked_prelude(raw: bytearray, at: int, offset: int) -> int:
+    """The total length of the message whose prelude starts at ``at``, once its CRC and its
+    lengths check."""
     total, headers_length, prelude_crc = struct.unpack_from(">III", raw, at)
     if zlib.crc32(raw[at : at + 8]) & 0xFFFFFFFF != prelude_crc:
-        raise EventStreamError(at, "the prelude CRC does not match")
-    if total > len(raw) - at or headers_length > total - 16:
-        raise EventStreamError(at, f"a message of {total} bytes cut short at {len(raw) - at}")
+        raise EventStreamError(offset, "the prelude CRC does not match")
+    if total < _OVERHEAD or headers_length > total - _OVERHEAD:
+        expected = f"at least {_OVERHEAD + headers_length} bytes for its headers"
+        raise EventStreamError(offset, f"a message of {total} bytes ({expected})")
+    return total
+
+
+def _decode_one(raw: bytearray, at: int, total: int, offset: int) -> Message:
     end = at + total - _MESSAGE_CRC_LENGTH
     (message_crc,) = struct.unpack_from(">I", raw, end)
     if zlib.crc32(raw[at:end]) & 0xFFFFFFFF != message_crc:
-        raise EventStreamError(at, "the message CRC does not match")
+        raise EventStreamError(offset, "the message CRC does not match")
+    (headers_length,) = struct.unpack_from(">I", raw, at + 4)
     start = at + _PRELUDE_LENGTH
-    headers = _decode_headers(raw[start : start + headers_length], at)
-    return at, headers, raw[start + headers_length : end]
+    headers = _decode_headers(bytes(raw[start : start + headers_length]), offset)
+    return offset, headers, bytes(raw[start + headers_length : end])
+
+
+def message_chunk(number: int, message: Message) -> tuple[str, str, dict]:
+    """(its name, its payload text, what ``buf.add`` takes) for the ``number``-th message
+    (1-based): an event message's ``:event-type`` (an exception message's
+    ``:exception-type``) travels as ``_event``, the payload's first key, as the golden files
+    record Bedrock's frames. Any other message, or a payload that is not a JSON object, is an
+    :class:`EventStreamError` naming the message and its byte."""
+    offset, headers, payload = message
+    kind = headers.get(":message-type")
+    name = headers.get(":event-type" if kind == "event" else ":exception-type")
+    if kind not in ("event", "exception") or not isinstance(name, str):
+        expected = "an event or exception message with its :event-type / :exception-type"
+        raise EventStreamError(offset, f"message {number}: expected {expected}, got {headers}")
+    try:
+        data = payload.decode("utf-8")
+        value = json.loads(data)
+    except (ValueError, RecursionError):
+        raise EventStreamError(offset, f"message {number}: the payload is not JSON text") from None
+    if not isinstance(value, dict):
+        raise EventStreamError(offset, f"message {number}: expected a JSON object as the payload")
+    return name, data, {EVENT_KEY: name, **value}
 
 
 def _decode_headers(raw: bytes, at: int) -> dict[str, object]:
