@@ -82,6 +82,7 @@ def test_user_script_runs_on_a_recorded_stream(tmp_path):
     assert "stop 'tool_use'; usage True; error None" in lines
     # The driver, then the orchestrator over it: each runs the batch once.
     assert lines[-1] == "ran ['Lyon', 'Marseille', 'Lyon', 'Marseille']"
+    assert "raw body: ran ['get_weather', 'get_weather'], ignored {}" in lines
     assert text.count("history of 2 message(s)") == 2
     assert "chunk error at 0: expected a JSON object, got a JSON array" in lines
     assert any(line.startswith("problem at ") and "mine.yaml:" in line for line in lines)

@@ -221,6 +221,21 @@ def stream_cursors(chunks: list[dict[str, Any]], fmt: ExtractionStrategy) -> lis
     return out
 
 
+def stream_raw_body(chunks: list[dict[str, Any]], fmt: ExtractionStrategy) -> list[str]:
+    """A client without an SDK: the SSE body as an HTTP client hands it over, cut anywhere."""
+    body = "".join(f"data: {json.dumps(chunk)}\r\n\r\n" for chunk in chunks).encode()
+    pieces: Iterator[bytes] = (body[i : i + 7] for i in range(0, len(body), 7))
+    decoded = engine.sse_chunks(pieces)
+    buf = LLMStreamBuffer(strategies=[fmt])
+    ran: list[str] = []
+    for chunk in decoded:
+        buf.add(chunk)
+        ran.extend(call.name for call in buf.new_calls())
+    buf.close()
+    ignored: dict[str, int] = decoded.ignored_fields
+    return [f"raw body: ran {ran}, ignored {ignored}"]
+
+
 async def stream_async(chunks: list[dict[str, Any]], driver: BaseDriver) -> list[str]:
     """A client with a driver on an event loop, the driver's events read after each round;
     then ``aconsume()`` over an async source."""
@@ -289,6 +304,7 @@ def main(stream: Path, format_name: str, scratch: Path) -> list[str]:
     lines += stream_driven(chunks, both)
     lines += stream_events(chunks, fmt)
     lines += stream_cursors(chunks, fmt)
+    lines += stream_raw_body(chunks, fmt)
     awaited = AsyncWeather()
     lines += asyncio.run(stream_async(chunks, awaited))
     lines += asyncio.run(stream_async(chunks, Orchestrator(drivers=[AsyncWeather()])))
