@@ -23,7 +23,6 @@ installed is skipped with that reason.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import socket
 import struct
@@ -34,6 +33,7 @@ from pathlib import Path
 import pytest
 
 import engine
+from engine.cli.serve_http import is_loopback
 from engine.compile import eventstream
 from engine.compile.serve import RecordedEvent as Event
 from engine.compile.serve import compile_serve
@@ -98,15 +98,8 @@ _BLOCKED: list[object] = []
 
 
 def _is_loopback(address) -> bool:
-    if not isinstance(address, tuple):  # AF_UNIX path
-        return True
-    host = address[0]
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    """A socket address on this machine: an AF_UNIX path, or a host `serve` would bind."""
+    return not isinstance(address, tuple) or is_loopback(address[0])
 
 
 @pytest.fixture(scope="module", autouse=True)
