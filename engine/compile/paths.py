@@ -404,11 +404,6 @@ def _compile_jmespath(path: dict, choice_alias: str | None) -> Callable[..., Any
     return search_event
 
 
-def is_strip_prefix(path: Any) -> bool:
-    """``{path: P, strip_prefix: S}``: a read that takes a prefix off the string at P."""
-    return isinstance(path, dict) and STRIP_PREFIX in path
-
-
 def _compile_strip_prefix(spec: dict, choice_alias: str | None) -> Callable[..., Any]:
     """What follows ``strip_prefix`` in the string at ``path`` (absent when the value is no
     string or does not start with it): one field read and a ``startswith``, no expression."""
