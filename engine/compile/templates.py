@@ -61,6 +61,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import escape
 from .paths import PathError, compile_lookup
 from .predicates import compile_predicate
 
@@ -144,7 +145,7 @@ def _absent(value: Any) -> bool:
 
 
 def _child(pointer: str, key: Any) -> str:
-    return f"{pointer}/{str(key).replace('~', '~0').replace('/', '~1')}"
+    return f"{pointer}/{escape(str(key))}"
 
 
 def _nothing(ctx: dict) -> Any:
