@@ -8,7 +8,7 @@ get their own node, each cheap to extend and turned into plain JSON only when as
   a stream of n fragments never copies its prefix n times;
 - :class:`SlottedList`: a list whose items are addressed by a SLOT (an index, an id) rather
   than by position, the way every wire names the call or block a fragment belongs to;
-- :class:`~engine.jsonscan.ArgsStream`: a call's arguments with their parse state.
+- :class:`~engine.model.jsonscan.ArgsStream`: a call's arguments with their parse state.
 """
 
 from __future__ import annotations
