@@ -239,13 +239,3 @@ def slot_misfit(where: str, slot_path: str | None, slot: Any) -> ValueError:
         f"{where}: the SLOT{named} must be a string or an integer, got "
         f"{json_kind(slot)}: {shown_value(slot)}"
     )
-
-
-def text_of(value: Any) -> str | None:
-    """The string at a node, whether plain or still growing."""
-    cls = value.__class__
-    if cls is str:
-        return value
-    if cls is Fragments:
-        return str(value)
-    return None
