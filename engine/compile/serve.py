@@ -41,7 +41,6 @@ from .schema import section_problems
 from .templates import Template, TemplateProblem, check_template
 
 EVENT_KEY = "_event"
-FRAMINGS = ("sse", "ndjson", "aws_eventstream")  # the schema's enum of serve_framing.kind
 TEMPLATES = ("/serve/response", "/serve/error/status", "/serve/error/body")
 """Where the section's templates sit: the template compiler reports inside them."""
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
