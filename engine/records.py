@@ -1,7 +1,7 @@
 """The data a driver hands to a format: the tools it offers and the records of calls it ran.
 
 Both are plain dataclasses. A format renders them into its own wire shapes through the
-``results`` and ``declarations`` sections of its descriptor (see :mod:`engine.results`).
+``results`` and ``declarations`` sections of its descriptor (see :mod:`engine.compile.results`).
 """
 
 from __future__ import annotations

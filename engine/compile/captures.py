@@ -14,8 +14,8 @@ reads it here, so that they all take the same inputs (API.md, "Command line"):
   ``event`` names the event; ``id`` and ``retry`` carry nothing a message is made of; an
   event without data is not dispatched (a keep-alive).
   The event's ``event:`` name travels as ``"_event"`` where its JSON payload has no ``type``
-  of its own, as the buffer does with SSE lines (:mod:`engine.chunks`) and as the golden files
-  record it. A data field that is not JSON (``data: [DONE]``) is handed on as the SSE line it
+  of its own, as the buffer does with SSE lines (:mod:`engine.stream.chunks`) and as the golden
+  files record it. A data field that is not JSON (``data: [DONE]``) is handed on as the SSE line it
   was, so the buffer decides whether it is an end marker of the wire.
 
 An SSE capture and a binary one are read by the decoders of a live stream

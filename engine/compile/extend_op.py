@@ -1,22 +1,22 @@
 """``extend``: whole parts appended in order of appearance (Gemini, Bedrock tool results).
 
 A wire that sends whole parts (Gemini's ``parts``) assembles them by appending, joining
-adjacent parts of one kind (see :mod:`engine.parts`). Some of those parts may instead be a call
-streamed over several parts (Vertex AI's ``functionCall {name, willContinue: true}``, then parts
-``functionCall {partialArgs: [...], willContinue}``): ``continuation`` declares that shape, and
-the op assembles one whole call part from it. A part whose call object lacks the opening field
-(``name``) continues the open call, with argument pieces or without (a bare
+adjacent parts of one kind (see :mod:`engine.model.parts`). Some of those parts may instead be
+a call streamed over several parts (Vertex AI's ``functionCall {name, willContinue: true}``,
+then parts ``functionCall {partialArgs: [...], willContinue}``): ``continuation`` declares that
+shape, and the op assembles one whole call part from it. A part whose call object lacks the
+opening field (``name``) continues the open call, with argument pieces or without (a bare
 ``{willContinue: true}`` between two items of an array); the call closes on a continuing part
 without the flag (an empty call object ``{}`` is such a part, and is not kept), on any other
 part, or at the wire's DONE; a call still continuing when the input ends without DONE, or
 at a DONE that is a length cut, is cut: incomplete, never a call.
 
-Each piece sets one value at an RFC 9535 JSON path (:mod:`engine.jsonpath`) of the arguments
-object. Every piece of a chunk is checked before any part of the chunk is taken: a path that
-cannot be read, or that cannot be placed (a list index that would leave a hole, a member of
-something that is not an object, a value over an object already built), raises a
-``ValueError`` naming the path, and the buffer turns it into a ``ChunkError`` with the chunk's
-index; nothing of that chunk has been applied.
+Each piece sets one value at an RFC 9535 JSON path (:mod:`engine.compile.jsonpath`) of the arguments
+object. Every piece of a chunk is checked before any part of the chunk is taken: a path that cannot
+be read, or that cannot be placed (a list index that would leave a hole, a member of something that
+is not an object, a value over an object already built), raises a ``ValueError`` naming the path,
+and the buffer turns it into a ``ChunkError`` with the chunk's index; nothing of that chunk has
+been applied.
 """
 
 from __future__ import annotations

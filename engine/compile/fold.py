@@ -2,7 +2,7 @@
 
 On a delta-merge wire the message is a fold of deltas: the content-like strings named in
 ``concat`` concatenate, lists named in ``lists`` merge their entries by a SLOT key, the
-arguments field of a list entry streams through its :class:`~engine.jsonscan.ArgsStream`, and
+arguments field of a list entry streams through its :class:`~engine.model.jsonscan.ArgsStream`, and
 every other value is set once (a later ``null`` or ``""`` never erases it, and an id or name
 repeated on every fragment is never concatenated).
 """

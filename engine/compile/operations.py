@@ -17,8 +17,9 @@ the rules by an operation's name:
   ``args-unwritten`` check), and ``opens`` / ``slot_keyed``: how it addresses an item by its
   slot key (the ``slot-key`` check).
 
-The table is built here, from the operations' own modules (:mod:`engine.ops`,
-:mod:`engine.fold`, :mod:`engine.extend`); importing an operation's module registers nothing.
+The table is built here, from the operations' own modules (:mod:`engine.compile.ops`,
+:mod:`engine.compile.fold`, :mod:`engine.compile.extend_op`); importing an operation's module
+registers nothing.
 """
 
 from __future__ import annotations

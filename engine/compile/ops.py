@@ -1,7 +1,7 @@
 """The operations of the descriptor language that write the message: their compilers.
 
 Each compiler turns an operation's arguments (one mapping, as its entry in
-:data:`engine.operations.OPERATIONS` shapes them) into a closure ``run(assembly, event,
+:data:`engine.compile.operations.OPERATIONS` shapes them) into a closure ``run(assembly, event,
 choice)``, compiled once per descriptor; the table says what else the engine needs to know
 of it (its schema, its source, the fields it streams). A new operation is a schema entry, a
 compiler here, an entry in the table and its cases in ``tests/ops/``; the interpreter never

@@ -326,7 +326,7 @@ def _compile_read(path: str | dict, choice_alias: str | None) -> Callable[..., A
         if choice_alias is not None and fields[0] == choice_alias:
             return _chain(fields[1:], on_choice=True) if len(fields) > 1 else _the_choice
         return _chain(fields)
-    steps: list[str | int] = [s.index if s.kind == "index" else s.text for s in read_steps(path)]
+    steps = _walk_keys(path)
     if choice_alias is not None and steps[0] == choice_alias:
         rest = steps[1:]
         return lambda ev, ch: _walk(ch, rest)
@@ -349,8 +349,7 @@ def compile_get(path: str | dict) -> Reader:
 def compile_lookup(path: str) -> Callable[[Any], Any]:
     """A read path over a template's context (plain data a caller built, so any mapping and
     any list): the value there, or None when the way is absent."""
-    found = read_steps(path, "template")
-    steps: list[str | int] = [s.index if s.kind == "index" else s.text for s in found]
+    steps = _walk_keys(path, "template")
     return lambda obj: _walk(obj, steps, exact=False)
 
 
@@ -359,7 +358,7 @@ def compile_presence(path: str) -> Callable[[Any], bool]:
     whatever its value: what ``is: "null"`` asks, which a read cannot tell from absent."""
     if not isinstance(path, str) or not path:
         raise PathError("a presence test names the key it asks about, got nothing")
-    steps: list[str | int] = [s.index if s.kind == "index" else s.text for s in read_steps(path)]
+    steps = _walk_keys(path)
     parents, last = steps[:-1], steps[-1]
 
     def present(obj: Any) -> bool:
@@ -369,6 +368,11 @@ def compile_presence(path: str) -> Callable[[Any], bool]:
         return holder.__class__ is dict and last in holder
 
     return present
+
+
+def _walk_keys(path: str, form: str = "read") -> list[str | int]:
+    """A read path string as the keys ``_walk`` takes: field names and list indexes."""
+    return [s.index if s.kind == "index" else s.text for s in read_steps(path, form)]
 
 
 def _walk(obj: Any, steps: list[str | int], exact: bool = True) -> Any:
@@ -402,11 +406,6 @@ def _compile_jmespath(path: dict, choice_alias: str | None) -> Callable[..., Any
         return search(ev)
 
     return search_event
-
-
-def is_strip_prefix(path: Any) -> bool:
-    """``{path: P, strip_prefix: S}``: a read that takes a prefix off the string at P."""
-    return isinstance(path, dict) and STRIP_PREFIX in path
 
 
 def _compile_strip_prefix(spec: dict, choice_alias: str | None) -> Callable[..., Any]:

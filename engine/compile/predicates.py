@@ -7,7 +7,7 @@ message (``where`` in ``calls`` and ``text``). Every form is a mapping:
 ``{field: P, is: object|list|string|number|boolean|null}`` (a YAML null for ``is``, an unquoted
 ``is: null``, means ``"null"``), ``{has: P}`` (present and not null),
 ``{any: [...]}``, ``{all: [...]}``, ``{not: {...}}``. ``P`` is a read path of
-:mod:`engine.paths` (a field chain with ``[n]``, or ``{jmespath: expr}``); for ``is: null``
+:mod:`engine.compile.paths` (a field chain with ``[n]``, or ``{jmespath: expr}``); for ``is: null``
 it is the presence form, which asks whether the key is there.
 """
 

@@ -1,6 +1,6 @@
 """Tool results and tool declarations, rendered from a descriptor's templates.
 
-Two descriptor sections, both written in the template language of :mod:`engine.templates`:
+Two descriptor sections, both written in the template language of :mod:`engine.compile.templates`:
 
 ``results`` (the native history that answers a turn's calls)::
 
@@ -70,7 +70,7 @@ class CompiledSections:
 
 def compile_sections(descriptor: dict) -> CompiledSections:
     """Check and compile a descriptor's ``results`` and ``declarations`` sections (either may
-    be absent). Raises :class:`~engine.templates.TemplateError` (a ``ValueError`` naming the
+    be absent). Raises :class:`~engine.compile.templates.TemplateError` (a ``ValueError`` naming the
     JSON pointer of the first bad part) with every problem.
 
     The descriptor may not have come through the validator (a strategy built from a dict), so

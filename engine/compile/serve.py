@@ -9,16 +9,16 @@ sent it, with no line of Python per wire (formats/README.md, "serve"):
   ``query`` names parameters a streaming endpoint needs (answered 400 without them);
 - ``framing``: ``sse`` (``event:`` lines from the recorded ``_event`` name or a payload field,
   the line ending, a closing ``data:`` sentinel), ``ndjson`` (one JSON text a line) or
-  ``aws_eventstream`` (binary messages with CRCs, :mod:`engine.eventstream`; an event named
+  ``aws_eventstream`` (binary messages with CRCs, :mod:`engine.compile.eventstream`; an event named
   ``...<exception_suffix>`` goes out as an exception message);
-- ``response``: the non-streaming response, a template (:mod:`engine.templates`) around the
+- ``response``: the non-streaming response, a template (:mod:`engine.compile.templates`) around the
   assembled message, rendered with ``{message, stop_reason, usage, first, last, request,
   params}`` (``first``/``last``: the first and last recorded payloads; ``request``: the JSON
   body; ``params``: the path's ``{name}`` segments); ``error``: the status and body of a
   non-streaming response to a stream that ended with a provider error (context adds ``error``).
 
 This module compiles the section once (:func:`compile_serve`) and turns recordings into
-bytes; :mod:`engine.serve_http` answers HTTP with it. The schema (``$defs/serve`` and below)
+bytes; :mod:`engine.cli.serve_http` answers HTTP with it. The schema (``$defs/serve`` and below)
 states the section's shape; the compiler keeps only what a schema cannot say
 (:func:`check_serve`: the templates, a path's ``{name}`` given twice), and a section that
 never went through the validator is asked of the same schema first. Payload text goes out
@@ -41,7 +41,6 @@ from .schema import section_problems
 from .templates import Template, TemplateProblem, check_template
 
 EVENT_KEY = "_event"
-FRAMINGS = ("sse", "ndjson", "aws_eventstream")  # the schema's enum of serve_framing.kind
 TEMPLATES = ("/serve/response", "/serve/error/status", "/serve/error/body")
 """Where the section's templates sit: the template compiler reports inside them."""
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -74,11 +73,11 @@ class RecordedEvent:
 
 def read_recording(path: str | Path, end_markers: Collection[str] = ()) -> list[RecordedEvent]:
     """The events of one recorded stream (JSON Lines, a raw SSE or AWS event stream capture,
-    read by :mod:`engine.captures`), in order. Raises ``ValueError`` naming the line of one that is
-    not a JSON object. A capture's end marker (``data: [DONE]``, one of ``end_markers``: the
-    built-in wires' ``done_sentinels``, which the caller reads from the registry, a floor
-    above this one) is left to the framing, which sends the wire's own where the wire has
-    one; other text is an error."""
+    read by :mod:`engine.compile.captures`), in order. Raises ``ValueError`` naming the line of one
+    that is not a JSON object. A capture's end marker (``data: [DONE]``, one of ``end_markers``: the
+    built-in wires' ``done_sentinels``, which the caller reads from the registry, a floor above this
+    one) is left to the framing, which sends the wire's own where the wire has one; other text is an
+    error."""
     events = []
     raw = Path(path).read_bytes()  # an OSError is the caller's to name
     for captured in parse_bytes(raw, str(path)):

@@ -2,7 +2,8 @@
 
 :func:`compile_descriptor` turns a validated descriptor (plain data) into an
 :class:`ExtractionStrategy`. Compilation happens once per load; the strategy holds only
-compiled closures and never per-stream state, which lives in :class:`~engine.assembly.Assembly`.
+compiled closures and never per-stream state, which lives in
+:class:`~engine.model.assembly.Assembly`.
 """
 
 from __future__ import annotations
@@ -174,7 +175,7 @@ class Program:
 
     def apply(self, asm: Assembly, chunk: dict, choice: int) -> None:
         # Runs on every chunk, where a call is a tenth of the budget: the readers' one-field
-        # fast paths are taken here (see :class:`engine.paths.Reader`).
+        # fast paths are taken here (see :class:`engine.compile.paths.Reader`).
         discriminator = self.discriminator
         name: Any  # what the wire put at the discriminator: any JSON value, or None
         if discriminator is None:

@@ -12,14 +12,14 @@ constructs below. A template is
   left out: a mapping drops the key, a list drops the element. Keys beginning with ``$``
   are reserved for the constructs and are an error anywhere else.
 - ``{$path: "a.b[0].c"}``: the value at a *path* in the context, a read path of
-  :mod:`engine.paths` (field names joined by dots, ``[n]`` indexing a list). A value that
+  :mod:`engine.compile.paths` (field names joined by dots, ``[n]`` indexing a list). A value that
   is absent or null renders to nothing, unless ``default: <template>`` says what to use
   instead. The value is the context's own (shared, not copied).
 - ``{$if: <condition>, then: <template>, else: <template>}``: one branch or the other;
   a missing branch renders to nothing. The condition is a path (true when the value there
   is truthy), or a predicate mapping of the descriptor's predicate language
   (``{field: P, equals: V}``, ``{has: P}``, ``{field: P, is: object}``, ``any``/``all``/
-  ``not``; see :mod:`engine.predicates`) tested against the context.
+  ``not``; see :mod:`engine.compile.predicates`) tested against the context.
 - ``{$each: "path", as: name, $emit: <template>}``: a list with one rendering of ``$emit``
   per element of the list at the path, the element bound as ``name`` (default ``item``).
   A missing or null list gives ``[]``.
@@ -61,6 +61,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import escape
 from .paths import PathError, compile_lookup
 from .predicates import compile_predicate
 
@@ -144,7 +145,7 @@ def _absent(value: Any) -> bool:
 
 
 def _child(pointer: str, key: Any) -> str:
-    return f"{pointer}/{str(key).replace('~', '~0').replace('/', '~1')}"
+    return f"{pointer}/{escape(str(key))}"
 
 
 def _nothing(ctx: dict) -> Any:
@@ -170,7 +171,7 @@ class _Compiler:
         return _nothing
 
     def reader(self, path: Any, pointer: str) -> Callable[[Any], Any]:
-        """A context path (the read form of :mod:`engine.paths`: fields and ``[n]``)."""
+        """A context path (the read form of :mod:`engine.compile.paths`: fields and ``[n]``)."""
         if not isinstance(path, str) or not path:
             self.fail(pointer, f"a path must be a non-empty string, got {path!r}")
             return _nothing

@@ -1,10 +1,10 @@
 """Loading a descriptor file: read safely, validate fully, compiling on the way.
 
-Checking and compiling are one pass (:func:`engine.validate.compile_text`): an invalid
+Checking and compiling are one pass (:func:`engine.language.validate.compile_text`): an invalid
 descriptor yields no strategy, and every problem (schema, paths, references, what the
 compiler refused) is raised together as one :class:`~engine.errors.DescriptorError`. A
 descriptor that ``extends`` another compiles from the resolved descriptor
-(:mod:`engine.inherit`); its strategy's ``descriptor`` is that resolved data, with no
+(:mod:`engine.language.extends`); its strategy's ``descriptor`` is that resolved data, with no
 ``extends`` left in it.
 """
 

@@ -14,7 +14,7 @@ file that says it), and the two are merged before anything else looks at them:
 - ``name`` and ``title`` are never inherited: the child must give its own;
 - the parent may itself extend another (a chain); a cycle is an error naming the files.
 
-The merge carries the source positions along (:class:`~engine.yamlsource.SourceMap`): every
+The merge carries the source positions along (:class:`~engine.language.yamlsource.SourceMap`): every
 value keeps the file, line and column it was written at, so a problem in the resolved
 descriptor is still reported where it was written. A parent is not checked on its own (an
 incomplete base is allowed); only the resolved descriptor is.

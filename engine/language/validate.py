@@ -1,8 +1,8 @@
 """Checking a descriptor: every problem, each located in the YAML source.
 
 A descriptor is read with the safe loader, keeping the line and column of every key and value
-(:mod:`engine.yamlsource`); one that ``extends`` another is first resolved with its parents
-(:mod:`engine.inherit`), positions kept, and the resolved descriptor is what is checked, in
+(:mod:`engine.language.yamlsource`); one that ``extends`` another is first resolved with its parents
+(:mod:`engine.language.extends`), positions kept, and the resolved descriptor is what is checked, in
 three passes; every problem found is reported, sorted by position, as
 ``FILE:LINE:COL: /json/pointer: message``:
 
@@ -10,14 +10,14 @@ three passes; every problem found is reported, sorted by position, as
    schema's custom formats (``read-path``, ``jmespath``, ``presence-path``, ``template-path``,
    ``target-path``, ``item-target``, ``field-target``, ``pattern``, ``call-pattern``,
    ``field-chain``, ``python-regex``) are checked here by compiling the value in its form of
-   the one path language (:mod:`engine.paths`): a path that does not parse (its column
+   the one path language (:mod:`engine.compile.paths`): a path that does not parse (its column
    named), a path of an old dialect (its new form named), a JMESPath that does not compile, a
    ``[*]`` where an operation needs one SLOT, an ``open`` that does not end with a SLOT step,
    ``calls.at`` without ``[*]``, an index where a value is installed at a field, a healing
    pattern that is not a regular expression;
 2. what a schema cannot say: ``name`` equals the file's stem, sections in the schema's order
    (as the file writes them), every operation known to the engine, the ``results`` and
-   ``declarations`` templates (checked by :mod:`engine.templates`, every problem at its
+   ``declarations`` templates (checked by :mod:`engine.compile.templates`, every problem at its
    pointer; the schema types templates too, and where both see a problem in one part of a
    template the compiler's wording is the one reported);
 3. when all of that passes, the descriptor is compiled (a wire, or the text codec), so that

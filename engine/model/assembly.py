@@ -1,7 +1,7 @@
 """Per-stream state: the message under assembly and what the per-chunk questions need.
 
 A compiled strategy is immutable and shared between streams; everything one stream changes
-lives here. The operations of the descriptor language (:mod:`engine.ops`) write into an
+lives here. The operations of the descriptor language (:mod:`engine.compile.ops`) write into an
 ``Assembly``; the buffer reads it to answer ``forming()`` and ``calls()`` in O(1) per chunk.
 """
 
@@ -71,7 +71,7 @@ class Assembly:
         self.error: Any = None
         self.finished = False
         self.unknown: Counter[str] = Counter()
-        self.open_parts: list = []  # calls streaming over several parts (engine.extend)
+        self.open_parts: list = []  # calls streaming over several parts (engine.compile.extend_op)
         self.calls_regressed = False  # a call that was complete no longer is: rebuild
         self.first_open = 0  # tracks before this index are not open (forming's cursor)
         # What an operation could not place: the reasons of the chunk being applied (the
@@ -81,7 +81,7 @@ class Assembly:
         self.skipped: list = []  # engine.records.Skipped
         self.cut: bool | None = None  # the wire's DONE was a cut (length, error); None: no DONE
         self.incomplete: list[CallIncomplete] = []  # calls that will never be runnable
-        self.events: Any = None  # engine.recorder.EventRecorder on a buffer with events
+        self.events: Any = None  # engine.stream.recorder.EventRecorder on a buffer with events
         # Inside an event whose rules go on writing the item they open, ``calls.where`` is
         # judged once the event is applied (see :func:`judged_after_the_event`): the call
         # items opened meanwhile wait here.

@@ -8,7 +8,7 @@ get their own node, each cheap to extend and turned into plain JSON only when as
   a stream of n fragments never copies its prefix n times;
 - :class:`SlottedList`: a list whose items are addressed by a SLOT (an index, an id) rather
   than by position, the way every wire names the call or block a fragment belongs to;
-- :class:`~engine.jsonscan.ArgsStream`: a call's arguments with their parse state.
+- :class:`~engine.model.jsonscan.ArgsStream`: a call's arguments with their parse state.
 """
 
 from __future__ import annotations
@@ -239,13 +239,3 @@ def slot_misfit(where: str, slot_path: str | None, slot: Any) -> ValueError:
         f"{where}: the SLOT{named} must be a string or an integer, got "
         f"{json_kind(slot)}: {shown_value(slot)}"
     )
-
-
-def text_of(value: Any) -> str | None:
-    """The string at a node, whether plain or still growing."""
-    cls = value.__class__
-    if cls is str:
-        return value
-    if cls is Fragments:
-        return str(value)
-    return None

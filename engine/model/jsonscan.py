@@ -79,7 +79,7 @@ class ArgsStream:
         # when it stops being one; a call nobody has emitted can change without a rebuild.
         self.owner: Any = None
         self.reason: str | None = None  # INVALID_TEXT or TOO_DEEP once the state is INVALID
-        # On a buffer with events: the call's engine.recorder.CallSink, told every fragment,
+        # On a buffer with events: the call's engine.stream.recorder.CallSink, told every fragment,
         # whole value and restart, so that its ``partial`` grows by the fragment only.
         self.sink: Any = None
 
