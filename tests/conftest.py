@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import strategies as st
 
 import engine
 
@@ -52,6 +54,16 @@ def replay(events: list, fmt: str | None = None, choice: int = 0) -> engine.LLMS
         buf.add(event)
     buf.close()
     return buf
+
+
+def drawn_cuts(data: st.DataObject) -> Callable[[int], list[int]]:
+    """Cuts for ``resplit``: up to four points inside a fragment of ``n`` characters, drawn
+    by hypothesis (so a failing split shrinks and is printed)."""
+
+    def cuts(n: int) -> list[int]:
+        return data.draw(st.lists(st.integers(1, max(1, n - 1)), max_size=4))
+
+    return cuts
 
 
 def outcome(buf: engine.LLMStreamBuffer) -> dict:
