@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,6 +16,26 @@ import engine
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"
+# A child ``python -m engine``: this checkout's engine, UTF-8 pipes, no colour in what it prints.
+ENV = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONIOENCODING="utf-8", NO_COLOR="1")
+
+
+def run_engine(
+    *args: str, cwd: Path = ROOT, stdin: bytes | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess:
+    """One invocation of the real entry point, ``python -m engine``, in a child process: text
+    out, or bytes both ways when ``stdin`` is given (a binary capture goes in as it is)."""
+    text = stdin is None
+    return subprocess.run(
+        [sys.executable, "-m", "engine", *args],
+        input=stdin,
+        cwd=cwd,
+        env=ENV,
+        capture_output=True,
+        text=text,
+        encoding="utf-8" if text else None,
+        timeout=timeout,
+    )
 
 
 def golden_streams(formats: list[str] | None = None) -> list[Path]:
