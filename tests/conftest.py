@@ -104,6 +104,19 @@ def outcome(buf: engine.LLMStreamBuffer) -> dict:
     }
 
 
+def drive(driver: engine.BaseDriver, events: list[dict]) -> list[engine.DriverResponse]:
+    """A client loop over ``driver.new_stream_buffer()``: one round per chunk and one after
+    close(); every response."""
+    buf = driver.new_stream_buffer()
+    out = []
+    for event in events:
+        buf.add(event)
+        out.append(driver.process_llm_response(buf))
+    buf.close()
+    out.append(driver.process_llm_response(buf))
+    return out
+
+
 class Recorder(engine.BaseDriver):
     """A driver owning ``names``; it records every call it runs."""
 

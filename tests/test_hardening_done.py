@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import GOLDEN, Recorder, read_stream
+from conftest import GOLDEN, Recorder, drive, read_stream
 
 import engine
 
@@ -37,21 +37,6 @@ def feed(events: list, fmt: str, close: bool = True) -> engine.LLMStreamBuffer:
     if close:
         buf.close()
     return buf
-
-
-def drive(driver: engine.BaseDriver, events: list, fmt: str) -> list[engine.DriverResponse]:
-    """A client loop: one round per chunk and one after close(); every response."""
-    buf = engine.LLMStreamBuffer(strategies=[engine.load_format(fmt)])
-    backup = driver.get_native_backup_strategy()
-    if backup is not None:
-        buf.attach_codec(backup.codec)
-    out = []
-    for event in events:
-        buf.add(event)
-        out.append(driver.process_llm_response(buf))
-    buf.close()
-    out.append(driver.process_llm_response(buf))
-    return out
 
 
 def incomplete_of(responses: list[engine.DriverResponse]) -> list[engine.CallIncomplete]:
@@ -75,7 +60,7 @@ def test_openai_chat_empty_arguments_at_finish_reason_are_a_call_without_argumen
 
 def test_a_driver_runs_the_empty_argument_call_once():
     driver = Recorder("get_server_status")
-    responses = drive(driver, EMPTY_ARGS, "openai_chat")
+    responses = drive(driver, EMPTY_ARGS)
     assert driver.ran == [("get_server_status", {})]
     assert sum(r.call_executed for r in responses) == 1
     assert incomplete_of(responses) == []
@@ -105,7 +90,7 @@ def test_recorded_calls_without_arguments_run(fmt, name, call):
     assert (call, {}) in [(c.name, c.arguments) for c in buf.calls()]
     assert buf.strategy.extract(buf.as_dict()) == buf.calls()
     driver = Recorder(call)
-    drive(driver, events, fmt)
+    drive(driver, events)
     assert driver.ran.count((call, {})) == 1
 
 
@@ -129,7 +114,7 @@ def test_empty_arguments_cut_by_a_length_stop_are_incomplete():
         engine.CallIncomplete(0, "get_server_status", "call_ExBZYdRGfibAAViPsKECBjg1", "", "cut")
     ]
     driver = Recorder("get_server_status")
-    responses = drive(driver, events, "openai_chat")
+    responses = drive(driver, events)
     assert driver.ran == []
     assert [c.reason for c in incomplete_of(responses)] == ["cut"]
 
@@ -309,7 +294,7 @@ def test_call_incomplete_is_a_frozen_event_with_to_dict():
 def test_the_driver_reports_an_incomplete_call_once_in_the_round_it_ended():
     events = anthropic_cut_by_max_tokens()
     driver = Recorder("json")
-    responses = drive(driver, events, "anthropic_messages")
+    responses = drive(driver, events)
     stop = next(i for i, e in enumerate(events) if e["type"] == "message_stop")
     reported = [i for i, r in enumerate(responses) if r.incomplete_calls]
     assert reported == [stop]  # the DONE round; not again at close()
@@ -321,14 +306,14 @@ def test_the_driver_reports_an_incomplete_call_once_in_the_round_it_ended():
 
 
 def test_a_driver_does_not_report_another_drivers_incomplete_call():
-    responses = drive(Recorder("other_tool"), anthropic_cut_by_max_tokens(), "anthropic_messages")
+    responses = drive(Recorder("other_tool"), anthropic_cut_by_max_tokens())
     assert incomplete_of(responses) == []
     assert all(r.retry_prompt is None for r in responses)
 
 
 def test_an_orchestrator_reports_each_incomplete_call_once():
     orchestrator = engine.Orchestrator(drivers=[Recorder("json"), Recorder("other_tool")])
-    responses = drive(orchestrator, anthropic_cut_by_max_tokens(), "anthropic_messages")
+    responses = drive(orchestrator, anthropic_cut_by_max_tokens())
     assert [(c.name, c.reason) for c in incomplete_of(responses)] == [("json", "cut")]
     assert sum(r.retry_prompt is not None for r in responses) == 1
 
@@ -336,7 +321,7 @@ def test_an_orchestrator_reports_each_incomplete_call_once():
 def test_an_incomplete_call_found_at_close_is_reported_in_the_close_round():
     """The Databricks-shaped stream cut after its first chunk (no finish_reason)."""
     driver = Recorder("get_server_status")
-    responses = drive(driver, EMPTY_ARGS[:1], "openai_chat")
+    responses = drive(driver, EMPTY_ARGS[:1])
     assert [bool(r.incomplete_calls) for r in responses] == [False, True]
     assert driver.ran == []
 
