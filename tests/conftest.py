@@ -70,12 +70,17 @@ def read_stream(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
-def replay(events: list, fmt: str | None = None, choice: int = 0) -> engine.LLMStreamBuffer:
+def replay(
+    events: list, fmt: str | None = None, choice: int = 0, close: bool = True
+) -> engine.LLMStreamBuffer:
+    """A buffer fed ``events`` (read as ``fmt``, else the wire found), then closed unless
+    ``close`` is false (what a stream's own end, without close(), leaves)."""
     strategies = [engine.load_format(fmt)] if fmt else None
     buf = engine.LLMStreamBuffer(strategies=strategies, choice=choice)
     for event in events:
         buf.add(event)
-    buf.close()
+    if close:
+        buf.close()
     return buf
 
 
