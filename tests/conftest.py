@@ -3,14 +3,39 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import strategies as st
 
 import engine
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"
+# A child ``python -m engine``: this checkout's engine, UTF-8 pipes, no colour in what it prints.
+ENV = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONIOENCODING="utf-8", NO_COLOR="1")
+
+
+def run_engine(
+    *args: str, cwd: Path = ROOT, stdin: bytes | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess:
+    """One invocation of the real entry point, ``python -m engine``, in a child process: text
+    out, or bytes both ways when ``stdin`` is given (a binary capture goes in as it is)."""
+    text = stdin is None
+    return subprocess.run(
+        [sys.executable, "-m", "engine", *args],
+        input=stdin,
+        cwd=cwd,
+        env=ENV,
+        capture_output=True,
+        text=text,
+        encoding="utf-8" if text else None,
+        timeout=timeout,
+    )
 
 
 def golden_streams(formats: list[str] | None = None) -> list[Path]:
@@ -45,13 +70,28 @@ def read_stream(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
-def replay(events: list, fmt: str | None = None, choice: int = 0) -> engine.LLMStreamBuffer:
+def replay(
+    events: list, fmt: str | None = None, choice: int = 0, close: bool = True
+) -> engine.LLMStreamBuffer:
+    """A buffer fed ``events`` (read as ``fmt``, else the wire found), then closed unless
+    ``close`` is false (what a stream's own end, without close(), leaves)."""
     strategies = [engine.load_format(fmt)] if fmt else None
     buf = engine.LLMStreamBuffer(strategies=strategies, choice=choice)
     for event in events:
         buf.add(event)
-    buf.close()
+    if close:
+        buf.close()
     return buf
+
+
+def drawn_cuts(data: st.DataObject) -> Callable[[int], list[int]]:
+    """Cuts for ``resplit``: up to four points inside a fragment of ``n`` characters, drawn
+    by hypothesis (so a failing split shrinks and is printed)."""
+
+    def cuts(n: int) -> list[int]:
+        return data.draw(st.lists(st.integers(1, max(1, n - 1)), max_size=4))
+
+    return cuts
 
 
 def outcome(buf: engine.LLMStreamBuffer) -> dict:
@@ -67,6 +107,19 @@ def outcome(buf: engine.LLMStreamBuffer) -> dict:
         "error": buf.error,
         "unknown_events": dict(sorted(buf.unknown_events.items())),
     }
+
+
+def drive(driver: engine.BaseDriver, events: list[dict]) -> list[engine.DriverResponse]:
+    """A client loop over ``driver.new_stream_buffer()``: one round per chunk and one after
+    close(); every response."""
+    buf = driver.new_stream_buffer()
+    out = []
+    for event in events:
+        buf.add(event)
+        out.append(driver.process_llm_response(buf))
+    buf.close()
+    out.append(driver.process_llm_response(buf))
+    return out
 
 
 class Recorder(engine.BaseDriver):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import ENV
 
 import engine
 from engine.cli import commands as cli
@@ -35,9 +35,6 @@ def _console_script() -> str:
 def _command(args: tuple[str, ...], script: bool) -> list[str]:
     head = [_console_script()] if script else [sys.executable, "-m", "engine"]
     return [*head, *args]
-
-
-ENV = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONIOENCODING="utf-8", NO_COLOR="1")
 
 
 def run(*args: str, cwd: Path | None = None, script: bool = False) -> subprocess.CompletedProcess:

@@ -10,14 +10,12 @@ located message (file, line, chunk, JSON pointer).
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_engine as mcs
 
 import engine
 from engine.cli import project
@@ -25,20 +23,7 @@ from engine.language.validate import schema_path
 
 ROOT = Path(__file__).resolve().parent.parent
 TOY = ROOT / "tests" / "toy"
-ENV = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONIOENCODING="utf-8", NO_COLOR="1")
 SEED_LINE = re.compile(r"^seed (\d+) \(the random re-splits are drawn from it: --seed \1 ")
-
-
-def mcs(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "engine", *args],
-        cwd=cwd,
-        env=ENV,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=120,
-    )
 
 
 def toy_project(tmp_path: Path, descriptor: str | None = None) -> Path:

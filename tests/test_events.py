@@ -20,14 +20,14 @@ import copy
 import json
 
 import pytest
-from conftest import golden_streams, read_stream, stream_id
+from conftest import drawn_cuts, golden_streams, read_stream, stream_id
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_partial import _dumped, _object_text, canon, oracle
-from test_properties import resplit
 from test_reasoning import READERS, _reasoning_of
 
 import engine
+from engine.cli.resplit import every_character, resplit
 
 STREAMS = golden_streams()
 CHUNK = {"id": "chatcmpl-1", "object": "chat.completion.chunk"}  # what every openai_chat chunk has
@@ -185,7 +185,7 @@ def test_every_wire_streams_reasoning_deltas_on_a_golden_with_reasoning(wire):
 @pytest.mark.parametrize("path", STREAMS, ids=stream_id)
 def test_one_character_fragments_give_the_same_events(path):
     events = read_stream(path)
-    split = resplit(copy.deepcopy(events), _fields(path), lambda n: list(range(1, n)))
+    split = resplit(copy.deepcopy(events), _fields(path), every_character)
     same_events(path, events, copy.deepcopy(split))
     buf, evs, _ = loop(path, split)
     assert "".join(e.text for e in evs if isinstance(e, engine.TextDelta)) == buf.get_content()
@@ -197,10 +197,7 @@ def test_one_character_fragments_give_the_same_events(path):
 def test_resplit_streams_give_the_same_events(path, data):
     events = read_stream(path)
 
-    def cuts(n: int) -> list[int]:
-        return data.draw(st.lists(st.integers(1, max(1, n - 1)), max_size=4))
-
-    same_events(path, events, resplit(copy.deepcopy(events), _fields(path), cuts))
+    same_events(path, events, resplit(copy.deepcopy(events), _fields(path), drawn_cuts(data)))
 
 
 @pytest.mark.parametrize("path", STREAMS, ids=stream_id)

@@ -17,10 +17,11 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, outcome, read_stream, replay, stream_id
 from jsonschema import Draft202012Validator
-from test_properties import WIRES, resplit
+from test_properties import WIRES
 
 import engine
 from engine.cli import commands as cli
+from engine.cli.resplit import every_character, resplit
 from engine.language.extends import merge
 from engine.language.validate import schema, validate_text
 from engine.language.yamlsource import SourceMap, load
@@ -72,7 +73,7 @@ def test_variant_one_character_fragments_give_the_same_result(path: Path):
     events = read_stream(path)
     fields = variant().streamed_fields()
     expected = outcome(replay(copy.deepcopy(events), str(VARIANT)))
-    split = resplit(copy.deepcopy(events), fields, lambda n: list(range(1, n)))
+    split = resplit(copy.deepcopy(events), fields, every_character)
     assert outcome(replay(split, str(VARIANT))) == expected
 
 

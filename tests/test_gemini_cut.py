@@ -19,7 +19,7 @@ import copy
 import json
 
 import pytest
-from conftest import GOLDEN, Recorder, read_stream
+from conftest import GOLDEN, Recorder, drive, read_stream
 
 import engine
 
@@ -153,18 +153,6 @@ def test_after_a_normal_done_an_open_call_finishes_as_before():
 
 
 # -- drivers ---------------------------------------------------------------------------------
-
-
-def drive(driver: engine.BaseDriver, events: list[dict]) -> list[engine.DriverResponse]:
-    """A client loop: one round per chunk and one after close(); every response."""
-    buf = driver.new_stream_buffer()
-    out = []
-    for event in events:
-        buf.add(event)
-        out.append(driver.process_llm_response(buf))
-    buf.close()
-    out.append(driver.process_llm_response(buf))
-    return out
 
 
 @pytest.mark.parametrize("how", ["close", "max_tokens"])

@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import GOLDEN, Recorder, read_stream
+from conftest import GOLDEN, Recorder, drive, read_stream, replay
 
 import engine
 
@@ -28,30 +28,6 @@ HERE = Path(__file__).resolve().parent / "hardening_done"
 
 def golden(fmt: str, name: str) -> list[dict]:
     return read_stream(GOLDEN / fmt / f"{name}.jsonl")
-
-
-def feed(events: list, fmt: str, close: bool = True) -> engine.LLMStreamBuffer:
-    buf = engine.LLMStreamBuffer(strategies=[engine.load_format(fmt)])
-    for event in events:
-        buf.add(event)
-    if close:
-        buf.close()
-    return buf
-
-
-def drive(driver: engine.BaseDriver, events: list, fmt: str) -> list[engine.DriverResponse]:
-    """A client loop: one round per chunk and one after close(); every response."""
-    buf = engine.LLMStreamBuffer(strategies=[engine.load_format(fmt)])
-    backup = driver.get_native_backup_strategy()
-    if backup is not None:
-        buf.attach_codec(backup.codec)
-    out = []
-    for event in events:
-        buf.add(event)
-        out.append(driver.process_llm_response(buf))
-    buf.close()
-    out.append(driver.process_llm_response(buf))
-    return out
 
 
 def incomplete_of(responses: list[engine.DriverResponse]) -> list[engine.CallIncomplete]:
@@ -64,7 +40,7 @@ EMPTY_ARGS = read_stream(HERE / "openai_chat_empty_args.jsonl")
 
 
 def test_openai_chat_empty_arguments_at_finish_reason_are_a_call_without_arguments():
-    buf = feed(EMPTY_ARGS, "openai_chat", close=False)
+    buf = replay(EMPTY_ARGS, "openai_chat", close=False)
     assert buf.is_finished()
     assert [(c.name, c.arguments) for c in buf.calls()] == [("get_server_status", {})]
     message = buf.as_dict()
@@ -75,14 +51,14 @@ def test_openai_chat_empty_arguments_at_finish_reason_are_a_call_without_argumen
 
 def test_a_driver_runs_the_empty_argument_call_once():
     driver = Recorder("get_server_status")
-    responses = drive(driver, EMPTY_ARGS, "openai_chat")
+    responses = drive(driver, EMPTY_ARGS)
     assert driver.ran == [("get_server_status", {})]
     assert sum(r.call_executed for r in responses) == 1
     assert incomplete_of(responses) == []
 
 
 def test_empty_arguments_mid_stream_stay_forming():
-    buf = feed(EMPTY_ARGS[:1], "openai_chat", close=False)
+    buf = replay(EMPTY_ARGS[:1], "openai_chat", close=False)
     assert buf.calls() == []
     assert buf.forming() == engine.Forming(True, "get_server_status")
     driver = Recorder("get_server_status")
@@ -101,21 +77,21 @@ def test_empty_arguments_mid_stream_stay_forming():
 )
 def test_recorded_calls_without_arguments_run(fmt, name, call):
     events = golden(fmt, name)
-    buf = feed(events, fmt)
+    buf = replay(events, fmt)
     assert (call, {}) in [(c.name, c.arguments) for c in buf.calls()]
     assert buf.strategy.extract(buf.as_dict()) == buf.calls()
     driver = Recorder(call)
-    drive(driver, events, fmt)
+    drive(driver, events)
     assert driver.ran.count((call, {})) == 1
 
 
 def test_cohere_message_keeps_the_empty_argument_text_as_sent():
     """Cohere's tool-call-end used to write "{}" into the message for a call that streamed
     no argument fragment; one rule for every wire: the text as sent."""
-    buf = feed(golden("cohere_v2", "vercel_empty_tool_call"), "cohere_v2")
+    buf = replay(golden("cohere_v2", "vercel_empty_tool_call"), "cohere_v2")
     assert buf.as_dict()["tool_calls"][0]["function"]["arguments"] == ""
     # A call that did send "{}" keeps "{}".
-    sent = feed(golden("cohere_v2", "hand_no_arg_call"), "cohere_v2")
+    sent = replay(golden("cohere_v2", "hand_no_arg_call"), "cohere_v2")
     assert sent.as_dict()["tool_calls"][0]["function"]["arguments"] == "{}"
 
 
@@ -123,20 +99,20 @@ def test_empty_arguments_cut_by_a_length_stop_are_incomplete():
     """The Databricks-shaped stream, its finish reason changed to ``length``."""
     events = copy.deepcopy(EMPTY_ARGS)
     events[1]["choices"][0]["finish_reason"] = "length"
-    buf = feed(events, "openai_chat", close=False)
+    buf = replay(events, "openai_chat", close=False)
     assert buf.is_finished() and buf.calls() == []
     assert buf.incomplete_calls() == [
         engine.CallIncomplete(0, "get_server_status", "call_ExBZYdRGfibAAViPsKECBjg1", "", "cut")
     ]
     driver = Recorder("get_server_status")
-    responses = drive(driver, events, "openai_chat")
+    responses = drive(driver, events)
     assert driver.ran == []
     assert [c.reason for c in incomplete_of(responses)] == ["cut"]
 
 
 def test_empty_arguments_when_the_stream_is_closed_without_done_are_incomplete():
     """The Databricks-shaped stream cut after its first chunk: no finish_reason."""
-    buf = feed(EMPTY_ARGS[:1], "openai_chat")
+    buf = replay(EMPTY_ARGS[:1], "openai_chat")
     assert not buf.is_finished() and buf.calls() == []
     assert [(c.name, c.raw, c.reason) for c in buf.incomplete_calls()] == [
         ("get_server_status", "", "cut")
@@ -152,11 +128,11 @@ def test_complete_arguments_stay_a_call_at_a_length_stop_and_at_close():
     )
     cut = copy.deepcopy(events)
     cut[done]["choices"][0]["finish_reason"] = "length"
-    expected = [(c.name, c.arguments) for c in feed(events, "openai_chat").calls()]
+    expected = [(c.name, c.arguments) for c in replay(events, "openai_chat").calls()]
     assert (
-        expected and [(c.name, c.arguments) for c in feed(cut, "openai_chat").calls()] == expected
+        expected and [(c.name, c.arguments) for c in replay(cut, "openai_chat").calls()] == expected
     )
-    closed = feed(events[:done], "openai_chat")
+    closed = replay(events[:done], "openai_chat")
     assert [(c.name, c.arguments) for c in closed.calls()] == expected
     assert closed.incomplete_calls() == []
 
@@ -169,7 +145,7 @@ def test_anthropic_empty_tool_use_cut_before_its_stop_shows_no_arguments_object(
     start = next(
         i for i, e in enumerate(events) if e.get("content_block", {}).get("type") == "tool_use"
     )
-    buf = feed(events[: start + 1], "anthropic_messages")
+    buf = replay(events[: start + 1], "anthropic_messages")
     assert buf.calls() == []
     message = buf.as_dict()
     assert message["content"][-1]["input"] == ""
@@ -195,7 +171,7 @@ def anthropic_cut_by_max_tokens() -> list[dict]:
 
 def test_anthropic_max_tokens_without_content_block_stop_keeps_the_raw_text():
     events = anthropic_cut_by_max_tokens()
-    buf = feed(events, "anthropic_messages", close=False)  # DONE only: no close()
+    buf = replay(events, "anthropic_messages", close=False)  # DONE only: no close()
     assert buf.is_finished()
     message = buf.as_dict()
     raw = '{"elements": [{"location": "San Francisco", "temperature": 58, "condition": "sunny"}]'
@@ -209,7 +185,7 @@ def test_anthropic_max_tokens_without_content_block_stop_keeps_the_raw_text():
 
 
 def test_a_driver_handed_the_cut_message_runs_nothing():
-    buf = feed(anthropic_cut_by_max_tokens(), "anthropic_messages", close=False)
+    buf = replay(anthropic_cut_by_max_tokens(), "anthropic_messages", close=False)
     driver = Recorder("json")
     response = driver.process_llm_response(buf.as_dict())
     assert driver.ran == [] and not response.call_executed
@@ -223,7 +199,7 @@ def test_anthropic_done_with_a_normal_stop_closes_an_open_empty_tool_use_as_a_ca
         for e in golden("anthropic_messages", "llm_anthropic_tool_use")
         if e["type"] != "content_block_stop"
     ]
-    buf = feed(events, "anthropic_messages", close=False)
+    buf = replay(events, "anthropic_messages", close=False)
     assert [(c.name, c.arguments) for c in buf.calls()] == [("pelican_name_generator", {})]
     assert buf.as_dict()["content"][0]["input"] == {}
 
@@ -241,7 +217,7 @@ def test_responses_incomplete_by_max_output_tokens_cuts_the_open_call():
     final["type"] = "response.incomplete"
     final["response"]["status"] = "incomplete"
     final["response"]["incomplete_details"] = {"reason": "max_output_tokens"}
-    buf = feed([*kept, final], "openai_responses", close=False)
+    buf = replay([*kept, final], "openai_responses", close=False)
     assert buf.stop_reason == "max_output_tokens" and buf.is_finished()
     assert buf.calls() == []
     (incomplete,) = buf.incomplete_calls()
@@ -263,7 +239,7 @@ def test_bedrock_cut_inside_tool_use_keeps_the_raw_text():
         if e.get("_event") == "messageStop":
             e["stopReason"] = "max_tokens"
         out.append(e)
-    buf = feed(out, "bedrock_converse", close=False)
+    buf = replay(out, "bedrock_converse", close=False)
     assert buf.calls() == []
     assert buf.as_dict()["content"][1]["toolUse"]["input"] == '{"city":"Pa'
     assert [(c.slot, c.name, c.raw, c.reason) for c in buf.incomplete_calls()] == [
@@ -281,7 +257,7 @@ def test_invalid_arguments_are_incomplete_with_their_reason():
         if e["choices"] and e["choices"][0]["delta"].get("tool_calls")
     )
     events[last]["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"] += "x"
-    buf = feed(events, "openai_chat", close=False)
+    buf = replay(events, "openai_chat", close=False)
     assert buf.calls() == []
     (incomplete,) = buf.incomplete_calls()
     assert incomplete.reason == "invalid" and incomplete.raw.endswith('"}x')
@@ -309,7 +285,7 @@ def test_call_incomplete_is_a_frozen_event_with_to_dict():
 def test_the_driver_reports_an_incomplete_call_once_in_the_round_it_ended():
     events = anthropic_cut_by_max_tokens()
     driver = Recorder("json")
-    responses = drive(driver, events, "anthropic_messages")
+    responses = drive(driver, events)
     stop = next(i for i, e in enumerate(events) if e["type"] == "message_stop")
     reported = [i for i, r in enumerate(responses) if r.incomplete_calls]
     assert reported == [stop]  # the DONE round; not again at close()
@@ -321,14 +297,14 @@ def test_the_driver_reports_an_incomplete_call_once_in_the_round_it_ended():
 
 
 def test_a_driver_does_not_report_another_drivers_incomplete_call():
-    responses = drive(Recorder("other_tool"), anthropic_cut_by_max_tokens(), "anthropic_messages")
+    responses = drive(Recorder("other_tool"), anthropic_cut_by_max_tokens())
     assert incomplete_of(responses) == []
     assert all(r.retry_prompt is None for r in responses)
 
 
 def test_an_orchestrator_reports_each_incomplete_call_once():
     orchestrator = engine.Orchestrator(drivers=[Recorder("json"), Recorder("other_tool")])
-    responses = drive(orchestrator, anthropic_cut_by_max_tokens(), "anthropic_messages")
+    responses = drive(orchestrator, anthropic_cut_by_max_tokens())
     assert [(c.name, c.reason) for c in incomplete_of(responses)] == [("json", "cut")]
     assert sum(r.retry_prompt is not None for r in responses) == 1
 
@@ -336,7 +312,7 @@ def test_an_orchestrator_reports_each_incomplete_call_once():
 def test_an_incomplete_call_found_at_close_is_reported_in_the_close_round():
     """The Databricks-shaped stream cut after its first chunk (no finish_reason)."""
     driver = Recorder("get_server_status")
-    responses = drive(driver, EMPTY_ARGS[:1], "openai_chat")
+    responses = drive(driver, EMPTY_ARGS[:1])
     assert [bool(r.incomplete_calls) for r in responses] == [False, True]
     assert driver.ran == []
 

@@ -16,21 +16,13 @@ import copy
 import json
 
 import pytest
-from conftest import GOLDEN, read_stream
+from conftest import GOLDEN, read_stream, replay
 
 import engine
 
 
 def golden(fmt: str, name: str) -> list[dict]:
     return read_stream(GOLDEN / fmt / f"{name}.jsonl")
-
-
-def feed(fmt: str, events: list[dict]) -> engine.LLMStreamBuffer:
-    buf = engine.LLMStreamBuffer(strategies=[engine.load_format(fmt)])
-    for event in events:
-        buf.add(event)
-    buf.close()
-    return buf
 
 
 def state(buf: engine.LLMStreamBuffer) -> tuple:
@@ -94,7 +86,7 @@ def test_a_folded_list_entry_slot_names_its_list():
 
 def test_the_stream_goes_on_after_a_bad_slot_as_if_it_never_came():
     events = golden("anthropic_messages", "llm_anthropic_tool_use")
-    expected = state(feed("anthropic_messages", events))
+    expected = state(replay(events, "anthropic_messages"))
     bad = copy.deepcopy(events[1])
     bad["index"] = []
     buf = engine.LLMStreamBuffer(strategies=[engine.load_format("anthropic_messages")])
@@ -138,9 +130,9 @@ def test_mistral_thinking_as_a_string_after_lists_is_placed_as_a_text_part():
     (a bare string is a ``{type: text}`` part) places it without loss: the message is the
     recorded one, and the streamed reasoning still agrees with it."""
     events = golden("openai_chat", MISTRAL)
-    recorded = feed("openai_chat", events)
+    recorded = replay(events, "openai_chat")
     as_string(events[thinking_chunks(events)[3]])
-    buf = feed("openai_chat", events)
+    buf = replay(events, "openai_chat")
     assert state(buf) == state(recorded)
     assert streamed_reasoning(buf) == streamed_reasoning(recorded)
     assert streamed_reasoning(buf) == buf.strategy.reasoning_text(buf.as_dict())
@@ -222,7 +214,7 @@ def test_a_gemini_function_call_that_is_a_string_is_kept_as_sent_and_is_no_call(
     events = golden("gemini", "vercel_function_call")
     part = events[0]["candidates"][0]["content"]["parts"][0]
     part["functionCall"] = "x"
-    buf = feed("gemini", events)
+    buf = replay(events, "gemini")
     assert buf.as_dict()["parts"][0] == part
     assert buf.calls() == [] and buf.incomplete_calls() == []
     assert buf.strategy.extract(buf.as_dict()) == []
@@ -239,7 +231,7 @@ def test_a_string_function_call_part_during_a_streamed_call_ends_it_as_any_other
         if e["candidates"][0]["content"]["parts"][0] == {"functionCall": {}}
     )
     events[end]["candidates"][0]["content"]["parts"][0] = {"functionCall": "x"}
-    buf = feed("gemini", events)
+    buf = replay(events, "gemini")
     assert [c.arguments for c in buf.calls()] == [
         {"location": "Boston"},
         {"location": "San Francisco"},
@@ -251,8 +243,8 @@ def test_a_content_part_that_is_not_an_object_is_kept_as_sent():
     """compat_mistral_pydantic_ai_thinking (recorded): a string added to one chunk's list of
     content parts. Before, it was dropped silently; it is kept as sent and joins nothing."""
     events = golden("openai_chat", MISTRAL)
-    expected = feed("openai_chat", events).as_dict()["content"]
+    expected = replay(events, "openai_chat").as_dict()["content"]
     events[thinking_chunks(events)[-1]]["choices"][0]["delta"]["content"].append("stray")
-    content = feed("openai_chat", events).as_dict()["content"]
+    content = replay(events, "openai_chat").as_dict()["content"]
     assert "stray" in content
     assert [p for p in content if p != "stray"] == expected

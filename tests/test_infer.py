@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import ENV
 
 from engine import LLMStreamBuffer
 from engine.cli.infer import infer_draft, spell
@@ -25,7 +25,6 @@ from engine.language.yamlsource import load
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"
 TOY = ROOT / "tests" / "toy"
-ENV = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONIOENCODING="utf-8", NO_COLOR="1")
 
 
 def _score_tool():

@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, golden_streams, outcome, read_stream, replay, stream_id
+from conftest import ROOT, drawn_cuts, golden_streams, outcome, read_stream, replay, stream_id
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -38,10 +38,7 @@ def test_resplitting_fragments_never_changes_the_result(path, data):
     fields = engine.load_format(fmt).streamed_fields()
     expected = outcome(replay(copy.deepcopy(events), fmt))
 
-    def cuts(n: int) -> list[int]:
-        return data.draw(st.lists(st.integers(1, max(1, n - 1)), max_size=4))
-
-    split = resplit(copy.deepcopy(events), fields, cuts)
+    split = resplit(copy.deepcopy(events), fields, drawn_cuts(data))
     assert outcome(replay(split, fmt)) == expected
 
 
@@ -143,9 +140,6 @@ def test_resplit_raw_sse_never_changes_the_result(path, data):
     fields = engine.load_format(path.parent.name).streamed_fields()
     expected = outcome(replay(copy.deepcopy(events), path.parent.name))
 
-    def cuts(n: int) -> list[int]:
-        return data.draw(st.lists(st.integers(1, max(1, n - 1)), max_size=4))
-
     # One drawn seed for the framing of every line (a draw per line would exceed what
     # hypothesis lets one example draw on long streams); a failure prints the seed.
     framing = random.Random(data.draw(st.integers(0, 2**32 - 1), label="framing seed"))
@@ -153,7 +147,7 @@ def test_resplit_raw_sse_never_changes_the_result(path, data):
     def pick(kind: str, n: int) -> int:
         return framing.randrange(n)
 
-    lines = sse_stream(resplit(copy.deepcopy(events), fields, cuts), pick)
+    lines = sse_stream(resplit(copy.deepcopy(events), fields, drawn_cuts(data)), pick)
     kind = data.draw(st.sampled_from(["str", "bytes"]), label="str or bytes")
     assert outcome(replay(as_wire(lines, kind, pick))) == expected
 

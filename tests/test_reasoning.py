@@ -14,12 +14,12 @@ import copy
 import json
 
 import pytest
-from conftest import golden_streams, read_stream, replay, stream_id
+from conftest import drawn_cuts, golden_streams, read_stream, replay, stream_id
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_properties import resplit
 
 import engine
+from engine.cli.resplit import every_character, resplit
 from engine.compile.strategy import ExtractionStrategy
 from engine.language.validate import validate_text
 
@@ -114,11 +114,8 @@ def test_resplitting_fragments_never_changes_the_reasoning(path, data):
     fmt = path.parent.name
     fields = engine.load_format(fmt).streamed_fields()
     expected = _streamed(replay(copy.deepcopy(events), fmt))
-
-    def cuts(n: int) -> list[int]:
-        return data.draw(st.lists(st.integers(1, max(1, n - 1)), max_size=4))
-
-    assert _streamed(replay(resplit(copy.deepcopy(events), fields, cuts), fmt)) == expected
+    split = resplit(copy.deepcopy(events), fields, drawn_cuts(data))
+    assert _streamed(replay(split, fmt)) == expected
 
 
 @pytest.mark.parametrize("path", [p for p in STREAMS if "think" in p.name or "reason" in p.name],
@@ -128,7 +125,7 @@ def test_one_character_fragments_give_the_same_reasoning(path):
     fmt = path.parent.name
     fields = engine.load_format(fmt).streamed_fields()
     expected = _streamed(replay(copy.deepcopy(events), fmt))
-    split = replay(resplit(copy.deepcopy(events), fields, lambda n: list(range(1, n))), fmt)
+    split = replay(resplit(copy.deepcopy(events), fields, every_character), fmt)
     assert _streamed(split) == expected
 
 

@@ -14,13 +14,13 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
 import struct
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import ENV, run_engine
 
 from engine.cli import commands as cli
 from engine.cli.project import read_stream
@@ -33,7 +33,6 @@ ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"
 STREAMS = sorted(p for name in registry.list_formats() for p in (GOLDEN / name).glob("*.jsonl"))
 # (the built-in wires' goldens; a toy wire's folder holds its own descriptor: tests/test_golden.py)
-ENV = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONIOENCODING="utf-8", NO_COLOR="1")
 LINE_ENDS = ("\n", "\r\n", "\r")
 LAYOUTS = ("one_line", "multi_line", "no_space")
 
@@ -96,15 +95,8 @@ def replay_json(*args: str, stdin: bytes | None = None) -> tuple[int, list[dict]
 
 
 def run(*args: str, stdin: bytes = b"", cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    """One invocation of ``python -m engine``."""
-    return subprocess.run(
-        [sys.executable, "-m", "engine", *args],
-        input=stdin,
-        cwd=cwd,
-        env=ENV,
-        capture_output=True,
-        timeout=60,
-    )
+    """One invocation of ``python -m engine``, bytes both ways."""
+    return run_engine(*args, cwd=cwd, stdin=stdin, timeout=60)
 
 
 def _expected_with_marker(path: Path, expected: list[dict]) -> list[dict]:

@@ -8,12 +8,10 @@ Each file in ``tests/broken/`` is a descriptor broken on purpose. Its first line
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_engine
 from jsonschema import Draft202012Validator
 
 import engine
@@ -113,17 +111,8 @@ def test_each_check_names_its_rule(stem: str):
 
 
 def test_the_command_line_prints_file_line_col_pointer_message():
-    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONIOENCODING="utf-8")
     paths = [str(p.relative_to(ROOT)) for p in BROKEN]
-    result = subprocess.run(
-        [sys.executable, "-m", "engine", "validate", *paths],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=120,
-    )
+    result = run_engine("validate", *paths)
     assert result.returncode == 1, result.stderr
     wanted = [f"{p}:{line}" for p in paths for line in expected_lines(ROOT / p)]
     assert result.stdout.splitlines() == wanted
@@ -310,10 +299,7 @@ def test_every_problem_of_a_serve_section_is_reported_at_its_line(tmp_path: Path
         (106, "/serve/response/model/$pth", "unknown construct $pth"),
         (119, "/serve/error/body/error", "$if needs then or else"),
     ]
-    result = subprocess.run(
-        [sys.executable, "-m", "engine", "validate", str(path)],
-        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False,
-    )
+    result = run_engine("validate", str(path))
     assert result.returncode != 0
     for where in (":103:", ":104:", ":106:", ":119:"):
         assert f"{path}{where}" in result.stdout + result.stderr

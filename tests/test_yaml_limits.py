@@ -9,14 +9,11 @@ nodes (aliases expanded) and depth while it composes, before anything is built
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, run_engine
 
 import engine
 from engine.language import yamlsource
@@ -75,15 +72,7 @@ def test_a_nest_deeper_than_the_bound_is_a_problem_not_a_recursion_error(tmp_pat
 def test_the_command_line_answers_a_bomb_and_a_deep_nest_at_once(tmp_path):
     paths = [*map(str, BOMBS), str(_deep(tmp_path))]
     start = time.perf_counter()
-    result = subprocess.run(
-        [sys.executable, "-m", "engine", "validate", *paths],
-        cwd=ROOT,
-        env=dict(os.environ, PYTHONPATH=str(ROOT), PYTHONIOENCODING="utf-8"),
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=60,
-    )
+    result = run_engine("validate", *paths, timeout=60)
     assert time.perf_counter() - start < SECONDS + 2  # the interpreter's own start
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
     lines = result.stdout.splitlines()
