@@ -63,21 +63,28 @@ def cmd_serve(args: argparse.Namespace) -> int:
             reason = exc.strerror or exc
             raise CLIError(f"cannot listen on {args.host}:{args.port}: {reason}") from None
         stack.callback(provider.close)
-        print(f"serving on {provider.url}")
-        for line in listing(provider):
-            print(line)
-        sys.stdout.flush()
-        for recording in recordings:
-            if recording.unassembled is not None:
-                print(
-                    f"mcs-formats serve: note: {recording.path}: {recording.unassembled};"
-                    " a non-streaming request for it is answered 500",
-                    file=sys.stderr,
-                )
+        # The clean stop is in place before the first line: a client that reads it may stop
+        # the server at once, and SIGTERM's default would end it with -15, not 0.
         signal.signal(signal.SIGTERM, _interrupt)
         with contextlib.suppress(KeyboardInterrupt):
+            _announce(provider, recordings)
             provider.serve_forever()
     return EXIT_OK
+
+
+def _announce(provider: Any, recordings: list) -> None:
+    """The URL, one line a stream (flushed: a client waits for them), then the notes."""
+    print(f"serving on {provider.url}")
+    for line in listing(provider):
+        print(line)
+    sys.stdout.flush()
+    for recording in recordings:
+        if recording.unassembled is not None:
+            print(
+                f"mcs-formats serve: note: {recording.path}: {recording.unassembled};"
+                " a non-streaming request for it is answered 500",
+                file=sys.stderr,
+            )
 
 
 def _interrupt(signum: int, frame: Any) -> None:
