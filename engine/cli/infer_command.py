@@ -1,9 +1,9 @@
-"""``mcs-formats new NAME --from STREAM``: the command side of :mod:`engine.infer`.
+"""``mcs-formats new NAME --from STREAM``: the command side of :mod:`engine.cli.infer`.
 
 Reads the recorded stream, writes the draft descriptor and copies the stream in as the first
 golden, then checks the draft the way its author will: it validates, and it replays its own
 stream (the calls it finds, and anything it could not place, are printed). Kept apart from
-``cli.py`` so that the inference's command needs only a few lines there.
+``commands.py`` so that the inference's command needs only a few lines there.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ the response:
   (``leaks_into_text``) and it has no native call, its text goes to the text codec (the
   *native backup*). ``tool_calls: null`` on a wire that does not leak says "no call":
   nothing is looked for in its text;
-- an :class:`~engine.buffer.LLMStreamBuffer`: a stream, one round per chunk (see
+- an :class:`~engine.stream.buffer.LLMStreamBuffer`: a stream, one round per chunk (see
   :meth:`BaseDriver.process_llm_response`).
 
 ``await aprocess_llm_response(...)`` is the same on an event loop: the same decisions (each
@@ -67,7 +67,7 @@ def default_codec() -> TextCodec:
 
 
 def _codec_of(strategy: Any) -> TextCodec:
-    """The codec of a text strategy (``engine.textstrategy.TextStrategy``), or a codec."""
+    """The codec of a text strategy (``engine.text.strategy.TextStrategy``), or a codec."""
     return getattr(strategy, "codec", strategy)
 
 
