@@ -83,6 +83,19 @@ def test_new_from_writes_a_draft_and_the_first_golden(tmp_path: Path):
     assert replay.stdout.count('"event": "call"') == 2
 
 
+def test_new_from_header_names_the_installed_schema(tmp_path: Path):
+    """As ``new`` without ``--from``: the project folder lives outside this repository, so a
+    relative ``../schemas/format.schema.json`` would point an editor at nothing."""
+    from engine.language.validate import schema_path
+
+    source = GOLDEN / "anthropic_messages" / "hand_parallel_tool_use.jsonl"
+    result = run("new", "my_wire", "--from", str(source), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    header = (tmp_path / "formats" / "my_wire.yaml").read_text("utf-8").splitlines()[0]
+    schema = Path(schema_path()).resolve()
+    assert header == f"# yaml-language-server: $schema={schema.as_uri()}"
+
+
 def test_new_from_stdin_writes_what_stdin_held_as_the_first_golden(tmp_path: Path):
     """``--from -``: stdin cannot be copied (nor read twice), so its events are written."""
     source = GOLDEN / "anthropic_messages" / "hand_parallel_tool_use.jsonl"

@@ -1,4 +1,4 @@
-"""Per-fragment cost of :class:`engine.partial.PartialJSON`, flat from 1k to 100k fragments.
+"""Per-fragment cost of :class:`engine.model.partial.PartialJSON`, flat from 1k to 100k fragments.
 
 The events loop reads ``partial`` after every arguments delta, so the reader runs once per
 fragment. It must cost O(fragment): the openai SDK's way (re-parse the whole text so far on
@@ -6,7 +6,7 @@ every chunk) is quadratic, and so is keeping a growing string by ``s = s + piece
 kind of argument text and size, the text is cut in fragments of about 8 characters and fed
 to a fresh reader; the figure is CPU time per fragment (the best of ``--repeat`` runs, gc off
 while timing), beside the buffer's own per-fragment scanner
-(:class:`engine.jsonscan.ArgsStream`, which only tracks completeness) on the same fragments,
+(:class:`engine.model.jsonscan.ArgsStream`, which only tracks completeness) on the same fragments,
 and the ratio of the largest size's per-fragment cost to the smallest's (flat: about 1.0).
 
 Kinds: ``string`` (one long string value, as tools/bench.py streams), ``escaped`` (a long

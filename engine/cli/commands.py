@@ -8,7 +8,7 @@ Subcommands (API.md, "Command line"):
   ``FILE:LINE:COL: /json/pointer: message``.
 - ``replay STREAM [--format NAME|PATH] [--tools NAME,...] [--json]``: a recorded stream
   played chunk by chunk through an :class:`~engine.LLMStreamBuffer`, as a client sees it.
-  STREAM is JSON Lines or a raw SSE capture, ``-`` for stdin (:mod:`engine.captures`).
+  STREAM is JSON Lines or a raw SSE capture, ``-`` for stdin (:mod:`engine.compile.captures`).
   With ``--tools``, the client loop of a real application: after every chunk (and after
   ``close()``) a :class:`~engine.BaseDriver` owning those tools (each echoes its arguments)
   processes the buffer, then ``buf.text()`` is shown; so the output shows what is held while
@@ -19,9 +19,9 @@ Subcommands (API.md, "Command line"):
   ``history`` (the native messages to append) and ``retry`` (what to tell the model).
 - ``new NAME [--dir DIR] [--from STREAM]``: a commented skeleton ``formats/NAME.yaml`` and
   ``tests/golden/NAME/`` with a sample stream that the skeleton reads; with ``--from``, a
-  draft inferred from a recorded stream (:mod:`engine.infer`), the stream copied in as the
+  draft inferred from a recorded stream (:mod:`engine.cli.infer`), the stream copied in as the
   first golden.
-- ``test DIR... [--update] [--seed N]``, ``schema [--uri]``: see ``engine/cli_project.py``.
+- ``test DIR... [--update] [--seed N]``, ``schema [--uri]``: see ``engine/cli/project_command.py``.
 - ``--version``: ``mcs-formats VERSION`` (``engine.__version__``).
 
 Exit codes: 0 success, 1 a problem in the input (an invalid descriptor, a folder holding no
@@ -648,7 +648,7 @@ def cmd_new(args: argparse.Namespace) -> int:
         if existing.exists():
             raise CLIError(f"format {name!r} already exists: {existing}", EXIT_USAGE)
     inferred = None
-    if args.source is not None:  # a draft inferred from a recorded stream (engine/infer.py)
+    if args.source is not None:  # a draft inferred from a recorded stream (engine/cli/infer.py)
         from . import infer_command as cli_infer
 
         inferred = cli_infer.infer_from(name, args.source)

@@ -1,9 +1,9 @@
-"""``mcs-formats new NAME --from STREAM``: the command side of :mod:`engine.infer`.
+"""``mcs-formats new NAME --from STREAM``: the command side of :mod:`engine.cli.infer`.
 
 Reads the recorded stream, writes the draft descriptor and copies the stream in as the first
 golden, then checks the draft the way its author will: it validates, and it replays its own
 stream (the calls it finds, and anything it could not place, are printed). Kept apart from
-``cli.py`` so that the inference's command needs only a few lines there.
+``commands.py`` so that the inference's command needs only a few lines there.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .infer import Draft, infer_draft
+from .project_command import schema_uri
 
 
 @dataclass
@@ -54,7 +55,8 @@ def infer_from(name: str, source: str) -> InferredNew:
     if not any(isinstance(event, dict) for event in events):
         raise CLIError(f"{source}: no JSON object in the stream: nothing to infer from")
     draft = infer_draft(name, events, source=Path(source).name)
-    return InferredNew(Path(source), draft, draft.to_yaml(), events)
+    # The header names the installed schema, as the skeleton's does (schema_uri says why).
+    return InferredNew(Path(source), draft, draft.to_yaml(schema_uri()), events)
 
 
 def finish(made: InferredNew, descriptor: Path, golden: Path) -> int:

@@ -5,7 +5,7 @@ formats, so that a private format gets what the built-in ones get without being 
 
     DIR/formats/NAME.yaml                       the descriptor
     DIR/tests/golden/NAME/SCENARIO.jsonl        recorded streams, one decoded event a line
-                                                (or a raw SSE capture, :mod:`engine.captures`)
+                                                (or a raw SSE capture: engine.compile.captures)
     DIR/tests/golden/NAME/SCENARIO.expected.json   what each stream gives (written by --update)
 
 :func:`check_project` validates every descriptor (located problems), replays every stream
@@ -14,7 +14,7 @@ random splits drawn from a seed that is reported, so a failure can be made again
 compares what the stream gives with its snapshot. Every failure is a :class:`Finding` that
 names the file, the stream's line and chunk, and the JSON pointer of the first difference.
 
-The library never prints: the command (``engine/cli_project.py``) does.
+The library never prints: the command (``engine/cli/project_command.py``) does.
 """
 
 from __future__ import annotations
@@ -218,7 +218,7 @@ class Stream:
 
 
 def read_stream(path: Path) -> Stream:
-    """A recorded stream (JSON Lines or a raw SSE capture, :mod:`engine.captures`); one that
+    """A recorded stream (JSON Lines or a raw SSE capture, :mod:`engine.compile.captures`); one that
     cannot be read is a StreamError naming its line."""
     try:
         captured = read_capture(path)

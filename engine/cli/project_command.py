@@ -1,6 +1,6 @@
 """The commands for a format author's own project folder: ``test`` and ``schema``, and the
-sample stream that ``new`` scaffolds. Part of the command line (``engine/cli.py`` registers
-them); the checks themselves are ``engine/project.py``.
+sample stream that ``new`` scaffolds. Part of the command line (``engine/cli/commands.py`` registers
+them); the checks themselves are ``engine/cli/project.py``.
 
 - ``test DIR... [--update] [--seed N]``: every descriptor in ``DIR/formats/`` validated, every
   stream in ``DIR/tests/golden/NAME/`` replayed, re-split and compared with its

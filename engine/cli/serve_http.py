@@ -2,7 +2,7 @@
 
 Standard library only (``http.server``, ``threading``). Each stream is read once, its wire
 recognised by the buffer (or given), and served by that wire's ``serve`` section
-(:mod:`engine.serve`): a request to one of the wire's endpoints gets the next of the wire's
+(:mod:`engine.compile.serve`): a request to one of the wire's endpoints gets the next of the wire's
 streams, cycling (each wire keeps its own turn; a non-streaming request takes its turn too),
 framed as the provider frames it, one write and flush per event, HTTP/1.1 chunked; a
 non-streaming request gets the stream's assembled message in the provider's own envelope.
@@ -53,7 +53,7 @@ class Recording:
     unassembled: str | None = None  # why a non-streaming request cannot be answered
 
     def context(self, request: Any, params: dict[str, str]) -> dict:
-        """What the non-streaming templates read (engine.serve's module docstring)."""
+        """What the non-streaming templates read (engine.compile.serve's module docstring)."""
         return {**self.assembled, "request": request, "params": params}
 
 

@@ -12,7 +12,7 @@ the response:
   (``leaks_into_text``) and it has no native call, its text goes to the text codec (the
   *native backup*). ``tool_calls: null`` on a wire that does not leak says "no call":
   nothing is looked for in its text;
-- an :class:`~engine.buffer.LLMStreamBuffer`: a stream, one round per chunk (see
+- an :class:`~engine.stream.buffer.LLMStreamBuffer`: a stream, one round per chunk (see
   :meth:`BaseDriver.process_llm_response`).
 
 ``await aprocess_llm_response(...)`` is the same on an event loop: the same decisions (each
@@ -67,7 +67,7 @@ def default_codec() -> TextCodec:
 
 
 def _codec_of(strategy: Any) -> TextCodec:
-    """The codec of a text strategy (``engine.textstrategy.TextStrategy``), or a codec."""
+    """The codec of a text strategy (``engine.text.strategy.TextStrategy``), or a codec."""
     return getattr(strategy, "codec", strategy)
 
 
@@ -87,7 +87,7 @@ class StreamRounds:
 
     Every driver of a round sees the same calls, so what one handled is advanced past only
     from the next round on: a consume marks where the round left off (``native_mark``,
-    ``incomplete_mark``), and the first look in a later round (:func:`rounds_of`, keyed on
+    ``incomplete_mark``), and the first look in a later round (:meth:`state`, keyed on
     the buffer's ``round``) applies the marks. Shared by the drivers of the stream, kept in
     the buffer's one slot for it (so that it goes with the stream; ``reset()`` drops it),
     which the buffer never reads."""
@@ -162,16 +162,6 @@ class StreamRounds:
             return False
         self.claimed.append(call)
         return True
-
-
-def rounds_of(buf: LLMStreamBuffer) -> StreamRounds:
-    """The stream's rounds, created on first use, the marks of a round that ended applied."""
-    rounds = buf._rounds
-    if rounds is None:
-        rounds = buf._rounds = StreamRounds(buf._round)
-    elif rounds.round != buf._round:
-        rounds.new_round(buf._round)
-    return rounds
 
 
 class _StreamView:
@@ -505,8 +495,8 @@ class BaseDriver:
         if view is None or view.buf() is not buf:
             view = self._view = self._new_view(buf)
         rounds = buf._rounds
-        if rounds is None:
-            rounds = rounds_of(buf)
+        if rounds is None:  # the stream's first round: the drivers' record of it starts
+            rounds = buf._rounds = StreamRounds(buf._round)
         native, ended, forming = rounds.state(buf)  # the first look of a round: state()
         if ended:
             return self._plan_ended(buf, rounds, view, native)

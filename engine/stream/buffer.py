@@ -125,8 +125,8 @@ class LLMStreamBuffer:
         self._sse: dict = {}
         self.codec: Any = None  # the text codec scanning display text (attach_codec)
         self._round = 0  # which round this is: one more per add() and close()
-        # The events (engine.recorder), on a buffer made with events=True: None otherwise, and
-        # then the one attribute test per chunk that events cost.
+        # The events (engine.stream.recorder), on a buffer made with events=True: None
+        # otherwise, and then the one attribute test per chunk that events cost.
         self._rec: Any = None
         self._reset_view()
         if events:
@@ -692,7 +692,7 @@ class LLMStreamBuffer:
     # handled, what they deferred to the next) is theirs: engine.drivers.StreamRounds.
 
     def attach_codec(self, codec: Any) -> None:
-        """Scan the display text with a text codec (:class:`engine.textcodec.TextCodec`) for
+        """Scan the display text with a text codec (:class:`engine.text.codec.TextCodec`) for
         calls written into it; ``text()`` then shows only what is not, or cannot be, a call.
         The first codec attached stays. The display text streamed so far is scanned too,
         but for what ``text()`` has handed out already: shown, it can no longer be held, and

@@ -11,7 +11,7 @@ A started call's ``partial`` is fed as the fragment arrives (O(fragment), no que
 through after the chunk), and its :class:`ArgumentsDelta` waits in ``pending`` until the buffer
 :meth:`EventRecorder.commit`\\ s the chunk, so that the events of one chunk keep their order
 (text, reasoning, starts, then arguments, ready, incomplete, finished) and a chunk that raises
-records nothing. Such a chunk is rolled back by replay (engine.buffer): while the log is
+records nothing. Such a chunk is rolled back by replay (engine.stream.buffer): while the log is
 replayed, each call gets back its sink (:meth:`EventRecorder.attach`), whose ``partial`` (the
 same dict) is read again from the start as the replay feeds it, and what the replay would
 record goes nowhere; then the failed chunk's pending deltas are dropped
