@@ -452,6 +452,16 @@ def test_offsets_count_the_whole_text_fed(codec: TextCodec) -> None:
     assert (call.start, call.end) == (10, 23)
 
 
+def test_a_scanner_that_starts_into_a_text_counts_offsets_in_the_whole_text(codec) -> None:
+    """A codec that comes mid-stream scans only what follows the text shown; its offsets
+    still count from the start of all the text, so they slice get_content() right."""
+    scanner = codec.new_scanner(10)  # the first ten characters were shown before it came
+    scanner.feed('{"tool": "a"}')
+    (call,) = scanner.complete_calls()
+    assert (call.start, call.end) == (10, 23)
+    assert scanner.forming_call() is None
+
+
 def test_an_extracted_call_can_be_consumed(codec: TextCodec) -> None:
     @dataclass
     class Extracted:  # the shape of engine.ExtractedCall: no start

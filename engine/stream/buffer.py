@@ -614,8 +614,6 @@ class LLMStreamBuffer:
             rec.for_text.append(new)
             rec.text_released(new)
         forming = self._display.scanner.forming_call()
-        if forming is not None and self._display.scan_base:
-            forming = (forming[0] + self._display.scan_base, forming[1])
         rec.text_call_forming(forming, self._closed or asm.finished, self.get_content)
         if asm.finished:
             rec.finish(asm)
@@ -747,8 +745,7 @@ class LLMStreamBuffer:
         if asm is None or not self._display.has_calls(asm.display):
             return []
         calls = self._display.scanner.complete_calls()
-        base = self._display.scan_base  # offsets into all the display text, not the scan's
-        return [ExtractedCall(c.name, c.arguments, None, c.end + base) for c in calls]
+        return [ExtractedCall(c.name, c.arguments, None, c.end) for c in calls]
 
     def text_forming(self) -> Forming:
         """Is a text call forming, and its name once streamed."""
@@ -764,14 +761,12 @@ class LLMStreamBuffer:
         scanner = self._scan()
         if scanner is None:
             return False
-        base = self._display.scan_base
         for found in scanner.complete_calls():
-            end = found.end + base
-            if (end, found.name, found.arguments) == (call.end, call.name, call.arguments):
+            if (found.end, found.name, found.arguments) == (call.end, call.name, call.arguments):
                 scanner.consume_call(found)
                 self._completed.append((-1, call))  # a text call: new_calls() has it
                 if self._rec is not None:
-                    self._rec.text_ready.append((found.start + base, call))
+                    self._rec.text_ready.append((found.start, call))
                 return True
         return False
 

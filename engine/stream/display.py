@@ -25,9 +25,9 @@ class DisplayCursors:
       scanning at ``shown``);
     - ``told``: told as ``TextDelta`` events (engine.stream.recorder, without a scanner);
     - ``joined_at``: joined into ``joined``, which is always ``"".join(display[:joined_at])``;
-    - ``fed``: given to the scanner (from fragment ``shown`` on, ``scan_base`` characters
-      into the text, when it came mid-stream); once the scanner is closed (``scan_closed``),
-      what comes later goes into ``late`` instead, shown unscanned;
+    - ``fed``: given to the scanner (from fragment ``shown`` on, when it came mid-stream);
+      once the scanner is closed (``scan_closed``), what comes later goes into ``late``
+      instead, shown unscanned;
     - ``quiet_at`` and ``drained_at`` mark a value of ``fed`` (``-1``: none yet).
       ``quiet_at == fed``: the scanner, fed this far, holds nothing (no call complete, none
       forming). ``drained_at == fed``: ``text()`` has handed out everything the scanner
@@ -44,7 +44,6 @@ class DisplayCursors:
         "joined_at",
         "late",
         "quiet_at",
-        "scan_base",
         "scan_closed",
         "scanner",
         "shown",
@@ -58,7 +57,6 @@ class DisplayCursors:
         self.joined = ""
         self.scanner: Any = codec.new_scanner() if codec is not None else None
         self.fed = 0
-        self.scan_base = 0  # characters of display text before the scanner's first
         self.quiet_at = -1
         self.drained_at = -1
         self.scan_closed = False
@@ -67,12 +65,12 @@ class DisplayCursors:
     def scan_with(self, codec: Any, display: list[str]) -> int:
         """A codec comes mid-stream: its scanner reads the display text from where
         ``text()`` got to (what it handed out is shown, and cannot be held any more).
-        Returns how many characters that skips: ``scan_base``, which the scanner's offsets
-        (where a call starts and ends in the text it was fed) are counted from."""
-        self.scanner = codec.new_scanner()
+        Returns how many characters that skips; the scanner's offsets (where a call starts
+        and ends) still count in all the display text."""
+        skipped = sum(map(len, display[: self.shown]))
+        self.scanner = codec.new_scanner(skipped)
         self.fed = self.shown
-        self.scan_base = sum(map(len, display[: self.shown]))
-        return self.scan_base
+        return skipped
 
     # -- the joined text ---------------------------------------------------------------------
 

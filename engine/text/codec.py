@@ -199,9 +199,10 @@ class TextCodec:
 
     # -- parsing --------------------------------------------------------------------------
 
-    def new_scanner(self) -> TextScanner:
-        """A fresh per-stream scanner."""
-        return TextScanner(self)
+    def new_scanner(self, offset: int = 0) -> TextScanner:
+        """A fresh per-stream scanner; ``offset``: how far into the whole text the first
+        fragment it is fed begins, so that the offsets it gives count in the whole text."""
+        return TextScanner(self, offset)
 
     def parse_calls(self, text: str) -> list[TextCall]:
         """Every call in a whole text, in order.
@@ -494,17 +495,19 @@ class TextScanner:
     text was split.
     """
 
-    def __init__(self, codec: TextCodec) -> None:
+    def __init__(self, codec: TextCodec, offset: int = 0) -> None:
         self._codec = codec
         self._mode = _TEXT
         self._skip_end: re.Pattern[str] | None = None
         self._skip_ends: tuple[str, ...] = ()
         self._cand: _Candidate | None = None
         self._tail = ""  # unprocessed text at the end: a marker that may still complete
-        self._tail_abs = 0
+        # Offsets count from the start of the whole text, which the first fragment fed
+        # begins ``offset`` characters into (a scan that starts mid-stream).
+        self._tail_abs = offset
         self._tail_held = False  # the tail may become a call's start, so it is not shown
-        self._total = 0  # characters fed
-        self._emitted = 0  # everything before this offset is queued (or dropped)
+        self._total = offset  # characters fed, from the whole text's start
+        self._emitted = offset  # everything before this offset is queued (or dropped)
         # Plain fragments (str) and held spans (_Group), told apart by class where read.
         self._queue: deque[Any] = deque()
         self._groups: list[_Group] = []
