@@ -26,7 +26,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import engine
-from engine.compile.jsonpath import normalized, singular_path
+from engine.model.jsonpath import normalized, singular_path
 
 GEMINI = GOLDEN / "gemini"
 

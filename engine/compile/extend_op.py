@@ -11,7 +11,7 @@ without the flag (an empty call object ``{}`` is such a part, and is not kept), 
 part, or at the wire's DONE; a call still continuing when the input ends without DONE, or
 at a DONE that is a length cut, is cut: incomplete, never a call.
 
-Each piece sets one value at an RFC 9535 JSON path (:mod:`engine.compile.jsonpath`) of the arguments
+Each piece sets one value at an RFC 9535 JSON path (:mod:`engine.model.jsonpath`) of the arguments
 object. Every piece of a chunk is checked before any part of the chunk is taken: a path that cannot
 be read, or that cannot be placed (a list index that would leave a hole, a member of something that
 is not an object, a value over an object already built), raises a ``ValueError`` naming the path,
@@ -26,9 +26,9 @@ from typing import Any
 
 from ..model.assembly import Assembly
 from ..model.fragments import Fragments, ingest, materialize
+from ..model.jsonpath import Token, normalized, singular_path
 from ..model.jsonscan import COMPLETE
 from ..model.parts import JoinRule, join_one
-from .jsonpath import Token, normalized, singular_path
 from .ops import (
     CompileContext,
     RuleProblem,

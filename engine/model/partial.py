@@ -28,8 +28,9 @@ Invalid text stops the updates and is reported (:attr:`PartialJSON.invalid`, wit
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from typing import Any
+
+from .jsonpath import singular_path
 
 __all__ = ["PartialJSON", "parse_json_path"]
 
@@ -588,61 +589,9 @@ def _render(steps: tuple[str | int, ...] | list[str | int]) -> str:
 
 # -- JSON paths (RFC 9535, singular queries) ----------------------------------------------
 
-_DOT_NAME = re.compile(r"\.([^\W\d]|[_$\u0080-\U0010ffff])[\w$\-\u0080-\U0010ffff]*")
-_INDEX = re.compile(r"\[[ \t\n\r]*(-?(?:0|[1-9][0-9]*))[ \t\n\r]*\]")
-_QUOTED = re.compile(
-    r"""\[[ \t\n\r]*(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")[ \t\n\r]*\]""", re.S
-)
-_NAME_ESCAPE = re.compile(
-    r"\\(u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|.)", re.S
-)
 
-
-@lru_cache(maxsize=1024)
 def parse_json_path(path: str) -> tuple[str | int, ...]:
-    """``$.a.b[0]`` -> ``("a", "b", 0)``; ``$['x y']`` -> ``("x y",)``.
-
-    Singular RFC 9535 queries: member names (dot shorthand, which may be any Unicode letters,
-    or quoted in brackets, single or double, with JSON escapes) and indexes (negative ones
-    count from the end). Cached: every piece of a streamed leaf repeats its path. Raises
-    ValueError naming the offset where the path stops making sense."""
-    if not path.startswith("$"):
-        raise ValueError(f"JSON path {path!r} does not start with '$'")
-    steps: list[str | int] = []
-    pos, n = 1, len(path)
-    while pos < n:
-        m = _DOT_NAME.match(path, pos)
-        if m is not None:
-            steps.append(m.group()[1:])
-        elif (m := _INDEX.match(path, pos)) is not None:
-            steps.append(int(m.group(1)))
-        elif (m := _QUOTED.match(path, pos)) is not None:
-            quoted = m.group(1) if m.group(1) is not None else m.group(2)
-            steps.append(_unescape_name(quoted, m.group(1) is not None, path))
-        else:
-            raise ValueError(
-                f"JSON path {path!r}: expected .name, [index] or ['name'] at offset {pos}"
-            )
-        pos = m.end()
-    return tuple(steps)
-
-
-def _unescape_name(quoted: str, single: bool, path: str) -> str:
-    if "\\" not in quoted:
-        return quoted
-
-    def one(m: re.Match[str]) -> str:
-        body = m.group(1)
-        if body[0] == "u" and len(body) > 1:
-            high = int(body[1:5], 16)
-            if len(body) == 11:
-                return chr(0x10000 + ((high - 0xD800) << 10) + (int(body[7:11], 16) - 0xDC00))
-            return chr(high)
-        if body == ("'" if single else '"'):
-            return body
-        simple = _ESCAPES.get(body)
-        if simple is None or body == ('"' if single else "'"):
-            raise ValueError(f"JSON path {path!r}: invalid escape '\\{body}' in a member name")
-        return simple
-
-    return _NAME_ESCAPE.sub(one, quoted)
+    """``$.a.b[0]`` -> ``("a", "b", 0)``; ``$['x y']`` -> ``("x y",)``: a singular RFC 9535
+    path, read by :func:`engine.model.jsonpath.singular_path` (cached), whose negative
+    indexes count from the end here. Raises ValueError naming the offset where it stops."""
+    return singular_path(path, negative=True)

@@ -13,9 +13,10 @@ that each select one member or one item:
   surrogate pairs), blank space allowed inside the brackets;
 - an index ``[0]`` (no leading zeros, at most 2^53-1).
 
-Everything else (wildcards, slices, filters, ``..``, several selectors in one segment, a
-negative index, which names no place in a list still being built) is refused with a
-:class:`ValueError` that names the path and the offset.
+Everything else (wildcards, slices, filters, ``..``, several selectors in one segment) is
+refused with a :class:`ValueError` that names the path and the offset; so is a negative index,
+which names no place in a list still being built, unless the caller counts from the end
+(``negative=True``: :class:`engine.model.partial.PartialJSON` sets values in lists it holds).
 """
 
 from __future__ import annotations
@@ -39,8 +40,9 @@ def _bad(path: str, pos: int, what: str) -> ValueError:
 
 
 @lru_cache(maxsize=1024)
-def singular_path(path: str) -> tuple[Token, ...]:
-    """``$.a['b c'][0]`` -> ``("a", "b c", 0)``. Cached: every piece of a leaf repeats its path."""
+def singular_path(path: str, negative: bool = False) -> tuple[Token, ...]:
+    """``$.a['b c'][0]`` -> ``("a", "b c", 0)``. Cached: every piece of a leaf repeats its path.
+    ``negative``: an index may count from the end (``[-1]``)."""
     if path[:1] != "$":
         raise _bad(path, 0, "a JSON path starts with '$'")
     out: list[Token] = []
@@ -56,7 +58,7 @@ def singular_path(path: str) -> tuple[Token, ...]:
             out.append(match.group())
             pos = match.end()
         elif char == "[":
-            token, pos = _selector(path, _skip_blank(path, pos + 1))
+            token, pos = _selector(path, _skip_blank(path, pos + 1), negative)
             pos = _skip_blank(path, pos)
             if path[pos : pos + 1] != "]":
                 more = " (one selector per segment)" if path[pos : pos + 1] == "," else ""
@@ -104,7 +106,7 @@ def _skip_blank(path: str, pos: int) -> int:
     return pos
 
 
-def _selector(path: str, pos: int) -> tuple[Token, int]:
+def _selector(path: str, pos: int, negative: bool) -> tuple[Token, int]:
     char = path[pos : pos + 1]
     if char in ("'", '"'):
         return _name(path, pos)
@@ -119,7 +121,7 @@ def _selector(path: str, pos: int) -> tuple[Token, int]:
         index = int(text)
         if abs(index) > _MAX_INDEX:
             raise _bad(path, pos, f"index {text} is out of range")
-        if index < 0:
+        if index < 0 and not negative:
             raise _bad(path, pos, f"a negative index ({text}) names no place in a list being built")
         return index, match.end()
     what = {"*": "a wildcard selects every child", "?": "a filter selects many children"}
