@@ -475,8 +475,6 @@ def cmd_replay(args: argparse.Namespace) -> int:
             buf.add(event)
         except ChunkError as exc:
             raise CLIError(f"{source}:{number}: {exc.reason}") from None
-        except (TypeError, ValueError, KeyError, AttributeError) as exc:
-            raise CLIError(f"{source}:{number}: event does not fit: {exc}") from None
         replay.round(index)
     try:
         buf.close()
