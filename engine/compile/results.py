@@ -29,7 +29,7 @@ with the assembled message.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -190,17 +190,18 @@ def _name_of(strategy: Any) -> str:
 # --- records and tools as template data ----------------------------------------------------
 
 
+def _fields_of(obj: Any) -> Callable[..., Any]:
+    """``get(key, default)`` over a mapping's keys or an object's attributes."""
+    if isinstance(obj, dict):
+        return obj.get
+    return lambda key, default=None: getattr(obj, key, default)
+
+
 def record_view(record: Any) -> dict:
     """A record as templates see it: ``{name, arguments, result, error, tool_call_id,
     failed}``. Accepts a :class:`~engine.records.ToolCallRecord`, a mapping, or any object
     with those attributes."""
-    if isinstance(record, dict):
-        get = record.get
-    else:
-
-        def get(key: str, default: Any = None) -> Any:
-            return getattr(record, key, default)
-
+    get = _fields_of(record)
     error = get("error")
     return {
         "name": get("name"),
@@ -215,13 +216,7 @@ def record_view(record: Any) -> dict:
 def tool_view(tool: Any) -> dict:
     """A tool as templates see it: ``{name, description, parameters}``, the parameters a JSON
     Schema object (an empty object schema when the tool has none)."""
-    if isinstance(tool, dict):
-        get = tool.get
-    else:
-
-        def get(key: str, default: Any = None) -> Any:
-            return getattr(tool, key, default)
-
+    get = _fields_of(tool)
     parameters = get("parameters")
     if parameters is None:
         parameters = get("input_schema")

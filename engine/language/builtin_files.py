@@ -21,19 +21,17 @@ def data_dir(kind: str) -> Path:
 
 
 @functools.cache
-def _builtin_paths() -> dict[str, Path]:
-    found = {}
-    for path in data_dir("formats").glob("*.yaml"):
-        found[path.stem] = path
-    return found
+def builtin_paths() -> dict[str, Path]:
+    """The built-in descriptors by name (the file's stem), found once."""
+    return {path.stem: path for path in data_dir("formats").glob("*.yaml")}
 
 
 def builtin_names() -> list[str]:
     """The built-in format names, without compiling them (a cheap look-up for suggestions)."""
-    return sorted(_builtin_paths())
+    return sorted(builtin_paths())
 
 
 def builtin_path(name: str) -> Path | None:
     """The descriptor file of the built-in format ``name``, or None (what ``extends: NAME``
     reads: the parent's YAML, never its compiled strategy, which is shared and immutable)."""
-    return _builtin_paths().get(name)
+    return builtin_paths().get(name)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Literal, overload
 
 from ..compile.strategy import ExtractionStrategy
 from ..errors import UnknownFormatError
-from .builtin_files import _builtin_paths
+from .builtin_files import builtin_paths
 from .descriptor import load_descriptor
 
 if TYPE_CHECKING:
@@ -21,12 +21,12 @@ if TYPE_CHECKING:
 
 @functools.cache
 def _compiled(name: str) -> ExtractionStrategy | TextStrategy:
-    return load_descriptor(_builtin_paths()[name])
+    return load_descriptor(builtin_paths()[name])
 
 
 def list_formats() -> list[str]:
     """Built-in format names, in their declared order."""
-    return sorted(_builtin_paths(), key=lambda n: (_compiled(n).descriptor.get("order", 99), n))
+    return sorted(builtin_paths(), key=lambda n: (_compiled(n).descriptor.get("order", 99), n))
 
 
 # "mcs_text" is the text codec; every other built-in name is a wire, and so is a descriptor
@@ -43,7 +43,7 @@ def load_format(name_or_path: str | Path) -> ExtractionStrategy: ...
 def load_format(name_or_path: str | Path) -> ExtractionStrategy | TextStrategy:
     """A built-in format by name, or a descriptor file by path."""
     key = str(name_or_path)
-    if key in _builtin_paths():
+    if key in builtin_paths():
         return _compiled(key)
     path = Path(key)
     if path.suffix in (".yaml", ".yml") or path.exists():
