@@ -722,6 +722,26 @@ class ExtractionStrategy:
         items = _walk(message, calls.list_fields)
         return [item for item in items if calls.where is None or calls.where(item)]
 
+    def answerable(self, message: Any) -> Any:
+        """``message`` as the API accepts it back in a history: a copy in which each call
+        whose arguments never parsed (cut, invalid, too deep: ``incomplete_calls``) carries
+        the empty arguments in the wire's form (``"{}"`` on a string wire, ``{}`` on an
+        object wire) instead of its raw text, which the API would refuse (an object wire's
+        ``input`` must be an object). Its error result says what was wrong; the message
+        itself is unchanged. Without such a call, ``message`` itself."""
+        calls = self.spec.calls
+        if calls is None or not self.incomplete_calls(message):
+            return message
+        copy = json.loads(json.dumps(message))  # plain JSON: the assembled message is
+        empty: Any = "{}" if calls.args_form == "string" else {}
+        for item in self._call_items(copy):
+            raw = _dig(item, calls.args_fields)
+            if raw is not None and parse_arguments(raw, calls.args_form) is None:
+                parent = _dig(item, calls.args_fields[:-1]) if calls.args_fields[:-1] else item
+                if isinstance(parent, dict):
+                    parent[calls.args_fields[-1]] = empty
+        return copy
+
     def forming(self, message: Any) -> Forming:
         items = self._call_items(message)
         if not items:
