@@ -13,6 +13,8 @@ A ``parameters`` that is not a usable schema is the programmer's error, not the 
 
 from __future__ import annotations
 
+import functools
+import json
 from typing import Any
 
 import jsonschema
@@ -50,16 +52,18 @@ class ArgumentsSchema:
                 f"tool {tool_name!r}: parameters must be a JSON Schema object, "
                 f"got {type(schema).__name__}"
             )
-        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
         try:
-            cls.check_schema(schema)
+            text = json.dumps(schema, sort_keys=True)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"tool {tool_name!r}: parameters is not JSON: {exc}") from None
+        try:
+            self._validator = _validator(text)
         except SchemaError as exc:
             where = _pointer(exc.path) or "/"
             raise ValueError(
                 f"tool {tool_name!r}: parameters is not a usable JSON Schema "
-                f"({cls.__name__}): at {where}: {exc.message}"
+                f"(the draft its $schema names, else 2020-12): at {where}: {exc.message}"
             ) from None
-        self._validator: Validator = cls(schema)
 
     def problems(self, arguments: Any) -> list[ArgumentProblem]:
         """What in ``arguments`` fails the schema, in document order; ``[]`` when valid."""
@@ -69,6 +73,18 @@ class ArgumentsSchema:
             self._validator.iter_errors(arguments), key=lambda e: [str(s) for s in e.path]
         )
         return [(_pointer(e.path), e.message) for e in errors[:_MAX_PROBLEMS]]
+
+
+@functools.lru_cache(maxsize=512)
+def _validator(schema_text: str) -> Validator:
+    """The validator of a schema, by its canonical JSON text: checking a schema against its
+    metaschema costs a thousand validations, so each distinct schema is checked and compiled
+    once per process, however many drivers (one per request, in a server) declare it. A
+    validator holds no per-call state: one serves every driver and thread."""
+    schema = json.loads(schema_text)
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    cls.check_schema(schema)
+    return cls(schema)
 
 
 class SchemaCache:
