@@ -306,3 +306,58 @@ def test_a_stream_without_done_finishes_at_close_with_no_stop_reason():
         ]
         buf.close()
         assert buf.events() == []
+
+
+# -- the declaration: every built-in states it, validate checks it ------------------------------
+
+WIRES = [n for n in engine.list_formats() if getattr(engine.load_format(n), "is_wire", False)]
+
+
+@pytest.mark.parametrize("name", WIRES)
+def test_every_built_in_wire_states_what_may_follow_its_done(name):
+    events = engine.load_format(name).descriptor["events"]
+    assert isinstance(events.get("after_done"), list)
+    takes = {"openai_chat", "bedrock_converse", "openai_responses"}
+    assert engine.load_format(name).nothing_follows == (name not in takes)
+
+
+def _validate(name: str, written: str, instead: str) -> tuple[int, list[engine.Problem]]:
+    """The problems of a built-in with ``written`` changed to ``instead``, and the line that
+    ``instead`` starts at."""
+    from engine.language.validate import validate_text
+
+    text = (GOLDEN.parent.parent / "formats" / f"{name}.yaml").read_text(encoding="utf-8")
+    assert text.count(written) == 1
+    changed = text.replace(written, instead)
+    line = changed[: changed.index(instead)].count("\n") + 1
+    return line, validate_text(changed, f"{name}.yaml")[1]
+
+
+@pytest.mark.parametrize(
+    ("name", "written", "instead", "message"),
+    [
+        (
+            "gemini",
+            "  after_done: []\n",
+            "  after_done: [usage]\n",
+            "after_done names the event 'usage', but this wire has no event names (no "
+            "events.discriminator): give a predicate on the event",
+        ),
+        (
+            "bedrock_converse",
+            "  after_done: [metadata]\n",
+            "  after_done: [metadata, messageStopp]\n",
+            "after_done names the event 'messageStopp', which no rule of events.on handles",
+        ),
+    ],
+    ids=["a name without a discriminator", "a name no rule handles"],
+)
+def test_validate_says_what_is_wrong_with_an_after_done(name, written, instead, message):
+    line, problems = _validate(name, written, instead)
+    assert [(p.line, p.message) for p in problems] == [(line, f"does not compile: {message}")]
+    assert problems[0].pointer.startswith("/events/after_done/")
+
+
+def test_validate_refuses_an_after_done_that_is_not_a_list_of_names_and_predicates():
+    _, problems = _validate("ollama", "  after_done: []\n", "  after_done: [3]\n")
+    assert [p.pointer for p in problems] == ["/events/after_done/0"]
