@@ -165,6 +165,17 @@ def test_nothing_follows_an_end_marker():
     assert [(s.index, s.reason) for s in buf.skipped()] == [(2, AFTER_END)]
 
 
+def test_finished_waits_at_a_done_that_usage_may_follow_until_the_end_marker():
+    """OpenAI chat without include_usage: the finish chunk, then ``data: [DONE]``, which
+    says that no usage chunk will come."""
+    buf = engine.LLMStreamBuffer([engine.load_format("openai_chat")], events=True)
+    buf.add(FINISH)
+    assert buf.is_finished()
+    assert [type(e) for e in buf.events()] == [engine.TextDelta]
+    buf.add("data: [DONE]")
+    assert buf.events() == [engine.Finished("stop", None)]
+
+
 def _responses_failed(error: dict) -> dict:
     """``response.failed`` as the Responses API documents it: the response, status failed,
     its error and usage (https://platform.openai.com/docs/api-reference/responses-streaming)."""
