@@ -10,7 +10,7 @@ the same check as the built-in ones.
 
 A value that makes an event the wire's DONE (``strategy.done_fields()``: a finish reason, a
 ``done: true``) stays on the last piece of its event only: a provider that splits an event
-sends its finish last (a Mistral call arrives whole in its finish chunk), and a DONE on the
+sends its finish last (a call may arrive whole in the chunk that finishes), and a DONE on the
 first piece would end the stream before the rest, which is then after the stream's end.
 """
 

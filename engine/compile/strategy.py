@@ -195,7 +195,7 @@ class Program:
 
     def _payload(self, chunk: dict) -> Any:
         """What the rules of ``chunk`` read, as :meth:`apply` finds it: the chunk, or the
-        value of its one key on a wrapped wire (``{"metadata": {...}}``). Cold."""
+        value of its one key on a wrapped wire (``{"<event name>": {...}}``). Cold."""
         discriminator = self.discriminator
         if discriminator is None or not self.wrapped or len(chunk) != 1:
             return chunk
