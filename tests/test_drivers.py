@@ -434,12 +434,17 @@ def test_stream_cut_without_done_flushes_what_was_held():
     assert not session.responses[-1][0].call_pending  # after close() nothing is pending
 
 
-def test_text_after_done_is_still_shown():
+def test_text_held_at_the_done_is_shown_and_text_after_it_is_not_taken():
+    """The span held at the DONE ("<tool_" may start a call) is released whole; a chunk of
+    text after the DONE is after the stream's end (issue 16, point 3): listed, not shown."""
     events = chat_stream(["Done. <tool_"])
     events.append({**events[-2], "choices": [{"index": 0, "delta": {"content": "call> x"}}]})
     driver = Echo("get_weather")
     session = Session([driver]).play(events)
-    assert session.text == "Done. <tool_call> x" and driver.ran == []
+    assert session.text == "Done. <tool_" and driver.ran == []
+    assert [(s.index, s.reason) for s in session.buf.skipped()] == [
+        (len(events) - 1, "after the stream's end")
+    ]
 
 
 # -- failures ------------------------------------------------------------------------------------
