@@ -9,11 +9,15 @@ from __future__ import annotations
 import asyncio
 import json
 
+import jsonschema
 import pytest
 from conftest import GOLDEN, golden_streams, read_stream, replay, stream_id
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import engine
 from engine import BaseDriver, LLMStreamBuffer, Orchestrator, Tool
+from engine.drivers.arguments import fast_check
 
 WIRES = [name for name in engine.list_formats() if name != "mcs_text"]
 
@@ -364,3 +368,83 @@ def test_an_async_tool_on_the_sync_path_raises_before_the_round_moves():
         driver.process_llm_response(buf)
     turn = asyncio.run(driver.aprocess_llm_response(buf))  # the same round, now awaited
     assert driver.ran == _expected(path) and turn.messages
+
+
+# -- the fast path of the schema check agrees with jsonschema ------------------------------------
+
+_json = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-5, 5)
+    | st.floats(allow_nan=True, allow_infinity=False)
+    | st.sampled_from(["", "a", "ab", "abc", "x" * 9]),
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(st.sampled_from(["a", "b", "c"]), inner, max_size=3),
+    max_leaves=8,
+)
+_bounds = st.integers(0, 3) | st.floats(-2, 2, allow_nan=False)
+_leaf_schema = st.fixed_dictionaries(
+    {},
+    optional={
+        "type": st.sampled_from(
+            ["object", "array", "string", "number", "integer", "boolean", "null"]
+        )
+        | st.lists(
+            st.sampled_from(["string", "integer", "null", "number"]), min_size=1, max_size=2
+        ),
+        "enum": st.lists(st.sampled_from(["a", "ab", "x"]), min_size=1, max_size=2),
+        "minLength": st.integers(0, 3),
+        "maxLength": st.integers(0, 3),
+        "minimum": _bounds,
+        "maximum": _bounds,
+        "exclusiveMinimum": _bounds,
+        "exclusiveMaximum": _bounds,
+        "minItems": st.integers(0, 2),
+        "maxItems": st.integers(0, 2),
+        "description": st.just("annotation only"),
+        "format": st.just("email"),
+    },
+)
+_schemas = st.recursive(
+    _leaf_schema | st.booleans(),
+    lambda inner: st.fixed_dictionaries(
+        {},
+        optional={
+            "type": st.just("object"),
+            "properties": st.dictionaries(st.sampled_from(["a", "b", "c"]), inner, max_size=3),
+            "required": st.lists(st.sampled_from(["a", "b", "c"]), max_size=2, unique=True),
+            "additionalProperties": inner,
+            "items": inner,
+        },
+    ),
+    max_leaves=6,
+)
+_DRAFTS = [
+    jsonschema.Draft6Validator,
+    jsonschema.Draft7Validator,
+    jsonschema.Draft201909Validator,
+    jsonschema.Draft202012Validator,
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(schema=_schemas, value=_json, draft=st.sampled_from(_DRAFTS))
+def test_the_fast_schema_check_agrees_with_jsonschema(schema, value, draft):
+    check = fast_check(schema, draft)
+    assert check is not None  # every keyword drawn here has its fast path
+    assert check(value) == draft(schema).is_valid(value)
+
+
+def test_a_schema_beyond_the_fast_path_is_checked_by_jsonschema():
+    for schema in (
+        {"anyOf": [{"type": "string"}]},
+        {"$ref": "#/$defs/a", "$defs": {"a": {}}},
+        {"type": "string", "pattern": "^a"},
+        {"enum": [1, True]},  # JSON equality of non-strings is jsonschema's
+    ):
+        assert fast_check(schema, jsonschema.Draft202012Validator) is None
+    assert fast_check({"type": "string"}, jsonschema.Draft4Validator) is None
+    pattern = {"type": "object", "properties": {"city": {"pattern": "^O"}}}
+    driver = Tools("get_weather", schema=pattern)
+    driver.process_llm_response(_whole('{"city": "Bergen"}'))
+    assert driver.ran == []
