@@ -72,6 +72,8 @@ def _codec_of(strategy: Any) -> TextCodec:
 
 
 _DEFAULT = object()  # "the driver's own text strategy", for the native backup
+# Where a call written into text may run (BaseDriver's ``text_calls``): the first is the default.
+TEXT_CALLS = ("end", "anywhere")
 
 
 @functools.cache
@@ -293,25 +295,43 @@ class BaseDriver:
     Keyword options (all optional; a subclass need not call ``__init__``):
     ``text_strategy``, the text codec's strategy for prompts, plain text and (unless changed
     with ``set_native_backup_strategy``) calls leaked into a native message (the built-in
-    ``mcs_text`` by default), and ``strategies``, the wires a message or a stream may be in
-    (every built-in wire).
+    ``mcs_text`` by default), ``strategies``, the wires a message or a stream may be in
+    (every built-in wire), and ``text_calls``, where a call written into text may run:
+
+    - ``"end"`` (the default): only when it ends the turn (nothing but whitespace or further
+      calls after it), and a bare-JSON call only as the whole text, whitespace and
+      ``<think>`` blocks aside. A call the model quotes inside prose (a page it repeats, an
+      example) is shown as text and never runs: text is the model's to write, and what it
+      read may have written it;
+    - ``"anywhere"``: for a client that prompted the codec on purpose, a delimited or fenced
+      call runs as soon as it is complete, wherever it is (bare JSON still only as the whole
+      text).
+
+    Either way text is read for calls only in a turn without a native call, and only by a
+    driver with a native backup (``set_native_backup_strategy(None)`` turns it off).
     """
 
     _text: Any = None
     _strategies: list[ExtractionStrategy] | None = None
     _backup: Any = _DEFAULT
     _view: _StreamView | None = None  # the stream processed last (see ``_StreamView``)
+    _text_calls: str = "end"
 
     def __init__(
         self,
         *,
         text_strategy: Any = None,
         strategies: Iterable[ExtractionStrategy] | None = None,
+        text_calls: str = "end",
     ) -> None:
         if text_strategy is not None:
             self._text = text_strategy
         if strategies is not None:
             self._strategies = list(strategies)
+        if text_calls not in TEXT_CALLS:
+            allowed = ", ".join(repr(v) for v in TEXT_CALLS)
+            raise ValueError(f"text_calls must be one of {allowed}, not {text_calls!r}")
+        self._text_calls = text_calls
 
     # -- what a subclass provides ------------------------------------------------------------
 
@@ -354,7 +374,7 @@ class BaseDriver:
         buf = LLMStreamBuffer(strategies=self.extraction_strategies(), events=events)
         backup = self.get_native_backup_strategy()
         if backup is not None:
-            buf.attach_codec(_codec_of(backup))
+            buf.attach_codec(_codec_of(backup), self._text_calls)
         return buf
 
     def get_function_description(self) -> str:
@@ -475,8 +495,30 @@ class BaseDriver:
         return self._plan_text(strategy.content_text(message), strategy, _codec_of(backup))
 
     def _plan_text(self, text: str, fmt: Any, codec: TextCodec) -> _Round:
-        calls = [ExtractedCall(c.name, c.arguments, None, c.end) for c in codec.parse_calls(text)]
-        return self._plan_calls(calls, lambda rs: result_messages(fmt, text, rs), self._owned())
+        """A whole text (a ``str``, or a message's text in the fall-through), read as a
+        stream of it would be under this driver's ``text_calls``: the calls that may run run
+        (this driver's, when ``_runnable_text_call`` says so), and the would-be calls that
+        cannot (cut, invalid) are reported."""
+        scanner = codec.scan_turn(text, self._text_calls)
+        owned = self._owned()
+        found = scanner.complete_calls()
+        calls = [ExtractedCall(c.name, c.arguments, None, c.end) for c in found]
+        runnable = [c for c in calls if c.name not in owned or self._runnable_text_call(c)]
+        plan = self._plan_calls(runnable, lambda rs: result_messages(fmt, text, rs), owned)
+        never = scanner.incomplete_calls()
+        slots = sorted([*found, *never], key=lambda c: c.start)  # ("text", n) in text order
+        for call in never:
+            event = CallIncomplete(
+                ("text", slots.index(call)), call.name, None, call.raw, call.reason or "invalid"
+            )
+            if self._reports(owned.__contains__, event):
+                plan.incomplete.append(event)
+        return plan
+
+    def _runnable_text_call(self, call: ExtractedCall) -> bool:
+        """May this text call run: its tool is this driver's (and, with argument validation,
+        its arguments are valid)? A call that may not is shown as text."""
+        return call.name in self._owned()
 
     def _plan_calls(
         self, calls: list[ExtractedCall], history: _History, owned: frozenset[str]
@@ -527,7 +569,7 @@ class BaseDriver:
         incomplete = rounds.incomplete(buf)
         if incomplete:
             rounds.consume_incomplete(buf)  # the drivers advance past them in the next round
-            plan.incomplete = [c for c in incomplete if self._reports(view.owns, c)]
+            plan.incomplete += [c for c in incomplete if self._reports(view.owns, c)]
         return plan
 
     @staticmethod
@@ -552,7 +594,7 @@ class BaseDriver:
         is read here, once per stream: its codec scans the buffer's display text."""
         backup = self.get_native_backup_strategy()
         if backup is not None and buf.codec is None:
-            buf.attach_codec(_codec_of(backup))
+            buf.attach_codec(_codec_of(backup), self._text_calls)
         return _StreamView(buf, self, scans=backup is not None)
 
     def _plan_text_calls(
@@ -563,27 +605,54 @@ class BaseDriver:
         ended: bool,
         plan: _Round,
     ) -> None:
-        """Text calls: this driver's complete ones run at once (their text is never shown);
-        while one forms whose name is unknown yet or this driver's, its text is held (from
-        its possible start: what precedes it still flows in this round). The names of calls
-        that are not this driver's go to ``plan.unknown``."""
+        """Text calls (the buffer offers them only in a turn without a native call): this
+        driver's complete ones that may run now run (their text is never shown): under
+        ``text_calls="end"`` those that end the turn, at its end; under ``"anywhere"`` a
+        delimited or fenced one as soon as it is complete. While one this driver may run
+        forms, or waits for the turn's end, its text is held (from its possible start: what
+        precedes it still flows in this round). The would-be calls that cannot run (cut,
+        invalid) are reported. The names of calls that are not this driver's go to
+        ``plan.unknown``."""
         mine = []
         for call in rounds.text_calls(buf):
             if not view.owns(call.name):
                 plan.unknown.append(call.name)
-            elif rounds.consume_text_call(buf, call):
+            elif self._runnable_text_call(call) and rounds.consume_text_call(buf, call):
                 mine.append(call)
         if mine:
             text, strategy = buf.get_content()[: mine[-1].end], buf.strategy
             plan.add(mine, lambda rs: result_messages(strategy, text, rs))
+        for never in buf.text_incomplete():
+            probe = CallIncomplete(None, never.name, None, never.raw, never.reason or "invalid")
+            if self._reports(view.owns, probe):
+                reported = buf.report_text_incomplete(never)
+                if reported is not None:
+                    plan.incomplete.append(reported)
+        if ended:
+            return
         forming = buf.text_forming()
-        if forming and not ended:
-            name = forming.tool_name
-            if name is None or view.owns(name):
-                buf.hold_text_call()  # the call's text only: the prose before it flows now
-                plan.response.call_pending = True
-            else:
-                plan.unknown.append(name)
+        waiting = buf.text_waiting()
+        if self._text_calls == "end":
+            holds = any(self._holds_text(view, name) for name in waiting) or (
+                bool(forming) and self._holds_text(view, forming.tool_name)
+            )
+        else:
+            holds = any(self._holds_text(view, name) for name in waiting)
+            if forming:
+                name = forming.tool_name
+                if name is None or view.owns(name):
+                    holds = True
+                else:
+                    plan.unknown.append(name)
+        if holds:
+            buf.hold_text_call()  # the calls' text only: the prose before them flows now
+            plan.response.call_pending = True
+
+    def _holds_text(self, view: _StreamView, name: str | None) -> bool:
+        """Does this driver hold a text call of ``name`` (None: not streamed yet) until it is
+        decided: one it may run. (An Orchestrator holds every one: it tells the model of a
+        call of a tool nobody owns, once the call ends the turn.)"""
+        return name is None or view.owns(name)
 
     # -- run -------------------------------------------------------------------------------------
 
@@ -726,6 +795,11 @@ class Orchestrator(BaseDriver):
     def _reports(owns: Callable[[Any], bool], call: CallIncomplete) -> bool:
         """Knowing every tool, an Orchestrator reports every incomplete call (one of a tool
         nobody owns too: the model still has to be told that it did not run)."""
+        return True
+
+    def _holds_text(self, view: _StreamView, name: str | None) -> bool:
+        """Every text call waits for its decision: one of a tool nobody owns is told to the
+        model, if it ends the turn."""
         return True
 
     def _note_unknown(
