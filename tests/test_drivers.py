@@ -646,7 +646,9 @@ def _mixed_events():
     )
 
 
-MIXED_TEXT = f"A {CALL} B <tool_call>" + '{"tool": "send_mail", "arguments": {"to": "ann"}}</tool_call> C'
+MIXED_TEXT = (
+    f"A {CALL} B <tool_call>" + '{"tool": "send_mail", "arguments": {"to": "ann"}}</tool_call> C'
+)
 
 
 def test_two_drivers_fed_one_buffer():

@@ -569,7 +569,7 @@ class BaseDriver:
         incomplete = rounds.incomplete(buf)
         if incomplete:
             rounds.consume_incomplete(buf)  # the drivers advance past them in the next round
-            plan.incomplete += [c for c in incomplete if self._reports(view.owns, c)]
+            plan.incomplete = [c for c in incomplete if self._reports(view.owns, c)]
         return plan
 
     @staticmethod
@@ -610,8 +610,9 @@ class BaseDriver:
         ``text_calls="end"`` those that end the turn, at its end; under ``"anywhere"`` a
         delimited or fenced one as soon as it is complete. While one this driver may run
         forms, or waits for the turn's end, its text is held (from its possible start: what
-        precedes it still flows in this round). The would-be calls that cannot run (cut,
-        invalid) are reported. The names of calls that are not this driver's go to
+        precedes it still flows in this round). At the end, the would-be calls that end the
+        turn but cannot run (cut, invalid) become the stream's incomplete calls, which the
+        round reports. The names of calls that are not this driver's go to
         ``plan.unknown``."""
         mine = []
         for call in rounds.text_calls(buf):
@@ -622,13 +623,12 @@ class BaseDriver:
         if mine:
             text, strategy = buf.get_content()[: mine[-1].end], buf.strategy
             plan.add(mine, lambda rs: result_messages(strategy, text, rs))
-        for never in buf.text_incomplete():
-            probe = CallIncomplete(None, never.name, None, never.raw, never.reason or "invalid")
-            if self._reports(view.owns, probe):
-                reported = buf.report_text_incomplete(never)
-                if reported is not None:
-                    plan.incomplete.append(reported)
         if ended:
+            for never in buf.text_incomplete():  # those that would have run: this driver's
+                probe = CallIncomplete(None, never.name, None, never.raw, never.reason or "")
+                if self._reports(view.owns, probe):
+                    # Now one of the stream's incomplete calls, which the round reports.
+                    buf.report_text_incomplete(never)
             return
         forming = buf.text_forming()
         waiting = buf.text_waiting()

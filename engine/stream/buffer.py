@@ -789,8 +789,9 @@ class LLMStreamBuffer:
 
     def text_incomplete(self) -> list[Any]:
         """The text calls that would have run but cannot (``TextCall`` with ``reason`` and
-        ``raw``), to report now or show: at the end of the turn, a call cut short or whose
-        JSON is no call object (under ``"anywhere"``, an invalid one as soon as it closed)."""
+        ``raw``), once the stream has ended: those that end the turn, cut short or whose JSON
+        is no call object. A driver reports its own (``report_text_incomplete``); the others
+        are shown."""
         if not self._text_turn():
             return []
         scanner = self._scan()

@@ -648,8 +648,9 @@ class TextScanner:
         return self._open_calls(lambda g: g.reason is None and (self._finished or not g.bound))
 
     def incomplete_calls(self) -> list[TextCall]:
-        """Calls that would have run but cannot (``reason`` set), to decide now: consumed
-        (reported to the model) or released (shown)."""
+        """Calls that would have run but cannot (``reason`` set), once the turn has ended
+        (:meth:`finish`; they wait for it under either rule): consumed (reported to the
+        model) or released (shown)."""
         if not self._groups:
             return []
         return self._open_calls(lambda g: g.reason is not None and (self._finished or not g.bound))
@@ -981,8 +982,9 @@ class TextScanner:
         elif self._rule is not None and c.name and not c.is_array:
             # Named, closed, and still no call object: a call that cannot run, which the
             # model is told of if it ends the turn (its text is the model's call, not prose).
+            # It waits for the end of the turn under either rule: reported only if it ends it.
             call = TextCall(c.name, {}, c.start, end_abs, "invalid", raw)
-            group = _Group(c.start, end_abs, [call], text, bound, "invalid", bare)
+            group = _Group(c.start, end_abs, [call], text, True, "invalid", bare)
             self._queue.append(group)
             self._groups.append(group)
         else:
