@@ -926,7 +926,12 @@ class TextScanner:
                         self._cand = _Candidate(_DELIM, abs_j, _OPEN, best.end)
                     self._mode = _CAND
                     return j + len(best.text)
-            elif s[j] in "{[" and codec.bare and abs_j >= self._emitted:
+            elif (
+                s[j] in "{["
+                and codec.bare
+                and (self._lead or not self._bare_lead)  # (the prose before it just ended it)
+                and abs_j >= self._emitted
+            ):
                 self._other_text()
                 self._emit(s, s_abs, abs_j)
                 c = self._cand = _Candidate(_BARE, abs_j, _VALUE)
