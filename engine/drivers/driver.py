@@ -406,12 +406,18 @@ class BaseDriver:
           calls of it, and the drivers advance past it in the next round. A stream that never
           sends its DONE (some OpenAI-compatible servers send no ``finish_reason``) runs its
           batch in the round after ``buf.close()``;
-        - a text call (in the display text): while it forms, its text is held
+        - a text call (in the display text, in a turn without a native call): while it
+          forms, and while it waits for the end of the turn, its text is held
           (``call_pending``) if its name is not known yet or is this driver's, from its
-          possible start on (the ``{``, fence or delimiter that opens it): the text before
-          it is shown in the same round; once complete, this driver's call runs at once and
-          its text is never shown. A call that no driver holds in a round flows as text; at
-          the end of the stream everything held flows.
+          possible start on (the fence or delimiter that opens it, or a bare ``{`` that is
+          the turn's first character): the text before it is shown in the same round. By
+          default (``text_calls="end"``) it runs at the wire's DONE (or ``close()``) if
+          nothing but whitespace and further calls followed it, and its text is never shown;
+          any other text after it makes it text, shown at once. With
+          ``text_calls="anywhere"`` a delimited or fenced call runs as soon as it is
+          complete. A call that no driver holds in a round flows as text; at the end of the
+          stream everything held flows, but a call of this driver's cut short or invalid at
+          the turn's end, which is reported in ``incomplete_calls``.
 
         The calls run here, one after the other. An ``execute_tool`` that returns a
         coroutine (an ``async def`` tool) or any other awaitable is not awaited: that call
