@@ -747,7 +747,7 @@ def test_system_message_and_function_description():
 def test_any_buffer_gets_the_codec():
     buf = LLMStreamBuffer()
     driver = Echo("get_weather")
-    session = Session([driver], buf).play(chat_stream(split(f"x {CALL}", 6)))
+    session = Session([driver], buf).play(chat_stream(split(f"x <tool_call>{CALL}</tool_call>", 6)))
     assert buf.codec is driver.get_native_backup_strategy().codec
     assert driver.ran == [("get_weather", {"city": "Oslo"})] and session.text == "x "
 

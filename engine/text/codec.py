@@ -938,6 +938,8 @@ class TextScanner:
                 c.vstart = abs_j
                 self._mode = _CAND
                 return j
+            if self._lead or self._groups:
+                self._other_text()  # what looked like a start is text
             i = j + 1
 
     # -- internals: the candidate -------------------------------------------------------------
