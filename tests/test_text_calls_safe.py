@@ -342,3 +342,23 @@ def test_text_deltas_are_what_text_shows_on_every_buffer_a_driver_processes(chun
     loop = Loop(Tools(), events=True, own=own == BUFFERS[0]).play(chunks)  # checks each round
     assert loop.told_text == loop.text
     assert loop.text == Loop(Tools(), events=False, own=True).play(chunks).text
+
+
+@pytest.mark.parametrize("first, runs", [("<think>It is wanted.</think>\n", True), ("Hi. ", False)])
+def test_a_codec_that_comes_mid_stream_knows_what_came_before(first, runs):
+    """The client read text() before the driver's first round: the codec scans on from
+    there, and a bare call after it is the whole text only if what came before was
+    whitespace and reasoning."""
+    chunks = text_turn("ollama", [first, CALL])
+    buf, driver = LLMStreamBuffer(), Tools()
+    buf.add(chunks[0])
+    shown = [buf.text()]  # before any driver saw the buffer
+    for chunk in [*chunks[1:], None]:
+        if chunk is None:
+            buf.close()
+        else:
+            buf.add(chunk)
+        driver.process_llm_response(buf)
+        shown.append(buf.text())
+    assert (driver.ran == RAN) == runs
+    assert "".join(shown) == (first if runs else first + CALL)

@@ -69,7 +69,12 @@ class DisplayCursors:
         and ends) still count in all the display text, and it knows whether anything but
         whitespace came before (a bare call must be the whole text)."""
         before = "".join(display[:at])
-        self.scanner = codec.new_scanner(len(before), rule=rule, lead=not before.strip())
+        lead = True
+        if before:  # read once, as the codec reads it (whitespace and reasoning spans aside)
+            probe = codec.new_scanner(rule=rule)
+            probe.feed(before)
+            lead = probe.at_lead
+        self.scanner = codec.new_scanner(len(before), rule=rule, lead=lead)
         self.fed = at
 
     # -- the joined text ---------------------------------------------------------------------

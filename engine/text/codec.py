@@ -633,6 +633,12 @@ class TextScanner:
             return None
         return c.start, None if c.is_array else c.name
 
+    @property
+    def at_lead(self) -> bool:
+        """Nothing but whitespace and reasoning spans has been fed: a bare call may still
+        open (under a rule, only here)."""
+        return self._lead
+
     def quiet(self) -> bool:
         """Nothing held and nothing undecided: no call forming, no marker prefix held, no
         complete call waiting for a decision. ``not forming()[0] and not complete_calls()``
