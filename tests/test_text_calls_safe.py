@@ -280,16 +280,23 @@ def test_text_calls_option_is_checked_and_the_backup_still_turns_the_fall_throug
 
 CUT = f"I will do that. <tool_call>{CALL[:40]}"
 INVALID = 'I will do that.\n```json\n{"tool": "delete_account", "arguments": "alice"}\n```'
+BROKEN_JSON = '{"tool": "delete_account", "arguments": {"user": "al"ice"}}'  # not JSON
+BROKEN = f"I will do that.\n<tool_call>{BROKEN_JSON}</tool_call>"
 
 
 @pytest.mark.parametrize("events", EVENTS)
-@pytest.mark.parametrize("kind", ["cut", "invalid"])
+@pytest.mark.parametrize("kind", ["cut", "invalid", "broken"])
 @pytest.mark.parametrize("wire", WIRES)
 def test_a_cut_or_invalid_text_call_of_its_own_tool_is_reported(wire, kind, events):
-    text = CUT if kind == "cut" else INVALID
+    text = {"cut": CUT, "invalid": INVALID, "broken": BROKEN}[kind]
     driver = Tools()
     loop = Loop(driver, events == "events", True).play(text_turn(wire, split(text, 6)))
-    raw = CALL[:40] if kind == "cut" else '{"tool": "delete_account", "arguments": "alice"}'
+    raw = {
+        "cut": CALL[:40],
+        "invalid": '{"tool": "delete_account", "arguments": "alice"}',
+        "broken": BROKEN_JSON,
+    }[kind]
+    kind = "invalid" if kind == "broken" else kind
     expected = CallIncomplete(("text", 0), "delete_account", None, raw, kind)
     assert loop.incomplete() == [expected] and loop.buf.incomplete_calls() == [expected]
     (reporting,) = [r for r in loop.rounds if r.incomplete_calls]
@@ -311,6 +318,18 @@ def test_a_cut_text_call_of_a_tool_nobody_owns_is_shown_or_told_by_an_orchestrat
     both = Orchestrator([Tools()])
     loop = Loop(both, True, True).play(text_turn("ollama", split(text, 6)))
     assert [(c.name, c.reason) for c in loop.incomplete()] == [("teleport", "cut")]
+
+
+def test_a_broken_call_is_text_when_prose_or_another_call_follows_it():
+    quoted = f"x <tool_call>{BROKEN_JSON}</tool_call> and more"
+    loop = Loop(Tools(), True, True).play(text_turn("bedrock_converse", split(quoted, 6)))
+    assert loop.incomplete() == [] and loop.text == quoted
+    broke = '<tool_call>{"tool": "delete_account", "arguments": {"user": tru} '  # no end
+    then = f"x {broke}<tool_call>{CALL}</tool_call>"
+    driver = Tools()
+    loop = Loop(driver, True, True).play(text_turn("bedrock_converse", split(then, 6)))
+    assert driver.ran == RAN and loop.incomplete() == []
+    assert loop.text == f"x {broke}"
 
 
 def test_a_cut_call_inside_prose_is_not_reported():

@@ -817,6 +817,11 @@ def test_a_bare_brace_opens_nothing_after_the_turn_s_first_character(codec) -> N
             '{"tool": "a", "arguments": [1]}',
         ),
         ('{"tool": "a", "arguments": "no"}', "invalid", '{"tool": "a", "arguments": "no"}'),
+        (
+            '<tool_call>{"tool": "a", "arguments": {"q": "say "hi""}}</tool_call>',  # not JSON
+            "invalid",
+            '{"tool": "a", "arguments": {"q": "say "hi""}}',
+        ),
     ],
 )
 def test_a_would_be_call_that_ends_the_turn_is_incomplete(codec, text, reason, raw) -> None:
@@ -839,6 +844,8 @@ def test_a_would_be_call_that_ends_the_turn_is_incomplete(codec, text, reason, r
         'ok <tool_call>{"to',  # its name never came
         "ok <tool_c",  # a marker prefix
         'x {"tool": "a", "arg',  # bare, not the whole text
+        '<tool_call>{"tool": "a", "arguments": {"q": tru}} no end delimiter',  # broken, open
+        '```json\n{"tool": "a", "arguments": {"q": tru}}\n```',  # broken in a fence: text
     ],
 )
 def test_what_is_not_an_incomplete_call_is_text(codec, text) -> None:

@@ -149,6 +149,7 @@ class TextCodec:
     _markers: dict[str, tuple[_Marker, ...]] = field(init=False, repr=False, compare=False)
     _trigger: re.Pattern[str] = field(init=False, repr=False, compare=False)
     _marker_trigger: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    _all_markers: tuple[str, ...] = field(init=False, repr=False, compare=False)
     _skip_res: dict[tuple[str, ...], re.Pattern[str]] = field(init=False, repr=False, compare=False)
     _lang_prefixes: frozenset[str] = field(init=False, repr=False, compare=False)
 
@@ -207,6 +208,7 @@ class TextCodec:
         set_(self, "_markers", by_char)
         set_(self, "_trigger", _any_of(triggers))
         set_(self, "_marker_trigger", _any_of(set(by_char)))  # a bare `{` is no start here
+        set_(self, "_all_markers", tuple(m.text for m in markers))
         set_(self, "_skip_res", skip_res)
         set_(self, "_lang_prefixes", frozenset(g[:k] for g in named for k in range(1, len(g) + 1)))
 
@@ -405,6 +407,7 @@ _LANG = 0  # after a fence marker: reading the language
 _OPEN = 1  # after a fence or start delimiter: waiting for `{` or `[`
 _VALUE = 2  # inside the JSON value
 _CLOSER = 3  # the value closed: waiting for the closing fence or end delimiter
+_BROKEN = 4  # a named call's JSON broke inside its delimiters: waiting for its end delimiter
 
 # JSON validator states.
 _S_TOP, _S_VALUE, _S_ITEM, _S_KEY, _S_COLON, _S_AFTER, _S_STRING, _S_NUMBER, _S_LITERAL = range(9)
@@ -447,6 +450,7 @@ _WS = cast(_AlwaysMatches, re.compile(r"[ \t\n\r]*"))
 _STR_STOP = re.compile(r'["\\]')
 _NUMBER = cast(_AlwaysMatches, re.compile(r"[-+0-9.eE]*"))
 _LANG_CHAR = re.compile(r"[A-Za-z0-9_+#.-]")
+_TOOL_NAME = re.compile(r"[\w.:/-]+")  # a name a broken call is still held for
 _LITERALS = {"t": "true", "f": "false", "n": "null"}
 
 
@@ -700,6 +704,9 @@ class TextScanner:
         c.parts = []
         c.dead = True
         c.watch = _W_DONE
+        if self._tail:  # a broken call's marker prefix: its text too
+            self._push(self._tail)
+            self._tail, self._tail_held = "", False
         self._emitted = self._total
         self._other_text()
         if c.phase in (_LANG, _OPEN) and c.kind == _FENCE:
@@ -721,7 +728,7 @@ class TextScanner:
         c = self._cand
         if c is not None and not c.dead:
             held = "".join(c.parts)
-            if self._rule is not None and c.name and not c.is_array:
+            if self._rule is not None and c.name and not c.is_array and c.phase != _BROKEN:
                 raw = held[c.vstart - c.start :] if c.vstart >= c.start else ""
                 call = TextCall(
                     c.name, _partial_arguments(self._codec, raw), c.start, self._total, "cut", raw
@@ -806,8 +813,8 @@ class TextScanner:
                 i = self._scan_candidate(s, i, s_abs)
         # Show what is settled; keep what is held.
         c = self._cand
-        if c is not None and not c.dead:
-            c.parts.append(s[max(c.start - s_abs, 0) :])
+        if c is not None and not c.dead:  # (a broken call may keep a marker prefix as tail)
+            c.parts.append(s[max(c.start - s_abs, 0) : self._tail_abs - s_abs if self._tail else n])
         elif self._tail_held:
             self._emit(s, s_abs, self._tail_abs)
         else:
@@ -959,6 +966,8 @@ class TextScanner:
             return self._phase_lang(c, s, i, s_abs)
         if phase == _OPEN:
             return self._phase_open(c, s, i, s_abs)
+        if phase == _BROKEN:
+            return self._phase_broken(c, s, i, s_abs)
         return self._phase_closer(c, s, i, s_abs)
 
     def _give_up(self, c: _Candidate, s: str, s_abs: int, at: int, then_skip: bool) -> int:
@@ -1039,6 +1048,27 @@ class TextScanner:
             return i
         return self._give_up(c, s, s_abs, i, then_skip=c.kind == _FENCE)
 
+    def _phase_broken(self, c: _Candidate, s: str, i: int, s_abs: int) -> int:
+        """A broken call: its end delimiter closes it (an invalid call); the start of any
+        other marker (a fence, a delimiter, reasoning) first makes it text, read again from
+        that marker. A suffix that may begin a marker waits, held, for the next fragment."""
+        ends = [c.end_marker, *self._codec._all_markers]
+        hits = [(k, x) for x in ends if (k := s.find(x, i)) >= 0]
+        if hits:
+            k, marker = min(hits, key=lambda h: (h[0], h[1] != c.end_marker))
+            if marker == c.end_marker:
+                c.vend = s_abs + k
+                return self._finish(c, s, s_abs, k + len(marker))
+            return self._give_up(c, s, s_abs, k, then_skip=False)
+        n = len(s)
+        if not c.dead:
+            for size in range(min(max(map(len, ends)) - 1, n - i), 0, -1):
+                suffix = s[n - size :]
+                if any(x.startswith(suffix) for x in ends):
+                    self._tail, self._tail_abs, self._tail_held = suffix, s_abs + n - size, True
+                    break
+        return n
+
     def _phase_closer(self, c: _Candidate, s: str, i: int, s_abs: int) -> int:
         """The JSON closed inside a fence or delimiters: only the closing marker may follow."""
         closers = self._codec.fence_markers if c.kind == _FENCE else (c.end_marker,)
@@ -1073,6 +1103,19 @@ class TextScanner:
             c.watch = _W_DONE
             return i
         if outcome == _BREAK:
+            if (
+                self._rule is not None
+                and c.kind == _DELIM
+                and not c.dead
+                and not c.is_array
+                and c.name
+                and _TOOL_NAME.fullmatch(c.name)
+            ):
+                # A named call whose JSON broke (an unescaped quote, a stray character): held
+                # to its end delimiter, then a call that cannot run, reported if it ends the
+                # turn. Any other marker before that delimiter makes it text.
+                c.phase = _BROKEN
+                return i
             return self._give_up(c, s, s_abs, i, then_skip=c.kind == _FENCE)
         c.vend = s_abs + i
         if c.kind == _BARE:
