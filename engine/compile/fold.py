@@ -1,10 +1,12 @@
 """``fold``: the delta-merge operation of OpenAI Chat, Cohere-style and Ollama wires.
 
 On a delta-merge wire the message is a fold of deltas: the content-like strings named in
-``concat`` concatenate, lists named in ``lists`` merge their entries by a SLOT key, the
-arguments field of a list entry streams through its :class:`~engine.model.jsonscan.ArgsStream`, and
-every other value is set once (a later ``null`` or ``""`` never erases it, and an id or name
-repeated on every fragment is never concatenated).
+``concat`` concatenate, lists named in ``lists`` merge their entries by a SLOT key, objects
+named in ``objects`` are one item each (a wire's single call outside any list), the
+arguments field of a list entry or of such an object streams through its
+:class:`~engine.model.jsonscan.ArgsStream`, and every other value is set once (a later
+``null`` or ``""`` never erases it, and an id or name repeated on every fragment is never
+concatenated).
 """
 
 from __future__ import annotations
@@ -48,6 +50,9 @@ class ListFold:
 class FoldSpec:
     concat: frozenset[str]
     lists: dict[str, ListFold] = field(default_factory=dict)
+    # Fields whose object is one item (not a list of them): merged like a list's entry, its
+    # arguments streamed; the assembly is told of it once, as it is of a list's new item.
+    objects: dict[str, ListFold] = field(default_factory=dict)
     display_key: str | None = None  # the concat key that is display text at this level
     parts: dict[str, JoinRule] = field(default_factory=dict)  # concat keys that may be parts
     display_part: Any = None  # predicate: which parts of the display key are display text
@@ -83,6 +88,18 @@ def op_fold(spec: dict, ctx: CompileContext) -> Run:
             concat=frozenset(lspec.get("concat", ())),
             slot_path=lspec.get("slot"),
         )
+    objects = {
+        name: ListFold(
+            pattern=f"{base}.{name}" if base else name,
+            slot=None,
+            without_slot="continue",
+            identity=(),
+            drop=frozenset(),
+            args=parse_chain(ospec["args"]) if ospec.get("args") else (),
+            concat=frozenset(ospec.get("concat", ())),
+        )
+        for name, ospec in (spec.get("objects") or {}).items()
+    }
     parts = {
         k: JoinRule.from_spec(v, f"{at}.{k}" if at else k)
         for k, v in (spec.get("parts") or {}).items()
@@ -91,6 +108,7 @@ def op_fold(spec: dict, ctx: CompileContext) -> Run:
     fold = FoldSpec(
         concat=concat | frozenset(parts),
         lists=lists,
+        objects=objects,
         display_key=display_key,
         parts=parts,
         display_part=ctx.text_part_where,
@@ -179,8 +197,22 @@ def fold_delta(asm: Assembly, dest: dict, delta: dict, spec: FoldSpec, order: st
             for entry in entries:
                 if entry.__class__ is dict:
                     _fold_entry(asm, lst, entry, lfold)
+        elif key in spec.objects and value.__class__ is dict:
+            _fold_object(asm, dest, key, value, spec.objects[key])
         else:
             _set_once(dest, key, value)
+
+
+def _fold_object(asm: Assembly, dest: dict, key: str, value: dict, spec: ListFold) -> None:
+    """An ``objects`` field: its first delta makes the item (told to the assembly once it
+    holds that delta, so that ``calls.where`` reads what it carries), later ones merge in."""
+    item = dest.get(key)
+    if item.__class__ is dict:
+        _merge_entry(asm, item, item, value, spec, 0)
+        return
+    item = dest[key] = {}
+    _merge_entry(asm, item, item, value, spec, 0)
+    asm.item_added(spec.pattern, item)
 
 
 def _shows(spec: FoldSpec, part: dict) -> bool:
@@ -358,10 +390,9 @@ def _restates(stream: Any, value: Any) -> bool:
 
 
 def _skip_restated(asm: Assembly, item: dict, spec: ListFold) -> None:
-    calls = asm.strategy.spec.calls
-    name = calls.name(item) if calls is not None else None
+    track = asm.track_of.get(id(item))
+    name = track.place.name(item) if track is not None else None
     asm.skip(
         f"fold {spec.pattern}: the entry restates the arguments of the call {name!r}, which are "
         "complete already; the restatement is not taken"
     )
-

@@ -54,6 +54,21 @@ class CallsSpec:
     # A call item the message marks as cut short (Gemini's ``willContinue`` left on a call
     # whose stream ended): never a call, an incomplete one ("cut"), in a whole message.
     cut_when: Predicate | None = None
+    # A place that is one object at this field chain of the message, not the items of a
+    # list (a wire whose turn carries at most one call there): ``pattern`` is the chain, and
+    # the call's SLOT is that pattern, the same for the call's life.
+    single: tuple[str, ...] = ()
+
+    def items_at(self, message: Any) -> list[tuple[Any, dict]]:
+        """The call items of this place in a whole message, each with its SLOT (its position
+        in its list; the pattern for a single place), ``where`` applied."""
+        if self.single:
+            item = _dig(message, self.single)
+            found = [(self.pattern, item)] if isinstance(item, dict) else []
+        else:
+            found = _walk_at(message, self.list_fields)
+        where = self.where
+        return [(slot, item) for slot, item in found if where is None or where(item)]
 
     def install_args(self, item: dict) -> ArgsStream:
         """Put an :class:`ArgsStream` at the item's args field, seeded with what is there."""
@@ -107,7 +122,7 @@ class Spec:
     title: str
     descriptor: dict
     initial_message: dict
-    calls: CallsSpec | None
+    calls: CallsSpec | None  # the first place of the calls (``calls`` itself)
     text: TextSpec | None
     leaks_into_text: bool
     sentinels: frozenset[str]
@@ -115,6 +130,16 @@ class Spec:
     length_stops: frozenset[str] = frozenset()
     # Where reasoning sits in the message (the ``reasoning`` section), in declaration order.
     reasoning: tuple[TextPlace, ...] = ()
+    # Every place the calls sit in the message: ``calls`` first, then each of ``calls.also``
+    # (a second shape of call the wire may send instead, in another place of the message).
+    places: tuple[CallsSpec, ...] = ()
+
+    def place_of(self, pattern: str, item: dict) -> CallsSpec | None:
+        """The place whose pattern this item sits at and whose ``where`` it passes."""
+        for place in self.places:
+            if place.pattern == pattern and (place.where is None or place.where(item)):
+                return place
+        return None
 
     def new_args(self, current: Any) -> ArgsStream:
         form = self.calls.args_form if self.calls is not None else "string"
@@ -622,6 +647,30 @@ def _message_reader(places: tuple[TextPlace, ...]) -> Callable[[dict, list], Non
     return lambda message, out: visit(message, message, "", out)
 
 
+def _call_place(spec: dict, pointer: str, problems: Problems, single_allowed: bool) -> CallsSpec:
+    """One place of the calls: ``calls`` itself (the items of a list), or one of
+    ``calls.also``, which may also be a single object at a field chain (``single``)."""
+    pattern, chains, tail = _pattern_parts(spec["at"])
+    single: tuple[str, ...] = ()
+    if tail:
+        if single_allowed and not chains:
+            single = tail
+        else:
+            problems.add(f"{pointer}/at", "calls.at must end with [*]")
+    return CallsSpec(
+        pattern=pattern,
+        list_fields=chains,
+        where=compile_predicate(spec["where"]) if spec.get("where") else None,
+        name=compile_get(spec["name"]),
+        id=compile_get(spec["id"]) if spec.get("id") else (lambda item: None),
+        args_fields=parse_chain(spec["args"]),
+        args_form=spec.get("args_form", "string"),
+        args_whole=spec.get("args_arrive", "fragments") == "whole",
+        cut_when=compile_predicate(spec["cut_when"]) if spec.get("cut_when") else None,
+        single=single,
+    )
+
+
 def _pattern_parts(path: str) -> tuple[str, tuple[tuple[str, ...], ...], tuple[str, ...]]:
     """``output[*].content[*].text`` -> pattern, field chains before each [*], tail fields."""
     segments = parse_target(path)
@@ -674,25 +723,12 @@ class ExtractionStrategy:
         self.title: str = descriptor.get("title", self.name)
         calls_spec = descriptor.get("calls")
         calls = None
+        places: list[CallsSpec] = []
         if calls_spec:
-            pattern, chains, tail = _pattern_parts(calls_spec["at"])
-            if tail:
-                problems.add("/calls/at", "calls.at must end with [*]")
-            calls = CallsSpec(
-                pattern=pattern,
-                list_fields=chains,
-                where=compile_predicate(calls_spec["where"])
-                if calls_spec.get("where")
-                else None,
-                name=compile_get(calls_spec["name"]),
-                id=compile_get(calls_spec["id"]) if calls_spec.get("id") else (lambda item: None),
-                args_fields=parse_chain(calls_spec["args"]),
-                args_form=calls_spec.get("args_form", "string"),
-                args_whole=calls_spec.get("args_arrive", "fragments") == "whole",
-                cut_when=compile_predicate(calls_spec["cut_when"])
-                if calls_spec.get("cut_when")
-                else None,
-            )
+            calls = _call_place(calls_spec, "/calls", problems, single_allowed=False)
+            places.append(calls)
+            for i, also in enumerate(calls_spec.get("also") or ()):
+                places.append(_call_place(also, f"/calls/also/{i}", problems, True))
         text_spec = descriptor.get("text")
         text = None
         if text_spec:
@@ -733,6 +769,7 @@ class ExtractionStrategy:
             sentinels=frozenset(descriptor.get("done_sentinels", ())),
             length_stops=frozenset(descriptor.get("length_stops", ())),
             reasoning=reasoning,
+            places=tuple(places),
         )
         self.leaks_into_text = self.spec.leaks_into_text
         self.is_wire = "events" in descriptor
@@ -781,12 +818,15 @@ class ExtractionStrategy:
 
     # -- whole messages ------------------------------------------------------------------------
 
-    def _call_items(self, message: Any) -> list[dict]:
-        calls = self.spec.calls
-        if calls is None or not isinstance(message, dict):
+    def _call_items(self, message: Any) -> list[tuple[CallsSpec, Any, dict]]:
+        """Every call item of a whole message: each place's, in the order of the places."""
+        if not isinstance(message, dict):
             return []
-        items = _walk(message, calls.list_fields)
-        return [item for item in items if calls.where is None or calls.where(item)]
+        return [
+            (place, slot, item)
+            for place in self.spec.places
+            for slot, item in place.items_at(message)
+        ]
 
     def answerable(self, message: Any) -> Any:
         """``message`` as the API accepts it back in a history: a copy in which each call
@@ -795,12 +835,11 @@ class ExtractionStrategy:
         object wire) instead of its raw text, which the API would refuse (an object wire's
         ``input`` must be an object). Its error result says what was wrong; the message
         itself is unchanged. Without such a call, ``message`` itself."""
-        calls = self.spec.calls
-        if calls is None or not self.incomplete_calls(message):
+        if not self.spec.places or not self.incomplete_calls(message):
             return message
         copy = json.loads(json.dumps(message))  # plain JSON: the assembled message is
-        empty: Any = "{}" if calls.args_form == "string" else {}
-        for item in self._call_items(copy):
+        for calls, _, item in self._call_items(copy):
+            empty: Any = "{}" if calls.args_form == "string" else {}
             raw = _dig(item, calls.args_fields)
             if raw is not None and parse_arguments(raw, calls.args_form) is None:
                 parent = _dig(item, calls.args_fields[:-1]) if calls.args_fields[:-1] else item
@@ -812,17 +851,13 @@ class ExtractionStrategy:
         items = self._call_items(message)
         if not items:
             return NOT_FORMING
-        calls = self.spec.calls
-        assert calls is not None, "_call_items finds no item on a wire without calls"
-        name = calls.name(items[0])
+        calls, _, first = items[0]
+        name = calls.name(first)
         return Forming(True, name if isinstance(name, str) and name else None)
 
     def extract(self, message: Any) -> list[ExtractedCall]:
-        calls = self.spec.calls
         out: list[ExtractedCall] = []
-        if calls is None:
-            return out
-        for item in self._call_items(message):
+        for calls, _, item in self._call_items(message):
             if calls.cut_when is not None and calls.cut_when(item):
                 continue  # cut short: incomplete_calls() reports it
             name = calls.name(item)
@@ -838,13 +873,8 @@ class ExtractionStrategy:
         position in its list. A driver reports them (API.md: ``incomplete_calls``), so that
         a message handed over whole is never silent where its stream would not be. Absent
         arguments are not among them: there is nothing that failed to parse."""
-        calls = self.spec.calls
-        if calls is None:
-            return []
         out = []
-        for slot, item in _walk_at(message, calls.list_fields):
-            if calls.where is not None and not calls.where(item):
-                continue
+        for calls, slot, item in self._call_items(message):
             raw = _dig(item, calls.args_fields)
             cut = calls.cut_when is not None and calls.cut_when(item)
             if not cut and (raw is None or parse_arguments(raw, calls.args_form) is not None):

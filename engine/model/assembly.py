@@ -22,10 +22,14 @@ if TYPE_CHECKING:
 class CallTrack:
     """One item of the message that is a client tool call, and its arguments."""
 
-    __slots__ = ("item", "args", "order", "reported", "slot")
+    __slots__ = ("item", "args", "order", "reported", "slot", "place")
 
-    def __init__(self, item: dict, args: ArgsStream, order: int, slot: Any = None) -> None:
+    def __init__(
+        self, item: dict, args: ArgsStream, order: int, slot: Any = None, place: Any = None
+    ) -> None:
         self.item = item
+        # The calls place it sits at (a ``CallsSpec``): how its name, id and arguments read.
+        self.place = place
         self.args = args
         self.order = order
         self.reported = False  # listed in ``Assembly.incomplete`` already
@@ -105,16 +109,22 @@ class Assembly:
     def item_added(self, pattern: str, item: dict, slot: Any = None) -> None:
         """An item was opened in a slotted list (at ``slot``, when the caller has it at
         hand); start tracking it if it is a call."""
-        calls = self.strategy.spec.calls
-        if calls is None or pattern != calls.pattern:
+        spec = self.strategy.spec
+        calls = spec.calls
+        if calls is None:
+            return
+        if pattern != calls.pattern and all(p.pattern != pattern for p in spec.places):
             return
         if self.deferring:
             self.deferred.append((pattern, item, slot))
             return
-        if calls.where is not None and not calls.where(item):
+        place = spec.place_of(pattern, item)
+        if place is None:
             return
-        args = calls.install_args(item)
-        track = CallTrack(item, args, len(self.tracks), slot)
+        if place.single and slot is None:
+            slot = place.pattern
+        args = place.install_args(item)
+        track = CallTrack(item, args, len(self.tracks), slot, place)
         self.tracks.append(track)
         self.track_of[id(item)] = track
         if args.state != 0:
@@ -188,14 +198,12 @@ class Assembly:
 
     def _note_incomplete(self) -> None:
         """Add each call that will never be runnable to ``incomplete``, once."""
-        calls = self.strategy.spec.calls
-        if calls is None:
-            return  # no calls, no tracks
         for track in self.tracks:
             reason = track.args.incomplete_reason
             if reason is None or track.reported:
                 continue
             track.reported = True
+            calls = track.place
             name, call_id = calls.name(track.item), calls.id(track.item)
             self.incomplete.append(
                 CallIncomplete(
@@ -210,13 +218,16 @@ class Assembly:
     def track_slot(self, track: CallTrack) -> Any:
         """The call's SLOT: as its opener gave it, else found in the message (and kept)."""
         if track.slot is None:
-            track.slot = self.slot_of(track.item)
+            track.slot = self.slot_of(track.item, track.place)
         return track.slot
 
-    def slot_of(self, item: dict) -> Any:
+    def slot_of(self, item: dict, calls: Any = None) -> Any:
         """The SLOT the wire keys this call item by (its position for a plain list), found
-        by walking the calls' lists: asked only for a call that ends incomplete."""
-        calls = self.strategy.spec.calls
+        by walking the lists of its calls place: asked only for a call that ends incomplete."""
+        if calls is None:
+            calls = self.strategy.spec.calls
+        elif calls.single:
+            return calls.pattern
         level: list[Any] = [self.root]
         slot: Any = None
         for chain in calls.list_fields if calls is not None else ():

@@ -476,7 +476,7 @@ class LLMStreamBuffer:
         cached_key, cached = cache
         if cached_key is track:
             return cached, cache  # this call's name was known already, and a known name stays
-        name = self._asm.strategy.spec.calls.name(track.item)
+        name = track.place.name(track.item)
         key = (track.order, name)
         if cached_key == key:
             return cached, cache
@@ -501,18 +501,18 @@ class LLMStreamBuffer:
             self._emitted_order = []
             self._calls = []
             self._scan_from = 0
-        spec = asm.strategy.spec.calls
         tracks = asm.tracks
         emitted = self._emitted
         for index in range(self._scan_from, len(tracks)):
             track = tracks[index]
             if index in emitted or track.args.state != COMPLETE:
                 continue
-            name = spec.name(track.item)
+            place = track.place
+            name = place.name(track.item)
             if name.__class__ is not str or not name:
                 asm.calls_dirty = True  # the name may still arrive
                 continue
-            call_id = spec.id(track.item)
+            call_id = place.id(track.item)
             if self._calls and self._emitted_order and self._emitted_order[-1] > index:
                 self._needs_sort = True
             call = ExtractedCall(name, track.args.value, call_id or None)

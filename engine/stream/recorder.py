@@ -270,18 +270,17 @@ class EventRecorder:
 
     def _starts(self, asm: Assembly) -> None:
         """The tracked calls whose name has come since: ``CallStarted``."""
-        calls = asm.strategy.spec.calls
-        assert calls is not None  # sinks exist only for call tracks, which need calls
         waiting = []
         for sink in self.unstarted:
             track = sink.track
             if track.reported or sink.started:
                 continue  # incomplete before its name came (CallIncomplete says so), or ready
-            name = calls.name(track.item)
+            place = track.place
+            name = place.name(track.item)
             if name.__class__ is not str or not name:
                 waiting.append(sink)
                 continue
-            self._start(asm, sink, name, calls.id(track.item))
+            self._start(asm, sink, name, place.id(track.item))
         self.unstarted = waiting
 
     def _start(self, asm: Assembly, sink: CallSink, name: str, call_id: Any) -> None:
