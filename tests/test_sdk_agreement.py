@@ -316,6 +316,9 @@ def _sdk_message_and_calls(wire: str, final) -> tuple[dict, dict, list[dict]]:
             _as_call(t["function"]["name"], t["function"]["arguments"], t["id"])
             for t in message.get("tool_calls") or []
         ]
+        legacy = message.get("function_call")  # the deprecated single call: no id
+        if legacy:
+            calls.append(_as_call(legacy["name"], legacy["arguments"], None))
         return {}, message, [c for c in calls if c]
     dumped = _dump(final)
     if wire == "openai_responses":
