@@ -149,3 +149,23 @@ def test_every_bedrock_exception_member_first(name, shape):
     buf = replay([frame], close=False)
     assert (buf.format, buf.is_finished()) == ("bedrock_converse", True)
     assert buf.error is not None and buf.error == _after_message_start(frame).error
+
+
+def test_legacy_place_whose_arguments_nothing_writes_is_reported():
+    """validate knows that fold's ``objects`` write the legacy call's arguments, and says
+    so where nothing writes a further place's arguments."""
+    from engine.language.validate import validate_text
+
+    text = (GOLDEN.parent.parent / "formats" / "openai_chat.yaml").read_text(encoding="utf-8")
+    assert validate_text(text, "openai_chat.yaml")[1] == []
+    cut = text.replace("function_call: {args: arguments}\n", "function_call: {}\n")
+    assert cut != text
+    problems = validate_text(cut, "openai_chat.yaml")[1]
+    assert [(p.pointer, p.rule) for p in problems] == [("/calls/also/0/args", "args-unwritten")]
+
+
+def test_resplit_knows_the_legacy_arguments_stream():
+    """The re-split property tests split what the descriptors declare streamed: the legacy
+    call's argument fragments are among them."""
+    fmt = engine.load_format("openai_chat")
+    assert ("choices", "*", "delta", "function_call", "arguments") in fmt.streamed_fields()

@@ -150,6 +150,10 @@ def _fold_streamed(args: dict) -> tuple[Streamed, ...]:
         if lspec.get("args"):
             found.append((base, (name, "*", *parse_chain(lspec["args"]))))
         found.extend((base, (name, "*", key)) for key in lspec.get("concat", ()))
+    for name, ospec in (args.get("objects") or {}).items():
+        if ospec.get("args"):
+            found.append((base, (name, *parse_chain(ospec["args"]))))
+        found.extend((base, (name, key)) for key in ospec.get("concat", ()))
     return tuple(found)
 
 
@@ -174,6 +178,9 @@ def _fold_args_written(args: dict) -> tuple[str, ...]:
         if isinstance(lspec, dict) and lspec.get("args"):
             written = f"{base}.{name}[*]" if base else f"{name}[*]"
             out.append(f"{written}.{lspec['args']}")
+    for name, ospec in (args.get("objects") or {}).items():
+        if isinstance(ospec, dict) and ospec.get("args"):
+            out.append(f"{base}.{name}.{ospec['args']}" if base else f"{name}.{ospec['args']}")
     return tuple(out)
 
 

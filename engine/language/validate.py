@@ -584,25 +584,39 @@ def _unwritten_args(data: dict, where: _Locator) -> list[Problem]:
     """``calls.args`` streams fragments (the default ``args_arrive``) but no operation writes
     there: every call's arguments would stay empty, and no call would ever be runnable."""
     calls = data.get("calls")
-    if not isinstance(calls, dict) or calls.get("args_arrive") == "whole":
+    if not isinstance(calls, dict):
         return []
-    at, args = calls.get("at"), calls.get("args")
-    if not (isinstance(at, str) and isinstance(args, str)):
-        return []
-    wanted = f"{_pattern_of(at)}.{args}"
-    for _, name, spec in operation_rules(data.get("events")):
-        if wanted in OPERATIONS[name].writes_args(spec):
-            return []
-    slotted = wanted.replace("[*]", "[SLOT]")
-    return [
-        where.at_value(
-            "/calls/args",
-            f"no operation writes the calls' arguments at {slotted} (an args or args_final "
-            "there, or a fold list's args): every call would stay without arguments; write "
-            "them, or declare args_arrive: whole if they come with the item",
-            "args-unwritten",
+    places = [("/calls", calls)]
+    also = calls.get("also")
+    if isinstance(also, list):
+        places += [(f"/calls/also/{i}", p) for i, p in enumerate(also) if isinstance(p, dict)]
+    written = {
+        path
+        for _, name, spec in operation_rules(data.get("events"))
+        for path in OPERATIONS[name].writes_args(spec)
+    }
+    out = []
+    for pointer, place in places:
+        at, args = place.get("at"), place.get("args")
+        if place.get("args_arrive") == "whole" or not (
+            isinstance(at, str) and isinstance(args, str)
+        ):
+            continue
+        wanted = f"{_pattern_of(at)}.{args}"
+        if wanted in written:
+            continue
+        slotted = wanted.replace("[*]", "[SLOT]")
+        out.append(
+            where.at_value(
+                f"{pointer}/args",
+                f"no operation writes the calls' arguments at {slotted} (an args or "
+                "args_final there, or a fold list's args): every call would stay without "
+                "arguments; write them, or declare args_arrive: whole if they come with the "
+                "item",
+                "args-unwritten",
+            )
         )
-    ]
+    return out
 
 
 def _pattern_of(path: str) -> str:
