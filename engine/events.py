@@ -33,12 +33,15 @@ class ExtractedCall:
     """A finished call: its tool name, parsed arguments and native call id.
 
     ``end`` is where the call ends in the text (for a call found in text), and takes no part in
-    equality. Read-only. Not a frozen dataclass: one is built for every call of a stream,
-    and a frozen dataclass's ``__init__`` (``object.__setattr__`` per field) cost a quarter of
-    the ``json.loads`` floor of a chunk carrying a whole call.
+    equality. ``free_form`` is true for a call whose input is free-form text, not JSON (its
+    place's ``args_form: text``): its ``arguments`` are then ``{ARGS: text}``, ARGS the last
+    field of the descriptor's ``args``; it takes no part in equality either. Read-only. Not
+    a frozen dataclass: one is built for every call of a stream, and a frozen dataclass's
+    ``__init__`` (``object.__setattr__`` per field) cost a quarter of the ``json.loads``
+    floor of a chunk carrying a whole call.
     """
 
-    __slots__ = ("_name", "_arguments", "_id", "_end")
+    __slots__ = ("_name", "_arguments", "_id", "_end", "_free_form")
 
     def __init__(
         self,
@@ -46,11 +49,13 @@ class ExtractedCall:
         arguments: dict[str, Any],
         id: str | None = None,
         end: int | None = None,
+        free_form: bool = False,
     ) -> None:
         self._name = name
         self._arguments = arguments
         self._id = id
         self._end = end
+        self._free_form = free_form
 
     @property
     def name(self) -> str:
@@ -68,6 +73,10 @@ class ExtractedCall:
     def end(self) -> int | None:
         return self._end
 
+    @property
+    def free_form(self) -> bool:
+        return self._free_form
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ExtractedCall) or other.__class__ is not ExtractedCall:
             return NotImplemented
@@ -84,7 +93,8 @@ class ExtractedCall:
     def __repr__(self) -> str:
         return (
             f"ExtractedCall(name={self._name!r}, arguments={self._arguments!r}, "
-            f"id={self._id!r}, end={self._end!r})"
+            f"id={self._id!r}, end={self._end!r}"
+            + (", free_form=True)" if self._free_form else ")")
         )
 
 

@@ -17,11 +17,21 @@ def _empty_object_schema() -> dict:
 @dataclass
 class Tool:
     """A tool as every wire declares it: a name, a description and a JSON Schema object for
-    its arguments (a tool without arguments has an empty object schema)."""
+    its arguments (a tool without arguments has an empty object schema).
+
+    ``format`` makes it a free-form tool, whose input is text, not JSON (a custom tool, on
+    the wires that have them): ``{"type": "text"}`` for any text, or ``{"type": "grammar",
+    "syntax": "regex" | "lark", "definition": "..."}`` for text a grammar accepts. A wire
+    that has free-form tools declares it as one (its descriptor's ``declarations`` read
+    ``tool.format``); a driver checks a free-form call against a regex definition before it
+    runs (a lark grammar is not checked), never against ``parameters``. None (the default):
+    a JSON tool.
+    """
 
     name: str
     description: str = ""
     parameters: dict = field(default_factory=_empty_object_schema)
+    format: dict | None = None
 
 
 @dataclass

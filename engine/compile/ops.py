@@ -758,6 +758,8 @@ def op_close(spec: dict, ctx: CompileContext) -> Run:
 def _adopt(asm: Assembly, item: dict, final: dict, args_fields: tuple[str, ...]) -> None:
     """Take the fields of a restated final item; the arguments go through their stream."""
     track = asm.track_of.get(id(item))
+    if track is not None and track.place is not None:
+        args_fields = track.place.args_fields  # the arguments of the place it sits at
     for key, val in final.items():
         if track is not None and args_fields and key == args_fields[0]:
             if len(args_fields) == 1:

@@ -197,25 +197,30 @@ def _fields_of(obj: Any) -> Callable[..., Any]:
     return lambda key, default=None: getattr(obj, key, default)
 
 
-def record_view(record: Any) -> dict:
+def record_view(record: Any, free_form: frozenset = frozenset()) -> dict:
     """A record as templates see it: ``{name, arguments, result, error, tool_call_id,
-    failed}``. Accepts a :class:`~engine.records.ToolCallRecord`, a mapping, or any object
-    with those attributes."""
+    failed, free_form}``. Accepts a :class:`~engine.records.ToolCallRecord`, a mapping, or
+    any object with those attributes. ``free_form`` is true for the result of a free-form
+    call of the message (its CALL-ID among ``free_form``), so that a wire answers it in its
+    own shape."""
     get = _fields_of(record)
     error = get("error")
+    call_id = get("tool_call_id")
     return {
         "name": get("name"),
         "arguments": get("arguments") or {},
         "result": get("result"),
         "error": None if error is None else str(error),
-        "tool_call_id": get("tool_call_id"),
+        "tool_call_id": call_id,
         "failed": error is not None,
+        "free_form": call_id is not None and call_id in free_form,
     }
 
 
 def tool_view(tool: Any) -> dict:
-    """A tool as templates see it: ``{name, description, parameters}``, the parameters a JSON
-    Schema object (an empty object schema when the tool has none)."""
+    """A tool as templates see it: ``{name, description, parameters, format}``, the
+    parameters a JSON Schema object (an empty object schema when the tool has none), the
+    format a free-form tool's input format, or None (``engine.Tool.format``)."""
     get = _fields_of(tool)
     parameters = get("parameters")
     if parameters is None:
@@ -226,6 +231,7 @@ def tool_view(tool: Any) -> dict:
         "name": get("name"),
         "description": get("description") or "",
         "parameters": parameters,
+        "format": get("format"),
     }
 
 
@@ -250,7 +256,9 @@ def result_messages(strategy: Any, message: Any, records: Iterable[Any]) -> list
     spec = sections_of(strategy).results
     if spec is None:
         raise NotImplementedError(f"format {_name_of(strategy)!r} declares no results section")
-    views = [record_view(r) for r in records]
+    ids_of = getattr(strategy, "free_form_ids", None)  # a wire's strategy; a codec has none
+    free = frozenset(ids_of(message)) if ids_of is not None else frozenset()
+    views = [record_view(r, free) for r in records]
     ctx = {"message": message, "records": views}
     out: list = []
     if spec.assistant is not None:

@@ -59,6 +59,20 @@ class CallsSpec:
     # the call's SLOT is that pattern, the same for the call's life.
     single: tuple[str, ...] = ()
 
+    @property
+    def free_form(self) -> bool:
+        """Its calls' input is free-form text (``args_form: text``), not JSON."""
+        return self.args_form == "text"
+
+    def arguments_of(self, item: dict) -> dict | None:
+        """The arguments of a call item of a whole message, or None when they never parse
+        (free-form text is never parsed: ``{ARGS: text}``, ARGS the last field of ``args``)."""
+        raw = _dig(item, self.args_fields)
+        if self.args_form == "text":
+            text = "" if raw is None else raw if isinstance(raw, str) else dumps_any_depth(raw)
+            return {self.args_fields[-1]: text}
+        return parse_arguments(raw, self.args_form)
+
     def items_at(self, message: Any) -> list[tuple[Any, dict]]:
         """The call items of this place in a whole message, each with its SLOT (its position
         in its list; the pattern for a single place), ``where`` applied."""
@@ -80,8 +94,15 @@ class CallsSpec:
             parent = child
         current = parent.get(self.args_fields[-1])
         if current.__class__ is ArgsStream:  # the item's first entry brought arguments
+            if self.args_form == "text" and current.text_key is None:
+                current = _as_text(current, self.args_fields[-1])
+                parent[self.args_fields[-1]] = current
             return current
-        if self.args_whole:
+        if self.args_form == "text":
+            stream = ArgsStream("text", text_key=self.args_fields[-1])
+            if current is not None:
+                stream.feed(current if current.__class__ is str else dumps_any_depth(current))
+        elif self.args_whole:
             # Whole arguments: absent means a call without arguments.
             stream = ArgsStream(self.args_form)
             stream.set_whole({} if current is None else current)
@@ -89,6 +110,14 @@ class CallsSpec:
             stream = new_args_stream(self.args_form, current)
         parent[self.args_fields[-1]] = stream
         return stream
+
+
+def _as_text(stream: ArgsStream, key: str) -> ArgsStream:
+    """An argument stream made before its item was known as a free-form call: its text
+    read again as free-form."""
+    text = ArgsStream("text", text_key=key)
+    text.feed(stream.text)
+    return text
 
 
 def new_args_stream(form: str, current: Any) -> ArgsStream:
@@ -839,6 +868,8 @@ class ExtractionStrategy:
             return message
         copy = json.loads(json.dumps(message))  # plain JSON: the assembled message is
         for calls, _, item in self._call_items(copy):
+            if calls.free_form:
+                continue  # free-form text is never refused
             empty: Any = "{}" if calls.args_form == "string" else {}
             raw = _dig(item, calls.args_fields)
             if raw is not None and parse_arguments(raw, calls.args_form) is None:
@@ -846,6 +877,14 @@ class ExtractionStrategy:
                 if isinstance(parent, dict):
                     parent[calls.args_fields[-1]] = empty
         return copy
+
+    def free_form_ids(self, message: Any) -> list[Any]:
+        """The CALL-IDs of the free-form calls of a whole message (``args_form: text``)."""
+        return [
+            calls.id(item)
+            for calls, _, item in self._call_items(message)
+            if calls.free_form and calls.id(item) is not None
+        ]
 
     def forming(self, message: Any) -> Forming:
         items = self._call_items(message)
@@ -861,9 +900,9 @@ class ExtractionStrategy:
             if calls.cut_when is not None and calls.cut_when(item):
                 continue  # cut short: incomplete_calls() reports it
             name = calls.name(item)
-            args = parse_arguments(_dig(item, calls.args_fields), calls.args_form)
+            args = calls.arguments_of(item)
             if isinstance(name, str) and name and args is not None:
-                out.append(ExtractedCall(name, args, calls.id(item)))
+                out.append(ExtractedCall(name, args, calls.id(item), free_form=calls.free_form))
         return out
 
     def incomplete_calls(self, message: Any) -> list[CallIncomplete]:
@@ -875,6 +914,8 @@ class ExtractionStrategy:
         arguments are not among them: there is nothing that failed to parse."""
         out = []
         for calls, slot, item in self._call_items(message):
+            if calls.free_form and not (calls.cut_when is not None and calls.cut_when(item)):
+                continue  # free-form text: whole in a whole message, never invalid
             raw = _dig(item, calls.args_fields)
             cut = calls.cut_when is not None and calls.cut_when(item)
             if not cut and (raw is None or parse_arguments(raw, calls.args_form) is not None):

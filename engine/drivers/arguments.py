@@ -9,12 +9,16 @@ words a retry prompt and an error result carry to the model.
 
 A ``parameters`` that is not a usable schema is the programmer's error, not the model's: a
 ``ValueError`` naming the tool, raised when the driver first lists the tool.
+
+A free-form call (``ExtractedCall.free_form``: its input is text, not JSON) is never checked
+against a schema: :func:`free_form_problems` checks it against its tool's ``format``.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -126,6 +130,39 @@ class SchemaCache:
             return known
         compiled = self._by_tool[tool.name] = ArgumentsSchema(tool.name, tool.parameters)
         return compiled
+
+
+# -- free-form calls: their input against the tool's format ------------------------------------
+
+
+def free_form_problems(tool: Tool, arguments: Any) -> list[ArgumentProblem]:
+    """What in a free-form call's input fails its tool's ``format`` (``engine.Tool.format``),
+    ``[]`` when it passes. Never a JSON Schema: the input is text. A ``regex`` definition is
+    checked (the whole input must match it, read by Python's ``re``; a definition ``re``
+    cannot compile is not checked); any other format (any text, a ``lark`` grammar, for
+    which no parser is at hand) passes unchecked."""
+    fmt = tool.format
+    if not isinstance(fmt, dict) or fmt.get("syntax") != "regex":
+        return []
+    pattern = _regex(fmt.get("definition"))
+    if pattern is None:
+        return []
+    ((key, text),) = arguments.items() if len(arguments) == 1 else ((None, None),)
+    if not isinstance(text, str):
+        return [("", "a free-form call takes its input as text")]
+    if pattern.fullmatch(text):
+        return []
+    return [(_pointer([key]), f"{text!r} does not match the tool's regex {pattern.pattern!r}")]
+
+
+@functools.lru_cache(maxsize=256)
+def _regex(definition: Any) -> re.Pattern | None:
+    if not isinstance(definition, str):
+        return None
+    try:
+        return re.compile(definition)
+    except re.error:
+        return None
 
 
 # -- the fast path: the keywords tool schemas use, checked in plain Python ----------------------

@@ -41,7 +41,7 @@ from ..model.fragments import copy_json
 from ..records import Tool, ToolCallRecord
 from ..stream.buffer import LLMStreamBuffer
 from ..text.codec import TextCodec
-from .arguments import ArgumentProblem, SchemaCache
+from .arguments import ArgumentProblem, SchemaCache, free_form_problems
 
 __all__ = ["BaseDriver", "DriverResponse", "Orchestrator", "Tool", "ToolCallRecord"]
 
@@ -765,6 +765,13 @@ class BaseDriver:
         tool = self._tool(call.name)
         if tool is None:
             return None
+        if call.free_form:  # text input: its tool's format, never a JSON Schema
+            problems = free_form_problems(tool, call.arguments)
+            if not problems:
+                return None
+            return _rejected(
+                call.name, call.arguments, call.id, free_form_error(call.name, problems)
+            )
         schemas = self._schemas
         if schemas is None:
             schemas = self._schemas = SchemaCache()
@@ -893,6 +900,16 @@ def arguments_error(tool_name: str, problems: list[ArgumentProblem]) -> str:
     return (
         f"The arguments of the call of '{tool_name}' do not match its parameters schema, so "
         f"it did not run: {listed}. Call it again with arguments that match the schema."
+    )
+
+
+def free_form_error(tool_name: str, problems: list[ArgumentProblem]) -> str:
+    """The error result (and retry prompt) of a free-form call whose input failed its
+    tool's format."""
+    listed = "; ".join(f"at {pointer or '/'}: {message}" for pointer, message in problems)
+    return (
+        f"The input of the call of '{tool_name}' does not match the tool's format, so it "
+        f"did not run: {listed}. Call it again with input that matches the format."
     )
 
 

@@ -60,12 +60,16 @@ class ArgsStream:
         "owner",
         "reason",
         "sink",
+        "text_key",
     )
 
-    def __init__(self, form: str, initial: Any = None) -> None:
+    def __init__(self, form: str, initial: Any = None, text_key: str | None = None) -> None:
         self.parts: list[str] = []
         self.initial = initial
-        self.form = form  # "string" or "object": the native final form
+        self.form = form  # "string", "object", or "text": the native final form
+        # Free-form text (form "text"): never scanned nor parsed; complete when its item
+        # closes, its value then ``{text_key: the text}``.
+        self.text_key = text_key if form == "text" else None
         self.state = OPEN
         self.value: Any = None  # the parsed object once COMPLETE
         self.closed = False
@@ -94,6 +98,8 @@ class ArgsStream:
         self.parts.append(fragment)
         if self.sink is not None:
             self.sink.fed(fragment)
+        if self.text_key is not None:
+            return False  # free-form text: nothing to scan, complete when its item closes
         if self.state == INVALID:
             return False
         if self._ended:
@@ -109,6 +115,9 @@ class ArgsStream:
 
     def set_whole(self, value: Any) -> bool:
         """The wire sent the arguments whole, as an object (or other JSON value)."""
+        if self.text_key is not None:  # free-form: any value is its text
+            self.reset()
+            return self.feed(value if value.__class__ is str else dumps_any_depth(value))
         if value.__class__ is str:
             self.reset()
             return self.feed(value) or True
@@ -283,6 +292,11 @@ class ArgsStream:
         if self.closed:
             return False
         self.closed = True
+        if self.text_key is not None:  # free-form text: whole once its item is done
+            if cut:
+                return False
+            self.state, self.value = COMPLETE, {self.text_key: self.text}
+            return True
         if not cut and self.is_empty and self.state == OPEN:
             if self.parts:  # whitespace only: not "" and not JSON (json.loads rejects it)
                 self._invalid(INVALID_TEXT)
@@ -313,7 +327,7 @@ class ArgsStream:
         value while the item streams, then the parsed object, or the raw text when it never
         parsed (``""`` for one cut before any fragment), so that a cut call is never
         mistaken for a call without arguments."""
-        if self.form == "string":
+        if self.form != "object":  # a JSON text, or free-form text, as sent
             return self.text
         if not self.closed:
             if self._whole is not None:

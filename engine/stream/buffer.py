@@ -515,7 +515,9 @@ class LLMStreamBuffer:
             call_id = place.id(track.item)
             if self._calls and self._emitted_order and self._emitted_order[-1] > index:
                 self._needs_sort = True
-            call = ExtractedCall(name, track.args.value, call_id or None)
+            call = ExtractedCall(
+                name, track.args.value, call_id or None, free_form=place.args_form == "text"
+            )
             self._calls.append(call)
             track.args.owner = asm
             self._emitted_order.append(index)

@@ -92,7 +92,11 @@ class CallSink(PartialJSON):
     def fed(self, fragment: str) -> None:
         """A fragment of the argument text: ``partial`` takes it (its own fast path reads a
         fragment of string text only in place), and the call's delta is recorded."""
-        self.feed(fragment)
+        key = self.track.args.text_key
+        if key is not None:  # free-form text: ``partial`` is {key: the text so far}
+            self.value[key] = self.value.get(key, "") + fragment
+        else:
+            self.feed(fragment)
         if self.live:
             delta = _new(ArgumentsDelta)
             _set_slot(delta, self.slot)
