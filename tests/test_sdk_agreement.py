@@ -325,8 +325,11 @@ def _sdk_message_and_calls(wire: str, final) -> tuple[dict, dict, list[dict]]:
         items = dumped["output"]
         calls = [
             _as_call(i["name"], i["arguments"], i["call_id"])
-            for i in items
             if i.get("type") == "function_call"
+            # a custom tool's free-form input, never parsed: the call's {"input": text}
+            else {"name": i["name"], "arguments": {"input": i["input"]}, "id": i["call_id"]}
+            for i in items
+            if i.get("type") in ("function_call", "custom_tool_call")
         ]
         return {}, {"output": items}, [c for c in calls if c]
     blocks = dumped["content"]
