@@ -105,6 +105,14 @@ def test_legacy_function_call_driver_runs_once_and_answers_in_the_legacy_shape()
     ]
 
 
+def test_legacy_function_call_in_a_whole_message_runs():
+    (path,) = LEGACY
+    driver = Recorder("get_current_weather")
+    response = driver.process_llm_response(_expect(path)["message"])
+    assert driver.ran == [("get_current_weather", {"location": "Boston, MA"})]
+    assert response.messages[-1]["role"] == "function"
+
+
 def test_legacy_function_call_cut_is_incomplete():
     (path,) = LEGACY
     events = read_stream(path)[:4]  # the arguments stop inside a string
