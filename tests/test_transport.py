@@ -285,7 +285,7 @@ def test_an_unknown_field_in_a_capture_is_still_an_error():
 
 
 def test_eventstream_errors_name_the_byte_where_the_message_starts():
-    path = BEDROCK[0]
+    path = next(p for p in BEDROCK if len(read_stream(p)) > 1)  # a stream of two messages
     body = eventstream_body(path)
     second = struct.unpack_from(">I", body)[0]
     broken = bytearray(body)

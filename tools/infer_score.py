@@ -1,9 +1,11 @@
 """How well ``mcs-formats new --from`` infers a descriptor: drafts scored against the real ones.
 
 For every built-in wire, each recorded stream of tests/golden/<wire>/ that carries a tool call
-(the real descriptor finds at least one call in it) is given to the inference as a stranger's
-stream would be; the draft is then compared with the built-in descriptor on what one stream
-can show:
+(the real descriptor finds at least one call in it, and every call in the descriptor's first
+place, ``calls``: a draft infers one place, so a stream that shows a second shape of call
+from ``calls.also``, a legacy ``function_call`` or a custom tool's, is left out) is given to
+the inference as a stranger's stream would be; the draft is then compared with the built-in
+descriptor on what one stream can show:
 
 - events: the real descriptor's event names (``events.on``, nested tables, ``ignore``) that
   occur in the stream, and of those the share the draft names (in its ``on`` or ``ignore``);
@@ -173,6 +175,16 @@ def played(strategy, events: list[Any]) -> tuple[list, str]:
     return [(c.name, c.arguments, c.id) for c in buf.calls()], buf.get_content()
 
 
+def _in_further_places(strategy, events: list[Any]) -> bool:
+    """Does the stream hold a call in a further place of the descriptor (``calls.also``)?"""
+    buf = LLMStreamBuffer(strategies=[strategy])
+    for event in events:
+        buf.add(event)
+    buf.close()
+    message = buf.as_dict()
+    return any(place.items_at(message) for place in strategy.spec.places[1:])
+
+
 def replays(path: str, events: list[Any]) -> tuple[list, str] | None:
     """What the draft makes of its stream, or None when it does not validate or replay."""
     if validate_descriptor(path):
@@ -233,7 +245,7 @@ def score_wire(wire: str, workdir: Path) -> Tally:
     for stream in sorted((GOLDEN / wire).glob("*.jsonl")):
         events = read_events(stream)
         want = played(strategy, events)
-        if not want[0]:
+        if not want[0] or _in_further_places(strategy, events):
             continue
         tally.merge(one := score_stream(real, events, workdir, stream.name, want))
         tally.misses += one.misses
