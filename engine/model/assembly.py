@@ -11,9 +11,15 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..events import CallIncomplete
-from .fragments import Fragments, SlottedList, ingest
-from .jsonscan import COMPLETE, ArgsStream
+from ..events import (
+    CAUSE_CONNECTION,
+    CAUSE_DONE,
+    CAUSE_ERROR,
+    CAUSE_LENGTH,
+    CallIncomplete,
+)
+from .fragments import Fragments, SlottedList, ingest, shown_value
+from .jsonscan import AFTER_COMPLETE, COMPLETE, ArgsStream
 
 if TYPE_CHECKING:
     from ..compile.strategy import ExtractionStrategy
@@ -22,7 +28,7 @@ if TYPE_CHECKING:
 class CallTrack:
     """One item of the message that is a client tool call, and its arguments."""
 
-    __slots__ = ("item", "args", "order", "reported", "slot")
+    __slots__ = ("item", "args", "order", "reported", "slot", "ended_first")
 
     def __init__(self, item: dict, args: ArgsStream, order: int, slot: Any = None) -> None:
         self.item = item
@@ -30,6 +36,7 @@ class CallTrack:
         self.order = order
         self.reported = False  # listed in ``Assembly.incomplete`` already
         self.slot = slot  # the SLOT the wire keys it by, when the one who opened it knew
+        self.ended_first = False  # its own end event closed it before the stream's end
 
 
 class Assembly:
@@ -56,6 +63,7 @@ class Assembly:
         "events",
         "deferring",
         "deferred",
+        "end_cause",
     )
 
     def __init__(self, strategy: ExtractionStrategy) -> None:
@@ -87,6 +95,9 @@ class Assembly:
         # items opened meanwhile wait here.
         self.deferring = False
         self.deferred: list[tuple[str, dict, Any]] = []
+        # How the stream ended, for the cause of a call cut by it (CallIncomplete.cause):
+        # set at the wire's DONE (a length stop, an error, a normal stop) or at close().
+        self.end_cause: str | None = None
 
     def skip(self, reason: str) -> None:
         """An operation could not place what the event carries: say so, never drop it."""
@@ -105,7 +116,7 @@ class Assembly:
             return
         if calls.where is not None and not calls.where(item):
             return
-        args = calls.install_args(item)
+        args = calls.install_args(item, lambda what, why: self._refused(item, slot, what, why))
         track = CallTrack(item, args, len(self.tracks), slot)
         self.tracks.append(track)
         self.track_of[id(item)] = track
@@ -136,6 +147,27 @@ class Assembly:
         parent[path_fields[-1]] = stream
         return stream
 
+    def _refused(self, item: dict, slot: Any, what: Any, why: str) -> None:
+        """A call's stream did not take ``what``: its fate is decided (engine.model.jsonscan,
+        one fate per call). Listed as skipped, never dropped silently. (Cold: only for a
+        wire that sends more than a call's arguments.)"""
+        calls = self.strategy.spec.calls
+        name = calls.name(item) if calls is not None else None
+        if slot is None:
+            slot = self.slot_of(item)
+        call = f"the call {name!r} (slot {slot!r})"
+        kind = "text" if what.__class__ is str else "value"
+        if why == AFTER_COMPLETE:
+            self.skip(
+                f"args of {call}: its arguments are complete (their first JSON value); the "
+                f"{kind} after them is not taken: {shown_value(what)}"
+            )
+        else:
+            self.skip(
+                f"args of {call}: it ended with its arguments incomplete and will never run; "
+                f"the {kind} that came after is not taken: {shown_value(what)}"
+            )
+
     # -- the end of the stream ---------------------------------------------------------------
 
     def finish(self, cut: bool | None = None) -> None:
@@ -148,16 +180,24 @@ class Assembly:
         if cut is None:
             reason = self.stop_reason
             cut = reason.__class__ is str and reason in self.strategy.spec.length_stops
+            self.end_cause = CAUSE_LENGTH if cut else CAUSE_DONE
+        else:
+            self.end_cause = CAUSE_ERROR if cut else CAUSE_DONE
         self.cut = cut
         self.close_open(cut)
 
     def end_input(self) -> None:
         """``close()``: no more input. Without the wire's DONE every open item was cut;
         after it, an item opened since closes the way the DONE said."""
+        if self.cut is None:
+            self.end_cause = CAUSE_CONNECTION
         self.close_open(True if self.cut is None else self.cut)
 
     def close_open(self, cut: bool) -> None:
         """Close every call still open, then list the calls that will never be runnable."""
+        for track in self.tracks:  # closed by their own end event, before the stream's
+            if track.args.closed and not track.reported:
+                track.ended_first = True
         for end in self.strategy.at_end:  # what operations keep open (the extend op's parts)
             end(self, cut)
         for track in self.tracks:
@@ -184,8 +224,21 @@ class Assembly:
                     id=call_id if call_id.__class__ is str and call_id else None,
                     raw=track.args.text,
                     reason=reason,
+                    cause=self._cause(track, reason),
                 )
             )
+
+    def _cause(self, track: CallTrack, reason: str) -> str | None:
+        """``CallIncomplete.cause``: why the arguments never parse, or what cut them. A
+        length stop or an error at the end is what cut every call still incomplete then;
+        else a call whose own end event closed it open ended there ("done inside call"),
+        not at the connection's end."""
+        if reason != "cut":
+            return track.args.invalid_cause()
+        cause = self.end_cause
+        if track.ended_first and cause not in (CAUSE_LENGTH, CAUSE_ERROR):
+            return CAUSE_DONE
+        return cause
 
     def track_slot(self, track: CallTrack) -> Any:
         """The call's SLOT: as its opener gave it, else found in the message (and kept)."""
