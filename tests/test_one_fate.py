@@ -24,7 +24,7 @@ from conftest import GOLDEN, golden_streams, read_stream, stream_id
 import engine
 from engine.cli.resplit import leaves
 
-EXTRA = ' {"b": 2}'  # a second JSON value after the call's arguments
+EXTRA = '{"b": 2}'  # a second JSON value after the call's arguments
 
 
 def _fmt(path):
@@ -289,10 +289,7 @@ def test_a_gemini_call_cut_in_its_first_chunk_starts_before_it_is_incomplete():
     events = read_stream(GOLDEN / "gemini" / "vercel_stream_fc_partial_args.jsonl")
     fmt = engine.load_format("gemini")
     buf = engine.LLMStreamBuffer(strategies=[fmt])
-    for i, event in enumerate(events):
-        buf.add(event)
-        if buf.forming():
-            break
+    i = next(i for i, event in enumerate(events) if buf.add(event) or buf.forming())
     cut = copy.deepcopy(events[: i + 1])
     cut[i]["candidates"][0]["finishReason"] = "MAX_TOKENS"
     buf, evs, _ = run(fmt, cut)

@@ -73,6 +73,7 @@ class ArgsStream:
         "_started",
         "_ended",
         "_whole",
+        "_spilled",
         "owner",
         "reason",
         "sink",
@@ -92,6 +93,10 @@ class ArgsStream:
         self._started = False  # a non-space character has been seen
         self._ended = False  # the top-level value has closed
         self._whole: Any = None  # a whole (non-string) value handed over by the wire
+        # Text other than whitespace came after the complete arguments (refused): from then
+        # on nothing more is taken, whitespace neither, so that the text kept (the value
+        # and the whitespace right after it) is the same however the wire split it.
+        self._spilled = False
         # Set by the consumer that emitted this call as complete, and told (``calls_regressed``)
         # when it stops being one; a call nobody has emitted can change without a rebuild.
         self.owner: Any = None
@@ -140,9 +145,19 @@ class ArgsStream:
         closed with them open, is told to ``refuse`` and not taken (True)."""
         assert self.refuse is not None
         if self.state == COMPLETE:
-            if not _NOT_SPACE.search(fragment):
+            extra = _NOT_SPACE.search(fragment)
+            if self._spilled:
+                if extra is not None:
+                    self.refuse(fragment, AFTER_COMPLETE)
+                return True
+            if extra is None:
                 return False
-            self.refuse(fragment, AFTER_COMPLETE)
+            self._spilled = True
+            if extra.start():  # the whitespace before the text is the arguments' still
+                self.parts.append(fragment[: extra.start()])
+                if self.sink is not None:
+                    self.sink.fed(fragment[: extra.start()])
+            self.refuse(fragment[extra.start() :], AFTER_COMPLETE)
             return True
         if self.closed:
             self.refuse(fragment, AFTER_CLOSED)
@@ -246,6 +261,7 @@ class ArgsStream:
         self._started = False
         self._ended = False
         self._whole = None
+        self._spilled = False
 
     def _scan(self, s: str) -> bool:
         pos = 0
@@ -310,12 +326,14 @@ class ArgsStream:
         call's arguments are that first value: a call's stream cuts the fragment there and
         refuses the rest (once the value parsed); a stream no call owns is spoilt by it."""
         extra = ""
-        if _NOT_SPACE.search(rest):
+        found = _NOT_SPACE.search(rest)
+        if found is not None:
             if self.refuse is None:
                 self._invalid(INVALID_TEXT)
                 return True
             last = self.parts[-1]
-            self.parts[-1], extra = last[: len(last) - len(rest)], rest
+            extra = rest[found.start() :]
+            self.parts[-1] = last[: len(last) - len(extra)]
         try:
             value = json.loads("".join(self.parts))
         except ValueError:
@@ -331,6 +349,7 @@ class ArgsStream:
             return True
         self.state, self.value = COMPLETE, value
         if extra and self.refuse is not None:
+            self._spilled = True
             self.refuse(extra, AFTER_COMPLETE)
         return True
 
