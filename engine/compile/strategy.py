@@ -17,7 +17,7 @@ from ..errors import DescriptorError, Problem, escape
 from ..events import CallIncomplete, ExtractedCall
 from ..model.assembly import Assembly, judged_after_the_event
 from ..model.fragments import materialize
-from ..model.jsonscan import MAX_DEPTH, ArgsStream, dumps_any_depth, nests_deeper
+from ..model.jsonscan import MAX_DEPTH, ArgsStream, dumps_any_depth, first_value, nests_deeper
 from . import paths
 from .operations import OPERATIONS, Source, operation_rules
 from .ops import CompileContext, RuleProblem, Run, TextPlace, any_where, pattern_of
@@ -774,13 +774,15 @@ class ExtractionStrategy:
             if raw is None:
                 raw = ""
             name, call_id = calls.name(item), calls.id(item)
+            reason, cause = ("cut", None) if cut else _never_parsed(raw, calls.args_form)
             out.append(
                 CallIncomplete(
                     slot=slot,
                     name=name if isinstance(name, str) and name else None,
                     id=call_id if isinstance(call_id, str) and call_id else None,
                     raw=raw if isinstance(raw, str) else dumps_any_depth(raw),
-                    reason="cut" if cut else _never_parsed(raw, calls.args_form),
+                    reason=reason,
+                    cause=cause,
                 )
             )
         return out
@@ -864,7 +866,8 @@ class ExtractionStrategy:
 
 
 def parse_arguments(raw: Any, form: str = "string") -> dict | None:
-    """API.md's rule: an object passes; a JSON text counts once it parses to an object.
+    """API.md's rule: an object passes; a JSON text counts once its first JSON value is an
+    object (the call's arguments, as in a stream: issue 16, one fate per call).
 
     A whole message is at its DONE: on a string wire its ``""`` is a call without arguments
     (as the stream's DONE makes it). On an object wire a string is the raw text of arguments
@@ -873,8 +876,11 @@ def parse_arguments(raw: Any, form: str = "string") -> dict | None:
     if isinstance(raw, str):
         if not raw.strip():
             return {} if raw == "" and form == "string" else None
+        text = raw.lstrip(" \t\n\r")
+        if form != "string" or not text.startswith("{"):
+            text = raw  # (never a call; json.loads says so)
         try:
-            raw = json.loads(raw)
+            raw = json.loads(text) if text is raw else first_value(text)
         except (ValueError, RecursionError):  # RecursionError: deeper than the parser reads
             return None
     if isinstance(raw, dict) and not nests_deeper(raw, MAX_DEPTH):
@@ -882,15 +888,21 @@ def parse_arguments(raw: Any, form: str = "string") -> dict | None:
     return None
 
 
-def _never_parsed(raw: Any, form: str) -> str:
+def _never_parsed(raw: Any, form: str) -> tuple[str, str | None]:
     """Why arguments that ``parse_arguments`` refused will never run, in the words of the
-    buffer's argument reader (:class:`ArgsStream`) at a normal DONE. One case reads
-    otherwise: ``""`` on an object wire is what the buffer leaves of a call cut before its
-    first fragment ("cut"), where the reader alone would take it for no arguments."""
+    buffer's argument reader (:class:`ArgsStream`) at a normal DONE: the reason, and the
+    cause (``CallIncomplete.cause``) where the message alone can say it: not JSON, not an
+    object, too deep; for text that stops short it cannot (a length limit, the connection,
+    or the DONE inside the call: None). One case reads otherwise: ``""`` on an object wire
+    is what the buffer leaves of a call cut before its first fragment ("cut"), where the
+    reader alone would take it for no arguments."""
     stream = ArgsStream(form)
     stream.feed(raw)  # text is scanned; any other value is taken whole
     stream.close()
-    return stream.incomplete_reason or "cut"
+    reason = stream.incomplete_reason
+    if reason is None or reason == "cut":
+        return "cut", None
+    return reason, stream.invalid_cause()
 
 
 def _dig(obj: Any, fields: tuple[str, ...]) -> Any:

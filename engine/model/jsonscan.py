@@ -47,6 +47,13 @@ AFTER_CLOSED = "closed"  # the item closed with the arguments open: they never w
 
 _FIRST_VALUE = json.JSONDecoder()  # raw_decode: the first JSON value of a text, and its end
 
+
+def first_value(text: str) -> Any:
+    """The first JSON value of ``text`` (which starts with it: no leading whitespace), what
+    follows it ignored: a call's arguments (ValueError when there is none, RecursionError
+    when it nests deeper than the parser reads)."""
+    return _FIRST_VALUE.raw_decode(text)[0]
+
 # Parse outcomes.
 OPEN = 0  # still streaming (or nothing yet)
 COMPLETE = 1  # parsed to a JSON object
