@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 from ..errors import DescriptorError, Problem, escape
 from ..events import CallIncomplete, ExtractedCall
 from ..model.assembly import Assembly, judged_after_the_event
-from ..model.fragments import materialize
+from ..model.fragments import copy_json, materialize
 from ..model.jsonscan import MAX_DEPTH, ArgsStream, dumps_any_depth, first_value, nests_deeper
 from . import paths
 from .operations import OPERATIONS, Source, operation_rules
@@ -748,9 +748,12 @@ class ExtractionStrategy:
             if calls.cut_when is not None and calls.cut_when(item):
                 continue  # cut short: incomplete_calls() reports it
             name = calls.name(item)
-            args = parse_arguments(_dig(item, calls.args_fields), calls.args_form)
+            raw = _dig(item, calls.args_fields)
+            args = parse_arguments(raw, calls.args_form)
             if isinstance(name, str) and name and args is not None:
-                out.append(ExtractedCall(name, args, calls.id(item)))
+                # The message's own object is copied: a client may edit what it was handed.
+                out.append(ExtractedCall(name, copy_json(args) if args is raw else args,
+                                         calls.id(item)))
         return out
 
     def incomplete_calls(self, message: Any) -> list[CallIncomplete]:

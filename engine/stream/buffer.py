@@ -42,6 +42,7 @@ from ..compile.strategy import NOT_FORMING, ExtractionStrategy, Forming
 from ..errors import ChunkError, UnknownFormatError
 from ..events import CallIncomplete, Event, ExtractedCall
 from ..model.assembly import Assembly, CallTrack
+from ..model.fragments import copy_json
 from ..model.jsonscan import COMPLETE
 from ..records import Skipped
 from .chunks import SKIP, Sentinel, decode
@@ -64,6 +65,17 @@ class _Unfit:
 
     def __init__(self, name: str) -> None:
         self.name = name
+
+
+def _handed_out(args: Any) -> dict:
+    """A complete call's arguments as handed out (``calls()``, ``new_calls()``, ``CallReady``):
+    made once per call, and sharing nothing with the message (API.md: a client may edit what
+    it was handed). Arguments parsed from text are the call's alone already; a value the
+    message holds (an object wire's parsed input, arguments sent whole) is copied."""
+    value = args.value
+    if args.form == "string" and args.whole_value() is None:
+        return value
+    return copy_json(value)
 
 
 class LLMStreamBuffer:
@@ -339,12 +351,14 @@ class LLMStreamBuffer:
         (an event before the failed one took it back, and ``calls()`` has not been asked
         since) the calls are rebuilt on the next ``calls()``, as they would have been."""
         tracks = asm.tracks
-        for position, call in zip(self._emitted_order, self._calls, strict=True):
+        for position in self._emitted_order:
+            # A call once complete never changes (one fate per call), and the arguments
+            # handed out are the client's own (a copy, which the client may have edited):
+            # the rebuilt twin is complete as it was.
             track = tracks[position] if position < len(tracks) else None
             if track is not None and track.args.state == COMPLETE:
                 track.args.owner = asm
-                if track.args.value == call.arguments:
-                    continue
+                continue
             asm.calls_regressed = asm.calls_dirty = True
         self._forming = self._carried(self._forming, tracks)
         self._forming_pub = self._carried(self._forming_pub, tracks)
@@ -490,7 +504,7 @@ class LLMStreamBuffer:
             call_id = spec.id(track.item)
             if self._calls and self._emitted_order and self._emitted_order[-1] > index:
                 self._needs_sort = True
-            call = ExtractedCall(name, track.args.value, call_id or None)
+            call = ExtractedCall(name, _handed_out(track.args), call_id or None)
             self._calls.append(call)
             track.args.owner = asm
             self._emitted_order.append(index)
