@@ -19,10 +19,12 @@ from __future__ import annotations
 import copy
 
 import pytest
-from conftest import GOLDEN, golden_streams, read_stream, stream_id
+from conftest import GOLDEN, drawn_cuts, golden_streams, read_stream, stream_id
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import engine
-from engine.cli.resplit import leaves
+from engine.cli.resplit import leaves, resplit
 
 EXTRA = '{"b": 2}'  # a second JSON value after the call's arguments
 
@@ -131,6 +133,21 @@ def test_text_after_the_first_json_value_is_skipped_and_the_call_stays_ready(pat
     # The partial of the call never took the extra value either.
     deltas = [e for e in got_evs if isinstance(e, engine.ArgumentsDelta)]
     assert all("b" not in d.partial for d in deltas) or "b" in got.calls()[0].arguments
+
+
+@pytest.mark.parametrize("path", TEXT_ARG_STREAMS, ids=stream_id)
+def test_the_history_shows_the_first_value_only(path):
+    """The tool-result history built from the message answers what CallReady said, and
+    stays the request it was (an object-argument wire's input an object)."""
+    fmt, events, k = _injectable(path)
+    want = run(fmt, events)[0]
+    got = run(fmt, with_extra(fmt, events, k))[0]
+    records = [
+        engine.ToolCallRecord(c.name, c.arguments, "ok", None, c.id) for c in got.calls()
+    ]
+    assert fmt.result_messages(got.as_dict(), records) == fmt.result_messages(
+        want.as_dict(), records
+    )
 
 
 @pytest.mark.parametrize("path", TEXT_ARG_STREAMS, ids=stream_id)
@@ -312,3 +329,31 @@ def test_every_named_incomplete_call_has_started(path):
         for e in evs:
             if isinstance(e, engine.CallIncomplete) and e.name:
                 assert e.slot in started, (end, e)
+
+
+# -- the property: one fate, whatever the split -----------------------------------------------
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+@pytest.mark.parametrize("path", TEXT_ARG_STREAMS, ids=stream_id)
+def test_every_call_has_one_fate_however_split_and_whatever_follows_it(path, data):
+    """A re-split of the stream, text after its first call's arguments or not: every call
+    that started ends exactly once, ready or incomplete, the same in the events,
+    ``new_calls()``, ``calls()`` and ``incomplete_calls()``."""
+    fmt, events, k = _injectable(path)
+    if data.draw(st.booleans(), label="text after the first call's arguments"):
+        events = with_extra(fmt, events, k)
+    split = resplit(events, fmt.streamed_fields(), drawn_cuts(data))
+    buf, evs, ran = run(fmt, split)
+    ends: dict = {}
+    for e in evs:
+        if isinstance(e, engine.CallReady | engine.CallIncomplete):
+            assert e.slot not in ends, f"a second fate at {e.slot!r}: {ends[e.slot]}, {e}"
+            ends[e.slot] = e
+    ready = [e.call for e in evs if isinstance(e, engine.CallReady)]
+    assert ran == ready
+    assert sorted(map(repr, ready)) == sorted(map(repr, buf.calls()))
+    assert [e for e in evs if isinstance(e, engine.CallIncomplete)] == buf.incomplete_calls()
+    started = {e.slot for e in evs if isinstance(e, engine.CallStarted)}
+    assert started <= set(ends)

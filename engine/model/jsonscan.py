@@ -198,7 +198,7 @@ class ArgsStream:
 
     def set_whole(self, value: Any) -> bool:
         """The wire sent the arguments whole, as an object (or other JSON value)."""
-        if self.refuse is not None and self._decided(value):
+        if (self.state == COMPLETE or self.closed) and self._decided(value):
             return False
         if value.__class__ is str:
             self.reset()
@@ -236,7 +236,7 @@ class ArgsStream:
         """The wire restated the whole argument text (a ``...done`` event): adopt it."""
         if text.__class__ is str and self._whole is None and "".join(self.parts) == text:
             return False
-        if self.refuse is not None and self._decided(text):
+        if (self.state == COMPLETE or self.closed) and self._decided(text):
             return False
         self.reset()
         if text.__class__ is str:

@@ -67,17 +67,6 @@ class _Unfit:
         self.name = name
 
 
-def _handed_out(args: Any) -> dict:
-    """A complete call's arguments as handed out (``calls()``, ``new_calls()``, ``CallReady``):
-    made once per call, and sharing nothing with the message (API.md: a client may edit what
-    it was handed). Arguments parsed from text are the call's alone already; a value the
-    message holds (an object wire's parsed input, arguments sent whole) is copied."""
-    value = args.value
-    if args.form == "string" and args.whole_value() is None:
-        return value
-    return copy_json(value)
-
-
 class LLMStreamBuffer:
     """Accumulates one streamed response into the provider's own ``stream=false`` message."""
 
@@ -490,6 +479,10 @@ class LLMStreamBuffer:
             self._emitted_order = []
             self._calls = []
             self._scan_from = 0
+        # Each call is built once, its arguments sharing nothing with the message (API.md:
+        # a client may edit what it was handed): parsed from text they are the call's
+        # alone; a value the message holds (an object wire's input, arguments sent whole)
+        # is copied, once.
         spec = asm.strategy.spec.calls
         tracks = asm.tracks
         emitted = self._emitted
@@ -504,7 +497,11 @@ class LLMStreamBuffer:
             call_id = spec.id(track.item)
             if self._calls and self._emitted_order and self._emitted_order[-1] > index:
                 self._needs_sort = True
-            call = ExtractedCall(name, _handed_out(track.args), call_id or None)
+            args = track.args
+            value = args.value
+            if args.form != "string" or args.whole_value() is not None:
+                value = copy_json(value)  # the message holds it: the call gets its own
+            call = ExtractedCall(name, value, call_id or None)
             self._calls.append(call)
             track.args.owner = asm
             self._emitted_order.append(index)
@@ -659,8 +656,11 @@ class LLMStreamBuffer:
         """What the buffer could not place, never silently: each event (or part of one) that
         an operation found no place for in the message, in stream order, with its reason
         (``Skipped(index, event, reason)``): an event without its slot key, one for an item
-        that is not open, a restatement of a call already ready. Events that no rule handles
-        at all are counted in ``unknown_events`` instead. A fresh list, cumulative."""
+        that is not open, a restatement of a call already ready; and what a call whose fate
+        is decided does not take (one fate per call): argument text after its first complete
+        JSON value, a different restatement of its complete arguments, a fragment after it
+        ended incomplete. Events that no rule handles at all are counted in
+        ``unknown_events`` instead. A fresh list, cumulative."""
         return list(self._asm.skipped) if self._asm is not None else []
 
     @property
