@@ -55,10 +55,10 @@ class CallsSpec:
     # whose stream ended): never a call, an incomplete one ("cut"), in a whole message.
     cut_when: Predicate | None = None
 
-    def install_args(self, item: dict, refuse: Any = None) -> ArgsStream:
+    def install_args(self, item: dict, tracker: Any = None) -> ArgsStream:
         """Put an :class:`ArgsStream` at the item's args field, seeded with what is there;
-        ``refuse`` (the call track's hook, see ArgsStream.refuse) is set before the seed,
-        which may already carry more than the call's first JSON value."""
+        ``tracker`` (the assembly tracking the call, see ArgsStream.tracker) is set before
+        the seed, which may already carry more than the call's first JSON value."""
         parent = item
         for f in self.args_fields[:-1]:
             child = parent.get(f)
@@ -67,30 +67,30 @@ class CallsSpec:
             parent = child
         current = parent.get(self.args_fields[-1])
         if current.__class__ is ArgsStream:  # the item's first entry brought arguments
-            current.refuse = refuse
+            current.tracker = tracker
             return current
         if self.args_whole:
             # Whole arguments: absent means a call without arguments.
             stream = ArgsStream(self.args_form)
-            stream.refuse = refuse
+            stream.tracker = tracker
             stream.set_whole({} if current is None else current)
         else:
-            stream = new_args_stream(self.args_form, current, refuse)
+            stream = new_args_stream(self.args_form, current, tracker)
         parent[self.args_fields[-1]] = stream
         return stream
 
 
-def new_args_stream(form: str, current: Any, refuse: Any = None) -> ArgsStream:
-    """The argument stream for what an item holds at its args field (``refuse``: see
-    ArgsStream.refuse, set before the seed)."""
+def new_args_stream(form: str, current: Any, tracker: Any = None) -> ArgsStream:
+    """The argument stream for what an item holds at its args field (``tracker``: see
+    ArgsStream.tracker, set before the seed)."""
     if current.__class__ is ArgsStream:
         return current
     if current.__class__ is not str and (form == "object" or current is None):
         stream = ArgsStream(form, initial=current)
-        stream.refuse = refuse
+        stream.tracker = tracker
         return stream
     stream = ArgsStream(form)
-    stream.refuse = refuse
+    stream.tracker = tracker
     if current.__class__ is str:
         stream.feed(current)
     else:

@@ -64,6 +64,7 @@ class Assembly:
         "deferring",
         "deferred",
         "end_cause",
+        "seeding",
     )
 
     def __init__(self, strategy: ExtractionStrategy) -> None:
@@ -98,6 +99,7 @@ class Assembly:
         # How the stream ended, for the cause of a call cut by it (CallIncomplete.cause):
         # set at the wire's DONE (a length stop, an error, a normal stop) or at close().
         self.end_cause: str | None = None
+        self.seeding: tuple[dict, Any] | None = None  # (item, slot) whose args are installed
 
     def skip(self, reason: str) -> None:
         """An operation could not place what the event carries: say so, never drop it."""
@@ -116,7 +118,9 @@ class Assembly:
             return
         if calls.where is not None and not calls.where(item):
             return
-        args = calls.install_args(item, lambda what, why: self._refused(item, slot, what, why))
+        self.seeding = (item, slot)
+        args = calls.install_args(item, self)
+        self.seeding = None
         track = CallTrack(item, args, len(self.tracks), slot)
         self.tracks.append(track)
         self.track_of[id(item)] = track
@@ -147,14 +151,21 @@ class Assembly:
         parent[path_fields[-1]] = stream
         return stream
 
-    def _refused(self, item: dict, slot: Any, what: Any, why: str) -> None:
+    def refused(self, stream: ArgsStream, what: Any, why: str) -> None:
         """A call's stream did not take ``what``: its fate is decided (engine.model.jsonscan,
         one fate per call). Listed as skipped, never dropped silently. (Cold: only for a
-        wire that sends more than a call's arguments.)"""
+        wire that sends more than a call's arguments; the call is found by its stream, or
+        is the one being tracked, whose seed this is.)"""
         calls = self.strategy.spec.calls
+        track = next((t for t in reversed(self.tracks) if t.args is stream), None)
+        if track is not None:
+            item, slot = track.item, self.track_slot(track)
+        elif self.seeding is not None:
+            item, slot = self.seeding
+            slot = self.slot_of(item) if slot is None else slot
+        else:  # (never: only a tracked call's stream has a tracker)
+            item, slot = {}, None
         name = calls.name(item) if calls is not None else None
-        if slot is None:
-            slot = self.slot_of(item)
         call = f"the call {name!r} (slot {slot!r})"
         kind = "text" if what.__class__ is str else "value"
         if why == AFTER_COMPLETE:

@@ -8,8 +8,8 @@ always agrees with the standard parser on what is complete and valid.
 
 One fate per call (API.md, Drivers): a call's arguments are its FIRST complete JSON value, and
 once a tracked call's fate is decided (its arguments complete, or its item closed with them
-still open) nothing the wire sends changes it. A stream that a call track owns is given a
-``refuse`` hook: what it does not take (text after the value, a different restatement, a
+still open) nothing the wire sends changes it. A stream that a call track owns is given its
+``tracker`` (the assembly): what it does not take (text after the value, a different restatement, a
 fragment after its item closed open) is told there, so that the buffer lists it in
 ``skipped()``, and is kept out of the text, the message and the events' ``partial``.
 """
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from typing import Any
 
 from ..events import CAUSE_NOT_JSON, CAUSE_NOT_OBJECT, CAUSE_TOO_DEEP
@@ -41,7 +40,7 @@ MAX_DEPTH = 512
 INVALID_TEXT = "invalid"  # not a JSON object
 TOO_DEEP = "too deep"  # nested deeper than MAX_DEPTH, or than the JSON parser reads
 
-# What a decided call's stream refuses (the ``why`` its ``refuse`` hook is told).
+# What a decided call's stream refuses (the ``why`` its tracker is told).
 AFTER_COMPLETE = "complete"  # the arguments are complete: text after them, another value
 AFTER_CLOSED = "closed"  # the item closed with the arguments open: they never will be
 
@@ -84,7 +83,7 @@ class ArgsStream:
         "owner",
         "reason",
         "sink",
-        "refuse",
+        "tracker",
     )
 
     def __init__(self, form: str, initial: Any = None) -> None:
@@ -111,10 +110,12 @@ class ArgsStream:
         # On a buffer with events: the call's engine.stream.recorder.CallSink, told every fragment,
         # whole value and restart, so that its ``partial`` grows by the fragment only.
         self.sink: Any = None
-        # Set on a call track's stream (engine.model.assembly): told ``refuse(what, why)``
-        # of what the stream does not take once the call's fate is decided (see the module
-        # docstring). None: the stream takes everything, as any value the message holds.
-        self.refuse: Callable[[Any, str], None] | None = None
+        # Set on a call track's stream: the assembly tracking the call (engine.model.assembly),
+        # told ``tracker.refused(stream, what, why)`` of what the stream does not take once
+        # the call's fate is decided (see the module docstring). An object, not a closure per
+        # call, so that tracking a call allocates nothing more. None: the stream takes
+        # everything, as any value the message holds.
+        self.tracker: Any = None
 
     # -- feeding -------------------------------------------------------------------------
 
@@ -124,7 +125,7 @@ class ArgsStream:
             return self.set_whole(fragment)
         if not fragment:
             return False
-        if (self._ended or self.closed) and self.refuse is not None and self._refused(fragment):
+        if (self._ended or self.closed) and self.tracker is not None and self._refused(fragment):
             return False
         self.parts.append(fragment)
         sink = self.sink
@@ -149,13 +150,13 @@ class ArgsStream:
     def _refused(self, fragment: str) -> bool:
         """A fragment for a call whose fate is decided: whitespace after complete arguments
         is taken (JSON allows it); anything else after them, and any fragment once the item
-        closed with them open, is told to ``refuse`` and not taken (True)."""
-        assert self.refuse is not None
+        closed with them open, is told to the tracker and not taken (True)."""
+        assert self.tracker is not None
         if self.state == COMPLETE:
             extra = _NOT_SPACE.search(fragment)
             if self._spilled:
                 if extra is not None:
-                    self.refuse(fragment, AFTER_COMPLETE)
+                    self.tracker.refused(self, fragment, AFTER_COMPLETE)
                 return True
             if extra is None:
                 return False
@@ -164,21 +165,22 @@ class ArgsStream:
                 self.parts.append(fragment[: extra.start()])
                 if self.sink is not None:
                     self.sink.fed(fragment[: extra.start()])
-            self.refuse(fragment[extra.start() :], AFTER_COMPLETE)
+            self.tracker.refused(self, fragment[extra.start() :], AFTER_COMPLETE)
             return True
         if self.closed:
-            self.refuse(fragment, AFTER_CLOSED)
+            self.tracker.refused(self, fragment, AFTER_CLOSED)
             return True
         return False  # not JSON though its braces closed, the item open: its raw text grows
 
     def _decided(self, value: Any) -> bool:
         """A whole value or restated text for a tracked call whose fate is decided: True
-        when it is not taken, told to ``refuse`` unless it restates the arguments as they
+        when it is not taken, told to the tracker unless it restates the arguments as they
         are (then there is nothing to tell)."""
-        if self.refuse is None or (self.state != COMPLETE and not self.closed):
+        if self.tracker is None or (self.state != COMPLETE and not self.closed):
             return False
         if not self._restates(value):
-            self.refuse(value, AFTER_COMPLETE if self.state == COMPLETE else AFTER_CLOSED)
+            why = AFTER_COMPLETE if self.state == COMPLETE else AFTER_CLOSED
+            self.tracker.refused(self, value, why)
         return True
 
     def _restates(self, value: Any) -> bool:
@@ -335,7 +337,7 @@ class ArgsStream:
         extra = ""
         found = _NOT_SPACE.search(rest)
         if found is not None:
-            if self.refuse is None:
+            if self.tracker is None:
                 self._invalid(INVALID_TEXT)
                 return True
             last = self.parts[-1]
@@ -355,9 +357,9 @@ class ArgsStream:
                 self._invalid(INVALID_TEXT)
             return True
         self.state, self.value = COMPLETE, value
-        if extra and self.refuse is not None:
+        if extra and self.tracker is not None:
             self._spilled = True
-            self.refuse(extra, AFTER_COMPLETE)
+            self.tracker.refused(self, extra, AFTER_COMPLETE)
         return True
 
     # -- reading -------------------------------------------------------------------------
