@@ -507,9 +507,10 @@ def test_a_raising_chunk_anywhere_leaves_the_rest_of_the_stream_unchanged(path):
     assert _observe(buf) == expected
 
 
-def test_a_call_taken_back_before_a_raising_chunk_is_still_taken_back_after_it():
-    """The calls handed out survive the rebuild, and so does the news that one of them was
-    taken back (a restated argument text) by an event before the raising one."""
+def test_a_restatement_refused_before_a_raising_chunk_stays_refused_after_it():
+    """The calls handed out survive the rebuild unchanged, and so does the refusal of a
+    different restatement of one's complete arguments (issue 16: one fate per call, never
+    taken back) by an event before the raising one."""
     strategy = engine.ExtractionStrategy(engine.load_format("openai_responses").descriptor)
     events = read_stream(GOLDEN / "openai_responses" / "hand_parallel_interleaved.jsonl")
     done = next(e for e in events if e.get("type") == "response.function_call_arguments.done")
@@ -520,12 +521,15 @@ def test_a_call_taken_back_before_a_raising_chunk_is_still_taken_back_after_it()
     assert buf.calls(), "the stream's first call completes before its arguments.done"
     restated = {**done, "arguments": '{"restated": true}'}
     buf.add(restated)
+    calls, skipped = list(buf.calls()), buf.skipped()
+    assert {"restated": True} not in [c.arguments for c in calls]
+    assert [s.index for s in skipped if "restated" in s.reason] == [at]
     poisoned = copy.deepcopy(restated)
     name = poisoned["type"]
     strategy.program.table[name] = _raising_after(strategy.program.table[name], _Boom, poisoned)
     with pytest.raises(engine.ChunkError, match=rf"chunk {at + 1}: "):
         buf.add(poisoned)
-    assert {"restated": True} in [c.arguments for c in buf.calls()]
+    assert buf.calls() == calls and buf.skipped() == skipped
 
 
 def test_a_part_sent_as_something_else_than_an_object_joins_nothing_and_stops_nothing():

@@ -570,7 +570,7 @@ def test_driver_loop_tells_the_model_about_a_cut_call(monkeypatch, capsys):
     (call,) = assistant["tool_calls"]
     assert call["function"] == {"name": "get_weather", "arguments": "{}"}
     assert result["role"] == "tool" and result["tool_call_id"] == call["id"]
-    assert "get_weather" in result["content"] and "cut off" in result["content"]
+    assert "get_weather" in result["content"] and "output token limit" in result["content"]
 
 
 def test_driver_loop_is_a_two_turn_conversation(monkeypatch, capsys):

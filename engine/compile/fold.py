@@ -325,6 +325,13 @@ def _merge_entry(
             if args_here:
                 if value is None:
                     continue
+                if dest.get(key) is None and id(item) not in asm.track_of:
+                    # A new item's first entry: its arguments as sent, read by the call's
+                    # track once the item is told (so the track's rules hold from the first
+                    # fragment: the arguments are the first JSON value of the text). Kept
+                    # as given, as the argument stream keeps a whole value (never written).
+                    dest[key] = value
+                    continue
                 stream = asm.args_of(item, args)
                 if stream.state == COMPLETE and _restates(stream, value):
                     _skip_restated(asm, item, spec)

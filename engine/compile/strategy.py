@@ -16,8 +16,8 @@ from typing import Any, NamedTuple
 from ..errors import DescriptorError, Problem, escape
 from ..events import CallIncomplete, ExtractedCall
 from ..model.assembly import Assembly, judged_after_the_event
-from ..model.fragments import materialize
-from ..model.jsonscan import MAX_DEPTH, ArgsStream, dumps_any_depth, nests_deeper
+from ..model.fragments import copy_json, materialize
+from ..model.jsonscan import MAX_DEPTH, ArgsStream, dumps_any_depth, first_value, nests_deeper
 from . import paths
 from .operations import OPERATIONS, Source, operation_rules
 from .ops import CompileContext, RuleProblem, Run, TextPlace, any_where, pattern_of
@@ -55,8 +55,10 @@ class CallsSpec:
     # whose stream ended): never a call, an incomplete one ("cut"), in a whole message.
     cut_when: Predicate | None = None
 
-    def install_args(self, item: dict) -> ArgsStream:
-        """Put an :class:`ArgsStream` at the item's args field, seeded with what is there."""
+    def install_args(self, item: dict, tracker: Any = None) -> ArgsStream:
+        """Put an :class:`ArgsStream` at the item's args field, seeded with what is there;
+        ``tracker`` (the assembly tracking the call, see ArgsStream.tracker) is set before
+        the seed, which may already carry more than the call's first JSON value."""
         parent = item
         for f in self.args_fields[:-1]:
             child = parent.get(f)
@@ -65,28 +67,34 @@ class CallsSpec:
             parent = child
         current = parent.get(self.args_fields[-1])
         if current.__class__ is ArgsStream:  # the item's first entry brought arguments
+            current.tracker = tracker
             return current
         if self.args_whole:
             # Whole arguments: absent means a call without arguments.
             stream = ArgsStream(self.args_form)
+            stream.tracker = tracker
             stream.set_whole({} if current is None else current)
         else:
-            stream = new_args_stream(self.args_form, current)
+            stream = new_args_stream(self.args_form, current, tracker)
         parent[self.args_fields[-1]] = stream
         return stream
 
 
-def new_args_stream(form: str, current: Any) -> ArgsStream:
+def new_args_stream(form: str, current: Any, tracker: Any = None) -> ArgsStream:
+    """The argument stream for what an item holds at its args field (``tracker``: see
+    ArgsStream.tracker, set before the seed)."""
     if current.__class__ is ArgsStream:
         return current
-    if current.__class__ is str:
-        stream = ArgsStream(form)
-        stream.feed(current)
+    if current.__class__ is not str and (form == "object" or current is None):
+        stream = ArgsStream(form, initial=current)
+        stream.tracker = tracker
         return stream
-    if form == "object" or current is None:
-        return ArgsStream(form, initial=current)
     stream = ArgsStream(form)
-    stream.set_whole(current)
+    stream.tracker = tracker
+    if current.__class__ is str:
+        stream.feed(current)
+    else:
+        stream.set_whole(current)
     return stream
 
 
@@ -826,9 +834,12 @@ class ExtractionStrategy:
             if calls.cut_when is not None and calls.cut_when(item):
                 continue  # cut short: incomplete_calls() reports it
             name = calls.name(item)
-            args = parse_arguments(_dig(item, calls.args_fields), calls.args_form)
+            raw = _dig(item, calls.args_fields)
+            args = parse_arguments(raw, calls.args_form)
             if isinstance(name, str) and name and args is not None:
-                out.append(ExtractedCall(name, args, calls.id(item)))
+                # The message's own object is copied: a client may edit what it was handed.
+                out.append(ExtractedCall(name, copy_json(args) if args is raw else args,
+                                         calls.id(item)))
         return out
 
     def incomplete_calls(self, message: Any) -> list[CallIncomplete]:
@@ -852,13 +863,15 @@ class ExtractionStrategy:
             if raw is None:
                 raw = ""
             name, call_id = calls.name(item), calls.id(item)
+            reason, cause = ("cut", None) if cut else _never_parsed(raw, calls.args_form)
             out.append(
                 CallIncomplete(
                     slot=slot,
                     name=name if isinstance(name, str) and name else None,
                     id=call_id if isinstance(call_id, str) and call_id else None,
                     raw=raw if isinstance(raw, str) else dumps_any_depth(raw),
-                    reason="cut" if cut else _never_parsed(raw, calls.args_form),
+                    reason=reason,
+                    cause=cause,
                 )
             )
         return out
@@ -956,7 +969,8 @@ class ExtractionStrategy:
 
 
 def parse_arguments(raw: Any, form: str = "string") -> dict | None:
-    """API.md's rule: an object passes; a JSON text counts once it parses to an object.
+    """API.md's rule: an object passes; a JSON text counts once its first JSON value is an
+    object (the call's arguments, as in a stream: issue 16, one fate per call).
 
     A whole message is at its DONE: on a string wire its ``""`` is a call without arguments
     (as the stream's DONE makes it). On an object wire a string is the raw text of arguments
@@ -965,8 +979,11 @@ def parse_arguments(raw: Any, form: str = "string") -> dict | None:
     if isinstance(raw, str):
         if not raw.strip():
             return {} if raw == "" and form == "string" else None
+        text = raw.lstrip(" \t\n\r")
+        if form != "string" or not text.startswith("{"):
+            text = raw  # (never a call; json.loads says so)
         try:
-            raw = json.loads(raw)
+            raw = json.loads(text) if text is raw else first_value(text)
         except (ValueError, RecursionError):  # RecursionError: deeper than the parser reads
             return None
     if isinstance(raw, dict) and not nests_deeper(raw, MAX_DEPTH):
@@ -974,15 +991,21 @@ def parse_arguments(raw: Any, form: str = "string") -> dict | None:
     return None
 
 
-def _never_parsed(raw: Any, form: str) -> str:
+def _never_parsed(raw: Any, form: str) -> tuple[str, str | None]:
     """Why arguments that ``parse_arguments`` refused will never run, in the words of the
-    buffer's argument reader (:class:`ArgsStream`) at a normal DONE. One case reads
-    otherwise: ``""`` on an object wire is what the buffer leaves of a call cut before its
-    first fragment ("cut"), where the reader alone would take it for no arguments."""
+    buffer's argument reader (:class:`ArgsStream`) at a normal DONE: the reason, and the
+    cause (``CallIncomplete.cause``) where the message alone can say it: not JSON, not an
+    object, too deep; for text that stops short it cannot (a length limit, the connection,
+    or the DONE inside the call: None). One case reads otherwise: ``""`` on an object wire
+    is what the buffer leaves of a call cut before its first fragment ("cut"), where the
+    reader alone would take it for no arguments."""
     stream = ArgsStream(form)
     stream.feed(raw)  # text is scanned; any other value is taken whole
     stream.close()
-    return stream.incomplete_reason or "cut"
+    reason = stream.incomplete_reason
+    if reason is None or reason == "cut":
+        return "cut", None
+    return reason, stream.invalid_cause()
 
 
 def _dig(obj: Any, fields: tuple[str, ...]) -> Any:

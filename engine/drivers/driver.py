@@ -40,8 +40,8 @@ from ..language.registry import text_strategy, wire_strategies
 from ..model.fragments import copy_json
 from ..records import Tool, ToolCallRecord
 from ..stream.buffer import LLMStreamBuffer
-from ..text.codec import TextCodec
-from .arguments import ArgumentProblem, SchemaCache
+from ..text.codec import TextCodec, text_call_cause
+from .arguments import SchemaCache
 
 __all__ = ["BaseDriver", "DriverResponse", "Orchestrator", "Tool", "ToolCallRecord"]
 
@@ -526,8 +526,10 @@ class BaseDriver:
         never = scanner.incomplete_calls()
         slots = sorted([*found, *never], key=lambda c: c.start)  # ("text", n) in text order
         for call in never:
+            reason = call.reason or "invalid"
+            cause = text_call_cause(reason, call.raw, None)
             event = CallIncomplete(
-                ("text", slots.index(call)), call.name, None, call.raw, call.reason or "invalid"
+                ("text", slots.index(call)), call.name, None, call.raw, reason, cause
             )
             if self._reports(owned.__contains__, event):
                 plan.incomplete.append(event)
@@ -591,7 +593,7 @@ class BaseDriver:
         that every call id of the assistant turn has its result (the turn then carries its
         arguments as the API accepts them: ``answerable``)."""
         for call in calls:
-            error = self.codec.retry_call_incomplete(call.name, call.reason)
+            error = self.codec.retry_call_incomplete(call)
             batch.answered.append(_rejected(call.name, {}, call.id, error))
 
     def _view_of(self, buf: LLMStreamBuffer) -> _StreamView:
@@ -776,7 +778,7 @@ class BaseDriver:
         problems = schemas.of(tool).problems(call.arguments)
         if not problems:
             return None
-        error = arguments_error(call.name, problems)
+        error = self.codec.retry_schema_invalid(call.name, problems)
         return _rejected(call.name, call.arguments, call.id, error)
 
     def _tool(self, name: str) -> Tool | None:
@@ -848,7 +850,7 @@ class BaseDriver:
             response.incomplete_calls = [*(response.incomplete_calls or []), *plan.incomplete]
             if response.retry_prompt is None:
                 first = plan.incomplete[0]
-                response.retry_prompt = self.codec.retry_call_incomplete(first.name, first.reason)
+                response.retry_prompt = self.codec.retry_call_incomplete(first)
         return response
 
     def _batch_response(self, outcomes: list[_Outcome], history: _History | None) -> DriverResponse:
@@ -889,16 +891,6 @@ class BaseDriver:
 def _text_slot(slot: Any) -> bool:
     """Is this the slot of a call written into text (``("text", n)``)?"""
     return slot.__class__ is tuple and len(slot) == 2 and slot[0] == "text"
-
-
-def arguments_error(tool_name: str, problems: list[ArgumentProblem]) -> str:
-    """The error result (and retry prompt) of a call whose arguments failed its schema:
-    each failing JSON pointer and what was expected there."""
-    listed = "; ".join(f"at {pointer or '/'}: {message}" for pointer, message in problems)
-    return (
-        f"The arguments of the call of '{tool_name}' do not match its parameters schema, so "
-        f"it did not run: {listed}. Call it again with arguments that match the schema."
-    )
 
 
 class Orchestrator(BaseDriver):

@@ -113,7 +113,8 @@ class SlottedList:
 
 
 def materialize(node: Any) -> Any:
-    """Turn an assembly tree into plain JSON-compatible values (a fresh copy)."""
+    """Turn an assembly tree into plain JSON-compatible values (a fresh copy: arguments too,
+    so that nothing of it is the assembly's own, nor a call's handed out)."""
     try:
         cls = node.__class__
         if cls is dict:
@@ -125,7 +126,7 @@ def materialize(node: Any) -> Any:
         if cls is list:
             return [materialize(v) for v in node]
         if cls is ArgsStream:
-            return node.materialize()
+            return ingest(node.materialize())
         return node
     except RecursionError:  # a wire value nested deeper than the stack: copied without it
         return copy_any_depth(node, _materialize_children)

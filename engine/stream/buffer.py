@@ -42,8 +42,10 @@ from ..compile.strategy import NOT_FORMING, ExtractionStrategy, Forming
 from ..errors import ChunkError, UnknownFormatError
 from ..events import CallIncomplete, Event, ExtractedCall
 from ..model.assembly import Assembly, CallTrack
+from ..model.fragments import copy_json
 from ..model.jsonscan import COMPLETE
 from ..records import Skipped
+from ..text.codec import text_call_cause
 from .chunks import SKIP, Sentinel, decode
 from .display import DisplayCursors
 
@@ -364,12 +366,14 @@ class LLMStreamBuffer:
         (an event before the failed one took it back, and ``calls()`` has not been asked
         since) the calls are rebuilt on the next ``calls()``, as they would have been."""
         tracks = asm.tracks
-        for position, call in zip(self._emitted_order, self._calls, strict=True):
+        for position in self._emitted_order:
+            # A call once complete never changes (one fate per call), and the arguments
+            # handed out are the client's own (a copy, which the client may have edited):
+            # the rebuilt twin is complete as it was.
             track = tracks[position] if position < len(tracks) else None
             if track is not None and track.args.state == COMPLETE:
                 track.args.owner = asm
-                if track.args.value == call.arguments:
-                    continue
+                continue
             asm.calls_regressed = asm.calls_dirty = True
         self._forming = self._carried(self._forming, tracks)
         self._forming_pub = self._carried(self._forming_pub, tracks)
@@ -501,6 +505,10 @@ class LLMStreamBuffer:
             self._emitted_order = []
             self._calls = []
             self._scan_from = 0
+        # Each call is built once, its arguments sharing nothing with the message (API.md:
+        # a client may edit what it was handed): parsed from text they are the call's
+        # alone; a value the message holds (an object wire's input, arguments sent whole)
+        # is copied, once.
         spec = asm.strategy.spec.calls
         tracks = asm.tracks
         emitted = self._emitted
@@ -515,7 +523,11 @@ class LLMStreamBuffer:
             call_id = spec.id(track.item)
             if self._calls and self._emitted_order and self._emitted_order[-1] > index:
                 self._needs_sort = True
-            call = ExtractedCall(name, track.args.value, call_id or None)
+            args = track.args
+            value = args.value
+            if args.form != "string" or args.whole_value() is not None:
+                value = copy_json(value)  # the message holds it: the call gets its own
+            call = ExtractedCall(name, value, call_id or None)
             self._calls.append(call)
             track.args.owner = asm
             self._emitted_order.append(index)
@@ -674,8 +686,11 @@ class LLMStreamBuffer:
         """What the buffer could not place, never silently: each event (or part of one) that
         an operation found no place for in the message, in stream order, with its reason
         (``Skipped(index, event, reason)``): an event without its slot key, one for an item
-        that is not open, a restatement of a call already ready. Events that no rule handles
-        at all are counted in ``unknown_events`` instead. A fresh list, cumulative."""
+        that is not open, a restatement of a call already ready; and what a call whose fate
+        is decided does not take (one fate per call): argument text after its first complete
+        JSON value, a different restatement of its complete arguments, a fragment after it
+        ended incomplete. Events that no rule handles at all are counted in
+        ``unknown_events`` instead. A fresh list, cumulative."""
         return list(self._asm.skipped) if self._asm is not None else []
 
     @property
@@ -826,7 +841,8 @@ class LLMStreamBuffer:
         scanner.consume_call(call)
         slot = ("text", self._text_n)
         self._text_n += 1
-        event = CallIncomplete(slot, call.name, None, call.raw, call.reason)
+        cause = text_call_cause(call.reason, call.raw, self._asm.end_cause if self._asm else None)
+        event = CallIncomplete(slot, call.name, None, call.raw, call.reason, cause)
         self._text_incomplete.append(event)
         if self._rec is not None:
             self._rec.text_ready.append((slot, event, call.arguments))
