@@ -21,7 +21,7 @@ from dataclasses import field as dataclass_field
 from typing import Any, cast
 
 from ..model.assembly import Assembly, append_text, ensure_slotted
-from ..model.fragments import Fragments, SlottedList, ingest, slot_misfit
+from ..model.fragments import Fragments, SlottedList, ingest, shown_value, slot_misfit
 from ..model.fragments import json_kind as _json_kind
 from ..model.jsonscan import COMPLETE, ArgsStream
 from .paths import Reader, Segment, as_reader, compile_read, parse_target
@@ -291,8 +291,8 @@ class Target:
         """``content[1]`` (or ``content[tool '0']`` in a scope): the item at ``slot``."""
         field = self.segments[step - 1].field
         if slot.__class__ is tuple and len(slot) == 2 and self.scope is not None:
-            return f"{field}[{slot[0]} {slot[1]!r}]"
-        return f"{field}[{slot!r}]"
+            return f"{field}[{slot[0]} {shown_value(slot[1], 200)}]"
+        return f"{field}[{shown_value(slot, 200)}]"
 
     def slot_misfit(self, step: int, slot: Any) -> ValueError:
         """The error for a SLOT no key can hold, at slot step ``step`` (cold)."""

@@ -63,7 +63,16 @@ def compile_predicate(spec: dict) -> Predicate:
         return lambda obj: obj.__class__ is dict and _hashable(get(obj)) in allowed
     if "prefix" in spec:
         prefix = spec["prefix"]
-        return lambda obj: obj.__class__ is dict and str(get(obj) or "").startswith(prefix)
+        # A string only: ``str()`` of an object or a list would render all of it (a chunk's
+        # value may nest 100,000 deep), to compare a few characters.
+
+        def has_prefix(obj: Any) -> bool:
+            if obj.__class__ is not dict:
+                return False
+            value = get(obj)
+            return value.__class__ is str and value.startswith(prefix)
+
+        return has_prefix
     if "is" in spec:
         kind = "null" if spec["is"] is None else spec["is"]
         kinds = _TYPES[kind]

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 from ..errors import DescriptorError, Problem, escape
 from ..events import CallIncomplete, ExtractedCall
 from ..model.assembly import Assembly, judged_after_the_event
-from ..model.fragments import materialize
+from ..model.fragments import materialize, shown_value
 from ..model.jsonscan import MAX_DEPTH, ArgsStream, dumps_any_depth, nests_deeper
 from . import paths
 from .operations import OPERATIONS, Source, operation_rules
@@ -212,7 +212,7 @@ class Program:
         try:
             rules = self.table.get(name)
         except TypeError:  # a name that is no name (a list, an object): no rule has it
-            asm.unknown[str(name)] += 1
+            asm.unknown[shown_value(name)] += 1  # bounded: str() would render all of it
             return
         if rules is None:
             if name not in self.ignored:
