@@ -90,6 +90,7 @@ class LLMStreamBuffer:
         "_pending",
         "_pending_at",
         "_pending_end",
+        "_plain",
         "_ready_orders",
         "_rec",
         "_round",
@@ -114,6 +115,9 @@ class LLMStreamBuffer:
 
             strategies = wire_strategies()
         self.strategies = list(strategies)
+        # A buffer of the text codec alone streams plain text: its text chunks are events of
+        # the codec's plain-text wire (engine.text.strategy). None on every other buffer.
+        self._plain: Any = _plain_text_wire(self.strategies)
         self.choice = choice
         self._strategy: ExtractionStrategy | None = None
         self._asm: Assembly | None = None
@@ -156,8 +160,16 @@ class LLMStreamBuffer:
     # -- input -----------------------------------------------------------------------------
 
     def add(self, chunk: Any) -> None:
-        """Take one chunk: a dict, JSON text (also an SSE line) or an SDK object."""
+        """Take one chunk: a dict, JSON text (also an SSE line or block) or an SDK object;
+        on a buffer of the text codec alone, a piece of plain text. After ``close()`` a
+        ``ChunkError`` that changes nothing (``reset()`` reopens the buffer)."""
         index = self._index
+        if self._closed:
+            raise ChunkError(
+                index,
+                "the buffer was closed (close() ended its input): a chunk after it is not "
+                "taken; reset() reopens the buffer for a new stream",
+            )
         self._index += 1
         rec = self._rec
         if rec is not None and self.codec is not None:
@@ -167,6 +179,8 @@ class LLMStreamBuffer:
         logged: Any  # what the replay log keeps of the chunk (see the module docstring)
         if chunk.__class__ is dict:  # the common case, without a call
             event = logged = chunk
+        elif self._plain is not None and isinstance(chunk, (str, bytes, bytearray)):
+            event = logged = self._plain_text(chunk, index)
         else:
             # Text is logged as it came, unless an SSE ``event:`` line named it: a few times
             # smaller than the dict it decodes to, and decoded again only by a rollback.
@@ -196,6 +210,18 @@ class LLMStreamBuffer:
         if rec is not None:
             rec.commit(self, asm, self.codec is not None)
 
+    def _plain_text(self, chunk: str | bytes | bytearray, index: int) -> dict:
+        """A text chunk of a plain text stream, as the plain-text wire's event: taken as it
+        is (its whitespace is text), never read as JSON or SSE."""
+        if chunk.__class__ is not str:
+            try:
+                chunk = bytes(chunk).decode("utf-8")
+            except UnicodeDecodeError as exc:
+                reason = f"bytes are not UTF-8 ({exc.reason} at byte {exc.start})"
+                raise ChunkError(index, reason) from None
+        text_chunk: dict = self._plain.text_chunk(chunk)
+        return text_chunk
+
     def _stamp_skipped(self, index: int, event: dict) -> None:
         """Record what the rules of chunk ``index`` could not place, named and located."""
         asm = self._asm
@@ -204,7 +230,12 @@ class LLMStreamBuffer:
         asm.unplaced.clear()
 
     def _misfit(self, index: int, exc: BaseException) -> ChunkError:
-        reason = str(exc) or "no detail"
+        try:
+            reason = str(exc) or "no detail"
+        except Exception:  # an exception whose own message fails
+            reason = "no detail"
+        if len(reason) > 500:  # an error message names the fault, it never carries the chunk
+            reason = reason[:497] + "..."
         return ChunkError(
             index, f"event does not fit {self._strategy.name}: {type(exc).__name__}: {reason}"
         )
@@ -256,11 +287,12 @@ class LLMStreamBuffer:
         """The end markers of this buffer's strategies and of every built-in wire."""
         from ..language.registry import end_markers
 
-        own = (strategy.spec.sentinels for strategy in self.strategies)
+        own = (s.spec.sentinels for s in self.strategies if getattr(s, "spec", None) is not None)
         return end_markers().union(*own)
 
     def _resolve(self, event: dict) -> bool:
-        for strategy in self.strategies:
+        strategies = self.strategies if self._plain is None else [self._plain.plain_text_wire()]
+        for strategy in strategies:
             if strategy.recognizes_chunk(event):
                 self._strategy = strategy
                 self._asm = strategy.new_assembly()
@@ -773,3 +805,11 @@ class LLMStreamBuffer:
     def _scan(self) -> Any:
         """The codec's scanner, fed all the display text so far; None without a codec."""
         return self._display.sync(self._asm.display) if self._asm is not None else None
+
+
+def _plain_text_wire(strategies: list) -> Any:
+    """The text codec's strategy, when it is the only kind of strategy a buffer holds (no
+    wire among them): its text chunks are plain text. None otherwise."""
+    if not strategies or any(getattr(s, "is_wire", False) for s in strategies):
+        return None
+    return next((s for s in strategies if callable(getattr(s, "plain_text_wire", None))), None)
