@@ -13,6 +13,18 @@ body belongs to ``engine.sse_chunks``, which cuts it into events). A block is re
 one SSE reader of the engine (:mod:`engine.compile.sse`), so that a block means here what it
 means in a body; text only reads as a block when every line of it is an SSE line, so that
 JSON text written over several lines stays JSON text.
+
+Depth. A dict chunk is not walked for its depth: a walk of every chunk (iterative, so that
+any depth is measured) costs about what the whole loop costs per chunk today (2 us against
+1.5 to 3.5 us, ``tools/bench.py``), to find what no provider sends. Where depth matters the
+engine bounds it where it recurses: call arguments deeper than ``MAX_DEPTH``
+(:mod:`engine.model.jsonscan`) are never a call (``CallIncomplete``, reason ``"too deep"``,
+so that the model is told, which a ``ChunkError`` on the chunk would not do); JSON text
+deeper than the parser reads is a ``ChunkError`` here; values are copied into the message
+without recursion (:func:`engine.model.fragments.ingest`); and every error message and
+event name shows a value through a bounded rendering (``shown_value``), never ``repr``, so
+that a name or a SLOT nested 100,000 deep is a ``ChunkError`` saying so, not a
+RecursionError out of the message.
 """
 
 from __future__ import annotations
