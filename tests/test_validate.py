@@ -155,22 +155,22 @@ def test_an_unknown_key_lists_the_keys_allowed_there(tmp_path: Path):
 # the descriptor must name it, and validate says where one is missing (no default in engine/).
 # Each: (format, text that names the field, what is cut from it, line, pointer, key).
 WIRE_FIELD_NAMES = [
-    ("openai_chat", "key: index, alias: choice}", "key: index, ", 28, "/events/choice", "key"),
-    ("openai_chat", "equals: text}, field: text}", ", field: text", 58, "/text/parts", "field"),
+    ("openai_chat", "key: index, alias: choice}", "key: index, ", 41, "/events/choice", "key"),
+    ("openai_chat", "equals: text}, field: text}", ", field: text", 82, "/text/parts", "field"),
     (
         "openai_chat",
         "string: {type: text, field: text}}",
         ", field: text",
-        41,
+        62,
         "/events/every/0/fold/parts/content/string",
         "field",
     ),
-    ("gemini", "text: [text], unless", "text: [text], ", 39, "/events/every/0/extend/join", "text"),
+    ("gemini", "text: [text], unless", "text: [text], ", 50, "/events/every/0/extend/join", "text"),
     (
         "gemini",
         "          text_value: stringValue\n",
         "          text_value: stringValue\n",
-        40,
+        51,
         "/events/every/0/extend/continuation",
         "text_value",
     ),
@@ -188,34 +188,34 @@ def test_a_wire_field_the_engine_reads_must_be_named(name, written, cut, line, p
 
 
 # The results section's rules are the schema's ($defs/results); validate says each at its line
-# (openai_chat's results open at line 75; a value is shown at its own line: a template's first
+# (openai_chat's results open at line 99; a value is shown at its own line: a template's first
 # line is the one after its key).
 RESULTS_RULES = [
     ("  mode: per_call\n", "  mode: one_message\n", [
-        (75, "/results", "mode one_message needs message", "required"),
-        (82, "/results/result", "not used in mode one_message (it takes message)", "not"),
+        (99, "/results", "mode one_message needs message", "required"),
+        (106, "/results/result", "not used in mode one_message (it takes message)", "not"),
     ]),
     ("  mode: per_call\n", "  mode: restate\n", [
-        (78, "/results/assistant", "mode restate puts each result into its call's part: an "
+        (102, "/results/assistant", "mode restate puts each result into its call's part: an "
          "$echo with calls and merge, and this template has none", "template"),
-        (82, "/results/result",
+        (106, "/results/result",
          "not used in mode restate (each result goes into its call's part of `assistant`)", "not"),
     ]),
     ("  mode: per_call\n", "  mode: each\n", [
-        (76, "/results/mode", "'each' is not one of: per_call, one_message, restate", "enum"),
+        (100, "/results/mode", "'each' is not one of: per_call, one_message, restate", "enum"),
     ]),
     ("  leak_role: user\n", "  leak_role: system\n", [
-        (85, "/results/leak_role", "system is not a role that carries tool results", "not"),
+        (109, "/results/leak_role", "system is not a role that carries tool results", "not"),
     ]),
     ("  leak_role: user\n", '  leak_role: ""\n', [
-        (85, "/results/leak_role", "must not be empty", "minLength"),
+        (109, "/results/leak_role", "must not be empty", "minLength"),
     ]),
     ("  leak_role: user\n", "  leak_role: user\n  leak: {assistant: {}, reply: {}}\n", [
-        (86, "/results/leak/reply", "unknown key 'reply', expected one of: assistant, message",
+        (110, "/results/leak/reply", "unknown key 'reply', expected one of: assistant, message",
          "unknown-key"),
     ]),
     ("  leak_role: user\n", "  leak_role: user\n  leek: {}\n", [
-        (86, "/results/leek", "unknown key 'leek', expected one of: assistant, leak, leak_role, "
+        (110, "/results/leek", "unknown key 'leek', expected one of: assistant, leak, leak_role, "
          "message, mode, result", "unknown-key"),
     ]),
 ]
@@ -236,7 +236,7 @@ def test_without_a_mode_the_template_given_chooses_it():
     assert validate_text(text, "openai_chat.yaml")[1] == []
     both = text.replace("  leak_role: user\n", "  leak_role: user\n  message: {role: tool}\n")
     assert [(p.line, p.pointer, p.message) for p in validate_text(both, "openai_chat.yaml")[1]] == [
-        (81, "/results/result", "not used in mode one_message (it takes message)")
+        (105, "/results/result", "not used in mode one_message (it takes message)")
     ]
     neither = text.replace("  result:\n", "  reply:\n")
     assert ("/results", "mode per_call needs result") in [
@@ -245,27 +245,27 @@ def test_without_a_mode_the_template_given_chooses_it():
 
 
 # The serve section's rules are the schema's ($defs/serve and below); its compiler says only
-# what a schema cannot (templates, a path's {name} twice). ollama's serve opens at line 101.
+# what a schema cannot (templates, a path's {name} twice). ollama's serve opens at line 108.
 SERVE_RULES = [
     ("content_type: application/x-ndjson}", "content_type: application/x-ndjson, done: '[DONE]'}", [
-        (104, "/serve/framing/done", "not an option of framing ndjson", "not"),
+        (111, "/serve/framing/done", "not an option of framing ndjson", "not"),
     ]),
     ("{kind: ndjson,", "{kind: ndjson, line_end: x,", [
-        (104, "/serve/framing/line_end", "'x' is not one of: \"\\n\", \"\\r\\n\"", "enum"),
-        (104, "/serve/framing/line_end", "not an option of framing ndjson", "not"),
+        (111, "/serve/framing/line_end", "'x' is not one of: \"\\n\", \"\\r\\n\"", "enum"),
+        (111, "/serve/framing/line_end", "not an option of framing ndjson", "not"),
     ]),
     ("{path: /api/chat,", "{path: api/chat,", [
-        (103, "/serve/endpoints/0/path", "a request path starting with /", "pattern"),
+        (110, "/serve/endpoints/0/path", "a request path starting with /", "pattern"),
     ]),
     ("{field: stream,", "{field: a.b,", [
-        (103, "/serve/endpoints/0/stream/field",
+        (110, "/serve/endpoints/0/stream/field",
          "a body field name: a letter or _, then letters, digits or _", "pattern"),
     ]),
     ("{field: stream, default: true}", "{default: true}", [
-        (103, "/serve/endpoints/0/stream", "missing required key 'field'", "required"),
+        (110, "/serve/endpoints/0/stream", "missing required key 'field'", "required"),
     ]),
     ("{path: /api/chat,", "{path: '/{m}/chat/{m}',", [
-        (103, "/serve/endpoints/0/path", "{m} twice: each name is one segment", "path"),
+        (110, "/serve/endpoints/0/path", "{m} twice: each name is one segment", "path"),
     ]),
 ]
 
@@ -294,14 +294,14 @@ def test_every_problem_of_a_serve_section_is_reported_at_its_line(tmp_path: Path
     path = tmp_path / "ollama.yaml"
     path.write_text(text, encoding="utf-8")
     assert [(p.line, p.pointer, p.message) for p in validate_descriptor(path)] == [
-        (103, "/serve/endpoints/0/path", "{m} twice: each name is one segment"),
-        (104, "/serve/framing/done", "not an option of framing ndjson"),
-        (106, "/serve/response/model/$pth", "unknown construct $pth"),
-        (119, "/serve/error/body/error", "$if needs then or else"),
+        (110, "/serve/endpoints/0/path", "{m} twice: each name is one segment"),
+        (111, "/serve/framing/done", "not an option of framing ndjson"),
+        (113, "/serve/response/model/$pth", "unknown construct $pth"),
+        (126, "/serve/error/body/error", "$if needs then or else"),
     ]
     result = run_engine("validate", str(path))
     assert result.returncode != 0
-    for where in (":103:", ":104:", ":106:", ":119:"):
+    for where in (":110:", ":111:", ":113:", ":126:"):
         assert f"{path}{where}" in result.stdout + result.stderr
 
 

@@ -25,6 +25,7 @@ from ..model.fragments import Fragments, SlottedList, ingest, shown_value, slot_
 from ..model.fragments import json_kind as _json_kind
 from ..model.jsonscan import COMPLETE, ArgsStream
 from .paths import Reader, Segment, as_reader, compile_read, parse_target
+from .predicates import compile_predicate
 
 Run = Callable[[Assembly, Any, Any], None]
 Act = Callable[[Assembly, dict, Any], None]  # what an operation does to the item it found
@@ -970,10 +971,18 @@ def op_finish(spec: dict, ctx: CompileContext) -> Run:
 
 
 def op_error(spec: dict, ctx: CompileContext) -> Run:
-    """A provider error event: keep its payload in ``buf.error`` and end the stream."""
+    """A provider error event: keep its payload in ``buf.error`` and end the stream.
+
+    With ``where`` (a predicate on the event), only an event it holds for is the error: a
+    wire whose error is the whole event in a shape of its own, beside its ordinary chunks
+    (vLLM's ``{"object": "error", "message": ...}`` on an OpenAI-compatible stream), names the
+    shape there rather than reading ``from: ""`` on every chunk."""
     read = compile_read(spec.get("from", ""), ctx.choice_alias)
+    where = compile_predicate(spec["where"]) if spec.get("where") else None
 
     def error(asm: Assembly, ev: Any, ch: Any) -> None:
+        if where is not None and not where(ev):
+            return
         value = read(ev, ch)
         if value is None:
             return

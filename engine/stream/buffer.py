@@ -291,23 +291,28 @@ class LLMStreamBuffer:
         return end_markers().union(*own)
 
     def _resolve(self, event: dict) -> bool:
+        """Resolve the wire on ``event``: the first strategy whose chunk predicate claims it;
+        failing all, the first whose error predicate does (a provider error as the first
+        chunk, in an envelope several wires share: theirs only when nothing else claims it)."""
         strategies = self.strategies if self._plain is None else [self._plain.plain_text_wire()]
-        for strategy in strategies:
-            if strategy.recognizes_chunk(event):
-                self._strategy = strategy
-                self._asm = strategy.new_assembly()
-                self._asm.events = self._rec
-                self._log = []
-                pending, self._pending = self._pending, []
-                indexes, self._pending_at = self._pending_at, []
-                for at, earlier in zip(indexes, pending, strict=True):
-                    self._replay_pending(at, earlier)
-                if self._pending_end:
-                    self._asm.finish()
-                    self._log.append(_FINISHED)
-                    self._commit()
-                return True
-        return False
+        strategy = next((s for s in strategies if s.recognizes_chunk(event)), None)
+        if strategy is None:
+            strategy = next((s for s in strategies if s.recognizes_error(event)), None)
+        if strategy is None:
+            return False
+        self._strategy = strategy
+        self._asm = strategy.new_assembly()
+        self._asm.events = self._rec
+        self._log = []
+        pending, self._pending = self._pending, []
+        indexes, self._pending_at = self._pending_at, []
+        for at, earlier in zip(indexes, pending, strict=True):
+            self._replay_pending(at, earlier)
+        if self._pending_end:
+            self._asm.finish()
+            self._log.append(_FINISHED)
+            self._commit()
+        return True
 
     def _replay_pending(self, index: int, earlier: dict) -> None:
         """An event kept before the wire was resolved, now applied. It was never recognised,

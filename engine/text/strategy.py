@@ -80,6 +80,9 @@ class TextStrategy:
     def recognizes_chunk(self, chunk: Any) -> bool:
         return False
 
+    def recognizes_error(self, chunk: Any) -> bool:
+        return False
+
     def is_stream_complete(self, chunk: Any) -> bool:
         return False
 
