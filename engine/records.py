@@ -31,6 +31,8 @@ class ToolCallRecord:
     ``error`` set means the call failed (its ``result`` is then ignored). ``tool_call_id`` is
     the wire's own call id, echoed back so the provider can pair the result with its call;
     it is None on wires that send none (some Gemini models) and for text calls.
+    ``exception`` is what the tool raised, for the application (the model only ever sees
+    ``error``, its text); it takes no part in equality.
     """
 
     name: str
@@ -38,6 +40,7 @@ class ToolCallRecord:
     result: Any = None
     error: str | None = None
     tool_call_id: str | None = None
+    exception: BaseException | None = field(default=None, compare=False, repr=False)
 
     @property
     def failed(self) -> bool:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import inspect
-import json
 import threading
 import time
 import warnings
@@ -342,17 +341,16 @@ def _without_runtime_warnings(run):
         pytest.param(lambda: '{"tool": "get_stock_price", "arguments": {}}', id="text"),
     ],
 )
-def test_sync_process_fails_an_async_tool_naming_aprocess_and_closes_it(response):
+def test_sync_process_refuses_an_async_tool_before_the_round_moves(response):
+    """A programmer's error raises (it is never sent to the model as a tool result), before
+    any cursor moves: the same round on the async path then runs the calls."""
     driver = Mail()
-    records, messages, retry = _without_runtime_warnings(
-        lambda: driver.process_llm_response(response())
-    )
-    assert driver.ran == []  # the coroutine was closed unrun
-    assert records and all(r.failed and r.result is None for r in records)
-    assert all("aprocess_llm_response" in r.error for r in records)
-    assert "aprocess_llm_response" in retry
-    assert "<coroutine" not in json.dumps(messages)
-    assert all("aprocess_llm_response" in m["content"] for m in messages[1:])
+    llm_response = response()
+    with pytest.raises(TypeError, match="aprocess_llm_response"):
+        driver.process_llm_response(llm_response)
+    assert driver.ran == []
+    again = asyncio.run(driver.aprocess_llm_response(llm_response))
+    assert driver.ran and [r.result for r in again.executed_calls] == ["sent"] * len(driver.ran)
 
 
 def test_the_returned_coroutine_itself_is_closed():
@@ -388,12 +386,10 @@ def test_an_orchestrator_mixes_sync_and_async_drivers():
     ]
     main = threading.get_ident()
     assert weather.started[0][1] == main and stock.started[0][1] != main
-    # Sync, the same Orchestrator runs its sync tool and refuses the async one.
-    response = _without_runtime_warnings(lambda: both.process_llm_response(replay_buf()))
-    (failed, ran), messages, _ = response
-    assert failed.failed and "aprocess_llm_response" in failed.error
-    assert ran.error is None and ran.result["tool"] == STOCK
-    assert len(weather.started) == 1  # the refused coroutine never started
+    # Sync, the same Orchestrator refuses the round: one of its drivers' tools is async.
+    with pytest.raises(TypeError, match="aprocess_llm_response"):
+        both.process_llm_response(replay_buf())
+    assert len(weather.started) == 1 and len(stock.started) == 1  # nothing more ran
 
 
 # -- a whole message whose call's arguments never parse (issue 9, item 12) -----------------------

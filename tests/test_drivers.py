@@ -332,7 +332,8 @@ def test_leak_is_ignored_without_a_backup():
     driver.set_native_backup_strategy(None)
     assert driver.get_native_backup_strategy() is None
     message = {"type": "message", "role": "assistant", "content": [{"type": "text", "text": CALL}]}
-    assert driver.process_llm_response(message) == DriverResponse()
+    turn = {"role": "assistant", "content": message["content"]}  # as the wire takes it back
+    assert driver.process_llm_response(message) == DriverResponse(messages=[turn])
     session = Session([driver]).play(chat_stream(split(CALL, 5)))
     assert session.text == CALL and driver.ran == []
     scanned = Echo("other").new_stream_buffer()  # another driver's buffer scans its text
@@ -344,7 +345,7 @@ def test_leak_is_ignored_without_a_backup():
 def test_tool_calls_null_is_authoritative():
     driver = Echo("get_weather")
     message = {"role": "assistant", "content": CALL, "tool_calls": None}
-    assert driver.process_llm_response(message) == DriverResponse()
+    assert driver.process_llm_response(message) == DriverResponse(messages=[message])
     assert driver.ran == []
 
 
@@ -377,7 +378,8 @@ def test_native_message_runs_its_calls_not_its_text():
 def test_call_inside_think_never_runs():
     text = f"<think>maybe {CALL}</think>The weather is fine."
     driver = Echo("get_weather")
-    assert driver.process_llm_response(text) == DriverResponse()
+    said = [{"role": "assistant", "content": text}]  # the turn, answering nothing
+    assert driver.process_llm_response(text) == DriverResponse(messages=said)
     session = Session([driver]).play(chat_stream(split(text, 4)))
     assert driver.ran == [] and session.text == text
     assert not session.any("call_pending")
@@ -388,7 +390,7 @@ def test_call_in_a_reasoning_field_never_runs():
     session = Session([driver]).play(chat_stream(["It is fine."], reasoning=split(CALL, 7)))
     assert driver.ran == [] and session.text == "It is fine."
     message = {"role": "assistant", "content": "It is fine.", "reasoning_content": CALL}
-    assert driver.process_llm_response(message) == DriverResponse()
+    assert driver.process_llm_response(message) == DriverResponse(messages=[message])
     session = Session([driver]).play(anthropic_stream(["It is fine."], thinking=split(CALL, 7)))
     assert driver.ran == [] and session.text == "It is fine."
 
@@ -401,8 +403,9 @@ def test_unknown_tool_flows_as_text():
     driver = Echo("get_weather")
     session = Session([driver]).play(chat_stream(split(text, 2)))
     assert session.text == text and driver.ran == []
-    assert not session.any("call_executed") and session.all("messages") == []
-    assert driver.process_llm_response(text) == DriverResponse()
+    said = [{"role": "assistant", "content": text}]  # the turn, answering nothing
+    assert not session.any("call_executed") and session.all("messages") == said
+    assert driver.process_llm_response(text) == DriverResponse(messages=said)
 
 
 @pytest.mark.parametrize(
@@ -431,12 +434,17 @@ def test_stream_cut_without_done_flushes_what_was_held():
     assert not session.responses[-1][0].call_pending  # after close() nothing is pending
 
 
-def test_text_after_done_is_still_shown():
+def test_text_held_at_the_done_is_shown_and_text_after_it_is_not_taken():
+    """The span held at the DONE ("<tool_" may start a call) is released whole; a chunk of
+    text after the DONE is after the stream's end (issue 16, point 3): listed, not shown."""
     events = chat_stream(["Done. <tool_"])
     events.append({**events[-2], "choices": [{"index": 0, "delta": {"content": "call> x"}}]})
     driver = Echo("get_weather")
     session = Session([driver]).play(events)
-    assert session.text == "Done. <tool_call> x" and driver.ran == []
+    assert session.text == "Done. <tool_" and driver.ran == []
+    assert [(s.index, s.reason) for s in session.buf.skipped()] == [
+        (len(events) - 1, "after the stream's end")
+    ]
 
 
 # -- failures ------------------------------------------------------------------------------------
@@ -570,7 +578,11 @@ def test_native_call_of_another_driver_is_left_alone():
     events = anthropic_stream(["Hi."], tool_use=("toolu_1", "send_mail", ['{"to": "x"}']))
     driver = Echo("get_weather")
     session = Session([driver]).play(events)
-    assert all(r == DriverResponse() for (r,) in session.responses)
+    # the turn goes into the history once, without the call, which another driver answers
+    turn = DriverResponse(
+        messages=[{"role": "assistant", "content": [{"type": "text", "text": "Hi."}]}]
+    )
+    assert [r for (r,) in session.responses if r != DriverResponse()] == [turn]
     assert session.text == "Hi."
 
 
@@ -629,7 +641,10 @@ def test_orchestrator_over_two_drivers():
     assert [m["tool_call_id"] for m in batch.messages if m.get("role") == "tool"] == [
         "call_1",
         "call_2",
+        "call_3",  # teleport, which nobody owns: answered with an error result
     ]
+    (teleport,) = batch.rejected_calls
+    assert teleport.tool_call_id == "call_3" and "get_weather, send_mail" in teleport.error
     # knowing every tool, it tells the model that teleport does not exist
     prompts = [r.retry_prompt for (r,) in session.responses if r.retry_prompt]
     assert prompts and all("teleport" in p for p in prompts)
@@ -642,8 +657,9 @@ def test_orchestrator_refuses_a_tool_owned_twice():
 
 
 def test_a_single_driver_never_calls_a_tool_unknown():
-    r = Echo("get_weather").process_llm_response('{"tool": "teleport", "arguments": {}}')
-    assert r == DriverResponse()
+    text = '{"tool": "teleport", "arguments": {}}'
+    r = Echo("get_weather").process_llm_response(text)
+    assert r == DriverResponse(messages=[{"role": "assistant", "content": text}])
 
 
 # -- prompts -------------------------------------------------------------------------------------

@@ -71,9 +71,9 @@ def test_variant_streamed_calls_agree_with_extract(path: Path):
 @pytest.mark.parametrize("path", STREAMS, ids=stream_id)
 def test_variant_one_character_fragments_give_the_same_result(path: Path):
     events = read_stream(path)
-    fields = variant().streamed_fields()
+    fields, done = variant().streamed_fields(), variant().done_fields()
     expected = outcome(replay(copy.deepcopy(events), str(VARIANT)))
-    split = resplit(copy.deepcopy(events), fields, every_character)
+    split = resplit(copy.deepcopy(events), fields, every_character, done)
     assert outcome(replay(split, str(VARIANT))) == expected
 
 

@@ -64,8 +64,9 @@ def _replay(events: list, fmt: str, fast: bool) -> tuple[dict, int]:
 
 
 def _one_char(events: list, fmt: str) -> list:
-    fields = engine.load_format(fmt).streamed_fields()
-    return resplit(copy.deepcopy(events), fields, every_character)
+    wire = engine.load_format(fmt)
+    fields, done = wire.streamed_fields(), wire.done_fields()
+    return resplit(copy.deepcopy(events), fields, every_character, done)
 
 
 @pytest.mark.parametrize("path", STREAMS, ids=stream_id)

@@ -44,9 +44,10 @@ def test_every_concept_has_its_toy_wire_with_a_documented_stream():
 def test_a_toy_stream_split_into_single_characters_gives_the_same_result(path):
     fmt = format_of(path)
     events = read_stream(path)
-    fields = engine.load_format(fmt).streamed_fields()
+    wire = engine.load_format(fmt)
+    fields, done = wire.streamed_fields(), wire.done_fields()
     expected = outcome(replay(copy.deepcopy(events), fmt))
-    split = resplit(copy.deepcopy(events), fields, every_character)
+    split = resplit(copy.deepcopy(events), fields, every_character, done)
     assert outcome(replay(split, fmt)) == expected
 
 

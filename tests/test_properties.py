@@ -35,10 +35,11 @@ WIRES = [engine.load_format(n) for n in engine.list_formats() if engine.load_for
 def test_resplitting_fragments_never_changes_the_result(path, data):
     events = read_stream(path)
     fmt = path.parent.name
-    fields = engine.load_format(fmt).streamed_fields()
+    wire = engine.load_format(fmt)
+    fields, done = wire.streamed_fields(), wire.done_fields()
     expected = outcome(replay(copy.deepcopy(events), fmt))
 
-    split = resplit(copy.deepcopy(events), fields, drawn_cuts(data))
+    split = resplit(copy.deepcopy(events), fields, drawn_cuts(data), done)
     assert outcome(replay(split, fmt)) == expected
 
 
@@ -46,9 +47,10 @@ def test_resplitting_fragments_never_changes_the_result(path, data):
 def test_one_character_fragments_give_the_same_result(path):
     events = read_stream(path)
     fmt = path.parent.name
-    fields = engine.load_format(fmt).streamed_fields()
+    wire = engine.load_format(fmt)
+    fields, done = wire.streamed_fields(), wire.done_fields()
     expected = outcome(replay(copy.deepcopy(events), fmt))
-    split = resplit(copy.deepcopy(events), fields, every_character)
+    split = resplit(copy.deepcopy(events), fields, every_character, done)
     assert outcome(replay(split, fmt)) == expected
 
 
@@ -138,6 +140,7 @@ def test_resplit_raw_sse_never_changes_the_result(path, data):
     all built-ins: the same result as the decoded stream."""
     events = read_stream(path)
     fields = engine.load_format(path.parent.name).streamed_fields()
+    done = engine.load_format(path.parent.name).done_fields()
     expected = outcome(replay(copy.deepcopy(events), path.parent.name))
 
     # One drawn seed for the framing of every line (a draw per line would exceed what
@@ -147,7 +150,7 @@ def test_resplit_raw_sse_never_changes_the_result(path, data):
     def pick(kind: str, n: int) -> int:
         return framing.randrange(n)
 
-    lines = sse_stream(resplit(copy.deepcopy(events), fields, drawn_cuts(data)), pick)
+    lines = sse_stream(resplit(copy.deepcopy(events), fields, drawn_cuts(data), done), pick)
     kind = data.draw(st.sampled_from(["str", "bytes"]), label="str or bytes")
     assert outcome(replay(as_wire(lines, kind, pick))) == expected
 

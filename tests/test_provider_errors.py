@@ -139,6 +139,7 @@ def test_a_provider_error_mid_stream_finishes_an_openai_chat_stream(path, error)
     assert buf.is_finished()
     assert buf.error == error.get("error", error)
     assert buf.unknown_events == cut.unknown_events  # the error was taken, not counted
+    buf.close()  # the end is final (a usage chunk may follow an error): ProviderError, Finished
     kinds = _kinds(buf.events())  # a call cut by the error is told incomplete first
     assert kinds.count("ProviderError") == 1 and kinds[-1] == "Finished"
     assert set(kinds) <= {"CallIncomplete", "ProviderError", "Finished"}

@@ -560,12 +560,34 @@ def test_driver_loop_on_other_recorded_streams(path, monkeypatch, capsys):
 
 
 def test_driver_loop_tells_the_model_about_a_cut_call(monkeypatch, capsys):
+    """A call cut by the length limit never runs; the history answers it with the wire's own
+    error result (no separate user turn), its arguments as the API accepts them."""
     ran = run_quick_start(["driver", "driver-loop"], monkeypatch, capsys, quick_stream_cut())
     assert ran.runs == []
     assert ran.printed == "\n"
-    prompt, retry = ran.namespace["messages"]
-    assert prompt == PROMPT and retry["role"] == "user"
-    assert "get_weather" in retry["content"] and "cut off" in retry["content"]
+    prompt, assistant, result = ran.namespace["messages"]
+    assert prompt == PROMPT
+    (call,) = assistant["tool_calls"]
+    assert call["function"] == {"name": "get_weather", "arguments": "{}"}
+    assert result["role"] == "tool" and result["tool_call_id"] == call["id"]
+    assert "get_weather" in result["content"] and "cut off" in result["content"]
+
+
+def test_driver_loop_is_a_two_turn_conversation(monkeypatch, capsys):
+    """The README's loop over a call turn, then over the model's text answer: the history
+    holds each assistant turn once, the call answered, the text turn whole."""
+    ran = run_quick_start(
+        ["driver", "driver-loop", "driver-second-turn"], monkeypatch, capsys
+    )
+    assert_each_call_ran_once(ran.runs, quick_recorded().calls())
+    printed = ran.printed.split("]\n", 1)[1]  # what the second turn's block printed
+    assert_prints_what_the_readme_shows("driver-second-turn", printed.lstrip("\n"))
+    prompt, call_turn, result, answer = ran.namespace["messages"]
+    first = quick_recorded()
+    assert prompt == PROMPT
+    assert [call_turn, result] == native_history(QUICK_STREAM, first)
+    text_path = GOLDEN / "openai_chat" / "oai_py_text.jsonl"
+    assert answer == quick_recorded(text_path).as_dict()  # the text turn, exactly once
 
 
 def test_async_driver_loop_awaits_the_tool_once(monkeypatch, capsys):
@@ -596,7 +618,15 @@ def test_async_driver_loop_on_parallel_calls(monkeypatch, capsys):
 # -- the README itself ----------------------------------------------------------------------------
 
 
-QUICK_START = ("stream", "tools", "events", "driver", "driver-loop", "async-driver-loop")
+QUICK_START = (
+    "stream",
+    "tools",
+    "events",
+    "driver",
+    "driver-loop",
+    "driver-second-turn",
+    "async-driver-loop",
+)
 
 
 def _own_blocks() -> dict[str, Block]:
@@ -618,7 +648,13 @@ def test_every_python_block_is_marked():
 
 def test_every_readme_output_belongs_to_a_block():
     assert set(readme_outputs()) <= set(readme_blocks())
-    assert set(readme_outputs()) == {"events", "driver-loop", "async-driver-loop", "per-chunk-loop"}
+    assert set(readme_outputs()) == {
+        "events",
+        "driver-loop",
+        "driver-second-turn",
+        "async-driver-loop",
+        "per-chunk-loop",
+    }
 
 
 def test_an_unmarked_python_block_is_found():

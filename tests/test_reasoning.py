@@ -112,9 +112,10 @@ def test_every_wire_has_a_golden_with_reasoning_and_one_without():
 def test_resplitting_fragments_never_changes_the_reasoning(path, data):
     events = read_stream(path)
     fmt = path.parent.name
-    fields = engine.load_format(fmt).streamed_fields()
+    wire = engine.load_format(fmt)
+    fields, done = wire.streamed_fields(), wire.done_fields()
     expected = _streamed(replay(copy.deepcopy(events), fmt))
-    split = resplit(copy.deepcopy(events), fields, drawn_cuts(data))
+    split = resplit(copy.deepcopy(events), fields, drawn_cuts(data), done)
     assert _streamed(replay(split, fmt)) == expected
 
 
@@ -123,9 +124,10 @@ def test_resplitting_fragments_never_changes_the_reasoning(path, data):
 def test_one_character_fragments_give_the_same_reasoning(path):
     events = read_stream(path)
     fmt = path.parent.name
-    fields = engine.load_format(fmt).streamed_fields()
+    wire = engine.load_format(fmt)
+    fields, done = wire.streamed_fields(), wire.done_fields()
     expected = _streamed(replay(copy.deepcopy(events), fmt))
-    split = replay(resplit(copy.deepcopy(events), fields, every_character), fmt)
+    split = replay(resplit(copy.deepcopy(events), fields, every_character, done), fmt)
     assert _streamed(split) == expected
 
 

@@ -32,6 +32,13 @@ EXPECT = "# expect: "
 SCHEMA_COMMENT = "# yaml-language-server: $schema=../schemas/format.schema.json"
 
 
+def line_of(name: str, written: str) -> int:
+    """The 1-based line of a built-in descriptor at which ``written`` first stands: the
+    tests below locate a problem from it, not from a number that any edit above shifts."""
+    text = (ROOT / "formats" / f"{name}.yaml").read_text(encoding="utf-8")
+    return text[: text.index(written)].count("\n") + 1
+
+
 def expected_lines(path: Path) -> list[str]:
     """The ``# expect:`` comments that open the file."""
     out = []
@@ -155,22 +162,43 @@ def test_an_unknown_key_lists_the_keys_allowed_there(tmp_path: Path):
 # the descriptor must name it, and validate says where one is missing (no default in engine/).
 # Each: (format, text that names the field, what is cut from it, line, pointer, key).
 WIRE_FIELD_NAMES = [
-    ("openai_chat", "key: index, alias: choice}", "key: index, ", 41, "/events/choice", "key"),
-    ("openai_chat", "equals: text}, field: text}", ", field: text", 82, "/text/parts", "field"),
+    (
+        "openai_chat",
+        "key: index, alias: choice}",
+        "key: index, ",
+        line_of("openai_chat", "key: index, alias: choice}"),
+        "/events/choice",
+        "key",
+    ),
+    (
+        "openai_chat",
+        "equals: text}, field: text}",
+        ", field: text",
+        line_of("openai_chat", "equals: text}, field: text}"),
+        "/text/parts",
+        "field",
+    ),
     (
         "openai_chat",
         "string: {type: text, field: text}}",
         ", field: text",
-        62,
+        line_of("openai_chat", "string: {type: text, field: text}}"),
         "/events/every/0/fold/parts/content/string",
         "field",
     ),
-    ("gemini", "text: [text], unless", "text: [text], ", 50, "/events/every/0/extend/join", "text"),
+    (
+        "gemini",
+        "text: [text], unless",
+        "text: [text], ",
+        line_of("gemini", "text: [text], unless"),
+        "/events/every/0/extend/join",
+        "text",
+    ),
     (
         "gemini",
         "          text_value: stringValue\n",
         "          text_value: stringValue\n",
-        51,
+        line_of("gemini", "        continuation:"),
         "/events/every/0/extend/continuation",
         "text_value",
     ),
@@ -188,35 +216,36 @@ def test_a_wire_field_the_engine_reads_must_be_named(name, written, cut, line, p
 
 
 # The results section's rules are the schema's ($defs/results); validate says each at its line
-# (openai_chat's results open at line 99; a value is shown at its own line: a template's first
-# line is the one after its key).
+# (from the line where openai_chat's results open; a value is shown at its own line: a
+# template's first line is the one after its key).
+AT = line_of("openai_chat", "\nresults:") + 1  # the results line
 RESULTS_RULES = [
     ("  mode: per_call\n", "  mode: one_message\n", [
-        (99, "/results", "mode one_message needs message", "required"),
-        (106, "/results/result", "not used in mode one_message (it takes message)", "not"),
+        (AT, "/results", "mode one_message needs message", "required"),
+        (AT + 7, "/results/result", "not used in mode one_message (it takes message)", "not"),
     ]),
     ("  mode: per_call\n", "  mode: restate\n", [
-        (102, "/results/assistant", "mode restate puts each result into its call's part: an "
+        (AT + 3, "/results/assistant", "mode restate puts each result into its call's part: an "
          "$echo with calls and merge, and this template has none", "template"),
-        (106, "/results/result",
+        (AT + 7, "/results/result",
          "not used in mode restate (each result goes into its call's part of `assistant`)", "not"),
     ]),
     ("  mode: per_call\n", "  mode: each\n", [
-        (100, "/results/mode", "'each' is not one of: per_call, one_message, restate", "enum"),
+        (AT + 1, "/results/mode", "'each' is not one of: per_call, one_message, restate", "enum"),
     ]),
     ("  leak_role: user\n", "  leak_role: system\n", [
-        (109, "/results/leak_role", "system is not a role that carries tool results", "not"),
+        (AT + 10, "/results/leak_role", "system is not a role that carries tool results", "not"),
     ]),
     ("  leak_role: user\n", '  leak_role: ""\n', [
-        (109, "/results/leak_role", "must not be empty", "minLength"),
+        (AT + 10, "/results/leak_role", "must not be empty", "minLength"),
     ]),
     ("  leak_role: user\n", "  leak_role: user\n  leak: {assistant: {}, reply: {}}\n", [
-        (110, "/results/leak/reply", "unknown key 'reply', expected one of: assistant, message",
+        (AT + 11, "/results/leak/reply", "unknown key 'reply', expected one of: assistant, message",
          "unknown-key"),
     ]),
     ("  leak_role: user\n", "  leak_role: user\n  leek: {}\n", [
-        (110, "/results/leek", "unknown key 'leek', expected one of: assistant, leak, leak_role, "
-         "message, mode, result", "unknown-key"),
+        (AT + 11, "/results/leek", "unknown key 'leek', expected one of: assistant, leak, "
+         "leak_role, message, mode, result", "unknown-key"),
     ]),
 ]
 
@@ -236,7 +265,7 @@ def test_without_a_mode_the_template_given_chooses_it():
     assert validate_text(text, "openai_chat.yaml")[1] == []
     both = text.replace("  leak_role: user\n", "  leak_role: user\n  message: {role: tool}\n")
     assert [(p.line, p.pointer, p.message) for p in validate_text(both, "openai_chat.yaml")[1]] == [
-        (105, "/results/result", "not used in mode one_message (it takes message)")
+        (AT + 6, "/results/result", "not used in mode one_message (it takes message)")
     ]
     neither = text.replace("  result:\n", "  reply:\n")
     assert ("/results", "mode per_call needs result") in [
@@ -245,27 +274,28 @@ def test_without_a_mode_the_template_given_chooses_it():
 
 
 # The serve section's rules are the schema's ($defs/serve and below); its compiler says only
-# what a schema cannot (templates, a path's {name} twice). ollama's serve opens at line 108.
+# what a schema cannot (templates, a path's {name} twice); lines from where ollama's serve opens.
+SERVE = line_of("ollama", "\nserve:") + 1
 SERVE_RULES = [
     ("content_type: application/x-ndjson}", "content_type: application/x-ndjson, done: '[DONE]'}", [
-        (111, "/serve/framing/done", "not an option of framing ndjson", "not"),
+        (SERVE + 3, "/serve/framing/done", "not an option of framing ndjson", "not"),
     ]),
     ("{kind: ndjson,", "{kind: ndjson, line_end: x,", [
-        (111, "/serve/framing/line_end", "'x' is not one of: \"\\n\", \"\\r\\n\"", "enum"),
-        (111, "/serve/framing/line_end", "not an option of framing ndjson", "not"),
+        (SERVE + 3, "/serve/framing/line_end", "'x' is not one of: \"\\n\", \"\\r\\n\"", "enum"),
+        (SERVE + 3, "/serve/framing/line_end", "not an option of framing ndjson", "not"),
     ]),
     ("{path: /api/chat,", "{path: api/chat,", [
-        (110, "/serve/endpoints/0/path", "a request path starting with /", "pattern"),
+        (SERVE + 2, "/serve/endpoints/0/path", "a request path starting with /", "pattern"),
     ]),
     ("{field: stream,", "{field: a.b,", [
-        (110, "/serve/endpoints/0/stream/field",
+        (SERVE + 2, "/serve/endpoints/0/stream/field",
          "a body field name: a letter or _, then letters, digits or _", "pattern"),
     ]),
     ("{field: stream, default: true}", "{default: true}", [
-        (110, "/serve/endpoints/0/stream", "missing required key 'field'", "required"),
+        (SERVE + 2, "/serve/endpoints/0/stream", "missing required key 'field'", "required"),
     ]),
     ("{path: /api/chat,", "{path: '/{m}/chat/{m}',", [
-        (110, "/serve/endpoints/0/path", "{m} twice: each name is one segment", "path"),
+        (SERVE + 2, "/serve/endpoints/0/path", "{m} twice: each name is one segment", "path"),
     ]),
 ]
 
@@ -294,14 +324,14 @@ def test_every_problem_of_a_serve_section_is_reported_at_its_line(tmp_path: Path
     path = tmp_path / "ollama.yaml"
     path.write_text(text, encoding="utf-8")
     assert [(p.line, p.pointer, p.message) for p in validate_descriptor(path)] == [
-        (110, "/serve/endpoints/0/path", "{m} twice: each name is one segment"),
-        (111, "/serve/framing/done", "not an option of framing ndjson"),
-        (113, "/serve/response/model/$pth", "unknown construct $pth"),
-        (126, "/serve/error/body/error", "$if needs then or else"),
+        (SERVE + 2, "/serve/endpoints/0/path", "{m} twice: each name is one segment"),
+        (SERVE + 3, "/serve/framing/done", "not an option of framing ndjson"),
+        (SERVE + 5, "/serve/response/model/$pth", "unknown construct $pth"),
+        (SERVE + 18, "/serve/error/body/error", "$if needs then or else"),
     ]
     result = run_engine("validate", str(path))
     assert result.returncode != 0
-    for where in (":110:", ":111:", ":113:", ":126:"):
+    for where in (f":{SERVE + n}:" for n in (2, 3, 5, 18)):
         assert f"{path}{where}" in result.stdout + result.stderr
 
 

@@ -338,12 +338,27 @@ def _versus(
     return statistics.median(ratios)
 
 
-class EchoDriver(engine.BaseDriver):
-    """Owns the tools a generated stream calls; each returns its arguments."""
+# The schema of the ``+schema`` rows' tools: what a real tool declares (a typed, required
+# member, a bound, no other members), which every generated call's ``{"q": "xxx..."}`` meets.
+SCHEMA = {
+    "type": "object",
+    "properties": {"q": {"type": "string", "minLength": 1}, "n": {"type": "integer"}},
+    "required": ["q"],
+    "additionalProperties": False,
+}
 
-    def __init__(self, names: list[str], strategy: engine.ExtractionStrategy) -> None:
-        super().__init__(strategies=[strategy])
-        self.tools = [engine.Tool(name, f"echo {name}") for name in names]
+
+class EchoDriver(engine.BaseDriver):
+    """Owns the tools a generated stream calls; each returns its arguments. ``schema``: the
+    tools declare :data:`SCHEMA` and every call is checked against it before it runs;
+    without, no call is checked (``validate_arguments=False``)."""
+
+    def __init__(
+        self, names: list[str], strategy: engine.ExtractionStrategy, schema: bool = False
+    ) -> None:
+        super().__init__(strategies=[strategy], validate_arguments=schema)
+        parameters = SCHEMA if schema else {"type": "object", "properties": {}}
+        self.tools = [engine.Tool(name, f"echo {name}", parameters) for name in names]
 
     def list_tools(self) -> list[engine.Tool]:
         return self.tools
@@ -375,12 +390,15 @@ def buffer_loop(strategy: engine.ExtractionStrategy, chunks: list[dict]) -> Call
     return loop
 
 
-def driver_loop(strategy: engine.ExtractionStrategy, chunks: list[dict]) -> Callable[[], None]:
-    """A real application: add, process_llm_response, text per chunk; close and a last round."""
+def driver_loop(
+    strategy: engine.ExtractionStrategy, chunks: list[dict], schema: bool = False
+) -> Callable[[], None]:
+    """A real application: add, process_llm_response, text per chunk; close and a last round.
+    ``schema``: each call's arguments checked against its tool's JSON Schema first."""
     names = called_names(strategy.name)
 
     def loop() -> None:
-        driver = EchoDriver(names, strategy)
+        driver = EchoDriver(names, strategy, schema)
         buf = driver.new_stream_buffer()
         add, process, text = buf.add, driver.process_llm_response, buf.text
         for c in chunks:
@@ -407,7 +425,15 @@ def events_loop(strategy: engine.ExtractionStrategy, chunks: list[dict]) -> Call
     return loop
 
 
-LOOPS = {"": buffer_loop, "+driver": driver_loop, "+events": events_loop}
+LOOPS = {
+    "": buffer_loop,
+    "+driver": driver_loop,
+    "+schema": partial(driver_loop, schema=True),
+    "+events": events_loop,
+}
+# What a flavour's ``vs`` column compares it with, side by side: the events loop with the
+# buffer loop, the driver loop that checks arguments with the one that does not.
+VERSUS = {"+events": "", "+schema": "+driver"}
 
 
 def shared(chunks: list[dict]) -> list[dict]:
@@ -444,11 +470,11 @@ def measure(wire: str, chunks: list[dict], repeat: int, flavour: str = "") -> tu
 
 
 def measure_versus(wire: str, chunks: list[dict], repeat: int, flavour: str = "+events") -> float:
-    """The ``flavour`` loop over the buffer loop of the same wire and stream, measured side
-    by side (:func:`_versus`): no floor in between, so a load that changes between rows
-    does not enter the figure."""
+    """The ``flavour`` loop over the loop it is compared with (``VERSUS``) on the same wire
+    and stream, measured side by side (:func:`_versus`): no floor in between, so a load that
+    changes between rows does not enter the figure."""
     strategy = engine.load_format(wire)
-    loop, base = LOOPS[flavour](strategy, chunks), buffer_loop(strategy, chunks)
+    loop, base = LOOPS[flavour](strategy, chunks), LOOPS[VERSUS[flavour]](strategy, chunks)
     loop(), base()  # warm up
     return _versus(loop, base, repeat, _times(chunks))
 
@@ -462,7 +488,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="every chunk its own dict, made beforehand (see shared())")
     parser.add_argument("--flavours", default=",".join(f or "buffer" for f in LOOPS),
                         help="buffer (add+forming+calls), +driver (add+process+text), "
-                        "+events (consume)")
+                        "+schema (+driver, arguments checked), +events (consume)")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     wires = args.wires.split(",")
@@ -470,7 +496,7 @@ def main(argv: list[str] | None = None) -> int:
     head = f"{'wire':<20} {'stream':<13} " + " ".join(f"{s:>9}" for s in sizes)
     print(head + "   growth   us/chunk  vs buffer")
     worst = {flavour: (0.0, 0.0) for flavour in flavours}
-    versus: list[float] = []  # +events over the buffer row, at each size from 1000 up
+    versus: dict[str, list[float]] = {}  # a VERSUS flavour over its base, each size from 1000
     ref = sizes.index(1000) if 1000 in sizes else 0
     for wire in wires:
         for flavour in flavours:
@@ -484,8 +510,8 @@ def main(argv: list[str] | None = None) -> int:
                     ratio, seconds = measure(wire, chunks, repeat, flavour)
                     ratios.append(ratio)
                     per_chunk.append(seconds)
-                    if flavour == "+events":
-                        over.append(measure_versus(wire, chunks, repeat))
+                    if flavour in VERSUS:
+                        over.append(measure_versus(wire, chunks, repeat, flavour))
                 growth = ratios[-1] / ratios[ref]  # the chunks, so the floor, are alike
                 if calls is not None:  # the bar's streams; ``whole`` is reported beside them
                     ratio, grown = worst[flavour]
@@ -493,9 +519,11 @@ def main(argv: list[str] | None = None) -> int:
                 cells = " ".join(f"{r:>8.2f}x" for r in ratios)
                 vs = ""
                 if over:
+                    # +schema's bar row is the smallest size (a call every 10 chunks at 20)
+                    start = 0 if flavour == "+schema" else ref
                     if calls is not None:
-                        versus.extend(over[ref:])
-                    vs = f"   {max(over[ref:]):6.2f}x"
+                        versus.setdefault(flavour, []).extend(over[start:])
+                    vs = f"   {max(over[start:]):6.2f}x"
                 print(f"{wire:<20} {kind + flavour:<13} {cells}   {growth:6.2f}"
                       f"   {per_chunk[-1] * 1e6:8.2f}{vs}")
     print("\nratio = per-chunk cost of the loop / json.loads of the same chunk's text;"
@@ -504,6 +532,9 @@ def main(argv: list[str] | None = None) -> int:
           f"\ngrowth = per-chunk cost at {sizes[-1]} / at {sizes[ref]} (as the ratios, whose floor"
           f" is per chunk alike at every size); us/chunk: the best run at {sizes[-1]}."
           "\nwhole: every chunk a whole call (Gemini, Ollama), outside the bar's streams."
+          "\n+schema: the +driver loop with each call's arguments checked against its tool's"
+          " JSON Schema; its vs column\n  is over the +driver loop (no check), side by side as"
+          " below; at size 20 a call completes every 10 chunks."
           f"\nvs buffer (+events rows): the events loop over the buffer loop of the same wire"
           f" and stream, measured side by side\n  (interleaved runs, CPU time, the median"
           f" ratio), the largest of the sizes from {sizes[ref]} up."
@@ -512,8 +543,11 @@ def main(argv: list[str] | None = None) -> int:
     for flavour, (ratio, grown) in worst.items():
         print(f"worst {flavour or 'buffer':<8} from {sizes[ref]} up: ratio {ratio:.2f}x, "
               f"growth {grown:.2f}")
-    if versus:
-        print(f"worst +events over buffer from {sizes[ref]} up: {max(versus):.2f}x (bar 2.0x)")
+    bars = {"+events": ("buffer", 2.0), "+schema": ("+driver", 1.2)}
+    for flavour, ratios in versus.items():
+        base, bar = bars[flavour]
+        low = sizes[0] if flavour == "+schema" else sizes[ref]
+        print(f"worst {flavour} over {base} from {low} up: {max(ratios):.2f}x (bar {bar}x)")
     return 0
 
 

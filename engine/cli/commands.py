@@ -546,6 +546,9 @@ events:
     # error:
     #   - error: {from: error}  # keeps the payload in buf.error and ends the stream
   ignore: [ping]  # known events that carry nothing (others are skipped and counted)
+  # What may follow the DONE and is taken (a usage event: [usage_event]); anything else after
+  # it is listed in buf.skipped() as after the stream's end. []: nothing may follow.
+  after_done: []
 
 # -- message: the assembled message before the first event --------------------------------------
 message: {role: assistant}

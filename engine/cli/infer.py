@@ -1201,12 +1201,54 @@ def infer_draft(name: str, events: list[Any], source: str = "the stream") -> Dra
     d["message"] = {"role": "assistant"}
     _place_calls(body, d, draft)
     _place_text(body, d, draft)
+    _after_done(events, d, draft)
     d["leaks_into_text"] = False
     draft.review(
         ("leaks_into_text",),
         "unknown from one stream: does a text-only reply still carry the call envelope?",
     )
     return draft
+
+
+def _after_done(events: list[dict], d: dict, draft: Draft) -> None:
+    """What followed the DONE in this stream, as ``events.after_done`` (what may follow it,
+    and is then taken): the names of the events after it on an event wire, a test for the
+    usage they brought on a delta-merge wire, ``[]`` when nothing followed. A draft without
+    it would list its own stream's usage chunk as after the stream's end."""
+    from ..compile.strategy import ExtractionStrategy
+
+    section = d["events"]
+    section["after_done"] = []
+    try:
+        strategy = ExtractionStrategy(d)
+    except ValueError:
+        return  # the draft does not compile: validate says why, at its line
+    done = next((i for i, e in enumerate(events) if strategy.is_stream_complete(e)), None)
+    after = events[done + 1 :] if done is not None else []
+    program = strategy.program
+    entries: list[Any] = []
+    if program.discriminator is not None:
+        for event in after:
+            name = program.event_name(event)
+            if name is not None and program.table.get(name) is not None and name not in entries:
+                entries.append(name)
+    else:
+        usage = next(
+            (r["usage"] for r in section.get("every", []) if isinstance(r, dict)
+             and isinstance(r.get("usage"), str)),
+            None,
+        )
+        if usage and any(_get(e, _fields(usage)) is not None for e in after):
+            entries.append({"has": usage})
+    section["after_done"] = entries
+    seen = f"{len(after)} event(s) followed the DONE in this stream" if after else (
+        "nothing followed the DONE in this stream"
+    )
+    draft.review(
+        ("events", "after_done"),
+        f"{seen}: what may follow it is taken, anything else is listed as after the "
+        "stream's end",
+    )
 
 
 def _event_calls(wire: EventWire, body: dict, draft: Draft) -> None:

@@ -327,10 +327,10 @@ def check_resplit(strategy: Any, stream: Stream, observed: dict,
     """The stream re-split (each of ``tries``, as :func:`splits` makes them) gives what it
     gives as recorded; the first split that differs is reported at the first chunk after
     which the two replays differ."""
-    fields = strategy.streamed_fields()
+    fields, done = strategy.streamed_fields(), strategy.done_fields()
     want = _resplit_keys(observed)
     for how, cuts in tries:
-        groups = resplit_groups(stream.events, fields, cuts)
+        groups = resplit_groups(stream.events, fields, cuts, done)
         split = Stream(stream.file, [p for g in groups for p in g], [])
         try:
             got = _resplit_keys(replay(strategy, split))

@@ -7,6 +7,11 @@ where its fragments sit (``strategy.streamed_fields()``: the field chains that `
 pieces, one event per piece, so that a stream can be replayed both ways and the results
 compared. The property tests and ``mcs-formats test`` both use it, so a user's own format gets
 the same check as the built-in ones.
+
+A value that makes an event the wire's DONE (``strategy.done_fields()``: a finish reason, a
+``done: true``) stays on the last piece of its event only: a provider that splits an event
+sends its finish last (a call may arrive whole in the chunk that finishes), and a DONE on the
+first piece would end the stream before the rest, which is then after the stream's end.
 """
 
 from __future__ import annotations
@@ -41,13 +46,35 @@ def leaves(event: Any, chain: Chain, shortest: int = 2) -> Iterator[tuple[dict, 
     yield from leaves(event[head], rest, shortest)
 
 
-def split_event(event: dict, fields: Sequence[Chain], cuts: Cuts) -> list[dict]:
+def valued(event: Any, chain: Chain) -> Iterator[tuple[dict, str]]:
+    """(container, key) of every non-null value at a field chain (``*`` as in ``leaves``)."""
+    if not chain:
+        return
+    head, rest = chain[0], chain[1:]
+    if head == "*":
+        entries = event if isinstance(event, list) else [event] if isinstance(event, dict) else []
+        for entry in entries:
+            yield from valued(entry, rest)
+        return
+    if not isinstance(event, dict) or event.get(head) is None:
+        return
+    if not rest:
+        yield event, head
+        return
+    yield from valued(event[head], rest)
+
+
+def split_event(
+    event: dict, fields: Sequence[Chain], cuts: Cuts, done: Sequence[Chain] = ()
+) -> list[dict]:
     """One event as the pieces of its first streamed string: one copy per piece.
 
     Every copy keeps the event's other fields (repeated ids and names must be harmless); the
     other streamed strings of the event stay in the last copy only (earlier copies carry "",
-    a no-op), so order is kept and nothing is counted twice. An event with no streamed string
-    of two characters or more is returned as it is. ``event`` is not changed."""
+    a no-op), so order is kept and nothing is counted twice; so do the values at the
+    ``done`` chains (earlier copies carry null there: not yet done). An event with no
+    streamed string of two characters or more is returned as it is. ``event`` is not
+    changed."""
     event = copy.deepcopy(event)
     found = [leaf for chain in fields for leaf in leaves(event, chain)]
     if not found:
@@ -67,22 +94,30 @@ def split_event(event: dict, fields: Sequence[Chain], cuts: Cuts) -> list[dict]:
             ]
             for other_container, other_key in others[1:]:
                 other_container[other_key] = ""
+            for chain in done:
+                for done_container, done_key in list(valued(piece_event, chain)):
+                    done_container[done_key] = None
         out.append(piece_event)
     return out
 
 
-def resplit_groups(events: Sequence[Any], fields: Sequence[Chain], cuts: Cuts) -> list[list]:
+def resplit_groups(
+    events: Sequence[Any], fields: Sequence[Chain], cuts: Cuts, done: Sequence[Chain] = ()
+) -> list[list]:
     """Each event's pieces, in stream order: ``groups[i]`` replaces ``events[i]``. Values that
     are not objects (an SSE line, a ``[DONE]``) pass through as one piece."""
     return [
-        split_event(event, fields, cuts) if isinstance(event, dict) else [event]
+        split_event(event, fields, cuts, done) if isinstance(event, dict) else [event]
         for event in events
     ]
 
 
-def resplit(events: Sequence[Any], fields: Sequence[Chain], cuts: Cuts) -> list:
-    """The stream with each event's streamed string split into pieces (see ``split_event``)."""
-    return [piece for group in resplit_groups(events, fields, cuts) for piece in group]
+def resplit(
+    events: Sequence[Any], fields: Sequence[Chain], cuts: Cuts, done: Sequence[Chain] = ()
+) -> list:
+    """The stream with each event's streamed string split into pieces (see ``split_event``);
+    ``done``: the strategy's ``done_fields()``, kept on each event's last piece."""
+    return [piece for group in resplit_groups(events, fields, cuts, done) for piece in group]
 
 
 def every_character(n: int) -> list[int]:

@@ -13,6 +13,8 @@ the rules by an operation's name:
 - ``source``: the read path without which it does nothing (the dispatcher then runs it only
   for events that carry that path; ``None``: it acts without one, as ``close`` does);
 - ``streamed``: the event fields whose strings it concatenates (``streamed_fields``);
+- ``ends``: the event fields whose value makes the event the wire's DONE (``done_fields``:
+  a re-split keeps them on the last piece of an event only);
 - ``writes_args``: the patterns of call arguments it writes (the validator's
   ``args-unwritten`` check), and ``opens`` / ``slot_keyed``: how it addresses an item by its
   slot key (the ``slot-key`` check).
@@ -91,6 +93,7 @@ class Operation:
     arguments: Callable[[Any], dict] = _as_given
     source: Callable[[dict], Source | None] = _from
     streamed: Callable[[dict], tuple[Streamed, ...]] = _nothing
+    ends: Callable[[dict], tuple[str, ...]] = _nothing
     writes_args: Callable[[dict], tuple[str, ...]] = _nothing
     opens: Callable[[dict], bool] = _no  # opens the item its ``at`` addresses by slot key
     slot_keyed: bool = True  # its ``at`` addresses an item by the slot key the event carries
@@ -159,6 +162,20 @@ def _fold_streamed(args: dict) -> tuple[Streamed, ...]:
             found.append((base, (name, "*", *parse_chain(lspec["args"]))))
         found.extend((base, (name, "*", key)) for key in lspec.get("concat", ()))
     return tuple(found)
+
+
+def _finish_ends(args: dict) -> tuple[str, ...]:
+    """``finish: {when: PATH}``: the value at PATH (a finish reason, ``done: true``) is the
+    DONE; a bare ``finish`` is its event's name, no field."""
+    when = args.get("when")
+    return (when,) if isinstance(when, str) and when else ()
+
+
+def _error_ends(args: dict) -> tuple[str, ...]:
+    """``error: {from: PATH}``: an error payload there ends the stream (``""``, the whole
+    event, is no one field)."""
+    path = args.get("from")
+    return (path,) if isinstance(path, str) and path else ()
 
 
 def _fold_args_written(args: dict) -> tuple[str, ...]:
@@ -245,12 +262,14 @@ _ENTRIES = (
         op_finish,
         "the wire's DONE (with `when`: only if that path holds a true value)",
         bare=True,  # a bare ``finish`` (or ``finish: true``) takes nothing
+        ends=_finish_ends,
     ),
     Operation(
         "error",
         op_error,
         "keep a provider error's payload and end the stream",
         source=_error_source,
+        ends=_error_ends,
     ),
 )
 

@@ -956,6 +956,7 @@ def op_usage(spec: dict, ctx: CompileContext) -> Run:
             asm.usage = merged
         else:
             asm.usage = ingest(value)
+        asm.took_usage(ev)
 
     return usage
 
@@ -965,7 +966,7 @@ def op_finish(spec: dict, ctx: CompileContext) -> Run:
     a true value, a finish reason or ``done: true``, is the rules' own ``when`` guard.)"""
 
     def finish(asm: Assembly, ev: Any, ch: Any) -> None:
-        asm.finish()
+        asm.finish(event=ev)
 
     return finish
 
@@ -987,6 +988,6 @@ def op_error(spec: dict, ctx: CompileContext) -> Run:
         if value is None:
             return
         asm.error = ingest(value)
-        asm.finish(cut=True)  # an error ends the stream inside whatever is still open
+        asm.finish(cut=True, event=ev)  # an error ends the stream inside whatever is open
 
     return error

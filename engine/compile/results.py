@@ -321,15 +321,18 @@ def leak_result_messages(strategy: Any, text: str, records: Iterable[Any]) -> li
     spec = sections_of(strategy).results
     role = DEFAULT_LEAK_ROLE if spec is None else spec.leak_role
     generic = text_result_messages(text, records, role)
+    if not records:  # a text-only turn: the assistant's text alone, answering nothing
+        generic = generic[:1]
     if spec is None or (spec.leak_assistant is None and spec.leak_message is None):
         return generic
     ctx = {
         "text": text,
         "records": [record_view(r) for r in records],
         "role": role,
-        "results_text": generic[1]["content"],
+        "results_text": generic[1]["content"] if len(generic) > 1 else "",
     }
     out: list = []
-    for template, fallback in ((spec.leak_assistant, generic[0]), (spec.leak_message, generic[1])):
+    pairs = ((spec.leak_assistant, generic[0]), (spec.leak_message, generic[-1]))
+    for template, fallback in pairs[: len(generic)]:
         _append(out, fallback if template is None else template.render(ctx, MISSING))
     return copy_json(out)

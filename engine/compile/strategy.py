@@ -134,6 +134,7 @@ class Program:
         "choice_key",
         "first_is_choice",
         "accept",
+        "after_done",
     )
 
     def __init__(self, events: dict, ctx: CompileContext, problems: Problems) -> None:
@@ -158,6 +159,68 @@ class Program:
         # wire's event would go through them without a trace.
         accept = events.get("accept")
         self.accept = compile_predicate(accept) if accept else None
+        self.after_done = self._compile_after_done(events, problems)
+
+    def _compile_after_done(self, events: dict, problems: Problems) -> Predicate | None:
+        """``after_done``: what may follow the DONE, as one test of an event (None: nothing
+        may). A name is the event's name as the discriminator reads it, and must be one the
+        rule table handles (taking an event no rule handles would take nothing)."""
+        entries = events.get("after_done") or []
+        names: set[str] = set()
+        tests: list[Predicate] = []
+        for i, entry in enumerate(entries):
+            pointer = f"/events/after_done/{i}"
+            if isinstance(entry, str):
+                if self.discriminator is None:
+                    problems.add(
+                        pointer,
+                        f"after_done names the event {entry!r}, but this wire has no event "
+                        "names (no events.discriminator): give a predicate on the event",
+                    )
+                elif self.table.get(entry) is None:
+                    problems.add(
+                        pointer,
+                        f"after_done names the event {entry!r}, which no rule of events.on "
+                        "handles",
+                    )
+                names.add(entry)
+            elif isinstance(entry, dict):
+                try:
+                    tests.append(compile_predicate(entry))
+                except (ValueError, KeyError, TypeError) as exc:
+                    problems.add(pointer, f"after_done: {exc}")
+        if not names and not tests:
+            return None
+        frozen = frozenset(names)
+
+        def follows(chunk: Any) -> bool:
+            return (bool(frozen) and self.event_name(chunk) in frozen) or any(
+                test(chunk) for test in tests
+            )
+
+        return follows
+
+    def _payload(self, chunk: dict) -> Any:
+        """What the rules of ``chunk`` read, as :meth:`apply` finds it: the chunk, or the
+        value of its one key on a wrapped wire (``{"<event name>": {...}}``). Cold."""
+        discriminator = self.discriminator
+        if discriminator is None or not self.wrapped or len(chunk) != 1:
+            return chunk
+        if discriminator(chunk) is not None:
+            return chunk
+        (payload,) = chunk.values()
+        return payload
+
+    def of_another_choice(self, chunk: Any, choice: int) -> bool:
+        """Is this an event of another choice than ``choice`` (an n>1 stream): its choice
+        list holds entries and none is ``choice``? Cold: asked only after the DONE."""
+        if self.choice_list is None or chunk.__class__ is not dict:
+            return False
+        payload = self._payload(chunk)
+        if payload.__class__ is not dict:
+            return False
+        entries = self.choice_list(payload)
+        return entries.__class__ is list and bool(entries) and self.choose(entries, choice) is None
 
     def choose(self, entries: Any, choice: int) -> Any:
         """The entry of the choice list ``entries`` that is ``choice`` (its key, else its
@@ -592,6 +655,7 @@ class ExtractionStrategy:
     # ``end(assembly, cut)`` each, run by ``Assembly.close_open`` before the calls close, so
     # that the assembly needs to know no operation.
     at_end: tuple[Callable[[Assembly, bool], None], ...] = ()
+    nothing_follows = True
 
     def __init__(
         self,
@@ -685,6 +749,8 @@ class ExtractionStrategy:
         self.leaks_into_text = self.spec.leaks_into_text
         self.is_wire = "events" in descriptor
         self.program = Program(events, ctx, problems)
+        # Nothing may follow the DONE (no ``events.after_done``): the DONE ends it all.
+        self.nothing_follows = self.program.after_done is None
         self.at_end = tuple(ctx.at_end)
         listed = isinstance(descriptor.get("reasoning"), list)
         _check_reasoning_streamed(reasoning, ctx, problems, listed)
@@ -743,6 +809,26 @@ class ExtractionStrategy:
             return []
         items = _walk(message, calls.list_fields)
         return [item for item in items if calls.where is None or calls.where(item)]
+
+    def answerable(self, message: Any) -> Any:
+        """``message`` as the API accepts it back in a history: a copy in which each call
+        whose arguments never parsed (cut, invalid, too deep: ``incomplete_calls``) carries
+        the empty arguments in the wire's form (``"{}"`` on a string wire, ``{}`` on an
+        object wire) instead of its raw text, which the API would refuse (an object wire's
+        ``input`` must be an object). Its error result says what was wrong; the message
+        itself is unchanged. Without such a call, ``message`` itself."""
+        calls = self.spec.calls
+        if calls is None or not self.incomplete_calls(message):
+            return message
+        copy = json.loads(json.dumps(message))  # plain JSON: the assembled message is
+        empty: Any = "{}" if calls.args_form == "string" else {}
+        for item in self._call_items(copy):
+            raw = _dig(item, calls.args_fields)
+            if raw is not None and parse_arguments(raw, calls.args_form) is None:
+                parent = _dig(item, calls.args_fields[:-1]) if calls.args_fields[:-1] else item
+                if isinstance(parent, dict):
+                    parent[calls.args_fields[-1]] = empty
+        return copy
 
     def forming(self, message: Any) -> Forming:
         items = self._call_items(message)
@@ -850,25 +936,39 @@ class ExtractionStrategy:
         ``append``, ``args``, ``fold``'s concat keys and lists). Tools and property tests use
         it to re-split a stream's fragments without knowing the wire."""
         events = self.descriptor.get("events", {})
-        choice = events.get("choice")
-        alias = choice.get("alias", "choice") if choice else None
         found: list[tuple[str, ...]] = []
-
-        def chain(path: str) -> tuple[str, ...] | None:
-            """A read path as a field chain; None for a JMESPath, which names no one field."""
-            if not is_plain(path) or not is_plain(choice["list"] if alias else ""):
-                return None
-            fields = tuple(path.split(".")) if path else ()
-            if alias and fields and fields[0] == alias:
-                fields = (*choice["list"].split("."), "*", *fields[1:])
-            return fields
-
         for _, name, args in operation_rules(events):
             for path, tail in OPERATIONS[name].streamed(args):
-                fields = chain(path) if isinstance(path, str) else None
+                fields = self._field_chain(path) if isinstance(path, str) else None
                 if fields is not None:
                     found.append((*fields, *tail))
         return sorted(set(found))
+
+    def done_fields(self) -> list[tuple[str, ...]]:
+        """Where a value makes an event the wire's DONE (a ``finish`` rule's ``when``, an
+        ``error`` rule's ``from``), as field chains like ``streamed_fields``'. A re-split
+        keeps them on the last piece of an event only: a DONE copied into the first piece
+        would end the stream before the rest of the event, which no provider sends."""
+        events = self.descriptor.get("events", {})
+        found = []
+        for _, name, args in operation_rules(events):
+            for path in OPERATIONS[name].ends(args):
+                fields = self._field_chain(path)
+                if fields:
+                    found.append(fields)
+        return sorted(set(found))
+
+    def _field_chain(self, path: str) -> tuple[str, ...] | None:
+        """A read path as a field chain in the event (the choice alias as its list and
+        ``*``); None for a JMESPath, which names no one field."""
+        choice = self.descriptor.get("events", {}).get("choice")
+        alias = choice.get("alias", "choice") if choice else None
+        if not is_plain(path) or not is_plain(choice["list"] if alias else ""):
+            return None
+        fields = tuple(path.split(".")) if path else ()
+        if alias and fields and fields[0] == alias:
+            fields = (*choice["list"].split("."), "*", *fields[1:])
+        return fields
 
     def new_assembly(self) -> Assembly:
         return Assembly(self)

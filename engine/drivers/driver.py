@@ -30,7 +30,7 @@ import functools
 import inspect
 import weakref
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..compile.results import result_messages
@@ -41,6 +41,7 @@ from ..model.fragments import copy_json
 from ..records import Tool, ToolCallRecord
 from ..stream.buffer import LLMStreamBuffer
 from ..text.codec import TextCodec
+from .arguments import ArgumentProblem, SchemaCache
 
 __all__ = ["BaseDriver", "DriverResponse", "Orchestrator", "Tool", "ToolCallRecord"]
 
@@ -54,11 +55,16 @@ class DriverResponse:
     call_executed: bool = False  # at least one owned call ran without raising
     call_failed: bool = False  # at least one owned call raised
     retry_prompt: str | None = None  # what to tell the model after a failure
-    messages: list[dict] | None = None  # native history: the assistant turn and the results
+    # Native history to append: the stream's assistant turn (once) and the results.
+    messages: list[dict[str, Any]] = field(default_factory=list)
     executed_calls: list[ToolCallRecord] | None = None
     # This driver's calls that will never be runnable (at the wire's DONE or close()), each
     # reported once, in the round it ended; ``retry_prompt`` then says which and why.
     incomplete_calls: list[CallIncomplete] | None = None
+    # Calls answered with an error result without running: their arguments failed the
+    # tool's schema, or (an Orchestrator) nobody owns the tool. Each record's ``error`` is
+    # what the model is told.
+    rejected_calls: list[ToolCallRecord] | None = None
 
 
 def default_codec() -> TextCodec:
@@ -81,97 +87,23 @@ def _builtin_text_strategy() -> Any:
     return text_strategy()
 
 
-class StreamRounds:
-    """What the drivers of one stream did in its rounds: the native calls they handled, the
-    incomplete calls they reported, the text calls they ran in this round.
-
-    Every driver of a round sees the same calls, so what one handled is advanced past only
-    from the next round on: a consume marks where the round left off (``native_mark``,
-    ``incomplete_mark``), and the first look in a later round (:meth:`state`, keyed on
-    the buffer's ``round``) applies the marks. Shared by the drivers of the stream, kept in
-    the buffer's one slot for it (so that it goes with the stream; ``reset()`` drops it),
-    which the buffer never reads."""
-
-    __slots__ = (
-        "round",
-        "native_done",
-        "native_mark",
-        "incomplete_done",
-        "incomplete_mark",
-        "claimed",
-    )
-
-    def __init__(self, round_: int) -> None:
-        self.round = round_  # the buffer's round these marks were made in
-        self.native_done = 0  # calls() before this index were handled (consume_native)
-        self.native_mark: int | None = None  # consume_native of this round, applied next
-        self.incomplete_done = 0  # incomplete calls before this index were reported
-        self.incomplete_mark: int | None = None  # consume_incomplete of this round
-        self.claimed: list[ExtractedCall] = []  # text calls consumed in this round
-
-    def new_round(self, round_: int) -> None:
-        """Apply what the drivers deferred in the rounds that ended."""
-        self.round = round_
-        if self.claimed:
-            self.claimed = []
-        if self.native_mark is not None:
-            self.native_done = max(self.native_done, self.native_mark)
-            self.native_mark = None
-        if self.incomplete_mark is not None:
-            self.incomplete_done = max(self.incomplete_done, self.incomplete_mark)
-            self.incomplete_mark = None
-
-    def state(self, buf: LLMStreamBuffer) -> tuple[list[ExtractedCall], bool, Forming]:
-        """The buffer's ``stream_state()``, its calls those not yet advanced past (the marks
-        of a round that ended applied first)."""
-        if self.round != buf._round:
-            self.new_round(buf._round)
-        return buf.stream_state(self.native_done)
-
-    def consume_native(self, buf: LLMStreamBuffer) -> None:
-        """A driver handled the native calls so far: from the next round on, ``state()``
-        holds only those after them."""
-        self.native_mark = len(buf.calls())
-
-    def incomplete(self, buf: LLMStreamBuffer) -> list[CallIncomplete]:
-        """The incomplete calls not yet advanced past by ``consume_incomplete``: what the
-        drivers of this round report (each driver its own)."""
-        return buf.incomplete_calls()[self.incomplete_done :]
-
-    def consume_incomplete(self, buf: LLMStreamBuffer) -> None:
-        """A driver reported the incomplete calls so far: from the next round on,
-        ``incomplete()`` holds only those after them."""
-        self.incomplete_mark = len(buf.incomplete_calls())
-
-    def text_quiet(self, buf: LLMStreamBuffer) -> bool:
-        """Does the text codec hold nothing, and no driver ran a text call in this round?"""
-        return not self.claimed and buf.text_quiet()
-
-    def text_calls(self, buf: LLMStreamBuffer) -> list[ExtractedCall]:
-        """The complete text calls, in text order: those not yet consumed and those consumed
-        in this round, so that every driver of the round sees them."""
-        found = buf.text_calls()
-        if not self.claimed:
-            return found
-        return sorted([*self.claimed, *found], key=lambda c: c.end or 0)  # a text call has its end
-
-    def consume_text_call(self, buf: LLMStreamBuffer, call: ExtractedCall) -> bool:
-        """A driver runs ``call`` (one of ``text_calls()``): its span is never shown. False
-        when it was consumed already (by another driver, or earlier in this round)."""
-        if not buf.consume_text_call(call):
-            return False
-        self.claimed.append(call)
-        return True
-
-
 class _StreamView:
-    """What a driver remembers of one stream between rounds, so that a round in which nothing
-    changed costs O(1) and reads no tool list.
+    """What one driver knows of one stream: what it handled (so that each of its calls runs
+    once, however often and from wherever the buffer is processed), whether the stream's
+    assistant turn went into its history, and the shortcuts that make a round in which
+    nothing changed cost O(1) and read no tool list.
 
-    Decisions are keyed on the very objects the buffer hands out: its calls list (which grows
-    in place by appending, so only the calls past ``checked`` are new) and its ``Forming``
-    (the same object while the forming call and its name stay the same). Whether a name is
-    one of this driver's tools is read from ``list_tools`` once per name and stream."""
+    The driver keeps one view per buffer (weakly: a finished stream is not kept alive by its
+    driver), so several drivers fed one buffer each keep their own, and a client that
+    alternates between buffers loses nothing. Every cursor moves when a round is planned,
+    before any tool runs: a round processed again, or from another task while the first
+    still runs its tools, finds nothing new.
+
+    Shortcut decisions are keyed on the very objects the buffer hands out: its calls list
+    (which grows in place by appending, so only the calls past ``checked`` are new) and its
+    ``Forming`` (the same object while the forming call and its name stay the same). Whether
+    a name is one of this driver's tools is read from ``list_tools`` once per name and
+    stream."""
 
     __slots__ = (
         "buf",
@@ -184,10 +116,15 @@ class _StreamView:
         "forming",
         "forming_mine",
         "pending",
+        "native_done",
+        "incomplete_done",
+        "turn_sent",
+        "covered",
+        "__weakref__",
     )
 
     def __init__(self, buf: LLMStreamBuffer, driver: BaseDriver, scans: bool) -> None:
-        self.buf = weakref.ref(buf)  # a finished stream is not kept alive by its driver
+        self.buf = weakref.ref(buf)
         self.driver = driver
         self.scans = scans  # the driver has a native backup: text calls are looked for
         self.names: dict[Any, bool] = {}
@@ -197,6 +134,10 @@ class _StreamView:
         self.forming: Forming | None = None
         self.forming_mine = False  # ``forming`` is this driver's, or its name is unknown yet
         self.pending = False  # the round's ``call_pending`` for native calls
+        self.native_done = 0  # buf.calls() before this index were handled by this driver
+        self.incomplete_done = 0  # buf.incomplete_calls() before this index were reported
+        self.turn_sent = False  # the stream's assistant turn is in this driver's history
+        self.covered = 0  # display text before this offset is in that history (text calls)
 
     def owns(self, name: Any) -> bool:
         owned = self.names.get(name)
@@ -221,36 +162,61 @@ class _StreamView:
 
 
 _History = Callable[[list[ToolCallRecord]], list[dict]]  # a batch's records -> its history
-# A call's outcome: its record, and why it failed (the exception, or "cancelled") or None.
+
+
+class _Rejected:
+    """Why a call was answered without running: its arguments failed the tool's schema
+    (``problems``), or nobody owns its tool, or it never became runnable. ``error`` is the
+    text its error result and the retry prompt carry to the model."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: str) -> None:
+        self.error = error
+
+
+# A call's outcome: its record, and why it failed: the exception it raised, "cancelled", a
+# _Rejected (it never ran), or None (it ran).
 _Outcome = tuple[ToolCallRecord, Any]
+
+
+class _Batch:
+    """Calls answered together in one history: ``calls`` this driver runs (their arguments
+    checked first), ``answered`` calls it answers with an error result without running them
+    (a tool nobody owns, for a driver that knows every tool; an incomplete call), and
+    ``history``, how the records become the native history (None: the records go into no
+    history, the assistant turn was sent already)."""
+
+    __slots__ = ("calls", "answered", "history")
+
+    def __init__(self, calls: list[ExtractedCall], history: _History | None) -> None:
+        self.calls = calls
+        self.answered: list[_Outcome] = []
+        self.history = history
 
 
 class _Round:
     """A round's plan: everything decided before any tool runs, so that the sync and the
     async path share it and differ only in how the calls run. ``response`` holds the flags
-    decided already (``call_pending``); ``batches`` this driver's calls to run, each batch
-    with how its history is built from its records; ``unknown`` the names of calls of tools
-    this driver does not own (``owned``, its tool names, when at hand); ``incomplete`` the
-    calls that will never run, to report."""
+    decided already (``call_pending``); ``batches`` the calls to run or answer, each batch
+    with how its history is built from its records; ``incomplete`` the calls that will never
+    run, to report."""
 
-    __slots__ = ("response", "batches", "unknown", "owned", "incomplete")
+    __slots__ = ("response", "batches", "incomplete")
 
-    def __init__(
-        self, response: DriverResponse | None = None, owned: frozenset[str] | None = None
-    ) -> None:
+    def __init__(self, response: DriverResponse | None = None) -> None:
         self.response = response if response is not None else DriverResponse()
-        self.batches: list[tuple[list[ExtractedCall], _History]] = []
-        self.unknown: list[str] = []
-        self.owned = owned
+        self.batches: list[_Batch] = []
         self.incomplete: list[CallIncomplete] = []
 
-    def add(self, calls: list[ExtractedCall], history: _History) -> None:
-        if calls:
-            self.batches.append((calls, history))
+    def add(self, calls: list[ExtractedCall], history: _History | None) -> _Batch:
+        batch = _Batch(calls, history)
+        self.batches.append(batch)
+        return batch
 
     def calls(self) -> list[ExtractedCall]:
         """Every call to run, batch after batch: the order of the records."""
-        return [call for calls, _ in self.batches for call in calls]
+        return [call for batch in self.batches for call in batch.calls]
 
 
 def _args(call: ExtractedCall) -> dict:
@@ -264,11 +230,15 @@ def _ran(call: ExtractedCall, result: Any) -> _Outcome:
 
 def _failed(call: ExtractedCall, exc: Exception) -> _Outcome:
     error = f"Tool '{call.name}' failed: {exc}"
-    return ToolCallRecord(call.name, call.arguments, None, error, call.id), exc
+    return ToolCallRecord(call.name, call.arguments, None, error, call.id, exc), exc
 
 
 def _cancelled(call: ExtractedCall) -> _Outcome:
     return ToolCallRecord(call.name, call.arguments, None, "cancelled", call.id), "cancelled"
+
+
+def _rejected(name: Any, arguments: dict, call_id: Any, error: str) -> _Outcome:
+    return ToolCallRecord(name, arguments, None, error, call_id), _Rejected(error)
 
 
 def _refuse_awaitable(result: Any) -> Any:
@@ -293,25 +263,32 @@ class BaseDriver:
     Keyword options (all optional; a subclass need not call ``__init__``):
     ``text_strategy``, the text codec's strategy for prompts, plain text and (unless changed
     with ``set_native_backup_strategy``) calls leaked into a native message (the built-in
-    ``mcs_text`` by default), and ``strategies``, the wires a message or a stream may be in
-    (every built-in wire).
+    ``mcs_text`` by default); ``strategies``, the wires a message or a stream may be in
+    (every built-in wire); ``validate_arguments`` (default True): check each call's
+    arguments against its tool's ``parameters`` (JSON Schema) before it runs, and answer a
+    call that fails with an error result naming each failing pointer instead of running it.
     """
 
     _text: Any = None
     _strategies: list[ExtractionStrategy] | None = None
     _backup: Any = _DEFAULT
-    _view: _StreamView | None = None  # the stream processed last (see ``_StreamView``)
+    _validate = True
+    _schemas: SchemaCache | None = None
+    _view: _StreamView | None = None  # the stream processed last: the fast path
+    _views: weakref.WeakKeyDictionary[LLMStreamBuffer, _StreamView] | None = None
 
     def __init__(
         self,
         *,
         text_strategy: Any = None,
         strategies: Iterable[ExtractionStrategy] | None = None,
+        validate_arguments: bool = True,
     ) -> None:
         if text_strategy is not None:
             self._text = text_strategy
         if strategies is not None:
             self._strategies = list(strategies)
+        self._validate = validate_arguments
 
     # -- what a subclass provides ------------------------------------------------------------
 
@@ -344,9 +321,13 @@ class BaseDriver:
 
     def set_native_backup_strategy(self, strategy: Any) -> None:
         """Set the text strategy (or codec) for leaked calls; None: a native message's text
-        is never read for calls."""
+        is never read for calls. A stream already under way reads it at its next round."""
         self._backup = strategy
-        self._view = None  # a stream reads its backup once: let the next round read it anew
+        for view in (self._views or {}).values():
+            view.scans = strategy is not None
+            buf = view.buf()
+            if strategy is not None and buf is not None and buf.codec is None:
+                buf.attach_codec(_codec_of(strategy))
 
     def new_stream_buffer(self, events: bool = False) -> LLMStreamBuffer:
         """A buffer over this driver's wires, its text scanned by the native backup
@@ -369,37 +350,45 @@ class BaseDriver:
     #
     # A round is three steps, shared by the sync and the async path, so that the two cannot
     # drift apart: *plan* (``_plan``: read the response or the buffer and decide everything,
-    # what runs, what is pending, what is held, what is reported; every buffer cursor moves
-    # here, before any tool runs), *run* (the only step that differs: one call after the
-    # other in this thread, or concurrently on the event loop), *report* (``_report``: the
-    # records into the response and the history, in call order).
+    # what runs, what is pending, what is held, what is reported; every cursor moves here,
+    # before any tool runs, so that a round processed again finds nothing new), *run* (the
+    # only step that differs: one call after the other in this thread, or concurrently on the
+    # event loop; each call's arguments checked against its tool's schema first), *report*
+    # (``_report``: the records into the response and the history, in call order).
 
     def process_llm_response(self, llm_response: str | dict | LLMStreamBuffer) -> DriverResponse:
         """Run this driver's calls in a response: plain text, a whole message, or a stream.
 
         A stream is processed once per chunk (a *round*: after every ``buf.add`` and once
         after ``buf.close()``), by every driver fed the buffer, before the client reads
-        ``buf.text()``:
+        ``buf.text()``. Each call runs at most once per driver, however often the buffer is
+        processed:
 
         - a native call: ``call_pending`` while one of this driver's (or one whose name has
           not streamed yet) is on its way; at the wire's DONE the batch runs, this driver's
-          calls of it, and the drivers advance past it in the next round. A stream that never
-          sends its DONE (some OpenAI-compatible servers send no ``finish_reason``) runs its
-          batch in the round after ``buf.close()``;
+          calls of it. A stream that never sends its DONE (some OpenAI-compatible servers
+          send no ``finish_reason``) runs its batch in the round after ``buf.close()``;
         - a text call (in the display text): while it forms, its text is held
           (``call_pending``) if its name is not known yet or is this driver's, from its
           possible start on (the ``{``, fence or delimiter that opens it): the text before
-          it is shown in the same round; once complete, this driver's call runs at once and
-          its text is never shown. A call that no driver holds in a round flows as text; at
-          the end of the stream everything held flows.
+          it is shown in the same round; once complete, this driver's call runs and its
+          text is never shown. At the end of the stream everything held flows.
 
-        The calls run here, one after the other. An ``execute_tool`` that returns a
-        coroutine (an ``async def`` tool) or any other awaitable is not awaited: that call
-        fails with an error naming :meth:`aprocess_llm_response`, and a coroutine is closed
-        unrun. A whole message whose call's arguments never parse reports the call in
-        ``incomplete_calls`` (reason ``"cut"``, ``"invalid"`` or ``"too deep"``, as a
-        stream's DONE would).
+        ``messages`` holds the stream's assistant turn exactly once (text-only turns too),
+        in the round the stream ended (or the round its text calls ran), with a result for
+        every call of this driver's in it: a call whose arguments fail its tool's schema, or
+        that will never be runnable (``incomplete_calls``), is answered with an error result
+        saying why, as ``retry_prompt`` does. A call of a tool this driver does not own is
+        another driver's: left out of this driver's history (an :class:`Orchestrator`,
+        which knows every tool, answers it).
+
+        The calls run here, one after the other. An ``async def execute_tool`` raises
+        ``TypeError`` (naming :meth:`aprocess_llm_response`) before anything of the round
+        is decided, so that the same round on ``aprocess_llm_response`` then runs them.
+        An ``execute_tool`` that returns an awaitable is not awaited: that call fails with
+        the same advice, and a coroutine is closed unrun.
         """
+        self._refuse_async_tools()
         plan = self._plan(llm_response)
         if isinstance(plan, DriverResponse):
             return plan  # nothing to run or report: most rounds of a stream
@@ -416,7 +405,9 @@ class BaseDriver:
         (``asyncio.to_thread``), so that it never blocks the loop. The calls of one round (a
         native batch at its DONE; text calls that completed in the same chunk) run
         concurrently; their records and results are in call order whatever order they
-        finish in. A tool's raise is an error record, as in the sync path.
+        finish in. A tool's raise is an error record, as in the sync path. A round is
+        planned before its first await, so rounds started as concurrent tasks (one per
+        chunk) never run a call twice.
 
         Cancelling the task that awaits this (``task.cancel()``, a timeout) cancels the
         round's tools still running; each is recorded as failed with the error
@@ -425,7 +416,7 @@ class BaseDriver:
         caller gets no return value, but the round's response (every call recorded, those
         that finished with their results, and the history answering them all) rides on the
         exception as ``exc.response``, for a client that still has to tell the model. The
-        buffer has advanced past the round's calls either way: none runs again.
+        driver has advanced past the round's calls either way: none runs again.
         """
         plan = self._plan(llm_response)
         if isinstance(plan, DriverResponse):
@@ -436,6 +427,19 @@ class BaseDriver:
             cancelled.response = response  # type: ignore[attr-defined]
             raise cancelled
         return response
+
+    def _refuse_async_tools(self) -> None:
+        """A programmer's error is raised, never sent to the model: the sync path cannot run
+        an ``async def`` tool, so it refuses before any cursor moves."""
+        if self._has_async_tools():
+            raise TypeError(
+                f"{type(self).__name__}.execute_tool is an async def: process_llm_response "
+                "does not await, so nothing of this round ran; use "
+                "`await driver.aprocess_llm_response(...)`"
+            )
+
+    def _has_async_tools(self) -> bool:
+        return inspect.iscoroutinefunction(self.execute_tool)
 
     # -- plan ------------------------------------------------------------------------------------
 
@@ -456,78 +460,150 @@ class BaseDriver:
     def _plan_message(self, message: dict) -> DriverResponse | _Round:
         strategies = self.extraction_strategies()
         strategy = next((s for s in strategies if s.recognizes(message)), None)
-        if strategy is None:
+        if strategy is None:  # no wire's shape: a plain {role, content} message
             content = message.get("content")
             if not isinstance(content, str):
                 return DriverResponse()
-            return self._plan_text(content, self.text_strategy, self.codec)
+            plan = self._plan_text(content, self.text_strategy, self.codec)
+            if plan.calls() or plan.batches[0].answered:
+                return plan
+            return DriverResponse(messages=[copy_json(message)])  # the turn as it came
         calls = strategy.extract(message)
         if calls or strategy.forming(message) or not strategy.leaks_into_text:
-            owned = self._owned()
-            plan = self._plan_calls(calls, lambda rs: result_messages(strategy, message, rs), owned)
-            owns = owned.__contains__
             never = getattr(strategy, "incomplete_calls", None)  # a strategy of the user's
-            plan.incomplete = [c for c in never(message) if self._reports(owns, c)] if never else []
-            return plan
+            incomplete = never(message) if never else []
+            return self._plan_native(strategy, message, calls, incomplete, set(self._owned()))
         backup = self.get_native_backup_strategy()
         if backup is None:
-            return DriverResponse()
-        return self._plan_text(strategy.content_text(message), strategy, _codec_of(backup))
+            return self._plan_native(strategy, message, [], [], set())
+        text = strategy.content_text(message)
+        plan = self._plan_text(text, strategy, _codec_of(backup))
+        if plan.calls() or plan.batches[0].answered:
+            return plan
+        return self._plan_native(strategy, message, [], [], set())  # the turn as it came
 
     def _plan_text(self, text: str, fmt: Any, codec: TextCodec) -> _Round:
         calls = [ExtractedCall(c.name, c.arguments, None, c.end) for c in codec.parse_calls(text)]
-        return self._plan_calls(calls, lambda rs: result_messages(fmt, text, rs), self._owned())
-
-    def _plan_calls(
-        self, calls: list[ExtractedCall], history: _History, owned: frozenset[str]
-    ) -> _Round:
-        """This driver's calls of ``calls`` run as one batch; the others are another's."""
-        plan = _Round(owned=owned)
-        plan.add([c for c in calls if c.name in owned], history)
-        plan.unknown = [c.name for c in calls if c.name not in owned]
+        owned = self._owned()
+        plan = _Round()
+        mine = [c for c in calls if c.name in owned]
+        batch = plan.add(mine, lambda rs: result_messages(fmt, text, rs))
+        self._answer_unknown(batch, [c for c in calls if c.name not in owned], owned)
         return plan
+
+    def _plan_native(
+        self,
+        strategy: Any,
+        message: Any,
+        calls: list[ExtractedCall],
+        incomplete: list[CallIncomplete],
+        owned: Any,
+    ) -> _Round:
+        """A whole native turn: this driver's calls run, the incomplete ones it reports are
+        answered with an error result, and the history is the assistant turn (as the API
+        accepts it back: see ``answerable``) with every result."""
+        plan = _Round()
+        mine = [c for c in calls if c.name in owned]
+        answerable = getattr(strategy, "answerable", None)
+
+        def history(records: list[ToolCallRecord]) -> list[dict]:
+            turn = answerable(message) if answerable is not None else message
+            return result_messages(strategy, turn, records)
+
+        batch = plan.add(mine, history)
+        self._answer_unknown(batch, [c for c in calls if c.name not in owned], owned)
+        reported = [c for c in incomplete if self._reports(owned.__contains__, c)]
+        self._answer_incomplete(batch, reported)
+        plan.incomplete = reported
+        return plan
+
+    def _answer_unknown(self, batch: _Batch, calls: list[ExtractedCall], owned: Any) -> None:
+        """Calls of tools this driver does not own are another driver's: left alone (out of
+        its history). Only a driver that knows every tool (an Orchestrator) answers them."""
+
+    def _answer_incomplete(self, batch: _Batch, calls: list[CallIncomplete]) -> None:
+        """Each call that will never run is answered with an error result saying why, so
+        that every call id of the assistant turn has its result (the turn then carries its
+        arguments as the API accepts them: ``answerable``)."""
+        for call in calls:
+            error = self.codec.retry_call_incomplete(call.name, call.reason)
+            batch.answered.append(_rejected(call.name, {}, call.id, error))
+
+    def _view_of(self, buf: LLMStreamBuffer) -> _StreamView:
+        view = self._view
+        if view is not None and view.buf() is buf:
+            return view
+        views = self._views
+        if views is None:
+            views = self._views = weakref.WeakKeyDictionary()
+        view = views.get(buf)
+        if view is None:
+            view = views[buf] = self._new_view(buf)
+        self._view = view
+        return view
 
     def _plan_stream(self, buf: LLMStreamBuffer) -> DriverResponse | _Round:
         """One round. While the stream runs and nothing new arrived for this driver (no call
         completed, the forming call and its name unchanged, the text codec holding nothing)
         the round is a handful of identity checks: a client runs it on every chunk."""
-        view = self._view
-        if view is None or view.buf() is not buf:
-            view = self._view = self._new_view(buf)
-        rounds = buf._rounds
-        if rounds is None:  # the stream's first round: the drivers' record of it starts
-            rounds = buf._rounds = StreamRounds(buf._round)
-        native, ended, forming = rounds.state(buf)  # the first look of a round: state()
+        view = self._view_of(buf)
+        native, ended, forming = buf.stream_state(view.native_done)
         if ended:
-            return self._plan_ended(buf, rounds, view, native)
+            return self._plan_ended(buf, view, native)
         if len(native) != view.checked or native is not view.native or forming is not view.forming:
             view.look(native, forming)
-        if view.scans and not rounds.text_quiet(buf):
+        if view.scans and not buf.text_quiet():
             plan = _Round(DriverResponse(call_pending=view.pending))
-            self._plan_text_calls(buf, rounds, view, False, plan)
+            self._plan_text_calls(buf, view, False, plan)
             return plan
         return DriverResponse(call_pending=True) if view.pending else DriverResponse()
 
     def _plan_ended(
-        self, buf: LLMStreamBuffer, rounds: StreamRounds, view: _StreamView, native
-    ) -> _Round:
+        self, buf: LLMStreamBuffer, view: _StreamView, native: list[ExtractedCall]
+    ) -> DriverResponse | _Round:
         """A round at or after the end of input: the wire's DONE, or ``close()`` on a stream
         that never sent its DONE (no sibling can still stream either way). The native batch
-        runs, this driver's calls of it; nothing is pending any more."""
+        runs, this driver's calls of it, and the stream's assistant turn goes into the
+        history once, answering every call of this driver's; nothing is pending any more."""
+        incomplete = buf.incomplete_calls()[view.incomplete_done :]
+        quiet = not view.scans or buf.text_quiet()
+        if not native and not incomplete and view.turn_sent and quiet:
+            return DriverResponse()  # the turn was handled: a round after it finds nothing
         plan = _Round()
-        if native:
-            rounds.consume_native(buf)  # the drivers advance past the batch in the next round
-            mine = [c for c in native if view.owns(c.name)]
-            plan.unknown += [c.name for c in native if not view.owns(c.name)]
-            if mine:
-                message, strategy = buf.as_dict(), buf.strategy
-                plan.add(mine, lambda rs: result_messages(strategy, message, rs))
-        if view.scans and not rounds.text_quiet(buf):
-            self._plan_text_calls(buf, rounds, view, True, plan)
-        incomplete = rounds.incomplete(buf)
-        if incomplete:
-            rounds.consume_incomplete(buf)  # the drivers advance past them in the next round
-            plan.incomplete = [c for c in incomplete if self._reports(view.owns, c)]
+        view.native_done += len(native)
+        view.incomplete_done += len(incomplete)
+        reported = [c for c in incomplete if self._reports(view.owns, c)]
+        plan.incomplete = reported
+        if not quiet:
+            self._plan_text_calls(buf, view, True, plan)
+        if view.turn_sent:
+            return plan
+        view.turn_sent = True
+        if not native and not reported:
+            if plan.batches:  # text calls ran now: their history holds the turn's text
+                return plan
+            if view.covered:  # text calls ran in earlier rounds: the rest of the text
+                rest = buf.get_content()[view.covered :]
+                if rest.strip():
+                    strategy = buf.strategy
+                    plan.add([], lambda rs: result_messages(strategy, rest, rs))
+                return plan
+        strategy = buf.strategy
+        if strategy is None:
+            return plan
+        mine = [c for c in native if view.owns(c.name)]
+        message, said = buf.as_dict(), bool(buf.get_content())
+        answerable = getattr(strategy, "answerable", None)
+
+        def history(records: list[ToolCallRecord]) -> list[dict]:
+            if not records and not said:
+                return []  # no text, and no call of this driver's: nothing to send back
+            turn = answerable(message) if answerable is not None else message
+            return result_messages(strategy, turn, records)
+
+        batch = plan.add(mine, history)
+        self._answer_unknown(batch, [c for c in native if not view.owns(c.name)], None)
+        self._answer_incomplete(batch, reported)
         return plan
 
     @staticmethod
@@ -536,20 +612,9 @@ class BaseDriver:
         name never streamed (it may have been this driver's, as a forming call is)?"""
         return call.name is None or owns(call.name)
 
-    def _note_incomplete(self, response: DriverResponse, calls: list[CallIncomplete]) -> None:
-        """Never silent: the calls go into the response, and the retry prompt (unless a
-        failure already set it) names the first and why it cannot run."""
-        if not calls:
-            return
-        response.incomplete_calls = [*(response.incomplete_calls or []), *calls]
-        if response.retry_prompt is None:
-            first = calls[0]
-            response.retry_prompt = self.codec.retry_call_incomplete(first.name, first.reason)
-
     def _new_view(self, buf: LLMStreamBuffer) -> _StreamView:
-        """Start remembering ``buf``: the driver remembers the stream it processed last (a
-        client that alternates between buffers only loses the shortcuts). The native backup
-        is read here, once per stream: its codec scans the buffer's display text."""
+        """Start remembering ``buf``. The native backup is read here, once per stream: its
+        codec scans the buffer's display text."""
         backup = self.get_native_backup_strategy()
         if backup is not None and buf.codec is None:
             buf.attach_codec(_codec_of(backup))
@@ -558,23 +623,24 @@ class BaseDriver:
     def _plan_text_calls(
         self,
         buf: LLMStreamBuffer,
-        rounds: StreamRounds,
         view: _StreamView,
         ended: bool,
         plan: _Round,
     ) -> None:
         """Text calls: this driver's complete ones run at once (their text is never shown);
         while one forms whose name is unknown yet or this driver's, its text is held (from
-        its possible start: what precedes it still flows in this round). The names of calls
-        that are not this driver's go to ``plan.unknown``."""
+        its possible start: what precedes it still flows in this round)."""
         mine = []
-        for call in rounds.text_calls(buf):
+        unknown = []
+        for call in buf.text_calls():
             if not view.owns(call.name):
-                plan.unknown.append(call.name)
-            elif rounds.consume_text_call(buf, call):
+                unknown.append(call.name)
+            elif buf.consume_text_call(call):
                 mine.append(call)
         if mine:
-            text, strategy = buf.get_content()[: mine[-1].end], buf.strategy
+            start, end = view.covered, mine[-1].end or 0
+            text, strategy = buf.get_content()[start:end], buf.strategy
+            view.covered = end
             plan.add(mine, lambda rs: result_messages(strategy, text, rs))
         forming = buf.text_forming()
         if forming and not ended:
@@ -583,15 +649,51 @@ class BaseDriver:
                 buf.hold_text_call()  # the call's text only: the prose before it flows now
                 plan.response.call_pending = True
             else:
-                plan.unknown.append(name)
+                unknown.append(name)
+        self._note_unknown_text(plan.response, unknown)
+
+    def _note_unknown_text(self, response: DriverResponse, names: list[str]) -> None:
+        """A text call of a tool this driver does not own flows as text: another driver's,
+        as far as this one knows. Only an Orchestrator tells the model it does not exist."""
 
     # -- run -------------------------------------------------------------------------------------
 
     def _owned(self) -> frozenset[str]:
-        return frozenset(tool.name for tool in self.list_tools())
+        """This driver's tool names; listing the tools compiles each one's schema once (a
+        ``parameters`` that is no usable schema is a ValueError naming the tool)."""
+        tools = self.list_tools()
+        if self._validate:
+            schemas = self._schemas
+            if schemas is None:
+                schemas = self._schemas = SchemaCache()
+            for tool in tools:
+                schemas.of(tool)
+        return frozenset(tool.name for tool in tools)
+
+    def _checked(self, call: ExtractedCall) -> _Outcome | None:
+        """None when ``call`` may run; else its answer: its arguments failed the schema."""
+        if not self._validate:
+            return None
+        tool = self._tool(call.name)
+        if tool is None:
+            return None
+        schemas = self._schemas
+        if schemas is None:
+            schemas = self._schemas = SchemaCache()
+        problems = schemas.of(tool).problems(call.arguments)
+        if not problems:
+            return None
+        error = arguments_error(call.name, problems)
+        return _rejected(call.name, call.arguments, call.id, error)
+
+    def _tool(self, name: str) -> Tool | None:
+        return next((tool for tool in self.list_tools() if tool.name == name), None)
 
     def _outcome(self, call: ExtractedCall) -> _Outcome:
         """Run one of this driver's calls here and now; a raise becomes an error record."""
+        refused = self._checked(call)
+        if refused is not None:
+            return refused
         try:
             return _ran(call, _refuse_awaitable(self.execute_tool(call.name, _args(call))))
         except Exception as exc:  # a tool's failure is reported, never raised
@@ -599,6 +701,9 @@ class BaseDriver:
 
     async def _aoutcome(self, call: ExtractedCall) -> _Outcome:
         """:meth:`_outcome` on the event loop (see :meth:`_aexecute_tool`)."""
+        refused = self._checked(call)
+        if refused is not None:
+            return refused
         try:
             return _ran(call, await self._aexecute_tool(call.name, _args(call)))
         except Exception as exc:  # a tool's failure is reported, never raised
@@ -638,26 +743,41 @@ class BaseDriver:
     # -- report ----------------------------------------------------------------------------------
 
     def _report(self, plan: _Round, outcomes: list[_Outcome]) -> DriverResponse:
-        """The round's response: each batch's records and history in call order, then the
-        calls of other drivers' tools, then the calls that will never run."""
+        """The round's response: each batch's records and history in call order (the calls
+        run, then those answered without running), then the calls that will never run."""
         response = plan.response
         at = 0
-        for calls, history in plan.batches:
-            self._merge(response, self._batch_response(outcomes[at : at + len(calls)], history))
-            at += len(calls)
-        self._note_unknown(response, plan.unknown, plan.owned)
-        self._note_incomplete(response, plan.incomplete)
+        for batch in plan.batches:
+            ran = outcomes[at : at + len(batch.calls)]
+            at += len(batch.calls)
+            self._merge(response, self._batch_response([*ran, *batch.answered], batch.history))
+        if plan.incomplete:
+            response.incomplete_calls = [*(response.incomplete_calls or []), *plan.incomplete]
+            if response.retry_prompt is None:
+                first = plan.incomplete[0]
+                response.retry_prompt = self.codec.retry_call_incomplete(first.name, first.reason)
         return response
 
-    def _batch_response(self, outcomes: list[_Outcome], history: _History) -> DriverResponse:
+    def _batch_response(self, outcomes: list[_Outcome], history: _History | None) -> DriverResponse:
+        ran = [r for r, why in outcomes if why.__class__ is not _Rejected]
+        refused = [r for r, why in outcomes if why.__class__ is _Rejected]
         records = [record for record, _ in outcomes]
-        failure = next(((r.name, why) for r, why in outcomes if why is not None), None)
+        failure = next(((r, why) for r, why in outcomes if why is not None), None)
+        prompt = None
+        if failure is not None:
+            record, why = failure
+            prompt = (
+                why.error
+                if why.__class__ is _Rejected
+                else self.codec.retry_execution_failed(record.name, why)
+            )
         return DriverResponse(
-            call_executed=any(r.error is None for r in records),
-            call_failed=any(r.error is not None for r in records),
-            retry_prompt=None if failure is None else self.codec.retry_execution_failed(*failure),
-            messages=history(records),
-            executed_calls=records,
+            call_executed=any(r.error is None for r in ran),
+            call_failed=any(r.error is not None for r in ran),
+            retry_prompt=prompt,
+            messages=history(records) if history is not None else [],
+            executed_calls=ran,
+            rejected_calls=refused,
         )
 
     @staticmethod
@@ -667,22 +787,27 @@ class BaseDriver:
         into.call_pending |= more.call_pending
         if into.retry_prompt is None:
             into.retry_prompt = more.retry_prompt
-        for field in ("messages", "executed_calls", "incomplete_calls"):
-            extra = getattr(more, field)
+        for name in ("messages", "executed_calls", "rejected_calls", "incomplete_calls"):
+            extra = getattr(more, name)
             if extra:
-                setattr(into, field, [*(getattr(into, field) or []), *extra])
+                setattr(into, name, [*(getattr(into, name) or []), *extra])
 
-    def _note_unknown(
-        self, response: DriverResponse, names: list[str], owned: frozenset[str] | None = None
-    ) -> None:
-        """Calls of tools this driver does not own are another driver's: left alone. Only a
-        driver that knows every tool (an Orchestrator) says that one does not exist.
-        ``owned``: the driver's tool names, when the caller has them at hand."""
+
+def arguments_error(tool_name: str, problems: list[ArgumentProblem]) -> str:
+    """The error result (and retry prompt) of a call whose arguments failed its schema:
+    each failing JSON pointer and what was expected there."""
+    listed = "; ".join(f"at {pointer or '/'}: {message}" for pointer, message in problems)
+    return (
+        f"The arguments of the call of '{tool_name}' do not match its parameters schema, so "
+        f"it did not run: {listed}. Call it again with arguments that match the schema."
+    )
 
 
 class Orchestrator(BaseDriver):
     """A driver over the tools of several drivers: each call runs in the driver that owns
-    it. A tool name owned twice is a ValueError."""
+    it. A tool name owned twice is a ValueError. Knowing every tool, it answers a call of a
+    tool nobody owns with an error result naming the tools there are, so that its history
+    answers every call of the turn."""
 
     def __init__(self, drivers: Iterable[BaseDriver], **options: Any) -> None:
         super().__init__(**options)
@@ -714,6 +839,13 @@ class Orchestrator(BaseDriver):
     def execute_tool(self, tool_name: str, arguments: dict) -> Any:
         return self._owner(tool_name).execute_tool(tool_name, arguments)
 
+    def _has_async_tools(self) -> bool:
+        """Its own ``execute_tool`` dispatches to the drivers': any async one among them
+        needs the async path."""
+        if type(self).execute_tool is not Orchestrator.execute_tool:
+            return super()._has_async_tools()
+        return any(driver._has_async_tools() for driver in self.drivers)
+
     async def _aexecute_tool(self, tool_name: str, arguments: dict) -> Any:
         """Each call as its owner runs it on the loop: an async tool awaited, a sync one in a
         thread (drivers of both kinds mix). A subclass that dispatches in its own
@@ -728,9 +860,14 @@ class Orchestrator(BaseDriver):
         nobody owns too: the model still has to be told that it did not run)."""
         return True
 
-    def _note_unknown(
-        self, response: DriverResponse, names: list[str], owned: frozenset[str] | None = None
-    ) -> None:
+    def _note_unknown_text(self, response: DriverResponse, names: list[str]) -> None:
         if names and response.retry_prompt is None:
-            owned = self._owned() if owned is None else owned
-            response.retry_prompt = self.codec.retry_unknown_tool(names[0], sorted(owned))
+            response.retry_prompt = self.codec.retry_unknown_tool(names[0], sorted(self._owned()))
+
+    def _answer_unknown(self, batch: _Batch, calls: list[ExtractedCall], owned: Any) -> None:
+        if not calls:
+            return
+        available = sorted(self._owned() if owned is None else owned)
+        for call in calls:
+            error = self.codec.retry_unknown_tool(call.name, available)
+            batch.answered.append(_rejected(call.name, call.arguments, call.id, error))

@@ -56,6 +56,8 @@ class Assembly:
         "events",
         "deferring",
         "deferred",
+        "over",
+        "usage_event",
     )
 
     def __init__(self, strategy: ExtractionStrategy) -> None:
@@ -87,6 +89,12 @@ class Assembly:
         # items opened meanwhile wait here.
         self.deferring = False
         self.deferred: list[tuple[str, dict, Any]] = []
+        # The end of the stream is final: nothing more of it is taken (API.md, "After the
+        # end"). The DONE makes it so when the descriptor declares nothing that may follow
+        # (``events.after_done``) or when usage came with it; else the first usage after it,
+        # an end marker, the first event no declaration takes, or ``close()`` does.
+        self.over = False
+        self.usage_event: Any = None  # the event whose rules last set the usage
 
     def skip(self, reason: str) -> None:
         """An operation could not place what the event carries: say so, never drop it."""
@@ -138,11 +146,15 @@ class Assembly:
 
     # -- the end of the stream ---------------------------------------------------------------
 
-    def finish(self, cut: bool | None = None) -> None:
+    def finish(self, cut: bool | None = None, event: Any = None) -> None:
         """The wire's DONE was seen: the one place that says so. What is still open closes,
         as at ``close()``: normally, unless the stop reason is one the descriptor declares a
-        length cut (``length_stops``) or ``cut`` says so (a provider's error event)."""
+        length cut (``length_stops``) or ``cut`` says so (a provider's error event).
+        ``event``: the event whose rule said so (None: an end marker, after which nothing
+        may follow)."""
         self.finished = True
+        if event is None or self.usage_event is event or self.strategy.nothing_follows:
+            self.over = True
         if self.cut is not None:
             return  # a second DONE (a finish reason, then ``data: [DONE]``) changes nothing
         if cut is None:
@@ -151,9 +163,17 @@ class Assembly:
         self.cut = cut
         self.close_open(cut)
 
+    def took_usage(self, event: Any) -> None:
+        """An event's rules set the usage: after the DONE (or with it, whichever rule of the
+        DONE's event runs first) it is the last thing the stream brings."""
+        self.usage_event = event
+        if self.finished:
+            self.over = True
+
     def end_input(self) -> None:
         """``close()``: no more input. Without the wire's DONE every open item was cut;
         after it, an item opened since closes the way the DONE said."""
+        self.over = True
         self.close_open(True if self.cut is None else self.cut)
 
     def close_open(self, cut: bool) -> None:

@@ -54,6 +54,7 @@ from .display import DisplayCursors
 _TEXT_CALL_HELD = "text call held"
 _FINISHED = Sentinel("finished")  # in the replay log: the wire's DONE arrived as a sentinel
 _CLOSED = Sentinel("closed")  # in the replay log: close() was called
+AFTER_THE_END = "after the stream's end"  # the reason of an event that came after it
 
 
 class _Unfit:
@@ -197,6 +198,8 @@ class LLMStreamBuffer:
         if asm is None:
             self._add_unresolved(event, index)
             return
+        if asm.finished and self._after_the_end(asm, event, index):
+            return
         try:
             self._strategy.program.apply(asm, event, self.choice)
         except BaseException as exc:  # any rule may raise after another wrote: undo them all
@@ -221,6 +224,22 @@ class LLMStreamBuffer:
                 raise ChunkError(index, reason) from None
         text_chunk: dict = self._plain.text_chunk(chunk)
         return text_chunk
+
+    def _after_the_end(self, asm: Assembly, event: dict, index: int) -> bool:
+        """After the wire's DONE (API.md, "After the end"): is ``event`` left out? What the
+        descriptor declares may follow (``events.after_done``) is taken while the end is not
+        final; a chunk of another choice is not this stream's event (neither taken nor
+        listed); any other event changes nothing, is listed in ``skipped()``, and makes the
+        end final. Per chunk this costs the one test of ``finished`` in ``add``."""
+        program = self._strategy.program
+        if not asm.over and program.after_done is not None and program.after_done(event):
+            return False
+        if program.of_another_choice(event, self.choice):
+            return True
+        asm.over = True
+        asm.skipped.append(Skipped(index, self._event_name(event), AFTER_THE_END))
+        self._commit()
+        return True
 
     def _stamp_skipped(self, index: int, event: dict) -> None:
         """Record what the rules of chunk ``index`` could not place, named and located."""
@@ -652,7 +671,7 @@ class LLMStreamBuffer:
             rec.text_released(new)
         forming = self._display.scanner.forming_call()
         rec.text_call_forming(forming, self._closed or asm.finished, self.get_content)
-        if asm.finished:
+        if asm.over:
             rec.finish(asm)
 
     def incomplete_calls(self) -> list[CallIncomplete]:

@@ -244,7 +244,7 @@ class EventRecorder:
         completed = buf._completed
         if len(completed) != self.ready_at:
             self._ready(asm, completed)
-        if asm.incomplete or asm.finished:  # only once the stream ends: its DONE or close()
+        if asm.incomplete or asm.over:  # only once the stream ends: its DONE or close()
             self._end(asm, scanned)
 
     def _end(self, asm: Assembly, scanned: bool) -> None:
@@ -257,16 +257,20 @@ class EventRecorder:
             for sink in self.sinks:
                 if sink.track.reported:
                     sink.end()
-        if asm.finished and not self.finished and not scanned:
+        if asm.over and not self.finished and not scanned:
             self.finish(asm)
 
     def finish(self, asm: Assembly) -> None:
-        if self.finished or not asm.finished:
+        """``Finished``, once, when the end is final (``Assembly.over``): at the DONE where
+        nothing may follow it or usage came with it, else with the usage that follows it, an
+        end marker, the first event after the end, or ``close()``; so that it carries the
+        final usage. Without a DONE (``close()`` only) there is no stop reason."""
+        if self.finished or not asm.over:
             return
         self.finished = True
         if asm.error is not None:
             self.out.append(ProviderError(asm.error))
-        self.out.append(Finished(asm.stop_reason, asm.usage))
+        self.out.append(Finished(asm.stop_reason if asm.finished else None, asm.usage))
 
     def _starts(self, asm: Assembly) -> None:
         """The tracked calls whose name has come since: ``CallStarted``."""

@@ -1,0 +1,303 @@
+"""A tool's arguments checked against its JSON Schema before the tool sees them.
+
+Model output is untrusted input: a tool that requires ``city: string`` must never receive
+``{}`` or ``{"city": 42}``. Each tool's ``parameters`` is compiled once into a validator of
+the draft its ``$schema`` names (2020-12 when it names none), and a call's arguments are
+checked against it before the call runs, on every path (native calls and text calls, sync
+and async). What fails is reported as ``(JSON pointer, what was expected)`` pairs, the
+words a retry prompt and an error result carry to the model.
+
+A ``parameters`` that is not a usable schema is the programmer's error, not the model's: a
+``ValueError`` naming the tool, raised when the driver first lists the tool.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from typing import Any
+
+import jsonschema
+from jsonschema.exceptions import SchemaError
+from jsonschema.protocols import Validator
+
+from ..records import Tool
+
+# A failing argument: the JSON pointer of the value (``""`` for the arguments object) and
+# what the schema expected there.
+ArgumentProblem = tuple[str, str]
+
+_MAX_PROBLEMS = 10  # a prompt names at most this many; a model fixes the first ones first
+
+
+def _pointer(path: Any) -> str:
+    """RFC 6901 pointer of a jsonschema error path (``deque(['a', 0])`` -> ``/a/0``)."""
+    return "".join("/" + str(step).replace("~", "~0").replace("/", "~1") for step in path)
+
+
+class ArgumentsSchema:
+    """One tool's compiled ``parameters``: ``problems(arguments)`` is ``[]`` when they
+    validate. The fast path is one ``is_valid``; the error walk runs only for a call that
+    fails, so a valid call pays the validation alone."""
+
+    __slots__ = ("tool_name", "schema", "_validator")
+
+    def __init__(self, tool_name: str, schema: Any) -> None:
+        self.tool_name = tool_name
+        self.schema = schema  # kept: the cache's key is its identity, which must stay taken
+        if schema is None:  # a tool declared without parameters takes any object
+            schema = {"type": "object"}
+        if not isinstance(schema, dict):
+            raise ValueError(
+                f"tool {tool_name!r}: parameters must be a JSON Schema object, "
+                f"got {type(schema).__name__}"
+            )
+        try:
+            self._validator = _compiled(schema)
+        except SchemaError as exc:
+            where = _pointer(exc.path) or "/"
+            raise ValueError(
+                f"tool {tool_name!r}: parameters is not a usable JSON Schema "
+                f"(the draft its $schema names, else 2020-12): at {where}: {exc.message}"
+            ) from None
+
+    def problems(self, arguments: Any) -> list[ArgumentProblem]:
+        """What in ``arguments`` fails the schema, in document order; ``[]`` when valid."""
+        validator, fast = self._validator
+        if fast(arguments) if fast is not None else validator.is_valid(arguments):
+            return []
+        errors = sorted(validator.iter_errors(arguments), key=lambda e: [str(s) for s in e.path])
+        return [(_pointer(e.path), e.message) for e in errors[:_MAX_PROBLEMS]]
+
+
+# The schema objects seen last, by identity: a driver made per request lists the same
+# module-level schema dicts each time, and their canonical JSON costs as much as several
+# validations. The entry keeps its schema alive, so an id is never reused while cached; a
+# schema changed in place after it was first listed is not read again (make a new one).
+_BY_IDENTITY: dict[int, tuple[dict, tuple[Validator, _Check | None]]] = {}
+_IDENTITIES = 512
+
+
+def _compiled(schema: dict) -> tuple[Validator, _Check | None]:
+    seen = _BY_IDENTITY.get(id(schema))
+    if seen is not None and seen[0] is schema:
+        return seen[1]
+    try:
+        text = json.dumps(schema, sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise SchemaError(f"parameters is not JSON: {exc}") from None
+    compiled = _validator(text)
+    if len(_BY_IDENTITY) >= _IDENTITIES:
+        _BY_IDENTITY.clear()  # rare: a process that makes new schema objects per request
+    _BY_IDENTITY[id(schema)] = (schema, compiled)
+    return compiled
+
+
+@functools.lru_cache(maxsize=512)
+def _validator(schema_text: str) -> tuple[Validator, _Check | None]:
+    """The validator of a schema, by its canonical JSON text, and its fast path (None when
+    it has none): checking a schema against its metaschema costs a thousand validations, so
+    each distinct schema is checked and compiled once per process, however many drivers
+    (one per request, in a server) declare it. Neither holds per-call state: one serves
+    every driver and thread."""
+    schema = json.loads(schema_text)
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    cls.check_schema(schema)
+    return cls(schema), fast_check(schema, cls)
+
+
+class SchemaCache:
+    """The validators of one driver's tools, each compiled once.
+
+    ``list_tools()`` may build new ``Tool`` objects on every call (the README's drivers do),
+    so a validator is keyed on the tool's name and the identity of its ``parameters`` object
+    (kept alive by the validator, so that identity is never reused while cached): the same
+    schema object compiles once, a changed one compiles anew."""
+
+    __slots__ = ("_by_tool",)
+
+    def __init__(self) -> None:
+        self._by_tool: dict[str, ArgumentsSchema] = {}
+
+    def of(self, tool: Tool) -> ArgumentsSchema:
+        known = self._by_tool.get(tool.name)
+        if known is not None and known.schema is tool.parameters:
+            return known
+        compiled = self._by_tool[tool.name] = ArgumentsSchema(tool.name, tool.parameters)
+        return compiled
+
+
+# -- the fast path: the keywords tool schemas use, checked in plain Python ----------------------
+#
+# jsonschema's ``is_valid`` walks its keyword table for every value: ~15-40 us for a small
+# tool schema, as much as a dozen chunks cost the buffer. Tool schemas mostly use a handful
+# of keywords whose meaning is the same in drafts 6 to 2020-12; such a schema compiles to
+# nested closures that answer "valid?" in about a microsecond. Anything else (``$ref``,
+# ``anyOf``, ``pattern``, ``format`` assertions, ...) has no fast path and goes to
+# jsonschema, which also words every failure: the fast path only ever answers "valid", the
+# error walk stays jsonschema's. tests/test_tool_loop.py checks that both agree.
+
+_Check = Callable[[Any], bool]
+_ANNOTATIONS = frozenset(
+    {"$schema", "$id", "$comment", "title", "description", "default", "examples", "format",
+     "readOnly", "writeOnly", "deprecated"}
+)  # ``format`` is an annotation in every draft unless a format checker asserts it
+_FAST_DRAFTS = frozenset(
+    {
+        jsonschema.Draft6Validator,
+        jsonschema.Draft7Validator,
+        jsonschema.Draft201909Validator,
+        jsonschema.Draft202012Validator,
+    }
+)
+
+
+def _is_number(value: Any) -> bool:
+    return value.__class__ in (int, float)
+
+
+def _is_integer(value: Any) -> bool:
+    cls = value.__class__
+    return cls is int or (cls is float and value.is_integer())
+
+
+_TYPES: dict[str, Callable[[Any], bool]] = {
+    "object": lambda v: v.__class__ is dict,
+    "array": lambda v: v.__class__ is list,
+    "string": lambda v: v.__class__ is str,
+    "number": _is_number,
+    "integer": _is_integer,
+    "boolean": lambda v: v.__class__ is bool,
+    "null": lambda v: v is None,
+}
+
+
+class _NoFastPath(Exception):
+    """The schema uses something the fast path does not read: jsonschema checks it."""
+
+
+def fast_check(schema: Any, draft: type) -> _Check | None:
+    """``check(value) -> bool`` agreeing with the draft's validator on ``schema``, or None
+    when the schema needs the full validator. Values are what ``json.loads`` gives."""
+    if draft not in _FAST_DRAFTS:
+        return None
+    try:
+        return _compile(schema)
+    except _NoFastPath:
+        return None
+
+
+def _compile(schema: Any) -> _Check:
+    if schema is True:
+        return lambda v: True
+    if schema is False:
+        return lambda v: False
+    if schema.__class__ is not dict:
+        raise _NoFastPath
+    checks: list[_Check] = []
+    for key, value in schema.items():
+        if key in _ANNOTATIONS:
+            continue
+        make = _KEYWORDS.get(key)
+        if make is None:
+            raise _NoFastPath
+        checks.append(make(value, schema))
+    if not checks:
+        return lambda v: True
+    if len(checks) == 1:
+        return checks[0]
+    return lambda v: all(check(v) for check in checks)
+
+
+def _type(value: Any, schema: dict) -> _Check:
+    names = [value] if value.__class__ is str else value
+    if names.__class__ is not list or not all(n in _TYPES for n in names):
+        raise _NoFastPath
+    tests = [_TYPES[n] for n in names]
+    if len(tests) == 1:
+        return tests[0]
+    return lambda v: any(test(v) for test in tests)
+
+
+def _properties(value: Any, schema: dict) -> _Check:
+    if value.__class__ is not dict:
+        raise _NoFastPath
+    members = {name: _compile(sub) for name, sub in value.items()}
+
+    def check(v: Any) -> bool:
+        if v.__class__ is not dict:
+            return True
+        return all(sub(v[name]) for name, sub in members.items() if name in v)
+
+    return check
+
+
+def _additional(value: Any, schema: dict) -> _Check:
+    if "patternProperties" in schema:
+        raise _NoFastPath
+    known = frozenset(schema.get("properties") or ())
+    extra = _compile(value)
+
+    def check(v: Any) -> bool:
+        if v.__class__ is not dict:
+            return True
+        return all(extra(item) for name, item in v.items() if name not in known)
+
+    return check
+
+
+def _required(value: Any, schema: dict) -> _Check:
+    if value.__class__ is not list or not all(n.__class__ is str for n in value):
+        raise _NoFastPath
+    names = tuple(value)
+    return lambda v: v.__class__ is not dict or all(n in v for n in names)
+
+
+def _enum(value: Any, schema: dict) -> _Check:
+    # Strings only: JSON equality of other values (1 == 1.0, True != 1) is jsonschema's.
+    if value.__class__ is not list or not all(x.__class__ is str for x in value):
+        raise _NoFastPath
+    allowed = frozenset(value)
+    return lambda v: v.__class__ is str and v in allowed
+
+
+def _items(value: Any, schema: dict) -> _Check:
+    if "prefixItems" in schema or "additionalItems" in schema:
+        raise _NoFastPath
+    each = _compile(value)  # a list (tuple validation) is no schema: _NoFastPath
+    return lambda v: v.__class__ is not list or all(each(item) for item in v)
+
+
+def _bound(applies: Callable[[Any], bool], measure: Callable[[Any], Any], fails: Any) -> Any:
+    """A bound keyword, worded as jsonschema tests it (``fails(measured, bound)``), so that
+    what compares false both ways (NaN) is judged alike."""
+
+    def make(value: Any, schema: dict) -> _Check:
+        if not _is_number(value):
+            raise _NoFastPath
+        return lambda v: not applies(v) or not fails(measure(v), value)
+
+    return make
+
+
+def _identity(v: Any) -> Any:
+    return v
+
+
+_KEYWORDS: dict[str, Callable[[Any, dict], _Check]] = {
+    "type": _type,
+    "properties": _properties,
+    "additionalProperties": _additional,
+    "required": _required,
+    "enum": _enum,
+    "items": _items,
+    "minLength": _bound(lambda v: v.__class__ is str, len, lambda n, b: n < b),
+    "maxLength": _bound(lambda v: v.__class__ is str, len, lambda n, b: n > b),
+    "minItems": _bound(lambda v: v.__class__ is list, len, lambda n, b: n < b),
+    "maxItems": _bound(lambda v: v.__class__ is list, len, lambda n, b: n > b),
+    "minimum": _bound(_is_number, _identity, lambda n, b: n < b),
+    "maximum": _bound(_is_number, _identity, lambda n, b: n > b),
+    "exclusiveMinimum": _bound(_is_number, _identity, lambda n, b: n <= b),
+    "exclusiveMaximum": _bound(_is_number, _identity, lambda n, b: n >= b),
+}
