@@ -36,7 +36,9 @@ from test_drivers import (
     WIRES,
     Echo,
     Session,
+    _ending,
     _mixed_events,
+    _text_events,
     chat_stream,
     split,
     transcript,
@@ -188,13 +190,18 @@ def test_the_goldens_cover_every_wire():
     assert PARALLEL in golden_streams(["openai_chat"])
 
 
+@pytest.mark.parametrize("text_calls", ["end", "anywhere"])
 @pytest.mark.parametrize("size", [1, 5])
 @pytest.mark.parametrize("family", FAMILIES)
-def test_a_text_call_runs_as_soon_as_complete_as_in_the_sync_path(family, size):
-    events = chat_stream(split(f"Let me check. {FAMILIES[family]} Done.", size))
-    sync = Session([Echo("get_weather")]).play(events)
+def test_a_text_call_runs_when_the_sync_path_runs_it(family, size, text_calls):
+    """At the turn's end by default; as soon as complete with ``text_calls="anywhere"``
+    (where a bare call must still be the whole text)."""
+    text = _ending(family) if text_calls == "end" or family == "bare" else None
+    text = text or f"Let me check. {FAMILIES[family]} Done."
+    events = chat_stream(split(text, size))
+    sync = Session([Echo("get_weather", text_calls=text_calls)]).play(events)
     with asyncio.Runner() as runner:
-        driver = AsyncEcho("get_weather")
+        driver = AsyncEcho("get_weather", text_calls=text_calls)
         got = AsyncSession([driver], runner).play(events)
     assert driver.ran == [("get_weather", {"city": "Oslo"})]
     assert got.shown == sync.shown  # the same text released in the same rounds
@@ -209,6 +216,12 @@ def test_an_orchestrator_round_is_the_sync_one():
         got = AsyncSession([both], runner).play(_mixed_events())
     assert got.text == sync.text and got.responses == sync.responses
     assert any(r.retry_prompt and "teleport" in r.retry_prompt for (r,) in got.responses)
+    sync = Session([Orchestrator([Echo("get_weather"), Echo("send_mail")])]).play(_text_events())
+    with asyncio.Runner() as runner:
+        both = Orchestrator([AsyncEcho("get_weather"), Echo("send_mail")])
+        got = AsyncSession([both], runner).play(_text_events())
+    assert got.text == sync.text and got.responses == sync.responses
+    assert any(r.executed_calls for (r,) in got.responses)
 
 
 def test_a_failing_tool_is_a_record_in_the_async_path_too():

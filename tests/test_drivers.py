@@ -262,9 +262,15 @@ FAMILIES = {
 }
 
 
+def _ending(family: str) -> str:
+    """A turn that ends with the family's call: after prose, but a bare call must be the
+    whole text (whitespace aside)."""
+    return f"  {CALL}\n" if family == "bare" else f"Let me check. {FAMILIES[family]}\n"
+
+
 @pytest.mark.parametrize("family", FAMILIES)
 def test_leak_in_plain_text(family):
-    text = f"Let me check. {FAMILIES[family]}"
+    text = _ending(family)
     driver = Echo("get_weather")
     r = driver.process_llm_response(text)
     assert r.call_executed and not r.call_failed and not r.call_pending
@@ -278,15 +284,42 @@ def test_leak_in_plain_text(family):
 @pytest.mark.parametrize("wire", ["chat", "anthropic"])
 @pytest.mark.parametrize("family", FAMILIES)
 def test_leak_in_a_stream(family, wire, size):
-    call = FAMILIES[family]
-    text = f"Let me check. {call} Done."
+    text = _ending(family)
     build = chat_stream if wire == "chat" else anthropic_stream
     driver = Echo("get_weather")
     session = Session([driver]).play(build(split(text, size)))
     assert driver.ran == [("get_weather", {"city": "Oslo"})]
-    assert session.text == "Let me check.  Done."
+    assert session.text == ("  \n" if family == "bare" else "Let me check. \n")
     assert session.any("call_pending") and session.any("call_executed")
     assert "{" not in session.text
+    ran_at = [i for i, (r,) in enumerate(session.responses) if r.executed_calls]
+    assert ran_at == [len(session.responses) - 2]  # at the wire's DONE: the turn's end
+
+
+@pytest.mark.parametrize("size", [1, 3, 64])
+@pytest.mark.parametrize("wire", ["chat", "anthropic"])
+@pytest.mark.parametrize("family", FAMILIES)
+def test_text_calls_anywhere_run_as_they_stream(family, wire, size):
+    """The opt-in of a client that prompted the codec: a delimited or fenced call runs as
+    soon as it is complete, prose after it or not; bare JSON still only as the whole text."""
+    text = f"Let me check. {FAMILIES[family]} Done."
+    build = chat_stream if wire == "chat" else anthropic_stream
+    driver = Echo("get_weather", text_calls="anywhere")
+    session = Session([driver]).play(build(split(text, size)))
+    if family == "bare":
+        assert driver.ran == [] and session.text == text
+        return
+    assert driver.ran == [("get_weather", {"city": "Oslo"})]
+    assert session.text == "Let me check.  Done."
+    assert session.any("call_pending") and session.any("call_executed")
+    ran_at = [i for i, (r,) in enumerate(session.responses) if r.executed_calls]
+    assert ran_at[0] < len(session.responses) - 2  # before the DONE: as it streamed
+
+
+def test_text_calls_takes_end_or_anywhere_only():
+    assert Echo("x")._text_calls == "end" and Echo("x", text_calls="anywhere")
+    with pytest.raises(ValueError, match="'end', 'anywhere'"):
+        Echo("x", text_calls="everywhere")
 
 
 @pytest.mark.parametrize(
@@ -411,12 +444,11 @@ def test_unknown_tool_flows_as_text():
 @pytest.mark.parametrize(
     "text",
     [
-        'x {"tool": "get_weather", "arguments": {"city": "Oslo" oops} and the rest',
+        '{"tool": "get_weather", "arguments": {"city": "Oslo" oops} and the rest',
         'x ```json\n{"tool": "get_weather", "arguments": {}}\nnot a fence end',
         'x <tool_call>{"tool": "get_weather", "arguments": {}} no end delimiter',
-        'cut at the end {"tool": "get_weather", "arguments": {"city": "Os',
     ],
-    ids=["broken-json", "unclosed-fence", "unclosed-delimiter", "cut"],
+    ids=["broken-json", "unclosed-fence", "unclosed-delimiter"],
 )
 def test_broken_held_call_is_released_with_all_its_text(text):
     driver = Echo("get_weather")
@@ -424,6 +456,15 @@ def test_broken_held_call_is_released_with_all_its_text(text):
     assert driver.ran == []
     assert session.text == text
     assert session.any("call_pending")  # it was held while it could be a call
+
+
+def test_a_bare_brace_inside_prose_is_never_held():
+    text = 'cut at the end {"tool": "get_weather", "arguments": {"city": "Os'
+    driver = Echo("get_weather")
+    session = Session([driver]).play(chat_stream(split(text, 3)))
+    assert driver.ran == [] and session.text == text
+    assert not session.any("call_pending") and not session.all("incomplete_calls")
+    assert session.shown[1:3] == ["cut", " at"]  # each round shows its text as it comes
 
 
 def test_stream_cut_without_done_flushes_what_was_held():
@@ -539,7 +580,7 @@ def test_native_batch_without_done_runs_once_at_close():
 def test_one_driver_over_two_interleaved_streams():
     """A driver remembers the stream it processed last; alternating between two buffers
     (two conversations at once) only costs it the shortcuts, never a wrong answer."""
-    leak = chat_stream(split(f"x {CALL} y", 4))
+    leak = chat_stream(split(f"x <tool_call>{CALL}</tool_call>", 4))
     native = anthropic_stream(
         ["Hi."], tool_use=("toolu_1", "get_weather", ['{"city"', ': "Rome"}'])
     )
@@ -589,14 +630,25 @@ def test_native_call_of_another_driver_is_left_alone():
 # -- fan-out: two drivers, one buffer ------------------------------------------------------------
 
 
+TEXT_TURN = (
+    f"A <tool_call>{CALL}</tool_call>\n<tool_call>"
+    + '{"tool": "send_mail", "arguments": {"to": "ann"}}'
+    + '</tool_call>\n```json\n{"tool": "teleport", "arguments": {}}\n```\n'
+)
+TELEPORT = '```json\n{"tool": "teleport", "arguments": {}}\n```\n'
+
+
+def _text_events():
+    """A turn that ends with three text calls: one each driver's, one of a tool nobody owns."""
+    return chat_stream(split(TEXT_TURN, 4))
+
+
 def _mixed_events():
-    text = (
-        f"A {CALL} B <tool_call>"
-        + '{"tool": "send_mail", "arguments": {"to": "ann"}}'
-        + '</tool_call> C {"tool": "teleport", "arguments": {}} D'
-    )
+    """A native batch under prose that quotes calls: in a turn with a native call its text is
+    never read for calls."""
+    text = f"A {CALL} B <tool_call>" + '{"tool": "send_mail", "arguments": {"to": "ann"}}'
     return chat_stream(
-        split(text, 4),
+        split(text + "</tool_call> C", 4),
         tool_calls=[
             ("call_1", "send_mail", ['{"to": "bob"}']),
             ("call_2", "get_weather", ['{"city": "Rome"}']),
@@ -606,15 +658,17 @@ def _mixed_events():
     )
 
 
-EXPECTED_VISIBLE = 'A  B  C {"tool": "teleport", "arguments": {}} D'
+MIXED_TEXT = (
+    f"A {CALL} B <tool_call>" + '{"tool": "send_mail", "arguments": {"to": "ann"}}</tool_call> C'
+)
 
 
 def test_two_drivers_fed_one_buffer():
     weather, mail = Echo("get_weather"), Echo("send_mail")
     session = Session([weather, mail]).play(_mixed_events())
-    assert weather.ran == [("get_weather", {"city": "Oslo"}), ("get_weather", {"city": "Rome"})]
-    assert mail.ran == [("send_mail", {"to": "ann"}), ("send_mail", {"to": "bob"})]
-    assert session.text == EXPECTED_VISIBLE
+    assert weather.ran == [("get_weather", {"city": "Rome"})]
+    assert mail.ran == [("send_mail", {"to": "bob"})]
+    assert session.text == MIXED_TEXT  # the quoted calls are shown, never run
     # each driver reports, and answers in its history, its own calls only
     for position, name in ((0, "get_weather"), (1, "send_mail")):
         mine = [r for rs in session.responses for r in rs[position].executed_calls or []]
@@ -624,14 +678,26 @@ def test_two_drivers_fed_one_buffer():
         assert answered == (["call_2"] if name == "get_weather" else ["call_1"])
 
 
+def test_two_drivers_fed_one_text_turn():
+    weather, mail = Echo("get_weather"), Echo("send_mail")
+    session = Session([weather, mail]).play(_text_events())
+    assert weather.ran == [("get_weather", {"city": "Oslo"})]
+    assert mail.ran == [("send_mail", {"to": "ann"})]
+    assert session.text == "A \n\n" + TELEPORT  # nobody's call is text
+    done = len(session.responses) - 2  # the round of the wire's DONE: the turn's end
+    assert [i for i, rs in enumerate(session.responses) if any(r.executed_calls for r in rs)] == [
+        done
+    ]
+
+
 def test_orchestrator_over_two_drivers():
     weather, mail = Echo("get_weather"), Echo("send_mail")
     both = Orchestrator(drivers=[weather, mail])
     assert [t.name for t in both.list_tools()] == ["get_weather", "send_mail"]
     session = Session([both]).play(_mixed_events())
-    assert weather.ran == [("get_weather", {"city": "Oslo"}), ("get_weather", {"city": "Rome"})]
-    assert mail.ran == [("send_mail", {"to": "ann"}), ("send_mail", {"to": "bob"})]
-    assert session.text == EXPECTED_VISIBLE
+    assert weather.ran == [("get_weather", {"city": "Rome"})]
+    assert mail.ran == [("send_mail", {"to": "bob"})]
+    assert session.text == MIXED_TEXT
     native = [
         r
         for (r,) in session.responses
@@ -649,6 +715,28 @@ def test_orchestrator_over_two_drivers():
     prompts = [r.retry_prompt for (r,) in session.responses if r.retry_prompt]
     assert prompts and all("teleport" in p for p in prompts)
     assert "get_weather, send_mail" in prompts[0]
+
+
+def test_orchestrator_over_a_text_turn():
+    weather, mail = Echo("get_weather"), Echo("send_mail")
+    session = Session([Orchestrator(drivers=[weather, mail])]).play(_text_events())
+    assert weather.ran == [("get_weather", {"city": "Oslo"})]
+    assert mail.ran == [("send_mail", {"to": "ann"})]
+    # teleport ended the turn too: a call, of a tool nobody owns, answered in the history
+    assert session.text == "A \n\n\n"  # the whitespace between the calls flows
+    prompts = [r.retry_prompt for (r,) in session.responses if r.retry_prompt]
+    assert len(prompts) == 1 and "teleport" in prompts[0]  # told, once
+    (results,) = [m for m in session.all("messages") if m["role"] == "user"]
+    assert "teleport" in results["content"] and "get_weather, send_mail" in results["content"]
+
+
+def test_orchestrator_never_tells_of_a_call_quoted_in_prose():
+    text = f"See: <tool_call>{CALL.replace('get_weather', 'teleport')}</tool_call> - no."
+    session = Session([Orchestrator(drivers=[Echo("get_weather")])]).play(
+        chat_stream(split(text, 5))
+    )
+    assert session.text == text
+    assert not any(r.retry_prompt for (r,) in session.responses)
 
 
 def test_orchestrator_refuses_a_tool_owned_twice():
@@ -678,7 +766,7 @@ def test_system_message_and_function_description():
 def test_any_buffer_gets_the_codec():
     buf = LLMStreamBuffer()
     driver = Echo("get_weather")
-    session = Session([driver], buf).play(chat_stream(split(f"x {CALL}", 6)))
+    session = Session([driver], buf).play(chat_stream(split(f"x <tool_call>{CALL}</tool_call>", 6)))
     assert buf.codec is driver.get_native_backup_strategy().codec
     assert driver.ran == [("get_weather", {"city": "Oslo"})] and session.text == "x "
 
@@ -721,9 +809,19 @@ PROSE = st.text(alphabet='ab {}[]"`<>/_\n', max_size=12)
 DISPLAY = st.lists(st.one_of(PROSE, call_text()), max_size=6).map("".join)
 
 
-def _executed_spans(text: str, owned) -> list[tuple[int, int]]:
-    spans = {(c.start, c.end) for c in CODEC.parse_calls(text) if c.name in owned}
-    return sorted(spans)
+def _turn_calls(text: str, owned, rule: str = "end") -> tuple[list, list]:
+    """The calls a driver owning ``owned`` runs in a whole turn ``text`` under ``rule``, and
+    the would-be calls it reports (cut, invalid): the whole-text reading a stream of it must
+    agree with, however split."""
+    scanner = CODEC.scan_turn(text, rule)
+    ran = [c for c in scanner.complete_calls() if c.name in owned]
+    return ran, [c for c in scanner.incomplete_calls() if c.name in owned]
+
+
+def _executed_spans(text: str, owned, rule: str = "end") -> list[tuple[int, int]]:
+    """The spans never shown: the calls that ran and those reported incomplete."""
+    ran, never = _turn_calls(text, owned, rule)
+    return sorted({(c.start, c.end) for c in [*ran, *never]})
 
 
 def _minus(text: str, spans) -> str:
@@ -742,16 +840,21 @@ def test_text_is_the_display_minus_exactly_the_calls_that_ran(display, cuts, dat
     pieces = [display[a:b] for a, b in zip(points, points[1:], strict=False)] or [""]
     build = data.draw(st.sampled_from([chat_stream, anthropic_stream]))
     fan_out = data.draw(st.booleans())
-    drivers = [Echo("get_weather"), Echo("boom")] if fan_out else [Echo(*OWNED)]
-    session = Session(drivers).play(build(pieces))
-    assert session.text == _minus(display, _executed_spans(display, OWNED))
-    ran = sorted((name, json.dumps(args, sort_keys=True)) for d in drivers for name, args in d.ran)
-    expected = sorted(
-        (c.name, json.dumps(c.arguments, sort_keys=True))
-        for c in CODEC.parse_calls(display)
-        if c.name in OWNED
+    rule = data.draw(st.sampled_from(["end", "anywhere"]))
+    drivers = (
+        [Echo("get_weather", text_calls=rule), Echo("boom", text_calls=rule)]
+        if fan_out
+        else [Echo(*OWNED, text_calls=rule)]
     )
+    session = Session(drivers).play(build(pieces))
+    assert session.text == _minus(display, _executed_spans(display, OWNED, rule))
+    ran = sorted((name, json.dumps(args, sort_keys=True)) for d in drivers for name, args in d.ran)
+    calls, never = _turn_calls(display, OWNED, rule)
+    expected = sorted((c.name, json.dumps(c.arguments, sort_keys=True)) for c in calls)
     assert ran == expected  # each call ran exactly once, whatever the chunking
+    reported = [(c.name, c.reason) for c in session.all("incomplete_calls")]
+    assert reported == [(c.name, c.reason) for c in never]  # and each would-be call told once
+    assert [(c.name, c.reason) for c in session.buf.incomplete_calls()] == reported
 
 
 @pytest.mark.parametrize("events", [False, True])
@@ -792,7 +895,7 @@ def test_a_text_call_after_text_shown_before_the_codec_came_is_placed_in_all_the
         return {"id": "c", "object": "chat.completion.chunk", "choices": [choice]}
 
     call = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
-    pieces = ["Hello. ", "Sure: ", call[:20], call[20:50], call[50:], " Done."]
+    pieces = ["Hello. ", "Sure: ", call[:20], call[20:50], call[50:], "\n"]
     driver = Recorder("get_weather")
     buf = LLMStreamBuffer()
     buf.add(chunk(pieces[0]))
@@ -806,7 +909,7 @@ def test_a_text_call_after_text_shown_before_the_codec_came_is_placed_in_all_the
     responses.append(driver.process_llm_response(buf))
     shown.append(buf.text())
     assert driver.ran == [("get_weather", {"city": "Paris"})]
-    assert "".join(shown) == "Hello. Sure:  Done."
+    assert "".join(shown) == "Hello. Sure: \n"
     history = [m for r in responses for m in (r.messages or [])]
     assert history[0]["role"] == "assistant"
     assert history[0]["content"] == "Hello. Sure: " + call

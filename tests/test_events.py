@@ -225,8 +225,8 @@ def test_consume_and_aconsume_give_the_loop_s_events(path):
 
 
 class Echo(engine.BaseDriver):
-    def __init__(self, names):
-        super().__init__()
+    def __init__(self, names, **options):
+        super().__init__(**options)
         self.names = names
         self.ran = []
 
@@ -266,48 +266,87 @@ def test_on_a_driver_s_buffer_text_deltas_are_what_text_hands_out(path):
     assert len(ended) == len(set(ended))
 
 
-def test_text_calls_on_a_driver_s_buffer_start_and_are_ready_at_text_slots():
-    driver = Echo(["get_weather"])
-    buf = driver.new_stream_buffer(events=True)
-    text = 'Let me look. {"name": "get_weather", "arguments": {"city": "Paris"}} Done.'
+def _text_chunks(text: str, size: int = 5, finish: str | None = "stop") -> list[dict]:
     chunks = [
-        {**CHUNK, "choices": [{"index": 0, "delta": {"content": text[i : i + 5]}}]}
-        for i in range(0, len(text), 5)
+        {**CHUNK, "choices": [{"index": 0, "delta": {"content": text[i : i + size]}}]}
+        for i in range(0, len(text), size)
     ]
-    chunks.append({**CHUNK, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
-    evs = []
-    for chunk in chunks:
-        buf.add(chunk)
+    if finish:
+        chunks.append({**CHUNK, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+    return chunks
+
+
+def _rounds(driver, buf, chunks) -> list[list]:
+    """The client loop; the events of each round (the last: the one after close())."""
+    rounds = []
+    for chunk in [*chunks, None]:
+        if chunk is None:
+            buf.close()
+        else:
+            buf.add(chunk)
         driver.process_llm_response(buf)
-        evs += buf.events()
+        rounds.append(buf.events())
         buf.text()
-    buf.close()
-    driver.process_llm_response(buf)
-    evs += buf.events()
+    return rounds
+
+
+@pytest.mark.parametrize("text_calls", ["end", "anywhere"])
+def test_text_calls_on_a_driver_s_buffer_start_and_are_ready_at_text_slots(text_calls):
+    driver = Echo(["get_weather"], text_calls=text_calls)
+    buf = driver.new_stream_buffer(events=True)
+    call = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
+    rounds = _rounds(driver, buf, _text_chunks(f"Let me look. {call}\n"))
+    evs = [e for r in rounds for e in r]
     kinds = [type(e).__name__ for e in evs if not isinstance(e, engine.TextDelta)]
     assert kinds == ["CallStarted", "ArgumentsDelta", "CallReady", "Finished"]
-    started, _, ready, _ = [e for e in evs if not isinstance(e, engine.TextDelta)]
-    assert started.slot == ready.slot == ("text", 0) and started.name == "get_weather"
+    started, delta, ready, _ = [e for e in evs if not isinstance(e, engine.TextDelta)]
+    assert started.slot == delta.slot == ready.slot == ("text", 0)
+    assert started.name == "get_weather" and delta.partial == {"city": "Paris"}
     assert ready.call.arguments == {"city": "Paris"} and driver.ran == [
         ("get_weather", {"city": "Paris"})
     ]
+    at = next(i for i, r in enumerate(rounds) if any(isinstance(e, engine.CallReady) for e in r))
+    done = len(rounds) - 2  # the round of the wire's DONE
+    assert (at == done) == (text_calls == "end")  # by default only at the turn's end
     shown = "".join(e.text for e in evs if isinstance(e, engine.TextDelta))
-    assert "get_weather" not in shown and shown.startswith("Let me look.")
+    assert shown == "Let me look. \n"
+
+
+@pytest.mark.parametrize("own_buffer", [False, True])
+def test_a_call_quoted_in_prose_tells_only_text(own_buffer):
+    driver = Echo(["get_weather"])
+    buf = (
+        driver.new_stream_buffer(events=True) if own_buffer else engine.LLMStreamBuffer(events=True)
+    )
+    quoted = 'It said <tool_call>{"name": "get_weather", "arguments": {}}</tool_call> - no.'
+    rounds = _rounds(driver, buf, _text_chunks(quoted, 3))
+    evs = [e for r in rounds for e in r]
+    assert [type(e).__name__ for e in evs if not isinstance(e, engine.TextDelta)] == ["Finished"]
+    assert "".join(e.text for e in evs if isinstance(e, engine.TextDelta)) == quoted
+    assert driver.ran == [] and buf.new_calls() == [] and buf.incomplete_calls() == []
 
 
 def test_a_cut_text_call_is_incomplete_at_close():
     driver = Echo(["get_weather"])
     buf = driver.new_stream_buffer(events=True)
-    cut = 'Hi {"name": "get_weather", "ar'
+    cut = 'Hi <tool_call>{"name": "get_weather", "arguments": {"city": "Pa'
     buf.add({**CHUNK, "choices": [{"index": 0, "delta": {"content": cut}}]})
-    driver.process_llm_response(buf)
-    first = buf.events()
-    assert [type(e).__name__ for e in first] == ["TextDelta", "CallStarted"]
+    first = driver.process_llm_response(buf)
+    assert first.call_pending
+    assert [type(e).__name__ for e in buf.events()] == ["TextDelta"]  # nothing while it streams
+    assert buf.text() == "Hi "
     buf.close()
-    driver.process_llm_response(buf)
-    last = buf.events()
-    incomplete = [e for e in last if isinstance(e, engine.CallIncomplete)]
-    assert [(e.slot, e.name, e.reason) for e in incomplete] == [(("text", 0), "get_weather", "cut")]
+    last = driver.process_llm_response(buf)
+    evs = buf.events()
+    assert [type(e).__name__ for e in evs] == ["CallStarted", "ArgumentsDelta", "CallIncomplete"]
+    started, delta, incomplete = evs
+    assert started.slot == delta.slot == incomplete.slot == ("text", 0)
+    assert delta.partial == {"city": "Pa"}
+    assert (incomplete.name, incomplete.reason) == ("get_weather", "cut")
+    assert incomplete.raw == cut[len("Hi <tool_call>") :]
+    assert buf.incomplete_calls() == [incomplete] and last.incomplete_calls == [incomplete]
+    assert last.retry_prompt == driver.codec.retry_call_incomplete("get_weather", "cut")
+    assert buf.text() == "" and driver.ran == []  # the model's call, told to it, not shown
 
 
 def test_events_on_a_buffer_without_them_say_how_to_turn_them_on():
@@ -345,16 +384,37 @@ def test_a_chunk_that_raises_records_no_events_and_partial_stays_one_dict():
 
     buf = engine.LLMStreamBuffer(strategies=[gemini], events=True)
     buf.add(chunk([{"functionCall": {"name": "f", "willContinue": True}}]))
-    buf.add(chunk([{"functionCall": {"partialArgs": [{"jsonPath": "$.a", "stringValue": "x",
-                                                       "willContinue": True}],
-                                      "willContinue": True}}]))
+    buf.add(
+        chunk(
+            [
+                {
+                    "functionCall": {
+                        "partialArgs": [
+                            {"jsonPath": "$.a", "stringValue": "x", "willContinue": True}
+                        ],
+                        "willContinue": True,
+                    }
+                }
+            ]
+        )
+    )
     evs = buf.events()
     assert [type(e).__name__ for e in evs] == ["CallStarted", "ArgumentsDelta", "ArgumentsDelta"]
     partial = evs[-1].partial
     assert partial == {"a": "x"}
-    bad = chunk([{"functionCall": {"partialArgs": [{"jsonPath": "$.b", "stringValue": "y"},
-                                                    {"jsonPath": "$.a[0]", "numberValue": 1}],
-                                    "willContinue": True}}])
+    bad = chunk(
+        [
+            {
+                "functionCall": {
+                    "partialArgs": [
+                        {"jsonPath": "$.b", "stringValue": "y"},
+                        {"jsonPath": "$.a[0]", "numberValue": 1},
+                    ],
+                    "willContinue": True,
+                }
+            }
+        ]
+    )
     with pytest.raises(engine.ChunkError):
         buf.add(bad)
     assert buf.events() == [] and partial == {"a": "x"}
@@ -388,8 +448,12 @@ def test_a_raising_event_on_an_argument_stream_is_undone_for_events_too():
 
 
 def _args_chunk(text):
-    return {**CHUNK, "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {
-        "arguments": text}}]}}]}
+    return {
+        **CHUNK,
+        "choices": [
+            {"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": text}}]}}
+        ],
+    }
 
 
 def test_forming_is_false_after_close_and_once_nothing_is_open():
@@ -409,14 +473,36 @@ def test_forming_is_false_after_close_and_once_nothing_is_open():
 def test_new_calls_gives_each_call_once_in_completion_order():
     buf = engine.LLMStreamBuffer(strategies=[engine.load_format("openai_chat")])
     for index in (0, 1):
-        call = {"index": index, "id": f"c{index}", "type": "function",
-                "function": {"name": f"f{index}", "arguments": ""}}
+        call = {
+            "index": index,
+            "id": f"c{index}",
+            "type": "function",
+            "function": {"name": f"f{index}", "arguments": ""},
+        }
         buf.add({**CHUNK, "choices": [{"index": 0, "delta": {"tool_calls": [call]}}]})
-    buf.add({**CHUNK, "choices": [{"index": 0, "delta": {"tool_calls": [
-        {"index": 1, "function": {"arguments": "{}"}}]}}]})
+    buf.add(
+        {
+            **CHUNK,
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {"tool_calls": [{"index": 1, "function": {"arguments": "{}"}}]},
+                }
+            ],
+        }
+    )
     assert [c.name for c in buf.new_calls()] == ["f1"]
-    buf.add({**CHUNK, "choices": [{"index": 0, "delta": {"tool_calls": [
-        {"index": 0, "function": {"arguments": "{}"}}]}}]})
+    buf.add(
+        {
+            **CHUNK,
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]},
+                }
+            ],
+        }
+    )
     buf.add({**CHUNK, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
     assert [c.name for c in buf.new_calls()] == ["f0"]
     assert buf.new_calls() == [] and [c.name for c in buf.calls()] == ["f0", "f1"]

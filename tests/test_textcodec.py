@@ -727,3 +727,129 @@ def test_the_schema_describes_the_default_a_healing_rule_replaces_with() -> None
 
     rule = schema()["$defs"]["healing_rule"]["properties"]
     assert rule["replacement"]["default"] == module.HEALING_REPLACEMENT
+
+
+# -- a driver's turn: the rules "end" and "anywhere" (issue 16, point 5) -----------------------
+
+TURN_CALL = '{"tool": "a", "arguments": {"x": 1}}'
+# (text, calls that may run under "end", under "anywhere"): names in text order.
+TURN_RULES = [
+    (TURN_CALL, ["a"], ["a"]),
+    (f" \n{TURN_CALL}\n", ["a"], ["a"]),
+    (f"<think>{TURN_CALL}</think>\n{TURN_CALL}", ["a"], ["a"]),  # the think one is reasoning
+    (f"Quoted: {TURN_CALL} - no.", [], []),
+    (f"Quoted: {TURN_CALL}", [], []),  # bare JSON only as the whole text
+    (f"{TURN_CALL} and more", [], []),
+    (f"[{TURN_CALL}, {TURN_CALL}]", ["a", "a"], ["a", "a"]),
+    (f"x <tool_call>{TURN_CALL}</tool_call>", ["a"], ["a"]),
+    (f"x <tool_call>{TURN_CALL}</tool_call> y", [], ["a"]),
+    (f"x ```json\n{TURN_CALL}\n``` y", [], ["a"]),
+    (f"<tool_call>{TURN_CALL}</tool_call>\n```\n{TURN_CALL}\n```\n", ["a", "a"], ["a", "a"]),
+    (f"<tool_call>{TURN_CALL}</tool_call> y <tool_call>{TURN_CALL}</tool_call>", ["a"], ["a", "a"]),
+    (f"{TURN_CALL}\n<tool_call>{TURN_CALL}</tool_call>", ["a"], ["a"]),  # the bare one: text
+]
+
+
+def _turn(codec: TextCodec, pieces: list[str], rule: str) -> tuple[list[str], str]:
+    """Fed ``pieces`` under ``rule``, finished; every call that may run consumed: the names
+    and what is shown."""
+    scanner = codec.new_scanner(rule=rule)
+    shown = []
+    for piece in pieces:
+        scanner.feed(piece)
+        shown.append(scanner.releasable())
+    scanner.finish()
+    calls = scanner.complete_calls()
+    for call in calls:
+        scanner.consume_call(call)
+    scanner.close()
+    shown.append(scanner.releasable())
+    return [c.name for c in calls], "".join(shown)
+
+
+@pytest.mark.parametrize("text, at_end, anywhere", TURN_RULES)
+def test_a_turn_s_calls_under_each_rule(codec: TextCodec, text, at_end, anywhere) -> None:
+    for rule, expected in (("end", at_end), ("anywhere", anywhere)):
+        whole = _turn(codec, [text], rule)
+        assert whole[0] == expected, rule
+        assert _turn(codec, chars(text), rule) == whole  # however split
+        assert [c.name for c in codec.scan_turn(text, rule).complete_calls()] == expected
+    assert [c.name for c in codec.parse_calls(text)]  # without a rule: every call counts
+
+
+def test_calls_that_wait_for_the_end_hold_what_follows_and_other_text_releases_them(codec) -> None:
+    scanner = codec.new_scanner(rule="end")
+    scanner.feed(f"Sure. <tool_call>{TURN_CALL}</tool_call>")
+    assert scanner.releasable() == "Sure. " and scanner.complete_calls() == []
+    assert [c.name for c in scanner.waiting_calls()] == ["a"]
+    scanner.feed("\n  ")
+    assert scanner.releasable() == ""  # whitespace after it waits with it
+    scanner.feed("ok")
+    assert scanner.waiting_calls() == [] and scanner.quiet()
+    assert scanner.releasable() == f"<tool_call>{TURN_CALL}</tool_call>\n  ok"  # in order, once
+
+
+def test_a_bare_brace_opens_nothing_after_the_turn_s_first_character(codec) -> None:
+    for rule in ("end", "anywhere"):
+        scanner = codec.new_scanner(rule=rule)
+        scanner.feed("x {")
+        assert scanner.releasable() == "x {" and not scanner.forming()[0]
+        late = codec.new_scanner(5, rule=rule, lead=False)  # text came before it
+        late.feed(TURN_CALL)
+        assert late.releasable() == TURN_CALL
+    plain = codec.new_scanner()
+    plain.feed("x {")
+    assert plain.releasable() == "x " and plain.forming()[0]  # the codec's plain reading
+
+
+@pytest.mark.parametrize(
+    "text, reason, raw",
+    [
+        (
+            'ok <tool_call>{"tool": "a", "arguments": {"x": "ab',
+            "cut",
+            '{"tool": "a", "arguments": {"x": "ab',
+        ),
+        ('{"name": "a", "arg', "cut", '{"name": "a", "arg'),
+        (
+            'ok ```json\n{"tool": "a", "arguments": [1]}\n```',
+            "invalid",
+            '{"tool": "a", "arguments": [1]}',
+        ),
+        ('{"tool": "a", "arguments": "no"}', "invalid", '{"tool": "a", "arguments": "no"}'),
+        (
+            '<tool_call>{"tool": "a", "arguments": {"q": "say "hi""}}</tool_call>',  # not JSON
+            "invalid",
+            '{"tool": "a", "arguments": {"q": "say "hi""}}',
+        ),
+    ],
+)
+def test_a_would_be_call_that_ends_the_turn_is_incomplete(codec, text, reason, raw) -> None:
+    for rule in ("end", "anywhere"):
+        scanner = codec.scan_turn(text, rule)
+        (never,) = scanner.incomplete_calls()
+        assert (never.name, never.reason, never.raw) == ("a", reason, raw)
+        if reason == "cut" and "ab" in raw:
+            assert never.arguments == {"x": "ab"}  # what of its arguments had streamed
+        scanner.consume_call(never)
+        scanner.close()
+        assert "a" not in scanner.releasable()  # its span goes with it
+        assert codec.parse_calls(text) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'ok <tool_call>{"tool": "a", "arguments": [1]}</tool_call> and prose',  # not at the end
+        'ok <tool_call>{"to',  # its name never came
+        "ok <tool_c",  # a marker prefix
+        'x {"tool": "a", "arg',  # bare, not the whole text
+        '<tool_call>{"tool": "a", "arguments": {"q": tru}} no end delimiter',  # broken, open
+        '```json\n{"tool": "a", "arguments": {"q": tru}}\n```',  # broken in a fence: text
+    ],
+)
+def test_what_is_not_an_incomplete_call_is_text(codec, text) -> None:
+    scanner = codec.scan_turn(text, "end")
+    assert scanner.incomplete_calls() == [] and scanner.complete_calls() == []
+    scanner.close()
+    assert scanner.releasable() == text

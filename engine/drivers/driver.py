@@ -78,6 +78,8 @@ def _codec_of(strategy: Any) -> TextCodec:
 
 
 _DEFAULT = object()  # "the driver's own text strategy", for the native backup
+# Where a call written into text may run (BaseDriver's ``text_calls``): the first is the default.
+TEXT_CALLS = ("end", "anywhere")
 
 
 @functools.cache
@@ -266,13 +268,27 @@ class BaseDriver:
     ``mcs_text`` by default); ``strategies``, the wires a message or a stream may be in
     (every built-in wire); ``validate_arguments`` (default True): check each call's
     arguments against its tool's ``parameters`` (JSON Schema) before it runs, and answer a
-    call that fails with an error result naming each failing pointer instead of running it.
+    call that fails with an error result naming each failing pointer instead of running it;
+    and ``text_calls``, where a call written into text may run:
+
+    - ``"end"`` (the default): only when it ends the turn (nothing but whitespace or further
+      calls after it), and a bare-JSON call only as the whole text, whitespace and
+      ``<think>`` blocks aside. A call the model quotes inside prose (a page it repeats, an
+      example) is shown as text and never runs: text is the model's to write, and what it
+      read may have written it;
+    - ``"anywhere"``: for a client that prompted the codec on purpose, a delimited or fenced
+      call runs as soon as it is complete, wherever it is (bare JSON still only as the whole
+      text).
+
+    Either way text is read for calls only in a turn without a native call, and only by a
+    driver with a native backup (``set_native_backup_strategy(None)`` turns it off).
     """
 
     _text: Any = None
     _strategies: list[ExtractionStrategy] | None = None
     _backup: Any = _DEFAULT
     _validate = True
+    _text_calls: str = "end"
     _schemas: SchemaCache | None = None
     _view: _StreamView | None = None  # the stream processed last: the fast path
     _views: weakref.WeakKeyDictionary[LLMStreamBuffer, _StreamView] | None = None
@@ -283,12 +299,17 @@ class BaseDriver:
         text_strategy: Any = None,
         strategies: Iterable[ExtractionStrategy] | None = None,
         validate_arguments: bool = True,
+        text_calls: str = "end",
     ) -> None:
         if text_strategy is not None:
             self._text = text_strategy
         if strategies is not None:
             self._strategies = list(strategies)
         self._validate = validate_arguments
+        if text_calls not in TEXT_CALLS:
+            allowed = ", ".join(repr(v) for v in TEXT_CALLS)
+            raise ValueError(f"text_calls must be one of {allowed}, not {text_calls!r}")
+        self._text_calls = text_calls
 
     # -- what a subclass provides ------------------------------------------------------------
 
@@ -327,7 +348,7 @@ class BaseDriver:
             view.scans = strategy is not None
             buf = view.buf()
             if strategy is not None and buf is not None and buf.codec is None:
-                buf.attach_codec(_codec_of(strategy))
+                buf.attach_codec(_codec_of(strategy), self._text_calls)
 
     def new_stream_buffer(self, events: bool = False) -> LLMStreamBuffer:
         """A buffer over this driver's wires, its text scanned by the native backup
@@ -335,7 +356,7 @@ class BaseDriver:
         buf = LLMStreamBuffer(strategies=self.extraction_strategies(), events=events)
         backup = self.get_native_backup_strategy()
         if backup is not None:
-            buf.attach_codec(_codec_of(backup))
+            buf.attach_codec(_codec_of(backup), self._text_calls)
         return buf
 
     def get_function_description(self) -> str:
@@ -368,11 +389,18 @@ class BaseDriver:
           not streamed yet) is on its way; at the wire's DONE the batch runs, this driver's
           calls of it. A stream that never sends its DONE (some OpenAI-compatible servers
           send no ``finish_reason``) runs its batch in the round after ``buf.close()``;
-        - a text call (in the display text): while it forms, its text is held
+        - a text call (in the display text, in a turn without a native call): while it
+          forms, and while it waits for the end of the turn, its text is held
           (``call_pending``) if its name is not known yet or is this driver's, from its
-          possible start on (the ``{``, fence or delimiter that opens it): the text before
-          it is shown in the same round; once complete, this driver's call runs and its
-          text is never shown. At the end of the stream everything held flows.
+          possible start on (the fence or delimiter that opens it, or a bare ``{`` that is
+          the turn's first character): the text before it is shown in the same round. By
+          default (``text_calls="end"``) it runs at the wire's DONE (or ``close()``) if
+          nothing but whitespace and further calls followed it, and its text is never shown;
+          any other text after it makes it text, shown at once. With
+          ``text_calls="anywhere"`` a delimited or fenced call runs as soon as it is
+          complete. At the end of the stream everything held flows, but a call of this
+          driver's cut short or invalid at the turn's end, which is reported in
+          ``incomplete_calls``.
 
         ``messages`` holds the stream's assistant turn exactly once (text-only turns too),
         in the round the stream ended (or the round its text calls ran), with a result for
@@ -483,13 +511,34 @@ class BaseDriver:
         return self._plan_native(strategy, message, [], [], set())  # the turn as it came
 
     def _plan_text(self, text: str, fmt: Any, codec: TextCodec) -> _Round:
-        calls = [ExtractedCall(c.name, c.arguments, None, c.end) for c in codec.parse_calls(text)]
+        """A whole text (a ``str``, or a message's text in the fall-through), read as a
+        stream of it would be under this driver's ``text_calls``: the calls that may run run
+        (this driver's, when ``_runnable_text_call`` says so), and the would-be calls that
+        cannot (cut, invalid) are reported and answered."""
+        scanner = codec.scan_turn(text, self._text_calls)
         owned = self._owned()
+        found = scanner.complete_calls()
+        calls = [ExtractedCall(c.name, c.arguments, None, c.end) for c in found]
         plan = _Round()
-        mine = [c for c in calls if c.name in owned]
+        mine = [c for c in calls if c.name in owned and self._runnable_text_call(c)]
         batch = plan.add(mine, lambda rs: result_messages(fmt, text, rs))
         self._answer_unknown(batch, [c for c in calls if c.name not in owned], owned)
+        never = scanner.incomplete_calls()
+        slots = sorted([*found, *never], key=lambda c: c.start)  # ("text", n) in text order
+        for call in never:
+            event = CallIncomplete(
+                ("text", slots.index(call)), call.name, None, call.raw, call.reason or "invalid"
+            )
+            if self._reports(owned.__contains__, event):
+                plan.incomplete.append(event)
+        self._answer_incomplete(batch, plan.incomplete)
         return plan
+
+    def _runnable_text_call(self, call: ExtractedCall) -> bool:
+        """May this text call run: its tool is this driver's? (Its arguments are checked
+        against the tool's schema when it runs, as every call's are: one that fails is
+        answered with an error, not shown as text.)"""
+        return call.name in self._owned()
 
     def _plan_native(
         self,
@@ -563,33 +612,37 @@ class BaseDriver:
     ) -> DriverResponse | _Round:
         """A round at or after the end of input: the wire's DONE, or ``close()`` on a stream
         that never sent its DONE (no sibling can still stream either way). The native batch
-        runs, this driver's calls of it, and the stream's assistant turn goes into the
-        history once, answering every call of this driver's; nothing is pending any more."""
-        incomplete = buf.incomplete_calls()[view.incomplete_done :]
-        quiet = not view.scans or buf.text_quiet()
-        if not native and not incomplete and view.turn_sent and quiet:
-            return DriverResponse()  # the turn was handled: a round after it finds nothing
+        runs, this driver's calls of it, or the text calls that end the turn; the stream's
+        assistant turn goes into the history once, answering every call of this driver's;
+        nothing is pending any more."""
         plan = _Round()
+        texts: list[ExtractedCall] = []
+        if view.scans and not buf.text_quiet():
+            texts = self._plan_text_calls(buf, view, True, plan)
+        incomplete = buf.incomplete_calls()[view.incomplete_done :]
+        if not native and not incomplete and not texts and not plan.batches and view.turn_sent:
+            return DriverResponse()  # the turn was handled: a round after it finds nothing
         view.native_done += len(native)
         view.incomplete_done += len(incomplete)
         reported = [c for c in incomplete if self._reports(view.owns, c)]
         plan.incomplete = reported
-        if not quiet:
-            self._plan_text_calls(buf, view, True, plan)
         if view.turn_sent:
             return plan
         view.turn_sent = True
-        if not native and not reported:
-            if plan.batches:  # text calls ran now: their history holds the turn's text
-                return plan
-            if view.covered:  # text calls ran in earlier rounds: the rest of the text
-                rest = buf.get_content()[view.covered :]
-                if rest.strip():
-                    strategy = buf.strategy
-                    plan.add([], lambda rs: result_messages(strategy, rest, rs))
-                return plan
         strategy = buf.strategy
         if strategy is None:
+            return plan
+        in_text = [c for c in reported if _text_slot(c.slot)]
+        if texts or in_text or (view.covered and not native and not reported):
+            # The turn's text calls: the text since the last history, and their results.
+            content = buf.get_content()
+            end = max(c.end or 0 for c in texts) if texts and not in_text else len(content)
+            rest = content[view.covered : end]
+            if texts or in_text or rest.strip():
+                mine = [c for c in texts if view.owns(c.name)]
+                batch = plan.add(mine, lambda rs: result_messages(strategy, rest, rs))
+                self._answer_unknown(batch, [c for c in texts if not view.owns(c.name)], None)
+                self._answer_incomplete(batch, in_text)
             return plan
         mine = [c for c in native if view.owns(c.name)]
         message, said = buf.as_dict(), bool(buf.get_content())
@@ -617,7 +670,7 @@ class BaseDriver:
         codec scans the buffer's display text."""
         backup = self.get_native_backup_strategy()
         if backup is not None and buf.codec is None:
-            buf.attach_codec(_codec_of(backup))
+            buf.attach_codec(_codec_of(backup), self._text_calls)
         return _StreamView(buf, self, scans=backup is not None)
 
     def _plan_text_calls(
@@ -626,31 +679,66 @@ class BaseDriver:
         view: _StreamView,
         ended: bool,
         plan: _Round,
-    ) -> None:
-        """Text calls: this driver's complete ones run at once (their text is never shown);
-        while one forms whose name is unknown yet or this driver's, its text is held (from
-        its possible start: what precedes it still flows in this round)."""
+    ) -> list[ExtractedCall]:
+        """Text calls (the buffer offers them only in a turn without a native call): this
+        driver's complete ones that may run now are claimed (their text is never shown):
+        under ``text_calls="end"`` those that end the turn, at its end (returned: the round
+        that ends the turn answers them with the turn); under ``"anywhere"`` a delimited or
+        fenced one as soon as it is complete (run in this round, with the text since the
+        last history). While one this driver may run forms, or waits for the turn's end,
+        its text is held (from its possible start: what precedes it still flows in this
+        round). At the end, the would-be calls that end the turn but cannot run (cut,
+        invalid) become the stream's incomplete calls, which the round reports."""
         mine = []
         unknown = []
         for call in buf.text_calls():
             if not view.owns(call.name):
-                unknown.append(call.name)
-            elif buf.consume_text_call(call):
+                # At the turn's end, a driver that answers unknown tools (an Orchestrator)
+                # takes the call to answer it; any other leaves it as text.
+                if ended and self._holds_text(view, call.name) and buf.consume_text_call(call):
+                    mine.append(call)
+                else:
+                    unknown.append(call.name)
+            elif self._runnable_text_call(call) and buf.consume_text_call(call):
                 mine.append(call)
+        if ended:
+            for never in buf.text_incomplete():  # those that would have run: this driver's
+                probe = CallIncomplete(None, never.name, None, never.raw, never.reason or "")
+                if self._reports(view.owns, probe):
+                    # Now one of the stream's incomplete calls, which the round reports.
+                    buf.report_text_incomplete(never)
+            self._note_unknown_text(plan.response, unknown)
+            return mine
         if mine:
             start, end = view.covered, mine[-1].end or 0
             text, strategy = buf.get_content()[start:end], buf.strategy
             view.covered = end
             plan.add(mine, lambda rs: result_messages(strategy, text, rs))
         forming = buf.text_forming()
-        if forming and not ended:
-            name = forming.tool_name
-            if name is None or view.owns(name):
-                buf.hold_text_call()  # the call's text only: the prose before it flows now
-                plan.response.call_pending = True
-            else:
-                unknown.append(name)
+        waiting = buf.text_waiting()
+        if self._text_calls == "end":
+            holds = any(self._holds_text(view, name) for name in waiting) or (
+                bool(forming) and self._holds_text(view, forming.tool_name)
+            )
+        else:
+            holds = any(self._holds_text(view, name) for name in waiting)
+            if forming:
+                name = forming.tool_name
+                if name is None or view.owns(name):
+                    holds = True
+                else:
+                    unknown.append(name)
+        if holds:
+            buf.hold_text_call()  # the calls' text only: the prose before them flows now
+            plan.response.call_pending = True
         self._note_unknown_text(plan.response, unknown)
+        return []
+
+    def _holds_text(self, view: _StreamView, name: str | None) -> bool:
+        """Does this driver hold a text call of ``name`` (None: not streamed yet) until it is
+        decided: one it may run. (An Orchestrator holds every one: it tells the model of a
+        call of a tool nobody owns, once the call ends the turn.)"""
+        return name is None or view.owns(name)
 
     def _note_unknown_text(self, response: DriverResponse, names: list[str]) -> None:
         """A text call of a tool this driver does not own flows as text: another driver's,
@@ -793,6 +881,11 @@ class BaseDriver:
                 setattr(into, name, [*(getattr(into, name) or []), *extra])
 
 
+def _text_slot(slot: Any) -> bool:
+    """Is this the slot of a call written into text (``("text", n)``)?"""
+    return slot.__class__ is tuple and len(slot) == 2 and slot[0] == "text"
+
+
 def arguments_error(tool_name: str, problems: list[ArgumentProblem]) -> str:
     """The error result (and retry prompt) of a call whose arguments failed its schema:
     each failing JSON pointer and what was expected there."""
@@ -858,6 +951,11 @@ class Orchestrator(BaseDriver):
     def _reports(owns: Callable[[Any], bool], call: CallIncomplete) -> bool:
         """Knowing every tool, an Orchestrator reports every incomplete call (one of a tool
         nobody owns too: the model still has to be told that it did not run)."""
+        return True
+
+    def _holds_text(self, view: _StreamView, name: str | None) -> bool:
+        """Every text call waits for its decision: one of a tool nobody owns is told to the
+        model, if it ends the turn."""
         return True
 
     def _note_unknown_text(self, response: DriverResponse, names: list[str]) -> None:

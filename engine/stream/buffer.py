@@ -99,6 +99,9 @@ class LLMStreamBuffer:
         "_scan_from",
         "_sse",
         "_strategy",
+        "_text_incomplete",
+        "_text_n",
+        "_text_rule",
         "choice",
         "codec",
         "strategies",
@@ -129,6 +132,7 @@ class LLMStreamBuffer:
         self._index = 0  # position of the next chunk, for error messages
         self._sse: dict = {}
         self.codec: Any = None  # the text codec scanning display text (attach_codec)
+        self._text_rule: str | None = None  # the rule it scans the turn under (attach_codec)
         self._round = 0  # which round this is: one more per add() and close()
         # The events (engine.stream.recorder), on a buffer made with events=True: None
         # otherwise, and then the one attribute test per chunk that events cost.
@@ -156,7 +160,9 @@ class LLMStreamBuffer:
         self._rounds: Any = None
         # Where text(), the events, get_content() and the codec's scan have got to in the
         # display text, and the scan itself: one object, whose docstring states the rule.
-        self._display = DisplayCursors(self.codec)
+        self._display = DisplayCursors(self.codec, self._text_rule)
+        self._text_n = 0  # text calls decided so far: the next one's slot is ("text", n)
+        self._text_incomplete: list[CallIncomplete] = []  # text calls a driver reported
 
     # -- input -----------------------------------------------------------------------------
 
@@ -669,15 +675,19 @@ class LLMStreamBuffer:
         if new:
             rec.for_text.append(new)
             rec.text_released(new)
-        forming = self._display.scanner.forming_call()
-        rec.text_call_forming(forming, self._closed or asm.finished, self.get_content)
         if asm.over:
             rec.finish(asm)
 
     def incomplete_calls(self) -> list[CallIncomplete]:
         """The calls that will never be runnable (cut, invalid, too deep), in message order,
-        known from the wire's DONE or ``close()`` on; ``[]`` before. A copy."""
-        return list(self._asm.incomplete) if self._asm is not None else []
+        known from the wire's DONE or ``close()`` on; ``[]`` before. A copy. On a driver's
+        buffer, the text calls that would have run but cannot come after the native ones, once
+        the driver's round at the end has reported them."""
+        if self._asm is None:
+            return []
+        if self._text_incomplete:
+            return [*self._asm.incomplete, *self._text_incomplete]
+        return list(self._asm.incomplete)
 
     def as_dict(self) -> dict:
         """The provider's ``stream=false`` message, as far as streamed."""
@@ -745,17 +755,31 @@ class LLMStreamBuffer:
     # what no driver held in the round. What the drivers did in a round (the calls they
     # handled, what they deferred to the next) is theirs: engine.drivers.StreamRounds.
 
-    def attach_codec(self, codec: Any) -> None:
+    def attach_codec(self, codec: Any, rule: str = "end") -> None:
         """Scan the display text with a text codec (:class:`engine.text.codec.TextCodec`) for
-        calls written into it; ``text()`` then shows only what is not, or cannot be, a call.
-        The first codec attached stays. The display text streamed so far is scanned too,
-        but for what ``text()`` has handed out already: shown, it can no longer be held, and
-        it is never shown twice."""
+        calls written into it, under a driver's ``rule`` (``"end"``: a call counts only when
+        it ends the turn; ``"anywhere"``; see ``TextScanner``); ``text()`` then shows only
+        what is not, or cannot be, a call. The first codec attached stays.
+
+        The display text streamed so far is scanned too, but for what a reader has handed out
+        already (``text()``, or ``events()`` as ``TextDelta``): shown, it can no longer be
+        held. The two readers must tell the same text (API.md), so the one behind is owed
+        the difference, and text the events recorded but have not handed out yet is taken
+        back, to be told as the scan releases it (the raw call JSON is never told)."""
         if self.codec is not None:
             return
-        shown = self._display.scan_with(codec, self._asm.display if self._asm else [])
-        if self._rec is not None:  # text the events told as it streamed is not told again
-            self._rec.skip_chars = self._rec.text_chars - shown
+        display = self._asm.display if self._asm else []
+        cursors = self._display
+        at = cursors.shown
+        rec = self._rec
+        if rec is not None:
+            told = rec.take_back_text(display)  # fragments told and handed out already
+            at = max(at, told)
+            rec.owe_text("".join(display[told:at]))  # events: shown by text() only
+            if at > cursors.shown:  # text(): told by the events only
+                rec.for_text.append("".join(display[cursors.shown : at]))
+        cursors.scan_with(codec, display, at, rule)
+        self._text_rule = rule
         self.codec = codec
 
     def hold_text_call(self) -> None:
@@ -771,6 +795,12 @@ class LLMStreamBuffer:
         """Which round this is: one more at every ``add`` and ``close()``. What the drivers
         defer in a round (engine.drivers.StreamRounds) applies once this moves on."""
         return self._round
+
+    def _text_turn(self) -> bool:
+        """Is the display text scanned for calls in this turn: the fall-through, so only in
+        a turn without a native call (API.md, Drivers)."""
+        asm = self._asm
+        return asm is not None and not asm.tracks
 
     def stream_state(self, after: int = 0) -> tuple[list[ExtractedCall], bool, Forming]:
         """What a driver reads every round, in one call: the calls complete so far, those
@@ -796,17 +826,54 @@ class LLMStreamBuffer:
         return asm is None or self._display.quiet(asm.display)
 
     def text_calls(self) -> list[ExtractedCall]:
-        """Complete text calls not yet consumed, in text order, ``end`` set."""
+        """Complete text calls not yet consumed that may run now, in text order, ``end`` set
+        (under the rule ``"end"``, once the stream has ended: those that end the turn). None
+        in a turn with a native call."""
         asm = self._asm
-        if asm is None or not self._display.has_calls(asm.display):
+        if asm is None or not self._text_turn() or not self._display.has_calls(asm.display):
             return []
-        calls = self._display.scanner.complete_calls()
+        calls = self._scan().complete_calls()
         return [ExtractedCall(c.name, c.arguments, None, c.end) for c in calls]
 
-    def text_forming(self) -> Forming:
-        """Is a text call forming, and its name once streamed."""
+    def text_waiting(self) -> list[str | None]:
+        """The names of the text calls held until the end of the turn (a driver that may
+        run one holds them with ``hold_text_call``), in text order."""
+        if not self._text_turn():
+            return []
         scanner = self._scan()
-        if scanner is None:
+        return [c.name for c in scanner.waiting_calls()] if scanner is not None else []
+
+    def text_incomplete(self) -> list[Any]:
+        """The text calls that would have run but cannot (``TextCall`` with ``reason`` and
+        ``raw``), once the stream has ended: those that end the turn, cut short or whose JSON
+        is no call object. A driver reports its own (``report_text_incomplete``); the others
+        are shown."""
+        if not self._text_turn():
+            return []
+        scanner = self._scan()
+        return scanner.incomplete_calls() if scanner is not None else []
+
+    def report_text_incomplete(self, call: Any) -> CallIncomplete | None:
+        """A driver reports ``call`` (one of ``text_incomplete()``) to the model: its span is
+        never shown, it is one of ``incomplete_calls()`` and of the events, at the slot
+        ``("text", n)``. None when it was reported already."""
+        scanner = self._scan()
+        if scanner is None or call not in scanner.incomplete_calls():
+            return None
+        scanner.consume_call(call)
+        slot = ("text", self._text_n)
+        self._text_n += 1
+        event = CallIncomplete(slot, call.name, None, call.raw, call.reason)
+        self._text_incomplete.append(event)
+        if self._rec is not None:
+            self._rec.text_ready.append((slot, event, call.arguments))
+        return event
+
+    def text_forming(self) -> Forming:
+        """Is a text call forming, and its name once streamed (never in a turn with a native
+        call)."""
+        scanner = self._scan()
+        if scanner is None or not self._text_turn():
             return NOT_FORMING
         forming, name = scanner.forming()
         return Forming(True, name) if forming else NOT_FORMING
@@ -822,13 +889,23 @@ class LLMStreamBuffer:
                 scanner.consume_call(found)
                 self._completed.append((-1, call))  # a text call: new_calls() has it
                 if self._rec is not None:
-                    self._rec.text_ready.append((found.start, call))
+                    slot = ("text", self._text_n)
+                    self._rec.text_ready.append((slot, call, call.arguments))
+                self._text_n += 1
                 return True
         return False
 
     def _scan(self) -> Any:
-        """The codec's scanner, fed all the display text so far; None without a codec."""
-        return self._display.sync(self._asm.display) if self._asm is not None else None
+        """The codec's scanner, fed all the display text so far (and told that the turn's
+        text is all in, once the stream has ended: its DONE, or ``close()``); None without
+        a codec."""
+        asm = self._asm
+        if asm is None:
+            return None
+        scanner = self._display.sync(asm.display)
+        if scanner is not None and (self._closed or asm.finished):
+            scanner.finish()
+        return scanner
 
 
 def _plain_text_wire(strategies: list) -> Any:

@@ -50,27 +50,32 @@ class DisplayCursors:
         "told",
     )
 
-    def __init__(self, codec: Any = None) -> None:
+    def __init__(self, codec: Any = None, rule: str | None = None) -> None:
         self.shown = 0
         self.told = 0
         self.joined_at = 0
         self.joined = ""
-        self.scanner: Any = codec.new_scanner() if codec is not None else None
+        self.scanner: Any = codec.new_scanner(rule=rule) if codec is not None else None
         self.fed = 0
         self.quiet_at = -1
         self.drained_at = -1
         self.scan_closed = False
         self.late: list[str] = []
 
-    def scan_with(self, codec: Any, display: list[str]) -> int:
-        """A codec comes mid-stream: its scanner reads the display text from where
-        ``text()`` got to (what it handed out is shown, and cannot be held any more).
-        Returns how many characters that skips; the scanner's offsets (where a call starts
-        and ends) still count in all the display text."""
-        skipped = sum(map(len, display[: self.shown]))
-        self.scanner = codec.new_scanner(skipped)
-        self.fed = self.shown
-        return skipped
+    def scan_with(self, codec: Any, display: list[str], at: int, rule: str | None) -> None:
+        """A codec comes mid-stream: its scanner (under the driver's ``rule``) reads the
+        display text from fragment ``at`` on, where its readers got to (what they handed out
+        is shown, and cannot be held any more). The scanner's offsets (where a call starts
+        and ends) still count in all the display text, and it knows whether anything but
+        whitespace came before (a bare call must be the whole text)."""
+        before = "".join(display[:at])
+        lead = True
+        if before:  # read once, as the codec reads it (whitespace and reasoning spans aside)
+            probe = codec.new_scanner(rule=rule)
+            probe.feed(before)
+            lead = probe.at_lead
+        self.scanner = codec.new_scanner(len(before), rule=rule, lead=lead)
+        self.fed = at
 
     # -- the joined text ---------------------------------------------------------------------
 
@@ -158,10 +163,13 @@ class DisplayCursors:
             scanner.close()
             self.scan_closed = True
         elif self.quiet_at != fed:  # (quiet: nothing held, nothing to release)
-            if not holds_call and scanner.forming()[0]:
-                scanner.release_held()
-            for call in scanner.complete_calls():
-                scanner.release_call(call)
+            if not holds_call:  # no driver may run what is held: it is text
+                if scanner.forming()[0]:
+                    scanner.release_held()
+                for call in scanner.waiting_calls():
+                    scanner.release_call(call)
+            for call in [*scanner.complete_calls(), *scanner.incomplete_calls()]:
+                scanner.release_call(call)  # the round decided; no driver took these
         released = scanner.releasable()
         if self.late:
             released += "".join(self.late)

@@ -147,11 +147,8 @@ class EventRecorder:
         "incomplete_at",
         "finished",
         "text_chars",
-        "skip_chars",
         "for_text",
         "text_ready",
-        "text_n",
-        "text_started",
     )
 
     def __init__(self) -> None:
@@ -164,12 +161,11 @@ class EventRecorder:
         self.ready_at = 0  # into the buffer's completion list
         self.incomplete_at = 0
         self.finished = False
-        self.text_chars = 0  # display characters given as TextDelta before a codec scanned
-        self.skip_chars = 0  # of the codec's released text: given already (see attach_codec)
+        self.text_chars = 0  # display characters recorded as TextDelta before a codec scanned
         self.for_text: list[str] = []  # released for events that text() has not handed out
-        self.text_ready: list[tuple[int, Any]] = []  # text calls a driver ran: (start, call)
-        self.text_n = 0  # text calls started so far
-        self.text_started: tuple[int, Any, str] | None = None  # (start, slot, name) forming
+        # The text calls the drivers decided in this round: (slot, the call they ran or the
+        # CallIncomplete they reported, its arguments so far).
+        self.text_ready: list[tuple[Any, Any, dict]] = []
 
     # -- the assembly's side ---------------------------------------------------------------
 
@@ -320,49 +316,39 @@ class EventRecorder:
     # -- the text calls, on a driver's buffer: told as the drivers' rounds decide ---------------
 
     def text_released(self, new: str) -> None:
-        """Released display text as a TextDelta, but for what was told before the codec
-        came (``skip_chars``: told as it streamed, see ``attach_codec``)."""
-        if self.skip_chars:
-            cut = min(len(new), self.skip_chars)
-            self.skip_chars -= cut
-            new = new[cut:]
-        if new:
-            self.out.append(TextDelta(new))
+        """Released display text, as a TextDelta."""
+        self.out.append(TextDelta(new))
+
+    def take_back_text(self, display: list[str]) -> int:
+        """A codec comes (``attach_codec``): the TextDeltas recorded but not handed out yet
+        are taken back (the scan decides what of that text is shown); returns how many
+        display fragments the TextDeltas handed out already told."""
+        kept = [e for e in self.out if e.__class__ is not TextDelta]
+        if len(kept) == len(self.out):
+            taken = 0
+        else:
+            taken = sum(len(e.text) for e in self.out if e.__class__ is TextDelta)
+            self.out = kept
+        told, chars = 0, self.text_chars - taken
+        while told < len(display) and chars > 0:  # each TextDelta told whole fragments
+            chars -= len(display[told])
+            told += 1
+        return told
+
+    def owe_text(self, text: str) -> None:
+        """Text that ``text()`` showed and the events never told: told now, first."""
+        if text:
+            self.out.insert(0, TextDelta(text))
 
     def text_calls_ready(self) -> None:
-        """The text calls the drivers ran in this round: started (if the name never showed
-        while they formed), their arguments whole, ready."""
+        """The text calls the drivers decided in this round: each started, its arguments
+        whole, then ready (it ran) or incomplete (reported to the model). A text call tells
+        nothing before: until a driver decides, it may still turn out to be text."""
         out = self.out
-        for start, call in self.text_ready:
-            started = self.text_started
-            if started is not None and started[0] == start and started[2] == call.name:
-                slot = started[1]
-                self.text_started = None
-            else:
-                slot = ("text", self.text_n)
-                self.text_n += 1
-                out.append(CallStarted(slot, call.name, None))
+        for slot, decided, arguments in self.text_ready:
+            out.append(CallStarted(slot, decided.name, None))
             partial = PartialJSON()
-            partial.set_whole(call.arguments)
+            partial.set_whole(arguments)
             out.append(ArgumentsDelta(slot, None, partial.value))
-            out.append(CallReady(slot, call))
+            out.append(decided if decided.__class__ is CallIncomplete else CallReady(slot, decided))
         self.text_ready.clear()
-
-    def text_call_forming(
-        self, forming: tuple[int, str | None] | None, ended: bool, content: Callable[[], str]
-    ) -> None:
-        """The text call the drivers hold (the scanner's ``forming_call()``: its start and
-        name): started once its name streamed; one that is gone without a driver running
-        it is incomplete, cut by the end of input (``ended``) or invalid, with its raw text
-        (from ``content()``, all the display text)."""
-        started = self.text_started
-        if started is not None and (forming is None or forming[0] != started[0]):
-            raw = content()[started[0] :]
-            reason = "cut" if ended else "invalid"
-            self.out.append(CallIncomplete(started[1], started[2], None, raw, reason))
-            self.text_started = started = None
-        if forming is not None and forming[1] and started is None:
-            slot = ("text", self.text_n)
-            self.text_n += 1
-            self.text_started = (forming[0], slot, forming[1])
-            self.out.append(CallStarted(slot, forming[1], None))

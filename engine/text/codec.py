@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
 from ..events import INCOMPLETE_REASONS
+from ..model.partial import PartialJSON
 
 __all__ = ["TextCall", "TextCodec", "TextScanner", "ToolLike"]
 
@@ -47,6 +48,12 @@ class TextCall:
     arguments: dict
     start: int
     end: int
+    # A call that would have run but never can (a turn's scanner only, see TextScanner):
+    # ``"cut"`` (the text ended inside it) or ``"invalid"`` (its JSON closed but is no call
+    # object: it does not parse, or its arguments are not an object); ``raw`` its JSON text.
+    # ``arguments`` is then what of them had streamed (``{}`` for an invalid one).
+    reason: str | None = None
+    raw: str = ""
 
 
 class ToolLike(Protocol):
@@ -112,6 +119,11 @@ _TYPING_KEYWORDS = frozenset(
 _PLACEHOLDER = re.compile(r"\{(tools|call_example|tool_name|error|available)\}")
 
 
+def _any_of(chars: set[str]) -> re.Pattern[str]:
+    """A pattern matching any one of ``chars`` (nothing, when there is none)."""
+    return re.compile("[" + "".join(map(re.escape, sorted(chars))) + "]" if chars else "(?!)")
+
+
 def _fill(template: str, **values: str) -> str:
     """Replace ``{placeholder}`` in one pass: braces of JSON examples in a template are left
     alone, and a value that itself contains a placeholder is never substituted again."""
@@ -136,6 +148,8 @@ class TextCodec:
     # The scanner's tables, derived once from the fields above.
     _markers: dict[str, tuple[_Marker, ...]] = field(init=False, repr=False, compare=False)
     _trigger: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    _marker_trigger: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    _all_markers: tuple[str, ...] = field(init=False, repr=False, compare=False)
     _skip_res: dict[tuple[str, ...], re.Pattern[str]] = field(init=False, repr=False, compare=False)
     _lang_prefixes: frozenset[str] = field(init=False, repr=False, compare=False)
 
@@ -192,17 +206,35 @@ class TextCodec:
         named = [lang for lang in self.fence_languages if lang]
         set_ = object.__setattr__
         set_(self, "_markers", by_char)
-        trigger = "[" + "".join(map(re.escape, sorted(triggers))) + "]" if triggers else "(?!)"
-        set_(self, "_trigger", re.compile(trigger))
+        set_(self, "_trigger", _any_of(triggers))
+        set_(self, "_marker_trigger", _any_of(set(by_char)))  # a bare `{` is no start here
+        set_(self, "_all_markers", tuple(m.text for m in markers))
         set_(self, "_skip_res", skip_res)
         set_(self, "_lang_prefixes", frozenset(g[:k] for g in named for k in range(1, len(g) + 1)))
 
     # -- parsing --------------------------------------------------------------------------
 
-    def new_scanner(self, offset: int = 0) -> TextScanner:
+    def new_scanner(
+        self, offset: int = 0, *, rule: str | None = None, lead: bool = True
+    ) -> TextScanner:
         """A fresh per-stream scanner; ``offset``: how far into the whole text the first
-        fragment it is fed begins, so that the offsets it gives count in the whole text."""
-        return TextScanner(self, offset)
+        fragment it is fed begins, so that the offsets it gives count in the whole text.
+
+        ``rule``: None scans for every call anywhere (what :meth:`parse_calls` and the text
+        strategy's ``extract`` find); a driver's turn is scanned with ``"end"`` (a call
+        counts only when it ends the turn) or ``"anywhere"`` (delimited and fenced calls
+        count where they close), bare JSON counting under both only as the whole text (see
+        :class:`TextScanner`). ``lead``: nothing but whitespace came before ``offset``."""
+        return TextScanner(self, offset, rule=rule, lead=lead)
+
+    def scan_turn(self, text: str, rule: str = "end") -> TextScanner:
+        """A whole turn's text scanned under a driver's ``rule`` and finished: its
+        ``complete_calls()`` are those the rule lets run, its ``incomplete_calls()`` those
+        that would have run but cannot, as a stream of the same text would give them."""
+        scanner = TextScanner(self, rule=rule)
+        scanner.feed(text)
+        scanner.finish()
+        return scanner
 
     def parse_calls(self, text: str) -> list[TextCall]:
         """Every call in a whole text, in order.
@@ -375,6 +407,7 @@ _LANG = 0  # after a fence marker: reading the language
 _OPEN = 1  # after a fence or start delimiter: waiting for `{` or `[`
 _VALUE = 2  # inside the JSON value
 _CLOSER = 3  # the value closed: waiting for the closing fence or end delimiter
+_BROKEN = 4  # a named call's JSON broke inside its delimiters: waiting for its end delimiter
 
 # JSON validator states.
 _S_TOP, _S_VALUE, _S_ITEM, _S_KEY, _S_COLON, _S_AFTER, _S_STRING, _S_NUMBER, _S_LITERAL = range(9)
@@ -394,6 +427,19 @@ _MORE, _COMPLETE, _BREAK, _FAIL = range(4)
 _WS_CHARS = " \t\n\r"
 
 
+def _partial_arguments(codec: TextCodec, raw: str) -> dict:
+    """What the arguments of a call cut short hold so far (for its ``ArgumentsDelta``):
+    the first arguments key's object, as much of it as streamed; ``{}`` when none."""
+    reader = PartialJSON()
+    reader.feed(raw)
+    value = reader.value
+    for key in codec.args_keys:
+        if key in value:
+            args = value[key]
+            return args if args.__class__ is dict else {}
+    return {}
+
+
 class _AlwaysMatches(Protocol):
     """A pattern that matches the empty string, so its ``match`` is never None."""
 
@@ -404,6 +450,7 @@ _WS = cast(_AlwaysMatches, re.compile(r"[ \t\n\r]*"))
 _STR_STOP = re.compile(r'["\\]')
 _NUMBER = cast(_AlwaysMatches, re.compile(r"[-+0-9.eE]*"))
 _LANG_CHAR = re.compile(r"[A-Za-z0-9_+#.-]")
+_TOOL_NAME = re.compile(r"[\w.:/-]+")  # a name a broken call is still held for
 _LITERALS = {"t": "true", "f": "false", "n": "null"}
 
 
@@ -468,17 +515,31 @@ def _open_string(c: _Candidate, key: bool, watched: bool, watch: int) -> None:
 
 
 class _Group:
-    """The calls of one closed candidate, held until every call is decided."""
+    """The calls of one closed candidate, held until every call is decided. ``bound``: it
+    waits for the end of the turn (a turn's rule), and whatever else follows it makes it
+    text; ``reason``: it is one call that would have run but cannot (``TextCall.reason``)."""
 
-    __slots__ = ("start", "end", "calls", "open", "consumed", "text")
+    __slots__ = ("start", "end", "calls", "open", "consumed", "text", "bound", "reason", "bare")
 
-    def __init__(self, start: int, end: int, calls: list[TextCall], text: str) -> None:
+    def __init__(
+        self,
+        start: int,
+        end: int,
+        calls: list[TextCall],
+        text: str,
+        bound: bool = False,
+        reason: str | None = None,
+        bare: bool = False,
+    ) -> None:
         self.start = start
         self.end = end
         self.calls = calls
         self.open = [True] * len(calls)
         self.consumed = False
         self.text = text
+        self.bound = bound
+        self.reason = reason
+        self.bare = bare  # bare JSON: a call only as the whole text
 
 
 _BARE = -1
@@ -493,10 +554,34 @@ class TextScanner:
     follows them, which must not overtake them). Everything is decided character by character,
     never by looking further than what was fed, so that results do not depend on how the
     text was split.
+
+    A driver's turn is scanned under a rule (``rule``), because a call the model only quoted
+    in prose must never run (a page it repeats could otherwise run any tool):
+
+    - bare JSON (``"end"`` and ``"anywhere"``) is a call only as the whole text: a bare
+      ``{`` or ``[`` opens a candidate only as the first character of the turn (whitespace
+      and reasoning spans aside), and the call it gives waits for the end of the turn;
+    - under ``"end"`` every call waits for the end of the turn (:meth:`finish`). While
+      calls wait, whitespace and further calls may follow (they are held in order); the
+      first other character makes all of them text, released in order, once;
+    - under ``"anywhere"`` a delimited or fenced call is decided as soon as it closes;
+    - at the end of the turn a call cut short, or one whose JSON closed but is no call object,
+      is an incomplete call (:meth:`incomplete_calls`): it would have run.
+
+    Without a rule (None) every call counts where it closes, bare JSON anywhere: the codec's
+    plain reading of a text (:meth:`TextCodec.parse_calls`).
     """
 
-    def __init__(self, codec: TextCodec, offset: int = 0) -> None:
+    def __init__(
+        self, codec: TextCodec, offset: int = 0, *, rule: str | None = None, lead: bool = True
+    ) -> None:
         self._codec = codec
+        self._rule = rule
+        self._all_bound = rule == "end"  # every call waits for the end of the turn
+        self._bare_lead = rule is not None  # bare JSON only as the first thing of the turn
+        self._lead = lead  # nothing but whitespace and reasoning fed so far
+        self._trigger = codec._trigger if lead or not self._bare_lead else codec._marker_trigger
+        self._finished = False  # finish(): the turn's text is all in
         self._mode = _TEXT
         self._skip_end: re.Pattern[str] | None = None
         self._skip_ends: tuple[str, ...] = ()
@@ -552,6 +637,12 @@ class TextScanner:
             return None
         return c.start, None if c.is_array else c.name
 
+    @property
+    def at_lead(self) -> bool:
+        """Nothing but whitespace and reasoning spans has been fed: a bare call may still
+        open (under a rule, only here)."""
+        return self._lead
+
     def quiet(self) -> bool:
         """Nothing held and nothing undecided: no call forming, no marker prefix held, no
         complete call waiting for a decision. ``not forming()[0] and not complete_calls()``
@@ -560,10 +651,31 @@ class TextScanner:
         return (c is None or c.dead) and not self._tail_held and not self._groups
 
     def complete_calls(self) -> list[TextCall]:
-        """Calls whose candidate closed and parsed, not yet consumed or released."""
+        """Calls whose candidate closed and parsed, not yet consumed or released, that may be
+        decided now (one that waits for the end of the turn only after :meth:`finish`)."""
         if not self._groups:
             return []  # asked every round while a call forms, when none has closed yet
-        return [c for g in self._groups for c, o in zip(g.calls, g.open, strict=True) if o]
+        return self._open_calls(lambda g: g.reason is None and (self._finished or not g.bound))
+
+    def incomplete_calls(self) -> list[TextCall]:
+        """Calls that would have run but cannot (``reason`` set), once the turn has ended
+        (:meth:`finish`; they wait for it under either rule): consumed (reported to the
+        model) or released (shown)."""
+        if not self._groups:
+            return []
+        return self._open_calls(lambda g: g.reason is not None and (self._finished or not g.bound))
+
+    def waiting_calls(self) -> list[TextCall]:
+        """Calls (and would-be calls) held until the end of the turn: until then a driver
+        that may run one holds them, and the text after them."""
+        if not self._groups or self._finished:
+            return []
+        return self._open_calls(lambda g: g.bound)
+
+    def _open_calls(self, which: Any) -> list[TextCall]:
+        return [
+            c for g in self._groups if which(g) for c, o in zip(g.calls, g.open, strict=True) if o
+        ]
 
     # -- the driver's decisions ---------------------------------------------------------------
 
@@ -592,13 +704,47 @@ class TextScanner:
         c.parts = []
         c.dead = True
         c.watch = _W_DONE
+        if self._tail:  # a broken call's marker prefix: its text too
+            self._push(self._tail)
+            self._tail, self._tail_held = "", False
         self._emitted = self._total
+        self._other_text()
         if c.phase in (_LANG, _OPEN) and c.kind == _FENCE:
             self._cand = None
             self._enter_skip(self._codec.fence_markers)
         elif c.phase == _OPEN:
             self._cand = None
             self._mode = _TEXT
+
+    def finish(self) -> None:
+        """The turn's text is all in (its wire's DONE, or the end of input), and nothing is
+        released yet: the calls that waited for the end may be decided now. Under a rule, a
+        named call still forming is cut: held as an incomplete call (its text is the model's
+        call, not prose). A marker prefix, or a call whose name never came, is text. Text fed
+        after this is shown unscanned."""
+        if self._finished or self._closed:
+            return
+        self._finished = True
+        c = self._cand
+        if c is not None and not c.dead:
+            held = "".join(c.parts)
+            if self._rule is not None and c.name and not c.is_array and c.phase != _BROKEN:
+                raw = held[c.vstart - c.start :] if c.vstart >= c.start else ""
+                call = TextCall(
+                    c.name, _partial_arguments(self._codec, raw), c.start, self._total, "cut", raw
+                )
+                group = _Group(c.start, self._total, [call], held, True, "cut", c.kind == _BARE)
+                self._queue.append(group)
+                self._groups.append(group)
+            else:
+                self._push(held)
+        if self._tail and self._tail_held:
+            self._push(self._tail)
+        self._cand = None
+        self._mode = _TEXT
+        self._tail = ""
+        self._tail_held = False
+        self._emitted = self._total
 
     def close(self) -> None:
         """End of stream: everything still held becomes releasable; a call cut short is no
@@ -630,15 +776,21 @@ class TextScanner:
             return self.quiet()
         base = self._total
         self._total += len(fragment)
+        if self._finished:  # after the end of the turn: shown, never scanned
+            self._queue.append(fragment)
+            self._emitted = self._total
+            return self.quiet()
         if (
             self._mode == _TEXT
             and self._cand is None
             and not self._tail
             and not self._tail_held
-            and self._codec._trigger.search(fragment) is None
+            and self._trigger.search(fragment) is None
         ):
             # Plain text, most fragments: nothing held, no marker starts in it. What the loop
             # below would do, without its machinery (and ``_emit`` inlined).
+            if (self._lead or self._groups) and _WS.match(fragment).end() < len(fragment):
+                self._other_text()
             if self._total > self._emitted:
                 self._queue.append(fragment[self._emitted - base :])
                 self._emitted = self._total
@@ -661,8 +813,8 @@ class TextScanner:
                 i = self._scan_candidate(s, i, s_abs)
         # Show what is settled; keep what is held.
         c = self._cand
-        if c is not None and not c.dead:
-            c.parts.append(s[max(c.start - s_abs, 0) :])
+        if c is not None and not c.dead:  # (a broken call may keep a marker prefix as tail)
+            c.parts.append(s[max(c.start - s_abs, 0) : self._tail_abs - s_abs if self._tail else n])
         elif self._tail_held:
             self._emit(s, s_abs, self._tail_abs)
         else:
@@ -674,6 +826,25 @@ class TextScanner:
     def _push(self, text: str) -> None:
         if text:
             self._queue.append(text)
+
+    def _other_text(self, bare_only: bool = False) -> None:
+        """Text that is neither whitespace nor a call came: the turn no longer starts here
+        (a bare `{` opens nothing from now on), and the calls that wait for the end of the
+        turn do not end it: they are text (``bare_only``: only a bare call, which must be
+        the whole text, while a delimited or fenced one may still be followed by more)."""
+        if self._lead:
+            self._lead = False
+            if self._bare_lead:
+                self._trigger = self._codec._marker_trigger
+        if not self._groups:
+            return
+        kept = []
+        for g in self._groups:
+            if g.bound and (g.bare or not bare_only):
+                g.open = [False] * len(g.open)
+            else:
+                kept.append(g)
+        self._groups = kept
 
     def _emit(self, s: str, s_abs: int, upto: int) -> None:
         """Queue ``s`` from the emitted cursor to the absolute offset ``upto``."""
@@ -729,13 +900,14 @@ class TextScanner:
         """Ordinary text: find the next fence, delimiter, reasoning tag or bare `{` / `[`."""
         codec = self._codec
         markers = codec._markers
-        trigger = codec._trigger
         n = len(s)
         while True:
-            m = trigger.search(s, i)
+            m = self._trigger.search(s, i)  # (a bare `{` stops being one: read it each time)
+            j = n if m is None else m.start()
+            if (self._lead or self._groups) and _WS.match(s, i).end() < j:
+                self._other_text()  # prose between the calls, or before a bare `{`
             if m is None:
                 return n
-            j = m.start()
             best: _Marker | None = None
             waiting = False
             held = False
@@ -754,8 +926,11 @@ class TextScanner:
             abs_j = s_abs + j
             if best is not None:
                 if best.kind == _REASON:
+                    if self._groups:
+                        self._other_text()  # after a call, even reasoning ends the turn's calls
                     self._enter_skip((best.end,))
                     return j + len(best.text)
+                self._other_text(bare_only=True)  # a further call may follow a call, not bare JSON
                 if abs_j >= self._emitted:
                     self._emit(s, s_abs, abs_j)
                     if best.kind == _FENCE:
@@ -764,12 +939,20 @@ class TextScanner:
                         self._cand = _Candidate(_DELIM, abs_j, _OPEN, best.end)
                     self._mode = _CAND
                     return j + len(best.text)
-            elif s[j] in "{[" and codec.bare and abs_j >= self._emitted:
+            elif (
+                s[j] in "{["
+                and codec.bare
+                and (self._lead or not self._bare_lead)  # (the prose before it just ended it)
+                and abs_j >= self._emitted
+            ):
+                self._other_text()
                 self._emit(s, s_abs, abs_j)
                 c = self._cand = _Candidate(_BARE, abs_j, _VALUE)
                 c.vstart = abs_j
                 self._mode = _CAND
                 return j
+            if self._lead or self._groups:
+                self._other_text()  # what looked like a start is text
             i = j + 1
 
     # -- internals: the candidate -------------------------------------------------------------
@@ -783,6 +966,8 @@ class TextScanner:
             return self._phase_lang(c, s, i, s_abs)
         if phase == _OPEN:
             return self._phase_open(c, s, i, s_abs)
+        if phase == _BROKEN:
+            return self._phase_broken(c, s, i, s_abs)
         return self._phase_closer(c, s, i, s_abs)
 
     def _give_up(self, c: _Candidate, s: str, s_abs: int, at: int, then_skip: bool) -> int:
@@ -791,6 +976,7 @@ class TextScanner:
         if not c.dead:
             self._push(self._held_text(c, s, s_abs, s_abs + at))
             self._emitted = s_abs + at
+        self._other_text()  # its text was no call
         self._cand = None
         if then_skip:
             self._enter_skip(self._codec.fence_markers)
@@ -806,13 +992,25 @@ class TextScanner:
             return end
         end_abs = s_abs + end
         text = self._held_text(c, s, s_abs, end_abs)
-        found = self._codec._calls_of(text[c.vstart - c.start : c.vend - c.start])
+        raw = text[c.vstart - c.start : c.vend - c.start]
+        found = self._codec._calls_of(raw)
+        bare = c.kind == _BARE
+        bound = self._all_bound or (bare and self._bare_lead)
         if found:
             calls = [TextCall(name, args, c.start, end_abs) for name, args in found]
-            group = _Group(c.start, end_abs, calls, text)
+            group = _Group(c.start, end_abs, calls, text, bound, None, bare)
+            self._queue.append(group)
+            self._groups.append(group)
+        elif self._rule is not None and c.name and not c.is_array:
+            # Named, closed, and still no call object: a call that cannot run, which the
+            # model is told of if it ends the turn (its text is the model's call, not prose).
+            # It waits for the end of the turn under either rule: reported only if it ends it.
+            call = TextCall(c.name, {}, c.start, end_abs, "invalid", raw)
+            group = _Group(c.start, end_abs, [call], text, True, "invalid", bare)
             self._queue.append(group)
             self._groups.append(group)
         else:
+            self._other_text()
             self._push(text)
         self._emitted = end_abs
         return end
@@ -850,6 +1048,27 @@ class TextScanner:
             return i
         return self._give_up(c, s, s_abs, i, then_skip=c.kind == _FENCE)
 
+    def _phase_broken(self, c: _Candidate, s: str, i: int, s_abs: int) -> int:
+        """A broken call: its end delimiter closes it (an invalid call); the start of any
+        other marker (a fence, a delimiter, reasoning) first makes it text, read again from
+        that marker. A suffix that may begin a marker waits, held, for the next fragment."""
+        ends = [c.end_marker, *self._codec._all_markers]
+        hits = [(k, x) for x in ends if (k := s.find(x, i)) >= 0]
+        if hits:
+            k, marker = min(hits, key=lambda h: (h[0], h[1] != c.end_marker))
+            if marker == c.end_marker:
+                c.vend = s_abs + k
+                return self._finish(c, s, s_abs, k + len(marker))
+            return self._give_up(c, s, s_abs, k, then_skip=False)
+        n = len(s)
+        if not c.dead:
+            for size in range(min(max(map(len, ends)) - 1, n - i), 0, -1):
+                suffix = s[n - size :]
+                if any(x.startswith(suffix) for x in ends):
+                    self._tail, self._tail_abs, self._tail_held = suffix, s_abs + n - size, True
+                    break
+        return n
+
     def _phase_closer(self, c: _Candidate, s: str, i: int, s_abs: int) -> int:
         """The JSON closed inside a fence or delimiters: only the closing marker may follow."""
         closers = self._codec.fence_markers if c.kind == _FENCE else (c.end_marker,)
@@ -880,9 +1099,23 @@ class TextScanner:
                 c.parts = []
                 c.dead = True
                 self._emitted = s_abs + i
+                self._other_text()
             c.watch = _W_DONE
             return i
         if outcome == _BREAK:
+            if (
+                self._rule is not None
+                and c.kind == _DELIM
+                and not c.dead
+                and not c.is_array
+                and c.name
+                and _TOOL_NAME.fullmatch(c.name)
+            ):
+                # A named call whose JSON broke (an unescaped quote, a stray character): held
+                # to its end delimiter, then a call that cannot run, reported if it ends the
+                # turn. Any other marker before that delimiter makes it text.
+                c.phase = _BROKEN
+                return i
             return self._give_up(c, s, s_abs, i, then_skip=c.kind == _FENCE)
         c.vend = s_abs + i
         if c.kind == _BARE:
