@@ -298,3 +298,50 @@ def test_add_after_close_on_a_text_codec_buffer_is_a_chunk_error():
     with pytest.raises(engine.ChunkError, match="closed"):
         buf.add(" again")
     assert buf.get_content() == "Hello"
+
+
+class _Weather(engine.BaseDriver):
+    def list_tools(self) -> list[engine.Tool]:
+        schema = {"type": "object", "properties": {"city": {"type": "string"}}}
+        return [engine.Tool(name="get_weather", parameters=schema)]
+
+    def execute_tool(self, tool_name: str, arguments: dict) -> dict:
+        return {"temperature": 20}
+
+
+def test_a_driver_on_a_text_codec_buffer_runs_the_call_that_ends_the_turn_and_answers_it():
+    """The history of a plain text turn is the text codec's: the assistant's text, then the
+    results (a message ``{content: text}`` is no wire's request shape)."""
+    driver = _Weather()
+    buf = engine.LLMStreamBuffer(strategies=[engine.load_format("mcs_text")], events=True)
+    text = 'Sure. <tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
+    shown, messages, ran = "", [], []
+    for piece in (text[:6], text[6:30], text[30:]):
+        buf.add(piece)
+        response = driver.process_llm_response(buf)
+        shown += buf.text()
+        messages += response.messages or []
+        ran += response.executed_calls or []
+    buf.close()
+    response = driver.process_llm_response(buf)
+    shown += buf.text()
+    messages += response.messages or []
+    ran += response.executed_calls or []
+    assert shown == "Sure. "
+    assert [(r.name, r.arguments) for r in ran] == [("get_weather", {"city": "Paris"})]
+    expected = engine.load_format("mcs_text").result_messages(text, ran)
+    assert messages == expected and messages[0] == {"role": "assistant", "content": text}
+    kinds = [type(e).__name__ for e in buf.events()]
+    assert kinds == ["TextDelta", "CallStarted", "ArgumentsDelta", "CallReady", "Finished"]
+
+
+def test_a_driver_on_a_text_codec_buffer_keeps_a_text_only_turn_in_the_history():
+    driver = _Weather()
+    buf = engine.LLMStreamBuffer(strategies=[engine.load_format("mcs_text")])
+    messages: list = []
+    for piece in ("Hello ", "there"):
+        buf.add(piece)
+        messages += driver.process_llm_response(buf).messages or []
+    buf.close()
+    messages += driver.process_llm_response(buf).messages or []
+    assert messages == [{"role": "assistant", "content": "Hello there"}]

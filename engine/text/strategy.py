@@ -43,7 +43,7 @@ class TextStrategy:
         with one rule, each text chunk appended to the message's text (the display text the
         codec scans), and no DONE (``close()`` ends it). Compiled once, on first use."""
         if self._plain is None:
-            self._plain = ExtractionStrategy(
+            self._plain = _PlainTextWire(
                 {
                     "name": self.name,
                     "title": self.title,
@@ -119,3 +119,13 @@ class TextStrategy:
 
     def tool_declarations(self, tools: list) -> Any:
         return self.codec.function_description(tools)
+
+
+class _PlainTextWire(ExtractionStrategy):
+    """The plain-text wire of :meth:`TextStrategy.plain_text_wire`. Its turn goes back into a
+    history as the text it is (a driver answers a text call there as it answers one leaked
+    into any wire's text: the assistant's text, then the results), since a message
+    ``{content: text}`` is no wire's request shape."""
+
+    def answerable(self, message: Any) -> Any:
+        return self.content_text(message)
