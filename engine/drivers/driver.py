@@ -549,22 +549,38 @@ class BaseDriver:
         owned: Any,
     ) -> _Round:
         """A whole native turn: this driver's calls run, the incomplete ones it reports are
-        answered with an error result, and the history is the assistant turn (as the API
-        accepts it back: see ``answerable``) with every result."""
+        answered with an error result, and the history is the assistant turn with every
+        result."""
         plan = _Round()
-        mine = [c for c in calls if c.name in owned]
+        plan.incomplete = [c for c in incomplete if self._reports(owned.__contains__, c)]
+        self._native_batch(plan, strategy, message, calls, owned.__contains__, True)
+        return plan
+
+    def _native_batch(
+        self,
+        plan: _Round,
+        strategy: Any,
+        message: Any,
+        calls: list[ExtractedCall],
+        owns: Callable[[Any], bool],
+        said: bool,
+    ) -> None:
+        """The batch of a native turn: this driver's ``calls`` to run, those of tools it
+        does not own for ``_answer_unknown``, the round's incomplete calls answered, and the
+        history: the assistant turn as the API accepts it back (``answerable``: a call whose
+        arguments never parsed carries empty ones) with every result. A turn that ``said``
+        nothing (no text) and answers no call of this driver's sends nothing back."""
         answerable = getattr(strategy, "answerable", None)
 
         def history(records: list[ToolCallRecord]) -> list[dict]:
+            if not records and not said:
+                return []
             turn = answerable(message) if answerable is not None else message
             return result_messages(strategy, turn, records)
 
-        batch = plan.add(mine, history)
-        self._answer_unknown(batch, [c for c in calls if c.name not in owned], owned)
-        reported = [c for c in incomplete if self._reports(owned.__contains__, c)]
-        self._answer_incomplete(batch, reported)
-        plan.incomplete = reported
-        return plan
+        batch = plan.add([c for c in calls if owns(c.name)], history)
+        self._answer_unknown(batch, [c for c in calls if not owns(c.name)], None)
+        self._answer_incomplete(batch, plan.incomplete)
 
     def _answer_unknown(self, batch: _Batch, calls: list[ExtractedCall], owned: Any) -> None:
         """Calls of tools this driver does not own are another driver's: left alone (out of
@@ -644,19 +660,8 @@ class BaseDriver:
                 self._answer_unknown(batch, [c for c in texts if not view.owns(c.name)], None)
                 self._answer_incomplete(batch, in_text)
             return plan
-        mine = [c for c in native if view.owns(c.name)]
-        message, said = buf.as_dict(), bool(buf.get_content())
-        answerable = getattr(strategy, "answerable", None)
-
-        def history(records: list[ToolCallRecord]) -> list[dict]:
-            if not records and not said:
-                return []  # no text, and no call of this driver's: nothing to send back
-            turn = answerable(message) if answerable is not None else message
-            return result_messages(strategy, turn, records)
-
-        batch = plan.add(mine, history)
-        self._answer_unknown(batch, [c for c in native if not view.owns(c.name)], None)
-        self._answer_incomplete(batch, reported)
+        said = bool(buf.get_content())
+        self._native_batch(plan, strategy, buf.as_dict(), native, view.owns, said)
         return plan
 
     @staticmethod
