@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model.assembly import Assembly, append_text, ensure_slotted
-from ..model.fragments import Fragments, SlottedList, ingest, slot_misfit
+from ..model.fragments import Fragments, SlottedList, ingest, shown_value, slot_misfit
 from ..model.jsonscan import COMPLETE
 from ..model.parts import JoinRule, as_placed, join_parts, string_as_part
 from .ops import (
@@ -368,7 +368,8 @@ def _skip_restated(asm: Assembly, item: dict, spec: ListFold) -> None:
     calls = asm.strategy.spec.calls
     name = calls.name(item) if calls is not None else None
     asm.skip(
-        f"fold {spec.pattern}: the entry restates the arguments of the call {name!r}, which are "
+        f"fold {spec.pattern}: the entry restates the arguments of the call "
+        f"{shown_value(name, 200)}, which are "
         "complete already; the restatement is not taken"
     )
 

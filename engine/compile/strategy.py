@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 from ..errors import DescriptorError, Problem, escape
 from ..events import CallIncomplete, ExtractedCall
 from ..model.assembly import Assembly, judged_after_the_event
-from ..model.fragments import copy_json, materialize
+from ..model.fragments import copy_json, materialize, shown_value
 from ..model.jsonscan import MAX_DEPTH, ArgsStream, dumps_any_depth, first_value, nests_deeper
 from . import paths
 from .operations import OPERATIONS, Source, operation_rules
@@ -141,6 +141,7 @@ class Program:
         "choice_list",
         "choice_key",
         "first_is_choice",
+        "accept",
         "after_done",
     )
 
@@ -160,6 +161,12 @@ class Program:
         self.every = tuple(compile_ops(events.get("every", []), ctx, problems, "/events/every"))
         self.table = _compile_table(events.get("on", {}), ctx, problems)
         self.ignored = frozenset(events.get("ignore", ()))
+        # Which chunks are this wire's events once it is resolved (``events.accept``): one it
+        # rejects runs no rule and is counted with the events no rule handles. Without it a
+        # wire with no discriminator would hand any chunk to its ``every`` rules, and another
+        # wire's event would go through them without a trace.
+        accept = events.get("accept")
+        self.accept = compile_predicate(accept) if accept else None
         self.after_done = self._compile_after_done(events, problems)
 
     def _compile_after_done(self, events: dict, problems: Problems) -> Predicate | None:
@@ -276,6 +283,11 @@ class Program:
                     ch = first
                 else:
                     ch = self.choose(entries, choice)
+        if ch is None and self.accept is not None and not self.accept(chunk):
+            # Not this wire's (a chunk that carries the followed choice always is: only the
+            # others are asked, so the usual chunk pays one test).
+            asm.unknown[str(name) if name.__class__ is not dict else shown_value(name)] += 1
+            return
         for op in self.every:
             op(asm, payload, ch)
         if self.discriminator is None:
@@ -283,7 +295,7 @@ class Program:
         try:
             rules = self.table.get(name)
         except TypeError:  # a name that is no name (a list, an object): no rule has it
-            asm.unknown[str(name)] += 1
+            asm.unknown[shown_value(name)] += 1  # bounded: str() would render all of it
             return
         if rules is None:
             if name not in self.ignored:
@@ -756,6 +768,9 @@ class ExtractionStrategy:
         self._recognize_message = (
             compile_predicate(recognize["message"]) if recognize.get("message") else None
         )
+        self._recognize_error = (
+            compile_predicate(recognize["error"]) if recognize.get("error") else None
+        )
 
     def __repr__(self) -> str:
         return f"<ExtractionStrategy {self.name}>"
@@ -772,6 +787,13 @@ class ExtractionStrategy:
 
     def recognizes_chunk(self, chunk: Any) -> bool:
         return isinstance(chunk, dict) and self._recognize_chunk(chunk)
+
+    def recognizes_error(self, chunk: Any) -> bool:
+        """Is ``chunk`` this wire's provider error as it may come first (``recognize.error``)?
+        Asked only of a chunk that no strategy's ``recognizes_chunk`` claims: an error
+        envelope is often shared, so it names this wire only when nothing else does."""
+        check = self._recognize_error
+        return check is not None and isinstance(chunk, dict) and check(chunk)
 
     def is_stream_complete(self, chunk: Any) -> bool:
         """Is this chunk the wire's DONE?"""

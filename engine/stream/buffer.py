@@ -93,6 +93,7 @@ class LLMStreamBuffer:
         "_pending",
         "_pending_at",
         "_pending_end",
+        "_plain",
         "_ready_orders",
         "_rec",
         "_round",
@@ -120,6 +121,9 @@ class LLMStreamBuffer:
 
             strategies = wire_strategies()
         self.strategies = list(strategies)
+        # A buffer of the text codec alone streams plain text: its text chunks are events of
+        # the codec's plain-text wire (engine.text.strategy). None on every other buffer.
+        self._plain: Any = _plain_text_wire(self.strategies)
         self.choice = choice
         self._strategy: ExtractionStrategy | None = None
         self._asm: Assembly | None = None
@@ -165,8 +169,16 @@ class LLMStreamBuffer:
     # -- input -----------------------------------------------------------------------------
 
     def add(self, chunk: Any) -> None:
-        """Take one chunk: a dict, JSON text (also an SSE line) or an SDK object."""
+        """Take one chunk: a dict, JSON text (also an SSE line or block) or an SDK object;
+        on a buffer of the text codec alone, a piece of plain text. After ``close()`` a
+        ``ChunkError`` that changes nothing (``reset()`` reopens the buffer)."""
         index = self._index
+        if self._closed:
+            raise ChunkError(
+                index,
+                "the buffer was closed (close() ended its input): a chunk after it is not "
+                "taken; reset() reopens the buffer for a new stream",
+            )
         self._index += 1
         rec = self._rec
         if rec is not None and self.codec is not None:
@@ -176,6 +188,8 @@ class LLMStreamBuffer:
         logged: Any  # what the replay log keeps of the chunk (see the module docstring)
         if chunk.__class__ is dict:  # the common case, without a call
             event = logged = chunk
+        elif self._plain is not None and isinstance(chunk, (str, bytes, bytearray)):
+            event = logged = self._plain_text(chunk, index)
         else:
             # Text is logged as it came, unless an SSE ``event:`` line named it: a few times
             # smaller than the dict it decodes to, and decoded again only by a rollback.
@@ -207,6 +221,18 @@ class LLMStreamBuffer:
         if rec is not None:
             rec.commit(self, asm, self.codec is not None)
 
+    def _plain_text(self, chunk: str | bytes | bytearray, index: int) -> dict:
+        """A text chunk of a plain text stream, as the plain-text wire's event: taken as it
+        is (its whitespace is text), never read as JSON or SSE."""
+        if chunk.__class__ is not str:
+            try:
+                chunk = bytes(chunk).decode("utf-8")
+            except UnicodeDecodeError as exc:
+                reason = f"bytes are not UTF-8 ({exc.reason} at byte {exc.start})"
+                raise ChunkError(index, reason) from None
+        text_chunk: dict = self._plain.text_chunk(chunk)
+        return text_chunk
+
     def _after_the_end(self, asm: Assembly, event: dict, index: int) -> bool:
         """After the wire's DONE (API.md, "After the end"): is ``event`` left out? What the
         descriptor declares may follow (``events.after_done``) is taken while the end is not
@@ -231,7 +257,12 @@ class LLMStreamBuffer:
         asm.unplaced.clear()
 
     def _misfit(self, index: int, exc: BaseException) -> ChunkError:
-        reason = str(exc) or "no detail"
+        try:
+            reason = str(exc) or "no detail"
+        except Exception:  # an exception whose own message fails
+            reason = "no detail"
+        if len(reason) > 500:  # an error message names the fault, it never carries the chunk
+            reason = reason[:497] + "..."
         return ChunkError(
             index, f"event does not fit {self._strategy.name}: {type(exc).__name__}: {reason}"
         )
@@ -283,26 +314,32 @@ class LLMStreamBuffer:
         """The end markers of this buffer's strategies and of every built-in wire."""
         from ..language.registry import end_markers
 
-        own = (strategy.spec.sentinels for strategy in self.strategies)
+        own = (s.spec.sentinels for s in self.strategies if getattr(s, "spec", None) is not None)
         return end_markers().union(*own)
 
     def _resolve(self, event: dict) -> bool:
-        for strategy in self.strategies:
-            if strategy.recognizes_chunk(event):
-                self._strategy = strategy
-                self._asm = strategy.new_assembly()
-                self._asm.events = self._rec
-                self._log = []
-                pending, self._pending = self._pending, []
-                indexes, self._pending_at = self._pending_at, []
-                for at, earlier in zip(indexes, pending, strict=True):
-                    self._replay_pending(at, earlier)
-                if self._pending_end:
-                    self._asm.finish()
-                    self._log.append(_FINISHED)
-                    self._commit()
-                return True
-        return False
+        """Resolve the wire on ``event``: the first strategy whose chunk predicate claims it;
+        failing all, the first whose error predicate does (a provider error as the first
+        chunk, in an envelope several wires share: theirs only when nothing else claims it)."""
+        strategies = self.strategies if self._plain is None else [self._plain.plain_text_wire()]
+        strategy = next((s for s in strategies if s.recognizes_chunk(event)), None)
+        if strategy is None:
+            strategy = next((s for s in strategies if s.recognizes_error(event)), None)
+        if strategy is None:
+            return False
+        self._strategy = strategy
+        self._asm = strategy.new_assembly()
+        self._asm.events = self._rec
+        self._log = []
+        pending, self._pending = self._pending, []
+        indexes, self._pending_at = self._pending_at, []
+        for at, earlier in zip(indexes, pending, strict=True):
+            self._replay_pending(at, earlier)
+        if self._pending_end:
+            self._asm.finish()
+            self._log.append(_FINISHED)
+            self._commit()
+        return True
 
     def _replay_pending(self, index: int, earlier: dict) -> None:
         """An event kept before the wire was resolved, now applied. It was never recognised,
@@ -885,3 +922,11 @@ class LLMStreamBuffer:
         if scanner is not None and (self._closed or asm.finished):
             scanner.finish()
         return scanner
+
+
+def _plain_text_wire(strategies: list) -> Any:
+    """The text codec's strategy, when it is the only kind of strategy a buffer holds (no
+    wire among them): its text chunks are plain text. None otherwise."""
+    if not strategies or any(getattr(s, "is_wire", False) for s in strategies):
+        return None
+    return next((s for s in strategies if callable(getattr(s, "plain_text_wire", None))), None)
