@@ -432,6 +432,9 @@ def test_new_scaffolds_a_valid_loadable_format_and_refuses_twice(tmp_path):
     events = [json.loads(line) for line in replay[1].splitlines()]
     assert {"event": "text", "text": "Hi"} in events
     assert events[-1]["message"]["content"] == "Hi"
+    # The skeleton declares the finish reasons and the counts, as a wire's author fills them.
+    described = strategy.spec.descriptor
+    assert described["finish_reasons"]["tool_calls"] and described["token_usage"]
 
     again = run("new", "acme_chat", "--dir", str(tmp_path))
     assert again.returncode == 2 and "already exists" in again.stderr

@@ -536,6 +536,19 @@ recognize:
     in: [__NAME__.delta, __NAME__.call_delta, __NAME__.done]  # TODO: only this wire's types
   # message: {all: [{field: object, equals: TODO}, {has: content}]}  # a whole stream=false reply
 
+# -- finish_reasons, token_usage: how the turn ended and what it cost, in every wire's words ---
+# The raw stop reasons (buf.stop_reason) under stop, length, tool_calls, content_filter, error,
+# other; anything unlisted reads as "other". `length` also cuts what is still open at the DONE.
+finish_reasons:
+  stop: [end_turn]  # TODO: each value the provider documents, the page cited in a comment
+  length: [max_tokens]
+  tool_calls: [tool_use]
+# The usage object (buf.usage) as engine.Usage: a read path per count, or {sum: [paths]} where
+# the wire counts parts apart (the input includes cached tokens, the output reasoning tokens).
+token_usage:
+  input_tokens: input_tokens
+  output_tokens: output_tokens
+
 # -- events: what each event does to the message under assembly ---------------------------------
 # __OPERATIONS__
 # A target such as "content[index].text" addresses the item of a slotted list by the SLOT the
