@@ -14,7 +14,9 @@ never read back from the engine:
   content_filter, failed (error); input_tokens, output_tokens, total_tokens and their details.
 - anthropic_messages: end_turn, stop_sequence, max_tokens, model_context_window_exceeded,
   tool_use, refusal; input = input_tokens + cache_read_input_tokens +
-  cache_creation_input_tokens, output_tokens, no total (input + output), cached = cache reads.
+  cache_creation_input_tokens, output_tokens (thinking included; apart in
+  output_tokens_details.thinking_tokens where a response gives it), no total (input +
+  output), cached = cache reads.
 - bedrock_converse: as Anthropic, plus guardrail_intervened/content_filtered (content_filter)
   and malformed_* (error); input = inputTokens + cacheRead/WriteInputTokens, totalTokens.
 - gemini: STOP (1 as a protobuf number), MAX_TOKENS, the safety reasons, MALFORMED_FUNCTION_CALL;
@@ -323,7 +325,7 @@ EXPECTED = {
     ),  # raw "end_turn"
     "anthropic_messages/llm_anthropic_thinking_tool_use": (
         "tool_calls",
-        (598, 92, 690, None, 0),
+        (598, 92, 690, 53, 0),  # output_tokens_details.thinking_tokens 53, within the 92
     ),  # raw "tool_use"
     "anthropic_messages/llm_anthropic_tool_use": (
         "tool_calls",
