@@ -123,6 +123,8 @@ def _reasons(section: dict, problems: _Problems) -> dict[str, FinishReason]:
 
 
 def _counts(section: dict, problems: _Problems) -> tuple[tuple[str, Count], ...]:
+    """(Usage field, reader) for each count declared: a read path, or ``{sum: [paths]}``;
+    a path that is no read is a problem at its pointer (the others still compile)."""
     out: list[tuple[str, Count]] = []
     for name in COUNTS:
         spec = section.get(name)
