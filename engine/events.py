@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from .records import FinishReason, Usage
+
 __all__ = [
     "ArgumentsDelta",
     "CallIncomplete",
@@ -130,6 +132,8 @@ class Event:
             value = getattr(self, f.name)
             if value.__class__ is ExtractedCall:
                 value = {"name": value.name, "arguments": value.arguments, "id": value.id}
+            elif value.__class__ is Usage:
+                value = {u.name: getattr(value, u.name) for u in fields(value)}
             out[f.name] = _json_ready(value)
         return out
 
@@ -216,10 +220,13 @@ class CallReady(Event):
 
 @dataclass(frozen=True, slots=True)
 class Finished(Event):
-    """The wire's DONE, once: its raw stop reason and the usage known then."""
+    """The stream's end, once: its raw stop reason and final usage, and both in the words
+    every wire shares (``finish_reason``, ``token_usage``: as on the buffer)."""
 
-    stop_reason: Any
-    usage: Any
+    stop_reason: str | None
+    usage: dict[str, Any] | None
+    finish_reason: FinishReason | None = None
+    token_usage: Usage | None = None
 
 
 @dataclass(frozen=True, slots=True)

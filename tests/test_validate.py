@@ -198,7 +198,7 @@ WIRE_FIELD_NAMES = [
         "gemini",
         "          text_value: stringValue\n",
         "          text_value: stringValue\n",
-        line_of("gemini", "        continuation:"),
+        line_of("gemini", "        continuation:\n"),
         "/events/every/0/extend/continuation",
         "text_value",
     ),

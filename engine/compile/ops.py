@@ -930,13 +930,15 @@ def _first_of(paths: Any, ctx: CompileContext) -> Reader:
 
 
 def op_stop_reason(spec: dict, ctx: CompileContext) -> Run:
-    """Record the provider's raw stop reason (the first non-null of the paths ``from``)."""
+    """Record the provider's raw stop reason (the first non-null of the paths ``from``), as
+    text: a wire that sends a number (a protobuf enum's, in JSON) gives its JSON text, so
+    that ``buf.stop_reason`` is a str and a descriptor's ``finish_reasons`` can name it."""
     read = _first_of(spec["from"], ctx)
 
     def stop_reason(asm: Assembly, ev: Any, ch: Any) -> None:
         value = read(ev, ch)
         if value is not None:
-            asm.stop_reason = value
+            asm.stop_reason = value if value.__class__ is str else json.dumps(value)
 
     return stop_reason
 

@@ -25,6 +25,7 @@ from .paths import compile_get, compile_read, is_plain, parse_chain, parse_targe
 from .predicates import Predicate, compile_predicate
 from .results import CompiledSections, compile_sections
 from .templates import TemplateError
+from .turn import TurnSpec, compile_turn
 
 
 @dataclass(frozen=True)
@@ -119,8 +120,11 @@ class Spec:
     text: TextSpec | None
     leaks_into_text: bool
     sentinels: frozenset[str]
-    # Stop reasons that mean a length limit cut the output: at such a DONE, open items are cut.
+    # Stop reasons that mean a length limit cut the output: at such a DONE, open items are cut
+    # (``finish_reasons.length``).
     length_stops: frozenset[str] = frozenset()
+    # The finish-reason mapping and the usage reading (engine.compile.turn).
+    turn: TurnSpec = TurnSpec()
     # Where reasoning sits in the message (the ``reasoning`` section), in declaration order.
     reasoning: tuple[TextPlace, ...] = ()
 
@@ -742,6 +746,7 @@ class ExtractionStrategy:
             text_where=text.where if text else None,
             reasoning=reasoning,
         )
+        turn = compile_turn(descriptor, problems)
         self.spec = Spec(
             name=self.name,
             title=self.title,
@@ -751,8 +756,9 @@ class ExtractionStrategy:
             text=text,
             leaks_into_text=bool(descriptor.get("leaks_into_text", False)),
             sentinels=frozenset(descriptor.get("done_sentinels", ())),
-            length_stops=frozenset(descriptor.get("length_stops", ())),
+            length_stops=turn.length_stops,
             reasoning=reasoning,
+            turn=turn,
         )
         self.leaks_into_text = self.spec.leaks_into_text
         self.is_wire = "events" in descriptor

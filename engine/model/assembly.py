@@ -192,7 +192,7 @@ class Assembly:
     def finish(self, cut: bool | None = None, event: Any = None) -> None:
         """The wire's DONE was seen: the one place that says so. What is still open closes,
         as at ``close()``: normally, unless the stop reason is one the descriptor declares a
-        length cut (``length_stops``) or ``cut`` says so (a provider's error event).
+        length cut (``finish_reasons.length``) or ``cut`` says so (a provider's error event).
         ``event``: the event whose rule said so (None: an end marker, after which nothing
         may follow)."""
         self.finished = True

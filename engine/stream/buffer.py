@@ -34,8 +34,10 @@ message, display text and calls in the same order; only identities are carried o
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from types import TracebackType
 from typing import Any
 
 from ..compile.strategy import NOT_FORMING, ExtractionStrategy, Forming
@@ -44,7 +46,7 @@ from ..events import CallIncomplete, Event, ExtractedCall
 from ..model.assembly import Assembly, CallTrack
 from ..model.fragments import copy_json
 from ..model.jsonscan import COMPLETE
-from ..records import Skipped
+from ..records import FinishReason, Skipped, Usage
 from ..text.codec import text_call_cause
 from .chunks import SKIP, Sentinel, decode
 from .display import DisplayCursors
@@ -708,12 +710,67 @@ class LLMStreamBuffer:
         return self._strategy.message_of(self._asm)
 
     @property
-    def stop_reason(self) -> Any:
+    def stop_reason(self) -> str | None:
+        """The provider's raw stop reason, as the wire sends it (as text), or None."""
         return self._asm.stop_reason if self._asm is not None else None
 
     @property
-    def usage(self) -> Any:
+    def finish_reason(self) -> FinishReason | None:
+        """The stop reason in the words every wire shares (the descriptor's
+        ``finish_reasons``): "stop", "length", "tool_calls", "content_filter", "error" or
+        "other"; None until the wire's DONE, and for a stream that never sent one."""
+        if self._asm is None:
+            return None
+        return self._strategy.spec.turn.finish_reason(self._asm)
+
+    @property
+    def usage(self) -> dict[str, Any] | None:
+        """The provider's raw usage object (latest or merged, as the wire defines), or None."""
         return self._asm.usage if self._asm is not None else None
+
+    @property
+    def token_usage(self) -> Usage | None:
+        """The usage as :class:`engine.Usage`, one meaning on every wire (the descriptor's
+        ``token_usage``); None when the wire sent no usage."""
+        if self._asm is None:
+            return None
+        return self._strategy.spec.turn.token_usage(self._asm.usage)
+
+    # -- a context manager: the block is the stream ------------------------------------------
+
+    def __enter__(self) -> LLMStreamBuffer:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._close_at_exit(exc)
+
+    async def __aenter__(self) -> LLMStreamBuffer:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._close_at_exit(exc)
+
+    def _close_at_exit(self, exc: BaseException | None) -> None:
+        """``close()`` at the end of a ``with`` block (unless closed already). When the block
+        raised, a close that finds no wire (UnknownFormatError) does not mask its exception:
+        the block's exception propagates, the close's is dropped."""
+        if self._closed:
+            return
+        if exc is None:
+            self.close()
+            return
+        with contextlib.suppress(UnknownFormatError):
+            self.close()
 
     @property
     def error(self) -> Any:

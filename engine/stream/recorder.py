@@ -266,7 +266,15 @@ class EventRecorder:
         self.finished = True
         if asm.error is not None:
             self.out.append(ProviderError(asm.error))
-        self.out.append(Finished(asm.stop_reason if asm.finished else None, asm.usage))
+        turn = asm.strategy.spec.turn
+        self.out.append(
+            Finished(
+                asm.stop_reason if asm.finished else None,
+                asm.usage,
+                turn.finish_reason(asm),
+                turn.token_usage(asm.usage),
+            )
+        )
 
     def _starts(self, asm: Assembly) -> None:
         """The tracked calls whose name has come since: ``CallStarted``. Also a call that
