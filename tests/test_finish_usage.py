@@ -136,6 +136,12 @@ EXPECTED = {
         (288, 21, 309, None, 0),
     ),  # raw "tool_calls"
     "openai_chat/hand_compat_error_frame": ("error", None),  # raw None
+    # A provider's error ends these (an `error` object, or vLLM's `object: error`): "error",
+    # whatever finish_reason came with it; none sends usage.
+    "openai_chat/hand_compat_error_first": ("error", None),  # raw None
+    "openai_chat/hand_compat_openrouter_error_finish": ("error", None),  # raw "error"
+    "openai_chat/hand_compat_vllm_error_object_first": ("error", None),  # raw None
+    "openai_chat/hand_compat_vllm_error_object_mid": ("error", None),  # raw None
     "openai_chat/hand_compat_first_index_1": ("tool_calls", None),  # raw "tool_calls"
     "openai_chat/hand_compat_id_name_late": ("tool_calls", None),  # raw "tool_calls"
     "openai_chat/hand_compat_mistral_thinking_chunks": (
