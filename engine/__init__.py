@@ -17,7 +17,7 @@ from .events import (
 )
 from .language.registry import list_formats, load_format
 from .language.validate import validate_descriptor
-from .records import Skipped
+from .records import FINISH_REASONS, FinishReason, Skipped, Usage
 from .stream.buffer import LLMStreamBuffer
 from .stream.transport import aeventstream_chunks, asse_chunks, eventstream_chunks, sse_chunks
 
@@ -33,6 +33,8 @@ __all__ = [
     "Event",
     "ExtractedCall",
     "ExtractionStrategy",
+    "FINISH_REASONS",
+    "FinishReason",
     "Finished",
     "Forming",
     "LLMStreamBuffer",
@@ -46,6 +48,7 @@ __all__ = [
     "Tool",
     "ToolCallRecord",
     "UnknownFormatError",
+    "Usage",
     "aeventstream_chunks",
     "asse_chunks",
     "eventstream_chunks",

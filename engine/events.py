@@ -8,8 +8,10 @@ event class of API.md's table lives here, so that they share one ``to_dict``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
+
+from .records import FinishReason, Usage
 
 __all__ = [
     "ArgumentsDelta",
@@ -19,6 +21,7 @@ __all__ = [
     "Event",
     "ExtractedCall",
     "Finished",
+    "INCOMPLETE_CAUSES",
     "INCOMPLETE_REASONS",
     "ProviderError",
     "ReasoningDelta",
@@ -27,6 +30,25 @@ __all__ = [
 
 # Why a started call will never be runnable (API.md, CallIncomplete.reason).
 INCOMPLETE_REASONS = ("cut", "invalid", "too deep")
+
+# The finer cause beside the reason (CallIncomplete.cause), in the order a retry prompt is
+# chosen by: the first four refine "cut", the next two "invalid"; "too deep" is both.
+CAUSE_LENGTH = "length limit"  # the wire's length stop (``length_stops``) ended it
+CAUSE_CONNECTION = "connection ended"  # input ended (``close()``) before the wire's DONE
+CAUSE_DONE = "done inside call"  # the DONE, or the call's own end, came with it still open
+CAUSE_ERROR = "provider error"  # a provider's error event ended the stream inside it
+CAUSE_NOT_JSON = "not json"  # its argument text is not JSON
+CAUSE_NOT_OBJECT = "not an object"  # valid JSON of another type (an array, a string...)
+CAUSE_TOO_DEEP = "too deep"  # nested deeper than the engine reads
+INCOMPLETE_CAUSES = (
+    CAUSE_LENGTH,
+    CAUSE_CONNECTION,
+    CAUSE_DONE,
+    CAUSE_ERROR,
+    CAUSE_NOT_JSON,
+    CAUSE_NOT_OBJECT,
+    CAUSE_TOO_DEEP,
+)
 
 
 class ExtractedCall:
@@ -120,6 +142,8 @@ class Event:
             value = getattr(self, f.name)
             if value.__class__ is ExtractedCall:
                 value = {"name": value.name, "arguments": value.arguments, "id": value.id}
+            elif value.__class__ is Usage:
+                value = {u.name: getattr(value, u.name) for u in fields(value)}
             out[f.name] = _json_ready(value)
         return out
 
@@ -131,13 +155,32 @@ class CallIncomplete(Event):
     it), ``"invalid"`` (its text is not a JSON object) or ``"too deep"``; ``raw`` is its
     argument text as sent. ``slot`` is the call's SLOT as the wire keys it (for wires keyed
     by array order, its position in the message's list); ``name`` and ``id`` are None when
-    they never arrived."""
+    they never arrived.
+
+    ``cause`` says why more finely, so that a client (and the retry prompt) can tell the
+    model what to do differently (:data:`INCOMPLETE_CAUSES`):
+
+    - ``"length limit"`` (reason ``cut``): the output token limit was reached inside the
+      call (the wire's DONE carried a stop reason its descriptor lists in ``length_stops``);
+    - ``"connection ended"`` (``cut``): the input ended (``close()``) before the wire's DONE;
+    - ``"done inside call"`` (``cut``): the wire's DONE, or the call's own end event, came
+      while its arguments were still open, without a length stop;
+    - ``"provider error"`` (``cut``): a provider's error event ended the stream inside it;
+    - ``"not json"`` (``invalid``): its argument text is not JSON;
+    - ``"not an object"`` (``invalid``): its arguments are valid JSON of another type (an
+      array, a string, a number...), the first JSON value of its text;
+    - ``"too deep"`` (``too deep``): nested deeper than the engine reads.
+
+    None where nobody said (an event built with the five fields of old). Like
+    ``ExtractedCall.end`` it takes no part in equality, so that such an event still equals
+    the one the buffer reports; ``to_dict()`` includes it."""
 
     slot: Any
     name: str | None
     id: str | None
     raw: str
     reason: str
+    cause: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,10 +230,13 @@ class CallReady(Event):
 
 @dataclass(frozen=True, slots=True)
 class Finished(Event):
-    """The wire's DONE, once: its raw stop reason and the usage known then."""
+    """The stream's end, once: its raw stop reason and final usage, and both in the words
+    every wire shares (``finish_reason``, ``token_usage``: as on the buffer)."""
 
-    stop_reason: Any
-    usage: Any
+    stop_reason: str | None
+    usage: dict[str, Any] | None
+    finish_reason: FinishReason | None = None
+    token_usage: Usage | None = None
 
 
 @dataclass(frozen=True, slots=True)

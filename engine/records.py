@@ -7,7 +7,7 @@ Both are plain dataclasses. A format renders them into its own wire shapes throu
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 
 def _empty_object_schema() -> dict:
@@ -74,3 +74,25 @@ class Skipped:
     def to_dict(self) -> dict:
         """A JSON-ready dict, for sending it on (``mcs-formats replay --json``)."""
         return {"type": "Skipped", "index": self.index, "event": self.event, "reason": self.reason}
+
+
+# What ended a turn, one word on every wire (API.md, ``buf.finish_reason``): each descriptor
+# maps its raw stop reasons onto these (its ``finish_reasons`` section); a raw value it does
+# not name is "other". The Literal is what a strictly typed client matches on.
+FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "error", "other"]
+FINISH_REASONS: tuple[FinishReason, ...] = get_args(FinishReason)
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """The token counts of a turn, one meaning on every wire (``buf.token_usage``), each
+    None where the wire does not say (never a guess). ``input_tokens`` includes the cached
+    input (read from a cache, and written to it); ``output_tokens`` includes the reasoning;
+    ``total_tokens`` is the wire's total, else input + output. Each descriptor says how its
+    raw usage (``buf.usage``) reads so (its ``token_usage`` section)."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    total_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    cached_input_tokens: int | None = None

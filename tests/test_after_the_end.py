@@ -173,7 +173,7 @@ def test_finished_waits_at_a_done_that_usage_may_follow_until_the_end_marker():
     assert buf.is_finished()
     assert [type(e) for e in buf.events()] == [engine.TextDelta]
     buf.add("data: [DONE]")
-    assert buf.events() == [engine.Finished("stop", None)]
+    assert buf.events() == [engine.Finished("stop", None, "stop", None)]
 
 
 def _responses_failed(error: dict) -> dict:
@@ -201,7 +201,9 @@ def test_responses_takes_response_failed_after_an_error_then_nothing():
     assert buf.stop_reason == "failed" and buf.usage == failed["response"]["usage"]
     assert [s.index for s in buf.skipped()] == [len(stream) + 1 + i for i in range(len(second))]
     finished = [e for e in events if isinstance(e, engine.Finished)]
-    assert finished == [engine.Finished("failed", failed["response"]["usage"])]
+    assert finished == [
+        engine.Finished("failed", failed["response"]["usage"], "error", engine.Usage(5, 3, 8))
+    ]
 
 
 def test_bedrock_takes_metadata_then_nothing():
@@ -288,7 +290,9 @@ def test_finished_waits_for_the_usage_that_follows_the_done(path):
     buf, told = _events_loop(path, close=False)
     assert buf.usage is not None
     finished = [e for e in told[-1] if isinstance(e, engine.Finished)]
-    assert finished == [engine.Finished(buf.stop_reason, buf.usage)]
+    assert finished == [
+        engine.Finished(buf.stop_reason, buf.usage, buf.finish_reason, buf.token_usage)
+    ]
 
 
 NOTHING_FOLLOWS = ["anthropic_messages", "gemini", "cohere_v2", "ollama"]
@@ -313,7 +317,7 @@ def test_a_stream_without_done_finishes_at_close_with_no_stop_reason():
         assert not any(isinstance(e, engine.Finished) for e in buf.events())
         buf.close()
         assert [e for e in buf.events() if isinstance(e, engine.Finished)] == [
-            engine.Finished(None, buf.usage)
+            engine.Finished(None, buf.usage, None, buf.token_usage)
         ]
         buf.close()
         assert buf.events() == []

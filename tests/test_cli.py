@@ -432,6 +432,9 @@ def test_new_scaffolds_a_valid_loadable_format_and_refuses_twice(tmp_path):
     events = [json.loads(line) for line in replay[1].splitlines()]
     assert {"event": "text", "text": "Hi"} in events
     assert events[-1]["message"]["content"] == "Hi"
+    # The skeleton declares the finish reasons and the counts, as a wire's author fills them.
+    described = strategy.spec.descriptor
+    assert described["finish_reasons"]["tool_calls"] and described["token_usage"]
 
     again = run("new", "acme_chat", "--dir", str(tmp_path))
     assert again.returncode == 2 and "already exists" in again.stderr
@@ -528,3 +531,22 @@ def test_output_to_a_full_disk_is_one_line_and_exit_1(argv):
     assert result.stderr == (
         f"mcs-formats {argv[0]}: cannot write the output: No space left on device\n"
     )
+
+
+def test_replay_shows_the_finish_reason_and_the_token_usage_beside_the_raw_ones():
+    # pelican_name_generator: stop_reason tool_use; usage input_tokens 543 with no cache
+    # read or written, output_tokens 40 (tests/test_finish_usage.py has every golden's row).
+    result = run("replay", str(ANTHROPIC_TOOL), "--json")
+    assert result.returncode == 0, result.stderr
+    final = _events(result.stdout)[-1]
+    assert final["finish_reason"] == "tool_calls"
+    assert final["token_usage"] == {
+        "input_tokens": 543,
+        "output_tokens": 40,
+        "total_tokens": 583,
+        "reasoning_tokens": None,
+        "cached_input_tokens": 0,
+    }
+    text = run("replay", str(ANTHROPIC_TOOL)).stdout
+    assert 'finish_reason⟧ "tool_calls"' in text
+    assert '"input_tokens": 543' in text.split("token_usage⟧", 1)[1].splitlines()[0]

@@ -347,7 +347,8 @@ def test_a_cut_text_call_is_incomplete_at_close():
     assert (incomplete.name, incomplete.reason) == ("get_weather", "cut")
     assert incomplete.raw == cut[len("Hi <tool_call>") :]
     assert buf.incomplete_calls() == [incomplete] and last.incomplete_calls == [incomplete]
-    assert last.retry_prompt == driver.codec.retry_call_incomplete("get_weather", "cut")
+    assert last.retry_prompt == driver.codec.retry_call_incomplete(incomplete)  # with its cause
+    assert incomplete.cause == "connection ended"  # closed before any DONE
     assert buf.text() == "" and driver.ran == []  # the model's call, told to it, not shown
 
 

@@ -419,6 +419,104 @@ def test_raw_sse_lines_give_what_the_decoded_events_give(data):
             assert got[key] == expected[key], key
 
 
+# -- what add() is handed beside decoded events (issue 16, point 12) ---------------------------
+
+
+def _deep_dict(depth: int) -> dict:
+    value: Any = "x"
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+DEEP_DICT = _deep_dict(100_000)  # shared, never copied: no test code walks it
+
+
+class _DumpRaises:
+    """An SDK object whose own dump raises (a broken pydantic model, a to_dict() bug)."""
+
+    def __init__(self, exc: Exception, method: str) -> None:
+        self._exc = exc
+        setattr(self, method, self._raise)
+
+    def _raise(self, *args: Any, **kwargs: Any) -> dict:
+        raise self._exc
+
+
+def _block(event: dict, end: str) -> str:
+    name = event.get("_event") if "type" not in event else None
+    payload = {k: v for k, v in event.items() if k != "_event"} if name else event
+    head = [f"event: {name}"] if name else []
+    return end.join([*head, f"data: {json.dumps(payload, ensure_ascii=False)}"]) + end + end
+
+
+def _foreign_events() -> list[dict]:
+    """The first chunk of one recorded stream of each wire: another wire's event, to each."""
+    return [read_stream(golden_streams([name])[0])[0] for name in wire_names()]
+
+
+def wire_names() -> list[str]:
+    return [s.name for s in wire_strategies()]
+
+
+INPUT_KINDS = ["block", "two_blocks", "sdk_raises", "deep_name", "foreign"]
+
+
+def insert_input(data: st.DataObject, feed: list, kind: str, fmt: str) -> None:
+    """Something a client may hand ``add`` beside a decoded event, at a random place: a whole
+    SSE block (one event, or two in one string), an SDK object whose dump raises, a chunk
+    whose name or slot field is a dict 100,000 deep, another wire's event."""
+    i = data.draw(st.integers(0, len(feed)), label="at")
+    # The stream's own events (never a deep chunk inserted before: its JSON text, or comparing
+    # it, would recurse in this test's own code).
+    dicts = [c for c in feed if isinstance(c, dict) and id(DEEP_DICT) not in map(id, c.values())]
+    if kind in ("block", "two_blocks") and dicts:
+        end = _pick(data, ["\n", "\r\n"], "end")
+        raw: Any = "".join(_block(_pick(data, dicts, "event"), end) for _ in range(
+            1 if kind == "block" else 2))
+    elif kind == "sdk_raises":
+        exc = _pick(data, [RuntimeError("sdk"), KeyError("k"), TypeError("t"), ValueError()], "exc")
+        raw = _DumpRaises(exc, _pick(data, ["model_dump", "to_dict"], "method"))
+    elif kind == "deep_name":
+        field = _pick(data, ["type", "_event", "index", "object", "choices", "candidates",
+                             "contentBlockDelta", "message"], "field")
+        raw = {field: DEEP_DICT}
+    elif kind == "foreign":
+        others = [e for e, w in zip(_foreign_events(), wire_names(), strict=True) if w != fmt]
+        raw = _pick(data, others, "foreign")
+    else:
+        return
+    feed.insert(i, raw)
+
+
+@FUZZ
+@given(data=st.data())
+def test_what_add_is_handed_raises_only_engine_errors_and_never_half_applies(data):
+    path, feed = _stream(data)
+    for _ in range(data.draw(st.integers(1, 3), label="inputs")):
+        insert_input(data, feed, data.draw(st.sampled_from(INPUT_KINDS), label="kind"),
+                     path.parent.name)
+    run_checked(feed, _driver(data, path))
+
+
+@FUZZ
+@given(data=st.data())
+def test_add_after_close_is_a_chunk_error_that_changes_nothing(data):
+    path, feed = _stream(data)
+    buf = engine.LLMStreamBuffer(events=True)
+    for chunk in feed:
+        buf.add(chunk)
+    buf.close()
+    buf.events(), buf.new_calls(), buf.text()
+    before = _observe(buf)
+    late = [*feed, "data: [DONE]", _block(feed[0], "\n"), {"x": 1}, DEEP_DICT]
+    for _ in range(data.draw(st.integers(1, 3), label="late")):
+        with pytest.raises(engine.ChunkError, match="closed"):
+            buf.add(_pick(data, late, "late"))
+    assert _observe(buf) == before
+    assert buf.events() == [] and buf.new_calls() == [] and buf.text() == ""
+
+
 def _smallest_stream_with_a_call(fmt: str) -> Path | None:
     with_calls = [p for p in STREAMS if p.parent.name == fmt and _call_names(p) != ["fuzz_tool"]]
     return min(with_calls, key=lambda p: (len(read_stream(p)), p.name), default=None)
@@ -507,9 +605,10 @@ def test_a_raising_chunk_anywhere_leaves_the_rest_of_the_stream_unchanged(path):
     assert _observe(buf) == expected
 
 
-def test_a_call_taken_back_before_a_raising_chunk_is_still_taken_back_after_it():
-    """The calls handed out survive the rebuild, and so does the news that one of them was
-    taken back (a restated argument text) by an event before the raising one."""
+def test_a_restatement_refused_before_a_raising_chunk_stays_refused_after_it():
+    """The calls handed out survive the rebuild unchanged, and so does the refusal of a
+    different restatement of one's complete arguments (issue 16: one fate per call, never
+    taken back) by an event before the raising one."""
     strategy = engine.ExtractionStrategy(engine.load_format("openai_responses").descriptor)
     events = read_stream(GOLDEN / "openai_responses" / "hand_parallel_interleaved.jsonl")
     done = next(e for e in events if e.get("type") == "response.function_call_arguments.done")
@@ -520,12 +619,15 @@ def test_a_call_taken_back_before_a_raising_chunk_is_still_taken_back_after_it()
     assert buf.calls(), "the stream's first call completes before its arguments.done"
     restated = {**done, "arguments": '{"restated": true}'}
     buf.add(restated)
+    calls, skipped = list(buf.calls()), buf.skipped()
+    assert {"restated": True} not in [c.arguments for c in calls]
+    assert [s.index for s in skipped if "restated" in s.reason] == [at]
     poisoned = copy.deepcopy(restated)
     name = poisoned["type"]
     strategy.program.table[name] = _raising_after(strategy.program.table[name], _Boom, poisoned)
     with pytest.raises(engine.ChunkError, match=rf"chunk {at + 1}: "):
         buf.add(poisoned)
-    assert {"restated": True} in [c.arguments for c in buf.calls()]
+    assert buf.calls() == calls and buf.skipped() == skipped
 
 
 def test_a_part_sent_as_something_else_than_an_object_joins_nothing_and_stops_nothing():

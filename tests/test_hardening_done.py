@@ -248,19 +248,23 @@ def test_bedrock_cut_inside_tool_use_keeps_the_raw_text():
 
 
 def test_invalid_arguments_are_incomplete_with_their_reason():
-    """pydantic_ai_tool_call (recorded), a stray "x" appended to its last argument
-    fragment: the text is not a JSON object."""
+    """pydantic_ai_tool_call (recorded), a stray "x" before the closing brace of its last
+    argument fragment: the text is not JSON. (A stray "x" after the brace is text after the
+    call's first JSON value: skipped, the call runs; tests/test_one_fate.py.)"""
     events = copy.deepcopy(golden("openai_chat", "pydantic_ai_tool_call"))
     last = max(
         i
         for i, e in enumerate(events)
         if e["choices"] and e["choices"][0]["delta"].get("tool_calls")
     )
-    events[last]["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"] += "x"
+    function = events[last]["choices"][0]["delta"]["tool_calls"][0]["function"]
+    assert function["arguments"].endswith("}")
+    function["arguments"] = function["arguments"][:-1] + "x}"
     buf = replay(events, "openai_chat", close=False)
     assert buf.calls() == []
     (incomplete,) = buf.incomplete_calls()
-    assert incomplete.reason == "invalid" and incomplete.raw.endswith('"}x')
+    assert incomplete.reason == "invalid" and incomplete.raw.endswith('"x}')
+    assert incomplete.cause == "not json"
 
 
 # -- 12: never silent ---------------------------------------------------------------------------
@@ -277,6 +281,7 @@ def test_call_incomplete_is_a_frozen_event_with_to_dict():
         "id": None,
         "raw": '{"a"',
         "reason": "cut",
+        "cause": None,
     }
     json.dumps(event.to_dict())
     assert "CallIncomplete" in engine.__all__
@@ -292,7 +297,7 @@ def test_the_driver_reports_an_incomplete_call_once_in_the_round_it_ended():
     (call,) = responses[stop].incomplete_calls
     assert (call.name, call.reason) == ("json", "cut")
     prompt = responses[stop].retry_prompt
-    assert prompt is not None and "'json'" in prompt and "cut off" in prompt
+    assert prompt is not None and "'json'" in prompt and "output token limit" in prompt
     assert driver.ran == []
 
 

@@ -376,13 +376,24 @@ NOT_JSON_SPACE = ["\x1f", "\x1c", "\x0b", "\x0c", "\x85", "\xa0", "\u2028", "\u2
 @pytest.mark.parametrize("space", NOT_JSON_SPACE, ids=repr)
 @pytest.mark.parametrize("body", ["{}", '{"a": [1, {"b": "}"}]}'])
 def test_only_json_whitespace_may_follow_or_precede_the_arguments(space, body):
-    for text in (body + space, body + space + "\r", space + body, body + " " + space):
+    """Before the arguments, a character that is not JSON whitespace makes them not JSON;
+    after them, it is text after the call's first JSON value (issue 16, one fate per call):
+    the call runs with that value, and the text is listed in skipped(), never taken."""
+    for text in (space + body,):
         for size in (1, 2, 7, len(text)):
             buf = _feed(_openai_call_chunks("f", _pieces(text, size)))
             with pytest.raises(ValueError):
                 json.loads(text)
             assert buf.calls() == [], (text, size)
             assert _only_args(buf).reason == "invalid"
+    for text in (body + space, body + space + "\r", body + " " + space):
+        for size in (1, 2, 7, len(text)):
+            buf = _feed(_openai_call_chunks("f", _pieces(text, size)))
+            with pytest.raises(ValueError):
+                json.loads(text)
+            assert [c.arguments for c in buf.calls()] == [json.loads(body)], (text, size)
+            assert buf.as_dict()["tool_calls"][0]["function"]["arguments"].strip() == body
+            assert any(space in s.reason or repr(space)[1:-1] in s.reason for s in buf.skipped())
 
 
 @pytest.mark.parametrize("space", [" ", "\t", "\n", "\r", " \r\n\t "], ids=repr)

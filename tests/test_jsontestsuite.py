@@ -2,14 +2,17 @@
 
 Each file (``tests/jsontestsuite``, provenance in its README) is streamed as a call's argument
 text on ``openai_chat`` (``tool_calls[].function.arguments`` fragments) and must give a call
-exactly when ``json.loads`` gives an object, with that object, else no call, with the reason
-the incremental scanner gives: "too deep" where ``json.loads`` runs out of recursion or the
-object nests deeper than the engine's bound, "invalid" otherwise.
+exactly when the standard parser reads an object as the text's first JSON value (issue 16:
+a call's arguments are its first complete JSON value; text after it is skipped, and the
+message keeps the text up to it and the whitespace right after it), with that object, else
+no call, with the reason the incremental scanner gives: "too deep" where the parser runs out
+of recursion or the object nests deeper than the engine's bound, "invalid" otherwise.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -40,31 +43,34 @@ def _stream(text: str, size: int) -> engine.LLMStreamBuffer:
     return buf
 
 
-def _expected(text: str) -> tuple[dict | None, str | None]:
-    """What ``json.loads`` says: (the object, None) for a call, else (None, its reason).
+def _expected(text: str) -> tuple[dict | None, str | None, str]:
+    """What the standard parser says of the text's first JSON value: (the object, None) for
+    a call, else (None, its reason); and the text the message keeps (all of it, but for a
+    call followed by more than whitespace: up to the first other character after it).
 
     One exception, the issue's rule for ``""``: no argument text at all, closed by the wire's
     normal DONE, is a call without arguments (servers send ``""`` for tools without
     parameters), although ``json.loads("")`` fails."""
     if text == "":
-        return {}, None
-    if not text.lstrip(" \t\r\n").startswith("{"):
-        return None, "invalid"  # decided at its first character, whatever follows (even depth)
+        return {}, None, text
+    lead = len(text) - len(text.lstrip(" \t\r\n"))
+    if not text[lead:].startswith("{"):
+        return None, "invalid", text  # decided at its first character (even depth)
     try:
-        value = json.loads(text)
+        value, end = json.JSONDecoder().raw_decode(text, lead)
     except RecursionError:
-        return None, "too deep"
+        return None, "too deep", text
     except ValueError:
-        return None, "invalid"
-    if not isinstance(value, dict):
-        return None, "invalid"
+        return None, "invalid", text
+    assert isinstance(value, dict)  # (it starts with "{")
     if nests_deeper(value, MAX_DEPTH):
-        return None, "too deep"
-    return value, None
+        return None, "too deep", text
+    after = re.compile(r"[^ \t\r\n]").search(text, end)
+    return value, None, text if after is None else text[: after.start()]
 
 
 def _check(text: str, size: int) -> None:
-    value, reason = _expected(text)
+    value, reason, kept = _expected(text)
     buf = _stream(text, size)
     calls = buf.calls()
     if value is None:
@@ -77,7 +83,8 @@ def _check(text: str, size: int) -> None:
     else:
         assert [(c.name, c.arguments) for c in calls] == [("f", value)]
     buf.close()
-    assert buf.as_dict()["tool_calls"][0]["function"]["arguments"] == text  # kept as sent
+    assert buf.as_dict()["tool_calls"][0]["function"]["arguments"] == kept
+    assert bool(buf.skipped()) is (kept != text)  # what is not kept is listed
     assert buf.calls() == calls
 
 

@@ -181,8 +181,19 @@ def _gemini_validation_error():
     return (pydantic.ValidationError, AttributeError)
 
 
+def _openai_api_error():
+    import openai
+
+    return openai.APIError
+
+
 # Fixtures an SDK cannot parse, by "<wire>/<stem>": (exception type factory, why).
 SDK_CANNOT_PARSE = {
+    "openai_chat/hand_compat_error_first": (
+        _openai_api_error,
+        "the stream is one provider error ({error: {...}}): the SDK raises it before it yields"
+        " any chunk",
+    ),
     "gemini/langchaingo_text_jsonarray": (
         _gemini_validation_error,
         "langchaingo recorded usageMetadata.promptTokensDetails[].modality as the enum number 1;"
@@ -303,6 +314,16 @@ ACCUMULATOR_FAILURES = {
     "openai_chat/hand_compat_usage_choices_null": (
         TypeError,
         "the trailing usage chunk has `choices: null`; the state iterates chunk.choices",
+    ),
+    "openai_chat/hand_compat_vllm_error_object_first": (
+        KeyError,
+        "vLLM's bare ErrorResponse ({object: error, message, ...}) has no `error` key, so the SDK"
+        " does not raise it, and the state reads its `choices`",
+    ),
+    "openai_chat/hand_compat_vllm_error_object_mid": (
+        TypeError,
+        "vLLM's bare ErrorResponse mid-stream: the SDK yields it as a chunk with choices None,"
+        " which the state iterates",
     ),
 }
 
@@ -636,7 +657,10 @@ def test_golden_stream_through_litellm(wire, path, server, monkeypatch):
     """litellm (optional) re-shapes chunks, so its assembled text is compared, not counts."""
     monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     pytest.importorskip("litellm", reason="litellm is optional")
-    if expected_stream(wire, path).raises is not None:
+    # A provider error the openai SDK does not know as one (vLLM's bare ErrorResponse,
+    # {object: error}) still ends the stream without a finish_reason, which litellm raises.
+    bare_error = any(e.payload.get("object") == "error" for e in read_events(path))
+    if expected_stream(wire, path).raises is not None or bare_error:
         with pytest.raises(Exception):  # noqa: B017 - litellm maps provider errors its own way
             clients.litellm_stream(path, server)
         return

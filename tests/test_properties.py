@@ -157,12 +157,16 @@ def test_resplit_raw_sse_never_changes_the_result(path, data):
 
 @pytest.mark.parametrize("path", STREAMS, ids=stream_id)
 def test_no_two_descriptors_claim_the_same_chunk(path):
+    """Nor the same error chunk (``recognize.error``, asked of a chunk no wire claims: a
+    stream may be one provider error, and then that names its wire)."""
     owner = path.parent.name
     first_claimed = False
     for event in read_stream(path):
         claims = [w.name for w in WIRES if w.recognizes_chunk(event)]
         assert claims in ([], [owner]), f"{claims} claim {event!r:.200}"
-        first_claimed = first_claimed or bool(claims)
+        errors = [w.name for w in WIRES if w.recognizes_error(event)] if not claims else []
+        assert errors in ([], [owner]), f"{errors} claim the error {event!r:.200}"
+        first_claimed = first_claimed or bool(claims or errors)
     assert first_claimed
 
 

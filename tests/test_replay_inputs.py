@@ -101,15 +101,18 @@ def run(*args: str, stdin: bytes = b"", cwd: Path = ROOT) -> subprocess.Complete
 
 def _expected_with_marker(path: Path, expected: list[dict]) -> list[dict]:
     """A wire that ends with ``data: [DONE]``: where the JSON Lines file (which keeps no
-    marker) never finished, the capture's marker finishes it at its own chunk; nothing else
-    may differ."""
+    marker) never finished, the capture's marker finishes it at its own chunk, and a finished
+    stream without a raw stop reason has the finish reason "other"; nothing else may differ."""
     if not registry.load_format(path.parent.name).spec.sentinels:
         return expected
     if any(event["event"] == "done" for event in expected):
         return expected
     chunks = sum(1 for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
     at = next(i for i, event in enumerate(expected) if event["event"] == "message")
-    return [*expected[:at], {"event": "done", "chunk": chunks}, *expected[at:]]
+    message = expected[at]
+    assert message["stop_reason"] is None and message["finish_reason"] is None
+    finished = {**message, "finish_reason": "other"}
+    return [*expected[:at], {"event": "done", "chunk": chunks}, finished, *expected[at + 1 :]]
 
 
 @pytest.mark.parametrize("index", range(len(STREAMS)), ids=[p.stem for p in STREAMS])

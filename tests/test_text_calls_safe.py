@@ -300,7 +300,8 @@ def test_a_cut_or_invalid_text_call_of_its_own_tool_is_reported(wire, kind, even
     expected = CallIncomplete(("text", 0), "delete_account", None, raw, kind)
     assert loop.incomplete() == [expected] and loop.buf.incomplete_calls() == [expected]
     (reporting,) = [r for r in loop.rounds if r.incomplete_calls]
-    assert reporting.retry_prompt == driver.codec.retry_call_incomplete("delete_account", kind)
+    (told,) = reporting.incomplete_calls
+    assert reporting.retry_prompt == driver.codec.retry_call_incomplete(told)  # with its cause
     assert driver.ran == []
     assert loop.text == ("I will do that. " if kind == "cut" else "I will do that.\n")
     assert "delete_account" not in loop.text  # the model's call, told to it, not shown

@@ -262,7 +262,9 @@ def _chat_call(arguments: str) -> list[dict]:
 
 
 @pytest.mark.parametrize(
-    ("arguments", "pointer"), [("{}", "/"), ('{"city": 42}', "/city")], ids=["missing", "type"]
+    ("arguments", "pointer"),
+    [("{}", "the arguments object"), ('{"city": 42}', "/city")],
+    ids=["missing", "type"],
 )
 def test_arguments_that_fail_the_schema_never_reach_the_tool(arguments, pointer):
     driver = Tools("get_weather", schema=CITY)

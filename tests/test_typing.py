@@ -53,12 +53,19 @@ def test_mypy_strict_catches_a_wrong_type_on_the_public_surface(tmp_path):
         "        case engine.CallIncomplete(reason=reason):\n"
         "            why: int = reason\n"  # a str
         "ready: list[int] = buf.new_calls()\n"  # ExtractedCall
-        "events: list[str] = buf.events()\n",  # Event
+        "events: list[str] = buf.events()\n"  # Event
+        "why_it_ended: int = buf.finish_reason\n"  # a FinishReason or None
+        "spent: int = buf.token_usage\n"  # a Usage or None
+        "word: engine.FinishReason = 'stopped'\n"  # not one of the six
+        "raw: str = buf.stop_reason\n"  # str | None
+        "counts: list[int] = buf.usage\n"  # dict[str, Any] | None
+        "with engine.LLMStreamBuffer() as mine:\n"
+        "    held: str = mine\n",  # the buffer itself
         encoding="utf-8",
     )
     done = _mypy_strict(tmp_path, bad)
     assert done.returncode == 1, done.stdout + done.stderr
-    for line in (3, 4, 8, 10, 12, 13, 14):
+    for line in (3, 4, 8, 10, 12, 13, 14, 15, 16, 17, 18, 19, 21):
         assert f"bad_client.py:{line}: error: Incompatible types in assignment" in done.stdout
 
 
@@ -89,7 +96,12 @@ def test_user_script_runs_on_a_recorded_stream(tmp_path):
     # The events: consume() with a match, the cursors, the async driver and aconsume().
     assert "started 1 get_weather id=toolu_01l0pyMgMJxsFaHSlL4rkfkz" in lines
     assert 'ready 2 get_weather({"city": "Marseille"}) id=toolu_01AaMm6M1vHasGdJqwQx5BIE' in lines
-    assert "finished 'tool_use' usage True" in lines
+    assert "finished 'tool_use' usage True as tool_calls total 508" in lines
+    # One finish reason and one usage, closed by `with` (and by `async with` without DONE).
+    assert "anthropic_messages: run the calls; in 412 (cached 0) out 96 (reasoning ?) = 508" in (
+        lines
+    )
+    assert "async with: the stream never finished; closed True" in lines
     assert "arguments 2 False ['city']" in lines
     assert text.count("run get_weather(") == 2 and "0 call(s) at close" in text
     assert "13 event(s); forming False" in text

@@ -162,7 +162,14 @@ def test_an_unknown_key_lists_the_keys_allowed_there(tmp_path: Path):
 # the descriptor must name it, and validate says where one is missing (no default in engine/).
 # Each: (format, text that names the field, what is cut from it, line, pointer, key).
 WIRE_FIELD_NAMES = [
-    ("openai_chat", "key: index, alias: choice}", "key: index, ", 28, "/events/choice", "key"),
+    (
+        "openai_chat",
+        "key: index, alias: choice}",
+        "key: index, ",
+        line_of("openai_chat", "key: index, alias: choice}"),
+        "/events/choice",
+        "key",
+    ),
     (
         "openai_chat",
         "equals: text}, field: text}",
@@ -179,12 +186,19 @@ WIRE_FIELD_NAMES = [
         "/events/every/0/fold/parts/content/string",
         "field",
     ),
-    ("gemini", "text: [text], unless", "text: [text], ", 39, "/events/every/0/extend/join", "text"),
+    (
+        "gemini",
+        "text: [text], unless",
+        "text: [text], ",
+        line_of("gemini", "text: [text], unless"),
+        "/events/every/0/extend/join",
+        "text",
+    ),
     (
         "gemini",
         "          text_value: stringValue\n",
         "          text_value: stringValue\n",
-        40,
+        line_of("gemini", "        continuation:\n"),
         "/events/every/0/extend/continuation",
         "text_value",
     ),

@@ -94,6 +94,12 @@ def _json(value: Any, indent: int | None = None) -> str:
     return json.dumps(value, ensure_ascii=False, indent=indent, default=repr)
 
 
+def _counts(buf: LLMStreamBuffer) -> dict[str, int | None] | None:
+    """The buffer's token usage as JSON data (None when the wire sent no usage)."""
+    usage = buf.token_usage
+    return dataclasses.asdict(usage) if usage is not None else None
+
+
 # -- list, show ----------------------------------------------------------------------------------
 
 
@@ -335,6 +341,8 @@ class ReplayPrinter:
                     "message": buf.as_dict(),
                     "stop_reason": buf.stop_reason,
                     "usage": buf.usage,
+                    "finish_reason": buf.finish_reason,
+                    "token_usage": _counts(buf),
                     "error": buf.error,
                     "format": buf.format,
                     "unknown": dict(unknown),
@@ -346,6 +354,8 @@ class ReplayPrinter:
         self._line(_json(buf.as_dict(), indent=2))
         self._line(f"{s.marker('stop_reason')} {_json(buf.stop_reason)}")
         self._line(f"{s.marker('usage')} {_json(buf.usage)}")
+        self._line(f"{s.marker('finish_reason')} {_json(buf.finish_reason)}")
+        self._line(f"{s.marker('token_usage')} {_json(_counts(buf))}")
         error = buf.error
         marker = s.marker("error", "warn") if error is not None else s.marker("error")
         self._line(f"{marker} {_json(error)}")
@@ -525,6 +535,19 @@ recognize:
     field: type
     in: [__NAME__.delta, __NAME__.call_delta, __NAME__.done]  # TODO: only this wire's types
   # message: {all: [{field: object, equals: TODO}, {has: content}]}  # a whole stream=false reply
+
+# -- finish_reasons, token_usage: how the turn ended and what it cost, in every wire's words ---
+# The raw stop reasons (buf.stop_reason) under stop, length, tool_calls, content_filter, error,
+# other; anything unlisted reads as "other". `length` also cuts what is still open at the DONE.
+finish_reasons:
+  stop: [end_turn]  # TODO: each value the provider documents, the page cited in a comment
+  length: [max_tokens]
+  tool_calls: [tool_use]
+# The usage object (buf.usage) as engine.Usage: a read path per count, or {sum: [paths]} where
+# the wire counts parts apart (the input includes cached tokens, the output reasoning tokens).
+token_usage:
+  input_tokens: input_tokens
+  output_tokens: output_tokens
 
 # -- events: what each event does to the message under assembly ---------------------------------
 # __OPERATIONS__

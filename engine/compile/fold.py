@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model.assembly import Assembly, append_text, ensure_slotted
-from ..model.fragments import Fragments, SlottedList, ingest, slot_misfit
+from ..model.fragments import Fragments, SlottedList, ingest, shown_value, slot_misfit
 from ..model.jsonscan import COMPLETE
 from ..model.parts import JoinRule, as_placed, join_parts, string_as_part
 from .ops import (
@@ -357,6 +357,13 @@ def _merge_entry(
             if args_here:
                 if value is None:
                     continue
+                if dest.get(key) is None and id(item) not in asm.track_of:
+                    # A new item's first entry: its arguments as sent, read by the call's
+                    # track once the item is told (so the track's rules hold from the first
+                    # fragment: the arguments are the first JSON value of the text). Kept
+                    # as given, as the argument stream keeps a whole value (never written).
+                    dest[key] = value
+                    continue
                 stream = asm.args_of(item, args)
                 if stream.state == COMPLETE and _restates(stream, value):
                     _skip_restated(asm, item, spec)
@@ -393,6 +400,7 @@ def _skip_restated(asm: Assembly, item: dict, spec: ListFold) -> None:
     track = asm.track_of.get(id(item))
     name = track.place.name(item) if track is not None else None
     asm.skip(
-        f"fold {spec.pattern}: the entry restates the arguments of the call {name!r}, which are "
+        f"fold {spec.pattern}: the entry restates the arguments of the call "
+        f"{shown_value(name, 200)}, which are "
         "complete already; the restatement is not taken"
     )

@@ -119,6 +119,17 @@ def _set_source(args: dict) -> Source | None:
     return _from(args)
 
 
+def _error_source(args: dict) -> Source | None:
+    """The payload's path; for the whole event (``from: ""``) guarded by ``where`` on one
+    field, that field (an event without it is no error), so the dispatcher keeps its look-up."""
+    source = _from(args)
+    where = args.get("where")
+    if source is not None or not isinstance(where, dict) or set(where) - {"field", "equals"}:
+        return source
+    field = where.get("field")
+    return Source(field) if isinstance(field, str) and field and "." not in field else None
+
+
 def _set_opens(args: dict) -> bool:
     at = args.get("at")
     return isinstance(at, str) and bool(at) and parse_target(at)[-1].field is None
@@ -264,6 +275,7 @@ _ENTRIES = (
         "error",
         op_error,
         "keep a provider error's payload and end the stream",
+        source=_error_source,
         ends=_error_ends,
     ),
 )

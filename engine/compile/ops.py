@@ -21,10 +21,11 @@ from dataclasses import field as dataclass_field
 from typing import Any, cast
 
 from ..model.assembly import Assembly, append_text, ensure_slotted
-from ..model.fragments import Fragments, SlottedList, ingest, slot_misfit
+from ..model.fragments import Fragments, SlottedList, ingest, shown_value, slot_misfit
 from ..model.fragments import json_kind as _json_kind
 from ..model.jsonscan import COMPLETE, ArgsStream
 from .paths import Reader, Segment, as_reader, compile_read, parse_target
+from .predicates import compile_predicate
 
 Run = Callable[[Assembly, Any, Any], None]
 Act = Callable[[Assembly, dict, Any], None]  # what an operation does to the item it found
@@ -291,8 +292,8 @@ class Target:
         """``content[1]`` (or ``content[tool '0']`` in a scope): the item at ``slot``."""
         field = self.segments[step - 1].field
         if slot.__class__ is tuple and len(slot) == 2 and self.scope is not None:
-            return f"{field}[{slot[0]} {slot[1]!r}]"
-        return f"{field}[{slot!r}]"
+            return f"{field}[{slot[0]} {shown_value(slot[1], 200)}]"
+        return f"{field}[{shown_value(slot, 200)}]"
 
     def slot_misfit(self, step: int, slot: Any) -> ValueError:
         """The error for a SLOT no key can hold, at slot step ``step`` (cold)."""
@@ -931,13 +932,15 @@ def _first_of(paths: Any, ctx: CompileContext) -> Reader:
 
 
 def op_stop_reason(spec: dict, ctx: CompileContext) -> Run:
-    """Record the provider's raw stop reason (the first non-null of the paths ``from``)."""
+    """Record the provider's raw stop reason (the first non-null of the paths ``from``), as
+    text: a wire that sends a number (a protobuf enum's, in JSON) gives its JSON text, so
+    that ``buf.stop_reason`` is a str and a descriptor's ``finish_reasons`` can name it."""
     read = _first_of(spec["from"], ctx)
 
     def stop_reason(asm: Assembly, ev: Any, ch: Any) -> None:
         value = read(ev, ch)
         if value is not None:
-            asm.stop_reason = value
+            asm.stop_reason = value if value.__class__ is str else json.dumps(value)
 
     return stop_reason
 
@@ -973,10 +976,18 @@ def op_finish(spec: dict, ctx: CompileContext) -> Run:
 
 
 def op_error(spec: dict, ctx: CompileContext) -> Run:
-    """A provider error event: keep its payload in ``buf.error`` and end the stream."""
+    """A provider error event: keep its payload in ``buf.error`` and end the stream.
+
+    With ``where`` (a predicate on the event), only an event it holds for is the error: a
+    wire whose error is the whole event in a shape of its own, beside its ordinary chunks
+    (vLLM's ``{"object": "error", "message": ...}`` on an OpenAI-compatible stream), names the
+    shape there rather than reading ``from: ""`` on every chunk."""
     read = compile_read(spec.get("from", ""), ctx.choice_alias)
+    where = compile_predicate(spec["where"]) if spec.get("where") else None
 
     def error(asm: Assembly, ev: Any, ch: Any) -> None:
+        if where is not None and not where(ev):
+            return
         value = read(ev, ch)
         if value is None:
             return

@@ -32,7 +32,21 @@ _TYPES: dict[str, tuple[type, ...]] = {
 
 def compile_predicate(spec: dict) -> Predicate:
     if "any" in spec:
+        keys = _plain_has(spec["any"])
+        if keys is not None:  # {any: [{has: a}, {has: b}]}, asked of chunks: one call, a loop
+
+            def has_any(obj: Any) -> bool:
+                if obj.__class__ is dict:
+                    for key in keys:
+                        if obj.get(key) is not None:
+                            return True
+                return False
+
+            return has_any
         parts = [compile_predicate(p) for p in spec["any"]]
+        if len(parts) == 2:
+            first, second = parts
+            return lambda obj: first(obj) or second(obj)
         return lambda obj: any(p(obj) for p in parts)
     if "all" in spec:
         parts = [compile_predicate(p) for p in spec["all"]]
@@ -63,7 +77,16 @@ def compile_predicate(spec: dict) -> Predicate:
         return lambda obj: obj.__class__ is dict and _hashable(get(obj)) in allowed
     if "prefix" in spec:
         prefix = spec["prefix"]
-        return lambda obj: obj.__class__ is dict and str(get(obj) or "").startswith(prefix)
+        # A string only: ``str()`` of an object or a list would render all of it (a chunk's
+        # value may nest 100,000 deep), to compare a few characters.
+
+        def has_prefix(obj: Any) -> bool:
+            if obj.__class__ is not dict:
+                return False
+            value = get(obj)
+            return value.__class__ is str and value.startswith(prefix)
+
+        return has_prefix
     if "is" in spec:
         kind = "null" if spec["is"] is None else spec["is"]
         kinds = _TYPES[kind]
@@ -79,6 +102,19 @@ def compile_predicate(spec: dict) -> Predicate:
 
         return is_kind
     raise ValueError(f"unknown predicate form: {sorted(spec)}")
+
+
+def _plain_has(specs: Any) -> tuple[str, ...] | None:
+    """The fields of a list of ``{has: F}`` predicates, each F one plain field; else None."""
+    keys = []
+    for spec in specs:
+        if not isinstance(spec, dict) or set(spec) != {"has"}:
+            return None
+        field = compile_get(spec["has"]).field
+        if field is None:
+            return None
+        keys.append(field)
+    return tuple(keys)
 
 
 def _one_field_equals(spec: Any) -> tuple[str, Any] | None:

@@ -16,8 +16,8 @@ from typing import Any, NamedTuple
 from ..errors import DescriptorError, Problem, escape
 from ..events import CallIncomplete, ExtractedCall
 from ..model.assembly import Assembly, judged_after_the_event
-from ..model.fragments import materialize
-from ..model.jsonscan import MAX_DEPTH, ArgsStream, dumps_any_depth, nests_deeper
+from ..model.fragments import copy_json, materialize, shown_value
+from ..model.jsonscan import MAX_DEPTH, ArgsStream, dumps_any_depth, first_value, nests_deeper
 from . import paths
 from .operations import OPERATIONS, Source, operation_rules
 from .ops import CompileContext, RuleProblem, Run, TextPlace, any_where, pattern_of
@@ -25,6 +25,7 @@ from .paths import compile_get, compile_read, is_plain, parse_chain, parse_targe
 from .predicates import Predicate, compile_predicate
 from .results import CompiledSections, compile_sections
 from .templates import TemplateError
+from .turn import TurnSpec, compile_turn
 
 
 @dataclass(frozen=True)
@@ -84,8 +85,10 @@ class CallsSpec:
         where = self.where
         return [(slot, item) for slot, item in found if where is None or where(item)]
 
-    def install_args(self, item: dict) -> ArgsStream:
-        """Put an :class:`ArgsStream` at the item's args field, seeded with what is there."""
+    def install_args(self, item: dict, tracker: Any = None) -> ArgsStream:
+        """Put an :class:`ArgsStream` at the item's args field, seeded with what is there;
+        ``tracker`` (the assembly tracking the call, see ArgsStream.tracker) is set before
+        the seed, which may already carry more than the call's first JSON value."""
         parent = item
         for f in self.args_fields[:-1]:
             child = parent.get(f)
@@ -97,17 +100,20 @@ class CallsSpec:
             if self.args_form == "text" and current.text_key is None:
                 current = _as_text(current, self.args_fields[-1])
                 parent[self.args_fields[-1]] = current
+            current.tracker = tracker
             return current
         if self.args_form == "text":
             stream = ArgsStream("text", text_key=self.args_fields[-1])
+            stream.tracker = tracker
             if current is not None:
                 stream.feed(current if current.__class__ is str else dumps_any_depth(current))
         elif self.args_whole:
             # Whole arguments: absent means a call without arguments.
             stream = ArgsStream(self.args_form)
+            stream.tracker = tracker
             stream.set_whole({} if current is None else current)
         else:
-            stream = new_args_stream(self.args_form, current)
+            stream = new_args_stream(self.args_form, current, tracker)
         parent[self.args_fields[-1]] = stream
         return stream
 
@@ -120,17 +126,21 @@ def _as_text(stream: ArgsStream, key: str) -> ArgsStream:
     return text
 
 
-def new_args_stream(form: str, current: Any) -> ArgsStream:
+def new_args_stream(form: str, current: Any, tracker: Any = None) -> ArgsStream:
+    """The argument stream for what an item holds at its args field (``tracker``: see
+    ArgsStream.tracker, set before the seed)."""
     if current.__class__ is ArgsStream:
         return current
-    if current.__class__ is str:
-        stream = ArgsStream(form)
-        stream.feed(current)
+    if current.__class__ is not str and (form == "object" or current is None):
+        stream = ArgsStream(form, initial=current)
+        stream.tracker = tracker
         return stream
-    if form == "object" or current is None:
-        return ArgsStream(form, initial=current)
     stream = ArgsStream(form)
-    stream.set_whole(current)
+    stream.tracker = tracker
+    if current.__class__ is str:
+        stream.feed(current)
+    else:
+        stream.set_whole(current)
     return stream
 
 
@@ -155,8 +165,11 @@ class Spec:
     text: TextSpec | None
     leaks_into_text: bool
     sentinels: frozenset[str]
-    # Stop reasons that mean a length limit cut the output: at such a DONE, open items are cut.
+    # Stop reasons that mean a length limit cut the output: at such a DONE, open items are cut
+    # (``finish_reasons.length``).
     length_stops: frozenset[str] = frozenset()
+    # The finish-reason mapping and the usage reading (engine.compile.turn).
+    turn: TurnSpec = TurnSpec()
     # Where reasoning sits in the message (the ``reasoning`` section), in declaration order.
     reasoning: tuple[TextPlace, ...] = ()
     # Every place the calls sit in the message: ``calls`` first, then each of ``calls.also``
@@ -187,6 +200,7 @@ class Program:
         "choice_list",
         "choice_key",
         "first_is_choice",
+        "accept",
         "after_done",
     )
 
@@ -206,6 +220,12 @@ class Program:
         self.every = tuple(compile_ops(events.get("every", []), ctx, problems, "/events/every"))
         self.table = _compile_table(events.get("on", {}), ctx, problems)
         self.ignored = frozenset(events.get("ignore", ()))
+        # Which chunks are this wire's events once it is resolved (``events.accept``): one it
+        # rejects runs no rule and is counted with the events no rule handles. Without it a
+        # wire with no discriminator would hand any chunk to its ``every`` rules, and another
+        # wire's event would go through them without a trace.
+        accept = events.get("accept")
+        self.accept = compile_predicate(accept) if accept else None
         self.after_done = self._compile_after_done(events, problems)
 
     def _compile_after_done(self, events: dict, problems: Problems) -> Predicate | None:
@@ -322,6 +342,11 @@ class Program:
                     ch = first
                 else:
                     ch = self.choose(entries, choice)
+        if ch is None and self.accept is not None and not self.accept(chunk):
+            # Not this wire's (a chunk that carries the followed choice always is: only the
+            # others are asked, so the usual chunk pays one test).
+            asm.unknown[str(name) if name.__class__ is not dict else shown_value(name)] += 1
+            return
         for op in self.every:
             op(asm, payload, ch)
         if self.discriminator is None:
@@ -329,7 +354,7 @@ class Program:
         try:
             rules = self.table.get(name)
         except TypeError:  # a name that is no name (a list, an object): no rule has it
-            asm.unknown[str(name)] += 1
+            asm.unknown[shown_value(name)] += 1  # bounded: str() would render all of it
             return
         if rules is None:
             if name not in self.ignored:
@@ -787,6 +812,7 @@ class ExtractionStrategy:
             text_where=text.where if text else None,
             reasoning=reasoning,
         )
+        turn = compile_turn(descriptor, problems)
         self.spec = Spec(
             name=self.name,
             title=self.title,
@@ -796,8 +822,9 @@ class ExtractionStrategy:
             text=text,
             leaks_into_text=bool(descriptor.get("leaks_into_text", False)),
             sentinels=frozenset(descriptor.get("done_sentinels", ())),
-            length_stops=frozenset(descriptor.get("length_stops", ())),
+            length_stops=turn.length_stops,
             reasoning=reasoning,
+            turn=turn,
             places=tuple(places),
         )
         self.leaks_into_text = self.spec.leaks_into_text
@@ -813,6 +840,9 @@ class ExtractionStrategy:
         self._recognize_chunk = compile_predicate(recognize["chunk"])
         self._recognize_message = (
             compile_predicate(recognize["message"]) if recognize.get("message") else None
+        )
+        self._recognize_error = (
+            compile_predicate(recognize["error"]) if recognize.get("error") else None
         )
 
     def __repr__(self) -> str:
@@ -830,6 +860,13 @@ class ExtractionStrategy:
 
     def recognizes_chunk(self, chunk: Any) -> bool:
         return isinstance(chunk, dict) and self._recognize_chunk(chunk)
+
+    def recognizes_error(self, chunk: Any) -> bool:
+        """Is ``chunk`` this wire's provider error as it may come first (``recognize.error``)?
+        Asked only of a chunk that no strategy's ``recognizes_chunk`` claims: an error
+        envelope is often shared, so it names this wire only when nothing else does."""
+        check = self._recognize_error
+        return check is not None and isinstance(chunk, dict) and check(chunk)
 
     def is_stream_complete(self, chunk: Any) -> bool:
         """Is this chunk the wire's DONE?"""
@@ -900,9 +937,18 @@ class ExtractionStrategy:
             if calls.cut_when is not None and calls.cut_when(item):
                 continue  # cut short: incomplete_calls() reports it
             name = calls.name(item)
+            raw = _dig(item, calls.args_fields)
             args = calls.arguments_of(item)
             if isinstance(name, str) and name and args is not None:
-                out.append(ExtractedCall(name, args, calls.id(item), free_form=calls.free_form))
+                # The message's own object is copied: a client may edit what it was handed.
+                out.append(
+                    ExtractedCall(
+                        name,
+                        copy_json(args) if args is raw else args,
+                        calls.id(item),
+                        free_form=calls.free_form,
+                    )
+                )
         return out
 
     def incomplete_calls(self, message: Any) -> list[CallIncomplete]:
@@ -923,13 +969,15 @@ class ExtractionStrategy:
             if raw is None:
                 raw = ""
             name, call_id = calls.name(item), calls.id(item)
+            reason, cause = ("cut", None) if cut else _never_parsed(raw, calls.args_form)
             out.append(
                 CallIncomplete(
                     slot=slot,
                     name=name if isinstance(name, str) and name else None,
                     id=call_id if isinstance(call_id, str) and call_id else None,
                     raw=raw if isinstance(raw, str) else dumps_any_depth(raw),
-                    reason="cut" if cut else _never_parsed(raw, calls.args_form),
+                    reason=reason,
+                    cause=cause,
                 )
             )
         return out
@@ -1027,7 +1075,8 @@ class ExtractionStrategy:
 
 
 def parse_arguments(raw: Any, form: str = "string") -> dict | None:
-    """API.md's rule: an object passes; a JSON text counts once it parses to an object.
+    """API.md's rule: an object passes; a JSON text counts once its first JSON value is an
+    object (the call's arguments, as in a stream: issue 16, one fate per call).
 
     A whole message is at its DONE: on a string wire its ``""`` is a call without arguments
     (as the stream's DONE makes it). On an object wire a string is the raw text of arguments
@@ -1036,8 +1085,11 @@ def parse_arguments(raw: Any, form: str = "string") -> dict | None:
     if isinstance(raw, str):
         if not raw.strip():
             return {} if raw == "" and form == "string" else None
+        text = raw.lstrip(" \t\n\r")
+        if form != "string" or not text.startswith("{"):
+            text = raw  # (never a call; json.loads says so)
         try:
-            raw = json.loads(raw)
+            raw = json.loads(text) if text is raw else first_value(text)
         except (ValueError, RecursionError):  # RecursionError: deeper than the parser reads
             return None
     if isinstance(raw, dict) and not nests_deeper(raw, MAX_DEPTH):
@@ -1045,15 +1097,21 @@ def parse_arguments(raw: Any, form: str = "string") -> dict | None:
     return None
 
 
-def _never_parsed(raw: Any, form: str) -> str:
+def _never_parsed(raw: Any, form: str) -> tuple[str, str | None]:
     """Why arguments that ``parse_arguments`` refused will never run, in the words of the
-    buffer's argument reader (:class:`ArgsStream`) at a normal DONE. One case reads
-    otherwise: ``""`` on an object wire is what the buffer leaves of a call cut before its
-    first fragment ("cut"), where the reader alone would take it for no arguments."""
+    buffer's argument reader (:class:`ArgsStream`) at a normal DONE: the reason, and the
+    cause (``CallIncomplete.cause``) where the message alone can say it: not JSON, not an
+    object, too deep; for text that stops short it cannot (a length limit, the connection,
+    or the DONE inside the call: None). One case reads otherwise: ``""`` on an object wire
+    is what the buffer leaves of a call cut before its first fragment ("cut"), where the
+    reader alone would take it for no arguments."""
     stream = ArgsStream(form)
     stream.feed(raw)  # text is scanned; any other value is taken whole
     stream.close()
-    return stream.incomplete_reason or "cut"
+    reason = stream.incomplete_reason
+    if reason is None or reason == "cut":
+        return "cut", None
+    return reason, stream.invalid_cause()
 
 
 def _dig(obj: Any, fields: tuple[str, ...]) -> Any:

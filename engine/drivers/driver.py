@@ -40,7 +40,7 @@ from ..language.registry import text_strategy, wire_strategies
 from ..model.fragments import copy_json
 from ..records import Tool, ToolCallRecord
 from ..stream.buffer import LLMStreamBuffer
-from ..text.codec import TextCodec
+from ..text.codec import TextCodec, text_call_cause
 from .arguments import ArgumentProblem, SchemaCache, free_form_problems
 
 __all__ = ["BaseDriver", "DriverResponse", "Orchestrator", "Tool", "ToolCallRecord"]
@@ -526,8 +526,10 @@ class BaseDriver:
         never = scanner.incomplete_calls()
         slots = sorted([*found, *never], key=lambda c: c.start)  # ("text", n) in text order
         for call in never:
+            reason = call.reason or "invalid"
+            cause = text_call_cause(reason, call.raw, None)
             event = CallIncomplete(
-                ("text", slots.index(call)), call.name, None, call.raw, call.reason or "invalid"
+                ("text", slots.index(call)), call.name, None, call.raw, reason, cause
             )
             if self._reports(owned.__contains__, event):
                 plan.incomplete.append(event)
@@ -549,22 +551,38 @@ class BaseDriver:
         owned: Any,
     ) -> _Round:
         """A whole native turn: this driver's calls run, the incomplete ones it reports are
-        answered with an error result, and the history is the assistant turn (as the API
-        accepts it back: see ``answerable``) with every result."""
+        answered with an error result, and the history is the assistant turn with every
+        result."""
         plan = _Round()
-        mine = [c for c in calls if c.name in owned]
+        plan.incomplete = [c for c in incomplete if self._reports(owned.__contains__, c)]
+        self._native_batch(plan, strategy, message, calls, owned.__contains__, True)
+        return plan
+
+    def _native_batch(
+        self,
+        plan: _Round,
+        strategy: Any,
+        message: Any,
+        calls: list[ExtractedCall],
+        owns: Callable[[Any], bool],
+        said: bool,
+    ) -> None:
+        """The batch of a native turn: this driver's ``calls`` to run, those of tools it
+        does not own for ``_answer_unknown``, the round's incomplete calls answered, and the
+        history: the assistant turn as the API accepts it back (``answerable``: a call whose
+        arguments never parsed carries empty ones) with every result. A turn that ``said``
+        nothing (no text) and answers no call of this driver's sends nothing back."""
         answerable = getattr(strategy, "answerable", None)
 
         def history(records: list[ToolCallRecord]) -> list[dict]:
+            if not records and not said:
+                return []
             turn = answerable(message) if answerable is not None else message
             return result_messages(strategy, turn, records)
 
-        batch = plan.add(mine, history)
-        self._answer_unknown(batch, [c for c in calls if c.name not in owned], owned)
-        reported = [c for c in incomplete if self._reports(owned.__contains__, c)]
-        self._answer_incomplete(batch, reported)
-        plan.incomplete = reported
-        return plan
+        batch = plan.add([c for c in calls if owns(c.name)], history)
+        self._answer_unknown(batch, [c for c in calls if not owns(c.name)], None)
+        self._answer_incomplete(batch, plan.incomplete)
 
     def _answer_unknown(self, batch: _Batch, calls: list[ExtractedCall], owned: Any) -> None:
         """Calls of tools this driver does not own are another driver's: left alone (out of
@@ -575,7 +593,7 @@ class BaseDriver:
         that every call id of the assistant turn has its result (the turn then carries its
         arguments as the API accepts them: ``answerable``)."""
         for call in calls:
-            error = self.codec.retry_call_incomplete(call.name, call.reason)
+            error = self.codec.retry_call_incomplete(call)
             batch.answered.append(_rejected(call.name, {}, call.id, error))
 
     def _view_of(self, buf: LLMStreamBuffer) -> _StreamView:
@@ -644,19 +662,8 @@ class BaseDriver:
                 self._answer_unknown(batch, [c for c in texts if not view.owns(c.name)], None)
                 self._answer_incomplete(batch, in_text)
             return plan
-        mine = [c for c in native if view.owns(c.name)]
-        message, said = buf.as_dict(), bool(buf.get_content())
-        answerable = getattr(strategy, "answerable", None)
-
-        def history(records: list[ToolCallRecord]) -> list[dict]:
-            if not records and not said:
-                return []  # no text, and no call of this driver's: nothing to send back
-            turn = answerable(message) if answerable is not None else message
-            return result_messages(strategy, turn, records)
-
-        batch = plan.add(mine, history)
-        self._answer_unknown(batch, [c for c in native if not view.owns(c.name)], None)
-        self._answer_incomplete(batch, reported)
+        said = bool(buf.get_content())
+        self._native_batch(plan, strategy, buf.as_dict(), native, view.owns, said)
         return plan
 
     @staticmethod
@@ -778,7 +785,7 @@ class BaseDriver:
         problems = schemas.of(tool).problems(call.arguments)
         if not problems:
             return None
-        error = arguments_error(call.name, problems)
+        error = self.codec.retry_schema_invalid(call.name, problems)
         return _rejected(call.name, call.arguments, call.id, error)
 
     def _tool(self, name: str) -> Tool | None:
@@ -850,7 +857,7 @@ class BaseDriver:
             response.incomplete_calls = [*(response.incomplete_calls or []), *plan.incomplete]
             if response.retry_prompt is None:
                 first = plan.incomplete[0]
-                response.retry_prompt = self.codec.retry_call_incomplete(first.name, first.reason)
+                response.retry_prompt = self.codec.retry_call_incomplete(first)
         return response
 
     def _batch_response(self, outcomes: list[_Outcome], history: _History | None) -> DriverResponse:
@@ -893,19 +900,9 @@ def _text_slot(slot: Any) -> bool:
     return slot.__class__ is tuple and len(slot) == 2 and slot[0] == "text"
 
 
-def arguments_error(tool_name: str, problems: list[ArgumentProblem]) -> str:
-    """The error result (and retry prompt) of a call whose arguments failed its schema:
-    each failing JSON pointer and what was expected there."""
-    listed = "; ".join(f"at {pointer or '/'}: {message}" for pointer, message in problems)
-    return (
-        f"The arguments of the call of '{tool_name}' do not match its parameters schema, so "
-        f"it did not run: {listed}. Call it again with arguments that match the schema."
-    )
-
-
 def free_form_error(tool_name: str, problems: list[ArgumentProblem]) -> str:
     """The error result (and retry prompt) of a free-form call whose input failed its
-    tool's format."""
+    tool's format (never a JSON Schema: its input is text)."""
     listed = "; ".join(f"at {pointer or '/'}: {message}" for pointer, message in problems)
     return (
         f"The input of the call of '{tool_name}' does not match the tool's format, so it "

@@ -23,12 +23,13 @@ three passes; every problem found is reported, sorted by position, as
 3. when all of that passes, the descriptor is compiled (a wire, or the text codec), so that
    whatever the checks above miss is still a reported problem and never a traceback at load.
 
-A problem's ``rule`` names the check: a schema keyword (``type``, ``required``, ``enum``...),
-or ``unknown-key``, ``operation``, ``path``, ``old-path``, ``jmespath``, ``slot``, ``target``,
-``item-target``, ``field-target``, ``pattern``, ``call-pattern``, ``field-chain``, ``regex``,
-``name``, ``order``, ``template``, ``yaml``, ``compile``, ``extends``, and for what can be
-known of the flow when the descriptor loads, ``args-unwritten`` (``calls.args`` that no
-operation writes) and ``slot-key`` (a rule that looks an item up by a slot key no rule opens it by).
+A problem's ``rule`` names the check: a schema keyword (``type``, ``required``,
+``enum``...), or ``unknown-key``, ``moved`` (a key of before, its new form named),
+``operation``, ``path``, ``old-path``, ``jmespath``, ``slot``, ``target``, ``item-target``,
+``field-target``, ``pattern``, ``call-pattern``, ``field-chain``, ``regex``, ``name``,
+``order``, ``template``, ``yaml``, ``compile``, ``extends``, and for what can be known of
+the flow when the descriptor loads, ``args-unwritten`` (``calls.args`` that no operation
+writes) and ``slot-key`` (a rule that looks an item up by a slot key no rule opens it by).
 
 A problem in a value the file inherited (through ``extends``) is reported in the file being
 checked, at its ``extends`` line, with the pointer into the resolved descriptor, and says where
@@ -345,10 +346,17 @@ def _problems_of_error(err: ValidationError, where: _Locator) -> Iterator[Proble
         allowed = _declared_keys(rule_schema, deep=keyword == "unevaluatedProperties")
         expected = ", ".join(sorted(allowed))
         is_operation = _is_def(rule_schema, "operation_mapping")
+        moved = rule_schema.get("x-moved", {}) if isinstance(rule_schema, dict) else {}
         for key in instance:
             if key in allowed:
                 continue
-            if is_operation:
+            if key in moved:  # a key of before, which the schema says where it went
+                yield where.at_key(
+                    f"{pointer}/{escape(key)}",
+                    f"{key!r} is a key of before: write {moved[key]} (see CHANGELOG.md)",
+                    "moved",
+                )
+            elif is_operation:
                 yield where.at_key(
                     f"{pointer}/{escape(key)}",
                     f"unknown operation {key!r}, expected one of: {expected}",

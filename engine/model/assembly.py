@@ -11,9 +11,15 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..events import CallIncomplete
-from .fragments import Fragments, SlottedList, ingest
-from .jsonscan import COMPLETE, ArgsStream
+from ..events import (
+    CAUSE_CONNECTION,
+    CAUSE_DONE,
+    CAUSE_ERROR,
+    CAUSE_LENGTH,
+    CallIncomplete,
+)
+from .fragments import Fragments, SlottedList, ingest, shown_value
+from .jsonscan import AFTER_COMPLETE, COMPLETE, ArgsStream
 
 if TYPE_CHECKING:
     from ..compile.strategy import ExtractionStrategy
@@ -22,7 +28,7 @@ if TYPE_CHECKING:
 class CallTrack:
     """One item of the message that is a client tool call, and its arguments."""
 
-    __slots__ = ("item", "args", "order", "reported", "slot", "place")
+    __slots__ = ("item", "args", "order", "reported", "slot", "ended_first", "place")
 
     def __init__(
         self, item: dict, args: ArgsStream, order: int, slot: Any = None, place: Any = None
@@ -34,6 +40,7 @@ class CallTrack:
         self.order = order
         self.reported = False  # listed in ``Assembly.incomplete`` already
         self.slot = slot  # the SLOT the wire keys it by, when the one who opened it knew
+        self.ended_first = False  # its own end event closed it before the stream's end
 
 
 class Assembly:
@@ -62,6 +69,8 @@ class Assembly:
         "deferred",
         "over",
         "usage_event",
+        "end_cause",
+        "seeding",
     )
 
     def __init__(self, strategy: ExtractionStrategy) -> None:
@@ -99,6 +108,10 @@ class Assembly:
         # an end marker, the first event no declaration takes, or ``close()`` does.
         self.over = False
         self.usage_event: Any = None  # the event whose rules last set the usage
+        # How the stream ended, for the cause of a call cut by it (CallIncomplete.cause):
+        # set at the wire's DONE (a length stop, an error, a normal stop) or at close().
+        self.end_cause: str | None = None
+        self.seeding: tuple[dict, Any] | None = None  # (item, slot) whose args are installed
 
     def skip(self, reason: str) -> None:
         """An operation could not place what the event carries: say so, never drop it."""
@@ -123,7 +136,9 @@ class Assembly:
             return
         if place.single and slot is None:
             slot = place.pattern
-        args = place.install_args(item)
+        self.seeding = (item, slot)
+        args = place.install_args(item, self)
+        self.seeding = None
         track = CallTrack(item, args, len(self.tracks), slot, place)
         self.tracks.append(track)
         self.track_of[id(item)] = track
@@ -154,12 +169,41 @@ class Assembly:
         parent[path_fields[-1]] = stream
         return stream
 
+    def refused(self, stream: ArgsStream, what: Any, why: str) -> None:
+        """A call's stream did not take ``what``: its fate is decided (engine.model.jsonscan,
+        one fate per call). Listed as skipped, never dropped silently. (Cold: only for a
+        wire that sends more than a call's arguments; the call is found by its stream, or
+        is the one being tracked, whose seed this is.)"""
+        calls = self.strategy.spec.calls
+        track = next((t for t in reversed(self.tracks) if t.args is stream), None)
+        if track is not None:
+            item, slot = track.item, self.track_slot(track)
+            calls = track.place or calls
+        elif self.seeding is not None:
+            item, slot = self.seeding
+            slot = self.slot_of(item) if slot is None else slot
+        else:  # (never: only a tracked call's stream has a tracker)
+            item, slot = {}, None
+        name = calls.name(item) if calls is not None else None
+        call = f"the call {name!r} (slot {slot!r})"
+        kind = "text" if what.__class__ is str else "value"
+        if why == AFTER_COMPLETE:
+            self.skip(
+                f"args of {call}: its arguments are complete (their first JSON value); the "
+                f"{kind} after them is not taken: {shown_value(what)}"
+            )
+        else:
+            self.skip(
+                f"args of {call}: it ended with its arguments incomplete and will never run; "
+                f"the {kind} that came after is not taken: {shown_value(what)}"
+            )
+
     # -- the end of the stream ---------------------------------------------------------------
 
     def finish(self, cut: bool | None = None, event: Any = None) -> None:
         """The wire's DONE was seen: the one place that says so. What is still open closes,
         as at ``close()``: normally, unless the stop reason is one the descriptor declares a
-        length cut (``length_stops``) or ``cut`` says so (a provider's error event).
+        length cut (``finish_reasons.length``) or ``cut`` says so (a provider's error event).
         ``event``: the event whose rule said so (None: an end marker, after which nothing
         may follow)."""
         self.finished = True
@@ -170,6 +214,9 @@ class Assembly:
         if cut is None:
             reason = self.stop_reason
             cut = reason.__class__ is str and reason in self.strategy.spec.length_stops
+            self.end_cause = CAUSE_LENGTH if cut else CAUSE_DONE
+        else:
+            self.end_cause = CAUSE_ERROR if cut else CAUSE_DONE
         self.cut = cut
         self.close_open(cut)
 
@@ -184,10 +231,15 @@ class Assembly:
         """``close()``: no more input. Without the wire's DONE every open item was cut;
         after it, an item opened since closes the way the DONE said."""
         self.over = True
+        if self.cut is None:
+            self.end_cause = CAUSE_CONNECTION
         self.close_open(True if self.cut is None else self.cut)
 
     def close_open(self, cut: bool) -> None:
         """Close every call still open, then list the calls that will never be runnable."""
+        for track in self.tracks:  # closed by their own end event, before the stream's
+            if track.args.closed and not track.reported:
+                track.ended_first = True
         for end in self.strategy.at_end:  # what operations keep open (the extend op's parts)
             end(self, cut)
         for track in self.tracks:
@@ -212,8 +264,21 @@ class Assembly:
                     id=call_id if call_id.__class__ is str and call_id else None,
                     raw=track.args.text,
                     reason=reason,
+                    cause=self._cause(track, reason),
                 )
             )
+
+    def _cause(self, track: CallTrack, reason: str) -> str | None:
+        """``CallIncomplete.cause``: why the arguments never parse, or what cut them. A
+        length stop or an error at the end is what cut every call still incomplete then;
+        else a call whose own end event closed it open ended there ("done inside call"),
+        not at the connection's end."""
+        if reason != "cut":
+            return track.args.invalid_cause()
+        cause = self.end_cause
+        if track.ended_first and cause not in (CAUSE_LENGTH, CAUSE_ERROR):
+            return CAUSE_DONE
+        return cause
 
     def track_slot(self, track: CallTrack) -> Any:
         """The call's SLOT: as its opener gave it, else found in the message (and kept)."""

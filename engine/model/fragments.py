@@ -13,6 +13,7 @@ get their own node, each cheap to extend and turned into plain JSON only when as
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Callable
 from typing import Any
 
@@ -113,7 +114,8 @@ class SlottedList:
 
 
 def materialize(node: Any) -> Any:
-    """Turn an assembly tree into plain JSON-compatible values (a fresh copy)."""
+    """Turn an assembly tree into plain JSON-compatible values (a fresh copy: arguments too,
+    so that nothing of it is the assembly's own, nor a call's handed out)."""
     try:
         cls = node.__class__
         if cls is dict:
@@ -125,7 +127,7 @@ def materialize(node: Any) -> Any:
         if cls is list:
             return [materialize(v) for v in node]
         if cls is ArgsStream:
-            return node.materialize()
+            return ingest(node.materialize())
         return node
     except RecursionError:  # a wire value nested deeper than the stack: copied without it
         return copy_any_depth(node, _materialize_children)
@@ -223,9 +225,41 @@ def json_kind(value: Any) -> str:
 
 
 def shown_value(value: Any, limit: int = 40) -> str:
-    """A wrong value as an error shows it: its repr, cut to ``limit`` characters."""
-    text = repr(value)
+    """A wrong value as an error shows it: its repr, cut to ``limit`` characters.
+
+    Bounded whatever the value: a chunk's value may nest 100,000 deep or hold a string of
+    megabytes, and a plain ``repr`` would recurse through all of it (a RecursionError out of
+    the error message itself) or build all of it to keep 40 characters. ``reprlib`` stops at
+    a few levels and a few items, so the cost and the depth are bounded."""
+    try:
+        text = _SHOWN.repr(value)
+    except Exception:  # an object whose __repr__ raises: its type is what can be said
+        text = f"<{type(value).__name__}>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class _Shown(reprlib.Repr):
+    """``reprlib`` bounds, but a dict in the order it came (``reprlib`` sorts the keys, and
+    an error should show the value as the wire sent it)."""
+
+    def repr_dict(self, x: dict, level: int) -> str:
+        if not x:
+            return "{}"
+        if level <= 0:
+            return "{" + self.fillvalue + "}"
+        pieces = []
+        for number, (key, item) in enumerate(x.items()):
+            if number == self.maxdict:
+                pieces.append(self.fillvalue)
+                break
+            pieces.append(f"{self.repr1(key, level - 1)}: {self.repr1(item, level - 1)}")
+        return "{" + ", ".join(pieces) + "}"
+
+
+_SHOWN = _Shown()
+_SHOWN.maxlevel = 6
+_SHOWN.maxdict = _SHOWN.maxlist = _SHOWN.maxtuple = 20
+_SHOWN.maxstring = _SHOWN.maxother = 200
 
 
 def slot_misfit(where: str, slot_path: str | None, slot: Any) -> ValueError:

@@ -5,6 +5,13 @@ text on every fragment would cost O(n^2) over a stream, so :class:`ArgsStream` k
 scanner state (nesting depth, inside-a-string, pending escape) and reads each fragment once.
 It calls :func:`json.loads` exactly once, when the top-level value closes, so that the verdict
 always agrees with the standard parser on what is complete and valid.
+
+One fate per call (API.md, Drivers): a call's arguments are its FIRST complete JSON value, and
+once a tracked call's fate is decided (its arguments complete, or its item closed with them
+still open) nothing the wire sends changes it. A stream that a call track owns is given its
+``tracker`` (the assembly): what it does not take (text after the value, a different restatement, a
+fragment after its item closed open) is told there, so that the buffer lists it in
+``skipped()``, and is kept out of the text, the message and the events' ``partial``.
 """
 
 from __future__ import annotations
@@ -12,6 +19,8 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
+
+from ..events import CAUSE_NOT_JSON, CAUSE_NOT_OBJECT, CAUSE_TOO_DEEP
 
 # Characters that change scanner state outside / inside a JSON string.
 _OUTSIDE = re.compile(r'["{}\[\]]')
@@ -30,6 +39,19 @@ MAX_DEPTH = 512
 # Why the arguments can never become a call (``ArgsStream.reason``).
 INVALID_TEXT = "invalid"  # not a JSON object
 TOO_DEEP = "too deep"  # nested deeper than MAX_DEPTH, or than the JSON parser reads
+
+# What a decided call's stream refuses (the ``why`` its tracker is told).
+AFTER_COMPLETE = "complete"  # the arguments are complete: text after them, another value
+AFTER_CLOSED = "closed"  # the item closed with the arguments open: they never will be
+
+_FIRST_VALUE = json.JSONDecoder()  # raw_decode: the first JSON value of a text, and its end
+
+
+def first_value(text: str) -> Any:
+    """The first JSON value of ``text`` (which starts with it: no leading whitespace), what
+    follows it ignored: a call's arguments (ValueError when there is none, RecursionError
+    when it nests deeper than the parser reads)."""
+    return _FIRST_VALUE.raw_decode(text)[0]
 
 # Parse outcomes.
 OPEN = 0  # still streaming (or nothing yet)
@@ -57,9 +79,11 @@ class ArgsStream:
         "_started",
         "_ended",
         "_whole",
+        "_spilled",
         "owner",
         "reason",
         "sink",
+        "tracker",
         "text_key",
     )
 
@@ -79,6 +103,10 @@ class ArgsStream:
         self._started = False  # a non-space character has been seen
         self._ended = False  # the top-level value has closed
         self._whole: Any = None  # a whole (non-string) value handed over by the wire
+        # Text other than whitespace came after the complete arguments (refused): from then
+        # on nothing more is taken, whitespace neither, so that the text kept (the value
+        # and the whitespace right after it) is the same however the wire split it.
+        self._spilled = False
         # Set by the consumer that emitted this call as complete, and told (``calls_regressed``)
         # when it stops being one; a call nobody has emitted can change without a rebuild.
         self.owner: Any = None
@@ -86,6 +114,12 @@ class ArgsStream:
         # On a buffer with events: the call's engine.stream.recorder.CallSink, told every fragment,
         # whole value and restart, so that its ``partial`` grows by the fragment only.
         self.sink: Any = None
+        # Set on a call track's stream: the assembly tracking the call (engine.model.assembly),
+        # told ``tracker.refused(stream, what, why)`` of what the stream does not take once
+        # the call's fate is decided (see the module docstring). An object, not a closure per
+        # call, so that tracking a call allocates nothing more. None: the stream takes
+        # everything, as any value the message holds.
+        self.tracker: Any = None
 
     # -- feeding -------------------------------------------------------------------------
 
@@ -95,26 +129,87 @@ class ArgsStream:
             return self.set_whole(fragment)
         if not fragment:
             return False
+        if (self._ended or self.closed) and self.tracker is not None and self._refused(fragment):
+            return False
         self.parts.append(fragment)
-        if self.sink is not None:
-            self.sink.fed(fragment)
-        if self.text_key is not None:
-            return False  # free-form text: nothing to scan, complete when its item closes
-        if self.state == INVALID:
+        sink = self.sink
+        if self.text_key is not None:  # free-form text: nothing to scan, whole once it closes
+            if sink is not None:
+                sink.fed(fragment)
             return False
-        if self._ended:
-            if _NOT_SPACE.search(fragment):
-                self._regress()
-                self._invalid(INVALID_TEXT)
-                self.value = None
-                return True
-            return False
+        if self.state == INVALID or self._ended:
+            if sink is not None:
+                sink.fed(fragment)
+            if self.state == INVALID or not _NOT_SPACE.search(fragment):
+                return False
+            self._regress()  # (a stream no call owns: text after its value spoils it)
+            self._invalid(INVALID_TEXT)
+            self.value = None
+            return True
         if self._in_string and not self._escape and '"' not in fragment and "\\" not in fragment:
+            if sink is not None:
+                sink.fed(fragment)
             return False  # inside a string value, and nothing here can end it: most fragments
-        return self._scan(fragment)
+        changed = self._scan(fragment)
+        if sink is not None:  # the fragment as taken: cut where the value ended (_conclude)
+            sink.fed(self.parts[-1])
+        return changed
+
+    def _refused(self, fragment: str) -> bool:
+        """A fragment for a call whose fate is decided: whitespace after complete arguments
+        is taken (JSON allows it); anything else after them, and any fragment once the item
+        closed with them open, is told to the tracker and not taken (True)."""
+        assert self.tracker is not None
+        if self.state == COMPLETE:
+            extra = _NOT_SPACE.search(fragment)
+            if self._spilled:
+                if extra is not None:
+                    self.tracker.refused(self, fragment, AFTER_COMPLETE)
+                return True
+            if extra is None:
+                return False
+            self._spilled = True
+            if extra.start():  # the whitespace before the text is the arguments' still
+                self.parts.append(fragment[: extra.start()])
+                if self.sink is not None:
+                    self.sink.fed(fragment[: extra.start()])
+            self.tracker.refused(self, fragment[extra.start() :], AFTER_COMPLETE)
+            return True
+        if self.closed:
+            self.tracker.refused(self, fragment, AFTER_CLOSED)
+            return True
+        return False  # not JSON though its braces closed, the item open: its raw text grows
+
+    def _decided(self, value: Any) -> bool:
+        """A whole value or restated text for a tracked call whose fate is decided: True
+        when it is not taken, told to the tracker unless it restates the arguments as they
+        are (then there is nothing to tell)."""
+        if self.tracker is None or (self.state != COMPLETE and not self.closed):
+            return False
+        if not self._restates(value):
+            why = AFTER_COMPLETE if self.state == COMPLETE else AFTER_CLOSED
+            self.tracker.refused(self, value, why)
+        return True
+
+    def _restates(self, value: Any) -> bool:
+        """Does ``value`` (text, or a whole value) say what the stream holds?"""
+        if value.__class__ is str:
+            if self._whole is None and value.strip() == self.text.strip():
+                return True
+            if self.state != COMPLETE:
+                return False
+            try:
+                value = json.loads(value)
+            except (ValueError, RecursionError):
+                return False
+        if self.state == COMPLETE:
+            return bool(value == self.value)
+        return self._whole is not None and bool(value == self._whole)
 
     def set_whole(self, value: Any) -> bool:
         """The wire sent the arguments whole, as an object (or other JSON value)."""
+        if (self.state == COMPLETE or self.closed) and self._decided(value):
+            return False
         if self.text_key is not None:  # free-form: any value is its text
             self.reset()
             return self.feed(value if value.__class__ is str else dumps_any_depth(value))
@@ -154,6 +249,8 @@ class ArgsStream:
         """The wire restated the whole argument text (a ``...done`` event): adopt it."""
         if text.__class__ is str and self._whole is None and "".join(self.parts) == text:
             return False
+        if (self.state == COMPLETE or self.closed) and self._decided(text):
+            return False
         self.reset()
         if text.__class__ is str:
             self.feed(text)
@@ -184,6 +281,7 @@ class ArgsStream:
         self._started = False
         self._ended = False
         self._whole = None
+        self._spilled = False
 
     def _scan(self, s: str) -> bool:
         pos = 0
@@ -244,21 +342,35 @@ class ArgsStream:
         return False
 
     def _conclude(self, rest: str) -> bool:
-        if _NOT_SPACE.search(rest):
-            self._invalid(INVALID_TEXT)
-            return True
+        """The top-level value closed, ``rest`` the text of the last fragment after it. A
+        call's arguments are that first value: a call's stream cuts the fragment there and
+        refuses the rest (once the value parsed); a stream no call owns is spoilt by it."""
+        extra = ""
+        found = _NOT_SPACE.search(rest)
+        if found is not None:
+            if self.tracker is None:
+                self._invalid(INVALID_TEXT)
+                return True
+            last = self.parts[-1]
+            extra = rest[found.start() :]
+            self.parts[-1] = last[: len(last) - len(extra)]
         try:
             value = json.loads("".join(self.parts))
         except ValueError:
-            self._invalid(INVALID_TEXT)
-            return True
+            value = None
         except RecursionError:  # deeper than the parser reads here (below MAX_DEPTH: rare)
             self._invalid(TOO_DEEP)
+            value = None
+        if not isinstance(value, dict):
+            if extra:  # not JSON: no first value to cut at, the raw text stays whole
+                self.parts[-1] += extra
+            if self.state != INVALID:
+                self._invalid(INVALID_TEXT)
             return True
-        if isinstance(value, dict):
-            self.state, self.value = COMPLETE, value
-        else:
-            self._invalid(INVALID_TEXT)
+        self.state, self.value = COMPLETE, value
+        if extra and self.tracker is not None:
+            self._spilled = True
+            self.tracker.refused(self, extra, AFTER_COMPLETE)
         return True
 
     # -- reading -------------------------------------------------------------------------
@@ -310,6 +422,23 @@ class ArgsStream:
                 self.sink.whole(initial)
             return True
         return False
+
+    def invalid_cause(self) -> str:
+        """Why arguments that will never parse are not a call, finer than ``reason``
+        (``CallIncomplete.cause``): too deep; valid JSON of another type (the first value of
+        the text: an array, a string...); or not JSON. Asked once, when the call is reported
+        (O(text)), so that the scan per fragment stays as it is."""
+        if self.reason == TOO_DEEP:
+            return CAUSE_TOO_DEEP
+        if self._whole is not None:
+            return CAUSE_NOT_JSON if isinstance(self._whole, dict) else CAUSE_NOT_OBJECT
+        try:
+            value, _ = _FIRST_VALUE.raw_decode(self.text.lstrip(" \t\n\r"))
+        except RecursionError:  # an array nested past the parser: JSON, not an object
+            return CAUSE_NOT_OBJECT
+        except ValueError:
+            return CAUSE_NOT_JSON
+        return CAUSE_NOT_JSON if isinstance(value, dict) else CAUSE_NOT_OBJECT
 
     @property
     def incomplete_reason(self) -> str | None:

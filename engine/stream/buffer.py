@@ -34,16 +34,20 @@ message, display text and calls in the same order; only identities are carried o
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from types import TracebackType
 from typing import Any
 
 from ..compile.strategy import NOT_FORMING, ExtractionStrategy, Forming
 from ..errors import ChunkError, UnknownFormatError
 from ..events import CallIncomplete, Event, ExtractedCall
 from ..model.assembly import Assembly, CallTrack
+from ..model.fragments import copy_json
 from ..model.jsonscan import COMPLETE
-from ..records import Skipped
+from ..records import FinishReason, Skipped, Usage
+from ..text.codec import text_call_cause
 from .chunks import SKIP, Sentinel, decode
 from .display import DisplayCursors
 
@@ -91,6 +95,7 @@ class LLMStreamBuffer:
         "_pending",
         "_pending_at",
         "_pending_end",
+        "_plain",
         "_ready_orders",
         "_rec",
         "_round",
@@ -118,6 +123,9 @@ class LLMStreamBuffer:
 
             strategies = wire_strategies()
         self.strategies = list(strategies)
+        # A buffer of the text codec alone streams plain text: its text chunks are events of
+        # the codec's plain-text wire (engine.text.strategy). None on every other buffer.
+        self._plain: Any = _plain_text_wire(self.strategies)
         self.choice = choice
         self._strategy: ExtractionStrategy | None = None
         self._asm: Assembly | None = None
@@ -163,8 +171,16 @@ class LLMStreamBuffer:
     # -- input -----------------------------------------------------------------------------
 
     def add(self, chunk: Any) -> None:
-        """Take one chunk: a dict, JSON text (also an SSE line) or an SDK object."""
+        """Take one chunk: a dict, JSON text (also an SSE line or block) or an SDK object;
+        on a buffer of the text codec alone, a piece of plain text. After ``close()`` a
+        ``ChunkError`` that changes nothing (``reset()`` reopens the buffer)."""
         index = self._index
+        if self._closed:
+            raise ChunkError(
+                index,
+                "the buffer was closed (close() ended its input): a chunk after it is not "
+                "taken; reset() reopens the buffer for a new stream",
+            )
         self._index += 1
         rec = self._rec
         if rec is not None and self.codec is not None:
@@ -174,6 +190,8 @@ class LLMStreamBuffer:
         logged: Any  # what the replay log keeps of the chunk (see the module docstring)
         if chunk.__class__ is dict:  # the common case, without a call
             event = logged = chunk
+        elif self._plain is not None and isinstance(chunk, (str, bytes, bytearray)):
+            event = logged = self._plain_text(chunk, index)
         else:
             # Text is logged as it came, unless an SSE ``event:`` line named it: a few times
             # smaller than the dict it decodes to, and decoded again only by a rollback.
@@ -205,6 +223,18 @@ class LLMStreamBuffer:
         if rec is not None:
             rec.commit(self, asm, self.codec is not None)
 
+    def _plain_text(self, chunk: str | bytes | bytearray, index: int) -> dict:
+        """A text chunk of a plain text stream, as the plain-text wire's event: taken as it
+        is (its whitespace is text), never read as JSON or SSE."""
+        if chunk.__class__ is not str:
+            try:
+                chunk = bytes(chunk).decode("utf-8")
+            except UnicodeDecodeError as exc:
+                reason = f"bytes are not UTF-8 ({exc.reason} at byte {exc.start})"
+                raise ChunkError(index, reason) from None
+        text_chunk: dict = self._plain.text_chunk(chunk)
+        return text_chunk
+
     def _after_the_end(self, asm: Assembly, event: dict, index: int) -> bool:
         """After the wire's DONE (API.md, "After the end"): is ``event`` left out? What the
         descriptor declares may follow (``events.after_done``) is taken while the end is not
@@ -229,7 +259,12 @@ class LLMStreamBuffer:
         asm.unplaced.clear()
 
     def _misfit(self, index: int, exc: BaseException) -> ChunkError:
-        reason = str(exc) or "no detail"
+        try:
+            reason = str(exc) or "no detail"
+        except Exception:  # an exception whose own message fails
+            reason = "no detail"
+        if len(reason) > 500:  # an error message names the fault, it never carries the chunk
+            reason = reason[:497] + "..."
         return ChunkError(
             index, f"event does not fit {self._strategy.name}: {type(exc).__name__}: {reason}"
         )
@@ -281,26 +316,32 @@ class LLMStreamBuffer:
         """The end markers of this buffer's strategies and of every built-in wire."""
         from ..language.registry import end_markers
 
-        own = (strategy.spec.sentinels for strategy in self.strategies)
+        own = (s.spec.sentinels for s in self.strategies if getattr(s, "spec", None) is not None)
         return end_markers().union(*own)
 
     def _resolve(self, event: dict) -> bool:
-        for strategy in self.strategies:
-            if strategy.recognizes_chunk(event):
-                self._strategy = strategy
-                self._asm = strategy.new_assembly()
-                self._asm.events = self._rec
-                self._log = []
-                pending, self._pending = self._pending, []
-                indexes, self._pending_at = self._pending_at, []
-                for at, earlier in zip(indexes, pending, strict=True):
-                    self._replay_pending(at, earlier)
-                if self._pending_end:
-                    self._asm.finish()
-                    self._log.append(_FINISHED)
-                    self._commit()
-                return True
-        return False
+        """Resolve the wire on ``event``: the first strategy whose chunk predicate claims it;
+        failing all, the first whose error predicate does (a provider error as the first
+        chunk, in an envelope several wires share: theirs only when nothing else claims it)."""
+        strategies = self.strategies if self._plain is None else [self._plain.plain_text_wire()]
+        strategy = next((s for s in strategies if s.recognizes_chunk(event)), None)
+        if strategy is None:
+            strategy = next((s for s in strategies if s.recognizes_error(event)), None)
+        if strategy is None:
+            return False
+        self._strategy = strategy
+        self._asm = strategy.new_assembly()
+        self._asm.events = self._rec
+        self._log = []
+        pending, self._pending = self._pending, []
+        indexes, self._pending_at = self._pending_at, []
+        for at, earlier in zip(indexes, pending, strict=True):
+            self._replay_pending(at, earlier)
+        if self._pending_end:
+            self._asm.finish()
+            self._log.append(_FINISHED)
+            self._commit()
+        return True
 
     def _replay_pending(self, index: int, earlier: dict) -> None:
         """An event kept before the wire was resolved, now applied. It was never recognised,
@@ -364,12 +405,14 @@ class LLMStreamBuffer:
         (an event before the failed one took it back, and ``calls()`` has not been asked
         since) the calls are rebuilt on the next ``calls()``, as they would have been."""
         tracks = asm.tracks
-        for position, call in zip(self._emitted_order, self._calls, strict=True):
+        for position in self._emitted_order:
+            # A call once complete never changes (one fate per call), and the arguments
+            # handed out are the client's own (a copy, which the client may have edited):
+            # the rebuilt twin is complete as it was.
             track = tracks[position] if position < len(tracks) else None
             if track is not None and track.args.state == COMPLETE:
                 track.args.owner = asm
-                if track.args.value == call.arguments:
-                    continue
+                continue
             asm.calls_regressed = asm.calls_dirty = True
         self._forming = self._carried(self._forming, tracks)
         self._forming_pub = self._carried(self._forming_pub, tracks)
@@ -501,6 +544,10 @@ class LLMStreamBuffer:
             self._emitted_order = []
             self._calls = []
             self._scan_from = 0
+        # Each call is built once, its arguments sharing nothing with the message (API.md:
+        # a client may edit what it was handed): parsed from text they are the call's
+        # alone; a value the message holds (an object wire's input, arguments sent whole)
+        # is copied, once. Each call reads as its place says (``calls`` or ``calls.also``).
         tracks = asm.tracks
         emitted = self._emitted
         for index in range(self._scan_from, len(tracks)):
@@ -515,9 +562,11 @@ class LLMStreamBuffer:
             call_id = place.id(track.item)
             if self._calls and self._emitted_order and self._emitted_order[-1] > index:
                 self._needs_sort = True
-            call = ExtractedCall(
-                name, track.args.value, call_id or None, free_form=place.args_form == "text"
-            )
+            args = track.args
+            value = args.value
+            if args.form == "object" or args.whole_value() is not None:
+                value = copy_json(value)  # the message holds it: the call gets its own
+            call = ExtractedCall(name, value, call_id or None, free_form=args.form == "text")
             self._calls.append(call)
             track.args.owner = asm
             self._emitted_order.append(index)
@@ -661,12 +710,67 @@ class LLMStreamBuffer:
         return self._strategy.message_of(self._asm)
 
     @property
-    def stop_reason(self) -> Any:
+    def stop_reason(self) -> str | None:
+        """The provider's raw stop reason, as the wire sends it (as text), or None."""
         return self._asm.stop_reason if self._asm is not None else None
 
     @property
-    def usage(self) -> Any:
+    def finish_reason(self) -> FinishReason | None:
+        """The stop reason in the words every wire shares (the descriptor's
+        ``finish_reasons``): "stop", "length", "tool_calls", "content_filter", "error" or
+        "other"; None until the wire's DONE, and for a stream that never sent one."""
+        if self._asm is None:
+            return None
+        return self._strategy.spec.turn.finish_reason(self._asm)
+
+    @property
+    def usage(self) -> dict[str, Any] | None:
+        """The provider's raw usage object (latest or merged, as the wire defines), or None."""
         return self._asm.usage if self._asm is not None else None
+
+    @property
+    def token_usage(self) -> Usage | None:
+        """The usage as :class:`engine.Usage`, one meaning on every wire (the descriptor's
+        ``token_usage``); None when the wire sent no usage."""
+        if self._asm is None:
+            return None
+        return self._strategy.spec.turn.token_usage(self._asm.usage)
+
+    # -- a context manager: the block is the stream ------------------------------------------
+
+    def __enter__(self) -> LLMStreamBuffer:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._close_at_exit(exc)
+
+    async def __aenter__(self) -> LLMStreamBuffer:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._close_at_exit(exc)
+
+    def _close_at_exit(self, exc: BaseException | None) -> None:
+        """``close()`` at the end of a ``with`` block (unless closed already). When the block
+        raised, a close that finds no wire (UnknownFormatError) does not mask its exception:
+        the block's exception propagates, the close's is dropped."""
+        if self._closed:
+            return
+        if exc is None:
+            self.close()
+            return
+        with contextlib.suppress(UnknownFormatError):
+            self.close()
 
     @property
     def error(self) -> Any:
@@ -676,8 +780,11 @@ class LLMStreamBuffer:
         """What the buffer could not place, never silently: each event (or part of one) that
         an operation found no place for in the message, in stream order, with its reason
         (``Skipped(index, event, reason)``): an event without its slot key, one for an item
-        that is not open, a restatement of a call already ready. Events that no rule handles
-        at all are counted in ``unknown_events`` instead. A fresh list, cumulative."""
+        that is not open, a restatement of a call already ready; and what a call whose fate
+        is decided does not take (one fate per call): argument text after its first complete
+        JSON value, a different restatement of its complete arguments, a fragment after it
+        ended incomplete. Events that no rule handles at all are counted in
+        ``unknown_events`` instead. A fresh list, cumulative."""
         return list(self._asm.skipped) if self._asm is not None else []
 
     @property
@@ -828,7 +935,8 @@ class LLMStreamBuffer:
         scanner.consume_call(call)
         slot = ("text", self._text_n)
         self._text_n += 1
-        event = CallIncomplete(slot, call.name, None, call.raw, call.reason)
+        cause = text_call_cause(call.reason, call.raw, self._asm.end_cause if self._asm else None)
+        event = CallIncomplete(slot, call.name, None, call.raw, call.reason, cause)
         self._text_incomplete.append(event)
         if self._rec is not None:
             self._rec.text_ready.append((slot, event, call.arguments))
@@ -871,3 +979,11 @@ class LLMStreamBuffer:
         if scanner is not None and (self._closed or asm.finished):
             scanner.finish()
         return scanner
+
+
+def _plain_text_wire(strategies: list) -> Any:
+    """The text codec's strategy, when it is the only kind of strategy a buffer holds (no
+    wire among them): its text chunks are plain text. None otherwise."""
+    if not strategies or any(getattr(s, "is_wire", False) for s in strategies):
+        return None
+    return next((s for s in strategies if callable(getattr(s, "plain_text_wire", None))), None)

@@ -270,19 +270,32 @@ class EventRecorder:
         self.finished = True
         if asm.error is not None:
             self.out.append(ProviderError(asm.error))
-        self.out.append(Finished(asm.stop_reason if asm.finished else None, asm.usage))
+        turn = asm.strategy.spec.turn
+        self.out.append(
+            Finished(
+                asm.stop_reason if asm.finished else None,
+                asm.usage,
+                turn.finish_reason(asm),
+                turn.token_usage(asm.usage),
+            )
+        )
 
     def _starts(self, asm: Assembly) -> None:
-        """The tracked calls whose name has come since: ``CallStarted``."""
+        """The tracked calls whose name has come since: ``CallStarted``. Also a call that
+        the chunk made incomplete (reported, its ``CallIncomplete`` told after this in the
+        same commit): once named, a call always starts before its end, in the same chunk if
+        need be. One that ends without a name never starts (CallIncomplete says so). Each
+        call's name and id read as its place says."""
         waiting = []
         for sink in self.unstarted:
             track = sink.track
-            if track.reported or sink.started:
-                continue  # incomplete before its name came (CallIncomplete says so), or ready
+            if sink.started:
+                continue  # ready, its name with its last fragment (see _ready)
             place = track.place
             name = place.name(track.item)
             if name.__class__ is not str or not name:
-                waiting.append(sink)
+                if not track.reported:
+                    waiting.append(sink)
                 continue
             self._start(asm, sink, name, place.id(track.item))
         self.unstarted = waiting

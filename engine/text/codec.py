@@ -31,7 +31,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
-from ..events import INCOMPLETE_REASONS
+from ..events import (
+    CAUSE_NOT_JSON,
+    CAUSE_NOT_OBJECT,
+    INCOMPLETE_CAUSES,
+    INCOMPLETE_REASONS,
+    CallIncomplete,
+)
 from ..model.partial import PartialJSON
 
 __all__ = ["TextCall", "TextCodec", "TextScanner", "ToolLike"]
@@ -54,6 +60,19 @@ class TextCall:
     # ``arguments`` is then what of them had streamed (``{}`` for an invalid one).
     reason: str | None = None
     raw: str = ""
+
+
+def text_call_cause(reason: str | None, raw: str, ended: str | None) -> str | None:
+    """The finer cause (``CallIncomplete.cause``) of a would-be text call: a cut one was cut
+    by however its stream ended (``ended``: the assembly's ``end_cause``, None for a whole
+    text), an invalid one is not JSON, or JSON that is not a call object."""
+    if reason == "cut":
+        return ended
+    try:
+        json.loads(raw)
+    except (ValueError, RecursionError):
+        return CAUSE_NOT_JSON
+    return CAUSE_NOT_OBJECT
 
 
 class ToolLike(Protocol):
@@ -87,7 +106,9 @@ class _Prompt:
     execution_failed: str
     unknown_tool: str
     no_tool_field: str
-    call_incomplete: tuple[tuple[str, str], ...] = ()  # (reason, message), hashable
+    call_incomplete: tuple[tuple[str, str], ...] = ()  # (reason or cause, message), hashable
+    # retry.schema_invalid: (message, problem, root), or None (execution_failed stands in)
+    schema_invalid: tuple[str, str, str] | None = None
 
 
 # What a codec section (and its prompt's tool_format) means where it leaves a key out. The
@@ -116,7 +137,9 @@ _TYPING_KEYWORDS = frozenset(
     ("type", "$ref", "anyOf", "oneOf", "allOf", "enum", "const", "properties", "items")
 )
 
-_PLACEHOLDER = re.compile(r"\{(tools|call_example|tool_name|error|available)\}")
+_PLACEHOLDER = re.compile(
+    r"\{(tools|call_example|tool_name|error|available|problems|pointer|message)\}"
+)
 
 
 def _any_of(chars: set[str]) -> re.Pattern[str]:
@@ -359,12 +382,48 @@ class TextCodec:
         names = [a if isinstance(a, str) else str(getattr(a, "name", a)) for a in available]
         return _fill(self.prompt.unknown_tool, tool_name=tool_name, available=", ".join(names))
 
-    def retry_call_incomplete(self, tool_name: str | None, reason: str) -> str:
-        """What to tell the model after its call of ``tool_name`` (None: its name never
-        arrived) ended unrunnable, for ``reason`` (``cut``, ``invalid``, ``too deep``)."""
+    def retry_call_incomplete(
+        self,
+        call: CallIncomplete | str | None,
+        reason: str | None = None,
+        cause: str | None = None,
+    ) -> str:
+        """What to tell the model after its call ended unrunnable: ``call`` the
+        :class:`~engine.events.CallIncomplete` (its name, reason and cause read off it), or,
+        as before, the tool's name (None: its name never arrived) and ``reason`` (``cut``,
+        ``invalid``, ``too deep``), with ``cause`` if known. The cause's own message says
+        what to do differently (a length limit: shorter arguments; the connection ended: the
+        same call again; not JSON, not an object...); without one, the reason's message."""
+        if isinstance(call, CallIncomplete):
+            name, reason, cause = call.name, call.reason, call.cause
+        else:
+            name = call
         templates = dict(self.prompt.call_incomplete)
-        template = templates.get(reason) or templates["invalid"]
-        return _fill(template, tool_name=tool_name or "(no name)")
+        template = (
+            (templates.get(cause) if cause is not None else None)
+            or templates.get(reason or "")
+            or templates["invalid"]
+        )
+        return _fill(template, tool_name=name or "(no name)")
+
+    def retry_schema_invalid(
+        self, tool_name: str, problems: Iterable[tuple[str, str]]
+    ) -> str:
+        """What to tell the model after its call of ``tool_name`` failed the tool's JSON
+        Schema: ``problems`` are (JSON pointer, what was expected) pairs, each named on a
+        line of its own (the pointer ``""``, the arguments object itself, as the
+        descriptor's ``root`` says). A descriptor without ``schema_invalid`` sends
+        ``execution_failed`` with the problems as its error."""
+        section = self.prompt.schema_invalid
+        pairs = list(problems)
+        if section is None:
+            error = "; ".join(f"{pointer or '/'}: {message}" for pointer, message in pairs)
+            return self.retry_execution_failed(tool_name, error)
+        message, problem, root = section
+        lines = "\n".join(
+            _fill(problem, pointer=pointer or root, message=str(text)) for pointer, text in pairs
+        )
+        return _fill(message, tool_name=tool_name, problems=lines)
 
     def retry_no_tool_field(self) -> str:
         """What to tell the model after it wrote a JSON reply that names no tool."""
@@ -387,12 +446,28 @@ def _compile_prompt(section: Mapping[str, Any]) -> _Prompt:
         unknown_tool=retry["unknown_tool"],
         no_tool_field=retry["no_tool_field"],
         call_incomplete=_incomplete_templates(retry["call_incomplete"]),
+        schema_invalid=_schema_templates(retry.get("schema_invalid")),
     )
 
 
 def _incomplete_templates(section: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
-    """``retry.call_incomplete``: one message for each reason a call can end unrunnable."""
-    return tuple((reason, section[reason]) for reason in INCOMPLETE_REASONS)
+    """``retry.call_incomplete``: one message for each reason a call can end unrunnable,
+    and one for each finer cause the descriptor words (the others fall back to their
+    reason's)."""
+    reasons = tuple((reason, section[reason]) for reason in INCOMPLETE_REASONS)
+    causes = tuple(
+        (cause, section[cause])
+        for cause in INCOMPLETE_CAUSES
+        if cause in section and cause not in INCOMPLETE_REASONS
+    )
+    return reasons + causes
+
+
+def _schema_templates(section: Mapping[str, Any] | None) -> tuple[str, str, str] | None:
+    """``retry.schema_invalid`` (message, problem, root), or None where it is absent."""
+    if section is None:
+        return None
+    return (section["message"], section["problem"], section["root"])
 
 
 # -- the scanner -------------------------------------------------------------------------------

@@ -10,9 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from ..compile.results import compile_sections
-from ..compile.strategy import NOT_FORMING, Forming
+from ..compile.strategy import NOT_FORMING, ExtractionStrategy, Forming
 from ..events import ExtractedCall
 from .codec import TextCodec
+
+# A plain text stream as the buffer takes it: each piece of text is one event, ``{TEXT: piece}``,
+# and the message it builds is ``{TEXT: "all the text"}``, the shape :meth:`TextStrategy._text`
+# reads as a whole text message.
+TEXT = "content"
 
 
 class TextStrategy:
@@ -31,6 +36,31 @@ class TextStrategy:
         self.name: str = descriptor["name"]
         self.title: str = descriptor.get("title", self.name)
         self.codec = TextCodec.from_descriptor(descriptor)
+        self._plain: Any = None
+
+    def plain_text_wire(self) -> ExtractionStrategy:
+        """The strategy a buffer holding only this codec streams plain text with: a wire
+        with one rule, each text chunk appended to the message's text (the display text the
+        codec scans), and no DONE (``close()`` ends it). Compiled once, on first use."""
+        if self._plain is None:
+            self._plain = _PlainTextWire(
+                {
+                    "name": self.name,
+                    "title": self.title,
+                    "docs": self.descriptor.get("docs", ""),
+                    "recognize": {"chunk": {"field": TEXT, "is": "string"}},
+                    "events": {"every": [{"append": {"at": TEXT, "from": TEXT}}]},
+                    "message": {},
+                    "text": {"at": TEXT},
+                },
+                self.source,
+            )
+        return self._plain
+
+    @staticmethod
+    def text_chunk(text: str) -> dict:
+        """A piece of plain text as the event :meth:`plain_text_wire` takes."""
+        return {TEXT: text}
 
     def __repr__(self) -> str:
         return f"<TextStrategy {self.name}>"
@@ -48,6 +78,9 @@ class TextStrategy:
         return self._text(shape) is not None
 
     def recognizes_chunk(self, chunk: Any) -> bool:
+        return False
+
+    def recognizes_error(self, chunk: Any) -> bool:
         return False
 
     def is_stream_complete(self, chunk: Any) -> bool:
@@ -86,3 +119,13 @@ class TextStrategy:
 
     def tool_declarations(self, tools: list) -> Any:
         return self.codec.function_description(tools)
+
+
+class _PlainTextWire(ExtractionStrategy):
+    """The plain-text wire of :meth:`TextStrategy.plain_text_wire`. Its turn goes back into a
+    history as the text it is (a driver answers a text call there as it answers one leaked
+    into any wire's text: the assistant's text, then the results), since a message
+    ``{content: text}`` is no wire's request shape."""
+
+    def answerable(self, message: Any) -> Any:
+        return self.content_text(message)

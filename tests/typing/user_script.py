@@ -30,6 +30,7 @@ from engine import (
     ExtractedCall,
     ExtractionStrategy,
     Finished,
+    FinishReason,
     Forming,
     LLMStreamBuffer,
     Orchestrator,
@@ -41,6 +42,7 @@ from engine import (
     Tool,
     ToolCallRecord,
     UnknownFormatError,
+    Usage,
 )
 
 WEATHER_SCHEMA: dict[str, Any] = {
@@ -123,8 +125,8 @@ def stream_plain(chunks: list[dict[str, Any]], fmt: ExtractionStrategy) -> list[
     message: dict[str, Any] = buf.as_dict()
     out.append(f"content {content!r}; message keys {sorted(message)}")
     out.append(f"format {buf.format}; finished {buf.is_finished()}")
-    stop: Any = buf.stop_reason
-    usage: Any = buf.usage
+    stop: str | None = buf.stop_reason
+    usage: dict[str, Any] | None = buf.usage
     error: Any = buf.error
     out.append(f"stop {stop!r}; usage {usage is not None}; error {error!r}")
     skipped: list[Skipped] = buf.skipped()
@@ -184,8 +186,12 @@ def show_event(ev: Event) -> str:
         case CallIncomplete(slot=slot, name=name, raw=raw_text, reason=reason):
             why: str = reason
             return f"incomplete {slot!r} {name} ({why}) {len(raw_text)} chars"
-        case Finished(stop_reason=stop, usage=usage):
-            return f"finished {stop!r} usage {usage is not None}"
+        case Finished(stop_reason=stop, usage=usage, finish_reason=reason, token_usage=counts):
+            told: str | None = stop
+            word: FinishReason | None = reason
+            final: Usage | None = counts
+            total = final.total_tokens if final is not None else None
+            return f"finished {told!r} usage {usage is not None} as {word} total {total}"
         case ProviderError(error=error):
             return f"provider error {error!r}"
     return f"other {ev.to_dict()['type']}"
@@ -290,6 +296,47 @@ def check_errors(descriptor: Path) -> list[str]:
     return out
 
 
+def what_to_do(reason: FinishReason | None) -> str:
+    """A multi-provider client's one decision: a match on the one finish reason."""
+    match reason:
+        case "tool_calls":
+            return "run the calls"
+        case "length":
+            return "ask for more room"
+        case "content_filter" | "error":
+            return "tell the user"
+        case "stop" | "other":
+            return "show the answer"
+        case None:
+            return "the stream never finished"
+
+
+def spent(usage: Usage | None) -> str:
+    """The counts, each None where the wire does not say."""
+    if usage is None:
+        return "no usage"
+    given: int | None = usage.input_tokens
+    made: int | None = usage.output_tokens
+    cached = usage.cached_input_tokens or 0
+    thought = usage.reasoning_tokens if usage.reasoning_tokens is not None else "?"
+    return f"in {given} (cached {cached}) out {made} (reasoning {thought}) = {usage.total_tokens}"
+
+
+def stream_multi_provider(chunks: list[dict[str, Any]]) -> list[str]:
+    """Any wire, one finish reason and one usage; the buffer closed by its ``with``."""
+    with LLMStreamBuffer() as buf:
+        for chunk in chunks:
+            buf.add(chunk)
+    return [f"{buf.format}: {what_to_do(buf.finish_reason)}; {spent(buf.token_usage)}"]
+
+
+async def stream_multi_provider_async(chunks: list[dict[str, Any]]) -> list[str]:
+    async with LLMStreamBuffer() as buf:
+        for chunk in chunks[:-1]:  # the last chunk never comes: no DONE, closed by the block
+            buf.add(chunk)
+    return [f"async with: {what_to_do(buf.finish_reason)}; closed {buf.closed}"]
+
+
 def main(stream: Path, format_name: str, scratch: Path) -> list[str]:
     """Everything above on one recorded stream; ``scratch``: a descriptor file to write."""
     names: list[str] = engine.list_formats()
@@ -308,6 +355,8 @@ def main(stream: Path, format_name: str, scratch: Path) -> list[str]:
     awaited = AsyncWeather()
     lines += asyncio.run(stream_async(chunks, awaited))
     lines += asyncio.run(stream_async(chunks, Orchestrator(drivers=[AsyncWeather()])))
+    lines += stream_multi_provider(chunks)
+    lines += asyncio.run(stream_multi_provider_async(chunks))
     lines += check_errors(scratch)
     lines.append(f"awaited {awaited.ran}")
     lines.append(f"ran {weather.ran}")

@@ -1,0 +1,154 @@
+"""How a turn ended and what it cost, one meaning on every wire: the ``finish_reasons`` and
+``token_usage`` sections of a descriptor, compiled.
+
+A multi-provider client should not have to know that a length cut is ``length`` on one wire,
+``max_tokens`` on a second and ``MAX_TOKENS`` on a third, nor that one wire's input count
+leaves the cache reads out and another's output count the reasoning. Each descriptor says so,
+as data: its raw stop reasons grouped under the engine's six words (:data:`FINISH_REASONS`),
+and its usage object's counts as paths (a path, or ``{sum: [paths]}`` where the wire counts
+the parts apart). The raw values stay on the buffer (``stop_reason``, ``usage``); these are
+read from them when asked, never per chunk.
+
+``finish_reasons.length`` also decides what the wire's DONE does to an item still open (see
+:meth:`engine.model.assembly.Assembly.finish`): it is the former ``length_stops``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..model.jsonscan import COMPLETE
+from ..records import FINISH_REASONS, FinishReason, Usage
+from .paths import PathError, compile_read
+
+if TYPE_CHECKING:
+    from ..model.assembly import Assembly
+
+# The counts of a Usage, in its field order: what a ``token_usage`` section may declare.
+COUNTS = (
+    "input_tokens",
+    "output_tokens",
+    "total_tokens",
+    "reasoning_tokens",
+    "cached_input_tokens",
+)
+
+
+class _Problems(Protocol):
+    def add(self, pointer: str, message: str) -> None: ...
+
+
+Count = Callable[[Any], "int | None"]
+
+
+@dataclass(frozen=True)
+class TurnSpec:
+    """A wire's finish-reason mapping and usage reading, compiled (immutable, shared)."""
+
+    reasons: dict[str, FinishReason] = field(default_factory=dict)  # raw value -> its word
+    counts: tuple[tuple[str, Count], ...] = ()  # (Usage field, reader), as declared
+
+    @property
+    def length_stops(self) -> frozenset[str]:
+        """The raw reasons that mean a length limit cut the output."""
+        return frozenset(raw for raw, word in self.reasons.items() if word == "length")
+
+    def finish_reason(self, asm: Assembly | None) -> FinishReason | None:
+        """The turn's finish reason: None before the wire's DONE (and for a stream that never
+        sent one); "error" after a provider's error; the word the descriptor gives the raw
+        reason, "other" for one it does not name; and "tool_calls" for a normal stop whose
+        turn has runnable client calls (wires that say only "stop" beside their calls)."""
+        if asm is None or not asm.finished:
+            return None
+        if asm.error is not None:
+            return "error"
+        raw = asm.stop_reason
+        word = self.reasons.get(raw, "other") if raw.__class__ is str else "other"
+        if word == "stop" and _has_runnable_call(asm):
+            return "tool_calls"
+        return word
+
+    def token_usage(self, raw: Any) -> Usage | None:
+        """The raw usage object read as a :class:`Usage`: None when the wire sent none (or
+        the descriptor declares no counts); a count the wire does not give is None, and the
+        total is the wire's, else input + output when both are known."""
+        if raw is None or not self.counts:
+            return None
+        values: dict[str, int | None] = {name: read(raw) for name, read in self.counts}
+        if values.get("total_tokens") is None:
+            given, taken = values.get("input_tokens"), values.get("output_tokens")
+            if given is not None and taken is not None:
+                values["total_tokens"] = given + taken
+        return Usage(**values)
+
+
+def _has_runnable_call(asm: Assembly) -> bool:
+    """Does the turn hold a client call whose arguments are complete and whose name came?"""
+    for track in asm.tracks:
+        if track.args.state == COMPLETE:
+            name = track.place.name(track.item)
+            if name.__class__ is str and name:
+                return True
+    return False
+
+
+def compile_turn(descriptor: dict, problems: _Problems) -> TurnSpec:
+    """Both sections of ``descriptor``, each problem at the pointer of its value."""
+    return TurnSpec(
+        reasons=_reasons(descriptor.get("finish_reasons") or {}, problems),
+        counts=_counts(descriptor.get("token_usage") or {}, problems),
+    )
+
+
+def _reasons(section: dict, problems: _Problems) -> dict[str, FinishReason]:
+    """raw -> word; a raw value under two words is a problem (which would it mean?)."""
+    out: dict[str, FinishReason] = {}
+    for word in FINISH_REASONS:
+        for i, raw in enumerate(section.get(word) or ()):
+            raw = str(raw)
+            if raw in out and out[raw] != word:
+                problems.add(
+                    f"/finish_reasons/{word}/{i}",
+                    f"the raw reason {raw!r} is listed under {out[raw]!r} already: "
+                    "a raw reason means one finish reason",
+                )
+                continue
+            out[raw] = word
+    return out
+
+
+def _counts(section: dict, problems: _Problems) -> tuple[tuple[str, Count], ...]:
+    """(Usage field, reader) for each count declared: a read path, or ``{sum: [paths]}``;
+    a path that is no read is a problem at its pointer (the others still compile)."""
+    out: list[tuple[str, Count]] = []
+    for name in COUNTS:
+        spec = section.get(name)
+        if spec is None:
+            continue
+        summed = isinstance(spec, dict) and "sum" in spec
+        paths = spec["sum"] if summed else [spec]
+        readers = []
+        for i, path in enumerate(paths):
+            pointer = f"/token_usage/{name}/sum/{i}" if summed else f"/token_usage/{name}"
+            try:
+                readers.append(compile_read(path))
+            except (PathError, ValueError, TypeError) as exc:
+                problems.add(pointer, f"token_usage.{name}: {exc}")
+        out.append((name, _summed(readers)))
+    return tuple(out)
+
+
+def _summed(readers: list[Any]) -> Count:
+    """The count at one path, or the sum of those present at several (None if none is)."""
+
+    def count(raw: Any) -> int | None:
+        total: int | None = None
+        for read in readers:
+            value = read(raw, None)
+            if value.__class__ is int:  # a count is an integer (never a bool, never a guess)
+                total = value if total is None else total + value
+        return total
+
+    return count
