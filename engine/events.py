@@ -1,9 +1,9 @@
-"""The events of a stream (API.md, "Events"): frozen dataclasses, one class per event, and
+"""The events of a stream (README, "Events"): frozen dataclasses, one class per event, and
 the finished call they carry (:class:`ExtractedCall`).
 
 A client matches on the class (``case engine.CallIncomplete(reason=r): ...``) and sends
 ``ev.to_dict()`` on to a UI: a JSON-ready dict whose ``"type"`` is the class name. Every
-event class of API.md's table lives here, so that they share one ``to_dict``.
+event class the README names lives here, so that they share one ``to_dict``.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ __all__ = [
     "TextDelta",
 ]
 
-# Why a started call will never be runnable (API.md, CallIncomplete.reason).
+# Why a started call will never be runnable (README, "Events": CallIncomplete.reason).
 INCOMPLETE_REASONS = ("cut", "invalid", "too deep")
 
 # The finer cause beside the reason (CallIncomplete.cause), in the order a retry prompt is

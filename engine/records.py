@@ -76,9 +76,9 @@ class Skipped:
         return {"type": "Skipped", "index": self.index, "event": self.event, "reason": self.reason}
 
 
-# What ended a turn, one word on every wire (API.md, ``buf.finish_reason``): each descriptor
-# maps its raw stop reasons onto these (its ``finish_reasons`` section); a raw value it does
-# not name is "other". The Literal is what a strictly typed client matches on.
+# What ended a turn, one word on every wire (README, "What it does": ``buf.finish_reason``): each
+# descriptor maps its raw stop reasons onto these (its ``finish_reasons`` section); a raw value it
+# does not name is "other". The Literal is what a strictly typed client matches on.
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "error", "other"]
 FINISH_REASONS: tuple[FinishReason, ...] = get_args(FinishReason)
 

@@ -1,4 +1,4 @@
-"""The version of the running ``engine``: ``engine.__version__`` (API.md, "Package").
+"""The version of the running ``engine``: ``engine.__version__``, the distribution's.
 
 Where the package runs from a checkout (a ``pyproject.toml`` of this distribution beside it),
 that file is the truth: an installed distribution's metadata may belong to another copy (an

@@ -33,6 +33,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -693,6 +694,14 @@ def test_readme_opens_with_install_and_the_ci_test_command():
     assert "pip install" in install and "mcs-formats replay tests/golden/" in install
     replayed = re.search(r"mcs-formats replay (\S+)", install)[1]
     assert (ROOT / replayed).is_file()
+    # The first command installs the engine alone: no extra, so only the runtime dependencies.
+    assert install.startswith("pip install -e . && "), install
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    runtime = sorted(re.split(r"[<>=!~ \[]", dep)[0].lower() for dep in project["dependencies"])
+    assert runtime == ["jmespath", "jsonschema", "pyyaml"]
+    # ... and the test command installs what the tests need, at CI's pins, then runs them.
+    assert "-c .ci/constraints.txt" in test_command and "'.[test,sdk]'" in test_command
+    assert test_command.endswith("&& python -m pytest -q")
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()
     assert ci[-1] == test_command
     headings = re.findall(r"^## (.+)$", text, re.MULTILINE)

@@ -165,3 +165,20 @@ def test_each_kind_of_possible_start_holds_only_itself():
             session.round()
         assert session.shown[-1] == "It is sunny. Next: " + opener, opener
         assert not session.responses[-1][0].call_pending, opener
+
+
+def test_a_call_inside_a_broken_call_of_another_tool_runs_however_split():
+    """Hypothesis found it: a delimited call of another's tool that breaks (its end delimiter
+    inside a JSON string) is read again from the fence inside it, where this driver's call
+    begins. Released while it formed, that fence was shown and its call could not run; held
+    while any call forms, every split gives the whole text's answer."""
+    display = (
+        '<tool_call>{"tool": "teleport", "</tool_call>"```json\n'
+        '{"tool": "get_weather", "arguments": {}}\n```'
+    )
+    spans = _executed_spans(display, OWNED)
+    for cut in range(1, len(display)):
+        driver = Echo(*OWNED)
+        session = _play_checked(chat_stream([display[:cut], display[cut:]]), [driver], spans)
+        assert driver.ran == [("get_weather", {})], cut
+        assert session.text == _minus(display, spans), cut

@@ -1,6 +1,6 @@
 """The ``mcs-formats`` command: a thin layer over the library (the library never imports it).
 
-Subcommands (API.md, "Command line"):
+Subcommands (README, "Command line"):
 
 - ``list [--json]``: the built-in formats, one a line.
 - ``show NAME``: a descriptor as YAML, ``extends`` resolved (the strategy's ``descriptor``).

@@ -1,6 +1,6 @@
 """``mcs-formats serve STREAM... [--host 127.0.0.1] [--port N] [--delay MS]``: a fake provider.
 
-The command layer over :mod:`engine.serve_http` (API.md, "Command line"): the streams are
+The command layer over :mod:`engine.cli.serve_http` (README, "Command line"): the streams are
 read, recognised and framed before anything listens, so that a stream that cannot be served
 is an error (exit 1, naming the file) and never a surprise at the first request. Then the first
 line on stdout is ``serving on http://HOST:PORT`` (``--port 0``: a free port, the default),

@@ -2,7 +2,7 @@
 AWS event stream capture (binary, :func:`parse_eventstream`).
 
 Every command that takes a recorded stream (``replay``, ``test``, ``serve``, ``new --from``)
-reads it here, so that they all take the same inputs (API.md, "Command line"):
+reads it here, so that they all take the same inputs (README, "Command line"):
 
 - **JSON Lines**: one decoded event a line, as the golden files hold them (blank lines skipped).
 - **A raw SSE capture**: the ``text/event-stream`` body as it came over the wire (``curl -N``

@@ -955,8 +955,8 @@ class ExtractionStrategy:
         """The calls of a whole message that ``extract`` leaves out because their arguments
         never parse, as the buffer reports them at the stream's DONE: ``reason`` ``"cut"``
         (a JSON text that stops short), ``"invalid"`` or ``"too deep"``; ``slot`` the call's
-        position in its list. A driver reports them (API.md: ``incomplete_calls``), so that
-        a message handed over whole is never silent where its stream would not be. Absent
+        position in its list. A driver reports them (README, "With a driver": ``incomplete_calls``),
+        so that a message handed over whole is never silent where its stream would not be. Absent
         arguments are not among them: there is nothing that failed to parse."""
         out = []
         for calls, slot, item in self._call_items(message):
@@ -1075,8 +1075,9 @@ class ExtractionStrategy:
 
 
 def parse_arguments(raw: Any, form: str = "string") -> dict | None:
-    """API.md's rule: an object passes; a JSON text counts once its first JSON value is an
-    object (the call's arguments, as in a stream: issue 16, one fate per call).
+    """The rule (README, "What it does"): an object passes; a JSON text counts once its
+    first JSON value is an object (the call's arguments, as in a stream: issue 16, one fate per
+    call).
 
     A whole message is at its DONE: on a string wire its ``""`` is a call without arguments
     (as the stream's DONE makes it). On an object wire a string is the raw text of arguments

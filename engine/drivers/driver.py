@@ -723,18 +723,15 @@ class BaseDriver:
             plan.add(mine, lambda rs: result_messages(strategy, text, rs))
         forming = buf.text_forming()
         waiting = buf.text_waiting()
-        if self._text_calls == "end":
-            holds = any(self._holds_text(view, name) for name in waiting) or (
-                bool(forming) and self._holds_text(view, forming.tool_name)
-            )
-        else:
-            holds = any(self._holds_text(view, name) for name in waiting)
-            if forming:
-                name = forming.tool_name
-                if name is None or view.owns(name):
-                    holds = True
-                else:
-                    unknown.append(name)
+        # A call still forming is held whoever's tool it names: until it closes it may still
+        # break, and the text is then read again from the next marker inside it, where a
+        # call of this driver's may begin (shown, it could no longer run). Once complete, a
+        # call of another's tool flows (``waiting`` holds only those this driver may run).
+        holds = bool(forming) or any(self._holds_text(view, name) for name in waiting)
+        if forming and self._text_calls == "anywhere":
+            name = forming.tool_name
+            if name is not None and not view.owns(name):
+                unknown.append(name)
         if holds:
             buf.hold_text_call()  # the calls' text only: the prose before them flows now
             plan.response.call_pending = True

@@ -102,8 +102,8 @@ class Assembly:
         # items opened meanwhile wait here.
         self.deferring = False
         self.deferred: list[tuple[str, dict, Any]] = []
-        # The end of the stream is final: nothing more of it is taken (API.md, "After the
-        # end"). The DONE makes it so when the descriptor declares nothing that may follow
+        # The end of the stream is final: nothing more of it is taken (README, "Events":
+        # after the DONE). The DONE makes it so when the descriptor declares nothing that may follow
         # (``events.after_done``) or when usage came with it; else the first usage after it,
         # an end marker, the first event no declaration takes, or ``close()`` does.
         self.over = False

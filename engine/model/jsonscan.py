@@ -6,8 +6,8 @@ scanner state (nesting depth, inside-a-string, pending escape) and reads each fr
 It calls :func:`json.loads` exactly once, when the top-level value closes, so that the verdict
 always agrees with the standard parser on what is complete and valid.
 
-One fate per call (API.md, Drivers): a call's arguments are its FIRST complete JSON value, and
-once a tracked call's fate is decided (its arguments complete, or its item closed with them
+One fate per call (README, "With a driver"): a call's arguments are its FIRST complete JSON value,
+and once a tracked call's fate is decided (its arguments complete, or its item closed with them
 still open) nothing the wire sends changes it. A stream that a call track owns is given its
 ``tracker`` (the assembly): what it does not take (text after the value, a different restatement, a
 fragment after its item closed open) is told there, so that the buffer lists it in

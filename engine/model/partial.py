@@ -1,6 +1,6 @@
 """A call's arguments so far, as a value a UI can render while they stream.
 
-API.md ("Events") defines ``partial``: the value that the argument text so far describes, with
+The README ("Events") defines ``partial``: the value that the argument text so far describes, with
 every open container closed. An object holds its complete members and the member being
 streamed; an array its complete items and the item being streamed; an open string is cut where
 the text stops (never inside an escape or a surrogate pair); ``true``, ``false``, ``null`` appear

@@ -5,10 +5,10 @@ The buffer resolves the wire among its strategies from the first chunk one of th
 rules, and answers the per-chunk questions (``forming()``, ``calls()``) from state the rules
 keep up to date, so that the client loop costs O(1) amortized per chunk.
 
-A chunk that raises changes nothing (API.md: "the buffer is left as it was"), whatever rule
-of its event raised and whatever the exception. The rules of one event run one after the
-other and write into the message as they go, so an exception midway would leave the event
-half applied. Three ways to undo that were weighed:
+A chunk that raises changes nothing (README, "What it does": "the buffer is left as it was"),
+whatever rule of its event raised and whatever the exception. The rules of one event run one after
+the other and write into the message as they go, so an exception midway would leave the event half
+applied. Three ways to undo that were weighed:
 
 - a copy of the assembly before every chunk: O(message) per chunk, quadratic over a stream;
 - an undo journal written by every operation: a cost on every write of every operation, and
@@ -236,7 +236,7 @@ class LLMStreamBuffer:
         return text_chunk
 
     def _after_the_end(self, asm: Assembly, event: dict, index: int) -> bool:
-        """After the wire's DONE (API.md, "After the end"): is ``event`` left out? What the
+        """After the wire's DONE (README, "Events": after the DONE): is ``event`` left out? What the
         descriptor declares may follow (``events.after_done``) is taken while the end is not
         final; a chunk of another choice is not this stream's event (neither taken nor
         listed); any other event changes nothing, is listed in ``skipped()``, and makes the
@@ -544,10 +544,10 @@ class LLMStreamBuffer:
             self._emitted_order = []
             self._calls = []
             self._scan_from = 0
-        # Each call is built once, its arguments sharing nothing with the message (API.md:
-        # a client may edit what it was handed): parsed from text they are the call's
-        # alone; a value the message holds (an object wire's input, arguments sent whole)
-        # is copied, once. Each call reads as its place says (``calls`` or ``calls.also``).
+        # Each call is built once, its arguments sharing nothing with the message (a client may
+        # edit what it was handed: README, "With a driver"): parsed from text they are the call's
+        # alone; a value the message holds (an object wire's input, arguments sent whole) is copied,
+        # once. Each call reads as its place says (``calls`` or ``calls.also``).
         tracks = asm.tracks
         emitted = self._emitted
         for index in range(self._scan_from, len(tracks)):
@@ -617,7 +617,7 @@ class LLMStreamBuffer:
 
     def events(self) -> list[Event]:
         """The events recorded since the last ``events()``, in stream order, each once
-        (API.md, "Events"). On a driver's buffer call it after the drivers' round: the
+        (README, "Events"). On a driver's buffer call it after the drivers' round: the
         display text is released as the round decided. ValueError on a buffer made
         without ``events=True``: an event is never lost silently."""
         rec = self._rec
@@ -835,8 +835,8 @@ class LLMStreamBuffer:
 
         The display text streamed so far is scanned too, but for what a reader has handed out
         already (``text()``, or ``events()`` as ``TextDelta``): shown, it can no longer be
-        held. The two readers must tell the same text (API.md), so the one behind is owed
-        the difference, and text the events recorded but have not handed out yet is taken
+        held. The two readers must tell the same text (README, "With a driver"), so the one behind
+        is owed the difference, and text the events recorded but have not handed out yet is taken
         back, to be told as the scan releases it (the raw call JSON is never told)."""
         if self.codec is not None:
             return
@@ -870,7 +870,7 @@ class LLMStreamBuffer:
 
     def _text_turn(self) -> bool:
         """Is the display text scanned for calls in this turn: the fall-through, so only in
-        a turn without a native call (API.md, Drivers)."""
+        a turn without a native call (README, "The text codec")."""
         asm = self._asm
         return asm is not None and not asm.tracks
 

@@ -1,4 +1,4 @@
-"""What a buffer made with ``events=True`` records (API.md, "Events"), chunk by chunk.
+"""What a buffer made with ``events=True`` records (README, "Events"), chunk by chunk.
 
 The operations write into the message as they always did; what they need to report is small:
 an argument stream tells its call's :class:`CallSink` each fragment, whole value or path-set
