@@ -201,7 +201,8 @@ def test_a_value_nested_100000_deep_never_escapes_add_and_is_never_rendered_whol
         assert exc.index == 1
         # Said of the value itself (shown cut, never rendered whole), not of a repr that ran
         # out of stack on the way.
-        assert "RecursionError" not in str(exc) and "{'a': {'a': {'a':" in str(exc)
+        assert "RecursionError" not in str(exc)
+        assert "{'a': {'a': {'a':" in str(exc) or "nested deeper than" in str(exc)
         assert len(str(exc)) < 1000
         assert (outcome(buf), _skipped(buf)) == before
     buf.events()

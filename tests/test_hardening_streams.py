@@ -14,8 +14,8 @@ import pytest
 from conftest import golden_streams, outcome, read_stream, stream_id
 
 import engine
-from engine.model.fragments import copy_json, materialize
-from engine.model.jsonscan import INVALID, MAX_DEPTH, ArgsStream, nests_deeper
+from engine.model.fragments import copy_json, ingest, materialize
+from engine.model.jsonscan import INVALID, MAX_DEPTH, ArgsStream, TooDeepError, nests_deeper
 
 DEEP = 100_000
 
@@ -191,25 +191,25 @@ def _close(buf: engine.LLMStreamBuffer) -> engine.LLMStreamBuffer:
 
 
 @pytest.mark.parametrize("obj", [False, True], ids=["arrays", "objects"])
-def test_a_dict_chunk_nested_100000_deep_is_taken_whole_without_recursion(obj):
-    """A dict needs no parser: the rules copy it without recursion (a check before every
-    chunk would cost every stream), so it is kept, as any unknown field is, and nothing that
-    reads the message recurses on it."""
+def test_a_dict_chunk_nested_100000_deep_is_a_chunk_error_that_changes_nothing(obj):
+    """A dict needs no parser, but JSON text that deep decodes to nothing (the decoder stops
+    at the stack's limit), and a message holding it could never be sent back: the chunk is
+    refused as that text would be, found where the value is copied in (no check before every
+    chunk, which would cost every stream), and the stream goes on."""
     events = read_stream(OPENAI_GOLDENS[0].parent / "oai_py_text.jsonl")
     buf = _feed(events[:3])
-    text_before = buf.get_content()
+    before = (buf.as_dict(), buf.get_content(), buf.skipped())
     deep = _deep_value(DEEP, obj)
     chunk = {**events[3], "choices": [{**events[3]["choices"][0]}]}
     chunk["choices"][0]["delta"] = {**chunk["choices"][0]["delta"], "x_deep": deep}
-    buf.add(chunk)
-    message = buf.as_dict()
-    assert message["x_deep"] is not deep and _depth(message["x_deep"]) == DEEP
-    assert buf.get_content().startswith(text_before)
-    for event in events[4:]:
+    with pytest.raises(engine.ChunkError, match="nested deeper than") as raised:
+        buf.add(chunk)
+    assert raised.value.index == 3 and len(str(raised.value)) < 300
+    assert (buf.as_dict(), buf.get_content(), buf.skipped()) == before
+    for event in events[3:]:
         buf.add(event)
     buf.close()
-    assert buf.get_content() == _close(_feed(events)).get_content()
-    assert _depth(copy_json(buf.as_dict())["x_deep"]) == DEEP
+    assert buf.as_dict() == _close(_feed(events)).as_dict()
 
 
 # -- 2. deep nesting: arguments ------------------------------------------------------------------
@@ -325,29 +325,31 @@ def test_arguments_nested_100000_deep_stream_as_never_a_call(wire, obj):
 
 
 @pytest.mark.parametrize("obj", [False, True], ids=["arrays", "objects"])
-def test_whole_arguments_nested_100000_deep_are_never_a_call(obj):
+def test_whole_arguments_nested_100000_deep_are_a_chunk_error(obj):
     """OpenAI-compatible servers that send ``arguments`` as an object (recorded:
-    ``hand_compat_args_object``) and Anthropic's start event ``input``, nested too deep."""
+    ``hand_compat_args_object``) and Anthropic's start event ``input``, nested deeper than
+    JSON text decodes to: the chunk is refused (what it carried never entered the message),
+    and nothing runs. (Arguments deeper than MAX_DEPTH but decodable are "too deep" calls:
+    test_the_depth_bound_is_exact.)"""
     deep = {"q": _deep_value(DEEP, obj)}
-    driver = _Echo(["deep"])
     compat = _openai_call_chunks("deep", [])
     compat[1]["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"] = deep
-    buf = driver.new_stream_buffer()
-    for chunk in compat:
-        buf.add(chunk)
-        driver.process_llm_response(buf)
-    _assert_never_a_call_and_nothing_raises(buf, driver)
-    shown = buf.as_dict()["tool_calls"][0]["function"]["arguments"]
-    assert shown.startswith('{"q": [[') or shown.startswith('{"q": {"a": {"a":')
-
-    driver = _Echo(["deep"])
     events = _anthropic_call_events("deep", [])
     events[1]["content_block"]["input"] = deep
-    buf = driver.new_stream_buffer()
-    for event in events:
-        buf.add(event)
+    for chunks in (compat, events):
+        driver = _Echo(["deep"])
+        buf = driver.new_stream_buffer()
+        for index, chunk in enumerate(chunks):
+            if index == 1:
+                with pytest.raises(engine.ChunkError, match="nested deeper than"):
+                    buf.add(chunk)
+            else:
+                buf.add(chunk)
+            driver.process_llm_response(buf)
+        buf.close()
         driver.process_llm_response(buf)
-    _assert_never_a_call_and_nothing_raises(buf, driver)
+        assert buf.calls() == [] and driver.ran == []
+        json.dumps(buf.as_dict())  # what the message holds can be sent back
 
 
 @pytest.mark.parametrize("depth, is_call", [(MAX_DEPTH, True), (MAX_DEPTH + 1, False)])
@@ -361,11 +363,13 @@ def test_the_depth_bound_is_exact(depth, is_call):
         assert _only_args(buf).reason == "too deep"
 
 
-def test_materialize_and_copy_take_any_depth():
+def test_materialize_and_copy_take_any_depth_and_ingest_refuses_it():
     deep = _deep_value(DEEP, True)
     assert _depth(copy_json(deep)) == DEEP
     assert _depth(materialize({"m": [deep]})) == DEEP + 2
     assert sys.getrecursionlimit() < DEEP  # so the copies above did not recurse per level
+    with pytest.raises(TooDeepError):
+        ingest(deep)  # what enters the message from a chunk: refused, never a RecursionError
 
 
 # -- 3. JSON whitespace is space, tab, LF and CR -------------------------------------------------

@@ -17,7 +17,7 @@ import reprlib
 from collections.abc import Callable
 from typing import Any
 
-from .jsonscan import ArgsStream
+from .jsonscan import TOO_DEEP_TO_TAKE, ArgsStream, TooDeepError
 
 
 class Fragments:
@@ -146,23 +146,39 @@ def _materialize_children(node: Any) -> Any:
     return node
 
 
+def _copy(value: Any) -> Any:
+    """dicts and lists copied all the way down, recursively (the fast path of both copies)."""
+    cls = value.__class__
+    if cls is dict:
+        # A loop, not a comprehension, and leaves copied inline: this copies every part a
+        # whole-part wire sends, and each extra frame showed in its per-chunk cost.
+        out = {}
+        for k, v in value.items():
+            out[k] = _copy(v) if v.__class__ is dict or v.__class__ is list else v
+        return out
+    if cls is list:
+        return [_copy(v) if v.__class__ is dict or v.__class__ is list else v for v in value]
+    return value
+
+
 def ingest(value: Any) -> Any:
     """Copy a wire value into the assembly tree, so later merges never alias the chunk."""
     try:
-        cls = value.__class__
-        if cls is dict:
-            # A loop, not a comprehension, and leaves copied inline: this copies every part a
-            # whole-part wire sends, and each extra frame showed in its per-chunk cost.
-            out = {}
-            for k, v in value.items():
-                out[k] = ingest(v) if v.__class__ is dict or v.__class__ is list else v
-            return out
-        if cls is list:
-            return [ingest(v) if v.__class__ is dict or v.__class__ is list else v for v in value]
-        return value
+        return _copy(value)
     except RecursionError:
-        # Nested deeper than the stack: copied without recursion. (The ``try`` costs nothing
-        # until it catches; the frames nearest the limit fail again until one has room.)
+        # Nested deeper than the stack, so deeper than any JSON text decodes to (the decoder
+        # stops at the same limit): no wire sent it, and a message holding it could never be
+        # sent back (``json.dumps`` stops there too). The chunk is refused; the ``try`` costs
+        # nothing until it catches.
+        raise TooDeepError(TOO_DEEP_TO_TAKE) from None
+
+
+def copy_json(value: Any) -> Any:
+    """A copy of a JSON value that shares nothing with it, at any depth (a value the engine
+    holds already: deeper than the stack, it is copied without recursion)."""
+    try:
+        return _copy(value)
+    except RecursionError:
         return copy_any_depth(value, _as_is)
 
 
@@ -204,7 +220,6 @@ def copy_any_depth(root: Any, children: Any) -> Any:
 # A JSON value's copy: dicts and lists copied all the way down, leaves (immutable scalars, or a
 # tool's own result objects) shared. What ``copy.deepcopy`` does for JSON, at a fraction of
 # its cost (no memo, no dispatch): the history a driver builds, the arguments a tool gets.
-copy_json = ingest
 
 
 def json_kind(value: Any) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from typing import Any
 
 from ..events import CAUSE_NOT_JSON, CAUSE_NOT_OBJECT, CAUSE_TOO_DEEP
@@ -216,6 +217,11 @@ class ArgsStream:
         if value.__class__ is str:
             self.reset()
             return self.feed(value) or True
+        too_deep = (value.__class__ is dict or value.__class__ is list) and nests_deeper(
+            value, MAX_DEPTH
+        )
+        if too_deep and nests_deeper(value, sys.getrecursionlimit()):
+            raise TooDeepError(TOO_DEEP_TO_TAKE)  # before anything moved: the chunk is refused
         if self.owner is not None:
             self._regress()
         if self.sink is not None:
@@ -227,7 +233,7 @@ class ArgsStream:
         if not isinstance(value, dict):
             self._invalid(INVALID_TEXT)
             self.value = None
-        elif nests_deeper(value, MAX_DEPTH):
+        elif too_deep:
             self._invalid(TOO_DEEP)
             self.value = None
         else:
@@ -467,6 +473,19 @@ class ArgsStream:
         if self._whole is not None:
             return self._whole
         return self.text
+
+
+class TooDeepError(ValueError):
+    """A chunk's value nested deeper than JSON text decodes to (the decoder stops at the
+    stack's limit): no wire sent it, and a message holding it could never be sent back
+    (``json.dumps`` stops there too). The buffer refuses the chunk (``ChunkError``), as it
+    refuses JSON text that deep."""
+
+
+TOO_DEEP_TO_TAKE = (
+    "a value nested deeper than JSON text decodes to (the stack's limit): no wire sends it, "
+    "and the message could never be sent back"
+)
 
 
 def nests_deeper(value: Any, limit: int) -> bool:

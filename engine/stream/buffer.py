@@ -45,7 +45,7 @@ from ..errors import ChunkError, UnknownFormatError
 from ..events import CallIncomplete, Event, ExtractedCall
 from ..model.assembly import Assembly, CallTrack
 from ..model.fragments import copy_json
-from ..model.jsonscan import COMPLETE
+from ..model.jsonscan import COMPLETE, TooDeepError
 from ..records import FinishReason, Skipped, Usage
 from ..text.codec import text_call_cause
 from .chunks import SKIP, Sentinel, decode
@@ -259,6 +259,8 @@ class LLMStreamBuffer:
         asm.unplaced.clear()
 
     def _misfit(self, index: int, exc: BaseException) -> ChunkError:
+        if isinstance(exc, TooDeepError):
+            return ChunkError(index, str(exc))
         try:
             reason = str(exc) or "no detail"
         except Exception:  # an exception whose own message fails
