@@ -193,6 +193,7 @@ def run_quick_start(
         run_block(readme["stream"], namespace)
     else:
         namespace["stream"] = stream
+        namespace["answer"] = read_stream(GOLDEN / "openai_chat" / "oai_py_text.jsonl")
     run_block(readme["tools"], namespace)
     runs = count_tool_runs(namespace)
     capsys.readouterr()
@@ -595,8 +596,10 @@ def test_driver_loop_is_a_two_turn_conversation(monkeypatch, capsys):
     assert answer == quick_recorded(text_path).as_dict()  # the text turn, exactly once
 
 
-def test_async_driver_loop_awaits_the_tool_once(monkeypatch, capsys):
-    ran = run_quick_start(["driver", "driver-loop"], monkeypatch, capsys)
+def test_async_driver_loop_is_the_same_two_turn_conversation(monkeypatch, capsys):
+    """The async loop over the call turn, then the text turn: the tool awaited once, and the
+    history the sync loop's over the same two turns (awaited, never a coroutine)."""
+    ran = run_quick_start(["driver", "driver-loop", "driver-second-turn"], monkeypatch, capsys)
     sync_history = ran.namespace["messages"]
     ran.runs.clear()
     run_block(readme_blocks()["async-driver-loop"], ran.namespace)
@@ -604,7 +607,7 @@ def test_async_driver_loop_awaits_the_tool_once(monkeypatch, capsys):
     assert_each_call_ran_once(ran.runs, quick_recorded().calls())
     assert_prints_what_the_readme_shows("async-driver-loop", printed)
     history = ran.namespace["messages"]
-    assert history == sync_history  # the same round, the same history: awaited, not a coroutine
+    assert history == sync_history
     assert "coroutine" not in json.dumps(history)
 
 
@@ -616,8 +619,10 @@ def test_async_driver_loop_on_parallel_calls(monkeypatch, capsys):
     run_block(readme_blocks()["async-driver-loop"], ran.namespace)
     capsys.readouterr()
     assert_each_call_ran_once(ran.runs, quick_recorded(path).calls())
-    assert [m["role"] for m in ran.namespace["messages"]] == [m["role"] for m in sync_history]
-    assert ran.namespace["messages"][1:] == sync_history[1:]
+    history = ran.namespace["messages"]
+    # the call turn as the sync loop keeps it, then the text answer once
+    assert history[: len(sync_history)] == sync_history
+    assert [m["role"] for m in history[len(sync_history) :]] == ["assistant"]
 
 
 # -- the README itself ----------------------------------------------------------------------------
