@@ -44,6 +44,17 @@ def golden_streams(formats: list[str] | None = None) -> list[Path]:
     return sorted(p for name in names for p in (GOLDEN / name).glob("*.jsonl"))
 
 
+def first_plain_stream(wire: str) -> Path:
+    """The first golden of ``wire`` that is an ordinary stream (three events or more, not
+    opened by a provider's error): what tests that splice into a stream start from, so that
+    a new golden sorted first (a lone exception frame) does not change what they test."""
+    for path in golden_streams([wire]):
+        events = read_stream(path)
+        if len(events) >= 3 and replay(events[:1], wire, close=False).error is None:
+            return path
+    raise LookupError(f"no ordinary golden stream of {wire}")
+
+
 def toy_wires() -> list[Path]:
     """The toy wires of ``tests/golden/``: each a folder holding its own descriptor
     (``NAME/NAME.yaml``) beside its streams, tested as the built-ins are (a new toy needs no

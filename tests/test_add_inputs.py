@@ -19,7 +19,7 @@ import json
 from typing import Any
 
 import pytest
-from conftest import golden_streams, outcome, read_stream, replay, stream_id
+from conftest import first_plain_stream, golden_streams, outcome, read_stream, replay, stream_id
 
 import engine
 
@@ -28,7 +28,7 @@ WIRES = [n for n in engine.list_formats() if engine.load_format(n).is_wire]
 
 
 def _first_of_each_wire() -> list:
-    return [golden_streams([name])[0] for name in WIRES]
+    return [first_plain_stream(name) for name in WIRES]
 
 
 def _as_block(event: dict, variant: int) -> str:
@@ -191,7 +191,7 @@ DEEP_AT = {
 
 @pytest.mark.parametrize("name", WIRES)
 def test_a_value_nested_100000_deep_never_escapes_add_and_is_never_rendered_whole(name):
-    events = read_stream(golden_streams([name])[0])
+    events = read_stream(first_plain_stream(name))
     buf = engine.LLMStreamBuffer(events=True)
     buf.add(events[0])
     before = (outcome(buf), _skipped(buf))
@@ -223,7 +223,7 @@ def test_a_name_nested_100000_deep_before_the_wire_is_known_never_escapes(field)
 
 @pytest.mark.parametrize("name", ["anthropic_messages", "openai_responses", "cohere_v2"])
 def test_an_event_name_nested_100000_deep_is_counted_under_a_short_name(name):
-    events = read_stream(golden_streams([name])[0])
+    events = read_stream(first_plain_stream(name))
     buf = engine.LLMStreamBuffer()
     buf.add(events[0])
     buf.add({"type": DEEP})

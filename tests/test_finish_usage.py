@@ -136,6 +136,8 @@ EXPECTED = {
         (288, 21, 309, None, 0),
     ),  # raw "tool_calls"
     "openai_chat/hand_compat_error_frame": ("error", None),  # raw None
+    # The legacy function_call's own finish reason, "function_call", is a tool call; no usage.
+    "openai_chat/hand_legacy_function_call": ("tool_calls", None),  # raw "function_call"
     # A provider's error ends these (an `error` object, or vLLM's `object: error`): "error",
     # whatever finish_reason came with it; none sends usage.
     "openai_chat/hand_compat_error_first": ("error", None),  # raw None
@@ -209,6 +211,10 @@ EXPECTED = {
     "openai_chat/vercel_openai_text": ("stop", (16, 300, 316, 0, 0)),  # raw "stop"
     "openai_responses/hand_empty_delta": ("tool_calls", (64, 15, 79, 0, 0)),  # raw "completed"
     "openai_responses/hand_error_event": ("error", None),  # raw None
+    # Custom tools (issue 20): completed with a runnable (free-form) call; usage as documented
+    # (input 212 with 0 cached, output 58 with 0 reasoning, total 270).
+    "openai_responses/hand_custom_tool_call": ("tool_calls", (212, 58, 270, 0, 0)),
+    "openai_responses/hand_custom_and_function_call": ("tool_calls", (212, 58, 270, 0, 0)),
     "openai_responses/hand_incomplete_cut_in_string": (
         "length",
         (66, 16, 82, 0, 0),
@@ -374,6 +380,9 @@ EXPECTED = {
         "tool_calls",
         (843, 28, 871, None, 0),
     ),  # raw "tool_use"
+    # A stream that opens with an exception event (issue 20): the provider's error, no usage.
+    "bedrock_converse/hand_exception_first_throttling_frames": ("error", None),  # raw None
+    "bedrock_converse/hand_exception_first_validation_boto3": ("error", None),  # raw None
     "bedrock_converse/hand_exception_model_stream_boto3": ("error", None),  # raw None
     "bedrock_converse/hand_exception_throttling_frames": ("error", None),  # raw None
     "bedrock_converse/hand_max_tokens_cut_in_string": (

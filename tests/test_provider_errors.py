@@ -21,7 +21,7 @@ from __future__ import annotations
 import copy
 
 import pytest
-from conftest import golden_streams, outcome, read_stream, replay, stream_id
+from conftest import first_plain_stream, golden_streams, outcome, read_stream, replay, stream_id
 
 import engine
 
@@ -179,7 +179,7 @@ def _foreign_for(wire: str) -> list[tuple[str, dict]]:
 
 @pytest.mark.parametrize("wire", WIRES)
 def test_another_wires_event_fed_to_a_resolved_buffer_leaves_a_trace(wire):
-    path = golden_streams([wire])[0]
+    path = first_plain_stream(wire)
     events = read_stream(path)
     head = events[:1]
     for name, foreign in _foreign_for(wire):
