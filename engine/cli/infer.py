@@ -7,7 +7,8 @@ hour; every answer is a guess, so each one is written with a ``# REVIEW:`` comme
 was guessed and from what evidence. The draft is plain descriptor data: it validates and
 replays its own stream, and the author corrects it from there.
 
-Two families of wire are told apart by the stream itself (DESIGN.md, "Two families"):
+Two families of wire, which every built-in descriptor falls into, are told apart by the
+stream itself:
 
 - *event wires* (a field, or the one key that wraps the payload, names each event; start /
   delta / stop per SLOT): each event type gets rules from its role (``open``, ``append``,
