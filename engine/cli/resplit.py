@@ -29,39 +29,32 @@ Cuts = Callable[[int], Sequence[int]]
 def leaves(event: Any, chain: Chain, shortest: int = 2) -> Iterator[tuple[dict, str]]:
     """(container, key) of every string leaf at a streamed-field chain (``*`` = each entry of a
     list, or the value itself when it is an object) with at least ``shortest`` characters."""
-    if not chain:
-        return
-    head, rest = chain[0], chain[1:]
-    if head == "*":
-        entries = event if isinstance(event, list) else [event] if isinstance(event, dict) else []
-        for entry in entries:
-            yield from leaves(entry, rest, shortest)
-        return
-    if not isinstance(event, dict) or head not in event:
-        return
-    if not rest:
-        if isinstance(event[head], str) and len(event[head]) >= shortest:
-            yield event, head
-        return
-    yield from leaves(event[head], rest, shortest)
+    return _at(event, chain, lambda value: isinstance(value, str) and len(value) >= shortest)
 
 
 def valued(event: Any, chain: Chain) -> Iterator[tuple[dict, str]]:
     """(container, key) of every non-null value at a field chain (``*`` as in ``leaves``)."""
+    return _at(event, chain, lambda value: value is not None)
+
+
+def _at(event: Any, chain: Chain, keep: Callable[[Any], bool]) -> Iterator[tuple[dict, str]]:
+    """The one walk of a field chain: (container, key) of each value at its end that ``keep``
+    takes."""
     if not chain:
         return
     head, rest = chain[0], chain[1:]
     if head == "*":
         entries = event if isinstance(event, list) else [event] if isinstance(event, dict) else []
         for entry in entries:
-            yield from valued(entry, rest)
+            yield from _at(entry, rest, keep)
         return
     if not isinstance(event, dict) or event.get(head) is None:
         return
     if not rest:
-        yield event, head
+        if keep(event[head]):
+            yield event, head
         return
-    yield from valued(event[head], rest)
+    yield from _at(event[head], rest, keep)
 
 
 def split_event(
