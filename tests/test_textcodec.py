@@ -459,7 +459,7 @@ def test_a_scanner_that_starts_into_a_text_counts_offsets_in_the_whole_text(code
     scanner.feed('{"tool": "a"}')
     (call,) = scanner.complete_calls()
     assert (call.start, call.end) == (10, 23)
-    assert scanner.forming_call() is None
+    assert scanner.forming() == (False, None)  # nothing forms after the call
 
 
 def test_an_extracted_call_can_be_consumed(codec: TextCodec) -> None:

@@ -98,8 +98,6 @@ class LLMStreamBuffer:
         "_plain",
         "_ready_orders",
         "_rec",
-        "_round",
-        "_rounds",
         "_scan_from",
         "_sse",
         "_strategy",
@@ -137,7 +135,6 @@ class LLMStreamBuffer:
         self._sse: dict = {}
         self.codec: Any = None  # the text codec scanning display text (attach_codec)
         self._text_rule: str | None = None  # the rule it scans the turn under (attach_codec)
-        self._round = 0  # which round this is: one more per add() and close()
         # The events (engine.stream.recorder), on a buffer made with events=True: None
         # otherwise, and then the one attribute test per chunk that events cost.
         self._rec: Any = None
@@ -159,9 +156,6 @@ class LLMStreamBuffer:
         self._ready_orders: set[int] = set()  # order calls completed, each once (new_calls)
         self._new_at = 0  # new_calls()' cursor into _completed
         self._closed = False
-        # What the drivers did in this stream's rounds (engine.drivers.StreamRounds): theirs,
-        # kept here so that it goes with the stream; the buffer never reads it.
-        self._rounds: Any = None
         # Where text(), the events, get_content() and the codec's scan have got to in the
         # display text, and the scan itself: one object, whose docstring states the rule.
         self._display = DisplayCursors(self.codec, self._text_rule)
@@ -186,7 +180,6 @@ class LLMStreamBuffer:
         if rec is not None and self.codec is not None:
             self._flush_round()  # the round that ends decided what its text is
         self._held = False
-        self._round += 1
         logged: Any  # what the replay log keeps of the chunk (see the module docstring)
         if chunk.__class__ is dict:  # the common case, without a call
             event = logged = chunk
@@ -432,7 +425,6 @@ class LLMStreamBuffer:
         """End of input: close whatever is still open; nothing stays held after this."""
         self._closed = True
         self._held = False
-        self._round += 1
         if self._asm is None:
             if self._pending:
                 tried = ", ".join(s.name for s in self.strategies)
@@ -827,7 +819,7 @@ class LLMStreamBuffer:
     # A round is what happens between two ``add``s (or an ``add`` and ``close``): every
     # driver fed this buffer looks at it, then the client reads ``text()``, which releases
     # what no driver held in the round. What the drivers did in a round (the calls they
-    # handled, what they deferred to the next) is theirs: engine.drivers.StreamRounds.
+    # handled) is theirs: each driver keeps its own record of each stream (engine.drivers).
 
     def attach_codec(self, codec: Any, rule: str = "end") -> None:
         """Scan the display text with a text codec (:class:`engine.text.codec.TextCodec`) for
@@ -863,12 +855,6 @@ class LLMStreamBuffer:
         the suffix that may still become a call stays held."""
         if self._held is False:
             self._held = _TEXT_CALL_HELD
-
-    @property
-    def round(self) -> int:
-        """Which round this is: one more at every ``add`` and ``close()``. What the drivers
-        defer in a round (engine.drivers.StreamRounds) applies once this moves on."""
-        return self._round
 
     def _text_turn(self) -> bool:
         """Is the display text scanned for calls in this turn: the fall-through, so only in

@@ -704,14 +704,6 @@ class TextScanner:
             return True, None
         return False, None
 
-    def forming_call(self) -> tuple[int, str | None] | None:
-        """The call forming and held (not released as text): where it starts in the text
-        fed, and its name as :meth:`forming` gives it; None when there is none."""
-        c = self._cand
-        if c is None or c.dead:
-            return None
-        return c.start, None if c.is_array else c.name
-
     @property
     def at_lead(self) -> bool:
         """Nothing but whitespace and reasoning spans has been fed: a bare call may still
