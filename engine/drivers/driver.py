@@ -41,7 +41,7 @@ from ..model.fragments import copy_json
 from ..records import Tool, ToolCallRecord
 from ..stream.buffer import LLMStreamBuffer
 from ..text.codec import TextCodec, text_call_cause
-from .arguments import ArgumentProblem, SchemaCache, free_form_problems
+from .arguments import SchemaCache, free_form_problems
 
 __all__ = ["BaseDriver", "DriverResponse", "Orchestrator", "Tool", "ToolCallRecord"]
 
@@ -763,23 +763,20 @@ class BaseDriver:
         return frozenset(tool.name for tool in tools)
 
     def _checked(self, call: ExtractedCall) -> _Outcome | None:
-        """None when ``call`` may run; else its answer: its arguments failed the schema."""
+        """None when ``call`` may run; else its answer: its arguments failed the tool's
+        schema, or a free-form call's text input its ``format`` (never a JSON Schema)."""
         if not self._validate:
             return None
         tool = self._tool(call.name)
         if tool is None:
             return None
-        if call.free_form:  # text input: its tool's format, never a JSON Schema
+        if call.free_form:
             problems = free_form_problems(tool, call.arguments)
-            if not problems:
-                return None
-            return _rejected(
-                call.name, call.arguments, call.id, free_form_error(call.name, problems)
-            )
-        schemas = self._schemas
-        if schemas is None:
-            schemas = self._schemas = SchemaCache()
-        problems = schemas.of(tool).problems(call.arguments)
+        else:
+            schemas = self._schemas
+            if schemas is None:
+                schemas = self._schemas = SchemaCache()
+            problems = schemas.of(tool).problems(call.arguments)
         if not problems:
             return None
         error = self.codec.retry_schema_invalid(call.name, problems)
@@ -895,16 +892,6 @@ class BaseDriver:
 def _text_slot(slot: Any) -> bool:
     """Is this the slot of a call written into text (``("text", n)``)?"""
     return slot.__class__ is tuple and len(slot) == 2 and slot[0] == "text"
-
-
-def free_form_error(tool_name: str, problems: list[ArgumentProblem]) -> str:
-    """The error result (and retry prompt) of a free-form call whose input failed its
-    tool's format (never a JSON Schema: its input is text)."""
-    listed = "; ".join(f"at {pointer or '/'}: {message}" for pointer, message in problems)
-    return (
-        f"The input of the call of '{tool_name}' does not match the tool's format, so it "
-        f"did not run: {listed}. Call it again with input that matches the format."
-    )
 
 
 class Orchestrator(BaseDriver):
