@@ -441,7 +441,10 @@ class LLMStreamBuffer:
         self._held = True
 
     def reset(self) -> None:
-        """Forget the stream so far, keeping the resolved wire."""
+        """Forget the stream so far, keeping the resolved wire: its chunks are counted again
+        from 0, and an SSE ``event:`` line of the old stream names nothing of the new one."""
+        self._index = 0
+        self._sse = {}
         self._pending = []
         self._pending_at = []
         self._log = []
