@@ -216,7 +216,8 @@ class ArgsStream:
             return self.feed(value if value.__class__ is str else dumps_any_depth(value))
         if value.__class__ is str:
             self.reset()
-            return self.feed(value) or True
+            self.feed(value)
+            return True
         too_deep = (value.__class__ is dict or value.__class__ is list) and nests_deeper(
             value, MAX_DEPTH
         )
@@ -229,7 +230,6 @@ class ArgsStream:
         self._whole = value
         self.parts = []
         self._ended = True
-        before = self.state
         if not isinstance(value, dict):
             self._invalid(INVALID_TEXT)
             self.value = None
@@ -238,7 +238,7 @@ class ArgsStream:
             self.value = None
         else:
             self.state, self.value, self.reason = COMPLETE, value, None
-        return before != self.state or True
+        return True
 
     def cut_whole(self, value: Any) -> None:
         """The wire sent the arguments as values, and the stream was cut before they were
