@@ -17,6 +17,7 @@ from ..errors import DescriptorError, Problem, escape
 from ..events import CallIncomplete, ExtractedCall
 from ..model.assembly import Assembly, judged_after_the_event
 from ..model.fragments import copy_json, materialize, shown_value
+from ..model.journal import put, put_attr
 from ..model.jsonscan import MAX_DEPTH, ArgsStream, dumps_any_depth, first_value, nests_deeper
 from . import paths
 from .operations import OPERATIONS, Source, operation_rules
@@ -88,19 +89,21 @@ class CallsSpec:
     def install_args(self, item: dict, tracker: Any = None) -> ArgsStream:
         """Put an :class:`ArgsStream` at the item's args field, seeded with what is there;
         ``tracker`` (the assembly tracking the call, see ArgsStream.tracker) is set before
-        the seed, which may already carry more than the call's first JSON value."""
+        the seed, which may already carry more than the call's first JSON value. Its writes
+        go to the tracker's journal (engine.model.journal)."""
+        journal = tracker.journal if tracker is not None else []
         parent = item
         for f in self.args_fields[:-1]:
             child = parent.get(f)
             if child.__class__ is not dict:
-                child = parent[f] = {}
+                child = put(journal, parent, f, {})
             parent = child
         current = parent.get(self.args_fields[-1])
         if current.__class__ is ArgsStream:  # the item's first entry brought arguments
             if self.args_form == "text" and current.text_key is None:
                 current = _as_text(current, self.args_fields[-1])
-                parent[self.args_fields[-1]] = current
-            current.tracker = tracker
+                put(journal, parent, self.args_fields[-1], current)
+            put_attr(journal, current, "tracker", tracker)
             return current
         if self.args_form == "text":
             stream = ArgsStream("text", text_key=self.args_fields[-1])
@@ -114,7 +117,7 @@ class CallsSpec:
             stream.set_whole({} if current is None else current)
         else:
             stream = new_args_stream(self.args_form, current, tracker)
-        parent[self.args_fields[-1]] = stream
+        put(journal, parent, self.args_fields[-1], stream)
         return stream
 
 
@@ -247,8 +250,7 @@ class Program:
                 elif self.table.get(entry) is None:
                     problems.add(
                         pointer,
-                        f"after_done names the event {entry!r}, which no rule of events.on "
-                        "handles",
+                        f"after_done names the event {entry!r}, which no rule of events.on handles",
                     )
                 names.add(entry)
             elif isinstance(entry, dict):

@@ -3,6 +3,8 @@
 A compiled strategy is immutable and shared between streams; everything one stream changes
 lives here. The operations of the descriptor language (:mod:`engine.compile.ops`) write into an
 ``Assembly``; the buffer reads it to answer ``forming()`` and ``calls()`` in O(1) per chunk.
+Each write is journaled first (``Assembly.journal``, engine.model.journal), so that the
+buffer can take back a chunk that raises.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from ..events import (
     CAUSE_LENGTH,
     CallIncomplete,
 )
-from .fragments import Fragments, SlottedList, ingest, shown_value
+from .fragments import Fragments, SlottedList, grow, ingest, shown_value
+from .journal import put, put_attr, trim
 from .jsonscan import AFTER_COMPLETE, COMPLETE, ArgsStream
 
 if TYPE_CHECKING:
@@ -71,7 +74,10 @@ class Assembly:
         "usage_event",
         "end_cause",
         "seeding",
+        "journal",
     )
+
+    _END = ("finished", "over", "cut", "end_cause", "usage_event")  # what the end changes
 
     def __init__(self, strategy: ExtractionStrategy) -> None:
         self.strategy = strategy
@@ -112,6 +118,18 @@ class Assembly:
         # set at the wire's DONE (a length stop, an error, a normal stop) or at close().
         self.end_cause: str | None = None
         self.seeding: tuple[dict, Any] | None = None  # (item, slot) whose args are installed
+        # What the chunk being applied wrote, to take back if it raises (the buffer drops
+        # it once the chunk went in): records of engine.model.journal.
+        self.journal: list[Any] = []
+
+    def _save_end(self) -> None:
+        """Journal the end state, before the DONE, the usage or ``close()`` changes it."""
+        state = tuple(getattr(self, name) for name in self._END)
+        self.journal.append((self._end_back, state))
+
+    def _end_back(self, state: tuple[Any, ...]) -> None:
+        for name, value in zip(self._END, state, strict=True):
+            setattr(self, name, value)
 
     def skip(self, reason: str) -> None:
         """An operation could not place what the event carries: say so, never drop it."""
@@ -139,9 +157,11 @@ class Assembly:
         self.seeding = (item, slot)
         args = place.install_args(item, self)
         self.seeding = None
+        args.journal = self.journal
         track = CallTrack(item, args, len(self.tracks), slot, place)
+        trim(self.journal, self.tracks)
         self.tracks.append(track)
-        self.track_of[id(item)] = track
+        put(self.journal, self.track_of, id(item), track)
         if args.state != 0:
             self.calls_dirty = True
         if self.events is not None:
@@ -153,10 +173,11 @@ class Assembly:
         if track is not None:
             return track.args
         parent = item
+        journal = self.journal
         for field in path_fields[:-1]:
             child = parent.get(field)
             if child.__class__ is not dict:
-                child = parent[field] = {}
+                child = put(journal, parent, field, {})
             parent = child
         current = parent.get(path_fields[-1])
         if current.__class__ is ArgsStream:
@@ -166,7 +187,8 @@ class Assembly:
             stream = ArgsStream(calls.args_form if calls is not None else "string")
         else:
             stream = self.strategy.spec.new_args(current)
-        parent[path_fields[-1]] = stream
+        stream.journal = journal
+        put(journal, parent, path_fields[-1], stream)
         return stream
 
     def refused(self, stream: ArgsStream, what: Any, why: str) -> None:
@@ -206,6 +228,7 @@ class Assembly:
         length cut (``finish_reasons.length``) or ``cut`` says so (a provider's error event).
         ``event``: the event whose rule said so (None: an end marker, after which nothing
         may follow)."""
+        self._save_end()
         self.finished = True
         if event is None or self.usage_event is event or self.strategy.nothing_follows:
             self.over = True
@@ -223,6 +246,7 @@ class Assembly:
     def took_usage(self, event: Any) -> None:
         """An event's rules set the usage: after the DONE (or with it, whichever rule of the
         DONE's event runs first) it is the last thing the stream brings."""
+        self._save_end()
         self.usage_event = event
         if self.finished:
             self.over = True
@@ -230,6 +254,7 @@ class Assembly:
     def end_input(self) -> None:
         """``close()``: no more input. Without the wire's DONE every open item was cut;
         after it, an item opened since closes the way the DONE said."""
+        self._save_end()
         self.over = True
         if self.cut is None:
             self.end_cause = CAUSE_CONNECTION
@@ -238,8 +263,8 @@ class Assembly:
     def close_open(self, cut: bool) -> None:
         """Close every call still open, then list the calls that will never be runnable."""
         for track in self.tracks:  # closed by their own end event, before the stream's
-            if track.args.closed and not track.reported:
-                track.ended_first = True
+            if track.args.closed and not track.reported and not track.ended_first:
+                put_attr(self.journal, track, "ended_first", True)
         for end in self.strategy.at_end:  # what operations keep open (the extend op's parts)
             end(self, cut)
         for track in self.tracks:
@@ -254,9 +279,10 @@ class Assembly:
             reason = track.args.incomplete_reason
             if reason is None or track.reported:
                 continue
-            track.reported = True
+            put_attr(self.journal, track, "reported", True)
             calls = track.place
             name, call_id = calls.name(track.item), calls.id(track.item)
+            trim(self.journal, self.incomplete)
             self.incomplete.append(
                 CallIncomplete(
                     slot=self.track_slot(track),
@@ -342,23 +368,23 @@ def judged_after_the_event(runs: list) -> Callable[[Assembly, Any, Any], None]:
     return judged
 
 
-def ensure_slotted(parent: dict, field: str, order: str) -> SlottedList:
+def ensure_slotted(parent: dict, field: str, order: str, journal: list[Any]) -> SlottedList:
     """The slotted list at ``parent[field]``, adopting a plain list the wire sent there."""
     current = parent.get(field)
     if current.__class__ is SlottedList:
         return current
     lst = SlottedList(current if current.__class__ is list else None, order)
-    parent[field] = lst
+    put(journal, parent, field, lst)
     return lst
 
 
-def append_text(parent: dict, field: str, piece: str) -> None:
+def append_text(parent: dict, field: str, piece: str, journal: list[Any]) -> None:
     current = parent.get(field)
     if current.__class__ is Fragments:
-        current.append(piece)
+        grow(journal, current, piece)
     elif current.__class__ is str and current:
         frag = Fragments(current)
         frag.append(piece)
-        parent[field] = frag
+        put(journal, parent, field, frag)
     else:
-        parent[field] = Fragments(piece)
+        put(journal, parent, field, Fragments(piece))

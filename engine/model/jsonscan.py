@@ -54,6 +54,7 @@ def first_value(text: str) -> Any:
     when it nests deeper than the parser reads)."""
     return _FIRST_VALUE.raw_decode(text)[0]
 
+
 # Parse outcomes.
 OPEN = 0  # still streaming (or nothing yet)
 COMPLETE = 1  # parsed to a JSON object
@@ -86,6 +87,7 @@ class ArgsStream:
         "sink",
         "tracker",
         "text_key",
+        "journal",
     )
 
     def __init__(self, form: str, initial: Any = None, text_key: str | None = None) -> None:
@@ -121,6 +123,60 @@ class ArgsStream:
         # call, so that tracking a call allocates nothing more. None: the stream takes
         # everything, as any value the message holds.
         self.tracker: Any = None
+        # The assembly's undo journal (engine.model.journal), given by the assembly that
+        # holds the stream: each change is journaled first. None: a stream of its own.
+        self.journal: list[Any] | None = None
+
+    def _save(self) -> None:
+        """Journal the whole scan state, before a change other than a plain append."""
+        journal = self.journal
+        if journal is not None:
+            # ``parts`` as the list and its length: ``text`` joins into a new list, never
+            # the old one, and only its last fragment is ever rewritten (cut at the value).
+            parts = self.parts
+            state = (
+                parts,
+                len(parts),
+                parts[-1] if parts else "",
+                self.state,
+                self.value,
+                self.closed,
+                self._depth,
+                self._in_string,
+                self._escape,
+                self._started,
+                self._ended,
+                self._whole,
+                self._spilled,
+                self.reason,
+            )
+            journal.append((self._back, state))
+
+    def _back(self, state: tuple[Any, ...]) -> None:
+        (
+            parts,
+            length,
+            last,
+            self.state,
+            self.value,
+            self.closed,
+            self._depth,
+            self._in_string,
+            self._escape,
+            self._started,
+            self._ended,
+            self._whole,
+            self._spilled,
+            self.reason,
+        ) = state
+        del parts[length:]
+        if parts:
+            parts[-1] = last
+        self.parts = parts
+
+    def _appended(self, parts: list[str], length: int) -> None:
+        del parts[length:]
+        self.parts = parts
 
     # -- feeding -------------------------------------------------------------------------
 
@@ -130,8 +186,13 @@ class ArgsStream:
             return self.set_whole(fragment)
         if not fragment:
             return False
-        if (self._ended or self.closed) and self.tracker is not None and self._refused(fragment):
-            return False
+        journal = self.journal
+        if journal is not None:  # a plain append is all most fragments change
+            journal.append((self._appended, self.parts, len(self.parts)))
+        if (self._ended or self.closed) and self.tracker is not None:
+            self._save()
+            if self._refused(fragment):
+                return False
         self.parts.append(fragment)
         sink = self.sink
         if self.text_key is not None:  # free-form text: nothing to scan, whole once it closes
@@ -143,6 +204,7 @@ class ArgsStream:
                 sink.fed(fragment)
             if self.state == INVALID or not _NOT_SPACE.search(fragment):
                 return False
+            self._save()
             self._regress()  # (a stream no call owns: text after its value spoils it)
             self._invalid(INVALID_TEXT)
             self.value = None
@@ -151,6 +213,8 @@ class ArgsStream:
             if sink is not None:
                 sink.fed(fragment)
             return False  # inside a string value, and nothing here can end it: most fragments
+        if journal is not None:
+            self._save()
         changed = self._scan(fragment)
         if sink is not None:  # the fragment as taken: cut where the value ended (_conclude)
             sink.fed(self.parts[-1])
@@ -223,6 +287,7 @@ class ArgsStream:
         )
         if too_deep and nests_deeper(value, sys.getrecursionlimit()):
             raise TooDeepError(TOO_DEEP_TO_TAKE)  # before anything moved: the chunk is refused
+        self._save()
         if self.owner is not None:
             self._regress()
         if self.sink is not None:
@@ -244,6 +309,7 @@ class ArgsStream:
         """The wire sent the arguments as values, and the stream was cut before they were
         whole (a call streamed over parts): kept to show (``text``, the message), closed,
         never runnable (``incomplete_reason`` ``"cut"``)."""
+        self._save()
         self._regress()
         self._whole = value
         self.parts = []
@@ -270,10 +336,14 @@ class ArgsStream:
         self.reason = reason
 
     def _regress(self) -> None:
-        if self.state == COMPLETE and self.owner is not None:
-            self.owner.calls_regressed = True
+        owner = self.owner
+        if self.state == COMPLETE and owner is not None:
+            if self.journal is not None:
+                self.journal.append((setattr, owner, "calls_regressed", owner.calls_regressed))
+            owner.calls_regressed = True
 
     def reset(self) -> None:
+        self._save()
         self._regress()
         if self.sink is not None:
             self.sink.reset()
@@ -386,8 +456,8 @@ class ArgsStream:
         """The argument text as streamed (raw, never re-escaped)."""
         if self._whole is not None:
             return dumps_any_depth(self._whole)
-        if len(self.parts) > 1:
-            self.parts[:] = ["".join(self.parts)]
+        if len(self.parts) > 1:  # joined into a new list (see _save)
+            self.parts = ["".join(self.parts)]
         return self.parts[0] if self.parts else ""
 
     def whole_value(self) -> Any:
@@ -409,6 +479,7 @@ class ArgsStream:
         """
         if self.closed:
             return False
+        self._save()
         self.closed = True
         if self.text_key is not None:  # free-form text: whole once its item is done
             if cut:
