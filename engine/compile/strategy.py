@@ -17,7 +17,7 @@ from ..errors import DescriptorError, Problem, escape
 from ..events import CallIncomplete, ExtractedCall
 from ..model.assembly import Assembly, judged_after_the_event
 from ..model.fragments import copy_json, materialize, shown_value
-from ..model.journal import put, put_attr
+from ..model.journal import count, put, put_attr
 from ..model.jsonscan import MAX_DEPTH, ArgsStream, dumps_any_depth, first_value, nests_deeper
 from . import paths
 from .operations import OPERATIONS, Source, operation_rules
@@ -327,7 +327,7 @@ class Program:
             else:
                 payload = chunk
         if payload.__class__ is not dict:
-            asm.unknown[str(name)] += 1
+            count(asm.journal, asm.unknown, str(name))
             return
         ch = None
         choice_list = self.choice_list
@@ -347,7 +347,8 @@ class Program:
         if ch is None and self.accept is not None and not self.accept(chunk):
             # Not this wire's (a chunk that carries the followed choice always is: only the
             # others are asked, so the usual chunk pays one test).
-            asm.unknown[str(name) if name.__class__ is not dict else shown_value(name)] += 1
+            named = str(name) if name.__class__ is not dict else shown_value(name)
+            count(asm.journal, asm.unknown, named)
             return
         for op in self.every:
             op(asm, payload, ch)
@@ -356,11 +357,12 @@ class Program:
         try:
             rules = self.table.get(name)
         except TypeError:  # a name that is no name (a list, an object): no rule has it
-            asm.unknown[shown_value(name)] += 1  # bounded: str() would render all of it
+            # bounded: str() would render all of it
+            count(asm.journal, asm.unknown, shown_value(name))
             return
         if rules is None:
             if name not in self.ignored:
-                asm.unknown[str(name)] += 1
+                count(asm.journal, asm.unknown, str(name))
             return
         if rules.__class__ is SubTable:
             try:
@@ -368,7 +370,7 @@ class Program:
             except TypeError:
                 rules = None
             if rules is None:
-                asm.unknown[str(name)] += 1
+                count(asm.journal, asm.unknown, str(name))
                 return
         for op in rules:
             op(asm, payload, ch)

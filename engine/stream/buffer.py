@@ -210,6 +210,7 @@ class LLMStreamBuffer:
                 self._rec.rolled_back(asm)
             raise
         asm.journal.clear()
+        asm.usage_event = None  # "usage came with the DONE" is a fact of one event, read in it
 
     def _plain_text(self, chunk: str | bytes | bytearray, index: int) -> dict:
         """A text chunk of a plain text stream, as the plain-text wire's event: taken as it
