@@ -7,13 +7,17 @@
   (engine.model.journal), on a recorded stream of every wire: no event told, every
   ``partial`` held as it was, the scanners as they were, the stream going on as if it was
   never sent; also for a client that refills one dict for every chunk;
-- a rejected chunk costs what it wrote (its rules run once), and the buffer keeps no chunk.
+- a rejected chunk costs what it wrote (its rules run once), the buffer keeps no chunk, and
+  a finished buffer keeps at most 4x the JSON of its message.
 """
 
 from __future__ import annotations
 
 import copy
+import gc
+import json
 import sys
+import tracemalloc
 from typing import Any
 
 import pytest
@@ -219,3 +223,51 @@ def _fed(events: list[dict]) -> engine.LLMStreamBuffer:
     buf.close()
     buf.events()
     return buf
+
+
+def _argument_chunks(n: int) -> list[dict]:
+    """Two calls whose arguments stream in ~8-byte fragments, about ``n`` chunks."""
+
+    def chunk(delta: dict, finish: str | None = None) -> dict:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        return {"object": "chat.completion.chunk", "choices": [choice]}
+
+    out = [chunk({"role": "assistant"})]
+    for slot in (0, 1):
+        call = {"index": slot, "id": f"c{slot}", "type": "function"}
+        call["function"] = {"name": f"f{slot}", "arguments": ""}
+        out.append(chunk({"tool_calls": [call]}))
+    body = json.dumps({"q": "x" * (n * 4)})
+    for at in range(0, len(body), 8):
+        for slot in (0, 1):
+            fragment = {"index": slot, "function": {"arguments": body[at : at + 8]}}
+            out.append(chunk({"tool_calls": [fragment]}))
+    return [*out, chunk({}, "tool_calls")]
+
+
+@pytest.mark.parametrize("events", [False, True], ids=["plain", "events"])
+@pytest.mark.parametrize("make", [_text_chunks, _argument_chunks], ids=["text", "arguments"])
+def test_a_finished_buffer_keeps_at_most_four_times_its_message(make, events):
+    """Memory O(message): what a buffer still holds once a stream of 3,000 small fragments
+    is in and closed (its events read as they came) is at most 4x the JSON of its message
+    (the replay log kept every chunk: 10x to 20x)."""
+    lines = [json.dumps(chunk) for chunk in make(3000)]
+    strategy = engine.load_format("openai_chat")
+    engine.LLMStreamBuffer(strategies=[strategy], events=True).close()  # modules imported
+    gc.collect()
+    tracemalloc.start()
+    try:
+        buf = engine.LLMStreamBuffer(strategies=[strategy], events=events)
+        for line in lines:
+            buf.add(json.loads(line))
+            if events:
+                buf.events()
+        buf.close()
+        if events:
+            buf.events()
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    message = len(json.dumps(buf.as_dict(), ensure_ascii=False).encode())
+    assert kept <= 4 * message, (kept, message)

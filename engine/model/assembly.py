@@ -20,8 +20,8 @@ from ..events import (
     CAUSE_LENGTH,
     CallIncomplete,
 )
-from .fragments import Fragments, SlottedList, grow, ingest, shown_value
-from .journal import put, put_attr, trim
+from .fragments import Fragments, SlottedList, compact, grow, ingest, shown_value
+from .journal import put, put_attr, saver, trim
 from .jsonscan import AFTER_COMPLETE, COMPLETE, ArgsStream
 
 if TYPE_CHECKING:
@@ -44,6 +44,9 @@ class CallTrack:
         self.reported = False  # listed in ``Assembly.incomplete`` already
         self.slot = slot  # the SLOT the wire keys it by, when the one who opened it knew
         self.ended_first = False  # its own end event closed it before the stream's end
+
+
+_SAVE_END = saver("finished", "over", "cut", "end_cause", "usage_event")  # what an end changes
 
 
 class Assembly:
@@ -76,8 +79,6 @@ class Assembly:
         "seeding",
         "journal",
     )
-
-    _END = ("finished", "over", "cut", "end_cause", "usage_event")  # what the end changes
 
     def __init__(self, strategy: ExtractionStrategy) -> None:
         self.strategy = strategy
@@ -124,12 +125,7 @@ class Assembly:
 
     def _save_end(self) -> None:
         """Journal the end state, before the DONE, the usage or ``close()`` changes it."""
-        state = tuple(getattr(self, name) for name in self._END)
-        self.journal.append((self._end_back, state))
-
-    def _end_back(self, state: tuple[Any, ...]) -> None:
-        for name, value in zip(self._END, state, strict=True):
-            setattr(self, name, value)
+        _SAVE_END(self.journal, self)
 
     def skip(self, reason: str) -> None:
         """An operation could not place what the event carries: say so, never drop it."""
@@ -272,6 +268,7 @@ class Assembly:
             if not args.closed and args.close(cut):
                 self.calls_dirty = True
         self._note_incomplete()
+        compact(self.root)  # the stream's end: its texts are joined once
 
     def _note_incomplete(self) -> None:
         """Add each call that will never be runnable to ``incomplete``, once."""

@@ -143,6 +143,27 @@ class SlottedList:
         return len(self.items)
 
 
+def compact(root: Any) -> None:
+    """Join every growing text of a finished message (its ``Fragments``, its argument
+    streams' fragments) into one string each: what the stream keeps is then the size of its
+    text, not a few dozen bytes per fragment. Without recursion, whatever the depth; each
+    join is into a new list, so that a journal record of the old one stays true."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        cls = node.__class__
+        if cls is dict:
+            stack.extend(node.values())
+        elif cls is list:
+            stack.extend(node)
+        elif cls is SlottedList:
+            stack.extend(node.items)
+        elif cls is Fragments:
+            node.joined()
+        elif cls is ArgsStream and node.whole_value() is None:
+            node.text  # noqa: B018  (reading it joins its fragments)
+
+
 def materialize(node: Any) -> Any:
     """Turn an assembly tree into plain JSON-compatible values (a fresh copy: arguments too,
     so that nothing of it is the assembly's own, nor a call's handed out)."""

@@ -22,6 +22,7 @@ import sys
 from typing import Any
 
 from ..events import CAUSE_NOT_JSON, CAUSE_NOT_OBJECT, CAUSE_TOO_DEEP
+from .journal import saver
 
 # Characters that change scanner state outside / inside a JSON string.
 _OUTSIDE = re.compile(r'["{}\[\]]')
@@ -128,54 +129,22 @@ class ArgsStream:
         self.journal: list[Any] | None = None
 
     def _save(self) -> None:
-        """Journal the whole scan state, before a change other than a plain append."""
+        """Journal the scan state, before a change other than a plain append."""
         journal = self.journal
         if journal is not None:
-            # ``parts`` as the list and its length: ``text`` joins into a new list, never
-            # the old one, and only its last fragment is ever rewritten (cut at the value).
-            parts = self.parts
-            state = (
-                parts,
-                len(parts),
-                parts[-1] if parts else "",
-                self.state,
-                self.value,
-                self.closed,
-                self._depth,
-                self._in_string,
-                self._escape,
-                self._started,
-                self._ended,
-                self._whole,
-                self._spilled,
-                self.reason,
-            )
-            journal.append((self._back, state))
+            self._saved(journal)
+            _SAVE(journal, self)
 
-    def _back(self, state: tuple[Any, ...]) -> None:
-        (
-            parts,
-            length,
-            last,
-            self.state,
-            self.value,
-            self.closed,
-            self._depth,
-            self._in_string,
-            self._escape,
-            self._started,
-            self._ended,
-            self._whole,
-            self._spilled,
-            self.reason,
-        ) = state
+    def _saved(self, journal: list[Any]) -> None:
+        """Journal ``parts`` as the list and its length: ``text`` joins into a new list,
+        never the old one, and only the last fragment is ever rewritten (cut at the value)."""
+        parts = self.parts
+        journal.append((self._back, parts, len(parts), parts[-1] if parts else ""))
+
+    def _back(self, parts: list[str], length: int, last: str) -> None:
         del parts[length:]
         if parts:
             parts[-1] = last
-        self.parts = parts
-
-    def _appended(self, parts: list[str], length: int) -> None:
-        del parts[length:]
         self.parts = parts
 
     # -- feeding -------------------------------------------------------------------------
@@ -188,7 +157,7 @@ class ArgsStream:
             return False
         journal = self.journal
         if journal is not None:  # a plain append is all most fragments change
-            journal.append((self._appended, self.parts, len(self.parts)))
+            self._saved(journal)
         if (self._ended or self.closed) and self.tracker is not None:
             self._save()
             if self._refused(fragment):
@@ -544,6 +513,21 @@ class ArgsStream:
         if self._whole is not None:
             return self._whole
         return self.text
+
+
+_SAVE = saver(
+    "state",
+    "value",
+    "closed",
+    "_depth",
+    "_in_string",
+    "_escape",
+    "_started",
+    "_ended",
+    "_whole",
+    "_spilled",
+    "reason",
+)
 
 
 class TooDeepError(ValueError):

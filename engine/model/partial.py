@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .journal import put, refill, trim
+from .journal import put, refill, saver, trim
 from .jsonpath import singular_path
 
 __all__ = ["PartialJSON", "parse_json_path"]
@@ -142,50 +142,6 @@ class PartialJSON:
         self.journal: list[Any] | None = None
         self._start()
 
-    def _save(self) -> None:
-        """Journal the scanner's state, before a change other than a string growing."""
-        journal = self.journal
-        if journal is not None:
-            state = (
-                self.invalid,
-                self.reason,
-                self.error,
-                self.closed,
-                self._mode,
-                self._cont,
-                self._key,
-                list(self._stack),
-                self._pending,
-                list(self._token),
-                self._token_len,
-                list(self._key_parts),
-                self._seen,
-                self._continuing,
-            )
-            journal.append((self._back, state))
-
-    def _back(self, state: tuple[Any, ...]) -> None:
-        (
-            self.invalid,
-            self.reason,
-            self.error,
-            self.closed,
-            self._mode,
-            self._cont,
-            self._key,
-            self._stack,
-            self._pending,
-            self._token,
-            self._token_len,
-            self._key_parts,
-            self._seen,
-            self._continuing,
-        ) = state
-
-    def _grown(self, container: Any, key: Any, length: int, seen: int) -> None:
-        container[key] = container[key][:length]
-        self._seen = seen
-
     def _start(self) -> None:
         self.invalid = False  # True once the text can never be a JSON object
         self.reason: str | None = None  # "invalid" or "too deep" once stopped
@@ -201,6 +157,19 @@ class PartialJSON:
         self._key_parts: list[str] = []  # an unfinished member name
         self._seen = 0  # characters fed so far, for error offsets
         self._continuing: dict[str, bool] = {}  # set_path: a string leaf that continues
+
+    def _save(self) -> None:
+        """Journal the scanner's state, before a change other than a string growing; its
+        lists, changed in place, are copies from then on (the journal keeps the old ones)."""
+        journal = self.journal
+        if journal is not None:
+            _SAVE(journal, self)
+            self._stack, self._token = list(self._stack), list(self._token)
+            self._key_parts = list(self._key_parts)
+
+    def _grown(self, container: Any, key: Any, length: int, seen: int) -> None:
+        container[key] = container[key][:length]
+        self._seen = seen
 
     @property
     def complete(self) -> bool:
@@ -554,6 +523,24 @@ class PartialJSON:
             journal.append((node.__setitem__, last, node[last]))
             node[last] = _copy(item)
         put(journal, self._continuing, path, bool(will_continue))
+
+
+_SAVE = saver(
+    "invalid",
+    "reason",
+    "error",
+    "closed",
+    "_mode",
+    "_cont",
+    "_key",
+    "_stack",
+    "_pending",
+    "_token",
+    "_token_len",
+    "_key_parts",
+    "_seen",
+    "_continuing",
+)
 
 
 def _escape(s: str, i: int, n: int) -> tuple[str, int] | None:

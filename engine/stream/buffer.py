@@ -362,6 +362,7 @@ class LLMStreamBuffer:
             return
         self._asm.end_input()
         self._commit()
+        self._display.compact(self._asm.display)
 
     def hold(self) -> None:
         """Veto display for this round (until the next ``add``)."""

@@ -106,6 +106,23 @@ class DisplayCursors:
             told += 1
         return told
 
+    # -- a finished stream's text -----------------------------------------------------------
+
+    def compact(self, display: list[str]) -> None:
+        """Join the display fragments between every two places a reader has got to (the
+        stream has ended: what it keeps is then the size of its text, not a few dozen bytes
+        per fragment). Each cursor stays on the boundary it was on, renumbered; a mark that
+        is no cursor's (stale) is dropped, and the fast path it stood for is found again."""
+        cuts = sorted({0, len(display), self.shown, self.told, self.joined_at, self.fed})
+        if len(cuts) - 1 == len(display):
+            return  # every fragment is a reader's boundary: nothing to join
+        renumbered = {at: i for i, at in enumerate(cuts)}
+        display[:] = ["".join(display[a:b]) for a, b in zip(cuts, cuts[1:], strict=False)]
+        self.shown, self.told = renumbered[self.shown], renumbered[self.told]
+        self.joined_at, self.fed = renumbered[self.joined_at], renumbered[self.fed]
+        self.quiet_at = renumbered.get(self.quiet_at, -1)
+        self.drained_at = renumbered.get(self.drained_at, -1)
+
     # -- the joined text ---------------------------------------------------------------------
 
     def content(self, display: list[str]) -> str:

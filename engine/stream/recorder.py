@@ -82,11 +82,11 @@ class CallSink(PartialJSON):
     recorder's ``pending``, an unstarted call's growth is kept for the one delta that follows
     its ``CallStarted``."""
 
-    __slots__ = ("rec", "track", "started", "live", "slot", "early", "early_text", "done")
+    __slots__ = ("rec", "track", "started", "live", "slot", "early", "early_text", "done", "undo")
 
     def __init__(self, rec: EventRecorder, track: CallTrack, journal: list[Any]) -> None:
         super().__init__()
-        self.journal = journal
+        self.journal = self.undo = journal
         self.rec = rec
         self.track = track
         self.started = False
@@ -101,7 +101,7 @@ class CallSink(PartialJSON):
         fragment of string text only in place), and the call's delta is recorded."""
         key = self.track.args.text_key
         if key is not None:  # free-form text: ``partial`` is {key: the text so far}
-            put(self.journal, self.value, key, self.value.get(key, "") + fragment)
+            put(self.undo, self.value, key, self.value.get(key, "") + fragment)
         else:
             self.feed(fragment)
         if self.live:
@@ -112,7 +112,7 @@ class CallSink(PartialJSON):
             self.rec.pending.append(delta)
         elif not self.started and not self.done:
             self._early()
-            trim(self.journal, self.early_text)
+            trim(self.undo, self.early_text)
             self.early_text.append(fragment)
 
     def whole(self, value: Any) -> None:
@@ -134,7 +134,7 @@ class CallSink(PartialJSON):
 
     def _early(self) -> None:
         if not self.early:
-            put_attr(self.journal, self, "early", True)
+            put_attr(self.undo, self, "early", True)
 
     def end(self) -> None:
         """Ready or incomplete: nothing more is told of the call."""
