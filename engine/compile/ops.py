@@ -147,7 +147,6 @@ class Target:
 
     __slots__ = (
         "segments",
-        "steps",
         "last",
         "item_patterns",
         "pattern",
@@ -169,11 +168,10 @@ class Target:
     # walks, which run on every event, read steps and their patterns as Any rather than
     # narrowing each one per event.
     segments: tuple[Any, ...]
-    steps: tuple[Any, ...]
     item_patterns: tuple[Any, ...]  # the list pattern at each slot step, None at a field
     rel: tuple[str, ...]
     locate_item: Callable[[Assembly, Any, Any, bool], Any]
-    parent_of_field: Callable[[dict], dict]  # every rule calls it with create=True: a dict
+    parent_of_field: Callable[[dict[str, Any]], dict[str, Any]]
     slot_field: str | None
 
     def __init__(
@@ -193,7 +191,6 @@ class Target:
         # Fields after the innermost slot: the path inside the item.
         last_slot = max((i for i, s in enumerate(self.segments) if s.field is None), default=-1)
         self.rel = tuple(cast(str, s.field) for s in self.segments[last_slot + 1 :])
-        self.steps = self.segments
         # The walk runs on every event: the two shapes nearly every rule has get a walk of
         # their own (``role``: the root itself; ``content[index].text``: one slotted list).
         slots = [i for i, s in enumerate(self.segments) if s.field is None]
@@ -205,8 +202,7 @@ class Target:
             self.locate_item = self._two_slots
         else:
             self.locate_item = self._walk
-        walk_rel = cast(Callable[[dict], dict], self._walk_rel)  # create=True never gives None
-        self.parent_of_field = _itself if len(self.rel) <= 1 else walk_rel
+        self.parent_of_field = _itself if len(self.rel) <= 1 else self._walk_rel
         # ``role``: the field's parent is the message itself, with no walk at all.
         self.at_root = not slots and len(self.rel) == 1
         # The first SLOT's reader's fast path: one field of the event (``index``) is looked up
@@ -378,14 +374,12 @@ class Target:
             i += 1
         return node
 
-    def _walk_rel(self, item: dict, create: bool = True) -> dict | None:
-        """The dict holding the last field of ``rel`` inside ``item``."""
+    def _walk_rel(self, item: dict[str, Any]) -> dict[str, Any]:
+        """The dict holding the last field of ``rel`` inside ``item``, the way created."""
         node = item
         for field in self.rel[:-1]:
             child = node.get(field)
             if child.__class__ is not dict:
-                if not create:
-                    return None
                 child = node[field] = {}
             node = child
         return node

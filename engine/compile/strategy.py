@@ -157,9 +157,6 @@ class TextSpec:
 class Spec:
     """The compiled, immutable description of one wire."""
 
-    name: str
-    title: str
-    descriptor: dict
     initial_message: dict
     calls: CallsSpec | None  # the first place of the calls (``calls`` itself)
     text: TextSpec | None
@@ -814,9 +811,6 @@ class ExtractionStrategy:
         )
         turn = compile_turn(descriptor, problems)
         self.spec = Spec(
-            name=self.name,
-            title=self.title,
-            descriptor=descriptor,
             initial_message=descriptor.get("message", {}) or {},
             calls=calls,
             text=text,

@@ -19,7 +19,7 @@ from ..events import (
     CallIncomplete,
 )
 from .fragments import Fragments, SlottedList, ingest, shown_value
-from .jsonscan import AFTER_COMPLETE, COMPLETE, ArgsStream
+from .jsonscan import AFTER_COMPLETE, ArgsStream
 
 if TYPE_CHECKING:
     from ..compile.strategy import ExtractionStrategy
@@ -312,9 +312,6 @@ class Assembly:
                             slot = position
             level = found
         return slot
-
-    def complete_calls(self) -> list[CallTrack]:
-        return [t for t in self.tracks if t.args.state == COMPLETE]
 
 
 def judged_after_the_event(runs: list) -> Callable[[Assembly, Any, Any], None]:
