@@ -3,6 +3,7 @@ located, and nothing the engine holds keeps a strategy alive that a user loaded.
 
 from __future__ import annotations
 
+import functools
 import gc
 import weakref
 from pathlib import Path
@@ -101,3 +102,41 @@ def test_a_text_strategy_loaded_by_path_is_not_kept_alive():
 def test_the_registry_keeps_its_built_ins():
     """The registry may keep the built-ins it compiled once: the same object every time."""
     assert engine.load_format("openai_chat") is engine.load_format("openai_chat")
+
+
+def _count_builtin_compiles(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The built-ins the registry compiles from here on (its cache emptied, then counted)."""
+    from engine.language import registry
+
+    seen: list[str] = []
+    compiled = registry._compiled.__wrapped__
+
+    @functools.cache
+    def counted(name: str):
+        seen.append(name)
+        return compiled(name)
+
+    monkeypatch.setattr(registry, "_compiled", counted)
+    return seen
+
+
+def test_listing_the_built_ins_compiles_none(monkeypatch):
+    """Their names and order are read from their files, as a lexer mapping is: listing them,
+    or naming an unknown format, compiles nothing."""
+    seen = _count_builtin_compiles(monkeypatch)
+    names = engine.list_formats()
+    assert names[0] == "openai_chat" and names[-1] == "mcs_text" and len(names) == 8
+    with pytest.raises(engine.UnknownFormatError):
+        engine.load_format("openai_chats")
+    assert seen == []
+
+
+def test_an_end_marker_on_a_users_strategy_compiles_no_built_in(monkeypatch):
+    """The [DONE] of a buffer holding only a user's strategy is known from the built-ins'
+    files (their done_sentinels), not by compiling them."""
+    seen = _count_builtin_compiles(monkeypatch)
+    toy = engine.load_format(ROOT / "tests" / "toy" / "toy_wire.yaml")
+    buf = engine.LLMStreamBuffer(strategies=[toy])
+    buf.add({"kind": "hello", "turn": {}})
+    buf.add("[DONE]")
+    assert buf.is_finished() and seen == []
