@@ -140,3 +140,16 @@ def test_an_end_marker_on_a_users_strategy_compiles_no_built_in(monkeypatch):
     buf.add({"kind": "hello", "turn": {}})
     buf.add("[DONE]")
     assert buf.is_finished() and seen == []
+
+
+def test_every_problem_at_once():
+    """A schema problem (a typo'd key) does not hide what only the compiler sees (a reasoning
+    place no rule streams): one check reports both, each at its own pointer."""
+    text = (ROOT / "tests" / "toy" / "toy_wire.yaml").read_text(encoding="utf-8")
+    text = text.replace("  args_form: object\n", "  args_from: object\n")
+    text += "\nreasoning:\n  at: nowhere_streamed\n"
+    _, problems, strategy = compile_text(text, "toy_wire.yaml")
+    assert strategy is None
+    found = {(p.pointer, p.rule) for p in problems}
+    assert ("/calls/args_from", "unknown-key") in found
+    assert ("/reasoning/at", "compile") in found

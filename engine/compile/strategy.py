@@ -823,12 +823,16 @@ class ExtractionStrategy:
         )
         self.leaks_into_text = self.spec.leaks_into_text
         self.is_wire = "events" in descriptor
+        before = len(problems.found)
         self.program = Program(events, ctx, problems)
+        # What the rules stream is known only when every rule compiled.
+        rules_compiled = len(problems.found) == before
         # Nothing may follow the DONE (no ``events.after_done``): the DONE ends it all.
         self.nothing_follows = self.program.after_done is None
         self.at_end = tuple(ctx.at_end)
         listed = isinstance(descriptor.get("reasoning"), list)
-        _check_reasoning_streamed(reasoning, ctx, problems, listed)
+        if rules_compiled:
+            _check_reasoning_streamed(reasoning, ctx, problems, listed)
         self._reasoning_read = _message_reader(reasoning)
         recognize = descriptor.get("recognize", {})
         self._recognize_chunk = compile_predicate(recognize["chunk"])

@@ -20,8 +20,10 @@ three passes; every problem found is reported, sorted by position, as
    ``declarations`` templates (checked by :mod:`engine.compile.templates`, every problem at its
    pointer; the schema types templates too, and where both see a problem in one part of a
    template the compiler's wording is the one reported);
-3. when all of that passes, the descriptor is compiled (a wire, or the text codec), so that
-   whatever the checks above miss is still a reported problem and never a traceback at load.
+3. the descriptor is compiled (a wire, or the text codec), so that whatever the checks above
+   miss is still a reported problem and never a traceback at load; this runs even when they
+   found problems, so that every problem is said at once (a compile problem at a place they
+   already report, or a compile stopped by a value of the wrong shape, is left out).
 
 A problem's ``rule`` names the check: a schema keyword (``type``, ``required``,
 ``enum``...), or ``unknown-key``, ``moved`` (a key of before, its new form named),
@@ -585,6 +587,14 @@ def _serve_problems(data: dict, where: _Locator) -> list[Problem]:
     return [where.at_value(pointer, message, rule) for pointer, message, rule in found]
 
 
+def _beside(problem: Problem, by: list[Problem]) -> bool:
+    """A flow or compile problem in an object the checks before found at fault (at it, in
+    it, or at a key beside it: ``/calls/args`` unwritten because ``/calls/at`` is wrong),
+    which is most likely that fault seen again."""
+    parent = problem.pointer.rpartition("/")[0]
+    return any(_covered(problem, by) or p.pointer.rpartition("/")[0] == parent for p in by)
+
+
 # -- what can be known of the flow when the descriptor loads ------------------------------------
 
 
@@ -681,20 +691,30 @@ def _key_text(key: tuple[Any, str]) -> str:
     return f"[{path}]" if scope is None else f"[{path}] in scope {scope!r}"
 
 
-def _flow_problems(data: dict, where: _Locator) -> list[Problem]:
-    """What the schema cannot see across sections, found before any stream runs."""
+def _flow_problems(data: dict, where: _Locator, checked_first: bool) -> list[Problem]:
+    """What the schema cannot see across sections, found before any stream runs; asked of a
+    descriptor the checks before refused too (``checked_first``), where a value of the wrong
+    shape ends the flow check: it is already reported."""
     if descriptor_kind(data) != "wire_descriptor" or not isinstance(data.get("events"), dict):
         return []
     try:
         return _unwritten_args(data, where) + _slot_keys(data, where)
     except PathError:  # a bad path is reported by the schema pass; compiling says the rest
         return []
+    except (AttributeError, TypeError, KeyError):
+        if checked_first:
+            return []
+        raise
 
 
-def _compile(data: dict, where: _Locator, sections: Any) -> tuple[Any, list[Problem]]:
+def _compile(
+    data: dict, where: _Locator, sections: Any, checked_first: bool
+) -> tuple[Any, list[Problem]]:
     """The one compile of a checked descriptor: its strategy, and every problem the compiler
     found at the pointer of the value at fault (a rule that does not compile, a reasoning
-    place no rule streams), which the checks before it cannot see."""
+    place no rule streams), which the checks before it cannot see. Run even when those
+    checks found problems (``checked_first``): every problem is said at once, but a compile
+    that stops on a value of the wrong shape says nothing they have not."""
     from ..compile.strategy import ExtractionStrategy, Problems
 
     found = Problems()
@@ -708,6 +728,8 @@ def _compile(data: dict, where: _Locator, sections: Any) -> tuple[Any, list[Prob
                 data, source=where.file, problems=found, sections=sections
             )
     except Exception as exc:  # noqa: BLE001 - whatever the compiler refuses is a problem
+        if checked_first:
+            return None, []
         message = str(exc) or exc.__class__.__name__
         return None, [where.at_value("", f"does not compile: {message}", "compile")]
     problems = [
@@ -755,12 +777,13 @@ def compile_text(text: str, file: str) -> tuple[Any, list[Problem], Any]:
         templates += _serve_problems(data, where)
         inside = [p for p in checked if in_template(p.pointer) and not _covered(p, templates)]
         problems += templates + inside
-        if not problems:
-            problems += _flow_problems(data, where)
-        if not problems:
-            strategy, found = _compile(data, where, sections)
-            problems += found
-    return data, _unique(problems), strategy
+        checked_first = bool(problems)
+        problems += [
+            p for p in _flow_problems(data, where, checked_first) if not _beside(p, problems)
+        ]
+        strategy, found = _compile(data, where, sections, checked_first or bool(problems))
+        problems += [p for p in found if not _beside(p, problems)]
+    return data, _unique(problems), (None if problems else strategy)
 
 
 def _unique(problems: list[Problem]) -> list[Problem]:
