@@ -225,10 +225,13 @@ class Program:
         self.accept = compile_predicate(accept) if accept else None
         self.after_done = self._compile_after_done(events, problems)
 
-    def _compile_after_done(self, events: dict, problems: Problems) -> Predicate | None:
+    def _compile_after_done(
+        self, events: dict, problems: Problems
+    ) -> Callable[[Any, str | None], bool] | None:
         """``after_done``: what may follow the DONE, as one test of an event (None: nothing
         may). A name is the event's name as the discriminator reads it, and must be one the
-        rule table handles (taking an event no rule handles would take nothing)."""
+        rule table handles (taking an event no rule handles would take nothing). The test is
+        given the event and its name, read once by the buffer."""
         entries = events.get("after_done") or []
         names: set[str] = set()
         tests: list[Predicate] = []
@@ -257,10 +260,8 @@ class Program:
             return None
         frozen = frozenset(names)
 
-        def follows(chunk: Any) -> bool:
-            return (bool(frozen) and self.event_name(chunk) in frozen) or any(
-                test(chunk) for test in tests
-            )
+        def follows(chunk: Any, name: str | None) -> bool:
+            return (bool(frozen) and name in frozen) or any(test(chunk) for test in tests)
 
         return follows
 
@@ -321,6 +322,7 @@ class Program:
                 ((name, payload),) = chunk.items()
             else:
                 payload = chunk
+        asm.event_name = name  # what a skip of this event is listed under: read once
         if payload.__class__ is not dict:
             asm.unknown[str(name)] += 1
             return

@@ -71,6 +71,7 @@ class Assembly:
         "usage_event",
         "end_cause",
         "seeding",
+        "event_name",
     )
 
     def __init__(self, strategy: ExtractionStrategy) -> None:
@@ -93,6 +94,7 @@ class Assembly:
         # buffer stamps them with the chunk's index and name), then the stamped records. Both
         # stay empty on a stream that places everything, so the happy path pays one test.
         self.unplaced: list[str] = []
+        self.event_name: Any = None  # the name the dispatcher read of the event it applies
         self.skipped: list = []  # engine.records.Skipped
         self.cut: bool | None = None  # the wire's DONE was a cut (length, error); None: no DONE
         self.incomplete: list[CallIncomplete] = []  # calls that will never be runnable
