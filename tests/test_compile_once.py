@@ -153,3 +153,35 @@ def test_every_problem_at_once():
     found = {(p.pointer, p.rule) for p in problems}
     assert ("/calls/args_from", "unknown-key") in found
     assert ("/reasoning/at", "compile") in found
+
+
+def test_checking_a_file_hands_back_the_strategy_it_compiled(monkeypatch):
+    """A caller that reports a file's problems and then streams with it (the CLI's project
+    check, ``infer``) compiles it once: check_file returns the strategy with the problems."""
+    from engine.language.validate import check_file
+
+    seen = _count_compiles(monkeypatch)
+    strategy, problems = check_file(FORMATS / "gemini.yaml")
+    assert problems == [] and seen == ["gemini"] and strategy.name == "gemini"
+
+
+def test_the_serve_section_is_compiled_once(monkeypatch):
+    """The validating pass compiles the serve section, and the strategy keeps what it
+    compiled: the fake provider asks the strategy, never compiles the section again."""
+    from engine.compile import serve
+
+    asked: list[str] = []
+    check = serve.check_serve
+    monkeypatch.setattr(serve, "check_serve", lambda d: asked.append(d["name"]) or check(d))
+    strategy = engine.load_format(FORMATS / "openai_chat.yaml")
+    spec = strategy.serve_spec()
+    assert spec is strategy.serve_spec() and spec.endpoints
+    assert asked == ["openai_chat"]
+
+
+def test_a_strategy_of_a_dict_compiles_its_serve_section_when_asked():
+    import yaml  # a plain YAML 1.1 loader: ``on:`` keys are quoted in this data
+
+    data = engine.load_format("ollama").descriptor
+    strategy = ExtractionStrategy(yaml.safe_load(yaml.safe_dump(data)))
+    assert strategy.serve_spec().endpoints == engine.load_format("ollama").serve_spec().endpoints

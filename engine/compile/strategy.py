@@ -40,6 +40,7 @@ class Forming:
 
 
 NOT_FORMING = Forming(False)
+NOT_COMPILED = object()  # a section the strategy compiles when first asked for it
 
 
 @dataclass(frozen=True)
@@ -754,12 +755,15 @@ class ExtractionStrategy:
         *,
         problems: Problems | None = None,
         sections: Any = None,
+        serve: Any = NOT_COMPILED,
     ) -> None:
         """Compile ``descriptor``. With ``problems``, every problem found is added there (the
         validator's one pass: it locates them); without, they are raised together as a
         :class:`~engine.errors.DescriptorError` (a ValueError), each at its JSON pointer (a
         dict has no lines: ``source``, or ``<descriptor>``, names it).
-        ``sections``: its ``results`` and ``declarations`` compiled already (by that pass)."""
+        ``sections``: its ``results`` and ``declarations`` compiled already (by that pass);
+        ``serve``: its ``serve`` section compiled already (None: it has none)."""
+        self._serve = serve
         found = Problems() if problems is None else problems
         self._compile(descriptor, source, found, sections)
         if problems is None and found:
@@ -1066,6 +1070,16 @@ class ExtractionStrategy:
         if alias and fields and fields[0] == alias:
             fields = (*choice["list"].split("."), "*", *fields[1:])
         return fields
+
+    def serve_spec(self) -> Any:
+        """The compiled ``serve`` section (:class:`~engine.compile.serve.ServeSpec`), None when
+        the descriptor has none: as the validating pass compiled it, else compiled on first
+        use (raising :class:`~engine.compile.serve.ServeError` with every problem)."""
+        if self._serve is NOT_COMPILED:
+            from .serve import compile_serve
+
+            self._serve = compile_serve(self.descriptor)
+        return self._serve
 
     def new_assembly(self) -> Assembly:
         return Assembly(self)

@@ -31,7 +31,7 @@ def _compiled(name: str) -> ExtractionStrategy | TextStrategy:
 
 
 @functools.cache
-def _header(name: str) -> dict[str, Any]:
+def header(name: str) -> dict[str, Any]:
     """A built-in's descriptor as data, ``extends`` resolved, never compiled: what names it."""
     path = builtin_paths()[name]
     written, source = load(path.read_text(encoding="utf-8"))
@@ -41,7 +41,7 @@ def _header(name: str) -> dict[str, Any]:
 
 def list_formats() -> list[str]:
     """Built-in format names, in their declared order."""
-    return sorted(builtin_paths(), key=lambda n: (_header(n).get("order", 99), n))
+    return sorted(builtin_paths(), key=lambda n: (header(n).get("order", 99), n))
 
 
 # "mcs_text" is the text codec; every other built-in name is a wire, and so is a descriptor
@@ -71,7 +71,7 @@ def load_format(name_or_path: str | Path) -> ExtractionStrategy | TextStrategy:
 
 def text_strategy() -> TextStrategy:
     """The built-in text codec strategy (``mcs_text``)."""
-    name = next(n for n in list_formats() if "codec" in _header(n))
+    name = next(n for n in list_formats() if "codec" in header(n))
     return cast("TextStrategy", _compiled(name))
 
 
@@ -79,7 +79,7 @@ def text_strategy() -> TextStrategy:
 def end_markers() -> frozenset[str]:
     """Every built-in wire's end markers (``done_sentinels``: ``[DONE]``), read from their
     files."""
-    return frozenset(m for n in builtin_paths() for m in _header(n).get("done_sentinels", ()))
+    return frozenset(m for n in builtin_paths() for m in header(n).get("done_sentinels", ()))
 
 
 def wire_strategies() -> list[ExtractionStrategy]:

@@ -577,14 +577,15 @@ def _covered(problem: Problem, by: list[Problem]) -> bool:
     )
 
 
-def _serve_problems(data: dict, where: _Locator) -> list[Problem]:
+def _serve_problems(data: dict, where: _Locator) -> tuple[Any, list[Problem]]:
     """What the schema cannot say of the ``serve`` section (its templates, a path's
-    ``{name}`` twice), checked by its own compiler: every problem, each at its line. Asked of
-    a section the schema refused too: the compiler reads only what has the schema's shape."""
+    ``{name}`` twice), checked by its own compiler: every problem, each at its line, with the
+    section it compiled, which the strategy keeps. Asked of a section the schema refused too:
+    the compiler reads only what has the schema's shape."""
     from ..compile.serve import check_serve
 
-    _, found = check_serve(data)
-    return [where.at_value(pointer, message, rule) for pointer, message, rule in found]
+    serve, found = check_serve(data)
+    return serve, [where.at_value(pointer, message, rule) for pointer, message, rule in found]
 
 
 def _beside(problem: Problem, by: list[Problem]) -> bool:
@@ -722,10 +723,10 @@ def _compile(
         if descriptor_kind(data) == "codec_descriptor":
             from ..text.strategy import TextStrategy
 
-            strategy: Any = TextStrategy(data, source=where.file, sections=sections)
+            strategy: Any = TextStrategy(data, source=where.file, sections=sections[0])
         else:
             strategy = ExtractionStrategy(
-                data, source=where.file, problems=found, sections=sections
+                data, source=where.file, problems=found, sections=sections[0], serve=sections[1]
             )
     except Exception as exc:  # noqa: BLE001 - whatever the compiler refuses is a problem
         if checked_first:
@@ -774,14 +775,15 @@ def compile_text(text: str, file: str) -> tuple[Any, list[Problem], Any]:
         problems += _engine_problems(data, where)
         in_results = any(p.pointer.startswith(("/results", "/declarations")) for p in problems)
         sections, templates = _template_problems(data, where, in_results)
-        templates += _serve_problems(data, where)
+        serve, served = _serve_problems(data, where)
+        templates += served
         inside = [p for p in checked if in_template(p.pointer) and not _covered(p, templates)]
         problems += templates + inside
         checked_first = bool(problems)
         problems += [
             p for p in _flow_problems(data, where, checked_first) if not _beside(p, problems)
         ]
-        strategy, found = _compile(data, where, sections, checked_first or bool(problems))
+        strategy, found = _compile(data, where, (sections, serve), checked_first or bool(problems))
         problems += [p for p in found if not _beside(p, problems)]
     return data, _unique(problems), (None if problems else strategy)
 
@@ -812,11 +814,19 @@ def validate_descriptor(path: str | Path) -> list[Problem]:
 
     ``Problem.file`` is ``path`` as given; a file that cannot be read is one problem.
     """
+    return check_file(path)[1]
+
+
+def check_file(path: str | Path) -> tuple[Any, list[Problem]]:
+    """The descriptor file at ``path`` checked and compiled in one pass: its strategy (None
+    when there is a problem) and every problem (:func:`validate_descriptor`'s), so that a
+    caller who reports the problems and then uses the strategy compiles it once."""
     file = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        return [Problem(file, 1, 1, "", f"not UTF-8 text: {exc.reason}", "file")]
+        return None, [Problem(file, 1, 1, "", f"not UTF-8 text: {exc.reason}", "file")]
     except OSError as exc:
-        return [Problem(file, 1, 1, "", f"cannot read: {exc.strerror or exc}", "file")]
-    return validate_text(text, file)[1]
+        return None, [Problem(file, 1, 1, "", f"cannot read: {exc.strerror or exc}", "file")]
+    _, problems, strategy = compile_text(text, file)
+    return strategy, problems
