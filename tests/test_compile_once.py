@@ -64,7 +64,7 @@ def test_a_compile_problem_is_located_at_the_value_at_fault():
     line, with its pointer, not at the top of the file."""
     path = ROOT / "tests" / "toy" / "toy_wire.yaml"
     text = path.read_text(encoding="utf-8")
-    assert "\nreasoning:" not in text and text.rstrip().endswith("said[*].words\"")
+    assert "\nreasoning:" not in text and text.rstrip().endswith('said[*].words"')
     text += "\nreasoning:\n  at: nowhere_streamed\n"
     _, problems, strategy = compile_text(text, "toy_wire.yaml")
     assert strategy is None
@@ -185,3 +185,31 @@ def test_a_strategy_of_a_dict_compiles_its_serve_section_when_asked():
     data = engine.load_format("ollama").descriptor
     strategy = ExtractionStrategy(yaml.safe_load(yaml.safe_dump(data)))
     assert strategy.serve_spec().endpoints == engine.load_format("ollama").serve_spec().endpoints
+
+
+def test_a_strategy_of_a_dict_is_checked_as_a_file_is():
+    """``ExtractionStrategy(data)`` asks the schema as the validator does: a typo'd argument
+    of an operation is refused at its pointer, never compiled silently."""
+    data = engine.load_format("openai_chat").descriptor
+    every = data["events"].get("every", [])
+    rule = {"append": {"at": "content", "from": "x", "sope": "y"}}
+    typo = {**data, "events": {**data["events"], "every": [*every, rule]}}
+    with pytest.raises(engine.DescriptorError) as caught:
+        ExtractionStrategy(typo)
+    assert [(p.pointer, p.rule) for p in caught.value.problems] == [
+        (f"/events/every/{len(every)}/append/sope", "unknown-key")
+    ]
+
+
+@pytest.mark.parametrize(
+    "name", ["openai_responses", "anthropic_messages", "bedrock_converse", "cohere_v2"]
+)
+def test_a_built_in_read_by_a_plain_yaml_loader_compiles(name):
+    """A YAML 1.1 loader reads the files' unquoted ``on:`` keys as true; the strategy of that
+    dict is the file's (same descriptor once read), not refused."""
+    import yaml
+
+    data = yaml.safe_load((FORMATS / f"{name}.yaml").read_text(encoding="utf-8"))
+    assert True in data["events"]  # the loader's reading, which the strategy takes as "on"
+    strategy = ExtractionStrategy(data)
+    assert strategy.descriptor == engine.load_format(name).descriptor

@@ -24,6 +24,7 @@ from .ops import CompileContext, RuleProblem, Run, TextPlace, any_where, pattern
 from .paths import compile_get, compile_read, is_plain, parse_chain, parse_target
 from .predicates import Predicate, compile_predicate
 from .results import CompiledSections, compile_sections
+from .schema import Pointed, in_template, schema_problems
 from .templates import TemplateError
 from .turn import TurnSpec, compile_turn
 
@@ -764,10 +765,15 @@ class ExtractionStrategy:
         ``sections``: its ``results`` and ``declarations`` compiled already (by that pass);
         ``serve``: its ``serve`` section compiled already (None: it has none)."""
         self._serve = serve
+        file = source or "<descriptor>"
+        if problems is None:  # a dict no validator saw: asked of the schema first, as a file is
+            descriptor = _as_yaml_1_2(descriptor)
+            checked = [p for p in schema_problems(descriptor, Pointed()) if _of_a_dict(*p)]
+            if checked:
+                raise DescriptorError([Problem(file, 0, 0, *problem) for problem in checked])
         found = Problems() if problems is None else problems
         self._compile(descriptor, source, found, sections)
         if problems is None and found:
-            file = source or "<descriptor>"
             raise DescriptorError(
                 [Problem(file, 0, 0, at, message, "compile") for at, message in found.found]
             )
@@ -1086,6 +1092,24 @@ class ExtractionStrategy:
 
     def message_of(self, asm: Assembly) -> dict:
         return materialize(asm.root)
+
+
+def _of_a_dict(pointer: str, message: str, rule: str) -> bool:
+    """A schema problem that refuses a descriptor given as a dict: any but a top-level key
+    it lacks (a dict need not carry a file's header, ``title``, ``docs``, nor every section)
+    and what the template compiler reports inside a template."""
+    return not (rule == "required" and pointer == "") and not in_template(pointer)
+
+
+def _as_yaml_1_2(data: Any) -> Any:
+    """``data`` with each key ``True`` read as ``on``: a YAML 1.1 loader (PyYAML's
+    ``safe_load``) reads an unquoted ``on:`` key as the boolean, and no key of a descriptor
+    is a boolean (JSON keys are strings), so the descriptor file means ``on`` there."""
+    if isinstance(data, list):
+        return [_as_yaml_1_2(item) for item in data]
+    if not isinstance(data, dict):
+        return data
+    return {("on" if key is True else key): _as_yaml_1_2(value) for key, value in data.items()}
 
 
 def parse_arguments(raw: Any, form: str = "string") -> dict | None:
