@@ -22,7 +22,7 @@ from ..events import (
 )
 from .fragments import Fragments, SlottedList, compact, grow, ingest, shown_value
 from .journal import put, put_attr, saver, trim
-from .jsonscan import AFTER_COMPLETE, COMPLETE, ArgsStream
+from .jsonscan import AFTER_COMPLETE, ArgsStream
 
 if TYPE_CHECKING:
     from ..compile.strategy import ExtractionStrategy
@@ -78,6 +78,7 @@ class Assembly:
         "end_cause",
         "seeding",
         "journal",
+        "event_name",
     )
 
     def __init__(self, strategy: ExtractionStrategy) -> None:
@@ -100,6 +101,7 @@ class Assembly:
         # buffer stamps them with the chunk's index and name), then the stamped records. Both
         # stay empty on a stream that places everything, so the happy path pays one test.
         self.unplaced: list[str] = []
+        self.event_name: Any = None  # the name the dispatcher read of the event it applies
         self.skipped: list = []  # engine.records.Skipped
         self.cut: bool | None = None  # the wire's DONE was a cut (length, error); None: no DONE
         self.incomplete: list[CallIncomplete] = []  # calls that will never be runnable
@@ -335,9 +337,6 @@ class Assembly:
                             slot = position
             level = found
         return slot
-
-    def complete_calls(self) -> list[CallTrack]:
-        return [t for t in self.tracks if t.args.state == COMPLETE]
 
 
 def judged_after_the_event(runs: list) -> Callable[[Assembly, Any, Any], None]:

@@ -189,7 +189,7 @@ class LLMStreamBuffer:
         except Exception as exc:  # (anything else, KeyboardInterrupt, is undone and on its way)
             raise self._misfit(index, exc) from exc
         if asm.unplaced:  # the happy path pays this one test
-            self._stamp_skipped(index, event)
+            self._stamp_skipped(index)
         if rec is not None:
             self._commit()
 
@@ -231,19 +231,21 @@ class LLMStreamBuffer:
         listed); any other event changes nothing, is listed in ``skipped()``, and makes the
         end final. Per chunk this costs the one test of ``finished`` in ``add``."""
         program = self._strategy.program
-        if not asm.over and program.after_done is not None and program.after_done(event):
+        name = self._event_name(event)
+        if not asm.over and program.after_done is not None and program.after_done(event, name):
             return False
         if program.of_another_choice(event, self.choice):
             return True
         asm.over = True
-        asm.skipped.append(Skipped(index, self._event_name(event), AFTER_THE_END))
+        asm.skipped.append(Skipped(index, name, AFTER_THE_END))
         self._commit()
         return True
 
-    def _stamp_skipped(self, index: int, event: dict) -> None:
-        """Record what the rules of chunk ``index`` could not place, named and located."""
+    def _stamp_skipped(self, index: int) -> None:
+        """Record what the rules of chunk ``index`` could not place, located and named as the
+        dispatcher read the event's name."""
         asm = self._asm
-        name = self._event_name(event)
+        name = None if asm.event_name is None else str(asm.event_name)
         asm.skipped.extend(Skipped(index, name, reason) for reason in asm.unplaced)
         asm.unplaced.clear()
 
@@ -283,7 +285,7 @@ class LLMStreamBuffer:
                 raise
             raise misfit from exc
         if self._asm.unplaced:
-            self._stamp_skipped(index, event)
+            self._stamp_skipped(index)
         self._commit()
 
     def _take_sentinel(self, sentinel: str, index: int) -> None:
@@ -340,7 +342,7 @@ class LLMStreamBuffer:
             self._asm.unknown[str(self._event_name(earlier))] += 1
             return
         if self._asm.unplaced:
-            self._stamp_skipped(index, earlier)
+            self._stamp_skipped(index)
         self._commit()
 
     def _event_name(self, event: dict) -> Any:
