@@ -53,7 +53,7 @@ class TextCall:
     the array's span."""
 
     name: str
-    arguments: dict
+    arguments: dict[str, Any]
     start: int
     end: int
     # A call that would have run but never can (a turn's scanner only, see TextScanner):
@@ -291,7 +291,7 @@ class TextCodec:
         except ValueError:
             return None
 
-    def _call_of(self, value: Any) -> tuple[str, dict] | None:
+    def _call_of(self, value: Any) -> tuple[str, dict[str, Any]] | None:
         """(name, arguments) when ``value`` is a call object, else None."""
         if value.__class__ is not dict or not value:
             return None
@@ -357,7 +357,7 @@ class TextCodec:
             listed.append(entry)
         return json.dumps({p.list_key: listed}, indent=p.indent, ensure_ascii=False)
 
-    def _parameters(self, schema: Any) -> dict:
+    def _parameters(self, schema: Any) -> dict[str, Any]:
         """A tool's parameter schema as described: always an object schema, and a property
         that says nothing of its type given the untyped default, so that the model is never
         left guessing how to write a value."""
@@ -685,7 +685,7 @@ class TextScanner:
         self._total = offset  # characters fed, from the whole text's start
         self._emitted = offset  # everything before this offset is queued (or dropped)
         # Plain fragments (str) and held spans (_Group), told apart by class where read.
-        self._queue: deque[Any] = deque()
+        self._queue: deque[str | _Group] = deque()
         self._groups: list[_Group] = []
         self._closed = False
 
@@ -696,12 +696,13 @@ class TextScanner:
         queue = self._queue
         if not queue:
             return ""  # nothing new settled: every round while a call forms
-        if len(queue) == 1 and queue[0].__class__ is str:
-            return queue.popleft()  # one plain fragment since the last round: most rounds
+        if len(queue) == 1 and isinstance(only := queue[0], str):
+            queue.popleft()
+            return only  # one plain fragment since the last round: most rounds
         out = []
         while queue:
             item = queue[0]
-            if item.__class__ is str:
+            if isinstance(item, str):
                 out.append(item)
             elif any(item.open):
                 break
