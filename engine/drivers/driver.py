@@ -621,30 +621,38 @@ class BaseDriver:
         completed, the forming call and its name unchanged, the text codec holding nothing)
         the round is a handful of identity checks: a client runs it on every chunk."""
         view = self._view_of(buf)
-        native, ended, forming = buf.stream_state(view.native_done)
+        native, ended, forming, quiet, incomplete = buf.changes(
+            view.native_done, view.incomplete_done
+        )
         if ended:
-            return self._plan_ended(buf, view, native)
+            return self._plan_ended(buf, view, native, quiet, incomplete)
         if len(native) != view.checked or native is not view.native or forming is not view.forming:
             view.look(native, forming)
-        if view.scans and not buf.text_quiet():
+        if view.scans and not quiet:
             plan = _Round(DriverResponse(call_pending=view.pending))
             self._plan_text_calls(buf, view, False, plan)
             return plan
         return DriverResponse(call_pending=True) if view.pending else DriverResponse()
 
     def _plan_ended(
-        self, buf: LLMStreamBuffer, view: _StreamView, native: list[ExtractedCall]
+        self,
+        buf: LLMStreamBuffer,
+        view: _StreamView,
+        native: list[ExtractedCall],
+        quiet: bool,
+        incomplete: list[CallIncomplete],
     ) -> DriverResponse | _Round:
         """A round at or after the end of input: the wire's DONE, or ``close()`` on a stream
         that never sent its DONE (no sibling can still stream either way). The native batch
         runs, this driver's calls of it, or the text calls that end the turn; the stream's
         assistant turn goes into the history once, answering every call of this driver's;
-        nothing is pending any more."""
+        nothing is pending any more. (``native``, ``quiet`` and ``incomplete``: what changed
+        since the driver's mark, ``LLMStreamBuffer.changes``.)"""
         plan = _Round()
         texts: list[ExtractedCall] = []
-        if view.scans and not buf.text_quiet():
+        if view.scans and not quiet:
             texts = self._plan_text_calls(buf, view, True, plan)
-        incomplete = buf.incomplete_calls()[view.incomplete_done :]
+            incomplete = [*incomplete, *plan.incomplete]  # the text calls it reported, last
         if not native and not incomplete and not texts and not plan.batches and view.turn_sent:
             return DriverResponse()  # the turn was handled: a round after it finds nothing
         view.native_done += len(native)
@@ -720,7 +728,9 @@ class BaseDriver:
                 probe = CallIncomplete(None, never.name, None, never.raw, never.reason or "")
                 if self._reports(view.owns, probe):
                     # Now one of the stream's incomplete calls, which the round reports.
-                    buf.report_text_incomplete(never)
+                    event = buf.report_text_incomplete(never)
+                    if event is not None:
+                        plan.incomplete.append(event)
             self._note_unknown_text(plan.response, unknown)
             return mine
         if mine:
