@@ -770,8 +770,10 @@ class LLMStreamBuffer:
     #
     # A round is what happens between two ``add``s (or an ``add`` and ``close``): every
     # driver fed this buffer looks at it, then the client reads ``text()``, which releases
-    # what no driver held in the round. What the drivers did in a round (the calls they
-    # handled) is theirs: each driver keeps its own record of each stream (engine.drivers).
+    # what no driver held in the round. What the drivers share across rounds (the hold, the
+    # text calls decided, the call held on) is one object, ``self._round``
+    # (engine.stream.rounds); what each driver handled (its marks) is its own record of the
+    # stream (engine.drivers), and ``changes()`` answers what changed since those marks.
 
     def attach_codec(self, codec: Any, rule: str = "end") -> None:
         """Scan the display text with a text codec (:class:`engine.text.codec.TextCodec`) for
