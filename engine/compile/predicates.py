@@ -35,8 +35,14 @@ _KINDS: tuple[tuple[type, str], ...] = (
 )
 
 
+_EXACT: dict[type, str] = dict(_KINDS)  # what a chunk's values are, by their own class
+
+
 def json_kind(value: Any) -> str | None:
     """The JSON kind of ``value`` (``"number"`` for an int or a float, not for a bool)."""
+    exact = _EXACT.get(value.__class__)
+    if exact is not None:
+        return exact
     for cls, kind in _KINDS:
         if isinstance(value, cls):
             return kind
@@ -116,9 +122,10 @@ def compile_predicate(spec: dict[str, Any]) -> Predicate:
         same = _equal_to(spec["equals"])
         return lambda obj: obj.__class__ is dict and same(get(obj))
     if "in" in spec:
-        # Strings (what the discriminators list) in a set; other values one test each.
+        # Strings (what the discriminators list) in a set, null a flag; others a test each.
         strings = frozenset(v for v in spec["in"] if v.__class__ is str)
-        tests = [_equal_to(v) for v in spec["in"] if v.__class__ is not str]
+        null = None in spec["in"]
+        tests = [_equal_to(v) for v in spec["in"] if v.__class__ is not str and v is not None]
 
         def is_in(obj: Any) -> bool:
             if obj.__class__ is not dict:
@@ -126,6 +133,8 @@ def compile_predicate(spec: dict[str, Any]) -> Predicate:
             value = get(obj)
             if value.__class__ is str:
                 return value in strings
+            if value is None:
+                return null
             return any(test(value) for test in tests)
 
         return is_in
