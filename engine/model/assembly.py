@@ -65,7 +65,6 @@ class Assembly:
         "track_of",
         "open_parts",
         "calls_regressed",
-        "first_open",
         "unplaced",
         "skipped",
         "cut",
@@ -96,7 +95,6 @@ class Assembly:
         self.unknown: Counter[str] = Counter()
         self.open_parts: list = []  # calls streaming over several parts (engine.compile.extend_op)
         self.calls_regressed = False  # a call that was complete no longer is: rebuild
-        self.first_open = 0  # tracks before this index are not open (forming's cursor)
         # What an operation could not place: the reasons of the chunk being applied (the
         # buffer stamps them with the chunk's index and name), then the stamped records. Both
         # stay empty on a stream that places everything, so the happy path pays one test.
