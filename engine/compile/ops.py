@@ -748,6 +748,8 @@ def op_close(spec: dict, ctx: CompileContext) -> Run:
             if final.__class__ is dict:
                 _adopt(asm, item, final, args_fields)
         track = asm.track_of.get(id(item))
+        if track is None and asm.deferring:  # opened by this event: closed once judged
+            asm.deferred.append((None, item, None))
         streams = [track.args] if track is not None else list(_streams_in(item))
         for stream in streams:
             if stream.close():

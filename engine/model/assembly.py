@@ -99,9 +99,10 @@ class Assembly:
         self.events: Any = None  # engine.stream.recorder.EventRecorder on a buffer with events
         # Inside an event whose rules go on writing the item they open, ``calls.where`` is
         # judged once the event is applied (see :func:`judged_after_the_event`): the call
-        # items opened meanwhile wait here.
+        # items opened meanwhile wait here (pattern None: an item the event closed, its
+        # arguments final once it is judged: a call that arrived whole is ready at its event).
         self.deferring = False
-        self.deferred: list[tuple[str, dict, Any]] = []
+        self.deferred: list[tuple[str | None, dict, Any]] = []
         # The end of the stream is final: nothing more of it is taken (README, "Events":
         # after the DONE). The DONE makes it so when the descriptor declares nothing that may follow
         # (``events.after_done``) or when usage came with it; else the first usage after it,
@@ -336,7 +337,11 @@ def judged_after_the_event(runs: list) -> Callable[[Assembly, Any, Any], None]:
             asm.deferring = False
             pending, asm.deferred = asm.deferred, []
             for pattern, item, slot in pending:
-                if id(item) not in asm.track_of:
+                if pattern is None:
+                    track = asm.track_of.get(id(item))
+                    if track is not None and track.args.close():
+                        asm.calls_dirty = True
+                elif id(item) not in asm.track_of:
                     asm.item_added(pattern, item, slot)
 
     return judged
