@@ -105,7 +105,9 @@ RULES = {
     "extends_bad_key": ["unknown-key"],
     "extends_inherited_problem": ["type"],
     "extends_own_name": ["required"],
-    "args_never_written": ["args-unwritten"],
+    "args_never_written": ["args-field", "args-unwritten"],
+    "args_whole_but_streamed": ["args-whole"],
+    "args_at_another_field": ["args-field"],
     "slot_key_never_opened": ["slot-key"],
     "scope_not_opened": ["slot-key"],
 }

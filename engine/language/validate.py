@@ -588,9 +588,16 @@ def _serve_problems(data: dict, where: _Locator) -> list[Problem]:
 # -- what can be known of the flow when the descriptor loads ------------------------------------
 
 
-def _unwritten_args(data: dict, where: _Locator) -> list[Problem]:
-    """``calls.args`` streams fragments (the default ``args_arrive``) but no operation writes
-    there: every call's arguments would stay empty, and no call would ever be runnable."""
+def _args_flow(data: dict, where: _Locator) -> list[Problem]:
+    """Where the rules write the calls' arguments, against what ``calls`` says of them:
+
+    - ``calls.args`` streams fragments (the default ``args_arrive``) but no operation writes
+      there: every call's arguments would stay empty, and no call would ever be runnable;
+    - ``args_arrive: whole``, and an ``args`` rule streams them: each call would be ready
+      with its whole value (``{}`` when the item came without), then fed again (a fold
+      list's ``args`` takes a whole value whole, as Ollama's);
+    - a rule writes arguments into a call item at a field that is not its ``args``: the
+      engine feeds the call's own arguments whatever the field, so the rule cannot mean it."""
     calls = data.get("calls")
     if not isinstance(calls, dict):
         return []
@@ -598,32 +605,63 @@ def _unwritten_args(data: dict, where: _Locator) -> list[Problem]:
     also = calls.get("also")
     if isinstance(also, list):
         places += [(f"/calls/also/{i}", p) for i, p in enumerate(also) if isinstance(p, dict)]
-    written = {
-        path
-        for _, name, spec in operation_rules(data.get("events"))
+    places = [
+        (pointer, place)
+        for pointer, place in places
+        if isinstance(place.get("at"), str) and isinstance(place.get("args"), str)
+    ]
+    writers = [
+        (pointer, name, path)
+        for pointer, name, spec in operation_rules(data.get("events"))
         for path in OPERATIONS[name].writes_args(spec)
-    }
+    ]
+    fields: dict[str, set[str]] = {}
+    for _, place in places:
+        fields.setdefault(_pattern_of(place["at"]), set()).add(place["args"])
     out = []
-    for pointer, place in places:
-        at, args = place.get("at"), place.get("args")
-        if place.get("args_arrive") == "whole" or not (
-            isinstance(at, str) and isinstance(args, str)
-        ):
-            continue
-        wanted = f"{_pattern_of(at)}.{args}"
-        if wanted in written:
-            continue
-        slotted = wanted.replace("[*]", "[SLOT]")
-        out.append(
-            where.at_value(
-                f"{pointer}/args",
-                f"no operation writes the calls' arguments at {slotted} (an args or "
-                "args_final there, or a fold list's args): every call would stay without "
-                "arguments; write them, or declare args_arrive: whole if they come with the "
-                "item",
-                "args-unwritten",
+    for rule, name, path in writers:
+        at = f"{rule}/at" if name in ("args", "args_final") else rule
+        item, _, rest = path.rpartition("[*].")
+        item += "[*]"
+        if item in fields and "[" not in rest and rest not in fields[item]:
+            args = " or ".join(sorted(fields[item]))
+            out.append(
+                where.at_value(
+                    at,
+                    f"the items of {item} are calls, whose arguments are at {args} "
+                    f"(calls.args): arguments written at {rest} would go into them; write "
+                    f"them at {item.replace('[*]', '[SLOT]')}.{args}",
+                    "args-field",
+                )
             )
-        )
+    written = {path for _, _, path in writers}
+    for pointer, place in places:
+        wanted = f"{_pattern_of(place['at'])}.{place['args']}"
+        slotted = wanted.replace("[*]", "[SLOT]")
+        if place.get("args_arrive") == "whole":
+            out += [
+                where.at_value(
+                    f"{rule}/at",
+                    f"the calls' arguments arrive whole ({pointer}/args_arrive), and this "
+                    f"rule streams them at {slotted}: each call would be ready with its "
+                    "whole value, then fed again; stream them (args_arrive: fragments) or "
+                    "take them whole with the item",
+                    "args-whole",
+                )
+                for rule, name, path in writers
+                if path == wanted and name == "args"
+            ]
+        elif wanted not in written:
+            out.append(
+                where.at_value(
+                    f"{pointer}/args",
+                    f"no operation writes the calls' arguments at {slotted} (an args or "
+                    "args_final there, or a fold list's args): every call would stay without "
+                    "arguments; write them, or declare args_arrive: whole if they come with "
+                    "the item",
+                    "args-unwritten",
+                )
+            )
     return out
 
 
@@ -686,7 +724,7 @@ def _flow_problems(data: dict, where: _Locator) -> list[Problem]:
     if descriptor_kind(data) != "wire_descriptor" or not isinstance(data.get("events"), dict):
         return []
     try:
-        return _unwritten_args(data, where) + _slot_keys(data, where)
+        return _args_flow(data, where) + _slot_keys(data, where)
     except PathError:  # a bad path is reported by the schema pass; compiling says the rest
         return []
 
