@@ -157,7 +157,7 @@ def test_an_unknown_key_lists_the_keys_allowed_there(tmp_path: Path):
     _, problems = validate_text(text, "openai_chat.yaml")
     (problem,) = problems
     assert problem.pointer == "/calls/argz"
-    assert problem.message.startswith("unknown key 'argz', expected one of: also, args, ")
+    assert problem.message.startswith("unknown key 'argz', expected one of: also, answered, args, ")
 
 
 # Wire field names live in the descriptors only: where the engine reads a field of the wire,

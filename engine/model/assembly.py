@@ -67,6 +67,7 @@ class Assembly:
         "events",
         "deferring",
         "deferred",
+        "held",
         "over",
         "usage_event",
         "end_cause",
@@ -103,6 +104,9 @@ class Assembly:
         # arguments final once it is judged: a call that arrived whole is ready at its event).
         self.deferring = False
         self.deferred: list[tuple[str | None, dict, Any]] = []
+        # The call items of a place the stream may answer after their end (``answered.later``):
+        # tracked only when the stream ends, so that one answered by then never has a fate.
+        self.held: list[tuple[str, dict, Any]] = []
         # The end of the stream is final: nothing more of it is taken (README, "Events":
         # after the DONE). The DONE makes it so when the descriptor declares nothing that may follow
         # (``events.after_done``) or when usage came with it; else the first usage after it,
@@ -120,9 +124,11 @@ class Assembly:
 
     # -- items -----------------------------------------------------------------------------
 
-    def item_added(self, pattern: str, item: dict, slot: Any = None) -> None:
+    def item_added(
+        self, pattern: str, item: dict, slot: Any = None, released: bool = False
+    ) -> None:
         """An item was opened in a slotted list (at ``slot``, when the caller has it at
-        hand); start tracking it if it is a call."""
+        hand); start tracking it if it is a call (a held place's: once ``released``)."""
         spec = self.strategy.spec
         calls = spec.calls
         if calls is None:
@@ -134,6 +140,9 @@ class Assembly:
             return
         place = spec.place_of(pattern, item)
         if place is None:
+            return
+        if place.held and not released:
+            self.held.append((pattern, item, slot))
             return
         if place.single and slot is None:
             slot = place.pattern
@@ -238,6 +247,10 @@ class Assembly:
 
     def close_open(self, cut: bool) -> None:
         """Close every call still open, then list the calls that will never be runnable."""
+        held, self.held = self.held, []
+        for pattern, item, slot in held:  # judged now: an answered call is none
+            if id(item) not in self.track_of:
+                self.item_added(pattern, item, slot, released=True)
         for track in self.tracks:  # closed by their own end event, before the stream's
             if track.args.closed and not track.reported:
                 track.ended_first = True
