@@ -401,15 +401,15 @@ def _walk(obj: Any, steps: list[str | int], exact: bool = True) -> Any:
 
 
 def _compile_jmespath(path: dict, choice_alias: str | None) -> Callable[..., Any]:
-    omit = path.get(OMIT_NULL, False)
-    given = {k: v for k, v in path.items() if k != OMIT_NULL}
-    if not is_jmespath(given) or not isinstance(path[JMESPATH], str) or omit not in (True, False):
+    if set(path) - {OMIT_NULL} != {JMESPATH} or not isinstance(path[JMESPATH], str):
         raise PathError(f'a read path is a string or {{{JMESPATH}: "expression"}}, got {path!r}')
     try:
         expression = jmespath.compile(path[JMESPATH])
     except jmespath.exceptions.JMESPathError as exc:
         raise PathError(f"JMESPath does not compile: {_jmespath_reason(exc)}") from None
-    search = _without_nulls(expression.search) if omit else expression.search
+    search: Callable[[Any], Any] = expression.search
+    if path.get(OMIT_NULL) is True:
+        search = lambda obj: _without_nulls(expression.search(obj))  # noqa: E731
     if choice_alias is not None:
         return lambda ev, ch: search({**ev, choice_alias: ch} if ch is not None else ev)
 
@@ -419,34 +419,25 @@ def _compile_jmespath(path: dict, choice_alias: str | None) -> Callable[..., Any
     return search_event
 
 
-def _without_nulls(search: Callable[[Any], Any]) -> Callable[[Any], Any]:
+def _without_nulls(value: Any) -> Any:
     """``omit_null``: a multiselect hash writes null for a key the event lacks; the objects
     of the result leave such keys out (at every depth), so that the message holds only what
     the wire sent, as a field chain's absent read writes nothing."""
-
-    def drop(value: Any) -> Any:
-        if value.__class__ is dict:
-            return {k: drop(v) for k, v in value.items() if v is not None}
-        if value.__class__ is list:
-            return [drop(v) for v in value]
-        return value
-
-    return lambda obj: drop(search(obj))
+    if value.__class__ is dict:
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if value.__class__ is list:
+        return [_without_nulls(v) for v in value]
+    return value
 
 
 def _compile_first(spec: dict, choice_alias: str | None) -> Callable[..., Any]:
-    """The first of several reads that holds a value (not null): a field the wire sends in
-    one of two shapes (a UIMessage tool part named by its type ``tool-NAME``, or a
-    ``dynamic-tool`` part by its ``toolName``), one read for both."""
-    reads = spec.get(FIRST)
-    if set(spec) != {FIRST} or not isinstance(reads, list) or len(reads) < 2:
-        raise PathError(f"{FIRST}: a list of two or more read paths, tried in order")
-    readers = [compile_read(read, choice_alias) for read in reads]
+    """The first of several reads (two or more: the schema's) that holds a value (not null):
+    one read for a value the wire sends in one of several places or shapes."""
+    readers = [compile_read(read, choice_alias) for read in spec[FIRST]]
 
     def first(ev: Any, ch: Any = None) -> Any:
         for read in readers:
-            value = read(ev, ch)
-            if value is not None:
+            if (value := read(ev, ch)) is not None:
                 return value
         return None
 
@@ -456,13 +447,8 @@ def _compile_first(spec: dict, choice_alias: str | None) -> Callable[..., Any]:
 def _compile_constant(spec: dict) -> Callable[..., Any]:
     """``{value: V}``: V whatever the event (a type, a state the wire leaves implicit),
     without a JMESPath literal; a fresh copy each time, so that the message never shares it."""
-    if set(spec) != {CONSTANT} or spec[CONSTANT] is None:
-        raise PathError(f"{CONSTANT}: one constant, not null (an absent value writes nothing)")
-    value = spec[CONSTANT]
-    if isinstance(value, (dict, list)):
-        text = json.dumps(value)
-        return lambda ev, ch=None: json.loads(text)
-    return lambda ev, ch=None: value
+    text = json.dumps(spec[CONSTANT])
+    return lambda ev, ch=None: json.loads(text)
 
 
 def _compile_strip_prefix(spec: dict, choice_alias: str | None) -> Callable[..., Any]:

@@ -601,17 +601,15 @@ def _args_flow(data: dict, where: _Locator) -> list[Problem]:
     calls = data.get("calls")
     if not isinstance(calls, dict):
         return []
-    places = [("/calls", calls)]
-    also = calls.get("also")
-    if isinstance(also, list):
-        places += [(f"/calls/also/{i}", p) for i, p in enumerate(also) if isinstance(p, dict)]
+    also = calls["also"] if isinstance(calls.get("also"), list) else []
+    every = [("/calls", calls), *((f"/calls/also/{i}", p) for i, p in enumerate(also))]
     places = [
         (pointer, place)
-        for pointer, place in places
-        if isinstance(place.get("at"), str) and isinstance(place.get("args"), str)
+        for pointer, place in every
+        if isinstance(place, dict) and all(isinstance(place.get(k), str) for k in ("at", "args"))
     ]
     writers = [
-        (pointer, name, path)
+        (f"{pointer}/at" if name in ("args", "args_final") else pointer, name, path)
         for pointer, name, spec in operation_rules(data.get("events"))
         for path in OPERATIONS[name].writes_args(spec)
     ]
@@ -619,49 +617,38 @@ def _args_flow(data: dict, where: _Locator) -> list[Problem]:
     for _, place in places:
         fields.setdefault(_pattern_of(place["at"]), set()).add(place["args"])
     out = []
-    for rule, name, path in writers:
-        at = f"{rule}/at" if name in ("args", "args_final") else rule
+    for at, _, path in writers:
         item, _, rest = path.rpartition("[*].")
-        item += "[*]"
-        if item in fields and "[" not in rest and rest not in fields[item]:
-            args = " or ".join(sorted(fields[item]))
-            out.append(
-                where.at_value(
-                    at,
-                    f"the items of {item} are calls, whose arguments are at {args} "
-                    f"(calls.args): arguments written at {rest} would go into them; write "
-                    f"them at {item.replace('[*]', '[SLOT]')}.{args}",
-                    "args-field",
-                )
+        args = " or ".join(sorted(fields.get(f"{item}[*]", ())))
+        if args and "[" not in rest and rest not in fields[f"{item}[*]"]:
+            message = (
+                f"the items of {item}[*] are calls, whose arguments are at {args} (calls.args): "
+                f"arguments written at {rest} would go into them; write them at {item}[SLOT].{args}"
             )
+            out.append(where.at_value(at, message, "args-field"))
     written = {path for _, _, path in writers}
     for pointer, place in places:
         wanted = f"{_pattern_of(place['at'])}.{place['args']}"
         slotted = wanted.replace("[*]", "[SLOT]")
         if place.get("args_arrive") == "whole":
+            message = (
+                f"the calls' arguments arrive whole ({pointer}/args_arrive), and this rule "
+                f"streams them at {slotted}: each call would be ready with its whole value, "
+                "then fed again; stream them (args_arrive: fragments) or take them whole with "
+                "the item"
+            )
             out += [
-                where.at_value(
-                    f"{rule}/at",
-                    f"the calls' arguments arrive whole ({pointer}/args_arrive), and this "
-                    f"rule streams them at {slotted}: each call would be ready with its "
-                    "whole value, then fed again; stream them (args_arrive: fragments) or "
-                    "take them whole with the item",
-                    "args-whole",
-                )
-                for rule, name, path in writers
+                where.at_value(at, message, "args-whole")
+                for at, name, path in writers
                 if path == wanted and name == "args"
             ]
         elif wanted not in written:
-            out.append(
-                where.at_value(
-                    f"{pointer}/args",
-                    f"no operation writes the calls' arguments at {slotted} (an args or "
-                    "args_final there, or a fold list's args): every call would stay without "
-                    "arguments; write them, or declare args_arrive: whole if they come with "
-                    "the item",
-                    "args-unwritten",
-                )
+            message = (
+                f"no operation writes the calls' arguments at {slotted} (an args or args_final "
+                "there, or a fold list's args): every call would stay without arguments; write "
+                "them, or declare args_arrive: whole if they come with the item"
             )
+            out.append(where.at_value(f"{pointer}/args", message, "args-unwritten"))
     return out
 
 
