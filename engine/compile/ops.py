@@ -25,7 +25,7 @@ from ..model.fragments import Fragments, SlottedList, grow, ingest, shown_value,
 from ..model.fragments import json_kind as _json_kind
 from ..model.journal import put, put_attr, refill, trim
 from ..model.jsonscan import COMPLETE, ArgsStream
-from .paths import Reader, Segment, as_reader, compile_read, parse_target
+from .paths import FIRST, Reader, Segment, as_reader, compile_read, parse_target
 from .predicates import compile_predicate
 
 Run = Callable[[Assembly, Any, Any], None]
@@ -704,6 +704,8 @@ def op_close(spec: dict, ctx: CompileContext) -> Run:
             if final.__class__ is dict:
                 _adopt(asm, item, final, args_fields)
         track = asm.track_of.get(id(item))
+        if track is None and asm.deferring:  # opened by this event: closed once judged
+            asm.deferred.append((None, item, None))
         streams = [track.args] if track is not None else list(_streams_in(item))
         for stream in streams:
             if stream.close():
@@ -843,14 +845,25 @@ def op_push(spec: dict, ctx: CompileContext) -> Run:
     """Add the event's value at ``from`` as a new element of the list at ``at``.
 
     The list may be a slotted one (items another rule opened by SLOT): the value then takes
-    the first free integer SLOT after them, so it is appended and nothing there is replaced."""
+    the first free integer SLOT after them, so it is appended and nothing there is replaced.
+    With ``update_by`` (fields such as ``[type, id]``), an object whose fields there are all
+    present updates, in its place, the element equal to it on every one of them (the AI SDK
+    replaces a data part of the same type and id), and is added when none is."""
     target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
     last = target.rel[-1]
     item_pattern = f"{target.pattern}[*]"
+    keys = tuple(spec.get("update_by", ()))
 
     def push(asm: Assembly, item: dict, value: Any) -> None:
         parent = target.parent_of_field(item, asm.journal)
         current = parent.get(last)
+        if keys and value.__class__ is dict and all(value.get(k) is not None for k in keys):
+            elements = current.items if current.__class__ is SlottedList else current
+            for old in elements if elements.__class__ is list else ():
+                if old.__class__ is dict and all(old.get(k) == value[k] for k in keys):
+                    old.clear()
+                    old.update(ingest(value))
+                    return
         if current.__class__ is list:
             trim(asm.journal, current)
             current.append(ingest(value))
@@ -873,19 +886,10 @@ def op_push(spec: dict, ctx: CompileContext) -> Run:
 
 
 def _first_of(paths: Any, ctx: CompileContext) -> Reader:
-    paths = paths if isinstance(paths, list) else [paths]  # one path, or {jmespath: ...}
-    readers = [compile_read(p, ctx.choice_alias) for p in paths]
-    if len(readers) == 1:
-        return readers[0]
-
-    def first(ev: Any, ch: Any) -> Any:
-        for r in readers:
-            v = r(ev, ch)
-            if v is not None:
-                return v
-        return None
-
-    return as_reader(first)
+    """One path, or the first non-null of a list of them (a ``first`` read)."""
+    if isinstance(paths, list):
+        paths = {FIRST: paths} if len(paths) > 1 else paths[0]
+    return compile_read(paths, ctx.choice_alias)
 
 
 def op_stop_reason(spec: dict, ctx: CompileContext) -> Run:

@@ -62,6 +62,10 @@ class CallsSpec:
     # list (a wire whose turn carries at most one call there): ``pattern`` is the chain, and
     # the call's SLOT is that pattern, the same for the call's life.
     single: tuple[str, ...] = ()
+    # ``answered.later``: the stream may answer a call after the call's own end (AG-UI's
+    # TOOL_CALL_RESULT), so no call here is the client's before the wire's DONE: the items
+    # are tracked then, those answered by then never (engine.model.assembly, ``held``).
+    held: bool = False
 
     @property
     def free_form(self) -> bool:
@@ -716,10 +720,15 @@ def _call_place(spec: dict, pointer: str, problems: Problems, single_allowed: bo
             single = tail
         else:
             problems.add(f"{pointer}/at", "calls.at must end with [*]")
+    where = spec.get("where")
+    answered = spec.get("answered")
+    if answered:  # the stream's own calls are no client's: never calls, however they end
+        own = {"not": answered["where"]}
+        where = {"all": [where, own]} if where else own
     return CallsSpec(
         pattern=pattern,
         list_fields=chains,
-        where=compile_predicate(spec["where"]) if spec.get("where") else None,
+        where=compile_predicate(where) if where else None,
         name=compile_get(spec["name"]),
         id=compile_get(spec["id"]) if spec.get("id") else (lambda item: None),
         args_fields=parse_chain(spec["args"]),
@@ -727,6 +736,7 @@ def _call_place(spec: dict, pointer: str, problems: Problems, single_allowed: bo
         args_whole=spec.get("args_arrive", "fragments") == "whole",
         cut_when=compile_predicate(spec["cut_when"]) if spec.get("cut_when") else None,
         single=single,
+        held=bool(answered and answered.get("later")),
     )
 
 
