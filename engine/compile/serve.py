@@ -43,7 +43,7 @@ from .templates import Template, TemplateProblem, check_template
 EVENT_KEY = "_event"
 TEMPLATES = ("/serve/response", "/serve/error/status", "/serve/error/body")
 """Where the section's templates sit: the template compiler reports inside them."""
-_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?:=([^{}]+))?\}")
 _LEADING_EVENT_KEY = re.compile(r'^\s*\{\s*"_event"\s*:\s*"(?:[^"\\]|\\.)*"\s*(,\s*)?')
 
 
@@ -129,7 +129,9 @@ def _compact(value: Any) -> str:
 
 @dataclass(frozen=True)
 class Endpoint:
-    """One request path of the provider and how a request to it asks for a stream."""
+    """One request path of the provider (with its method) and how a request to it asks for a
+    stream, or, for a lookup the SDKs make besides the chat call (a model's metadata), the
+    ``reply`` it gets instead of a stream."""
 
     path: str
     pattern: re.Pattern[str]
@@ -137,6 +139,9 @@ class Endpoint:
     stream_field: str | None = None
     stream_default: bool = False
     query: dict[str, str] = field(default_factory=dict)
+    method: str = "POST"
+    reply: Template | None = None
+    header: str | None = None  # answered only when the request carries it (lower case)
 
     def match(self, path: str) -> dict[str, str] | None:
         """The path's ``{name}`` segments when this endpoint answers it, else None."""
@@ -159,27 +164,34 @@ def _endpoint(spec: Any, pointer: str, problems: list[TemplateProblem]) -> Endpo
     schema says why). A name given twice in the path is a problem the schema cannot see."""
     if not isinstance(spec, dict) or not isinstance(spec.get("path"), str):
         return None
-    path, stream, query = spec["path"], spec.get("stream"), spec.get("query", {})
-    names = _PLACEHOLDER.findall(path)
+    path, stream, query = spec["path"], spec.get("stream", False), spec.get("query", {})
+    names = [name for name, _ in _PLACEHOLDER.findall(path)]
     twice = sorted({name for name in names if names.count(name) > 1})
     if twice:
         shown = ", ".join(f"{{{name}}}" for name in twice)
         problems.append((f"{pointer}/path", f"{shown} twice: each name is one segment", "path"))
         return None
+    method, header = spec.get("method", "POST"), spec.get("header")
+    reply = _template(spec, "reply", f"{pointer}/reply", problems)
+    header = header.lower() if isinstance(header, str) else None
+    pattern = _path_pattern(path)
     if isinstance(stream, bool):
-        return Endpoint(path, _path_pattern(path), stream, query=dict(query))
+        return Endpoint(path, pattern, stream, None, False, dict(query), method, reply, header)
     if not isinstance(stream, dict):
         return None
     field_name, default = stream.get("field"), stream.get("default", False)
-    return Endpoint(path, _path_pattern(path), None, field_name, default, dict(query))
+    return Endpoint(path, pattern, None, field_name, default, dict(query), method, None, header)
 
 
 def _path_pattern(path: str) -> re.Pattern[str]:
-    """``/model/{model}/converse``: each ``{name}`` one segment (no ``/``), the rest literal."""
+    """``/model/{model}/converse``: each ``{name}`` one segment (no ``/``), the rest literal;
+    ``{name=models/*}`` (Google's HTTP rule syntax) the segments of its pattern, each ``*``
+    one segment, the name holding them all (``models/gemini-2.0-flash``)."""
     out, end = [], 0
     for found in _PLACEHOLDER.finditer(path):
         out.append(re.escape(path[end : found.start()]))
-        out.append(f"(?P<{found[1]}>[^/]+)")
+        inner = re.escape(found[2] or "*").replace(r"\*", "[^/]+")
+        out.append(f"(?P<{found[1]}>{inner})")
         end = found.end()
     out.append(re.escape(path[end:]))
     return re.compile("^" + "".join(out) + "$")
@@ -272,13 +284,35 @@ class ServeSpec:
     response: Template
     error_status: Template | None
     error_body: Template | None
+    accept: tuple[tuple[str, Framing], ...] = ()
 
-    def route(self, path: str) -> tuple[Endpoint, dict[str, str]] | None:
+    def route(
+        self, path: str, method: str = "POST", headers: Collection[str] = ()
+    ) -> tuple[Endpoint, dict[str, str]] | None:
+        """The endpoint answering ``method path`` from a request carrying ``headers`` (their
+        names, lower case) and its ``{name}`` segments, or None."""
         for endpoint in self.endpoints:
+            if endpoint.method != method or endpoint.header not in (None, *headers):
+                continue
             params = endpoint.match(path)
             if params is not None:
                 return endpoint, params
         return None
+
+    def allows(self, path: str) -> list[str]:
+        """The methods some endpoint answers at ``path`` (a 405 names them)."""
+        return sorted({e.method for e in self.endpoints if e.match(path) is not None})
+
+    def framing_for(self, accept: str) -> Framing:
+        """The framing a request gets: the ``accept`` section's for the first media type it
+        names that the request's Accept header lists (Cohere streams JSON lines to a client
+        that asks for ``application/json``), else ``framing``."""
+        asked = {part.split(";")[0].strip().lower() for part in accept.split(",")}
+        return next((framing for kind, framing in self.accept if kind in asked), self.framing)
+
+    @property
+    def framings(self) -> tuple[Framing, ...]:
+        return (self.framing, *(framing for _, framing in self.accept))
 
     def reply(self, context: dict) -> tuple[int, Any]:
         """(status, body) of the non-streaming response: the ``error`` section's when the
@@ -329,6 +363,8 @@ def check_serve(descriptor: dict) -> tuple[ServeSpec | None, list[TemplateProble
     error_status = _template(error, "status", "/serve/error/status", problems)
     error_body = _template(error, "body", "/serve/error/body", problems)
     framing = _framing(spec.get("framing"))
+    accept = spec["accept"] if isinstance(spec.get("accept"), dict) else {}
+    alternatives = [(kind.lower(), _framing(f)) for kind, f in accept.items()]
     headers = spec.get("headers", {})
     if not endpoints or None in endpoints or framing is None or response is None:
         return None, problems
@@ -339,6 +375,7 @@ def check_serve(descriptor: dict) -> tuple[ServeSpec | None, list[TemplateProble
         response=response,
         error_status=error_status,
         error_body=error_body,
+        accept=tuple((kind, f) for kind, f in alternatives if f is not None),
     )
     return compiled, problems
 
