@@ -124,19 +124,28 @@ def load_recordings(paths: Sequence[str | Path], strategy: Any = None) -> list[R
 def _choices(events: list[RecordedEvent], buf: LLMStreamBuffer) -> list[dict[str, Any]]:
     """One ``{index, message, stop_reason}`` a choice of the stream, in index order: choice 0
     the buffer's, each other one (an n > 1 stream) replayed on its own buffer."""
-    program = buf.strategy.program if buf.strategy is not None else None
-    found = {0}
-    for event in events if program is not None and program.choice_list is not None else ():
-        entries = program.choice_list(event.payload)
+    others = sorted(_choice_indexes(events, buf.strategy) - {0})
+    bufs = [buf] + [_replayed(events, buf.strategy, index) for index in others]
+    return [
+        {"index": index, "message": b.as_dict(), "stop_reason": b.stop_reason}
+        for index, b in zip([0, *others], bufs, strict=True)
+    ]
+
+
+def _choice_indexes(events: list[RecordedEvent], strategy: Any) -> set[int]:
+    """The choices the events carry, as the wire's choice list says (none without one)."""
+    program = getattr(strategy, "program", None)
+    read = getattr(program, "choice_list", None)
+    if program is None or read is None:
+        return set()
+    found = set()
+    for event in events:
+        entries = read(event.payload)
         for position, entry in enumerate(entries if isinstance(entries, list) else ()):
             index = entry.get(program.choice_key, position) if isinstance(entry, dict) else None
             if isinstance(index, int) and index >= 0:
                 found.add(index)
-    bufs = [buf] + [_replayed(events, buf.strategy, index) for index in sorted(found - {0})]
-    return [
-        {"index": index, "message": b.as_dict(), "stop_reason": b.stop_reason}
-        for index, b in zip(sorted(found), bufs, strict=True)
-    ]
+    return found
 
 
 def _assemble(
@@ -260,7 +269,7 @@ class FakeProvider:
             recording = self.by_key.get(prefix["key"])
             if recording is None:
                 return 404, f"no stream {prefix['key']!r}; streams: {', '.join(self.by_key)}"
-            candidates = [(recording, recording.wire)]
+            candidates: list[tuple[Recording | None, str]] = [(recording, recording.wire)]
             path = prefix["rest"]
         else:
             candidates = [(None, wire) for wire in self.wires]
