@@ -493,3 +493,76 @@ def test_150_concurrent_clients_are_all_served(served):
     for thread in threads:
         thread.join(60)
     assert outcomes == [200] * count, [o for o in outcomes if o != 200][:3]
+
+
+# The non-streaming envelope of each wire, field by field as its API reference (and the SDK's
+# response type) has it: (endpoint, a text stream, the top-level fields, where the message is
+# and its fields). Optional fields the recording carries are in; a field the stream cannot
+# know (logprobs) is the reference's null.
+ENVELOPES = {
+    "openai_chat": (
+        "/v1/chat/completions",
+        GOLDEN / "openai_chat" / "vercel_openai_text.jsonl",
+        {"id", "object", "created", "model", "choices", "usage", "system_fingerprint",
+         "service_tier"},
+        lambda r: r["choices"][0],
+        {"index", "message", "finish_reason", "logprobs"},
+    ),
+    "openai_responses": (
+        "/v1/responses",
+        GOLDEN / "openai_responses" / "llm_text.jsonl",
+        {"id", "object", "created_at", "status", "model", "output", "usage", "error",
+         "incomplete_details"},
+        lambda r: r["output"][-1],
+        {"id", "type", "role", "content", "status"},
+    ),
+    "anthropic_messages": (
+        "/v1/messages",
+        GOLDEN / "anthropic_messages" / "llm_anthropic_text.jsonl",
+        {"id", "type", "role", "model", "content", "stop_reason", "stop_sequence", "usage"},
+        lambda r: r["content"][0],
+        {"type", "text"},
+    ),
+    "bedrock_converse": (
+        "/model/m/converse",
+        GOLDEN / "bedrock_converse" / "vercel_text.jsonl",
+        {"output", "stopReason", "usage", "metrics"},
+        lambda r: r["output"]["message"],
+        {"role", "content"},
+    ),
+    "gemini": (
+        "/v1beta/models/m:generateContent",
+        GOLDEN / "gemini" / "vercel_text.jsonl",
+        {"candidates", "usageMetadata", "modelVersion", "responseId"},
+        lambda r: r["candidates"][0],
+        {"content", "finishReason", "index"},
+    ),
+    "cohere_v2": (
+        "/v2/chat",
+        COHERE,
+        {"id", "finish_reason", "message", "usage"},
+        lambda r: r["message"],
+        {"role", "content"},
+    ),
+    "ollama": (
+        "/api/chat",
+        GOLDEN / "ollama" / "langchaingo_chat_text.jsonl",
+        {"model", "created_at", "message", "done", "done_reason", "total_duration",
+         "load_duration", "prompt_eval_count", "prompt_eval_duration", "eval_count",
+         "eval_duration"},
+        lambda r: r["message"],
+        {"role", "content"},
+    ),
+}
+
+
+def test_each_wires_non_streaming_envelope_has_the_fields_of_its_api_reference():
+    streams = [stream for _, stream, *_ in ENVELOPES.values()]
+    with in_process(*streams) as provider:
+        for wire, (path, stream, fields, inner, inner_fields) in ENVELOPES.items():
+            key = next(r.key for r in provider.recordings if r.path == stream)
+            status, _, body = call(f"{provider.url}/s/{key}{path}", {"stream": False})
+            reply = json.loads(body)
+            assert status == 200, (wire, reply)
+            assert fields <= set(reply), (wire, fields - set(reply))
+            assert inner_fields <= set(inner(reply)), (wire, inner_fields - set(inner(reply)))
