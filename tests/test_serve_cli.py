@@ -426,13 +426,17 @@ def test_the_log_records_every_request_whatever_its_method():
         call(provider.url + "/v1/models", method="GET")
         call(provider.url + "/v1/chat/completions", {}, method="PUT")
         call(provider.url + "/nowhere", method="DELETE")
+        call(provider.url + "/v1/chat/completions", method="HEAD")
+        call(provider.url + "/v1/chat/completions", method="OPTIONS")
     entries = [json.loads(line) for line in log.getvalue().splitlines()]
     assert [(e["method"], e["path"]) for e in entries] == [
         ("GET", "/v1/models"),
         ("PUT", "/v1/chat/completions"),
         ("DELETE", "/nowhere"),
+        ("HEAD", "/v1/chat/completions"),
+        ("OPTIONS", "/v1/chat/completions"),
     ]
-    assert [e["status"] for e in entries] == [200, 405, 404]
+    assert [e["status"] for e in entries] == [200, 405, 404, 405, 405]
 
 
 def test_cohere_streams_as_sse_with_its_done_line_and_as_json_lines_when_json_is_asked():

@@ -356,6 +356,12 @@ class _Handler(BaseHTTPRequestHandler):
     def do_DELETE(self) -> None:  # noqa: N802
         self._handle("DELETE")
 
+    def do_HEAD(self) -> None:  # noqa: N802 - answered (405) without a body
+        self._handle("HEAD")
+
+    def do_OPTIONS(self) -> None:  # noqa: N802
+        self._handle("OPTIONS")
+
     def _handle(self, method: str) -> None:
         """One request, whatever its method: logged (one line, before the reply), answered."""
         split = urlsplit(self.path)
@@ -459,7 +465,8 @@ class _Handler(BaseHTTPRequestHandler):
         for name, text in (headers or {}).items():
             self.send_header(name, text)
         self.end_headers()
-        self.wfile.write(payload)
+        if self.command != "HEAD":
+            self.wfile.write(payload)
 
 
 def _error(message: str) -> dict[str, Any]:
