@@ -255,6 +255,20 @@ def _serve_section(**overrides) -> dict:
         ),
         ({"response": {"$pth": "message"}}, "/serve/response/$pth: unknown construct $pth"),
         ({"error": {"status": 500}}, "/serve/error: missing 'body'"),
+        (
+            {"endpoints": [{"path": "/m", "method": "GET", "stream": True, "reply": {}}]},
+            "/serve/endpoints/0/stream: an endpoint with a reply does not stream",
+        ),
+        ({"endpoints": [{"path": "/m", "method": "PUT", "reply": {}}]}, "/serve/endpoints/0/me"),
+        ({"endpoints": [{"path": "/m"}]}, "/serve/endpoints/0: missing 'stream'"),
+        (
+            {"endpoints": [{"path": "/m", "reply": {"$pth": "x"}}]},
+            "/serve/endpoints/0/reply/$pth: unknown construct $pth",
+        ),
+        (
+            {"accept": {"application/json": {"kind": "ndjson", "content_type": "x", "done": "x"}}},
+            "/serve/accept/application~1json/done: not an option of framing ndjson",
+        ),
     ],
 )
 def test_a_bad_serve_section_is_a_located_error(overrides, message):
@@ -284,6 +298,19 @@ def test_a_serve_section_compiled_without_the_validator_names_every_problem():
     said = [f"{pointer}: {message}" for pointer, message, _ in caught.value.problems]
     assert said[0] == "/serve/endpoints/0/path: a request path starting with /"
     assert str(caught.value).splitlines() == said
+
+
+def test_a_path_pattern_segment_names_the_segments_it_matches():
+    spec = compile_serve(
+        _serve_section(endpoints=[{"path": "/{v}/{name=models/*}", "method": "GET", "reply": {}}])
+    )
+    assert spec is not None
+    found = spec.route("/v1beta/models/gemini-2.0-flash", "GET")
+    assert found is not None and found[1] == {"v": "v1beta", "name": "models/gemini-2.0-flash"}
+    assert spec.route("/v1beta/tunedModels/x", "GET") is None
+    assert spec.route("/v1beta/models/a/b", "GET") is None
+    assert spec.route("/v1beta/models/m", "POST") is None
+    assert spec.allows("/v1beta/models/m") == ["GET"]
 
 
 def test_every_built_in_wire_declares_how_it_is_served():
