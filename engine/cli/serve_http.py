@@ -101,7 +101,8 @@ def load_recordings(paths: Sequence[str | Path], strategy: Any = None) -> list[R
         specs[wire] = spec
         key = _unique_key(f"{wire}.{path.stem}", keys)
         try:
-            frames = {framing: list(framing.frames(events)) for framing in spec.framings}
+            framings = [spec.framing, *(framing for _, framing in spec.accept)]
+            frames = {framing: list(framing.frames(events)) for framing in framings}
         except ValueError as exc:
             raise ServeSetupError(f"{given}: {exc}") from None
         recording = Recording(key, path, wire, spec, events, frames)
@@ -281,7 +282,8 @@ class FakeProvider:
                 routes.append(Routed(picked, wire, spec, *found))
         if routes:  # an endpoint asking for a header the request carries is the more precise
             return min(routes, key=lambda r: r.endpoint.header is None)
-        allowed = sorted({m for _, w in candidates for m in self.wires[w][0].spec.allows(path)})
+        endpoints = [e for _, wire in candidates for e in self.wires[wire][0].spec.endpoints]
+        allowed = sorted({e.method for e in endpoints if e.match(path) is not None})
         if allowed:
             return 405, f"{path} answers {', '.join(allowed)} only, not {method}"
         if prefix is not None:
@@ -437,7 +439,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _stream(self, recording: Recording) -> None:
         spec = recording.spec
-        framing = spec.framing_for(self.headers.get("Accept", ""))
+        framing = _framing_for(spec, self.headers.get("Accept", ""))
         self.send_response(200)
         self.send_header("Content-Type", framing.content_type)
         self.send_header("Transfer-Encoding", "chunked")
@@ -467,6 +469,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(payload)
+
+
+def _framing_for(spec: ServeSpec, accept: str) -> Framing:
+    """The framing a request gets: the serve section's ``accept`` one for the first media type
+    it names that the request's Accept header lists (Cohere streams JSON lines to a client that
+    asks for ``application/json``), else its ``framing``."""
+    asked = {part.split(";")[0].strip().lower() for part in accept.split(",")}
+    return next((framing for kind, framing in spec.accept if kind in asked), spec.framing)
 
 
 def _error(message: str) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Collection, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -173,14 +173,13 @@ def _endpoint(spec: Any, pointer: str, problems: list[TemplateProblem]) -> Endpo
         return None
     method, header = spec.get("method", "POST"), spec.get("header")
     reply = _template(spec, "reply", f"{pointer}/reply", problems)
-    header = header.lower() if isinstance(header, str) else None
-    pattern = _path_pattern(path)
-    if isinstance(stream, bool):
-        return Endpoint(path, pattern, stream, None, False, dict(query), method, reply, header)
-    if not isinstance(stream, dict):
+    header, pattern = header.lower() if isinstance(header, str) else None, _path_pattern(path)
+    if not isinstance(stream, bool | dict):
         return None
-    field_name, default = stream.get("field"), stream.get("default", False)
-    return Endpoint(path, pattern, None, field_name, default, dict(query), method, None, header)
+    fixed = stream if isinstance(stream, bool) else None  # None: the body's field says
+    body = stream if isinstance(stream, dict) else {}
+    asked = body.get("field"), body.get("default", False)
+    return Endpoint(path, pattern, fixed, *asked, dict(query), method, reply, header)
 
 
 def _path_pattern(path: str) -> re.Pattern[str]:
@@ -258,17 +257,14 @@ def typed_event(event: RecordedEvent) -> tuple[str, str]:
 
 def _framing(spec: Any) -> Framing | None:
     """The framing, as the schema checked it (its kinds, their options, the line endings);
-    None when it is not a mapping (the schema says so)."""
+    None when it is not a mapping (the schema says so). Its keys are Framing's fields."""
     if not isinstance(spec, dict):
         return None
-    return Framing(
-        spec.get("kind", ""),
-        spec.get("content_type", ""),
-        spec.get("sse_event"),
-        spec.get("line_end", "\n"),
-        spec.get("done"),
-        spec.get("exception_suffix"),
-    )
+    given = {key: value for key, value in spec.items() if key in _FRAMING_KEYS}
+    return Framing(**{"kind": "", "content_type": "", **given})
+
+
+_FRAMING_KEYS = frozenset(f.name for f in fields(Framing))
 
 
 # -- the section -----------------------------------------------------------------------------
@@ -298,21 +294,6 @@ class ServeSpec:
             if params is not None:
                 return endpoint, params
         return None
-
-    def allows(self, path: str) -> list[str]:
-        """The methods some endpoint answers at ``path`` (a 405 names them)."""
-        return sorted({e.method for e in self.endpoints if e.match(path) is not None})
-
-    def framing_for(self, accept: str) -> Framing:
-        """The framing a request gets: the ``accept`` section's for the first media type it
-        names that the request's Accept header lists (Cohere streams JSON lines to a client
-        that asks for ``application/json``), else ``framing``."""
-        asked = {part.split(";")[0].strip().lower() for part in accept.split(",")}
-        return next((framing for kind, framing in self.accept if kind in asked), self.framing)
-
-    @property
-    def framings(self) -> tuple[Framing, ...]:
-        return (self.framing, *(framing for _, framing in self.accept))
 
     def reply(self, context: dict) -> tuple[int, Any]:
         """(status, body) of the non-streaming response: the ``error`` section's when the

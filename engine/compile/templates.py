@@ -255,9 +255,15 @@ class _Compiler:
 
     def path(self, spec: dict, pointer: str) -> Node:
         read = self.reader(spec["$path"], _child(pointer, "$path"))
-        if "with" in spec:
-            with_ = self.node(spec["with"], _child(pointer, "with"))
-            read = _with(read, with_)
+        if isinstance(spec.get("with"), dict):  # a copy of a mapping, those fields set
+            fields, plain = self.node(spec["with"], _child(pointer, "with")), read
+
+            def read(ctx: Any) -> Any:
+                value = plain(ctx)
+                return {**value, **fields(ctx)} if value.__class__ is dict else value
+
+        elif "with" in spec:
+            self.fail(_child(pointer, "with"), "with is a mapping of the fields to set")
         if "default" not in spec:
             return lambda ctx: MISSING if _absent(value := read(ctx)) else value
         fallback = self.node(spec["default"], _child(pointer, "default"))
@@ -486,20 +492,6 @@ def _answered_filter(
         return out, left
 
     return keep
-
-
-def _with(read: Callable[[Any], Any], fields: Node) -> Callable[[Any], Any]:
-    """``$path``'s ``with``: a mapping read from the context, copied with the fields its
-    template renders set (a field rendering to nothing left as it was); another value as is."""
-
-    def render(ctx: Any) -> Any:
-        value = read(ctx)
-        if value.__class__ is not dict:
-            return value
-        update = fields(ctx)
-        return {**value, **update} if update.__class__ is dict else value
-
-    return render
 
 
 def _hashable_key(value: Any) -> Any:
