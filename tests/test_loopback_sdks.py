@@ -752,7 +752,7 @@ def test_sdk_model_lookups_get_the_providers_model_objects(server):
     assert (model.id, model.object, model.owned_by) == ("gpt-4o", "model", "mcs-formats")
     assert {m.object for m in openai.models.list().data} == {"model"}
     anthropic = clients.anthropic_client(base["anthropic_messages"]).models.retrieve("claude-x")
-    assert (anthropic.id, anthropic.type) == ("claude-x", "model")
+    assert (anthropic.id, anthropic.type, anthropic.lifecycle) == ("claude-x", "model", "active")
     gemini = clients.gemini_client(base["gemini"]).models.get(model="gemini-2.0-flash")
     assert gemini.name == "models/gemini-2.0-flash" and gemini.input_token_limit > 0
     assert "generateContent" in gemini.supported_actions
