@@ -26,6 +26,8 @@ from __future__ import annotations
 import json
 import socket
 import struct
+import urllib.error
+import urllib.request
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -814,3 +816,75 @@ def test_cohere_stream_through_litellm(wire, path, server, monkeypatch):
     assert (final.choices[0].message.content or "") == _cohere_text(path)
     calls = [e for e in read_events(path) if e.payload.get("type") == "tool-call-start"]
     assert len(final.choices[0].message.tool_calls or []) == len(calls)
+
+
+def _required(model) -> set[str]:
+    return {name for name, info in model.model_fields.items() if info.is_required()}
+
+
+def _required_fields(wire: str) -> list[tuple[object, set[str]]]:
+    """(where in the reply, the fields the SDK's response type requires there) per wire: the
+    pydantic types' required fields, botocore's Converse output shape; google-genai's response
+    type requires nothing, so Gemini's reference fields are named."""
+    if wire == "openai_chat":
+        from openai.types.chat import ChatCompletion
+        from openai.types.chat.chat_completion import Choice
+
+        choice = _required(Choice)
+        return [(lambda r: r, _required(ChatCompletion)), (lambda r: r["choices"][0], choice)]
+    if wire == "openai_responses":
+        from openai.types.responses import Response
+
+        return [(lambda r: r, _required(Response))]
+    if wire == "anthropic_messages":
+        from anthropic.types import Message
+
+        return [(lambda r: r, _required(Message))]
+    if wire == "cohere_v2":
+        from cohere import V2ChatResponse
+
+        return [(lambda r: r, _required(V2ChatResponse))]
+    if wire == "ollama":
+        from ollama import ChatResponse
+
+        return [(lambda r: r, _required(ChatResponse))]
+    if wire == "bedrock_converse":
+        import botocore.session
+
+        model = botocore.session.get_session().get_service_model("bedrock-runtime")
+        shape = model.operation_model("Converse").output_shape
+        return [(lambda r: r, set(shape.required_members))]
+    return [(lambda r: r["candidates"][0], {"content", "finishReason", "index"})]
+
+
+NON_STREAMING_PATH = {
+    "openai_chat": "/v1/chat/completions",
+    "openai_responses": "/v1/responses",
+    "anthropic_messages": "/v1/messages",
+    "bedrock_converse": "/model/m/converse",
+    "gemini": "/v1beta/models/m:generateContent",
+    "cohere_v2": "/v2/chat",
+    "ollama": "/api/chat",
+}
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_every_non_streaming_reply_has_the_fields_the_sdk_type_requires(wire, server):
+    """Each golden of the wire that ends without a provider error, asked without streaming:
+    the reply holds every field the SDK's response type (the API reference) requires."""
+    _need_sdk(wire)
+    required = _required_fields(wire)
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    for _, path in golden_fixtures((wire,)):
+        if expected_stream(wire, path).raises is not None:
+            continue
+        url = server.base_url(path) + NON_STREAMING_PATH[wire]
+        body = json.dumps({"stream": False, "model": "m"}).encode()
+        try:
+            with opener.open(urllib.request.Request(url, data=body), timeout=10) as response:
+                reply = json.loads(response.read())
+        except urllib.error.HTTPError as error:  # a stream that does not assemble, an error
+            assert error.code >= 400, path
+            continue
+        for where, fields in required:
+            assert fields <= set(where(reply)), (path.name, fields - set(where(reply)))
