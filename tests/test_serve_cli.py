@@ -597,3 +597,19 @@ def test_each_wires_non_streaming_envelope_has_the_fields_of_its_api_reference()
             assert status == 200, (wire, reply)
             assert fields <= set(reply), (wire, fields - set(reply))
             assert inner_fields <= set(inner(reply)), (wire, inner_fields - set(inner(reply)))
+
+
+def test_a_format_file_served_is_compiled_once(tmp_path, monkeypatch):
+    """The serve section the validating pass compiled is the one served (issue 17's one
+    compile per load): check_serve runs once, not again when the streams load."""
+    import engine.compile.serve as serve_module
+    from engine.cli.common import _load_strategy
+
+    calls: list[int] = []
+    real = serve_module.check_serve
+    monkeypatch.setattr(serve_module, "check_serve", lambda d: calls.append(1) or real(d))
+    descriptor = tmp_path / "ollama.yaml"
+    descriptor.write_text((ROOT / "formats" / "ollama.yaml").read_text(encoding="utf-8"))
+    (recording,) = load_recordings([OLLAMA], _load_strategy(str(descriptor)))
+    assert recording.spec.route("/api/chat") is not None
+    assert len(calls) == 1

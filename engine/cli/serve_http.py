@@ -40,7 +40,6 @@ from ..compile.serve import (
     RecordedEvent,
     ServeError,
     ServeSpec,
-    compile_serve,
     read_recording,
 )
 from ..language.registry import end_markers
@@ -185,12 +184,14 @@ def _folder_format(given: str | Path) -> str | None:
 
 
 def _spec_of(given: str | Path, wire: str, strategy: Any) -> ServeSpec:
+    """The wire's serve section as its strategy holds it: compiled by the pass that validated
+    the descriptor (once per load), or on first use for a strategy made from a dict."""
     if strategy is None:
         from ..language.registry import load_format
 
         strategy = load_format(wire)
     try:
-        spec = compile_serve(getattr(strategy, "descriptor", None) or {})
+        spec = strategy.serve_spec() if hasattr(strategy, "serve_spec") else None
     except ServeError as exc:  # every problem, one a line
         lines = "".join(f"\n  {pointer}: {message}" for pointer, message, _ in exc.problems)
         raise ServeSetupError(f"format {wire}: its serve section cannot be used:{lines}") from None
