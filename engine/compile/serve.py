@@ -138,7 +138,7 @@ class Endpoint:
     stream_default: bool = False
     query: dict[str, str] = field(default_factory=dict)
     method: str = "POST"
-    reply: Template | None = None
+    reply: Template | None = field(default=None, compare=False)  # compiled: no equality
     header: str | None = None  # answered only when the request carries it (lower case)
 
     def match(self, path: str) -> dict[str, str] | None:
