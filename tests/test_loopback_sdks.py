@@ -23,6 +23,7 @@ installed is skipped with that reason.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import socket
 import struct
@@ -560,6 +561,22 @@ def test_ollama_error_line_raises_response_error(server):
 
     with pytest.raises(ollama.ResponseError, match="unexpectedly stopped"):
         sdk_stream("ollama", own_stream(server, "ollama/error_line"), server)
+
+
+def test_the_log_keeps_no_credential_an_sdk_sent(server):
+    """Every SDK authenticates its requests its own way (a bearer token, x-api-key,
+    x-goog-api-key, a SigV4 Authorization); ``--log`` names the headers, never their values."""
+    sent = 0
+    for wire in WIRES:
+        if importlib.util.find_spec(SDK_MODULE[wire]) is None:
+            continue
+        sdk_stream(wire, own_stream(server, f"{wire}/minimal"), server)
+        sent += 1
+    assert sent, "no SDK installed"
+    logged = server.log.read_text(encoding="utf-8")
+    for credential in ("sk-loopback", "sk-ant-loopback", "loopback-key", "AKIDLOOPBACK"):
+        assert credential not in logged
+    assert "Signature=" not in logged
 
 
 def test_unknown_fixture_or_path_is_404(server):

@@ -9,6 +9,7 @@ tests/test_loopback_sdks.py and tests/test_sdk_agreement.py.
 
 from __future__ import annotations
 
+import http.client
 import json
 import subprocess
 import sys
@@ -160,6 +161,48 @@ def test_the_log_has_one_line_a_request(served):
     (entry,) = served.requests[before:]
     assert entry["path"].endswith("/api/chat") and entry["streaming"] is False
     assert json.loads(entry["body"]) == {"stream": False, "model": "m"}
+
+
+# Credentials as each SDK sends them (header names in the case some SDK writes them), and the
+# query-string signature of a presigned AWS request: none is written to --log.
+_SECRETS = {
+    "Authorization": "Bearer sk-secret-bearer-1",
+    "x-api-key": "sk-ant-secret-2",
+    "X-Goog-Api-Key": "secret-goog-3",
+    "API-KEY": "secret-azure-4",
+    "X-Amz-Security-Token": "secret-session-token-5",
+}
+_AWS_AUTHORIZATION = (
+    "AWS4-HMAC-SHA256 Credential=AKIDSECRET6/20260101/us-east-1/bedrock/aws4_request,"
+    " SignedHeaders=host;x-amz-date, Signature=0123456789abcdefsecret7"
+)
+_SIGNED_QUERY = "X-Amz-Credential=AKIDSECRET8%2F20260101&X-Amz-Signature=secret9&key=secret10"
+
+
+def test_the_log_never_writes_credentials(served):
+    """Each credential header (whatever its case) and a query-string signature goes through a
+    real request; the log keeps the names (a test may ask what was sent) but not the values."""
+    path = served.base_url(OLLAMA).split(str(served.port), 1)[1] + f"/api/chat?{_SIGNED_QUERY}"
+    for name, value in [*_SECRETS.items(), ("authorization", _AWS_AUTHORIZATION)]:
+        connection = http.client.HTTPConnection("127.0.0.1", served.port, timeout=10)
+        try:  # http.client sends the header names as given (urllib would capitalize them)
+            connection.request("POST", path, b'{"stream": false}', {name: value})
+            assert connection.getresponse().status == 200
+        finally:
+            connection.close()
+    logged = served.log.read_text(encoding="utf-8")
+    for secret in ("secret-bearer-1", "secret-2", "secret-goog-3", "secret-azure-4"):
+        assert secret not in logged
+    for secret in ("secret-session-token-5", "AKIDSECRET6", "secret7", "AKIDSECRET8"):
+        assert secret not in logged
+    assert "secret9" not in logged and "secret10" not in logged
+    entries = served.requests[-len(_SECRETS) - 1 :]
+    names = [{k.lower() for k in entry["headers"]} for entry in entries]
+    assert [n & {k.lower() for k in _SECRETS} for n in names[:-1]] == [
+        {k.lower()} for k in _SECRETS
+    ]
+    assert entries[-1]["headers"]["authorization"].startswith("AWS4-HMAC-SHA256 ")
+    assert "X-Amz-Signature=" in entries[-1]["query"]
 
 
 def test_delay_spaces_the_events():

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, TextIO
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from ..compile.serve import RecordedEvent, ServeError, ServeSpec, compile_serve, read_recording
 from ..language.registry import end_markers
@@ -241,9 +241,42 @@ class FakeProvider:
     def record(self, entry: dict) -> None:
         if self._log is None:
             return
+        line = json.dumps(redacted(entry), ensure_ascii=False) + "\n"
         with self._lock:
-            self._log.write(json.dumps(entry, ensure_ascii=False) + "\n")
+            self._log.write(line)
             self._log.flush()
+
+
+# Credentials as the SDKs send them: a log is read and shared, a key in it is a key leaked.
+_SECRET_HEADERS = frozenset(
+    {"authorization", "proxy-authorization", "x-api-key", "x-goog-api-key", "api-key"}
+    | {"x-amz-security-token"}
+)
+_SECRET_QUERY = frozenset({"x-amz-signature", "x-amz-credential", "x-amz-security-token", "key"})
+REDACTED = "[redacted]"
+
+
+def redacted(entry: dict[str, Any]) -> dict[str, Any]:
+    """A log entry without the credentials a request carried (the header names, of any case,
+    in ``_SECRET_HEADERS``, the query parameters in ``_SECRET_QUERY``): the name stays, so that
+    a test can see what was sent, and an ``Authorization`` keeps its scheme (``Bearer``,
+    ``AWS4-HMAC-SHA256``), the rest of the value is ``[redacted]``."""
+    headers = {
+        name: _redacted_value(name.lower(), value) if name.lower() in _SECRET_HEADERS else value
+        for name, value in entry.get("headers", {}).items()
+    }
+    query = "&".join(
+        f"{part.split('=', 1)[0]}={REDACTED}"
+        if unquote(part.split("=", 1)[0]).lower() in _SECRET_QUERY
+        else part
+        for part in str(entry.get("query", "")).split("&")
+    )
+    return {**entry, "headers": headers, "query": query}
+
+
+def _redacted_value(name: str, value: str) -> str:
+    scheme, space, _ = value.partition(" ")
+    return f"{scheme} {REDACTED}" if space and name.endswith("authorization") else REDACTED
 
 
 def _paths(spec: ServeSpec) -> str:
