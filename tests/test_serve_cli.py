@@ -19,6 +19,7 @@ import urllib.request
 
 import pytest
 
+import engine
 from engine.compile.serve import ServeError, compile_serve
 
 try:  # pytest's default "prepend" import mode puts tests/ itself on sys.path
@@ -137,7 +138,7 @@ def test_non_streaming_request_gets_the_assembled_message_in_the_envelope(served
 
 def test_non_streaming_request_for_an_error_stream_gets_the_error_status(served):
     status, _, body = post(served.base_url(ANTHROPIC_ERROR) + "/v1/messages")
-    assert status == 500
+    assert status == 529  # overloaded_error, as Anthropic answers it
     assert json.loads(body) == {
         "type": "error",
         "error": {"type": "overloaded_error", "message": "Overloaded"},
@@ -291,6 +292,11 @@ def _serve_section(**overrides) -> dict:
         ),
         ({"response": {"$pth": "message"}}, "/serve/response/$pth: unknown construct $pth"),
         ({"error": {"status": 500}}, "/serve/error: missing 'body'"),
+        (
+            {"error": {"body": {}, "headers": {"x-kind": {"$pth": "kind"}}}},
+            "/serve/error/headers/x-kind/$pth: unknown construct $pth",
+        ),
+        ({"error": {"body": {}, "kinds": [529]}}, "/serve/error/kinds: expected object"),
     ],
 )
 def test_a_bad_serve_section_is_a_located_error(overrides, message):
@@ -322,9 +328,37 @@ def test_a_serve_section_compiled_without_the_validator_names_every_problem():
     assert str(caught.value).splitlines() == said
 
 
-def test_every_built_in_wire_declares_how_it_is_served():
-    import engine
+@pytest.mark.parametrize(
+    ("error", "status"),
+    [
+        ({"code": "context_length_exceeded", "type": "invalid_request_error"}, 400),
+        ({"code": "rate_limit_exceeded", "type": "requests"}, 429),
+        ({"message": "m", "type": "tokens", "code": None}, 429),
+        ({"object": "error", "type": "BadRequestError", "code": 400}, 400),  # vLLM's own
+        ({"type": "invalid_request_error", "status_code": 422}, 422),  # a server's own status
+        ({"code": "made_up", "type": "made_up"}, 500),
+    ],
+)
+def test_an_error_reply_has_the_status_of_the_first_kind_its_table_knows(error, status):
+    """The OpenAI error's ``code`` names its kind, else its ``type`` (``kind`` is a list): the
+    first the ``kinds`` table holds gives the status; none gives the server's own, else 500."""
+    spec = compile_serve(engine.load_format("openai_chat").descriptor)
+    assert spec.reply({"error": error}) == (status, {"error": error}, {})
 
+
+def test_an_error_reply_sends_the_headers_its_kind_names():
+    spec = compile_serve(engine.load_format("bedrock_converse").descriptor)
+    status, body, headers = spec.reply(
+        {"error": {"message": "slow"}, "last_event": "throttlingException"}
+    )
+    assert (status, body) == (429, {"message": "slow"})
+    assert headers["x-amzn-ErrorType"].split(":")[0] == "ThrottlingException"
+    assert "x-amzn-RequestId" in headers  # the section's headers go with an error reply too
+    _, _, headers = spec.reply({"error": {"message": "?"}, "last_event": "unknownException"})
+    assert headers["x-amzn-ErrorType"].split(":")[0] == "InternalServerException"
+
+
+def test_every_built_in_wire_declares_how_it_is_served():
     for name in engine.list_formats():
         fmt = engine.load_format(name)
         spec = compile_serve(fmt.descriptor)

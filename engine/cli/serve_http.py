@@ -28,7 +28,14 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from ..compile.serve import RecordedEvent, ServeError, ServeSpec, compile_serve, read_recording
+from ..compile.serve import (
+    RecordedEvent,
+    ServeError,
+    ServeSpec,
+    compile_serve,
+    read_recording,
+    typed_event,
+)
 from ..language.registry import end_markers
 from ..stream.buffer import LLMStreamBuffer
 
@@ -101,6 +108,7 @@ def load_recordings(paths: Sequence[str | Path], strategy: Any = None) -> list[R
                 "error": buf.error,
                 "first": events[0].payload,
                 "last": events[-1].payload,
+                "last_event": _event_type(events[-1]),
             }
         out.append(recording)
     return out
@@ -132,6 +140,15 @@ def _replayed(events: list[RecordedEvent], strategy: Any) -> LLMStreamBuffer:
     if not buf.format:
         raise ValueError("no format recognises it (try --format)")
     return buf
+
+
+def _event_type(event: RecordedEvent) -> str | None:
+    """The event's type where it has one (an ``_event`` or ``event:`` name, or the one key of an
+    event recorded as the SDKs yield it): what an error reply may name the error by."""
+    try:
+        return typed_event(event)[0]
+    except ValueError:
+        return None
 
 
 def _folder_format(given: str | Path) -> str | None:
@@ -344,8 +361,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif recording.unassembled is not None:
             self._json(500, _error(f"stream {recording.key}: {recording.unassembled}"))
         else:
-            status, reply = recording.spec.reply(recording.context(body, params))
-            self._json(status, reply, recording.spec.headers)
+            self._json(*recording.spec.reply(recording.context(body, params)))
 
     def _read_body(self) -> bytes:
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":

@@ -65,6 +65,7 @@ from ..compile.paths import (
 )
 from ..compile.schema import schema
 from ..compile.schema import schema_path as schema_path  # the CLI and tests read it here
+from ..compile.serve import TEMPLATES as SERVE_TEMPLATES
 from ..errors import Problem, escape
 from .extends import KEY as EXTENDS
 from .extends import resolve
@@ -536,9 +537,7 @@ TEMPLATES = (
     "/results/message",
     "/results/leak/assistant",
     "/results/leak/message",
-    "/serve/response",
-    "/serve/error/status",
-    "/serve/error/body",
+    *SERVE_TEMPLATES,
 )
 """Where templates sit: the template compiler reports the problems inside them (every one,
 each at its line), so the schema, which types them for editors, is not asked to repeat it."""
