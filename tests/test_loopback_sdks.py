@@ -17,6 +17,10 @@ Documented differences:
   ``errors.APIError`` on a chunk that is ``{"error": ...}``.
 - The SDK accumulators are stricter than the streams: see ``ACCUMULATOR_FAILURES``.
 
+A non-streaming request for a stream that ends in a provider error gets the status, headers
+and body the provider answers that kind of error with; each SDK raises its own error type
+with that status (``ERROR_REPLIES``). ``--log`` keeps no credential any SDK sent.
+
 Needs the SDKs of the ``sdk`` extra (tests/loopback/REQUIREMENTS.txt); a wire whose SDK is not
 installed is skipped with that reason.
 """
@@ -795,6 +799,30 @@ def test_non_streaming_error_reply_is_the_sdk_error_with_the_provider_status(
         clients.sdk_complete(wire, path, server)
     assert _status_of(wire, caught.value) == status
     assert _what_the_sdk_read(wire, caught.value) == said
+
+
+@pytest.mark.parametrize(
+    ("name", "error_type", "code"),
+    [
+        ("gemini/overloaded", "google.genai.errors.ServerError", 503),
+        ("gemini/quota", "google.genai.errors.ClientError", 429),
+    ],
+)
+def test_gemini_streamed_error_is_the_sdk_error_with_the_chunk_code(server, name, error_type, code):
+    """Streaming, the status is 200 and Gemini's error is a chunk: google-genai raises it after
+    the chunks before it, its class and code from the chunk's google.rpc status."""
+    _need_sdk("gemini")
+    objects: list = []
+    with pytest.raises(_sdk_error_type(error_type)) as caught:
+        sdk_stream("gemini", own_stream(server, name), server, into=objects)
+    assert caught.value.code == code and len(objects) == 1
+
+
+def test_cohere_streamed_error_ends_with_the_message_end_that_carries_it(server):
+    """Cohere's SDK raises nothing mid-stream: the message-end event carries the error."""
+    _need_sdk("cohere_v2")
+    *_, last = sdk_stream("cohere_v2", own_stream(server, "cohere_v2/error_end"), server)
+    assert (last.delta.finish_reason, last.delta.error) == ("ERROR", "internal server error")
 
 
 def test_bedrock_error_reply_names_its_type_in_the_header_as_bedrock_does(server):
