@@ -255,7 +255,7 @@ class FakeProvider:
         served = "; ".join(f"{w}: {_paths(s[0].spec)}" for w, s in self.wires.items())
         return f"no endpoint at {path}; served: {served}"
 
-    def record(self, entry: dict) -> None:
+    def record(self, entry: dict[str, Any]) -> None:
         if self._log is None:
             return
         line = json.dumps(redacted(entry), ensure_ascii=False) + "\n"

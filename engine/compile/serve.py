@@ -277,22 +277,22 @@ class ErrorReply:
     ``body``, so that each reads the table as it needs."""
 
     body: Template
-    status: Template | None = None
-    headers: Template | None = None
-    kind: Template | None = None
-    kinds: dict[str, Any] = field(default_factory=dict)
+    status: Template  # each absent one is the template ``null``: no status (500), no headers
+    headers: Template
+    kind: Template
+    kinds: dict[str, Any]
 
     def reply(self, context: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
         """(status, body, headers); a status that is not an HTTP error (400 to 599) is 500, a
         header that renders to nothing is not sent."""
-        named = self.kind.render(context) if self.kind is not None else None
+        named = self.kind.render(context)
         keys = named if isinstance(named, list) else [named]
         found = next((self.kinds[k] for k in keys if isinstance(k, str) and k in self.kinds), None)
         context = {**context, "kind": found}
-        status = self.status.render(context, 500) if self.status is not None else 500
+        status = self.status.render(context)
         if not isinstance(status, int) or isinstance(status, bool) or not 400 <= status < 600:
             status = 500
-        headers = self.headers.render(context, {}) if self.headers is not None else {}
+        headers = self.headers.render(context)
         headers = {str(k): str(v) for k, v in headers.items()} if isinstance(headers, dict) else {}
         return status, self.body.render(context, {}), headers
 
@@ -375,15 +375,15 @@ def check_serve(descriptor: dict) -> tuple[ServeSpec | None, list[TemplateProble
 
 def _error_reply(spec: Any, problems: list[TemplateProblem]) -> ErrorReply | None:
     """The ``error`` part, its templates' problems added to ``problems`` (None when there is
-    none, or it has no body: the schema says so)."""
+    none; one without a body is the schema's to refuse)."""
     if not isinstance(spec, dict):
         return None
-    found = {key: _template(spec, key, f"/serve/error/{key}", problems) for key in _ERROR_TEMPLATES}
-    body = found.pop("body")
-    kinds = spec.get("kinds", {})
-    if body is None:
-        return None
-    return ErrorReply(body, **found, kinds=dict(kinds) if isinstance(kinds, dict) else {})
+    templates: dict[str, Template] = {}
+    for key in _ERROR_TEMPLATES:
+        templates[key], found = check_template(spec.get(key), f"/serve/error/{key}")
+        problems.extend(found)
+    kinds = spec.get("kinds")
+    return ErrorReply(**templates, kinds=dict(kinds) if isinstance(kinds, dict) else {})
 
 
 def _template(
