@@ -346,6 +346,19 @@ def test_an_error_reply_has_the_status_of_the_first_kind_its_table_knows(error, 
     assert spec.reply({"error": error}) == (status, {"error": error}, {})
 
 
+@pytest.mark.parametrize(
+    ("error", "status"),
+    [
+        ({"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}, 503),
+        ({"message": "quota", "status": "RESOURCE_EXHAUSTED"}, 429),  # no code: the status's
+        ({"message": "?", "status": "MADE_UP"}, 500),
+    ],
+)
+def test_a_gemini_error_reply_has_the_code_of_its_rpc_status(error, status):
+    spec = compile_serve(engine.load_format("gemini").descriptor)
+    assert spec.reply({"error": error})[:2] == (status, {"error": error})
+
+
 def test_an_error_reply_sends_the_headers_its_kind_names():
     spec = compile_serve(engine.load_format("bedrock_converse").descriptor)
     status, body, headers = spec.reply(
