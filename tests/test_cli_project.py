@@ -423,3 +423,36 @@ def test_a_text_difference_names_the_chunk_where_the_text_went_another_way(tmp_p
     assert result.returncode == 1
     # "Let me " (chunk 1, line 2) is where the text stops being what the snapshot says.
     assert result.stdout.splitlines()[1].startswith(f"{STREAM}:2: chunk 1: /text: ")
+
+
+def test_a_broken_project_outside_the_repository_reports_what_the_in_repo_checks_report(tmp_path):
+    """Acceptance (issue 18): the same problems as the repository's own suite. The project
+    holds a format that claims a built-in wire's chunks and one whose result depends on how
+    the stream is split; each in-repo check (tests/test_properties.py calls these functions
+    on every built-in) finds its problem, and `mcs-formats test` prints exactly that finding."""
+    from test_properties import WIRES
+
+    from engine.cli.resplit import every_character
+
+    root = toy_project(tmp_path, SPLIT_DEPENDENT)
+    (root / "formats" / "my_chat.yaml").write_text(_copy_of_openai_chat("my_chat"))
+    (root / "tests/golden/my_chat").mkdir()
+    shutil.copy(MISTRAL, root / "tests/golden/my_chat" / MISTRAL.name)
+    result = mcs("test", "proj", "--update", "--seed", "7", cwd=tmp_path)
+    assert result.returncode == 1
+    printed = result.stdout.splitlines()
+
+    chat = engine.load_format(root / "formats" / "my_chat.yaml")
+    toy = engine.load_format(root / "formats" / "toy_wire.yaml")
+    with pytest.MonkeyPatch.context() as patch:  # files named as the command names them
+        patch.chdir(tmp_path)
+        chat_stream = project.read_stream(Path("proj/tests/golden/my_chat") / MISTRAL.name)
+        toy_stream = project.read_stream(Path(STREAM))
+        claims = project.check_claims(chat_stream, "my_chat", [*WIRES, chat])
+        split = project.check_resplit(toy, toy_stream, project.replay(toy, toy_stream),
+                                      [("re-split one character a piece", every_character)])
+        rebuilt = project.check_never_rebuilt(toy_stream, [toy])
+    assert claims and split and not rebuilt
+    assert [str(f) for f in [*claims, *split]] == [
+        line for line in printed if line.startswith("proj/") and "wrote" not in line
+    ]
