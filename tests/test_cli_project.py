@@ -263,9 +263,12 @@ def test_new_scaffolds_a_folder_that_test_passes_and_whose_header_resolves(tmp_p
     assert mcs("new", "acme", "--dir", "work", cwd=tmp_path).returncode == 0
     descriptor = tmp_path / "work" / "formats" / "acme.yaml"
     header = descriptor.read_text(encoding="utf-8").splitlines()[0]
-    match = re.fullmatch(r"# yaml-language-server: \$schema=(file://\S+)", header)
-    assert match, header
-    assert match[1] == schema_path().resolve().as_uri()
+    match = re.fullmatch(r"# yaml-language-server: \$schema=(\S+)", header)
+    assert match and match[1] == "../schemas/format.schema.json", header
+    moved = shutil.move(tmp_path / "work", tmp_path / "elsewhere" / "work")
+    schema = Path(moved) / "formats" / match[1]  # relative to the descriptor, as editors read it
+    assert schema.read_bytes() == schema_path().read_bytes()
+    shutil.move(moved, tmp_path / "work")
     assert (tmp_path / "work" / "tests" / "golden" / "acme" / "first.jsonl").is_file()
     assert mcs("test", "work", "--update", cwd=tmp_path).returncode == 0
     written = json.loads(
@@ -456,3 +459,18 @@ def test_a_broken_project_outside_the_repository_reports_what_the_in_repo_checks
     assert [str(f) for f in [*claims, *split]] == [
         line for line in printed if line.startswith("proj/") and "wrote" not in line
     ]
+
+
+def test_a_stale_copy_of_the_schema_fails_test_and_update_rewrites_it(tmp_path):
+    assert mcs("new", "acme", "--dir", "work", cwd=tmp_path).returncode == 0
+    assert mcs("test", "work", "--update", cwd=tmp_path).returncode == 0
+    copy = tmp_path / "work" / "schemas" / "format.schema.json"
+    copy.write_text("{}", encoding="utf-8")
+    stale = mcs("test", "work", cwd=tmp_path)
+    assert stale.returncode == 1
+    assert stale.stdout.splitlines()[1] == (
+        "work/schemas/format.schema.json: not the installed schema (the descriptors' "
+        "$schema header names this copy): `mcs-formats test work --update` rewrites it"
+    )
+    assert mcs("test", "work", "--update", cwd=tmp_path).returncode == 0
+    assert copy.read_bytes() == schema_path().read_bytes()

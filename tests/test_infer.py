@@ -83,17 +83,18 @@ def test_new_from_writes_a_draft_and_the_first_golden(tmp_path: Path):
     assert replay.stdout.count('"event": "call"') == 2
 
 
-def test_new_from_header_names_the_installed_schema(tmp_path: Path):
-    """As ``new`` without ``--from``: the project folder lives outside this repository, so a
-    relative ``../schemas/format.schema.json`` would point an editor at nothing."""
+def test_new_from_header_names_the_projects_copy_of_the_schema(tmp_path: Path):
+    """As ``new`` without ``--from``: a path inside the project folder, to the copy of the
+    installed schema ``new`` writes there, so the header works wherever the folder goes."""
     from engine.language.validate import schema_path
 
     source = GOLDEN / "anthropic_messages" / "hand_parallel_tool_use.jsonl"
     result = run("new", "my_wire", "--from", str(source), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     header = (tmp_path / "formats" / "my_wire.yaml").read_text("utf-8").splitlines()[0]
-    schema = Path(schema_path()).resolve()
-    assert header == f"# yaml-language-server: $schema={schema.as_uri()}"
+    assert header == "# yaml-language-server: $schema=../schemas/format.schema.json"
+    copy = tmp_path / "schemas" / "format.schema.json"
+    assert copy.read_bytes() == Path(schema_path()).read_bytes()
 
 
 def test_new_from_stdin_writes_what_stdin_held_as_the_first_golden(tmp_path: Path):

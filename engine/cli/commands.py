@@ -24,6 +24,7 @@ Subcommands (README, "Command line"):
   draft inferred from a recorded stream (:mod:`engine.cli.infer`), the stream copied in as the
   first golden.
 - ``test DIR... [--update] [--seed N]``, ``schema [--uri]``: see ``engine/cli/project_command.py``.
+- ``examples [NAME] [--dir DIR] [--guide]``: see ``engine/cli/examples_command.py``.
 - ``--version``: ``mcs-formats VERSION`` (``engine.__version__``).
 
 Exit codes: 0 success, 1 a problem in the input (an invalid descriptor, a folder holding no
@@ -56,8 +57,10 @@ from ..records import Skipped, Tool, ToolCallRecord
 from ..stream.buffer import LLMStreamBuffer
 from ..version import version
 from .common import EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, CLIError, _load_strategy, read_stream
+from .examples_command import register as register_examples
+from .project import SCHEMA_REF, write_schema
 from .project_command import register as register_project_commands
-from .project_command import schema_uri, write_sample
+from .project_command import write_sample
 
 # -- output helpers ------------------------------------------------------------------------------
 
@@ -696,7 +699,7 @@ def _skeleton(name: str) -> str:
         f"Operations: {_operations()}.", width=96, initial_indent="# ", subsequent_indent="# "
     )
     text = SKELETON.replace("# __OPERATIONS__", operations).replace("__NAME__", name)
-    return text.replace("__SCHEMA__", schema_uri())
+    return text.replace("__SCHEMA__", SCHEMA_REF)
 
 
 def cmd_new(args: argparse.Namespace) -> int:
@@ -728,6 +731,7 @@ def cmd_new(args: argparse.Namespace) -> int:
     )
     (golden / "README.md").write_text(GOLDEN_README.replace("__NAME__", name), encoding="utf-8")
     print(f"created {descriptor}")
+    print(f"created {write_schema(root)} (the header's $schema)")
     print(f"created {golden / 'README.md'}")
     if inferred is not None:  # the recorded stream is the first golden, not a sample
         return cli_infer.finish(inferred, descriptor, golden)
@@ -801,6 +805,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(run=cmd_new)
     register_project_commands(sub)
+    register_examples(sub)
     return parser
 
 

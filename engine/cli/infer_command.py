@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .infer import Draft, infer_draft
-from .project_command import schema_uri
+from .project import SCHEMA_REF
 
 
 @dataclass
@@ -55,8 +55,9 @@ def infer_from(name: str, source: str) -> InferredNew:
     if not any(isinstance(event, dict) for event in events):
         raise CLIError(f"{source}: no JSON object in the stream: nothing to infer from")
     draft = infer_draft(name, events, source=Path(source).name)
-    # The header names the installed schema, as the skeleton's does (schema_uri says why).
-    return InferredNew(Path(source), draft, draft.to_yaml(schema_uri()), events)
+    # The header names the project's copy of the schema, as the skeleton's does
+    # (project.write_schema says why).
+    return InferredNew(Path(source), draft, draft.to_yaml(SCHEMA_REF), events)
 
 
 def finish(made: InferredNew, descriptor: Path, golden: Path) -> int:

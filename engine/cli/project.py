@@ -40,6 +40,8 @@ from .resplit import Cuts, every_character, random_cuts, resplit_groups
 
 FORMATS = Path("formats")
 GOLDEN = Path("tests", "golden")
+SCHEMA_COPY = Path("schemas", "format.schema.json")  # the copy the descriptors' header names
+SCHEMA_REF = "../schemas/format.schema.json"  # ...relative to DIR/formats/NAME.yaml
 STREAM_SUFFIX = ".jsonl"
 STREAM_SUFFIXES = (STREAM_SUFFIX, ".sse", ".eventstream")  # read by content: captures.py
 SNAPSHOT_SUFFIX = ".expected.json"
@@ -487,6 +489,7 @@ def check_project(root: str | Path, seed: int, update: bool = False,
         what = "no such folder" if not root.exists() else "not a folder"
         report.findings.append(Finding(str(root), what))
         return report
+    _check_schema_copy(root, report, update, hint)
     descriptors = _descriptors(root)
     if not descriptors:
         message = (f"no descriptor (*.yaml, *.yml) in {root / FORMATS}: "
@@ -501,6 +504,33 @@ def check_project(root: str | Path, seed: int, update: bool = False,
             message = f"no descriptor {FORMATS / folder.name}.yaml for these streams"
             report.findings.append(Finding(str(folder), message))
     return report
+
+
+def write_schema(root: Path) -> Path:
+    """The installed schema copied into the project folder (``DIR/schemas/``), where the
+    descriptors' ``$schema`` header points (:data:`SCHEMA_REF`): a path inside the folder
+    works wherever the folder goes and on any machine, where an absolute path of the
+    install would name one virtualenv of one machine. :func:`check_project` keeps it fresh."""
+    from ..language.validate import schema_path
+
+    copy = root / SCHEMA_COPY
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    copy.write_bytes(schema_path().read_bytes())
+    return copy
+
+
+def _check_schema_copy(root: Path, report: Report, update: bool, hint: str) -> None:
+    """The project's copy of the schema is the installed one (an upgrade changes it)."""
+    from ..language.validate import schema_path
+
+    copy = root / SCHEMA_COPY
+    if not copy.is_file() or copy.read_bytes() == schema_path().read_bytes():
+        return
+    if update:
+        report.written.append(str(write_schema(root)))
+        return
+    message = "not the installed schema (the descriptors' $schema header names this copy)"
+    report.findings.append(Finding(str(copy), f"{message}: {hint} rewrites it"))
 
 
 def _check_format(root: Path, descriptor: Path, report: Report, update: bool,
