@@ -719,11 +719,14 @@ class EventWire:
         for path in fragments:
             if len(kind.events) > 1:
                 target = self._message_field(path)
-                if target in GENERIC_FRAGMENTS:  # `delta` names no field: the text's
+                label = f"{kind.label} {spell(path)}"
+                texty = target in (*GENERIC_FRAGMENTS, "text", "content") and not (
+                    REASONING_WORDS.search(label) or NOT_TEXT_WORDS.search(label)
+                    or _looks_json(self._joined(kind, path)))
+                if texty and target in GENERIC_FRAGMENTS:  # `delta` names no field: content
                     target = "content"
                 rules.append({"append": {"at": target, "from": spell(path)}})
-                label = f"{kind.label} {spell(path)}"
-                if not (REASONING_WORDS.search(label) or NOT_TEXT_WORDS.search(label)):
+                if texty:
                     self.text_places.append(((), target, set()))  # the text is where it goes
         return rules
 
