@@ -304,7 +304,7 @@ def _row(label: str, tally: Tally) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("wires", nargs="*", help="built-in or toy wires (default: all with goldens)")
+    parser.add_argument("wires", nargs="*", help="built-in or toy wires (default: all)")
     parser.add_argument("--json", action="store_true", help="the figures as JSON")
     parser.add_argument("--misses", action="store_true", help="list what each draft got wrong")
     args = parser.parse_args(argv)
