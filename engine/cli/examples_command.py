@@ -3,8 +3,8 @@ shipped with the package.
 
 The toy wires (``tests/golden/<toy>/<toy>.yaml`` beside its streams in the repository: a wire
 no provider has, each showing one concept of the descriptor language) and the author's guide
-(``formats/README.md``) are package data of the wheel (pyproject's ``engine.examples`` and
-``engine.formats``), so an author with only the wheel installed has them:
+(``formats/README.md``) are package data of the wheel (pyproject maps them into the package as its
+``examples`` and ``formats`` folders), so an author with only the wheel installed has them:
 
 - ``examples``: one line a toy, its name and what it shows (its descriptor's ``title``);
 - ``examples NAME [--dir DIR]``: the toy written out as a project folder, as ``new`` lays one
