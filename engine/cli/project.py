@@ -263,32 +263,33 @@ def _close(buf: LLMStreamBuffer, stream: Stream) -> None:
         raise StreamError(stream.finding(str(exc), "close")) from None
 
 
-def _replaying(strategy: Any, stream: Stream,
-               origin: Sequence[int] | None = None) -> Iterator[tuple[int | str, dict[str, Any]]]:
-    """(chunk, what the stream gives so far) after each chunk, then ("close", ...) after
-    close(): the stream through its format alone. ``origin[i]`` is the recorded chunk that
-    piece ``i`` of a re-split stream came from, so that ``ready_at`` names recorded chunks."""
+def _replaying(strategy: Any, stream: Stream, origin: Sequence[int] | None = None
+               ) -> Iterator[tuple[int | str, LLMStreamBuffer, Ready]]:
+    """(chunk, the buffer, the calls' ready chunks) after each chunk, then ("close", ...)
+    after close(): the stream through its format alone. ``origin[i]`` is the recorded chunk
+    that piece ``i`` of a re-split stream came from, so that ``ready_at`` names recorded
+    chunks. The caller observes what it needs (:func:`observe` costs O(message))."""
     buf = LLMStreamBuffer(strategies=[strategy])
     ready: Ready = {}
     for chunk, event in enumerate(stream.events):
         _add(buf, stream, chunk, event)
         ready.update((id(c), chunk if origin is None else origin[chunk]) for c in buf.new_calls())
-        yield chunk, observe(buf, ready)
+        yield chunk, buf, ready
     _close(buf, stream)
     ready.update((id(c), "close") for c in buf.new_calls())
-    yield "close", observe(buf, ready)
+    yield "close", buf, ready
 
 
 def replay(strategy: Any, stream: Stream, origin: Sequence[int] | None = None) -> dict[str, Any]:
     """The stream through its format alone, closed: what it gives (:func:`observe`)."""
-    ((_, observed),) = deque(_replaying(strategy, stream, origin), maxlen=1)
-    return observed
+    ((_, buf, ready),) = deque(_replaying(strategy, stream, origin), maxlen=1)
+    return observe(buf, ready)
 
 
 def _values_at(strategy: Any, stream: Stream, pointer: str) -> Iterator[tuple[int | str, Any]]:
     """(chunk, value at ``pointer``) after each chunk, then after close()."""
-    for chunk, observed in _replaying(strategy, stream):
-        yield chunk, resolve(observed, pointer)
+    for chunk, buf, ready in _replaying(strategy, stream):
+        yield chunk, resolve(observe(buf, ready), pointer)
 
 
 def _differs(a: Any, b: Any) -> bool:
