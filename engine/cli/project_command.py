@@ -3,8 +3,10 @@ sample stream that ``new`` scaffolds. Part of the command line (``engine/cli/com
 them); the checks themselves are ``engine/cli/project.py``.
 
 - ``test DIR... [--update] [--seed N]``: every descriptor in ``DIR/formats/`` validated, every
-  stream in ``DIR/tests/golden/NAME/`` replayed, re-split and compared with its
-  ``STREAM.expected.json`` (``--update`` writes them). The first line gives the seed of the
+  stream in ``DIR/tests/golden/NAME/`` (``*.jsonl``, ``*.sse``, ``*.eventstream``) replayed,
+  checked as the repository's suite checks a built-in's (no built-in claims its chunks, no
+  call rebuilt), re-split and compared with its ``STREAM.expected.json`` (``--update`` writes
+  them, and refreshes the project's copy of the schema). The first line gives the seed of the
   random re-splits; one located line a failure (``FILE:LINE: chunk N: /pointer: message``);
   a last line counts. Exit 0 when all pass, 1 otherwise.
 - ``schema [--uri]``: the installed descriptor schema's path (or its ``file:`` URI). The
