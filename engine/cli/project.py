@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ..compile.captures import CaptureError, read_capture
-from ..errors import ChunkError, DescriptorError, UnknownFormatError
+from ..errors import ChunkError, UnknownFormatError
 from ..stream.buffer import LLMStreamBuffer
 from .resplit import Cuts, every_character, random_cuts, resplit_groups
 
@@ -537,13 +537,13 @@ def _check_schema_copy(root: Path, report: Report, update: bool, hint: str) -> N
 def _check_format(root: Path, descriptor: Path, report: Report, update: bool,
                   hint: str) -> None:
     from ..language import registry
-    from ..language.validate import validate_descriptor  # the schema is read only when asked
+    from ..language.validate import check_file  # the schema is read only when asked
 
     report.formats += 1
     folder = root / GOLDEN / descriptor.stem
     streams = sorted(p for p in folder.iterdir() if p.suffix in STREAM_SUFFIXES
                      and p.is_file()) if folder.is_dir() else []
-    problems = validate_descriptor(descriptor)
+    strategy, problems = check_file(descriptor)  # checked and compiled once
     report.findings.extend(_problem(p) for p in problems)
     if problems:
         if streams:
@@ -554,11 +554,6 @@ def _check_format(root: Path, descriptor: Path, report: Report, update: bool,
         kinds = ", ".join(f"*{s}" for s in STREAM_SUFFIXES)
         message = f"no stream ({kinds}) for {descriptor}: record one here"
         report.findings.append(Finding(str(folder), message))
-        return
-    try:
-        strategy = registry.load_format(descriptor)
-    except DescriptorError as exc:  # pragma: no cover - validation found these already
-        report.findings.extend(_problem(p) for p in exc.problems)
         return
     parents = lineage(descriptor) | {strategy.name}
     wires = [w for w in registry.wire_strategies() if w.name not in parents] + [strategy]
