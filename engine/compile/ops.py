@@ -25,7 +25,7 @@ from ..model.fragments import Fragments, SlottedList, grow, ingest, shown_value,
 from ..model.fragments import json_kind as _json_kind
 from ..model.journal import put, put_attr, refill, trim
 from ..model.jsonscan import COMPLETE, ArgsStream
-from .paths import Reader, Segment, as_reader, compile_read, parse_target
+from .paths import FIRST, Reader, Segment, as_reader, compile_read, parse_target
 from .predicates import compile_predicate
 
 Run = Callable[[Assembly, Any, Any], None]
@@ -148,7 +148,6 @@ class Target:
 
     __slots__ = (
         "segments",
-        "steps",
         "last",
         "item_patterns",
         "pattern",
@@ -170,11 +169,10 @@ class Target:
     # walks, which run on every event, read steps and their patterns as Any rather than
     # narrowing each one per event.
     segments: tuple[Any, ...]
-    steps: tuple[Any, ...]
     item_patterns: tuple[Any, ...]  # the list pattern at each slot step, None at a field
     rel: tuple[str, ...]
     locate_item: Callable[[Assembly, Any, Any, bool], Any]
-    parent_of_field: Callable[[dict, list[Any]], dict]  # the dict holding the last field
+    parent_of_field: Callable[[dict[str, Any], list[Any]], dict[str, Any]]
     slot_field: str | None
 
     def __init__(
@@ -194,7 +192,6 @@ class Target:
         # Fields after the innermost slot: the path inside the item.
         last_slot = max((i for i, s in enumerate(self.segments) if s.field is None), default=-1)
         self.rel = tuple(cast(str, s.field) for s in self.segments[last_slot + 1 :])
-        self.steps = self.segments
         # The walk runs on every event: the two shapes nearly every rule has get a walk of
         # their own (``role``: the root itself; ``content[index].text``: one slotted list).
         slots = [i for i, s in enumerate(self.segments) if s.field is None]
@@ -206,8 +203,7 @@ class Target:
             self.locate_item = self._two_slots
         else:
             self.locate_item = self._walk
-        walk_rel = cast(Callable[[dict, list[Any]], dict], self._walk_rel)  # never None here
-        self.parent_of_field = _itself if len(self.rel) <= 1 else walk_rel
+        self.parent_of_field = _itself if len(self.rel) <= 1 else self._walk_rel
         # ``role``: the field's parent is the message itself, with no walk at all.
         self.at_root = not slots and len(self.rel) == 1
         # The first SLOT's reader's fast path: one field of the event (``index``) is looked up
@@ -241,21 +237,8 @@ class Target:
         """The list of the addressed item and the SLOT of the item it (in this target's scope)
         opened last, for an event without the SLOT; None when there is none (nothing is
         created on the way: an event with nothing to continue changes nothing)."""
-        node: Any = asm.root
-        last = self.last_slot
-        for seg in self.segments[: last - 1]:
-            if seg.field is not None:
-                node = node.get(seg.field) if node.__class__ is dict else None
-            else:
-                slot = seg.slot(ev, ch)
-                held = node.__class__ is SlottedList and slot is not None
-                node = node.get(slot) if held else None
-            if node is None:
-                return None
-        lst = node.get(self.segments[last - 1].field) if node.__class__ is dict else None
-        if lst.__class__ is not SlottedList:
-            return None
-        slot = last_opened(lst, self.scope)
+        lst = self.walk(asm, ev, ch, self.last_slot, False)
+        slot = None if lst is None else last_opened(lst, self.scope)
         return None if slot is None else (lst, slot)
 
     def field_parent(self, asm: Assembly, ev: Any, ch: Any, op: str) -> dict | None:
@@ -268,11 +251,10 @@ class Target:
         return self.parent_of_field(item, asm.journal)
 
     def explain(self, asm: Assembly, ev: Any, ch: Any) -> str:
-        """Why ``locate_item`` found no item for this event (cold: only for a skip)."""
-        node: Any = asm.root
+        """Why ``locate_item`` found no item for this event (cold: only for a skip): the first
+        slot step the walk stops at."""
         for i, seg in enumerate(self.segments[: len(self.segments) - len(self.rel)]):
             if seg.field is not None:
-                node = node.get(seg.field) if node.__class__ is dict else None
                 continue
             slot = seg.slot(ev, ch)
             if slot is None:
@@ -283,10 +265,8 @@ class Target:
                         f"{self.segments[i - 1].field}{scope} is open to continue"
                     )
                 return f"the event has no slot key {seg.slot_path!r}"
-            item = node.get(slot) if node.__class__ is SlottedList else None
-            if item is None:
+            if self.walk(asm, ev, ch, i + 1, False) is None:
                 return f"no item is open at {self.shown(i, slot)}"
-            node = item
         return "the way to it is not an object"
 
     def shown(self, step: int, slot: Any) -> str:
@@ -340,53 +320,51 @@ class Target:
 
     def _walk(self, asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
         """The innermost slotted item on the path (or the root when there is none)."""
+        return self.walk(asm, ev, ch, len(self.segments) - len(self.rel), create)
+
+    def walk(self, asm: Assembly, ev: Any, ch: Any, end: int, create: bool) -> Any:
+        """The one walk of a target: the node after its first ``end`` steps (the item at a
+        slot step, the slotted list at a field before one), the way created when ``create``
+        (each item opened told to the assembly); None when the event lacks a SLOT on the way
+        or, without ``create``, the way is not there."""
         node: Any = asm.root
         segs = self.segments
-        n = len(segs)
-        i = 0
-        end = n - len(self.rel)
-        while i < end:
+        for i in range(end):
             seg = segs[i]
             if seg.field is not None:
-                nxt_is_slot = i + 1 < n and segs[i + 1].field is None
-                if nxt_is_slot:
-                    if node.get(seg.field).__class__ is not SlottedList:
-                        if not create and node.get(seg.field) is None:
+                child = node.get(seg.field)
+                if segs[i + 1].field is None:  # a slot step follows: a slotted list
+                    if child.__class__ is not SlottedList:
+                        if not create and child is None:
                             return None
-                        ensure_slotted(node, seg.field, self.order, asm.journal)
-                    node = node[seg.field]
-                else:
-                    child = node.get(seg.field)
-                    if child.__class__ is not dict:
-                        if not create:
-                            return None
-                        child = put(asm.journal, node, seg.field, {})
-                    node = child
-            else:
-                slot = seg.slot(ev, ch)
-                if slot is None:
-                    return None
-                try:
-                    item = node.get(slot)
-                except TypeError:  # a list or an object as the SLOT
-                    raise self.slot_misfit(i, slot) from None
-                if item is None:
+                        child = ensure_slotted(node, seg.field, self.order, asm.journal)
+                elif child.__class__ is not dict:
                     if not create:
                         return None
-                    item = node.put(slot, {}, asm.journal)
-                    asm.item_added(self.item_patterns[i], item, slot)
-                node = item
-            i += 1
+                    child = put(asm.journal, node, seg.field, {})
+                node = child
+                continue
+            slot = seg.slot(ev, ch)
+            if slot is None:
+                return None
+            try:
+                item = node.get(slot)
+            except TypeError:  # a list or an object as the SLOT
+                raise self.slot_misfit(i, slot) from None
+            if item is None:
+                if not create:
+                    return None
+                item = node.put(slot, {}, asm.journal)
+                asm.item_added(self.item_patterns[i], item, slot)
+            node = item
         return node
 
-    def _walk_rel(self, item: dict, journal: list[Any], create: bool = True) -> dict | None:
-        """The dict holding the last field of ``rel`` inside ``item``."""
+    def _walk_rel(self, item: dict[str, Any], journal: list[Any]) -> dict[str, Any]:
+        """The dict holding the last field of ``rel`` inside ``item``, the way created."""
         node = item
         for field in self.rel[:-1]:
             child = node.get(field)
             if child.__class__ is not dict:
-                if not create:
-                    return None
                 child = put(journal, node, field, {})
             node = child
         return node
@@ -441,7 +419,7 @@ def _at_root(asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
     return asm.root
 
 
-def _itself(item: dict, journal: list[Any]) -> dict:
+def _itself(item: dict[str, Any], journal: list[Any]) -> dict[str, Any]:
     return item
 
 
@@ -576,38 +554,14 @@ def _open(
             else:  # the wire continues the item opened last: it is restated
                 restate(asm, found[0], found[1], value)
             return
-        # Walk to the list that holds the item (creating the way).
-        node: Any = asm.root
-        segs = target.segments
-        for i in range(len(segs) - 2):
-            seg = segs[i]
-            if seg.field is not None:
-                nxt_is_slot = segs[i + 1].field is None
-                if nxt_is_slot:
-                    node = ensure_slotted(node, seg.field, target.order, asm.journal)
-                else:
-                    child = node.get(seg.field)
-                    if child.__class__ is not dict:
-                        child = put(asm.journal, node, seg.field, {})
-                    node = child
-            else:
-                inner = seg.slot(ev, ch)
-                if inner is None:
-                    report_unplaced(asm, op, target, ev, ch)
-                    return
-                try:
-                    item = node.get(inner)
-                except TypeError:  # a list or an object as the SLOT
-                    raise target.slot_misfit(i, inner) from None
-                if item is None:
-                    item = node.put(inner, {}, asm.journal)
-                    asm.item_added(target.item_patterns[i], item, inner)
-                node = item
-        lst = ensure_slotted(node, segs[-2].field, target.order, asm.journal)
+        lst = target.walk(asm, ev, ch, len(target.segments) - 1, True)  # the way created
+        if lst is None:
+            report_unplaced(asm, op, target, ev, ch)
+            return
         try:
             existing = lst.get(slot)
         except TypeError:  # a list or an object as the SLOT
-            raise target.slot_misfit(len(segs) - 1, slot) from None
+            raise target.slot_misfit(len(target.segments) - 1, slot) from None
         if existing is not None:
             restate(asm, lst, slot, value)
             return
@@ -750,6 +704,8 @@ def op_close(spec: dict, ctx: CompileContext) -> Run:
             if final.__class__ is dict:
                 _adopt(asm, item, final, args_fields)
         track = asm.track_of.get(id(item))
+        if track is None and asm.deferring:  # opened by this event: closed once judged
+            asm.deferred.append((None, item, None))
         streams = [track.args] if track is not None else list(_streams_in(item))
         for stream in streams:
             if stream.close():
@@ -889,14 +845,25 @@ def op_push(spec: dict, ctx: CompileContext) -> Run:
     """Add the event's value at ``from`` as a new element of the list at ``at``.
 
     The list may be a slotted one (items another rule opened by SLOT): the value then takes
-    the first free integer SLOT after them, so it is appended and nothing there is replaced."""
+    the first free integer SLOT after them, so it is appended and nothing there is replaced.
+    With ``update_by`` (fields such as ``[type, id]``), an object whose fields there are all
+    present updates, in its place, the element equal to it on every one of them (the AI SDK
+    replaces a data part of the same type and id), and is added when none is."""
     target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
     last = target.rel[-1]
     item_pattern = f"{target.pattern}[*]"
+    keys = tuple(spec.get("update_by", ()))
 
     def push(asm: Assembly, item: dict, value: Any) -> None:
         parent = target.parent_of_field(item, asm.journal)
         current = parent.get(last)
+        if keys and value.__class__ is dict and all(value.get(k) is not None for k in keys):
+            elements = current.items if current.__class__ is SlottedList else current
+            for old in elements if elements.__class__ is list else ():
+                if old.__class__ is dict and all(old.get(k) == value[k] for k in keys):
+                    old.clear()
+                    old.update(ingest(value))
+                    return
         if current.__class__ is list:
             trim(asm.journal, current)
             current.append(ingest(value))
@@ -919,19 +886,10 @@ def op_push(spec: dict, ctx: CompileContext) -> Run:
 
 
 def _first_of(paths: Any, ctx: CompileContext) -> Reader:
-    paths = paths if isinstance(paths, list) else [paths]  # one path, or {jmespath: ...}
-    readers = [compile_read(p, ctx.choice_alias) for p in paths]
-    if len(readers) == 1:
-        return readers[0]
-
-    def first(ev: Any, ch: Any) -> Any:
-        for r in readers:
-            v = r(ev, ch)
-            if v is not None:
-                return v
-        return None
-
-    return as_reader(first)
+    """One path, or the first non-null of a list of them (a ``first`` read)."""
+    if isinstance(paths, list):
+        paths = {FIRST: paths} if len(paths) > 1 else paths[0]
+    return compile_read(paths, ctx.choice_alias)
 
 
 def op_stop_reason(spec: dict, ctx: CompileContext) -> Run:

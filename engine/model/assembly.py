@@ -22,7 +22,7 @@ from ..events import (
 )
 from .fragments import Fragments, SlottedList, compact, grow, ingest, shown_value
 from .journal import put, put_attr, saver, trim
-from .jsonscan import AFTER_COMPLETE, COMPLETE, ArgsStream
+from .jsonscan import AFTER_COMPLETE, ArgsStream
 
 if TYPE_CHECKING:
     from ..compile.strategy import ExtractionStrategy
@@ -65,7 +65,6 @@ class Assembly:
         "track_of",
         "open_parts",
         "calls_regressed",
-        "first_open",
         "unplaced",
         "skipped",
         "cut",
@@ -73,11 +72,13 @@ class Assembly:
         "events",
         "deferring",
         "deferred",
+        "held",
         "over",
         "usage_event",
         "end_cause",
         "seeding",
         "journal",
+        "event_name",
     )
 
     def __init__(self, strategy: ExtractionStrategy) -> None:
@@ -95,20 +96,24 @@ class Assembly:
         self.unknown: Counter[str] = Counter()
         self.open_parts: list = []  # calls streaming over several parts (engine.compile.extend_op)
         self.calls_regressed = False  # a call that was complete no longer is: rebuild
-        self.first_open = 0  # tracks before this index are not open (forming's cursor)
         # What an operation could not place: the reasons of the chunk being applied (the
         # buffer stamps them with the chunk's index and name), then the stamped records. Both
         # stay empty on a stream that places everything, so the happy path pays one test.
         self.unplaced: list[str] = []
+        self.event_name: Any = None  # the name the dispatcher read of the event it applies
         self.skipped: list = []  # engine.records.Skipped
         self.cut: bool | None = None  # the wire's DONE was a cut (length, error); None: no DONE
         self.incomplete: list[CallIncomplete] = []  # calls that will never be runnable
         self.events: Any = None  # engine.stream.recorder.EventRecorder on a buffer with events
         # Inside an event whose rules go on writing the item they open, ``calls.where`` is
         # judged once the event is applied (see :func:`judged_after_the_event`): the call
-        # items opened meanwhile wait here.
+        # items opened meanwhile wait here (pattern None: an item the event closed, its
+        # arguments final once it is judged: a call that arrived whole is ready at its event).
         self.deferring = False
-        self.deferred: list[tuple[str, dict, Any]] = []
+        self.deferred: list[tuple[str | None, dict, Any]] = []
+        # The call items of a place the stream may answer after their end (``answered.later``):
+        # tracked only when the stream ends, so that one answered by then never has a fate.
+        self.held: list[tuple[str, dict, Any]] = []
         # The end of the stream is final: nothing more of it is taken (README, "Events":
         # after the DONE). The DONE makes it so when the descriptor declares nothing that may follow
         # (``events.after_done``) or when usage came with it; else the first usage after it,
@@ -133,9 +138,11 @@ class Assembly:
 
     # -- items -----------------------------------------------------------------------------
 
-    def item_added(self, pattern: str, item: dict, slot: Any = None) -> None:
+    def item_added(
+        self, pattern: str, item: dict, slot: Any = None, released: bool = False
+    ) -> None:
         """An item was opened in a slotted list (at ``slot``, when the caller has it at
-        hand); start tracking it if it is a call."""
+        hand); start tracking it if it is a call (a held place's: once ``released``)."""
         spec = self.strategy.spec
         calls = spec.calls
         if calls is None:
@@ -147,6 +154,9 @@ class Assembly:
             return
         place = spec.place_of(pattern, item)
         if place is None:
+            return
+        if place.held and not released:
+            self.held.append((pattern, item, slot))
             return
         if place.single and slot is None:
             slot = place.pattern
@@ -258,6 +268,10 @@ class Assembly:
 
     def close_open(self, cut: bool) -> None:
         """Close every call still open, then list the calls that will never be runnable."""
+        held, self.held = self.held, []
+        for pattern, item, slot in held:  # judged now: an answered call is none
+            if id(item) not in self.track_of:
+                self.item_added(pattern, item, slot, released=True)
         for track in self.tracks:  # closed by their own end event, before the stream's
             if track.args.closed and not track.reported and not track.ended_first:
                 put_attr(self.journal, track, "ended_first", True)
@@ -336,9 +350,6 @@ class Assembly:
             level = found
         return slot
 
-    def complete_calls(self) -> list[CallTrack]:
-        return [t for t in self.tracks if t.args.state == COMPLETE]
-
 
 def judged_after_the_event(runs: list) -> Callable[[Assembly, Any, Any], None]:
     """The rules of one event, run so that ``calls.where`` is judged on each item they open
@@ -359,7 +370,11 @@ def judged_after_the_event(runs: list) -> Callable[[Assembly, Any, Any], None]:
             asm.deferring = False
             pending, asm.deferred = asm.deferred, []
             for pattern, item, slot in pending:
-                if id(item) not in asm.track_of:
+                if pattern is None:
+                    track = asm.track_of.get(id(item))
+                    if track is not None and track.args.close():
+                        asm.calls_dirty = True
+                elif id(item) not in asm.track_of:
                     asm.item_added(pattern, item, slot)
 
     return judged

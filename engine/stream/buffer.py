@@ -43,7 +43,7 @@ from typing import Any
 from ..compile.strategy import NOT_FORMING, ExtractionStrategy, Forming
 from ..errors import ChunkError, UnknownFormatError
 from ..events import CallIncomplete, Event, ExtractedCall
-from ..model.assembly import Assembly, CallTrack
+from ..model.assembly import Assembly
 from ..model.fragments import copy_json
 from ..model.journal import undo
 from ..model.jsonscan import COMPLETE, TooDeepError
@@ -51,12 +51,8 @@ from ..records import FinishReason, Skipped, Usage
 from ..text.codec import text_call_cause
 from .chunks import SKIP, Sentinel, decode
 from .display import DisplayCursors
+from .rounds import NO_FORMING, TEXT_CALL_HELD, RoundState, forming_of
 
-# The third value of ``_held`` (beside False and True, ``hold()``'s veto of all display): a
-# driver holds the text call forming, so ``text()`` releases everything before its possible
-# start. A value, not one more attribute: the buffer's attributes stay few enough for
-# CPython's shared-key instance dicts, which its per-chunk attribute reads rely on.
-_TEXT_CALL_HELD = "text call held"
 AFTER_THE_END = "after the stream's end"  # the reason of an event that came after it
 
 
@@ -73,10 +69,8 @@ class LLMStreamBuffer:
         "_display",
         "_emitted",
         "_emitted_order",
-        "_forming",
         "_forming_at",
         "_forming_pub",
-        "_held",
         "_index",
         "_needs_sort",
         "_new_at",
@@ -86,11 +80,10 @@ class LLMStreamBuffer:
         "_plain",
         "_ready_orders",
         "_rec",
+        "_round",
         "_scan_from",
         "_sse",
         "_strategy",
-        "_text_incomplete",
-        "_text_n",
         "_text_rule",
         "choice",
         "codec",
@@ -130,14 +123,13 @@ class LLMStreamBuffer:
             self._record_events()
 
     def _reset_view(self) -> None:
-        self._held: bool | str = False  # True: hold(); _TEXT_CALL_HELD: hold_text_call()
+        self._round = RoundState()  # the drivers' round state (engine.stream.rounds)
         self._calls: list[ExtractedCall] = []
         self._emitted: set[int] = set()  # track indexes already in _calls
         self._emitted_order: list[int] = []
         self._scan_from = 0
         self._needs_sort = False
-        self._forming: tuple[Any, Forming] = (None, NOT_FORMING)
-        self._forming_pub: tuple[Any, Forming] = (None, NOT_FORMING)  # forming()'s own
+        self._forming_pub = NO_FORMING  # forming()'s own cache (the drivers': the round's)
         self._forming_at = 0  # tracks before this index are ready or incomplete (forming())
         self._completed: list[tuple[int, ExtractedCall]] = []  # (track order, call), in the
         self._ready_orders: set[int] = set()  # order calls completed, each once (new_calls)
@@ -146,8 +138,6 @@ class LLMStreamBuffer:
         # Where text(), the events, get_content() and the codec's scan have got to in the
         # display text, and the scan itself: one object, whose docstring states the rule.
         self._display = DisplayCursors(self.codec, self._text_rule)
-        self._text_n = 0  # text calls decided so far: the next one's slot is ("text", n)
-        self._text_incomplete: list[CallIncomplete] = []  # text calls a driver reported
 
     # -- input -----------------------------------------------------------------------------
 
@@ -166,7 +156,7 @@ class LLMStreamBuffer:
         rec = self._rec
         if rec is not None and self.codec is not None:
             self._flush_round()  # the round that ends decided what its text is
-        self._held = False
+        self._round.held = False
         if chunk.__class__ is dict:  # the common case, without a call
             event = chunk
         elif self._plain is not None and isinstance(chunk, (str, bytes, bytearray)):
@@ -189,7 +179,7 @@ class LLMStreamBuffer:
         except Exception as exc:  # (anything else, KeyboardInterrupt, is undone and on its way)
             raise self._misfit(index, exc) from exc
         if asm.unplaced:  # the happy path pays this one test
-            self._stamp_skipped(index, event)
+            self._stamp_skipped(index)
         if rec is not None:
             self._commit()
 
@@ -231,19 +221,21 @@ class LLMStreamBuffer:
         listed); any other event changes nothing, is listed in ``skipped()``, and makes the
         end final. Per chunk this costs the one test of ``finished`` in ``add``."""
         program = self._strategy.program
-        if not asm.over and program.after_done is not None and program.after_done(event):
+        name = self._event_name(event)
+        if not asm.over and program.after_done is not None and program.after_done(event, name):
             return False
         if program.of_another_choice(event, self.choice):
             return True
         asm.over = True
-        asm.skipped.append(Skipped(index, self._event_name(event), AFTER_THE_END))
+        asm.skipped.append(Skipped(index, name, AFTER_THE_END))
         self._commit()
         return True
 
-    def _stamp_skipped(self, index: int, event: dict) -> None:
-        """Record what the rules of chunk ``index`` could not place, named and located."""
+    def _stamp_skipped(self, index: int) -> None:
+        """Record what the rules of chunk ``index`` could not place, located and named as the
+        dispatcher read the event's name."""
         asm = self._asm
-        name = self._event_name(event)
+        name = None if asm.event_name is None else str(asm.event_name)
         asm.skipped.extend(Skipped(index, name, reason) for reason in asm.unplaced)
         asm.unplaced.clear()
 
@@ -283,7 +275,7 @@ class LLMStreamBuffer:
                 raise
             raise misfit from exc
         if self._asm.unplaced:
-            self._stamp_skipped(index, event)
+            self._stamp_skipped(index)
         self._commit()
 
     def _take_sentinel(self, sentinel: str, index: int) -> None:
@@ -340,7 +332,7 @@ class LLMStreamBuffer:
             self._asm.unknown[str(self._event_name(earlier))] += 1
             return
         if self._asm.unplaced:
-            self._stamp_skipped(index, earlier)
+            self._stamp_skipped(index)
         self._commit()
 
     def _event_name(self, event: dict) -> Any:
@@ -352,7 +344,7 @@ class LLMStreamBuffer:
     def close(self) -> None:
         """End of input: close whatever is still open; nothing stays held after this."""
         self._closed = True
-        self._held = False
+        self._round.held = False
         if self._asm is None:
             if self._pending:
                 tried = ", ".join(s.name for s in self.strategies)
@@ -366,7 +358,7 @@ class LLMStreamBuffer:
 
     def hold(self) -> None:
         """Veto display for this round (until the next ``add``)."""
-        self._held = True
+        self._round.hold()
 
     def reset(self) -> None:
         """Forget the stream so far, keeping the resolved wire: its chunks are counted again
@@ -420,40 +412,8 @@ class LLMStreamBuffer:
         self._forming_at = i
         if i == count:
             return NOT_FORMING
-        forming, self._forming_pub = self._forming_of(tracks[i], self._forming_pub)
+        forming, self._forming_pub = forming_of(tracks[i], self._forming_pub)
         return forming
-
-    def _hold_forming(self) -> Forming:
-        """What the drivers hold on while the stream runs (``stream_state``): the first call
-        whose arguments are still streaming, else the first call of the stream, so that a
-        complete native call waiting for its batch's DONE still holds. O(1) amortized."""
-        asm = self._asm
-        tracks = asm.tracks
-        count = len(tracks)
-        i = asm.first_open
-        while i < count and tracks[i].args.state != 0:
-            i += 1
-        asm.first_open = i
-        forming, self._forming = self._forming_of(
-            tracks[i] if i < count else tracks[0], self._forming
-        )
-        return forming
-
-    def _forming_of(self, track: CallTrack, cache: tuple) -> tuple[Forming, tuple]:
-        """The Forming of ``track``, the same object while its name stays the same (drivers
-        compare it by identity), and the cache to keep."""
-        cached_key, cached = cache
-        if cached_key is track:
-            return cached, cache  # this call's name was known already, and a known name stays
-        name = track.place.name(track.item)
-        key = (track.order, name)
-        if cached_key == key:
-            return cached, cache
-        named = name.__class__ is str and name
-        forming = Forming(True, name if named else None)
-        # Once the name is a whole string the answer for this call is final: key on the
-        # track itself, so that later rounds read no name at all.
-        return forming, (track if named else key, forming)
 
     def calls(self) -> list[ExtractedCall]:
         """Calls whose arguments are complete so far, in message order. O(new calls).
@@ -632,8 +592,9 @@ class LLMStreamBuffer:
         the driver's round at the end has reported them."""
         if self._asm is None:
             return []
-        if self._text_incomplete:
-            return [*self._asm.incomplete, *self._text_incomplete]
+        reported = self._round.reported
+        if reported:
+            return [*self._asm.incomplete, *reported]
         return list(self._asm.incomplete)
 
     def as_dict(self) -> dict:
@@ -742,10 +703,11 @@ class LLMStreamBuffer:
     def _release(self) -> str:
         """``text()``: the display text released now, by the codec's scanner if one scans."""
         asm = self._asm
-        if self._held is True or asm is None:
+        held = self._round.held
+        if held is True or asm is None:
             return ""
         return self._display.release(
-            asm.display, self._held is _TEXT_CALL_HELD, self._closed or asm.finished
+            asm.display, held is TEXT_CALL_HELD, self._closed or asm.finished
         )
 
     def get_content(self) -> str:
@@ -758,8 +720,10 @@ class LLMStreamBuffer:
     #
     # A round is what happens between two ``add``s (or an ``add`` and ``close``): every
     # driver fed this buffer looks at it, then the client reads ``text()``, which releases
-    # what no driver held in the round. What the drivers did in a round (the calls they
-    # handled) is theirs: each driver keeps its own record of each stream (engine.drivers).
+    # what no driver held in the round. What the drivers share across rounds (the hold, the
+    # text calls decided, the call held on) is one object, ``self._round``
+    # (engine.stream.rounds); what each driver handled (its marks) is its own record of the
+    # stream (engine.drivers), and ``changes()`` answers what changed since those marks.
 
     def attach_codec(self, codec: Any, rule: str = "end") -> None:
         """Scan the display text with a text codec (:class:`engine.text.codec.TextCodec`) for
@@ -794,8 +758,7 @@ class LLMStreamBuffer:
         yet), for this round (until the next ``add``). Unlike ``hold()``, which vetoes all
         display, ``text()`` still releases everything before the call's possible start: only
         the suffix that may still become a call stays held."""
-        if self._held is False:
-            self._held = _TEXT_CALL_HELD
+        self._round.hold_text_call()
 
     def _text_turn(self) -> bool:
         """Is the display text scanned for calls in this turn: the fall-through, so only in
@@ -803,28 +766,28 @@ class LLMStreamBuffer:
         asm = self._asm
         return asm is not None and not asm.tracks
 
-    def stream_state(self, after: int = 0) -> tuple[list[ExtractedCall], bool, Forming]:
-        """What a driver reads every round, in one call: the calls complete so far, those
-        from ``after`` on (the drivers handled the others; all: the buffer's own list, see
-        ``calls()``); whether input has ended (the wire's DONE, or
-        ``close()``), after which no input can change the calls; and, while the stream runs,
-        the call the drivers hold on (see ``_hold_forming``)."""
+    def changes(
+        self, calls_from: int = 0, incomplete_from: int = 0
+    ) -> tuple[list[ExtractedCall], bool, Forming, bool, list[CallIncomplete]]:
+        """What a driver's round reads, in one call: what changed since its mark. The calls
+        complete so far from ``calls_from`` on (the driver handled the others; all: the
+        buffer's own list, see ``calls()``); whether input has ended (the wire's DONE, or
+        ``close()``), after which no input can change the calls; while the stream runs, the
+        call the drivers hold on (``RoundState.hold_on``); whether the text codec holds
+        nothing (no complete text call, none forming: O(1) amortized, True without a
+        codec); and, once input has ended, the incomplete calls from ``incomplete_from``
+        on (``incomplete_calls()``)."""
         asm = self._asm
         if asm is None:
-            return self._calls, self._closed or self._pending_end, NOT_FORMING
+            return self._calls, self._closed or self._pending_end, NOT_FORMING, True, []
         calls = self.calls() if asm.calls_dirty else self._calls
-        if after:
-            calls = calls[after:]
+        if calls_from:
+            calls = calls[calls_from:]
+        quiet = self._display.quiet(asm.display)
         if self._closed or asm.finished:
-            return calls, True, NOT_FORMING
-        return calls, False, self._hold_forming() if asm.tracks else NOT_FORMING
-
-    def text_quiet(self) -> bool:
-        """Does the text codec hold nothing: no complete text call, none forming? O(1)
-        amortized: only new display text can end the quiet, so the answer is kept until
-        more is fed. True without a codec."""
-        asm = self._asm
-        return asm is None or self._display.quiet(asm.display)
+            return calls, True, NOT_FORMING, quiet, self.incomplete_calls()[incomplete_from:]
+        forming = self._round.hold_on(asm.tracks) if asm.tracks else NOT_FORMING
+        return calls, False, forming, quiet, []
 
     def text_calls(self) -> list[ExtractedCall]:
         """Complete text calls not yet consumed that may run now, in text order, ``end`` set
@@ -862,11 +825,10 @@ class LLMStreamBuffer:
         if scanner is None or call not in scanner.incomplete_calls():
             return None
         scanner.consume_call(call)
-        slot = ("text", self._text_n)
-        self._text_n += 1
+        slot = self._round.text_slot()
         cause = text_call_cause(call.reason, call.raw, self._asm.end_cause if self._asm else None)
         event = CallIncomplete(slot, call.name, None, call.raw, call.reason, cause)
-        self._text_incomplete.append(event)
+        self._round.reported.append(event)
         if self._rec is not None:
             self._rec.text_ready.append((slot, event, call.arguments))
         return event
@@ -890,10 +852,9 @@ class LLMStreamBuffer:
             if (found.end, found.name, found.arguments) == (call.end, call.name, call.arguments):
                 scanner.consume_call(found)
                 self._completed.append((-1, call))  # a text call: new_calls() has it
+                slot = self._round.text_slot()
                 if self._rec is not None:
-                    slot = ("text", self._text_n)
                     self._rec.text_ready.append((slot, call, call.arguments))
-                self._text_n += 1
                 return True
         return False
 
