@@ -861,6 +861,7 @@ def op_push(spec: dict, ctx: CompileContext) -> Run:
             elements = current.items if current.__class__ is SlottedList else current
             for old in elements if elements.__class__ is list else ():
                 if old.__class__ is dict and all(old.get(k) == value[k] for k in keys):
+                    refill(asm.journal, old)
                     old.clear()
                     old.update(ingest(value))
                     return
