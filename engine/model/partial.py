@@ -439,8 +439,9 @@ class PartialJSON:
         A string continues the string the previous piece of that path (however spelled: the
         same steps) left there when that piece said more would follow (``will_continue``), as
         Gemini 3 streams a string over several ``partialArgs``. Containers on the way are
-        created as the path implies; an array is padded with None up to the index. A path that cannot be read, or that meets
-        a value of the other kind on the way, stops the reader with an error naming it."""
+        created as the path implies; an array is padded with None up to the index. A path
+        that cannot be read, or that meets a value of the other kind on the way, stops the
+        reader with an error naming it."""
         if self._mode == _STOPPED:
             return
         try:
