@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model.assembly import Assembly, append_text, ensure_slotted
-from ..model.fragments import Fragments, SlottedList, ingest, shown_value, slot_misfit
+from ..model.fragments import Fragments, SlottedList, dig, ingest, shown_value, slot_misfit
 from ..model.jsonscan import COMPLETE
 from ..model.parts import JoinRule, as_placed, join_parts, string_as_part
 from .ops import (
@@ -334,13 +334,9 @@ def _next_free_slot(lst: SlottedList) -> Any:
 
 
 def _dig(obj: Any, chain: tuple[str, ...]) -> Any:
-    for field_name in chain:
-        if obj.__class__ is not dict:
-            return None
-        obj = obj.get(field_name)
-    if obj.__class__ is Fragments:
-        return str(obj)
-    return obj
+    """The value at ``chain``, streamed text read as its string."""
+    found = dig(obj, chain)
+    return str(found) if found.__class__ is Fragments else found
 
 
 def _merge_entry(

@@ -21,7 +21,15 @@ from dataclasses import field as dataclass_field
 from typing import Any, cast
 
 from ..model.assembly import Assembly, append_text, ensure_slotted
-from ..model.fragments import Fragments, SlottedList, ingest, shown_value, slot_misfit
+from ..model.fragments import (
+    Fragments,
+    SlottedList,
+    dig,
+    ingest,
+    make_way,
+    shown_value,
+    slot_misfit,
+)
 from ..model.fragments import json_kind as _json_kind
 from ..model.jsonscan import COMPLETE, ArgsStream
 from .paths import Reader, Segment, as_reader, compile_read, parse_target
@@ -360,13 +368,7 @@ class Target:
 
     def _walk_rel(self, item: dict[str, Any]) -> dict[str, Any]:
         """The dict holding the last field of ``rel`` inside ``item``, the way created."""
-        node = item
-        for field in self.rel[:-1]:
-            child = node.get(field)
-            if child.__class__ is not dict:
-                child = node[field] = {}
-            node = child
-        return node
+        return make_way(item, self.rel[:-1])
 
 
 def _scoped(segments: tuple[Segment, ...], scope: str | None) -> tuple[Segment, ...]:
@@ -618,7 +620,7 @@ def _restate(
     if track is not None and track.args.state == COMPLETE:
         if not merge_complete or value.__class__ is not dict:
             return False
-        restated = _dig_fields(value, args_fields)
+        restated = dig(value, args_fields)
         if not _is_empty(restated) and not _same_arguments(restated, track.args):
             return False
         _merge_restated(asm, item, _without_chain(value, args_fields), None, ())
@@ -626,14 +628,6 @@ def _restate(
     if value.__class__ is dict:
         _merge_restated(asm, item, value, track, args_fields)
     return True
-
-
-def _dig_fields(value: Any, fields: tuple[str, ...]) -> Any:
-    for field in fields:
-        if value.__class__ is not dict:
-            return None
-        value = value.get(field)
-    return value
 
 
 def _without_chain(value: dict, fields: tuple[str, ...]) -> dict:

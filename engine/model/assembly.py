@@ -18,7 +18,7 @@ from ..events import (
     CAUSE_LENGTH,
     CallIncomplete,
 )
-from .fragments import Fragments, SlottedList, ingest, shown_value
+from .fragments import Fragments, SlottedList, ingest, make_way, shown_value
 from .jsonscan import AFTER_COMPLETE, ArgsStream
 
 if TYPE_CHECKING:
@@ -154,21 +154,11 @@ class Assembly:
         track = self.track_of.get(id(item))
         if track is not None:
             return track.args
-        parent = item
-        for field in path_fields[:-1]:
-            child = parent.get(field)
-            if child.__class__ is not dict:
-                child = parent[field] = {}
-            parent = child
+        parent = make_way(item, path_fields[:-1])
         current = parent.get(path_fields[-1])
         if current.__class__ is ArgsStream:
             return current
-        if current is None:  # the usual case: the item's first argument fragment comes next
-            calls = self.strategy.spec.calls
-            stream = ArgsStream(calls.args_form if calls is not None else "string")
-        else:
-            stream = self.strategy.spec.new_args(current)
-        parent[path_fields[-1]] = stream
+        stream = parent[path_fields[-1]] = self.strategy.spec.new_args(current)
         return stream
 
     def refused(self, stream: ArgsStream, what: Any, why: str) -> None:

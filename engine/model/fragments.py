@@ -222,6 +222,27 @@ def copy_any_depth(root: Any, children: Any) -> Any:
 # its cost (no memo, no dispatch): the history a driver builds, the arguments a tool gets.
 
 
+def dig(obj: Any, fields: tuple[str, ...]) -> Any:
+    """The value at the field chain ``fields`` of ``obj``; None where the way is not an
+    object (the one reader of a field chain: a message's, an event's, an item's)."""
+    for field in fields:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(field)
+    return obj
+
+
+def make_way(node: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
+    """The object at the field chain ``fields`` under ``node``, each step that is not an
+    object made an empty one (the one writer's way down a field chain)."""
+    for field in fields:
+        child = node.get(field)
+        if child.__class__ is not dict:
+            child = node[field] = {}
+        node = child
+    return node
+
+
 def json_kind(value: Any) -> str:
     """``a string``, ``a number``...: how a wrong value is named in a reason or an error."""
     if value.__class__ is bool:
