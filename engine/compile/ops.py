@@ -25,14 +25,16 @@ from ..model.fragments import (
     Fragments,
     SlottedList,
     dig,
+    grow,
     ingest,
     make_way,
     shown_value,
     slot_misfit,
 )
 from ..model.fragments import json_kind as _json_kind
+from ..model.journal import put, put_attr, refill, trim
 from ..model.jsonscan import COMPLETE, ArgsStream
-from .paths import Reader, Segment, as_reader, compile_read, parse_target
+from .paths import FIRST, Reader, Segment, as_reader, compile_read, parse_target
 from .predicates import compile_predicate
 
 Run = Callable[[Assembly, Any, Any], None]
@@ -179,7 +181,7 @@ class Target:
     item_patterns: tuple[Any, ...]  # the list pattern at each slot step, None at a field
     rel: tuple[str, ...]
     locate_item: Callable[[Assembly, Any, Any, bool], Any]
-    parent_of_field: Callable[[dict[str, Any]], dict[str, Any]]
+    parent_of_field: Callable[[dict[str, Any], list[Any]], dict[str, Any]]
     slot_field: str | None
 
     def __init__(
@@ -255,7 +257,7 @@ class Target:
         if item is None:
             report_unplaced(asm, op, self, ev, ch)
             return None
-        return self.parent_of_field(item)
+        return self.parent_of_field(item, asm.journal)
 
     def explain(self, asm: Assembly, ev: Any, ch: Any) -> str:
         """Why ``locate_item`` found no item for this event (cold: only for a skip): the first
@@ -312,7 +314,7 @@ class Target:
         if lst.__class__ is not SlottedList:
             if not create and lst is None:
                 return None
-            lst = ensure_slotted(node, field, self.order)
+            lst = ensure_slotted(node, field, self.order, asm.journal)
         try:
             item = lst.get(slot)
         except TypeError:  # a list or an object as the SLOT (no cost until one comes)
@@ -321,7 +323,7 @@ class Target:
             return item
         if not create:
             return None
-        item = lst.put(slot, {})
+        item = lst.put(slot, {}, asm.journal)
         asm.item_added(self.item_patterns[at + 1], item, slot)
         return item
 
@@ -344,11 +346,11 @@ class Target:
                     if child.__class__ is not SlottedList:
                         if not create and child is None:
                             return None
-                        child = ensure_slotted(node, seg.field, self.order)
+                        child = ensure_slotted(node, seg.field, self.order, asm.journal)
                 elif child.__class__ is not dict:
                     if not create:
                         return None
-                    child = node[seg.field] = {}
+                    child = put(asm.journal, node, seg.field, {})
                 node = child
                 continue
             slot = seg.slot(ev, ch)
@@ -361,14 +363,14 @@ class Target:
             if item is None:
                 if not create:
                     return None
-                item = node.put(slot, {})
+                item = node.put(slot, {}, asm.journal)
                 asm.item_added(self.item_patterns[i], item, slot)
             node = item
         return node
 
-    def _walk_rel(self, item: dict[str, Any]) -> dict[str, Any]:
+    def _walk_rel(self, item: dict[str, Any], journal: list[Any]) -> dict[str, Any]:
         """The dict holding the last field of ``rel`` inside ``item``, the way created."""
-        return make_way(item, self.rel[:-1])
+        return make_way(item, self.rel[:-1], journal)
 
 
 def _scoped(segments: tuple[Segment, ...], scope: str | None) -> tuple[Segment, ...]:
@@ -420,7 +422,7 @@ def _at_root(asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
     return asm.root
 
 
-def _itself(item: dict, create: bool = True) -> dict:
+def _itself(item: dict[str, Any], journal: list[Any]) -> dict[str, Any]:
     return item
 
 
@@ -440,6 +442,7 @@ def op_set(spec: dict, ctx: CompileContext) -> Run:
         def set_root(asm: Assembly, ev: Any, ch: Any) -> None:
             value = read(ev, ch)
             if value.__class__ is dict:
+                refill(asm.journal, asm.root)
                 asm.root.clear()
                 asm.root.update(ingest(value))
             elif value is not None:
@@ -457,7 +460,7 @@ def op_set(spec: dict, ctx: CompileContext) -> Run:
             return
         item = target.locate_item(asm, ev, ch, True)
         if item is not None:
-            target.parent_of_field(item)[last] = ingest(value)
+            put(asm.journal, target.parent_of_field(item, asm.journal), last, ingest(value))
         else:
             report_unplaced(asm, "set", target, ev, ch)
 
@@ -480,7 +483,7 @@ def op_set_once(spec: dict, ctx: CompileContext) -> Run:
         if parent is None:
             return
         if parent.get(last) in (None, ""):
-            parent[last] = ingest(value)
+            put(asm.journal, parent, last, ingest(value))
 
     return set_once
 
@@ -509,16 +512,16 @@ def op_merge(spec: dict, ctx: CompileContext) -> Run:
                 report_unplaced(asm, "merge", target, ev, ch)
                 return
             if target.rel:
-                parent = target.parent_of_field(item)
+                parent = target.parent_of_field(item, asm.journal)
                 dest = parent.get(target.rel[-1])
                 if dest.__class__ is not dict:
-                    dest = parent[target.rel[-1]] = {}
+                    dest = put(asm.journal, parent, target.rel[-1], {})
             else:
                 dest = item
         for key, val in value.items():
             if key in excluded or (val is None and dest.get(key) is not None):
                 continue
-            dest[key] = ingest(val)
+            put(asm.journal, dest, key, ingest(val))
 
     return merge
 
@@ -566,14 +569,14 @@ def _open(
             restate(asm, lst, slot, value)
             return
         item = ingest(value) if value.__class__ is dict else {}
-        lst.put(slot, item)
+        lst.put(slot, item, asm.journal)
         asm.item_added(pattern, item, slot)
 
     def restate(asm: Assembly, lst: SlottedList, slot: Any, value: Any) -> None:
         existing = lst.get(slot)
         assert existing is not None, "restated only where an item is open"
         if _restate(asm, existing, value, args_fields, merge_complete):
-            lst.last = slot
+            put_attr(asm.journal, lst, "last", slot)
             if id(existing) not in asm.track_of:
                 asm.item_added(pattern, existing, slot)  # what it carries may make it a call
         else:
@@ -670,9 +673,9 @@ def _merge_restated(
                 asm.calls_dirty = True
         elif current.__class__ is SlottedList and val.__class__ is list:
             if len(val) >= len(current):
-                node[key] = ingest(val)
+                put(asm.journal, node, key, ingest(val))
         else:
-            node[key] = ingest(val)
+            put(asm.journal, node, key, ingest(val))
 
 
 def _is_empty(value: Any) -> bool:
@@ -696,6 +699,8 @@ def op_close(spec: dict, ctx: CompileContext) -> Run:
             if final.__class__ is dict:
                 _adopt(asm, item, final, args_fields)
         track = asm.track_of.get(id(item))
+        if track is None and asm.deferring:  # opened by this event: closed once judged
+            asm.deferred.append((None, item, None))
         streams = [track.args] if track is not None else list(_streams_in(item))
         for stream in streams:
             if stream.close():
@@ -722,7 +727,7 @@ def _adopt(asm: Assembly, item: dict, final: dict, args_fields: tuple[str, ...])
                         if track.args.replace(v2):
                             asm.calls_dirty = True
                     elif sub.__class__ is dict:
-                        sub[k2] = ingest(v2)
+                        put(asm.journal, sub, k2, ingest(v2))
                 continue
         current = item.get(key)
         if current.__class__ in (Fragments, SlottedList, ArgsStream):
@@ -738,7 +743,7 @@ def _adopt(asm: Assembly, item: dict, final: dict, args_fields: tuple[str, ...])
             )
             if shorter:
                 continue  # never lose streamed items to a shorter restatement
-        item[key] = ingest(val)
+        put(asm.journal, item, key, ingest(val))
 
 
 def _streams_in(node: Any):
@@ -775,12 +780,12 @@ def op_append(spec: dict, ctx: CompileContext) -> Run:
         if item is None:
             report_unplaced(asm, "append", target, ev, ch)
             return
-        parent = item if shallow else target.parent_of_field(item)
+        parent = item if shallow else target.parent_of_field(item, asm.journal)
         current = parent.get(last)
         if current.__class__ is Fragments:  # the usual case: no call of ours
-            current.append(piece)
+            grow(asm.journal, current, piece)
         else:
-            append_text(parent, last, piece)
+            append_text(parent, last, piece, asm.journal)
         if display and (text_where is None or text_where(item)):
             asm.display.append(piece)
         elif reasoning and (reasoning_where is None or reasoning_where(item)):
@@ -835,20 +840,32 @@ def op_push(spec: dict, ctx: CompileContext) -> Run:
     """Add the event's value at ``from`` as a new element of the list at ``at``.
 
     The list may be a slotted one (items another rule opened by SLOT): the value then takes
-    the first free integer SLOT after them, so it is appended and nothing there is replaced."""
+    the first free integer SLOT after them, so it is appended and nothing there is replaced.
+    With ``update_by`` (fields such as ``[type, id]``), an object whose fields there are all
+    present updates, in its place, the element equal to it on every one of them (the AI SDK
+    replaces a data part of the same type and id), and is added when none is."""
     target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
     last = target.rel[-1]
     item_pattern = f"{target.pattern}[*]"
+    keys = tuple(spec.get("update_by", ()))
 
     def push(asm: Assembly, item: dict, value: Any) -> None:
-        parent = target.parent_of_field(item)
+        parent = target.parent_of_field(item, asm.journal)
         current = parent.get(last)
+        if keys and value.__class__ is dict and all(value.get(k) is not None for k in keys):
+            elements = current.items if current.__class__ is SlottedList else current
+            for old in elements if elements.__class__ is list else ():
+                if old.__class__ is dict and all(old.get(k) == value[k] for k in keys):
+                    old.clear()
+                    old.update(ingest(value))
+                    return
         if current.__class__ is list:
+            trim(asm.journal, current)
             current.append(ingest(value))
         elif current is None:
-            parent[last] = [ingest(value)]
+            put(asm.journal, parent, last, [ingest(value)])
         elif current.__class__ is SlottedList:
-            stored = current.put(current.free_slot(), ingest(value))
+            stored = current.put(current.free_slot(), ingest(value), asm.journal)
             if stored.__class__ is dict:
                 asm.item_added(item_pattern, stored)
         else:
@@ -864,19 +881,10 @@ def op_push(spec: dict, ctx: CompileContext) -> Run:
 
 
 def _first_of(paths: Any, ctx: CompileContext) -> Reader:
-    paths = paths if isinstance(paths, list) else [paths]  # one path, or {jmespath: ...}
-    readers = [compile_read(p, ctx.choice_alias) for p in paths]
-    if len(readers) == 1:
-        return readers[0]
-
-    def first(ev: Any, ch: Any) -> Any:
-        for r in readers:
-            v = r(ev, ch)
-            if v is not None:
-                return v
-        return None
-
-    return as_reader(first)
+    """One path, or the first non-null of a list of them (a ``first`` read)."""
+    if isinstance(paths, list):
+        paths = {FIRST: paths} if len(paths) > 1 else paths[0]
+    return compile_read(paths, ctx.choice_alias)
 
 
 def op_stop_reason(spec: dict, ctx: CompileContext) -> Run:
@@ -888,7 +896,8 @@ def op_stop_reason(spec: dict, ctx: CompileContext) -> Run:
     def stop_reason(asm: Assembly, ev: Any, ch: Any) -> None:
         value = read(ev, ch)
         if value is not None:
-            asm.stop_reason = value if value.__class__ is str else json.dumps(value)
+            text = value if value.__class__ is str else json.dumps(value)
+            put_attr(asm.journal, asm, "stop_reason", text)
 
     return stop_reason
 
@@ -905,9 +914,9 @@ def op_usage(spec: dict, ctx: CompileContext) -> Run:
         if merge and asm.usage.__class__ is dict and value.__class__ is dict:
             merged = dict(asm.usage)
             merged.update({k: v for k, v in value.items() if v is not None})
-            asm.usage = merged
+            put_attr(asm.journal, asm, "usage", merged)
         else:
-            asm.usage = ingest(value)
+            put_attr(asm.journal, asm, "usage", ingest(value))
         asm.took_usage(ev)
 
     return usage
@@ -939,7 +948,7 @@ def op_error(spec: dict, ctx: CompileContext) -> Run:
         value = read(ev, ch)
         if value is None:
             return
-        asm.error = ingest(value)
+        put_attr(asm.journal, asm, "error", ingest(value))
         asm.finish(cut=True, event=ev)  # an error ends the stream inside whatever is open
 
     return error

@@ -17,6 +17,7 @@ from ..errors import DescriptorError, Problem, escape
 from ..events import CallIncomplete, ExtractedCall
 from ..model.assembly import Assembly, judged_after_the_event
 from ..model.fragments import copy_json, dig, make_way, materialize, shown_value
+from ..model.journal import count, put, put_attr
 from ..model.jsonscan import MAX_DEPTH, ArgsStream, dumps_any_depth, first_value, nests_deeper
 from . import paths
 from .operations import OPERATIONS, Source, operation_rules
@@ -61,6 +62,10 @@ class CallsSpec:
     # list (a wire whose turn carries at most one call there): ``pattern`` is the chain, and
     # the call's SLOT is that pattern, the same for the call's life.
     single: tuple[str, ...] = ()
+    # ``answered.later``: the stream may answer a call after the call's own end (AG-UI's
+    # TOOL_CALL_RESULT), so no call here is the client's before the wire's DONE: the items
+    # are tracked then, those answered by then never (engine.model.assembly, ``held``).
+    held: bool = False
 
     @property
     def free_form(self) -> bool:
@@ -90,18 +95,21 @@ class CallsSpec:
     def install_args(self, item: dict, tracker: Any = None) -> ArgsStream:
         """Put an :class:`ArgsStream` at the item's args field, seeded with what is there;
         ``tracker`` (the assembly tracking the call, see ArgsStream.tracker) is set before
-        the seed, which may already carry more than the call's first JSON value."""
+        the seed, which may already carry more than the call's first JSON value. Its writes
+        go to the tracker's journal (engine.model.journal)."""
+        journal = tracker.journal if tracker is not None else []
         key = self.args_fields[-1]
-        parent = make_way(item, self.args_fields[:-1])
+        parent = make_way(item, self.args_fields[:-1], journal)
         current = parent.get(key)
         if current.__class__ is ArgsStream:  # the item's first entry brought arguments
             if self.args_form == "text" and current.text_key is None:
                 # made before the item was known as a free-form call: its text read again
-                current = parent[key] = new_args_stream("text", current.text, text_key=key)
-            current.tracker = tracker
+                current = new_args_stream("text", current.text, text_key=key)
+                put(journal, parent, key, current)
+            put_attr(journal, current, "tracker", tracker)
             return current
         stream = new_args_stream(self.args_form, current, tracker, self.args_whole, key)
-        parent[key] = stream
+        put(journal, parent, key, stream)
         return stream
 
 
@@ -237,8 +245,7 @@ class Program:
                 elif self.table.get(entry) is None:
                     problems.add(
                         pointer,
-                        f"after_done names the event {entry!r}, which no rule of events.on "
-                        "handles",
+                        f"after_done names the event {entry!r}, which no rule of events.on handles",
                     )
                 names.add(entry)
             elif isinstance(entry, dict):
@@ -314,7 +321,7 @@ class Program:
                 payload = chunk
         asm.event_name = name  # what a skip of this event is listed under: read once
         if payload.__class__ is not dict:
-            asm.unknown[str(name)] += 1
+            count(asm.journal, asm.unknown, str(name))
             return
         ch = None
         choice_list = self.choice_list
@@ -334,7 +341,8 @@ class Program:
         if ch is None and self.accept is not None and not self.accept(chunk):
             # Not this wire's (a chunk that carries the followed choice always is: only the
             # others are asked, so the usual chunk pays one test).
-            asm.unknown[str(name) if name.__class__ is not dict else shown_value(name)] += 1
+            named = str(name) if name.__class__ is not dict else shown_value(name)
+            count(asm.journal, asm.unknown, named)
             return
         for op in self.every:
             op(asm, payload, ch)
@@ -343,11 +351,12 @@ class Program:
         try:
             rules = self.table.get(name)
         except TypeError:  # a name that is no name (a list, an object): no rule has it
-            asm.unknown[shown_value(name)] += 1  # bounded: str() would render all of it
+            # bounded: str() would render all of it
+            count(asm.journal, asm.unknown, shown_value(name))
             return
         if rules is None:
             if name not in self.ignored:
-                asm.unknown[str(name)] += 1
+                count(asm.journal, asm.unknown, str(name))
             return
         if rules.__class__ is SubTable:
             try:
@@ -355,7 +364,7 @@ class Program:
             except TypeError:
                 rules = None
             if rules is None:
-                asm.unknown[str(name)] += 1
+                count(asm.journal, asm.unknown, str(name))
                 return
         for op in rules:
             op(asm, payload, ch)
@@ -700,10 +709,15 @@ def _call_place(spec: dict, pointer: str, problems: Problems, single_allowed: bo
             single = tail
         else:
             problems.add(f"{pointer}/at", "calls.at must end with [*]")
+    where = spec.get("where")
+    answered = spec.get("answered")
+    if answered:  # the stream's own calls are no client's: never calls, however they end
+        own = {"not": answered["where"]}
+        where = {"all": [where, own]} if where else own
     return CallsSpec(
         pattern=pattern,
         list_fields=chains,
-        where=compile_predicate(spec["where"]) if spec.get("where") else None,
+        where=compile_predicate(where) if where else None,
         name=compile_get(spec["name"]),
         id=compile_get(spec["id"]) if spec.get("id") else (lambda item: None),
         args_fields=parse_chain(spec["args"]),
@@ -711,6 +725,7 @@ def _call_place(spec: dict, pointer: str, problems: Problems, single_allowed: bo
         args_whole=spec.get("args_arrive", "fragments") == "whole",
         cut_when=compile_predicate(spec["cut_when"]) if spec.get("cut_when") else None,
         single=single,
+        held=bool(answered and answered.get("later")),
     )
 
 

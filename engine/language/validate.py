@@ -197,42 +197,68 @@ def _beside(problem: Problem, by: list[Problem]) -> bool:
 # -- what can be known of the flow when the descriptor loads ------------------------------------
 
 
-def _unwritten_args(data: dict, where: _Locator) -> list[Problem]:
-    """``calls.args`` streams fragments (the default ``args_arrive``) but no operation writes
-    there: every call's arguments would stay empty, and no call would ever be runnable."""
+def _args_flow(data: dict, where: _Locator) -> list[Problem]:
+    """Where the rules write the calls' arguments, against what ``calls`` says of them:
+
+    - ``calls.args`` streams fragments (the default ``args_arrive``) but no operation writes
+      there: every call's arguments would stay empty, and no call would ever be runnable;
+    - ``args_arrive: whole``, and an ``args`` rule streams them: each call would be ready
+      with its whole value (``{}`` when the item came without), then fed again (a fold
+      list's ``args`` takes a whole value whole, as Ollama's);
+    - a rule writes arguments into a call item at a field that is not its ``args``: the
+      engine feeds the call's own arguments whatever the field, so the rule cannot mean it."""
     calls = data.get("calls")
     if not isinstance(calls, dict):
         return []
-    places = [("/calls", calls)]
-    also = calls.get("also")
-    if isinstance(also, list):
-        places += [(f"/calls/also/{i}", p) for i, p in enumerate(also) if isinstance(p, dict)]
-    written = {
-        path
-        for _, name, spec in operation_rules(data.get("events"))
+    also = calls["also"] if isinstance(calls.get("also"), list) else []
+    every = [("/calls", calls), *((f"/calls/also/{i}", p) for i, p in enumerate(also))]
+    places = [
+        (pointer, place)
+        for pointer, place in every
+        if isinstance(place, dict) and all(isinstance(place.get(k), str) for k in ("at", "args"))
+    ]
+    writers = [
+        (f"{pointer}/at" if name in ("args", "args_final") else pointer, name, path)
+        for pointer, name, spec in operation_rules(data.get("events"))
         for path in OPERATIONS[name].writes_args(spec)
-    }
+    ]
+    fields: dict[str, set[str]] = {}
+    for _, place in places:
+        if "[" not in place["args"]:  # not a field chain: reported as such, not again here
+            fields.setdefault(_pattern_of(place["at"]), set()).add(place["args"])
     out = []
-    for pointer, place in places:
-        at, args = place.get("at"), place.get("args")
-        if place.get("args_arrive") == "whole" or not (
-            isinstance(at, str) and isinstance(args, str)
-        ):
-            continue
-        wanted = f"{_pattern_of(at)}.{args}"
-        if wanted in written:
-            continue
-        slotted = wanted.replace("[*]", "[SLOT]")
-        out.append(
-            where.at_value(
-                f"{pointer}/args",
-                f"no operation writes the calls' arguments at {slotted} (an args or "
-                "args_final there, or a fold list's args): every call would stay without "
-                "arguments; write them, or declare args_arrive: whole if they come with the "
-                "item",
-                "args-unwritten",
+    for at, _, path in writers:
+        item, _, rest = path.rpartition("[*].")
+        args = " or ".join(sorted(fields.get(f"{item}[*]", ())))
+        if args and "[" not in rest and rest not in fields[f"{item}[*]"]:
+            message = (
+                f"the items of {item}[*] are calls, whose arguments are at {args} (calls.args): "
+                f"arguments written at {rest} would go into them; write them at {item}[SLOT].{args}"
             )
-        )
+            out.append(where.at_value(at, message, "args-field"))
+    written = {path for _, _, path in writers}
+    for pointer, place in places:
+        wanted = f"{_pattern_of(place['at'])}.{place['args']}"
+        slotted = wanted.replace("[*]", "[SLOT]")
+        if place.get("args_arrive") == "whole":
+            message = (
+                f"the calls' arguments arrive whole ({pointer}/args_arrive), and this rule "
+                f"streams them at {slotted}: each call would be ready with its whole value, "
+                "then fed again; stream them (args_arrive: fragments) or take them whole with "
+                "the item"
+            )
+            out += [
+                where.at_value(at, message, "args-whole")
+                for at, name, path in writers
+                if path == wanted and name == "args"
+            ]
+        elif wanted not in written:
+            message = (
+                f"no operation writes the calls' arguments at {slotted} (an args or args_final "
+                "there, or a fold list's args): every call would stay without arguments; write "
+                "them, or declare args_arrive: whole if they come with the item"
+            )
+            out.append(where.at_value(f"{pointer}/args", message, "args-unwritten"))
     return out
 
 
@@ -297,7 +323,7 @@ def _flow_problems(data: dict, where: _Locator, checked_first: bool) -> list[Pro
     if descriptor_kind(data) != "wire_descriptor" or not isinstance(data.get("events"), dict):
         return []
     try:
-        return _unwritten_args(data, where) + _slot_keys(data, where)
+        return _args_flow(data, where) + _slot_keys(data, where)
     except PathError:  # a bad path is reported by the schema pass; compiling says the rest
         return []
     except (AttributeError, TypeError, KeyError):

@@ -111,7 +111,7 @@ class EventStreamChunks(_Once):
     def __init__(self, pieces: Iterable[BytesPiece]) -> None:
         self._pieces = pieces
 
-    def __iter__(self) -> Iterator[dict]:
+    def __iter__(self) -> Iterator[dict[str, Any]]:
         self._start()
         decoder = MessageDecoder()
         feed = decoder.feed
@@ -129,7 +129,7 @@ class AsyncEventStreamChunks(_Once):
     def __init__(self, pieces: AsyncIterable[BytesPiece]) -> None:
         self._pieces = pieces
 
-    async def __aiter__(self) -> AsyncIterator[dict]:
+    async def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
         self._start()
         decoder = MessageDecoder()
         feed = decoder.feed
