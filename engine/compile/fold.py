@@ -29,7 +29,7 @@ from .ops import (
     reasoning_inside,
     report_unplaced,
 )
-from .paths import compile_get, compile_read, parse_chain
+from .paths import compile_get, compile_read, items_of, parse_chain
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ def op_fold(spec: dict, ctx: CompileContext) -> Run:
             display_key = key
     lists = {}
     for name, lspec in (spec.get("lists") or {}).items():
-        pattern = f"{base}.{name}[*]" if base else f"{name}[*]"
+        pattern = items_of(base, name)
         args = parse_chain(lspec["args"]) if lspec.get("args") else ()
         identity = tuple(parse_chain(p) for p in lspec.get("identity", ()))
         lists[name] = ListFold(

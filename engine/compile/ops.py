@@ -34,7 +34,16 @@ from ..model.fragments import (
 from ..model.fragments import json_kind as _json_kind
 from ..model.journal import put, put_attr, refill, trim
 from ..model.jsonscan import COMPLETE, ArgsStream
-from .paths import FIRST, Reader, Segment, as_reader, compile_read, parse_target
+from .paths import (
+    FIRST,
+    Reader,
+    Segment,
+    as_reader,
+    compile_read,
+    items_of,
+    parse_target,
+    pattern_of,
+)
 from .predicates import compile_predicate
 
 Run = Callable[[Assembly, Any, Any], None]
@@ -140,16 +149,6 @@ def any_where(wheres: list) -> Any:
     if len(wheres) == 1:
         return wheres[0]
     return lambda item: any(where(item) for where in wheres)
-
-
-def pattern_of(segments: tuple[Segment, ...]) -> str:
-    out: list[str] = []
-    for seg in segments:
-        if seg.field is not None:
-            out.append(("." if out else "") + seg.field)
-        else:
-            out.append("[*]")
-    return "".join(out)
 
 
 class Target:
@@ -846,7 +845,7 @@ def op_push(spec: dict, ctx: CompileContext) -> Run:
     replaces a data part of the same type and id), and is added when none is."""
     target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
     last = target.rel[-1]
-    item_pattern = f"{target.pattern}[*]"
+    item_pattern = items_of(target.pattern)
     keys = tuple(spec.get("update_by", ()))
 
     def push(asm: Assembly, item: dict, value: Any) -> None:

@@ -21,8 +21,8 @@ from ..model.journal import count, put, put_attr
 from ..model.jsonscan import MAX_DEPTH, ArgsStream, dumps_any_depth, first_value, nests_deeper
 from . import paths
 from .operations import OPERATIONS, Source, operation_rules
-from .ops import CompileContext, RuleProblem, Run, TextPlace, any_where, pattern_of
-from .paths import compile_get, compile_read, is_plain, parse_chain, parse_target
+from .ops import CompileContext, RuleProblem, Run, TextPlace, any_where
+from .paths import compile_get, compile_read, is_plain, items_of, parse_chain, pattern_parts
 from .predicates import Predicate, compile_predicate
 from .results import CompiledSections, compile_sections
 from .schema import Pointed, in_template, schema_problems
@@ -506,7 +506,7 @@ def _opens_a_call_then_goes_on(rules: list, ctx: CompileContext) -> bool:
         if not isinstance(at, str) or not at:
             continue
         try:
-            pattern = pattern_of(parse_target(at, ctx.choice_alias))
+            pattern = paths.pattern(at, ctx.choice_alias)
         except ValueError:
             continue
         rest = pattern[len(ctx.calls_pattern) :]
@@ -630,7 +630,7 @@ def _reasoning_places(spec: Any) -> tuple[TextPlace, ...]:
     places = spec if isinstance(spec, list) else [spec]
     return tuple(
         TextPlace(
-            pattern=pattern_of(parse_target(place["at"])),
+            pattern=paths.pattern(place["at"]),
             where=compile_predicate(place["where"]) if place.get("where") else None,
         )
         for place in places
@@ -682,7 +682,7 @@ def _message_reader(places: tuple[TextPlace, ...]) -> Callable[[dict, list], Non
 
     def visit(node: Any, item: Any, pattern: str, out: list) -> None:
         if isinstance(node, list):
-            inner = f"{pattern}[*]"
+            inner = items_of(pattern)
             for entry in node:
                 if isinstance(entry, dict):
                     visit(entry, entry, inner, out)
@@ -702,7 +702,7 @@ def _message_reader(places: tuple[TextPlace, ...]) -> Callable[[dict, list], Non
 def _call_place(spec: dict, pointer: str, problems: Problems, single_allowed: bool) -> CallsSpec:
     """One place of the calls: ``calls`` itself (the items of a list), or one of
     ``calls.also``, which may also be a single object at a field chain (``single``)."""
-    pattern, chains, tail = _pattern_parts(spec["at"])
+    pattern, chains, tail = pattern_parts(spec["at"])
     single: tuple[str, ...] = ()
     if tail:
         if single_allowed and not chains:
@@ -727,20 +727,6 @@ def _call_place(spec: dict, pointer: str, problems: Problems, single_allowed: bo
         single=single,
         held=bool(answered and answered.get("later")),
     )
-
-
-def _pattern_parts(path: str) -> tuple[str, tuple[tuple[str, ...], ...], tuple[str, ...]]:
-    """``output[*].content[*].text`` -> pattern, field chains before each [*], tail fields."""
-    segments = parse_target(path)
-    chains: list[tuple[str, ...]] = []
-    current: list[str] = []
-    for seg in segments:
-        if seg.field is not None:
-            current.append(seg.field)
-        else:
-            chains.append(tuple(current))
-            current = []
-    return pattern_of(segments), tuple(chains), tuple(current)
 
 
 class ExtractionStrategy:
@@ -798,7 +784,7 @@ class ExtractionStrategy:
         text_spec = descriptor.get("text")
         text = None
         if text_spec:
-            pattern, chains, tail = _pattern_parts(text_spec["at"])
+            pattern, chains, tail = pattern_parts(text_spec["at"])
             parts_spec = text_spec.get("parts")
             text = TextSpec(
                 pattern=pattern,
