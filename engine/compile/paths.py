@@ -253,11 +253,6 @@ def _with_hint(exc: PathError, path: Any, form: str) -> PathError:
 # -- the forms ------------------------------------------------------------------------------------
 
 
-def is_jmespath(path: Any) -> bool:
-    """``{jmespath: "expr"}``: a read path that is a JMESPath expression."""
-    return isinstance(path, dict) and set(path) == {JMESPATH}
-
-
 def is_plain(path: Any) -> bool:
     """A chain of fields only (``""`` included): the paths read with look-ups and nothing
     else, which the dispatcher may key on."""
