@@ -372,7 +372,7 @@ def _sse(path: Path) -> bytes:
 
 
 def test_sse_and_aws_event_stream_captures_in_a_golden_folder_are_streams(tmp_path):
-    from engine.compile.eventstream import event_message
+    from engine.transport.eventstream import event_message
 
     bedrock = GOLDEN / "bedrock_converse" / "hand_parallel_tool_use_frames.jsonl"
     frames = b"".join(

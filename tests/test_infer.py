@@ -254,7 +254,7 @@ DRAFTS = ROOT / "tests" / "drafts"  # streams written from the protocols' publis
 
 
 def _sse_events(path: Path) -> list:
-    from engine.compile.captures import read_capture
+    from engine.transport.captures import read_capture
 
     return [event.value for event in read_capture(path)]
 

@@ -8,7 +8,7 @@ Subcommands (README, "Command line"):
   ``FILE:LINE:COL: /json/pointer: message``.
 - ``replay STREAM [--format NAME|PATH] [--tools NAME,...] [--json]``: a recorded stream
   played chunk by chunk through an :class:`~engine.LLMStreamBuffer`, as a client sees it.
-  STREAM is JSON Lines or a raw SSE capture, ``-`` for stdin (:mod:`engine.compile.captures`).
+  STREAM is JSON Lines or a raw SSE capture, ``-`` for stdin (:mod:`engine.transport.captures`).
   With ``--tools``, the client loop of a real application: after every chunk (and after
   ``close()``) a :class:`~engine.BaseDriver` owning those tools (each echoes its arguments)
   processes the buffer, then ``buf.text()`` is shown; so the output shows what is held while
@@ -47,7 +47,6 @@ from typing import Any, TextIO
 
 import yaml
 
-from ..compile.captures import label
 from ..drivers.driver import BaseDriver, DriverResponse
 from ..errors import ChunkError, DescriptorError, Problem, UnknownFormatError
 from ..events import CallIncomplete, ReasoningDelta
@@ -55,6 +54,7 @@ from ..language import registry
 from ..language.builtin_files import data_dir
 from ..records import Skipped, Tool, ToolCallRecord
 from ..stream.buffer import LLMStreamBuffer
+from ..transport.captures import label
 from ..version import version
 from .common import EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, CLIError, _load_strategy, read_stream
 from .examples_command import register as register_examples

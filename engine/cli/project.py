@@ -6,7 +6,7 @@ formats, so that a private format gets what the built-in ones get without being 
     DIR/formats/NAME.yaml                       the descriptor
     DIR/tests/golden/NAME/SCENARIO.jsonl        recorded streams, one decoded event a line;
     DIR/tests/golden/NAME/SCENARIO.sse          or a raw SSE capture, and SCENARIO.eventstream
-                                                a raw AWS event stream (engine.compile.captures)
+                                                a raw AWS event stream (engine.transport.captures)
     DIR/tests/golden/NAME/SCENARIO.expected.json   what each stream gives (written by --update)
 
 :func:`check_project` validates every descriptor (located problems), replays every stream
@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..compile.captures import CaptureError, read_capture
 from ..errors import ChunkError, UnknownFormatError
 from ..stream.buffer import LLMStreamBuffer
+from ..transport.captures import CaptureError, read_capture
 from .resplit import Cuts, every_character, random_cuts, resplit_groups
 
 FORMATS = Path("formats")
@@ -237,7 +237,7 @@ class Stream:
 
 
 def read_stream(path: Path) -> Stream:
-    """A recorded stream (JSON Lines or a raw SSE capture, :mod:`engine.compile.captures`); one that
+    """A recorded stream (JSON Lines or a raw SSE capture, engine.transport.captures); one that
     cannot be read is a StreamError naming its line."""
     try:
         captured = read_capture(path)
