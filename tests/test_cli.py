@@ -433,7 +433,7 @@ def test_new_scaffolds_a_valid_loadable_format_and_refuses_twice(tmp_path):
     assert {"event": "text", "text": "Hi"} in events
     assert events[-1]["message"]["content"] == "Hi"
     # The skeleton declares the finish reasons and the counts, as a wire's author fills them.
-    described = strategy.spec.descriptor
+    described = strategy.descriptor
     assert described["finish_reasons"]["tool_calls"] and described["token_usage"]
 
     again = run("new", "acme_chat", "--dir", str(tmp_path))

@@ -61,8 +61,7 @@ def infer_from(name: str, source: str) -> InferredNew:
 
 def finish(made: InferredNew, descriptor: Path, golden: Path) -> int:
     """Copy the stream in, then validate and replay the draft; print what was found."""
-    from ..language.registry import load_format
-    from ..language.validate import validate_descriptor
+    from ..language.validate import check_file
     from ..stream.buffer import LLMStreamBuffer
     from .common import EXIT_OK, EXIT_PROBLEM, read_stream
 
@@ -71,13 +70,13 @@ def finish(made: InferredNew, descriptor: Path, golden: Path) -> int:
     print(f"created {stream}")
     reviews = sum(len(notes) for notes in made.draft.reviews.values())
     print(f"draft: {reviews} guesses marked `# REVIEW:` in {descriptor}")
-    problems = validate_descriptor(str(descriptor))
+    strategy, problems = check_file(descriptor)  # checked and compiled once
     if problems:
         for problem in problems:
             print(problem)
         print("the draft does not validate: fix the lines above (and report the stream)")
         return EXIT_PROBLEM
-    buf = LLMStreamBuffer(strategies=[load_format(str(descriptor))])
+    buf = LLMStreamBuffer(strategies=[strategy])
     events = read_stream(str(stream))
     for _, event in events:
         buf.add(event)

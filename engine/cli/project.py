@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..compile.captures import CaptureError, read_capture
-from ..errors import ChunkError, DescriptorError, UnknownFormatError
+from ..errors import ChunkError, UnknownFormatError
 from ..stream.buffer import LLMStreamBuffer
 from .resplit import Cuts, every_character, random_cuts, resplit_groups
 
@@ -408,13 +408,12 @@ def check_project(root: str | Path, seed: int, update: bool = False,
 
 def _check_format(root: Path, descriptor: Path, report: Report, update: bool,
                   hint: str) -> None:
-    from ..language import registry
-    from ..language.validate import validate_descriptor  # the schema is read only when asked
+    from ..language.validate import check_file  # the schema is read only when asked
 
     report.formats += 1
     folder = root / GOLDEN / descriptor.stem
     streams = sorted(folder.glob(f"*{STREAM_SUFFIX}")) if folder.is_dir() else []
-    problems = validate_descriptor(descriptor)
+    strategy, problems = check_file(descriptor)  # checked and compiled once
     report.findings.extend(_problem(p) for p in problems)
     if problems:
         if streams:
@@ -424,11 +423,6 @@ def _check_format(root: Path, descriptor: Path, report: Report, update: bool,
     if not streams:
         message = f"no stream (*{STREAM_SUFFIX}) for {descriptor}: record one here"
         report.findings.append(Finding(str(folder), message))
-        return
-    try:
-        strategy = registry.load_format(descriptor)
-    except DescriptorError as exc:  # pragma: no cover - validation found these already
-        report.findings.extend(_problem(p) for p in exc.problems)
         return
     for path in streams:
         _check_stream(strategy, path, report, update, hint)

@@ -37,12 +37,10 @@ from typing import Any
 
 from . import eventstream
 from .captures import CapturedEvent, CaptureError, parse_bytes
-from .schema import section_problems
+from .schema import section_problems, templates_in
 from .templates import Template, TemplateProblem, check_template
 
 EVENT_KEY = "_event"
-TEMPLATES = ("/serve/response", "/serve/error/status", "/serve/error/body")
-"""Where the section's templates sit: the template compiler reports inside them."""
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _LEADING_EVENT_KEY = re.compile(r'^\s*\{\s*"_event"\s*:\s*"(?:[^"\\]|\\.)*"\s*(,\s*)?')
 
@@ -298,7 +296,7 @@ def compile_serve(descriptor: dict) -> ServeSpec | None:
     spec = descriptor.get("serve")
     if spec is None:
         return None
-    problems = section_problems(spec, "serve", "/serve", TEMPLATES)
+    problems = section_problems(spec, "serve", "/serve", templates_in("serve"))
     compiled, found = check_serve(descriptor)
     problems = sorted(set(problems + found))
     if problems:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .journal import put, refill, saver, trim
 from .jsonpath import singular_path
 
 __all__ = ["PartialJSON", "parse_json_path"]
@@ -83,15 +84,22 @@ class _Invalid(Exception):
         self.reason = reason
 
 
-def _grow(container: Any, key: Any, piece: str) -> None:
+def _grow(journal: list[Any] | None, container: Any, key: Any, piece: str) -> None:
     """Append ``piece`` to the string at ``container[key]``, in place where CPython can.
 
     With the container's reference dropped, ``text`` is the string's only holder, and ``+=``
-    on a local resizes it instead of copying it: O(piece), not O(string)."""
+    on a local resizes it instead of copying it: O(piece), not O(string). The journal keeps
+    the length, never the string (which would make every append a copy)."""
     text = container[key]
+    if journal is not None:
+        journal.append((_shrink, container, key, len(text)))
     container[key] = None
     text += piece
     container[key] = text
+
+
+def _shrink(container: Any, key: Any, length: int) -> None:
+    container[key] = container[key][:length]
 
 
 class PartialJSON:
@@ -123,11 +131,15 @@ class PartialJSON:
         "_seen",
         "_max_depth",
         "_continuing",
+        "journal",
     )
 
     def __init__(self, max_depth: int | None = None) -> None:
         self.value: dict[str, Any] = {}
         self._max_depth = max_depth
+        # The undo journal of the assembly whose call this reads (engine.model.journal), on
+        # a buffer's reader: each change is journaled first. None: a reader of its own.
+        self.journal: list[Any] | None = None
         self._start()
 
     def _start(self) -> None:
@@ -146,6 +158,19 @@ class PartialJSON:
         self._seen = 0  # characters fed so far, for error offsets
         self._continuing: dict[str, bool] = {}  # set_path: a string leaf that continues
 
+    def _save(self) -> None:
+        """Journal the scanner's state, before a change other than a string growing; its
+        lists, changed in place, are copies from then on (the journal keeps the old ones)."""
+        journal = self.journal
+        if journal is not None:
+            _SAVE(journal, self)
+            self._stack, self._token = list(self._stack), list(self._token)
+            self._key_parts = list(self._key_parts)
+
+    def _grown(self, container: Any, key: Any, length: int, seen: int) -> None:
+        container[key] = container[key][:length]
+        self._seen = seen
+
     @property
     def complete(self) -> bool:
         """The text so far is one whole JSON object (and ``value`` is what json.loads gives)."""
@@ -153,6 +178,9 @@ class PartialJSON:
 
     def reset(self) -> None:
         """Start again (the wire restated the arguments); ``value`` stays the same dict."""
+        if self.journal is not None:
+            self._save()
+            refill(self.journal, self.value)
         self.value.clear()
         self._start()
 
@@ -171,11 +199,15 @@ class PartialJSON:
         ):  # most fragments: string text only; _grow(), inlined
             cont, key = self._cont, self._key
             text = cont[key]
+            journal = self.journal
+            if journal is not None:
+                journal.append((self._grown, cont, key, len(text), self._seen))
             cont[key] = None
             text += fragment
             cont[key] = text
             self._seen += len(fragment)
             return
+        self._save()
         if mode >= _DONE:
             self._after_end(fragment)
             return
@@ -285,9 +317,14 @@ class PartialJSON:
     def _place(self, item: Any) -> None:
         """Show a value that has started (a container, a string) or ended (a scalar)."""
         cont = self._cont
+        journal = self.journal
         if cont.__class__ is list:
+            if journal is not None:
+                trim(journal, cont)
             cont.append(item)
             self._key = len(cont) - 1
+        elif journal is not None:
+            put(journal, cont, self._key, item)
         else:
             cont[self._key] = item
 
@@ -315,7 +352,7 @@ class PartialJSON:
         if m is None or s[m.start()] == '"':  # plain text up to the end or the closing quote
             end = m.start() if m is not None else len(s)
             if end > pos:
-                _grow(self._cont, self._key, s[pos:end])
+                _grow(self.journal, self._cont, self._key, s[pos:end])
             if m is None:
                 return end
             self._mode = _AFTER
@@ -324,7 +361,7 @@ class PartialJSON:
         if pieces:
             piece = pieces[0] if len(pieces) == 1 else "".join(pieces)
             if piece:
-                _grow(self._cont, self._key, piece)
+                _grow(self.journal, self._cont, self._key, piece)
         if ended:
             self._mode = _AFTER
         return pos
@@ -442,6 +479,8 @@ class PartialJSON:
         a value of the other kind on the way, stops the reader with an error naming it."""
         if self._mode == _STOPPED:
             return
+        self._save()
+        journal = self.journal if self.journal is not None else []
         try:
             steps = parse_json_path(path)
         except ValueError as bad:
@@ -452,7 +491,7 @@ class PartialJSON:
             return
         node: Any = self.value
         for depth, (step, after) in enumerate(zip(steps, steps[1:], strict=False)):
-            node = _child(node, step, [] if after.__class__ is int else {})
+            node = _child(journal, node, step, [] if after.__class__ is int else {})
             if node is None:
                 self._stop(
                     None, f"JSON path {path!r}: no container at {_render(steps[: depth + 1])}"
@@ -469,6 +508,7 @@ class PartialJSON:
                     self._stop(None, f"JSON path {path!r}: the index is before the array's start")
                     return
             while len(node) <= last:
+                trim(journal, node)
                 node.append(None)
         if (
             item.__class__ is str
@@ -476,10 +516,31 @@ class PartialJSON:
             and (node.get(last) if isinstance(node, dict) else node[last]).__class__ is str
         ):
             if item:
-                _grow(node, last, item)
+                _grow(journal, node, last, item)
+        elif node.__class__ is dict:
+            put(journal, node, last, _copy(item))
         else:
+            journal.append((node.__setitem__, last, node[last]))
             node[last] = _copy(item)
-        self._continuing[path] = bool(will_continue)
+        put(journal, self._continuing, path, bool(will_continue))
+
+
+_SAVE = saver(
+    "invalid",
+    "reason",
+    "error",
+    "closed",
+    "_mode",
+    "_cont",
+    "_key",
+    "_stack",
+    "_pending",
+    "_token",
+    "_token_len",
+    "_key_parts",
+    "_seen",
+    "_continuing",
+)
 
 
 def _escape(s: str, i: int, n: int) -> tuple[str, int] | None:
@@ -562,9 +623,9 @@ def _fits(node: Any, step: str | int) -> bool:
     return node.__class__ is (list if step.__class__ is int else dict)
 
 
-def _child(node: Any, step: str | int, empty: Any) -> Any:
-    """The container at ``node[step]``, made (``empty``) where absent or null; None if the
-    path cannot go through ``node``."""
+def _child(journal: list[Any], node: Any, step: str | int, empty: Any) -> Any:
+    """The container at ``node[step]``, made (``empty``) where absent or null (journaled);
+    None if the path cannot go through ``node``."""
     if not _fits(node, step):
         return None
     if isinstance(step, int):
@@ -573,10 +634,16 @@ def _child(node: Any, step: str | int, empty: Any) -> Any:
             if step < 0:
                 return None
         while len(node) <= step:
+            trim(journal, node)
             node.append(None)
     child = node.get(step) if isinstance(node, dict) else node[step]
     if child is None:
-        node[step] = child = empty
+        if node.__class__ is dict:
+            put(journal, node, step, empty)
+        else:
+            journal.append((node.__setitem__, step, None))
+            node[step] = empty
+        child = empty
     return child if child.__class__ is dict or child.__class__ is list else None
 
 

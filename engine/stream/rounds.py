@@ -87,12 +87,3 @@ def forming_of(track: CallTrack, cache: FormingCache) -> tuple[Forming, FormingC
     # Once the name is a whole string the answer for this call is final: key on the
     # track itself, so that later rounds read no name at all.
     return forming, (track if named else key, forming)
-
-
-def carried(cache: FormingCache, tracks: list[CallTrack]) -> FormingCache:
-    """A forming cache keyed on an old track, keyed on its rebuilt twin (a rollback)."""
-    cached_key, cached = cache
-    if cached_key.__class__ is CallTrack:
-        order = cached_key.order
-        return (tracks[order], cached) if order < len(tracks) else NO_FORMING
-    return cache
