@@ -224,7 +224,8 @@ def _args_flow(data: dict, where: _Locator) -> list[Problem]:
     ]
     fields: dict[str, set[str]] = {}
     for _, place in places:
-        fields.setdefault(_pattern_of(place["at"]), set()).add(place["args"])
+        if "[" not in place["args"]:  # not a field chain: reported as such, not again here
+            fields.setdefault(_pattern_of(place["at"]), set()).add(place["args"])
     out = []
     for at, _, path in writers:
         item, _, rest = path.rpartition("[*].")
