@@ -398,6 +398,7 @@ REQUEST_ID = {
     "openai_chat": "x-request-id",
     "anthropic_messages": "request-id",
     "bedrock_converse": "x-amzn-RequestId",
+    "cohere_v2": "x-debug-trace-id",
 }
 
 
@@ -406,6 +407,7 @@ def test_every_reply_carries_the_provider_request_id_header():
         "openai_chat": "/v1/chat/completions",
         "anthropic_messages": "/v1/messages",
         "bedrock_converse": "/model/m/converse",
+        "cohere_v2": "/v2/chat",
     }
     with in_process(*ONE_OF_EACH) as provider:
         for wire, path in asks.items():
