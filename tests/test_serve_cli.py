@@ -615,3 +615,18 @@ def test_a_format_file_served_is_compiled_once(tmp_path, monkeypatch):
     (recording,) = load_recordings([OLLAMA], _load_strategy(str(descriptor)))
     assert recording.spec.route("/api/chat") is not None
     assert len(calls) == 1
+
+
+def test_a_request_http_server_refuses_is_a_logged_json_error():
+    """A method no endpoint knows (501) and a request line that is not HTTP (400) are answered
+    in JSON, as every other refusal, and logged."""
+    log = io.StringIO()
+    with in_process(CHAT_A, log=log) as provider:
+        unknown = _raw(provider.url, b"BREW /v1/models HTTP/1.1\r\nHost: x\r\n\r\n")
+        garbage = _raw(provider.url, b"not a request line\r\n\r\n")
+    for reply, status in ((unknown, b"501"), (garbage, b"400")):
+        head, _, body = reply.partition(b"\r\n\r\n")
+        assert head.split(b" ")[1] == status and b"application/json" in head, reply
+        assert "message" in json.loads(body)["error"]
+    entries = [json.loads(line) for line in log.getvalue().splitlines()]
+    assert [(e["method"], e["status"]) for e in entries] == [("BREW", 501), ("", 400)]
