@@ -369,6 +369,24 @@ def test_a_non_streaming_reply_holds_every_choice_of_an_n_gt_1_stream():
     assert {c["finish_reason"] for c in choices} == {"stop"}
 
 
+def test_gemini_non_streaming_reply_holds_every_candidate(tmp_path):
+    def chunk(a: str, b: str, end: dict) -> str:
+        parts = [{"content": {"role": "model", "parts": [{"text": t}]}, "index": i, **end}
+                 for i, t in enumerate((a, b))]
+        return json.dumps({"candidates": parts, "modelVersion": "gemini-2.0-flash"})
+
+    stream = tmp_path / "two.jsonl"
+    stream.write_text(chunk("A", "B", {}) + "\n" + chunk("!", "?", {"finishReason": "STOP"}))
+    with in_process(stream) as provider:
+        _, _, body = call(provider.url + "/v1beta/models/m:generateContent", {})
+    candidates = json.loads(body)["candidates"]
+    assert [(c["index"], c["content"]["parts"][0]["text"]) for c in candidates] == [
+        (0, "A!"),
+        (1, "B?"),
+    ]
+    assert {c["finishReason"] for c in candidates} == {"STOP"}
+
+
 def test_a_non_streaming_tool_call_has_the_type_the_provider_always_sends():
     with in_process(MISTRAL_CALL) as provider:
         _, _, body = call(provider.url + "/v1/chat/completions", {})
