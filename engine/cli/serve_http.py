@@ -191,7 +191,7 @@ def _spec_of(given: str | Path, wire: str, strategy: Any) -> ServeSpec:
 
         strategy = load_format(wire)
     try:
-        spec = strategy.serve_spec() if hasattr(strategy, "serve_spec") else None
+        spec: ServeSpec | None = strategy.serve_spec() if hasattr(strategy, "serve_spec") else None
     except ServeError as exc:  # every problem, one a line
         lines = "".join(f"\n  {pointer}: {message}" for pointer, message, _ in exc.problems)
         raise ServeSetupError(f"format {wire}: its serve section cannot be used:{lines}") from None

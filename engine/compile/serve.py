@@ -65,8 +65,8 @@ class RecordedEvent:
 
     name: str | None
     text: str
-    payload: dict
-    recorded: dict
+    payload: dict[str, Any]
+    recorded: dict[str, Any]
 
 
 def read_recording(path: str | Path, end_markers: Collection[str] = ()) -> list[RecordedEvent]:
@@ -102,7 +102,7 @@ def _recorded(captured: CapturedEvent) -> RecordedEvent:
     return RecordedEvent(captured.name, text, payload, captured.value)
 
 
-def _split_event_name(text: str, obj: dict) -> RecordedEvent:
+def _split_event_name(text: str, obj: dict[str, Any]) -> RecordedEvent:
     """Take ``_event`` out of the payload; keep the rest of the text as recorded when the cut
     leaves the same JSON (it does unless ``_event`` was not the first key)."""
     if EVENT_KEY not in obj:
@@ -293,7 +293,7 @@ class ServeSpec:
                 return endpoint, params
         return None
 
-    def reply(self, context: dict) -> tuple[int, Any]:
+    def reply(self, context: dict[str, Any]) -> tuple[int, Any]:
         """(status, body) of the non-streaming response: the ``error`` section's when the
         context carries a provider error and the section has one, else ``response``."""
         if context.get("error") is not None and self.error_body is not None:
@@ -304,7 +304,7 @@ class ServeSpec:
         return 200, self.response.render(context, {})
 
 
-def compile_serve(descriptor: dict) -> ServeSpec | None:
+def compile_serve(descriptor: dict[str, Any]) -> ServeSpec | None:
     """The compiled ``serve`` section of a descriptor, or None when it has none. Raises
     :class:`ServeError` with every problem: the section may not have come through the
     validator, so it is asked of the schema (``$defs/serve``), then compiled."""
@@ -321,7 +321,7 @@ def compile_serve(descriptor: dict) -> ServeSpec | None:
     return compiled
 
 
-def check_serve(descriptor: dict) -> tuple[ServeSpec | None, list[TemplateProblem]]:
+def check_serve(descriptor: dict[str, Any]) -> tuple[ServeSpec | None, list[TemplateProblem]]:
     """The compiled ``serve`` section (None when there is none or part of it could not be
     read) and every problem in it that a schema cannot say, each ``(pointer, message, rule)``:
     its templates' (every one), and a path's ``{name}`` given twice. The section is taken as
@@ -360,7 +360,7 @@ def check_serve(descriptor: dict) -> tuple[ServeSpec | None, list[TemplateProble
 
 
 def _template(
-    spec: dict, key: str, pointer: str, problems: list[TemplateProblem]
+    spec: dict[str, Any], key: str, pointer: str, problems: list[TemplateProblem]
 ) -> Template | None:
     """The template at ``spec[key]`` (None when absent), its problems added to ``problems``."""
     if key not in spec:
