@@ -4,16 +4,23 @@ A descriptor's ``serve`` section says what a provider's HTTP side looks like, so
 recorded stream can be played back to a client and its official SDK exactly as the provider
 sent it, with no line of Python per wire (formats/README.md, "serve"):
 
-- ``endpoints``: the request paths (``{name}`` matches one path segment) and how a request
-  says it wants a stream: always, never, or a field of the JSON body (with its default);
-  ``query`` names parameters a streaming endpoint needs (answered 400 without them);
+- ``endpoints``: the request paths (``{name}`` matches one path segment, ``{name=models/*}``
+  the segments of its pattern, as Google's HTTP rules write them), their ``method`` (POST) and
+  how a request says it wants a stream: always, never, or a field of the JSON body (with its
+  default); ``query`` names parameters a streaming endpoint needs (answered 400 without them);
+  ``header``, one a request must carry (two wires' SDKs ask the same path); ``reply``, the
+  body of a request SDKs make besides the chat call (a model lookup), rendered with
+  ``{request, params, streams}``;
 - ``framing``: ``sse`` (``event:`` lines from the recorded ``_event`` name or a payload field,
   the line ending, a closing ``data:`` sentinel), ``ndjson`` (one JSON text a line) or
   ``aws_eventstream`` (binary messages with CRCs, :mod:`engine.compile.eventstream`; an event named
-  ``...<exception_suffix>`` goes out as an exception message);
+  ``...<exception_suffix>`` goes out as an exception message); ``accept``, another framing for
+  a request whose Accept header names its media type (Cohere's JSON lines); ``headers``, on
+  every reply (the provider's request id);
 - ``response``: the non-streaming response, a template (:mod:`engine.compile.templates`) around the
   assembled message, rendered with ``{message, stop_reason, usage, first, last, last_event,
-  request, params}`` (``first``/``last``: the first and last recorded payloads; ``last_event``:
+  request, params, choices}`` (``first``/``last``: the first and last recorded payloads;
+  ``choices``: one ``{index, message, stop_reason}`` a choice of an n > 1 stream; ``last_event``:
   the last event's type, as :func:`typed_event` reads it, or None; ``request``: the JSON body;
   ``params``: the path's ``{name}`` segments); ``error``: the status, headers and body of a
   non-streaming response to a stream that ended with a provider error, as the provider answers
