@@ -26,6 +26,8 @@ from __future__ import annotations
 import json
 import socket
 import struct
+import urllib.error
+import urllib.request
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -706,7 +708,7 @@ def test_sse_framing_per_provider(tmp_path):
     assert _framed("gemini", events[1:]) == b'data: {"type":"message_stop"}\r\n\r\n'
     assert _framed("ollama", events[1:]) == b'{"type":"message_stop"}\n'
     assert _framed("openai_responses", events[1:]) == messages
-    assert _framed("cohere_v2", events[1:]) == messages
+    assert _framed("cohere_v2", events[1:]) == messages + b"data: [DONE]\n\n"  # as Cohere ends
     served = {w: _serving(w) for w in WIRES}
     for wire, path in EXPECTED_PATH.items():
         assert [w for w, spec in served.items() if spec.route(path)] == [wire]
@@ -730,3 +732,159 @@ def test_bedrock_frames_from_both_recorded_shapes(tmp_path):
     assert [m.headers[":event-type"] for m in messages] == ["contentBlockStop", "messageStop"]
     assert messages[0].payload == b'{"contentBlockIndex":0,"p":"ab"}'  # padding kept, as sent
     assert json.loads(messages[1].payload) == {"stopReason": "end_turn"}
+
+
+# -- what the SDKs ask besides the chat call, and what they read of a reply (issue 18) ----------
+
+TEXT_OF = {
+    "openai_chat": GOLDEN / "openai_chat" / "oai_py_text.jsonl",
+    "anthropic_messages": GOLDEN / "anthropic_messages" / "llm_anthropic_text.jsonl",
+    "bedrock_converse": GOLDEN / "bedrock_converse" / "vercel_text.jsonl",
+    "gemini": GOLDEN / "gemini" / "vercel_text.jsonl",
+    "ollama": GOLDEN / "ollama" / "langchaingo_chat_text.jsonl",
+}
+
+
+def test_sdk_model_lookups_get_the_providers_model_objects(server):
+    for wire in ("openai_chat", "anthropic_messages", "gemini", "ollama"):
+        _need_sdk(wire)
+    base = {wire: server.base_url(path) for wire, path in TEXT_OF.items()}
+    openai = clients.openai_client(base["openai_chat"])
+    model = openai.models.retrieve("gpt-4o")
+    assert (model.id, model.object, model.owned_by) == ("gpt-4o", "model", "mcs-formats")
+    assert {m.object for m in openai.models.list().data} == {"model"}
+    anthropic = clients.anthropic_client(base["anthropic_messages"]).models.retrieve("claude-x")
+    assert (anthropic.id, anthropic.type, anthropic.lifecycle) == ("claude-x", "model", "active")
+    gemini = clients.gemini_client(base["gemini"]).models.get(model="gemini-2.0-flash")
+    assert gemini.name == "models/gemini-2.0-flash" and gemini.input_token_limit > 0
+    assert "generateContent" in gemini.supported_actions
+    ollama = clients.ollama_client(base["ollama"])
+    try:
+        shown = ollama.show("llama3.2")
+        assert "tools" in shown.capabilities and shown.modelinfo["llama.context_length"] > 0
+        assert ollama.list().models[0].model
+    finally:
+        ollama.close()
+
+
+def test_sdks_read_the_providers_request_id(server):
+    for wire in ("openai_chat", "anthropic_messages", "bedrock_converse"):
+        _need_sdk(wire)
+    completion = clients.sdk_complete("openai_chat", TEXT_OF["openai_chat"], server)
+    assert completion._request_id.startswith("req_")
+    message = clients.sdk_complete("anthropic_messages", TEXT_OF["anthropic_messages"], server)
+    assert message._request_id.startswith("req_")
+    converse = clients.sdk_complete("bedrock_converse", TEXT_OF["bedrock_converse"], server)
+    assert converse["ResponseMetadata"]["RequestId"]
+
+
+def test_openai_sdk_gets_every_choice_of_an_n_gt_1_stream(server):
+    _need_sdk("openai_chat")
+    n3 = GOLDEN / "openai_chat" / "oai_py_n3_choices.jsonl"
+    completion = clients.sdk_complete("openai_chat", n3, server)
+    assert [c.index for c in completion.choices] == [0, 1, 2]
+    assert len({c.message.content for c in completion.choices}) == 3
+
+
+def test_a_cut_call_reaches_the_sdk_with_an_object_input(server):
+    _need_sdk("anthropic_messages")
+    _need_sdk("bedrock_converse")
+    cut = GOLDEN / "anthropic_messages" / "hand_max_tokens_cut_in_string.jsonl"
+    message = clients.sdk_complete("anthropic_messages", cut, server)
+    assert message.stop_reason == "max_tokens" and message.content[1].input == {}
+    cut = GOLDEN / "bedrock_converse" / "hand_max_tokens_cut_in_string.jsonl"
+    converse = clients.sdk_complete("bedrock_converse", cut, server)
+    assert converse["output"]["message"]["content"][1]["toolUse"]["input"] == {}
+
+
+def _cohere_text(path: Path) -> str:
+    return "".join(
+        e.payload["delta"]["message"]["content"].get("text", "")
+        for e in read_events(path)
+        if e.payload.get("type") == "content-delta"
+    )
+
+
+@pytest.mark.parametrize(("wire", "path"), _params(("cohere_v2",)))
+def test_cohere_stream_through_litellm(wire, path, server, monkeypatch):
+    """litellm's Cohere v2 client asks for application/json and reads one JSON text a line;
+    the cohere SDK (test_golden_stream_through_sdk) reads the SSE the same path sends it."""
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    pytest.importorskip("litellm", reason="litellm is optional")
+    chunks = clients.litellm_stream(path, server, wire)
+    final = clients.litellm_final(chunks)
+    assert (final.choices[0].message.content or "") == _cohere_text(path)
+    calls = [e for e in read_events(path) if e.payload.get("type") == "tool-call-start"]
+    assert len(final.choices[0].message.tool_calls or []) == len(calls)
+
+
+def _required(model) -> set[str]:
+    return {name for name, info in model.model_fields.items() if info.is_required()}
+
+
+def _required_fields(wire: str) -> list[tuple[object, set[str]]]:
+    """(where in the reply, the fields the SDK's response type requires there) per wire: the
+    pydantic types' required fields, botocore's Converse output shape; google-genai's response
+    type requires nothing, so Gemini's reference fields are named."""
+    if wire == "openai_chat":
+        from openai.types.chat import ChatCompletion
+        from openai.types.chat.chat_completion import Choice
+
+        choice = _required(Choice)
+        return [(lambda r: r, _required(ChatCompletion)), (lambda r: r["choices"][0], choice)]
+    if wire == "openai_responses":
+        from openai.types.responses import Response
+
+        return [(lambda r: r, _required(Response))]
+    if wire == "anthropic_messages":
+        from anthropic.types import Message
+
+        return [(lambda r: r, _required(Message))]
+    if wire == "cohere_v2":
+        from cohere import V2ChatResponse
+
+        return [(lambda r: r, _required(V2ChatResponse))]
+    if wire == "ollama":
+        from ollama import ChatResponse
+
+        return [(lambda r: r, _required(ChatResponse))]
+    if wire == "bedrock_converse":
+        import botocore.session
+
+        model = botocore.session.get_session().get_service_model("bedrock-runtime")
+        shape = model.operation_model("Converse").output_shape
+        return [(lambda r: r, set(shape.required_members))]
+    return [(lambda r: r["candidates"][0], {"content", "finishReason", "index"})]
+
+
+NON_STREAMING_PATH = {
+    "openai_chat": "/v1/chat/completions",
+    "openai_responses": "/v1/responses",
+    "anthropic_messages": "/v1/messages",
+    "bedrock_converse": "/model/m/converse",
+    "gemini": "/v1beta/models/m:generateContent",
+    "cohere_v2": "/v2/chat",
+    "ollama": "/api/chat",
+}
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_every_non_streaming_reply_has_the_fields_the_sdk_type_requires(wire, server):
+    """Each golden of the wire that ends without a provider error, asked without streaming:
+    the reply holds every field the SDK's response type (the API reference) requires."""
+    _need_sdk(wire)
+    required = _required_fields(wire)
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    for _, path in golden_fixtures((wire,)):
+        if expected_stream(wire, path).raises is not None:
+            continue
+        url = server.base_url(path) + NON_STREAMING_PATH[wire]
+        body = json.dumps({"stream": False, "model": "m"}).encode()
+        try:
+            with opener.open(urllib.request.Request(url, data=body), timeout=10) as response:
+                reply = json.loads(response.read())
+        except urllib.error.HTTPError as error:  # a stream that does not assemble, an error
+            assert error.code >= 400, path
+            continue
+        for where, fields in required:
+            assert fields <= set(where(reply)), (path.name, fields - set(where(reply)))

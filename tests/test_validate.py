@@ -278,13 +278,14 @@ def test_without_a_mode_the_template_given_chooses_it():
 # The serve section's rules are the schema's ($defs/serve and below); its compiler says only
 # what a schema cannot (templates, a path's {name} twice); lines from where ollama's serve opens.
 SERVE = line_of("ollama", "\nserve:") + 1
+FRAMING = line_of("ollama", "  framing:")  # after the endpoints, which lookups may lengthen
 SERVE_RULES = [
     ("content_type: application/x-ndjson}", "content_type: application/x-ndjson, done: '[DONE]'}", [
-        (SERVE + 3, "/serve/framing/done", "not an option of framing ndjson", "not"),
+        (FRAMING, "/serve/framing/done", "not an option of framing ndjson", "not"),
     ]),
     ("{kind: ndjson,", "{kind: ndjson, line_end: x,", [
-        (SERVE + 3, "/serve/framing/line_end", "'x' is not one of: \"\\n\", \"\\r\\n\"", "enum"),
-        (SERVE + 3, "/serve/framing/line_end", "not an option of framing ndjson", "not"),
+        (FRAMING, "/serve/framing/line_end", "'x' is not one of: \"\\n\", \"\\r\\n\"", "enum"),
+        (FRAMING, "/serve/framing/line_end", "not an option of framing ndjson", "not"),
     ]),
     ("{path: /api/chat,", "{path: api/chat,", [
         (SERVE + 2, "/serve/endpoints/0/path", "a request path starting with /", "pattern"),
@@ -327,13 +328,13 @@ def test_every_problem_of_a_serve_section_is_reported_at_its_line(tmp_path: Path
     path.write_text(text, encoding="utf-8")
     assert [(p.line, p.pointer, p.message) for p in validate_descriptor(path)] == [
         (SERVE + 2, "/serve/endpoints/0/path", "{m} twice: each name is one segment"),
-        (SERVE + 3, "/serve/framing/done", "not an option of framing ndjson"),
-        (SERVE + 5, "/serve/response/model/$pth", "unknown construct $pth"),
-        (SERVE + 18, "/serve/error/body/error", "$if needs then or else"),
+        (FRAMING, "/serve/framing/done", "not an option of framing ndjson"),
+        (FRAMING + 2, "/serve/response/model/$pth", "unknown construct $pth"),
+        (FRAMING + 15, "/serve/error/body/error", "$if needs then or else"),
     ]
     result = run_engine("validate", str(path))
     assert result.returncode != 0
-    for where in (f":{SERVE + n}:" for n in (2, 3, 5, 18)):
+    for where in (f":{n}:" for n in (SERVE + 2, FRAMING, FRAMING + 2, FRAMING + 15)):
         assert f"{path}{where}" in result.stdout + result.stderr
 
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Collection, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +41,7 @@ from .schema import section_problems, templates_in
 from .templates import Template, TemplateProblem, check_template
 
 EVENT_KEY = "_event"
-_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?:=([^{}]+))?\}")
 _LEADING_EVENT_KEY = re.compile(r'^\s*\{\s*"_event"\s*:\s*"(?:[^"\\]|\\.)*"\s*(,\s*)?')
 
 
@@ -127,7 +127,9 @@ def _compact(value: Any) -> str:
 
 @dataclass(frozen=True)
 class Endpoint:
-    """One request path of the provider and how a request to it asks for a stream."""
+    """One request path of the provider (with its method) and how a request to it asks for a
+    stream, or, for a lookup the SDKs make besides the chat call (a model's metadata), the
+    ``reply`` it gets instead of a stream."""
 
     path: str
     pattern: re.Pattern[str]
@@ -135,6 +137,9 @@ class Endpoint:
     stream_field: str | None = None
     stream_default: bool = False
     query: dict[str, str] = field(default_factory=dict)
+    method: str = "POST"
+    reply: Template | None = field(default=None, compare=False)  # compiled: no equality
+    header: str | None = None  # answered only when the request carries it (lower case)
 
     def match(self, path: str) -> dict[str, str] | None:
         """The path's ``{name}`` segments when this endpoint answers it, else None."""
@@ -157,27 +162,33 @@ def _endpoint(spec: Any, pointer: str, problems: list[TemplateProblem]) -> Endpo
     schema says why). A name given twice in the path is a problem the schema cannot see."""
     if not isinstance(spec, dict) or not isinstance(spec.get("path"), str):
         return None
-    path, stream, query = spec["path"], spec.get("stream"), spec.get("query", {})
-    names = _PLACEHOLDER.findall(path)
+    path, stream, query = spec["path"], spec.get("stream", False), spec.get("query", {})
+    names = [name for name, _ in _PLACEHOLDER.findall(path)]
     twice = sorted({name for name in names if names.count(name) > 1})
     if twice:
         shown = ", ".join(f"{{{name}}}" for name in twice)
         problems.append((f"{pointer}/path", f"{shown} twice: each name is one segment", "path"))
         return None
-    if isinstance(stream, bool):
-        return Endpoint(path, _path_pattern(path), stream, query=dict(query))
-    if not isinstance(stream, dict):
+    method, header = spec.get("method", "POST"), spec.get("header")
+    reply = _template(spec, "reply", f"{pointer}/reply", problems)
+    header, pattern = header.lower() if isinstance(header, str) else None, _path_pattern(path)
+    if not isinstance(stream, bool | dict):
         return None
-    field_name, default = stream.get("field"), stream.get("default", False)
-    return Endpoint(path, _path_pattern(path), None, field_name, default, dict(query))
+    fixed = stream if isinstance(stream, bool) else None  # None: the body's field says
+    body = stream if isinstance(stream, dict) else {}
+    asked = body.get("field"), body.get("default", False)
+    return Endpoint(path, pattern, fixed, *asked, dict(query), method, reply, header)
 
 
 def _path_pattern(path: str) -> re.Pattern[str]:
-    """``/model/{model}/converse``: each ``{name}`` one segment (no ``/``), the rest literal."""
+    """``/model/{model}/converse``: each ``{name}`` one segment (no ``/``), the rest literal;
+    ``{name=models/*}`` (Google's HTTP rule syntax) the segments of its pattern, each ``*``
+    one segment, the name holding them all (``models/gemini-2.0-flash``)."""
     out, end = [], 0
     for found in _PLACEHOLDER.finditer(path):
         out.append(re.escape(path[end : found.start()]))
-        out.append(f"(?P<{found[1]}>[^/]+)")
+        inner = re.escape(found[2] or "*").replace(r"\*", "[^/]+")
+        out.append(f"(?P<{found[1]}>{inner})")
         end = found.end()
     out.append(re.escape(path[end:]))
     return re.compile("^" + "".join(out) + "$")
@@ -244,17 +255,14 @@ def typed_event(event: RecordedEvent) -> tuple[str, str]:
 
 def _framing(spec: Any) -> Framing | None:
     """The framing, as the schema checked it (its kinds, their options, the line endings);
-    None when it is not a mapping (the schema says so)."""
+    None when it is not a mapping (the schema says so). Its keys are Framing's fields."""
     if not isinstance(spec, dict):
         return None
-    return Framing(
-        spec.get("kind", ""),
-        spec.get("content_type", ""),
-        spec.get("sse_event"),
-        spec.get("line_end", "\n"),
-        spec.get("done"),
-        spec.get("exception_suffix"),
-    )
+    given = {key: value for key, value in spec.items() if key in _FRAMING_KEYS}
+    return Framing(**{"kind": "", "content_type": "", **given})
+
+
+_FRAMING_KEYS = frozenset(f.name for f in fields(Framing))
 
 
 # -- the section -----------------------------------------------------------------------------
@@ -270,9 +278,16 @@ class ServeSpec:
     response: Template
     error_status: Template | None
     error_body: Template | None
+    accept: tuple[tuple[str, Framing], ...] = ()
 
-    def route(self, path: str) -> tuple[Endpoint, dict[str, str]] | None:
+    def route(
+        self, path: str, method: str = "POST", headers: Collection[str] = ()
+    ) -> tuple[Endpoint, dict[str, str]] | None:
+        """The endpoint answering ``method path`` from a request carrying ``headers`` (their
+        names, lower case) and its ``{name}`` segments, or None."""
         for endpoint in self.endpoints:
+            if endpoint.method != method or endpoint.header not in (None, *headers):
+                continue
             params = endpoint.match(path)
             if params is not None:
                 return endpoint, params
@@ -327,6 +342,8 @@ def check_serve(descriptor: dict) -> tuple[ServeSpec | None, list[TemplateProble
     error_status = _template(error, "status", "/serve/error/status", problems)
     error_body = _template(error, "body", "/serve/error/body", problems)
     framing = _framing(spec.get("framing"))
+    accept = spec["accept"] if isinstance(spec.get("accept"), dict) else {}
+    alternatives = [(kind.lower(), _framing(f)) for kind, f in accept.items()]
     headers = spec.get("headers", {})
     if not endpoints or None in endpoints or framing is None or response is None:
         return None, problems
@@ -337,6 +354,7 @@ def check_serve(descriptor: dict) -> tuple[ServeSpec | None, list[TemplateProble
         response=response,
         error_status=error_status,
         error_body=error_body,
+        accept=tuple((kind, f) for kind, f in alternatives if f is not None),
     )
     return compiled, problems
 

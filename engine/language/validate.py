@@ -46,7 +46,7 @@ from typing import Any
 
 from ..compile.operations import OPERATIONS, operation_rules, rule_lists
 from ..compile.ops import pattern_of
-from ..compile.paths import PathError, parse_chain, parse_target
+from ..compile.paths import PathError, parse_target
 from ..compile.schema import in_template, operation_names, schema, schema_problems
 from ..compile.schema import schema_path as schema_path  # the CLI and tests read it here
 from ..errors import Problem, escape
@@ -224,8 +224,8 @@ def _args_flow(data: dict, where: _Locator) -> list[Problem]:
     ]
     fields: dict[str, set[str]] = {}
     for _, place in places:
-        parse_chain(place["args"])  # (a PathError, reported by the schema pass, ends the check)
-        fields.setdefault(_pattern_of(place["at"]), set()).add(place["args"])
+        if "[" not in place["args"]:  # not a field chain: reported as such, not again here
+            fields.setdefault(_pattern_of(place["at"]), set()).add(place["args"])
     out = []
     for at, _, path in writers:
         item, _, rest = path.rpartition("[*].")
