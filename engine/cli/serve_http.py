@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, TextIO
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from ..compile.serve import (
     Endpoint,
@@ -41,6 +41,7 @@ from ..compile.serve import (
     ServeError,
     ServeSpec,
     read_recording,
+    typed_event,
 )
 from ..language.registry import end_markers
 from ..stream.buffer import LLMStreamBuffer
@@ -116,6 +117,7 @@ def load_recordings(paths: Sequence[str | Path], strategy: Any = None) -> list[R
                 "first": events[0].payload,
                 "last": events[-1].payload,
                 "choices": _choices(events, buf),
+                "last_event": _event_type(events[-1]),
             }
         out.append(recording)
     return out
@@ -174,6 +176,15 @@ def _replayed(events: list[RecordedEvent], strategy: Any, choice: int = 0) -> LL
     if not buf.format:
         raise ValueError("no format recognises it (try --format)")
     return buf
+
+
+def _event_type(event: RecordedEvent) -> str | None:
+    """The event's type where it has one (an ``_event`` or ``event:`` name, or the one key of an
+    event recorded as the SDKs yield it): what an error reply may name the error by."""
+    try:
+        return typed_event(event)[0]
+    except ValueError:
+        return None
 
 
 def _folder_format(given: str | Path) -> str | None:
@@ -298,8 +309,9 @@ class FakeProvider:
     def record(self, entry: dict[str, Any]) -> None:
         if self._log is None:
             return
+        line = json.dumps(redacted(entry), ensure_ascii=False) + "\n"
         with self._lock:
-            self._log.write(json.dumps(entry, ensure_ascii=False) + "\n")
+            self._log.write(line)
             self._log.flush()
 
 
@@ -313,6 +325,38 @@ class Routed:
     spec: ServeSpec
     endpoint: Endpoint
     params: dict[str, str]
+
+
+# Credentials as the SDKs send them: a log is read and shared, a key in it is a key leaked.
+_SECRET_HEADERS = frozenset(
+    {"authorization", "proxy-authorization", "x-api-key", "x-goog-api-key", "api-key"}
+    | {"x-amz-security-token"}
+)
+_SECRET_QUERY = frozenset({"x-amz-signature", "x-amz-credential", "x-amz-security-token", "key"})
+REDACTED = "[redacted]"
+
+
+def redacted(entry: dict[str, Any]) -> dict[str, Any]:
+    """A log entry without the credentials a request carried (the header names, of any case,
+    in ``_SECRET_HEADERS``, the query parameters in ``_SECRET_QUERY``): the name stays, so that
+    a test can see what was sent, and an ``Authorization`` keeps its scheme (``Bearer``,
+    ``AWS4-HMAC-SHA256``), the rest of the value is ``[redacted]``."""
+    headers = {
+        name: _redacted_value(name.lower(), value) if name.lower() in _SECRET_HEADERS else value
+        for name, value in entry.get("headers", {}).items()
+    }
+    query = "&".join(
+        f"{part.split('=', 1)[0]}={REDACTED}"
+        if unquote(part.split("=", 1)[0]).lower() in _SECRET_QUERY
+        else part
+        for part in str(entry.get("query", "")).split("&")
+    )
+    return {**entry, "headers": headers, "query": query}
+
+
+def _redacted_value(name: str, value: str) -> str:
+    scheme, space, _ = value.partition(" ")
+    return f"{scheme} {REDACTED}" if space and name.endswith("authorization") else REDACTED
 
 
 def _paths(spec: ServeSpec) -> str:
@@ -412,8 +456,7 @@ class _Handler(BaseHTTPRequestHandler):
             why = f"stream {recording.key}: {recording.unassembled}"
             self._json(500, _error(why), headers)
         else:
-            status, reply = recording.spec.reply(recording.context(body, routed.params))
-            self._json(status, reply, headers)
+            self._json(*recording.spec.reply(recording.context(body, routed.params)))
 
     def _read_body(self) -> bytes:
         """The request body, chunked or of its Content-Length; ``ValueError`` saying why when

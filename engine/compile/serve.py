@@ -12,10 +12,13 @@ sent it, with no line of Python per wire (formats/README.md, "serve"):
   ``aws_eventstream`` (binary messages with CRCs, :mod:`engine.compile.eventstream`; an event named
   ``...<exception_suffix>`` goes out as an exception message);
 - ``response``: the non-streaming response, a template (:mod:`engine.compile.templates`) around the
-  assembled message, rendered with ``{message, stop_reason, usage, first, last, request,
-  params}`` (``first``/``last``: the first and last recorded payloads; ``request``: the JSON
-  body; ``params``: the path's ``{name}`` segments); ``error``: the status and body of a
-  non-streaming response to a stream that ended with a provider error (context adds ``error``).
+  assembled message, rendered with ``{message, stop_reason, usage, first, last, last_event,
+  request, params}`` (``first``/``last``: the first and last recorded payloads; ``last_event``:
+  the last event's type, as :func:`typed_event` reads it, or None; ``request``: the JSON body;
+  ``params``: the path's ``{name}`` segments); ``error``: the status, headers and body of a
+  non-streaming response to a stream that ended with a provider error, as the provider answers
+  that kind of error (context adds ``error``, and ``kind``: the entry of the ``kinds`` table
+  the error's ``kind`` names, :class:`ErrorReply`).
 
 This module compiles the section once (:func:`compile_serve`) and turns recordings into
 bytes; :mod:`engine.cli.serve_http` answers HTTP with it. The schema (``$defs/serve`` and below)
@@ -41,6 +44,7 @@ from .schema import section_problems, templates_in
 from .templates import Template, TemplateProblem, check_template
 
 EVENT_KEY = "_event"
+_ERROR_TEMPLATES = ("body", "status", "headers", "kind")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?:=([^{}]+))?\}")
 _LEADING_EVENT_KEY = re.compile(r'^\s*\{\s*"_event"\s*:\s*"(?:[^"\\]|\\.)*"\s*(,\s*)?')
 
@@ -269,6 +273,37 @@ _FRAMING_KEYS = frozenset(f.name for f in fields(Framing))
 
 
 @dataclass(frozen=True)
+class ErrorReply:
+    """The ``error`` part of the section: the reply to a stream that ended with a provider error.
+
+    A provider answers each kind of error with its own status (and some with a header naming
+    it), so the section can say the error's kind (``kind``: a template, or a list of them, the
+    first that names an entry of ``kinds`` wins) and hold a table of plain data per kind
+    (``kinds``); the entry found is ``kind`` in the context of ``status``, ``headers`` and
+    ``body``, so that each reads the table as it needs."""
+
+    body: Template
+    status: Template  # each absent one is the template ``null``: no status (500), no headers
+    headers: Template
+    kind: Template
+    kinds: dict[str, Any]
+
+    def reply(self, context: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
+        """(status, body, headers); a status that is not an HTTP error (400 to 599) is 500, a
+        header that renders to nothing is not sent."""
+        named = self.kind.render(context)
+        keys = named if isinstance(named, list) else [named]
+        found = next((self.kinds[k] for k in keys if isinstance(k, str) and k in self.kinds), None)
+        context = {**context, "kind": found}
+        status = self.status.render(context)
+        if not isinstance(status, int) or isinstance(status, bool) or not 400 <= status < 600:
+            status = 500
+        headers = self.headers.render(context)
+        headers = {str(k): str(v) for k, v in headers.items()} if isinstance(headers, dict) else {}
+        return status, self.body.render(context, {}), headers
+
+
+@dataclass(frozen=True)
 class ServeSpec:
     """A descriptor's ``serve`` section, compiled: immutable and shared by every request."""
 
@@ -276,8 +311,7 @@ class ServeSpec:
     framing: Framing
     headers: dict[str, str]
     response: Template
-    error_status: Template | None
-    error_body: Template | None
+    error: ErrorReply | None
     accept: tuple[tuple[str, Framing], ...] = ()
 
     def route(
@@ -293,15 +327,14 @@ class ServeSpec:
                 return endpoint, params
         return None
 
-    def reply(self, context: dict) -> tuple[int, Any]:
-        """(status, body) of the non-streaming response: the ``error`` section's when the
-        context carries a provider error and the section has one, else ``response``."""
-        if context.get("error") is not None and self.error_body is not None:
-            status = self.error_status.render(context, 500) if self.error_status else 500
-            if not isinstance(status, int) or isinstance(status, bool) or not 400 <= status < 600:
-                status = 500
-            return status, self.error_body.render(context, {})
-        return 200, self.response.render(context, {})
+    def reply(self, context: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
+        """(status, body, headers) of the non-streaming response: the ``error`` section's when
+        the context carries a provider error and the section has one, else ``response``; the
+        section's ``headers`` go with either, the error's own after them."""
+        if context.get("error") is not None and self.error is not None:
+            status, body, headers = self.error.reply(context)
+            return status, body, {**self.headers, **headers}
+        return 200, self.response.render(context, {}), dict(self.headers)
 
 
 def compile_serve(descriptor: dict) -> ServeSpec | None:
@@ -337,10 +370,8 @@ def check_serve(descriptor: dict) -> tuple[ServeSpec | None, list[TemplateProble
         _endpoint(e, f"/serve/endpoints/{i}", problems)
         for i, e in enumerate(listed if isinstance(listed, list) else [])
     ]
-    error = spec["error"] if isinstance(spec.get("error"), dict) else {}
     response = _template(spec, "response", "/serve/response", problems)
-    error_status = _template(error, "status", "/serve/error/status", problems)
-    error_body = _template(error, "body", "/serve/error/body", problems)
+    error = _error_reply(spec.get("error"), problems)
     framing = _framing(spec.get("framing"))
     accept = spec["accept"] if isinstance(spec.get("accept"), dict) else {}
     alternatives = [(kind.lower(), _framing(f)) for kind, f in accept.items()]
@@ -352,11 +383,23 @@ def check_serve(descriptor: dict) -> tuple[ServeSpec | None, list[TemplateProble
         framing=framing,
         headers=dict(headers) if isinstance(headers, dict) else {},
         response=response,
-        error_status=error_status,
-        error_body=error_body,
+        error=error,
         accept=tuple((kind, f) for kind, f in alternatives if f is not None),
     )
     return compiled, problems
+
+
+def _error_reply(spec: Any, problems: list[TemplateProblem]) -> ErrorReply | None:
+    """The ``error`` part, its templates' problems added to ``problems`` (None when there is
+    none; one without a body is the schema's to refuse)."""
+    if not isinstance(spec, dict):
+        return None
+    templates: dict[str, Template] = {}
+    for key in _ERROR_TEMPLATES:
+        templates[key], found = check_template(spec.get(key), f"/serve/error/{key}")
+        problems.extend(found)
+    kinds = spec.get("kinds")
+    return ErrorReply(**templates, kinds=dict(kinds) if isinstance(kinds, dict) else {})
 
 
 def _template(
