@@ -27,14 +27,16 @@ _ABSENT = object()
 class JoinRule:
     key: tuple[str, ...]
     text: tuple[str, ...]
-    string_part: dict | None = None  # how a bare string delta becomes a part: {type: text}
+    string_part: dict[str, Any] | None = (
+        None  # how a bare string delta becomes a part: {type: text}
+    )
     string_field: str = ""  # the field of that part that takes the string (see from_spec)
     blocked_by: tuple[str, ...] = ()  # fields on the incoming part that prevent a join
     attach: tuple[str, ...] = ()  # fields an empty-text part brings onto the run before it
     where: str = ""  # the message path of the parts list, named in an error
 
     @classmethod
-    def from_spec(cls, spec: dict, where: str = "") -> JoinRule:
+    def from_spec(cls, spec: dict[str, Any], where: str = "") -> JoinRule:
         """The rule as the schema requires it: the text fields (and ``string``'s field) are
         the wire's names, so the descriptor states them. Without ``string``, earlier plain
         text that becomes a part goes into the first of the declared text fields."""
@@ -51,7 +53,7 @@ class JoinRule:
         )
 
 
-def _may_join(rule: JoinRule, last: dict, part: dict) -> bool:
+def _may_join(rule: JoinRule, last: dict[str, Any], part: dict[str, Any]) -> bool:
     """May ``part`` join ``last``: nothing blocks it, both carry text, their keys agree.
     Plain loops, no generators: this runs on every part of every chunk. A part the wire sent
     as something else than an object (kept as sent) joins nothing."""
@@ -79,7 +81,7 @@ def _may_join(rule: JoinRule, last: dict, part: dict) -> bool:
     return True
 
 
-def _attaches(rule: JoinRule, last: dict, part: dict, field: str) -> bool:
+def _attaches(rule: JoinRule, last: dict[str, Any], part: dict[str, Any], field: str) -> bool:
     """Does ``part`` only bring ``field`` to the run before it: it has no text of its own
     and the run does not hold that field yet (a second signature is never merged away)."""
     if last.get(field) is not None:
@@ -92,10 +94,10 @@ def _attaches(rule: JoinRule, last: dict, part: dict, field: str) -> bool:
 
 def join_parts(
     journal: list[Any],
-    parts: list,
-    incoming: list,
+    parts: list[dict[str, Any]],
+    incoming: list[Any],
     rule: JoinRule,
-    on_part: Callable[[dict, dict], None] | None,
+    on_part: Callable[[dict[str, Any], dict[str, Any]], None] | None,
     where: Any = None,
 ) -> None:
     """Append ``incoming`` parts to ``parts``, joining each with the last one where it may
@@ -115,8 +117,12 @@ def join_parts(
 
 
 def join_one(
-    journal: list[Any], parts: list, part: dict, rule: JoinRule, where: Any = None
-) -> dict:
+    journal: list[Any],
+    parts: list[dict[str, Any]],
+    part: dict[str, Any],
+    rule: JoinRule,
+    where: Any = None,
+) -> dict[str, Any]:
     """Join one part into the last of ``parts`` where it may, else append a copy; the part
     that holds it now. A text field that cannot continue the run's (a number there, or a
     list of parts meeting text with no ``string`` rule) is a ValueError naming its place:
@@ -133,7 +139,7 @@ def join_one(
         where = rule.where if where is None else where
         _join_into(journal, last, part, rule, where, len(parts) - 1)
         return last
-    stored = ingest(part)
+    stored: dict[str, Any] = ingest(part)  # a copy of a dict is a dict
     for f in rule.text:
         if stored.get(f).__class__ is str:
             stored[f] = Fragments(stored[f])
@@ -143,7 +149,12 @@ def join_one(
 
 
 def _join_into(
-    journal: list[Any], last: dict, part: dict, rule: JoinRule, where: Any, index: int
+    journal: list[Any],
+    last: dict[str, Any],
+    part: dict[str, Any],
+    rule: JoinRule,
+    where: Any,
+    index: int,
 ) -> None:
     for key, value in part.items():
         if key in rule.text:
@@ -153,7 +164,13 @@ def _join_into(
 
 
 def _join_text(
-    journal: list[Any], last: dict, key: str, value: Any, rule: JoinRule, where: Any, index: int
+    journal: list[Any],
+    last: dict[str, Any],
+    key: str,
+    value: Any,
+    rule: JoinRule,
+    where: Any,
+    index: int,
 ) -> None:
     """Continue the text field ``key`` of the run ``last`` (item ``index`` of the list at
     ``where``) with ``value``: a string appends to text, a list of parts joins a list of parts
@@ -190,7 +207,7 @@ def _join_text(
     raise _text_misfit((where, index, key), current, value, rule)
 
 
-def as_placed(part: dict, stored: dict, rule: JoinRule) -> dict:
+def as_placed(part: dict[str, Any], stored: dict[str, Any], rule: JoinRule) -> dict[str, Any]:
     """``part`` as the run ``stored`` took it: a bare string on a text field that holds a list
     of parts there stands for the text part it became (``rule.string``), so that what is read
     from the part (reasoning) agrees with the message. The part itself in every other case."""
@@ -203,7 +220,7 @@ def as_placed(part: dict, stored: dict, rule: JoinRule) -> dict:
     return part
 
 
-def _text_misfit(place: tuple, current: Any, value: Any, rule: JoinRule) -> ValueError:
+def _text_misfit(place: tuple[Any, ...], current: Any, value: Any, rule: JoinRule) -> ValueError:
     held = current.__class__
     if held is str or held is Fragments:
         wanted = "a string"
@@ -228,8 +245,8 @@ def _place(where: Any) -> str:
 
 
 def string_as_part(
-    journal: list[Any], parts: list, text: str, rule: JoinRule, where: Any = None
-) -> dict:
+    journal: list[Any], parts: list[dict[str, Any]], text: str, rule: JoinRule, where: Any = None
+) -> dict[str, Any]:
     """A bare string delta on a parts list joins the last text part, or starts one."""
     part = {**(rule.string_part or {}), rule.string_field: text}
     join_parts(journal, parts, [part], rule, None, where)
