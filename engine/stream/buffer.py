@@ -108,11 +108,11 @@ class LLMStreamBuffer:
         self.choice = choice
         self._strategy: ExtractionStrategy | None = None
         self._asm: Assembly | None = None
-        self._pending: list[dict] = []  # chunks seen before the wire was resolved
+        self._pending: list[dict[str, Any]] = []  # chunks seen before the wire was resolved
         self._pending_at: list[int] = []  # their indexes, for what they could not place
         self._pending_end = False
         self._index = 0  # position of the next chunk, for error messages
-        self._sse: dict = {}
+        self._sse: dict[str, Any] = {}
         self.codec: Any = None  # the text codec scanning display text (attach_codec)
         self._text_rule: str | None = None  # the rule it scans the turn under (attach_codec)
         # The events (engine.stream.recorder), on a buffer made with events=True: None
@@ -183,7 +183,7 @@ class LLMStreamBuffer:
         if rec is not None:
             self._commit()
 
-    def _apply(self, asm: Assembly, event: dict) -> None:
+    def _apply(self, asm: Assembly, event: dict[str, Any]) -> None:
         """Apply ``event``'s rules, all or nothing: what they wrote is journaled
         (engine.model.journal) and undone if any of them raises, whatever the exception,
         which then propagates; once they all ran, the journal is dropped."""
@@ -202,7 +202,7 @@ class LLMStreamBuffer:
         asm.journal.clear()
         asm.usage_event = None  # "usage came with the DONE" is a fact of one event, read in it
 
-    def _plain_text(self, chunk: str | bytes | bytearray, index: int) -> dict:
+    def _plain_text(self, chunk: str | bytes | bytearray, index: int) -> dict[str, Any]:
         """A text chunk of a plain text stream, as the plain-text wire's event: taken as it
         is (its whitespace is text), never read as JSON or SSE."""
         if chunk.__class__ is not str:
@@ -211,10 +211,10 @@ class LLMStreamBuffer:
             except UnicodeDecodeError as exc:
                 reason = f"bytes are not UTF-8 ({exc.reason} at byte {exc.start})"
                 raise ChunkError(index, reason) from None
-        text_chunk: dict = self._plain.text_chunk(chunk)
+        text_chunk: dict[str, Any] = self._plain.text_chunk(chunk)
         return text_chunk
 
-    def _after_the_end(self, asm: Assembly, event: dict, index: int) -> bool:
+    def _after_the_end(self, asm: Assembly, event: dict[str, Any], index: int) -> bool:
         """After the wire's DONE (README, "Events": after the DONE): is ``event`` left out? What the
         descriptor declares may follow (``events.after_done``) is taken while the end is not
         final; a chunk of another choice is not this stream's event (neither taken nor
@@ -252,7 +252,7 @@ class LLMStreamBuffer:
             index, f"event does not fit {self._strategy.name}: {type(exc).__name__}: {reason}"
         )
 
-    def _add_unresolved(self, event: dict, index: int) -> None:
+    def _add_unresolved(self, event: dict[str, Any], index: int) -> None:
         """Before the wire is resolved: resolve it on this event or keep the event. An event
         that resolves the wire but does not fit it leaves the wire unresolved, as before."""
         pending, pending_at, pending_end = self._pending, self._pending_at, self._pending_end
@@ -300,7 +300,7 @@ class LLMStreamBuffer:
         own = (s.spec.sentinels for s in self.strategies if getattr(s, "spec", None) is not None)
         return end_markers().union(*own)
 
-    def _resolve(self, event: dict) -> bool:
+    def _resolve(self, event: dict[str, Any]) -> bool:
         """Resolve the wire on ``event``: the first strategy whose chunk predicate claims it;
         failing all, the first whose error predicate does (a provider error as the first
         chunk, in an envelope several wires share: theirs only when nothing else claims it)."""
@@ -322,7 +322,7 @@ class LLMStreamBuffer:
             self._commit()
         return True
 
-    def _replay_pending(self, index: int, earlier: dict) -> None:
+    def _replay_pending(self, index: int, earlier: dict[str, Any]) -> None:
         """An event kept before the wire was resolved, now applied. It was never recognised,
         so one that does not fit the wire is not an error of the chunk being added: it is
         undone and counted with the events no rule handles."""
@@ -335,7 +335,7 @@ class LLMStreamBuffer:
             self._stamp_skipped(index)
         self._commit()
 
-    def _event_name(self, event: dict) -> Any:
+    def _event_name(self, event: dict[str, Any]) -> Any:
         try:
             return self._strategy.program.event_name(event)
         except Exception:
@@ -484,7 +484,7 @@ class LLMStreamBuffer:
 
     # -- events ------------------------------------------------------------------------------
 
-    def _record_events(self, kept: list | None = None) -> None:
+    def _record_events(self, kept: list[Any] | None = None) -> None:
         """Turn events on (or start them again after ``reset()`` or an undone resolution),
         keeping ``kept``: what was recorded and not yet handed out."""
         from .recorder import EventRecorder
@@ -521,7 +521,7 @@ class LLMStreamBuffer:
             )
         if self.codec is not None:
             self._flush_round()
-        out = rec.out
+        out: list[Event] = rec.out
         if not out:
             return []
         rec.out = []
@@ -597,7 +597,7 @@ class LLMStreamBuffer:
             return [*self._asm.incomplete, *reported]
         return list(self._asm.incomplete)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """The provider's ``stream=false`` message, as far as streamed."""
         if self._asm is None:
             return {}
@@ -682,7 +682,7 @@ class LLMStreamBuffer:
         return list(self._asm.skipped) if self._asm is not None else []
 
     @property
-    def unknown_events(self) -> Counter:
+    def unknown_events(self) -> Counter[str]:
         """Events no rule handles, by name: skipped (providers add events), and counted."""
         return self._asm.unknown if self._asm is not None else Counter()
 
@@ -871,7 +871,7 @@ class LLMStreamBuffer:
         return scanner
 
 
-def _plain_text_wire(strategies: list) -> Any:
+def _plain_text_wire(strategies: list[Any]) -> Any:
     """The text codec's strategy, when it is the only kind of strategy a buffer holds (no
     wire among them): its text chunks are plain text. None otherwise."""
     if not strategies or any(getattr(s, "is_wire", False) for s in strategies):
