@@ -540,6 +540,9 @@ def test_model_lookups_are_answered_as_the_providers_document_them():
             "id": "gpt-4o", "object": "model", "created": 0, "owned_by": "mcs-formats"
         }
         anthropic = {"anthropic-version": "2023-06-01"}
+        key = next(r.key for r in provider.recordings if r.wire == "anthropic_messages")
+        status, _, body = call(f"{url}/s/{key}/v1/models/claude-x", method="GET")
+        assert status == 400 and b"anthropic-version header" in body
         status, _, body = call(url + "/v1/models/claude-x", method="GET", headers=anthropic)
         model = json.loads(body)
         assert (status, model["type"], model["id"]) == (200, "model", "claude-x")
