@@ -13,7 +13,7 @@ sent it, with no line of Python per wire (formats/README.md, "serve"):
   ``{request, params, streams}``;
 - ``framing``: ``sse`` (``event:`` lines from the recorded ``_event`` name or a payload field,
   the line ending, a closing ``data:`` sentinel), ``ndjson`` (one JSON text a line) or
-  ``aws_eventstream`` (binary messages with CRCs, :mod:`engine.compile.eventstream`; an event named
+  ``aws_eventstream`` (binary messages with CRCs, engine.transport.eventstream; an event named
   ``...<exception_suffix>`` goes out as an exception message); ``accept``, another framing for
   a request whose Accept header names its media type (Cohere's JSON lines); ``headers``, on
   every reply (the provider's request id);
@@ -45,8 +45,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from . import eventstream
-from .captures import CapturedEvent, CaptureError, parse_bytes
+from ..transport import eventstream
+from ..transport.captures import CapturedEvent, CaptureError, parse_bytes
 from .schema import section_problems, templates_in
 from .templates import Template, TemplateProblem, check_template
 
@@ -82,7 +82,7 @@ class RecordedEvent:
 
 def read_recording(path: str | Path, end_markers: Collection[str] = ()) -> list[RecordedEvent]:
     """The events of one recorded stream (JSON Lines, a raw SSE or AWS event stream capture,
-    read by :mod:`engine.compile.captures`), in order. Raises ``ValueError`` naming the line of one
+    read by engine.transport.captures), in order. Raises ``ValueError`` naming the line of one
     that is not a JSON object. A capture's end marker (``data: [DONE]``, one of ``end_markers``: the
     built-in wires' ``done_sentinels``, which the caller reads from the registry, a floor above this
     one) is left to the framing, which sends the wire's own where the wire has one; other text is an

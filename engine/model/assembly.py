@@ -20,7 +20,7 @@ from ..events import (
     CAUSE_LENGTH,
     CallIncomplete,
 )
-from .fragments import Fragments, SlottedList, compact, grow, ingest, shown_value
+from .fragments import Fragments, SlottedList, compact, grow, ingest, make_way, shown_value
 from .journal import put, put_attr, saver, trim
 from .jsonscan import AFTER_COMPLETE, ArgsStream
 
@@ -156,6 +156,7 @@ class Assembly:
         if place is None:
             return
         if place.held and not released:
+            trim(self.journal, self.held)
             self.held.append((pattern, item, slot))
             return
         if place.single and slot is None:
@@ -178,21 +179,12 @@ class Assembly:
         track = self.track_of.get(id(item))
         if track is not None:
             return track.args
-        parent = item
         journal = self.journal
-        for field in path_fields[:-1]:
-            child = parent.get(field)
-            if child.__class__ is not dict:
-                child = put(journal, parent, field, {})
-            parent = child
+        parent = make_way(item, path_fields[:-1], journal)
         current = parent.get(path_fields[-1])
         if current.__class__ is ArgsStream:
             return current
-        if current is None:  # the usual case: the item's first argument fragment comes next
-            calls = self.strategy.spec.calls
-            stream = ArgsStream(calls.args_form if calls is not None else "string")
-        else:
-            stream = self.strategy.spec.new_args(current)
+        stream = self.strategy.spec.new_args(current)
         stream.journal = journal
         put(journal, parent, path_fields[-1], stream)
         return stream
@@ -268,7 +260,8 @@ class Assembly:
 
     def close_open(self, cut: bool) -> None:
         """Close every call still open, then list the calls that will never be runnable."""
-        held, self.held = self.held, []
+        held = self.held
+        put_attr(self.journal, self, "held", [])
         for pattern, item, slot in held:  # judged now: an answered call is none
             if id(item) not in self.track_of:
                 self.item_added(pattern, item, slot, released=True)

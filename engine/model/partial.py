@@ -102,6 +102,26 @@ def _shrink(container: Any, key: Any, length: int) -> None:
     container[key] = container[key][:length]
 
 
+# What a fragment may change of the reader's scan, beside ``value`` (``_save``).
+_SCAN_STATE = (
+    "invalid",
+    "reason",
+    "error",
+    "closed",
+    "_mode",
+    "_cont",
+    "_key",
+    "_stack",
+    "_pending",
+    "_token",
+    "_token_len",
+    "_key_parts",
+    "_seen",
+    "_continuing",
+)
+_SAVE = saver(*_SCAN_STATE)
+
+
 class PartialJSON:
     """The arguments of one call, read incrementally into one dict updated in place.
 
@@ -114,25 +134,7 @@ class PartialJSON:
     container would open beyond it; the reader itself never recurses, whatever the depth.
     """
 
-    __slots__ = (
-        "value",
-        "invalid",
-        "reason",
-        "error",
-        "closed",
-        "_mode",
-        "_cont",
-        "_key",
-        "_stack",
-        "_pending",
-        "_token",
-        "_token_len",
-        "_key_parts",
-        "_seen",
-        "_max_depth",
-        "_continuing",
-        "journal",
-    )
+    __slots__ = ("value", *_SCAN_STATE, "_max_depth", "journal")
 
     def __init__(self, max_depth: int | None = None) -> None:
         self.value: dict[str, Any] = {}
@@ -156,7 +158,8 @@ class PartialJSON:
         self._token_len = 0
         self._key_parts: list[str] = []  # an unfinished member name
         self._seen = 0  # characters fed so far, for error offsets
-        self._continuing: dict[str, bool] = {}  # set_path: a string leaf that continues
+        # set_path: a string leaf that continues, by its steps (``$.a`` and ``$['a']`` are one)
+        self._continuing: dict[tuple[str | int, ...], bool] = {}
 
     def _save(self) -> None:
         """Journal the scanner's state, before a change other than a string growing; its
@@ -472,11 +475,12 @@ class PartialJSON:
     def set_path(self, path: str, item: Any, will_continue: bool = False) -> None:
         """Set ``item`` at the JSON path ``path`` (RFC 9535: ``$.a.b[0]``, ``$['x y']``).
 
-        A string continues the string the previous piece of that path left there when that
-        piece said more would follow (``will_continue``), as Gemini 3 streams a string over
-        several ``partialArgs``. Containers on the way are created as the path implies; an
-        array is padded with None up to the index. A path that cannot be read, or that meets
-        a value of the other kind on the way, stops the reader with an error naming it."""
+        A string continues the string the previous piece of that path (however spelled: the
+        same steps) left there when that piece said more would follow (``will_continue``), as
+        Gemini 3 streams a string over several ``partialArgs``. Containers on the way are
+        created as the path implies; an array is padded with None up to the index. A path
+        that cannot be read, or that meets a value of the other kind on the way, stops the
+        reader with an error naming it."""
         if self._mode == _STOPPED:
             return
         self._save()
@@ -512,7 +516,7 @@ class PartialJSON:
                 node.append(None)
         if (
             item.__class__ is str
-            and self._continuing.get(path)
+            and self._continuing.get(steps)
             and (node.get(last) if isinstance(node, dict) else node[last]).__class__ is str
         ):
             if item:
@@ -522,25 +526,7 @@ class PartialJSON:
         else:
             journal.append((node.__setitem__, last, node[last]))
             node[last] = _copy(item)
-        put(journal, self._continuing, path, bool(will_continue))
-
-
-_SAVE = saver(
-    "invalid",
-    "reason",
-    "error",
-    "closed",
-    "_mode",
-    "_cont",
-    "_key",
-    "_stack",
-    "_pending",
-    "_token",
-    "_token_len",
-    "_key_parts",
-    "_seen",
-    "_continuing",
-)
+        put(journal, self._continuing, steps, bool(will_continue))
 
 
 def _escape(s: str, i: int, n: int) -> tuple[str, int] | None:
