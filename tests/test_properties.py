@@ -20,6 +20,7 @@ import pytest
 from conftest import ROOT, drawn_cuts, golden_streams, outcome, read_stream, replay, stream_id
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_reasoning import streamed_reasoning
 
 import engine
 from engine.cli.resplit import every_character, resplit
@@ -27,20 +28,6 @@ from engine.cli.resplit import leaves as _leaves
 
 STREAMS = golden_streams()
 WIRES = [engine.load_format(n) for n in engine.list_formats() if engine.load_format(n).is_wire]
-
-
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
-@pytest.mark.parametrize("path", STREAMS, ids=stream_id)
-def test_resplitting_fragments_never_changes_the_result(path, data):
-    events = read_stream(path)
-    fmt = path.parent.name
-    wire = engine.load_format(fmt)
-    fields, done = wire.streamed_fields(), wire.done_fields()
-    expected = outcome(replay(copy.deepcopy(events), fmt))
-
-    split = resplit(copy.deepcopy(events), fields, drawn_cuts(data), done)
-    assert outcome(replay(split, fmt)) == expected
 
 
 @pytest.mark.parametrize("path", STREAMS, ids=stream_id)
@@ -132,16 +119,25 @@ def test_raw_sse_ending_with_the_wires_done_line_gives_the_same_result(path, kin
     assert outcome(replay(as_wire(lines, kind), fmt)) == expected
 
 
-@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 @pytest.mark.parametrize("path", STREAMS, ids=stream_id)
-def test_resplit_raw_sse_never_changes_the_result(path, data):
-    """Re-split fragments, framed as SSE at random, as str or bytes, the wire resolved among
-    all built-ins: the same result as the decoded stream."""
+def test_resplitting_fragments_never_changes_the_result(path, data):
+    """Re-split fragments give the same result and stream the same reasoning fragments
+    (tests/test_reasoning.py), decoded, and framed as SSE at random, as str or bytes, the wire
+    resolved among all built-ins. One drawn split checks both: drawing the cuts of a long
+    stream is what this costs."""
     events = read_stream(path)
-    fields = engine.load_format(path.parent.name).streamed_fields()
-    done = engine.load_format(path.parent.name).done_fields()
-    expected = outcome(replay(copy.deepcopy(events), path.parent.name))
+    fmt = path.parent.name
+    wire = engine.load_format(fmt)
+    fields, done = wire.streamed_fields(), wire.done_fields()
+    whole = replay(copy.deepcopy(events), fmt)
+    expected = outcome(whole)
+
+    split = resplit(copy.deepcopy(events), fields, drawn_cuts(data), done)
+    decoded = replay(copy.deepcopy(split), fmt)
+    assert outcome(decoded) == expected, "decoded events"
+    assert streamed_reasoning(decoded) == streamed_reasoning(whole), "reasoning fragments"
 
     # One drawn seed for the framing of every line (a draw per line would exceed what
     # hypothesis lets one example draw on long streams); a failure prints the seed.
@@ -150,9 +146,9 @@ def test_resplit_raw_sse_never_changes_the_result(path, data):
     def pick(kind: str, n: int) -> int:
         return framing.randrange(n)
 
-    lines = sse_stream(resplit(copy.deepcopy(events), fields, drawn_cuts(data), done), pick)
+    lines = sse_stream(split, pick)
     kind = data.draw(st.sampled_from(["str", "bytes"]), label="str or bytes")
-    assert outcome(replay(as_wire(lines, kind, pick))) == expected
+    assert outcome(replay(as_wire(lines, kind, pick))) == expected, "raw SSE lines"
 
 
 @pytest.mark.parametrize("path", STREAMS, ids=stream_id)
