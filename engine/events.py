@@ -8,8 +8,8 @@ event class the README names lives here, so that they share one ``to_dict``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
-from typing import Any
+from dataclasses import Field, dataclass, field, fields
+from typing import Any, ClassVar
 
 from .records import FinishReason, Usage
 
@@ -108,9 +108,8 @@ class ExtractedCall:
             other._id,
         )
 
-    # Unhashable, as equal calls must hash alike and ``arguments`` is a dict. object types
-    # __hash__ as a method, so the checker refuses None here though Python documents it.
-    __hash__ = None  # type: ignore[assignment]
+    # Unhashable, as equal calls must hash alike and ``arguments`` is a dict: a class that
+    # defines ``__eq__`` and no ``__hash__`` gets ``__hash__ = None`` from Python itself.
 
     def __repr__(self) -> str:
         return (
@@ -134,11 +133,13 @@ class Event:
     """What every event class shares: ``to_dict()``."""
 
     __slots__ = ()
+    # Every event class is a dataclass (declared here for the checker: ``fields(self)``).
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict, ``"type"`` the class name, then the fields in declared order."""
         out: dict[str, Any] = {"type": type(self).__name__}
-        for f in fields(self):  # type: ignore[arg-type]
+        for f in fields(self):
             value = getattr(self, f.name)
             if value.__class__ is ExtractedCall:
                 value = {"name": value.name, "arguments": value.arguments, "id": value.id}

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 
-def _empty_object_schema() -> dict:
+def _empty_object_schema() -> dict[str, Any]:
     return {"type": "object", "properties": {}}
 
 
@@ -30,8 +30,8 @@ class Tool:
 
     name: str
     description: str = ""
-    parameters: dict = field(default_factory=_empty_object_schema)
-    format: dict | None = None
+    parameters: dict[str, Any] = field(default_factory=_empty_object_schema)
+    format: dict[str, Any] | None = None
 
 
 @dataclass
@@ -46,7 +46,7 @@ class ToolCallRecord:
     """
 
     name: str
-    arguments: dict
+    arguments: dict[str, Any]
     result: Any = None
     error: str | None = None
     tool_call_id: str | None = None
@@ -71,7 +71,7 @@ class Skipped:
     event: str | None
     reason: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict, for sending it on (``mcs-formats replay --json``)."""
         return {"type": "Skipped", "index": self.index, "event": self.event, "reason": self.reason}
 

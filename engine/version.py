@@ -30,9 +30,10 @@ def _checkout_version() -> str | None:
         project = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project", {})
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return None
-    if project.get("name") != DISTRIBUTION or not isinstance(project.get("version"), str):
+    version = project.get("version")
+    if project.get("name") != DISTRIBUTION or not isinstance(version, str):
         return None
-    return project["version"]
+    return version
 
 
 def _installed_version() -> str | None:

@@ -3,6 +3,7 @@ located, and nothing the engine holds keeps a strategy alive that a user loaded.
 
 from __future__ import annotations
 
+import functools
 import gc
 import weakref
 from pathlib import Path
@@ -63,7 +64,7 @@ def test_a_compile_problem_is_located_at_the_value_at_fault():
     line, with its pointer, not at the top of the file."""
     path = ROOT / "tests" / "toy" / "toy_wire.yaml"
     text = path.read_text(encoding="utf-8")
-    assert "\nreasoning:" not in text and text.rstrip().endswith("said[*].words\"")
+    assert "\nreasoning:" not in text and text.rstrip().endswith('said[*].words"')
     text += "\nreasoning:\n  at: nowhere_streamed\n"
     _, problems, strategy = compile_text(text, "toy_wire.yaml")
     assert strategy is None
@@ -101,3 +102,114 @@ def test_a_text_strategy_loaded_by_path_is_not_kept_alive():
 def test_the_registry_keeps_its_built_ins():
     """The registry may keep the built-ins it compiled once: the same object every time."""
     assert engine.load_format("openai_chat") is engine.load_format("openai_chat")
+
+
+def _count_builtin_compiles(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The built-ins the registry compiles from here on (its cache emptied, then counted)."""
+    from engine.language import registry
+
+    seen: list[str] = []
+    compiled = registry._compiled.__wrapped__
+
+    @functools.cache
+    def counted(name: str):
+        seen.append(name)
+        return compiled(name)
+
+    monkeypatch.setattr(registry, "_compiled", counted)
+    return seen
+
+
+def test_listing_the_built_ins_compiles_none(monkeypatch):
+    """Their names and order are read from their files, as a lexer mapping is: listing them,
+    or naming an unknown format, compiles nothing."""
+    seen = _count_builtin_compiles(monkeypatch)
+    names = engine.list_formats()
+    assert names[0] == "openai_chat" and names[-1] == "mcs_text" and len(names) == 8
+    with pytest.raises(engine.UnknownFormatError):
+        engine.load_format("openai_chats")
+    assert seen == []
+
+
+def test_an_end_marker_on_a_users_strategy_compiles_no_built_in(monkeypatch):
+    """The [DONE] of a buffer holding only a user's strategy is known from the built-ins'
+    files (their done_sentinels), not by compiling them."""
+    seen = _count_builtin_compiles(monkeypatch)
+    toy = engine.load_format(ROOT / "tests" / "toy" / "toy_wire.yaml")
+    buf = engine.LLMStreamBuffer(strategies=[toy])
+    buf.add({"kind": "hello", "turn": {}})
+    buf.add("[DONE]")
+    assert buf.is_finished() and seen == []
+
+
+def test_every_problem_at_once():
+    """A schema problem (a typo'd key) does not hide what only the compiler sees (a reasoning
+    place no rule streams): one check reports both, each at its own pointer."""
+    text = (ROOT / "tests" / "toy" / "toy_wire.yaml").read_text(encoding="utf-8")
+    text = text.replace("  args_form: object\n", "  args_from: object\n")
+    text += "\nreasoning:\n  at: nowhere_streamed\n"
+    _, problems, strategy = compile_text(text, "toy_wire.yaml")
+    assert strategy is None
+    found = {(p.pointer, p.rule) for p in problems}
+    assert ("/calls/args_from", "unknown-key") in found
+    assert ("/reasoning/at", "compile") in found
+
+
+def test_checking_a_file_hands_back_the_strategy_it_compiled(monkeypatch):
+    """A caller that reports a file's problems and then streams with it (the CLI's project
+    check, ``infer``) compiles it once: check_file returns the strategy with the problems."""
+    from engine.language.validate import check_file
+
+    seen = _count_compiles(monkeypatch)
+    strategy, problems = check_file(FORMATS / "gemini.yaml")
+    assert problems == [] and seen == ["gemini"] and strategy.name == "gemini"
+
+
+def test_the_serve_section_is_compiled_once(monkeypatch):
+    """The validating pass compiles the serve section, and the strategy keeps what it
+    compiled: the fake provider asks the strategy, never compiles the section again."""
+    from engine.compile import serve
+
+    asked: list[str] = []
+    check = serve.check_serve
+    monkeypatch.setattr(serve, "check_serve", lambda d: asked.append(d["name"]) or check(d))
+    strategy = engine.load_format(FORMATS / "openai_chat.yaml")
+    spec = strategy.serve_spec()
+    assert spec is strategy.serve_spec() and spec.endpoints
+    assert asked == ["openai_chat"]
+
+
+def test_a_strategy_of_a_dict_compiles_its_serve_section_when_asked():
+    import yaml  # a plain YAML 1.1 loader: ``on:`` keys are quoted in this data
+
+    data = engine.load_format("ollama").descriptor
+    strategy = ExtractionStrategy(yaml.safe_load(yaml.safe_dump(data)))
+    assert strategy.serve_spec().endpoints == engine.load_format("ollama").serve_spec().endpoints
+
+
+def test_a_strategy_of_a_dict_is_checked_as_a_file_is():
+    """``ExtractionStrategy(data)`` asks the schema as the validator does: a typo'd argument
+    of an operation is refused at its pointer, never compiled silently."""
+    data = engine.load_format("openai_chat").descriptor
+    every = data["events"].get("every", [])
+    rule = {"append": {"at": "content", "from": "x", "sope": "y"}}
+    typo = {**data, "events": {**data["events"], "every": [*every, rule]}}
+    with pytest.raises(engine.DescriptorError) as caught:
+        ExtractionStrategy(typo)
+    assert [(p.pointer, p.rule) for p in caught.value.problems] == [
+        (f"/events/every/{len(every)}/append/sope", "unknown-key")
+    ]
+
+
+@pytest.mark.parametrize(
+    "name", ["openai_responses", "anthropic_messages", "bedrock_converse", "cohere_v2"]
+)
+def test_a_built_in_read_by_a_plain_yaml_loader_compiles(name):
+    """A YAML 1.1 loader reads the files' unquoted ``on:`` keys as true; the strategy of that
+    dict is the file's (same descriptor once read), not refused."""
+    import yaml
+
+    data = yaml.safe_load((FORMATS / f"{name}.yaml").read_text(encoding="utf-8"))
+    assert True in data["events"]  # the loader's reading, which the strategy takes as "on"
+    strategy = ExtractionStrategy(data)
+    assert strategy.descriptor == engine.load_format(name).descriptor

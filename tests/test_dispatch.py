@@ -84,3 +84,29 @@ def test_a_rule_that_acts_without_a_source_keeps_rule_by_rule_dispatch():
     assert len(rules) == 3  # not folded into one dispatcher: finish reads nothing
     buf = _replay(strategy, [{"kind": "e"}])
     assert buf.is_finished()
+
+
+def test_the_event_name_is_read_once_per_event(monkeypatch):
+    """The dispatcher reads an event's name once, and a skipped event is named from that
+    read: the buffer never asks the discriminator again (``Program.event_name``)."""
+    import json
+    from pathlib import Path
+
+    from engine.compile.strategy import Program
+
+    path = Path(__file__).parent / "golden" / "anthropic_messages" / "hand_text_before_after.jsonl"
+    events = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    stray = {"type": "content_block_stop", "index": 99}
+    asked: list[object] = []
+    event_name = Program.event_name
+
+    def counted(self: Program, chunk: object) -> str | None:
+        asked.append(chunk)
+        return event_name(self, chunk)
+
+    monkeypatch.setattr(Program, "event_name", counted)
+    buf = engine.LLMStreamBuffer(strategies=[engine.load_format("anthropic_messages")])
+    for event in [events[0], stray, *events[1:]]:
+        buf.add(event)
+    assert [s.event for s in buf.skipped()] == ["content_block_stop"]
+    assert asked == []

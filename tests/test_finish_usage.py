@@ -681,5 +681,5 @@ def test_the_finish_reasons_are_a_literal_and_usage_is_frozen():
 
 def test_every_builtin_declares_both_sections():
     for name in WIRES:
-        descriptor = engine.load_format(name).spec.descriptor
+        descriptor = engine.load_format(name).descriptor
         assert descriptor.get("finish_reasons") and descriptor.get("token_usage"), name

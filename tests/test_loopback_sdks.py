@@ -17,15 +17,22 @@ Documented differences:
   ``errors.APIError`` on a chunk that is ``{"error": ...}``.
 - The SDK accumulators are stricter than the streams: see ``ACCUMULATOR_FAILURES``.
 
+A non-streaming request for a stream that ends in a provider error gets the status, headers
+and body the provider answers that kind of error with; each SDK raises its own error type
+with that status (``ERROR_REPLIES``). ``--log`` keeps no credential any SDK sent.
+
 Needs the SDKs of the ``sdk`` extra (tests/loopback/REQUIREMENTS.txt); a wire whose SDK is not
 installed is skipped with that reason.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import socket
 import struct
+import urllib.error
+import urllib.request
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,11 +41,11 @@ import pytest
 
 import engine
 from engine.cli.serve_http import is_loopback
-from engine.compile import eventstream
 from engine.compile.serve import RecordedEvent as Event
 from engine.compile.serve import compile_serve
 from engine.compile.serve import read_recording as read_events
 from engine.compile.serve import typed_event as bedrock_event
+from engine.transport import eventstream
 
 try:  # pytest's default "prepend" import mode puts tests/ itself on sys.path
     from loopback import clients
@@ -521,6 +528,41 @@ STREAMS: dict[str, list[str]] = {
         '{"_event":"modelStreamErrorException","message":"model failed"}',
     ],
     "ollama/error_line": ['{"error":"model runner has unexpectedly stopped"}'],
+    # Provider errors of the kinds each API documents, for the non-streaming error replies.
+    "openai_chat/rate_limited": [
+        _MINIMAL["openai_chat"].splitlines()[0],
+        '{"_event":"error","error":{"message":"Rate limit reached for requests","type":"requests",'
+        '"param":null,"code":"rate_limit_exceeded"}}',
+    ],
+    "openai_responses/rate_limited": [
+        _MINIMAL["openai_responses"].splitlines()[0],
+        '{"type":"error","sequence_number":1,"code":"rate_limit_exceeded",'
+        '"message":"Rate limit reached","param":null}',
+    ],
+    "anthropic_messages/rate_limited": [
+        _MINIMAL["anthropic_messages"].splitlines()[0],
+        '{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens'
+        ' has exceeded your per-minute rate limit"}}',
+    ],
+    "gemini/overloaded": [
+        '{"candidates":[{"content":{"role":"model","parts":[{"text":"Hi"}]}}],"responseId":"g2"}',
+        '{"error":{"code":503,"message":"The model is overloaded. Please try again later.",'
+        '"status":"UNAVAILABLE"}}',
+    ],
+    "gemini/quota": [
+        '{"candidates":[{"content":{"role":"model","parts":[{"text":"Hi"}]}}],"responseId":"g3"}',
+        '{"error":{"code":429,"message":"Resource has been exhausted (e.g. check quota).",'
+        '"status":"RESOURCE_EXHAUSTED"}}',
+    ],
+    "ollama/error_mid": [
+        '{"model":"m","created_at":"2025-01-01T00:00:00Z","message":{"role":"assistant",'
+        '"content":"Hi"},"done":false}',
+        '{"error":"an error was encountered while running the model"}',
+    ],
+    "cohere_v2/error_end": [
+        _MINIMAL["cohere_v2"].splitlines()[0],
+        '{"type":"message-end","delta":{"finish_reason":"ERROR","error":"internal server error"}}',
+    ],
 }
 
 
@@ -562,6 +604,262 @@ def test_ollama_error_line_raises_response_error(server):
 
     with pytest.raises(ollama.ResponseError, match="unexpectedly stopped"):
         sdk_stream("ollama", own_stream(server, "ollama/error_line"), server)
+
+
+# -- non-streaming error replies, as each provider sends them -----------------------------------
+#
+# A non-streaming request for a stream that ends with a provider error gets the HTTP status and
+# body the provider's API documents for that error (the descriptor's serve.error), and the SDK
+# turns them into its own error type: (wire, stream, error type, status, what else the SDK read).
+
+
+def _sdk_error_type(dotted: str) -> type[BaseException]:
+    module, _, name = dotted.rpartition(".")
+    return getattr(__import__(module, fromlist=[name]), name)
+
+
+def _status_of(wire: str, error: BaseException) -> int | None:
+    if wire == "bedrock_converse":
+        return error.response["ResponseMetadata"]["HTTPStatusCode"]  # type: ignore[attr-defined]
+    if wire == "gemini":
+        return error.code  # type: ignore[attr-defined]
+    return error.status_code  # type: ignore[attr-defined]
+
+
+def _what_the_sdk_read(wire: str, error: BaseException) -> dict:
+    """What of the error body each SDK exposes, to compare with the provider's documented one."""
+    if wire == "bedrock_converse":
+        response = dict(error.response)  # type: ignore[attr-defined]
+        return {
+            "Code": response["Error"]["Code"],
+            **{k: v for k, v in response.items() if k not in ("Error", "ResponseMetadata")},
+        }
+    if wire == "gemini":
+        return {"status": error.status, "message": error.message}  # type: ignore[attr-defined]
+    if wire == "ollama":
+        return {"error": error.error}  # type: ignore[attr-defined]
+    return error.body  # type: ignore[attr-defined]
+
+
+_THROTTLED = "Too many tokens, please wait before trying again."
+ERROR_REPLIES = [
+    (
+        "openai_chat",
+        "openai_chat/error_event",
+        "openai.BadRequestError",
+        400,
+        {"message": "boom", "type": "invalid_request_error"},
+    ),
+    (
+        "openai_chat",
+        "openai_chat/rate_limited",
+        "openai.RateLimitError",
+        429,
+        {
+            "message": "Rate limit reached for requests",
+            "type": "requests",
+            "param": None,
+            "code": "rate_limit_exceeded",
+        },
+    ),
+    (
+        "openai_chat",
+        GOLDEN / "openai_chat" / "hand_compat_error_frame.jsonl",
+        "openai.InternalServerError",
+        503,
+        {
+            "message": "Service Unavailable",
+            "type": "internal_server_error",
+            "code": "service_unavailable",
+            "status_code": 503,
+        },
+    ),
+    (
+        "openai_responses",
+        GOLDEN / "openai_responses" / "hand_error_event.jsonl",
+        "openai.InternalServerError",
+        500,
+        {
+            "message": "The server had an error processing your request. Sorry about that! You can"
+            " retry your request, or contact us through our help center at help.openai.com if"
+            " you keep seeing this error.",
+            "type": "server_error",
+            "param": None,
+            "code": "server_error",
+        },
+    ),
+    (
+        "openai_responses",
+        "openai_responses/rate_limited",
+        "openai.RateLimitError",
+        429,
+        {
+            "message": "Rate limit reached",
+            "type": "tokens",
+            "param": None,
+            "code": "rate_limit_exceeded",
+        },
+    ),
+    (
+        "anthropic_messages",
+        GOLDEN / "anthropic_messages" / "hand_error_overloaded.jsonl",
+        "anthropic.OverloadedError",
+        529,
+        {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+    ),
+    (
+        "anthropic_messages",
+        "anthropic_messages/rate_limited",
+        "anthropic.RateLimitError",
+        429,
+        {
+            "type": "error",
+            "error": {
+                "type": "rate_limit_error",
+                "message": "Number of request tokens has exceeded your per-minute rate limit",
+            },
+        },
+    ),
+    (
+        "bedrock_converse",
+        GOLDEN / "bedrock_converse" / "hand_exception_throttling_frames.jsonl",
+        "botocore.exceptions.ClientError",
+        429,
+        {"Code": "ThrottlingException", "message": _THROTTLED},
+    ),
+    (
+        "bedrock_converse",
+        GOLDEN / "bedrock_converse" / "hand_exception_first_throttling_frames.jsonl",
+        "botocore.exceptions.ClientError",
+        429,
+        {"Code": "ThrottlingException", "message": _THROTTLED},
+    ),
+    (
+        "bedrock_converse",
+        GOLDEN / "bedrock_converse" / "hand_exception_model_stream_boto3.jsonl",
+        "botocore.exceptions.ClientError",
+        424,
+        {
+            "Code": "ModelErrorException",
+            "message": "Received error from the model while streaming.",
+            "originalStatusCode": 500,
+        },
+    ),
+    (
+        "bedrock_converse",
+        GOLDEN / "bedrock_converse" / "hand_exception_first_validation_boto3.jsonl",
+        "botocore.exceptions.ClientError",
+        400,
+        {
+            "Code": "ValidationException",
+            "message": "The model returned the following errors: messages: final assistant"
+            " content cannot end with trailing whitespace",
+        },
+    ),
+    (
+        "gemini",
+        "gemini/overloaded",
+        "google.genai.errors.ServerError",
+        503,
+        {"status": "UNAVAILABLE", "message": "The model is overloaded. Please try again later."},
+    ),
+    (
+        "gemini",
+        "gemini/quota",
+        "google.genai.errors.ClientError",
+        429,
+        {
+            "status": "RESOURCE_EXHAUSTED",
+            "message": "Resource has been exhausted (e.g. check quota).",
+        },
+    ),
+    (
+        "ollama",
+        "ollama/error_mid",
+        "ollama.ResponseError",
+        500,
+        {"error": "an error was encountered while running the model"},
+    ),
+    (
+        "cohere_v2",
+        "cohere_v2/error_end",
+        "cohere.InternalServerError",
+        500,
+        {"message": "internal server error"},
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("wire", "stream", "error_type", "status", "said"),
+    [pytest.param(*case, id=f"{case[0]}/{Path(case[1]).stem}") for case in ERROR_REPLIES],
+)
+def test_non_streaming_error_reply_is_the_sdk_error_with_the_provider_status(
+    wire, stream, error_type, status, said, server
+):
+    _need_sdk(wire)
+    path = stream if isinstance(stream, Path) else own_stream(server, stream)
+    with pytest.raises(_sdk_error_type(error_type)) as caught:
+        clients.sdk_complete(wire, path, server)
+    assert _status_of(wire, caught.value) == status
+    assert _what_the_sdk_read(wire, caught.value) == said
+
+
+@pytest.mark.parametrize(
+    ("name", "error_type", "code"),
+    [
+        ("gemini/overloaded", "google.genai.errors.ServerError", 503),
+        ("gemini/quota", "google.genai.errors.ClientError", 429),
+    ],
+)
+def test_gemini_streamed_error_is_the_sdk_error_with_the_chunk_code(server, name, error_type, code):
+    """Streaming, the status is 200 and Gemini's error is a chunk: google-genai raises it after
+    the chunks before it, its class and code from the chunk's google.rpc status."""
+    _need_sdk("gemini")
+    objects: list = []
+    with pytest.raises(_sdk_error_type(error_type)) as caught:
+        sdk_stream("gemini", own_stream(server, name), server, into=objects)
+    assert caught.value.code == code and len(objects) == 1
+
+
+def test_cohere_streamed_error_ends_with_the_message_end_that_carries_it(server):
+    """Cohere's SDK raises nothing mid-stream: the message-end event carries the error."""
+    _need_sdk("cohere_v2")
+    *_, last = sdk_stream("cohere_v2", own_stream(server, "cohere_v2/error_end"), server)
+    assert (last.delta.finish_reason, last.delta.error) == ("ERROR", "internal server error")
+
+
+def test_bedrock_error_reply_names_its_type_in_the_header_as_bedrock_does(server):
+    """botocore reads the error code from ``x-amzn-ErrorType`` (it would take the status code
+    for it without one); Bedrock sends the code, a colon, and its service namespace."""
+    import urllib.request
+
+    path = GOLDEN / "bedrock_converse" / "hand_exception_throttling_frames.jsonl"
+    url = server.base_url(path) + "/model/m/converse"
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    request = urllib.request.Request(url, data=b"{}", method="POST")
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        opener.open(request, timeout=5)
+    assert caught.value.code == 429
+    error_type = caught.value.headers["x-amzn-ErrorType"]
+    assert error_type.split(":", 1)[0] == "ThrottlingException"
+    assert json.loads(caught.value.read()) == {"message": _THROTTLED}
+
+
+def test_the_log_keeps_no_credential_an_sdk_sent(server):
+    """Every SDK authenticates its requests its own way (a bearer token, x-api-key,
+    x-goog-api-key, a SigV4 Authorization); ``--log`` names the headers, never their values."""
+    sent = 0
+    for wire in WIRES:
+        if importlib.util.find_spec(SDK_MODULE[wire]) is None:
+            continue
+        sdk_stream(wire, own_stream(server, f"{wire}/minimal"), server)
+        sent += 1
+    assert sent, "no SDK installed"
+    logged = server.log.read_text(encoding="utf-8")
+    for credential in ("sk-loopback", "sk-ant-loopback", "loopback-key", "AKIDLOOPBACK"):
+        assert credential not in logged
+    assert "Signature=" not in logged
 
 
 def test_unknown_fixture_or_path_is_404(server):
@@ -708,7 +1006,7 @@ def test_sse_framing_per_provider(tmp_path):
     assert _framed("gemini", events[1:]) == b'data: {"type":"message_stop"}\r\n\r\n'
     assert _framed("ollama", events[1:]) == b'{"type":"message_stop"}\n'
     assert _framed("openai_responses", events[1:]) == messages
-    assert _framed("cohere_v2", events[1:]) == messages
+    assert _framed("cohere_v2", events[1:]) == messages + b"data: [DONE]\n\n"  # as Cohere ends
     served = {w: _serving(w) for w in WIRES}
     for wire, path in EXPECTED_PATH.items():
         assert [w for w, spec in served.items() if spec.route(path)] == [wire]
@@ -732,3 +1030,159 @@ def test_bedrock_frames_from_both_recorded_shapes(tmp_path):
     assert [m.headers[":event-type"] for m in messages] == ["contentBlockStop", "messageStop"]
     assert messages[0].payload == b'{"contentBlockIndex":0,"p":"ab"}'  # padding kept, as sent
     assert json.loads(messages[1].payload) == {"stopReason": "end_turn"}
+
+
+# -- what the SDKs ask besides the chat call, and what they read of a reply (issue 18) ----------
+
+TEXT_OF = {
+    "openai_chat": GOLDEN / "openai_chat" / "oai_py_text.jsonl",
+    "anthropic_messages": GOLDEN / "anthropic_messages" / "llm_anthropic_text.jsonl",
+    "bedrock_converse": GOLDEN / "bedrock_converse" / "vercel_text.jsonl",
+    "gemini": GOLDEN / "gemini" / "vercel_text.jsonl",
+    "ollama": GOLDEN / "ollama" / "langchaingo_chat_text.jsonl",
+}
+
+
+def test_sdk_model_lookups_get_the_providers_model_objects(server):
+    for wire in ("openai_chat", "anthropic_messages", "gemini", "ollama"):
+        _need_sdk(wire)
+    base = {wire: server.base_url(path) for wire, path in TEXT_OF.items()}
+    openai = clients.openai_client(base["openai_chat"])
+    model = openai.models.retrieve("gpt-4o")
+    assert (model.id, model.object, model.owned_by) == ("gpt-4o", "model", "mcs-formats")
+    assert {m.object for m in openai.models.list().data} == {"model"}
+    anthropic = clients.anthropic_client(base["anthropic_messages"]).models.retrieve("claude-x")
+    assert (anthropic.id, anthropic.type, anthropic.lifecycle) == ("claude-x", "model", "active")
+    gemini = clients.gemini_client(base["gemini"]).models.get(model="gemini-2.0-flash")
+    assert gemini.name == "models/gemini-2.0-flash" and gemini.input_token_limit > 0
+    assert "generateContent" in gemini.supported_actions
+    ollama = clients.ollama_client(base["ollama"])
+    try:
+        shown = ollama.show("llama3.2")
+        assert "tools" in shown.capabilities and shown.modelinfo["llama.context_length"] > 0
+        assert ollama.list().models[0].model
+    finally:
+        ollama.close()
+
+
+def test_sdks_read_the_providers_request_id(server):
+    for wire in ("openai_chat", "anthropic_messages", "bedrock_converse"):
+        _need_sdk(wire)
+    completion = clients.sdk_complete("openai_chat", TEXT_OF["openai_chat"], server)
+    assert completion._request_id.startswith("req_")
+    message = clients.sdk_complete("anthropic_messages", TEXT_OF["anthropic_messages"], server)
+    assert message._request_id.startswith("req_")
+    converse = clients.sdk_complete("bedrock_converse", TEXT_OF["bedrock_converse"], server)
+    assert converse["ResponseMetadata"]["RequestId"]
+
+
+def test_openai_sdk_gets_every_choice_of_an_n_gt_1_stream(server):
+    _need_sdk("openai_chat")
+    n3 = GOLDEN / "openai_chat" / "oai_py_n3_choices.jsonl"
+    completion = clients.sdk_complete("openai_chat", n3, server)
+    assert [c.index for c in completion.choices] == [0, 1, 2]
+    assert len({c.message.content for c in completion.choices}) == 3
+
+
+def test_a_cut_call_reaches_the_sdk_with_an_object_input(server):
+    _need_sdk("anthropic_messages")
+    _need_sdk("bedrock_converse")
+    cut = GOLDEN / "anthropic_messages" / "hand_max_tokens_cut_in_string.jsonl"
+    message = clients.sdk_complete("anthropic_messages", cut, server)
+    assert message.stop_reason == "max_tokens" and message.content[1].input == {}
+    cut = GOLDEN / "bedrock_converse" / "hand_max_tokens_cut_in_string.jsonl"
+    converse = clients.sdk_complete("bedrock_converse", cut, server)
+    assert converse["output"]["message"]["content"][1]["toolUse"]["input"] == {}
+
+
+def _cohere_text(path: Path) -> str:
+    return "".join(
+        e.payload["delta"]["message"]["content"].get("text", "")
+        for e in read_events(path)
+        if e.payload.get("type") == "content-delta"
+    )
+
+
+@pytest.mark.parametrize(("wire", "path"), _params(("cohere_v2",)))
+def test_cohere_stream_through_litellm(wire, path, server, monkeypatch):
+    """litellm's Cohere v2 client asks for application/json and reads one JSON text a line;
+    the cohere SDK (test_golden_stream_through_sdk) reads the SSE the same path sends it."""
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    pytest.importorskip("litellm", reason="litellm is optional")
+    chunks = clients.litellm_stream(path, server, wire)
+    final = clients.litellm_final(chunks)
+    assert (final.choices[0].message.content or "") == _cohere_text(path)
+    calls = [e for e in read_events(path) if e.payload.get("type") == "tool-call-start"]
+    assert len(final.choices[0].message.tool_calls or []) == len(calls)
+
+
+def _required(model) -> set[str]:
+    return {name for name, info in model.model_fields.items() if info.is_required()}
+
+
+def _required_fields(wire: str) -> list[tuple[object, set[str]]]:
+    """(where in the reply, the fields the SDK's response type requires there) per wire: the
+    pydantic types' required fields, botocore's Converse output shape; google-genai's response
+    type requires nothing, so Gemini's reference fields are named."""
+    if wire == "openai_chat":
+        from openai.types.chat import ChatCompletion
+        from openai.types.chat.chat_completion import Choice
+
+        choice = _required(Choice)
+        return [(lambda r: r, _required(ChatCompletion)), (lambda r: r["choices"][0], choice)]
+    if wire == "openai_responses":
+        from openai.types.responses import Response
+
+        return [(lambda r: r, _required(Response))]
+    if wire == "anthropic_messages":
+        from anthropic.types import Message
+
+        return [(lambda r: r, _required(Message))]
+    if wire == "cohere_v2":
+        from cohere import V2ChatResponse
+
+        return [(lambda r: r, _required(V2ChatResponse))]
+    if wire == "ollama":
+        from ollama import ChatResponse
+
+        return [(lambda r: r, _required(ChatResponse))]
+    if wire == "bedrock_converse":
+        import botocore.session
+
+        model = botocore.session.get_session().get_service_model("bedrock-runtime")
+        shape = model.operation_model("Converse").output_shape
+        return [(lambda r: r, set(shape.required_members))]
+    return [(lambda r: r["candidates"][0], {"content", "finishReason", "index"})]
+
+
+NON_STREAMING_PATH = {
+    "openai_chat": "/v1/chat/completions",
+    "openai_responses": "/v1/responses",
+    "anthropic_messages": "/v1/messages",
+    "bedrock_converse": "/model/m/converse",
+    "gemini": "/v1beta/models/m:generateContent",
+    "cohere_v2": "/v2/chat",
+    "ollama": "/api/chat",
+}
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_every_non_streaming_reply_has_the_fields_the_sdk_type_requires(wire, server):
+    """Each golden of the wire that ends without a provider error, asked without streaming:
+    the reply holds every field the SDK's response type (the API reference) requires."""
+    _need_sdk(wire)
+    required = _required_fields(wire)
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    for _, path in golden_fixtures((wire,)):
+        if expected_stream(wire, path).raises is not None:
+            continue
+        url = server.base_url(path) + NON_STREAMING_PATH[wire]
+        body = json.dumps({"stream": False, "model": "m"}).encode()
+        try:
+            with opener.open(urllib.request.Request(url, data=body), timeout=10) as response:
+                reply = json.loads(response.read())
+        except urllib.error.HTTPError as error:  # a stream that does not assemble, an error
+            assert error.code >= 400, path
+            continue
+        for where, fields in required:
+            assert fields <= set(where(reply)), (path.name, fields - set(where(reply)))

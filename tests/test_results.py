@@ -812,6 +812,17 @@ def test_path_default_and_omission():
     assert compile_template({"$path": "nope"}).render(ctx) is None
 
 
+def test_path_with_sets_fields_on_a_copy_of_a_mapping():
+    call = {"id": "c1", "function": {"name": "f"}}
+    ctx = {"call": call, "n": 3, "text": "t"}
+    typed = render({"$path": "call", "with": {"type": "function", "gone": {"$path": "nope"}}}, ctx)
+    assert typed == {"id": "c1", "function": {"name": "f"}, "type": "function"}
+    assert call == {"id": "c1", "function": {"name": "f"}}  # the context's own is not changed
+    assert render({"$path": "call", "with": {"id": {"$path": "n"}}}, ctx)["id"] == 3
+    assert render({"$path": "text", "with": {"a": 1}}, ctx) == "t"  # not a mapping: as it is
+    assert render({"$path": "nope", "with": {"a": 1}, "default": 0}, ctx) == 0
+
+
 def test_if_each_json():
     ctx = {"xs": [1, 2], "flag": True, "rec": {"failed": False, "error": None}}
     spec = {

@@ -1,23 +1,34 @@
-"""What a buffer keeps in memory after a stream, and how much of it is its rollback log.
+"""What a finished buffer keeps in memory, beside the message it assembled, and what a rejected
+chunk costs.
 
-A chunk that raises is undone by replaying the accepted chunks into a fresh assembly
-(engine/stream/buffer.py says why), so the buffer keeps them until ``reset()``. This script
-feeds tools/bench.py's text streams to a fresh buffer as the caller would (each chunk built
-and dropped by the caller: a dict, or an SSE line ``data: {...}``) and reports, with
-``tracemalloc``, the memory still allocated once the stream is in, then the same with the
-log emptied: the difference is what the log costs, beside the size of the display text.
+A chunk that raises is undone by the journal of what it wrote (engine.model.journal), so a
+buffer keeps only its message and the state of its readers, and a rejected chunk costs what it
+wrote, however long the stream. This script measures both on tools/bench.py's streams (text
+only, and two calls whose arguments stream in ~8-byte fragments), fed to a fresh buffer as a
+caller would (each chunk decoded from its JSON text and dropped by the caller):
 
-    python tools/bench_memory.py [--sizes 1000,10000] [--wires openai_chat,anthropic_messages]
+- ``kept``: the memory still allocated (``tracemalloc``) once the stream is in and closed, on
+  a plain buffer and on a buffer with events whose events were read after every chunk;
+  ``kept/msg`` divides it by the size of the message's JSON (``as_dict()``, UTF-8);
+- ``rejected``: the time one rejected chunk takes (the median of ``--rejects``), after 1,000
+  and after 20,000 accepted chunks, and their ratio. The rejected chunk is the stream's next
+  chunk, raising once all its rules wrote (the worst case: everything to take back).
+
+    python tools/bench_memory.py [--sizes 1000,10000,100000] [--wires openai_chat]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
+import statistics
 import sys
+import time
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -26,42 +37,94 @@ import bench  # noqa: E402  (the stream builders of tools/bench.py)
 
 import engine  # noqa: E402
 
+KINDS = {"text": False, "args": True}
 
-def retained(wire: str, lines: list[str], as_text: bool) -> tuple[int, int]:
-    """Bytes allocated after the stream, then after emptying the rollback log."""
+
+def kept(wire: str, lines: list[str], events: bool) -> tuple[int, int]:
+    """Bytes still allocated once the stream is in and closed, and the message's JSON size."""
+    strategy = engine.load_format(wire)
+    engine.LLMStreamBuffer(strategies=[strategy], events=True).close()  # modules imported
     gc.collect()
     tracemalloc.start()
-    buf = engine.LLMStreamBuffer(strategies=[engine.load_format(wire)])
+    buf = engine.LLMStreamBuffer(strategies=[strategy], events=events)
     for line in lines:
-        buf.add("data: " + line if as_text else json.loads(line))
+        buf.add(json.loads(line))
+        if events:
+            buf.events()
+    buf.close()
+    if events:
+        buf.events()
     gc.collect()
-    kept = tracemalloc.get_traced_memory()[0]
-    buf._log = []  # what the rollback would replay: the only thing this script takes away
-    gc.collect()
-    without_log = tracemalloc.get_traced_memory()[0]
+    held = tracemalloc.get_traced_memory()[0]
     tracemalloc.stop()
-    return kept, without_log
+    message = len(json.dumps(buf.as_dict(), ensure_ascii=False).encode())
+    return held, message
+
+
+class _Rejecting:
+    """A wire's compiled rules; once armed, the next event raises after its rules wrote."""
+
+    def __init__(self, program: Any) -> None:
+        self.program = program
+        self.armed = False
+
+    def apply(self, asm: Any, event: dict, choice: int) -> None:
+        self.program.apply(asm, event, choice)
+        if self.armed:
+            self.armed = False
+            raise RuntimeError("rejected after its rules wrote")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.program, name)
+
+
+def rejected(wire: str, chunks: list[dict], accepted: int, times: int) -> float:
+    """Seconds one rejected chunk takes after ``accepted`` chunks (the median of ``times``)."""
+    strategy = engine.ExtractionStrategy(engine.load_format(wire).descriptor)
+    program = strategy.program = _Rejecting(strategy.program)
+    buf = engine.LLMStreamBuffer(strategies=[strategy])
+    for chunk in chunks[:accepted]:
+        buf.add(chunk)
+    bad = chunks[accepted]
+    spent = []
+    for _ in range(times):
+        program.armed = True
+        start = time.perf_counter()
+        with contextlib.suppress(engine.ChunkError):
+            buf.add(bad)
+        spent.append(time.perf_counter() - start)
+    return statistics.median(spent)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", default="1000,10000")
-    parser.add_argument("--wires", default=",".join(bench.GENERATORS))
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--wires", default="openai_chat")
+    parser.add_argument("--rejects", type=int, default=21)
     args = parser.parse_args(argv)
-    print(f"{'wire':<20} {'chunks':>7} {'input':>5} {'kept KB':>8} {'log KB':>7} {'text KB':>7}")
+    print(f"{'wire':<20} {'stream':<6} {'chunks':>7} {'buffer':<7} {'kept KB':>8} {'msg KB':>7}")
     for wire in args.wires.split(","):
-        for n in (int(s) for s in args.sizes.split(",")):
-            lines = [json.dumps(chunk) for chunk in bench.GENERATORS[wire](n, False)]
-            text = engine.LLMStreamBuffer(strategies=[engine.load_format(wire)])
-            for line in lines:
-                text.add(line)
-            chars = len(text.get_content().encode())
-            for as_text in (False, True):
-                kept, without_log = retained(wire, lines, as_text)
-                print(
-                    f"{wire:<20} {n:>7} {'text' if as_text else 'dict':>5} {kept / 1024:>8.0f} "
-                    f"{(kept - without_log) / 1024:>7.0f} {chars / 1024:>7.0f}"
-                )
+        for kind, calls in KINDS.items():
+            for n in (int(s) for s in args.sizes.split(",")):
+                lines = [json.dumps(chunk) for chunk in bench.GENERATORS[wire](n, calls)]
+                for events in (False, True):
+                    held, message = kept(wire, lines, events)
+                    print(
+                        f"{wire:<20} {kind:<6} {n:>7} {'events' if events else 'plain':<7} "
+                        f"{held / 1024:>8.0f} {message / 1024:>7.0f}  kept/msg "
+                        f"{held / message:.2f}"
+                    )
+    print()
+    print(f"{'wire':<20} {'stream':<6} {'rejected after 1k':>18} {'after 20k':>10} {'ratio':>6}")
+    for wire in args.wires.split(","):
+        for kind, calls in KINDS.items():
+            chunks = [json.loads(json.dumps(c)) for c in bench.GENERATORS[wire](20_100, calls)]
+            early = rejected(wire, chunks, 1000, args.rejects)
+            late = rejected(wire, chunks, 20_000, args.rejects)
+            print(
+                f"{wire:<20} {kind:<6} {early * 1e6:>15.1f} us {late * 1e6:>7.1f} us "
+                f"{late / early:>6.2f}"
+            )
     return 0
 
 

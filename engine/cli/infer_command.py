@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .infer import Draft, infer_draft
-from .project_command import schema_uri
+from .project import SCHEMA_REF, STREAM_SUFFIX, STREAM_SUFFIXES
 
 
 @dataclass
@@ -32,10 +32,13 @@ class InferredNew:
         return str(self.source) == "-"
 
     def golden_name(self) -> str:
+        """The golden's file name: the capture's own (an SSE or AWS event-stream capture
+        stays one, never raw SSE inside a ``.jsonl``: ``mcs-formats test`` reads all three)."""
         if self.from_stdin:
             return "stdin.jsonl"
-        name = self.source.name
-        return name if name.endswith(".jsonl") else f"{self.source.stem or 'stream'}.jsonl"
+        if self.source.suffix in STREAM_SUFFIXES:
+            return self.source.name
+        return f"{self.source.stem or 'stream'}{STREAM_SUFFIX}"
 
     def write_golden(self, stream: Path) -> None:
         """The stream as the first golden: the file copied byte for byte, or, read from
@@ -55,14 +58,22 @@ def infer_from(name: str, source: str) -> InferredNew:
     if not any(isinstance(event, dict) for event in events):
         raise CLIError(f"{source}: no JSON object in the stream: nothing to infer from")
     draft = infer_draft(name, events, source=Path(source).name)
-    # The header names the installed schema, as the skeleton's does (schema_uri says why).
-    return InferredNew(Path(source), draft, draft.to_yaml(schema_uri()), events)
+    sentinels = sorted({e.split(":", 1)[1].strip() for e in events if isinstance(e, str)
+                        and e.startswith("data:")})
+    if sentinels:  # `data: [DONE]`: an end marker the capture carries outside any event
+        d = draft.descriptor  # placed after `recognize`, where the schema orders it
+        at = list(d).index("recognize") + 1
+        draft.descriptor = {**dict(list(d.items())[:at]), "done_sentinels": sentinels,
+                            **dict(list(d.items())[at:])}
+        draft.review(("done_sentinels",), "the capture's data lines that are not JSON")
+    # The header names the project's copy of the schema, as the skeleton's does
+    # (project.write_schema says why).
+    return InferredNew(Path(source), draft, draft.to_yaml(SCHEMA_REF), events)
 
 
 def finish(made: InferredNew, descriptor: Path, golden: Path) -> int:
     """Copy the stream in, then validate and replay the draft; print what was found."""
-    from ..language.registry import load_format
-    from ..language.validate import validate_descriptor
+    from ..language.validate import check_file
     from ..stream.buffer import LLMStreamBuffer
     from .common import EXIT_OK, EXIT_PROBLEM, read_stream
 
@@ -71,13 +82,13 @@ def finish(made: InferredNew, descriptor: Path, golden: Path) -> int:
     print(f"created {stream}")
     reviews = sum(len(notes) for notes in made.draft.reviews.values())
     print(f"draft: {reviews} guesses marked `# REVIEW:` in {descriptor}")
-    problems = validate_descriptor(str(descriptor))
+    strategy, problems = check_file(descriptor)  # checked and compiled once
     if problems:
         for problem in problems:
             print(problem)
         print("the draft does not validate: fix the lines above (and report the stream)")
         return EXIT_PROBLEM
-    buf = LLMStreamBuffer(strategies=[load_format(str(descriptor))])
+    buf = LLMStreamBuffer(strategies=[strategy])
     events = read_stream(str(stream))
     for _, event in events:
         buf.add(event)

@@ -9,7 +9,13 @@ non-streaming request gets the stream's assembled message in the provider's own 
 
 A request under ``/s/KEY/`` (KEY as listed at start) gets that stream whatever the turn, so
 that a test suite can run one server for many streams; anything the server cannot answer is a
-JSON 4xx naming what was asked and what is served, never a silent default.
+JSON 4xx naming what was asked and what is served, never a silent default: a method the path
+does not take is a 405, a body whose length or chunk size cannot be read a 400 (and the
+connection closed: where the next request would start is unknown). The requests an SDK makes
+besides the chat call (model lookups) are endpoints with a ``reply``; every reply of a wire
+carries its ``headers`` (the provider's request id). Every request, whatever its method, is one
+``--log`` line. The server is threaded with a listen queue deep enough for a test suite's
+burst of clients (``request_queue_size``; the standard library's 5 resets the rest).
 """
 
 from __future__ import annotations
@@ -21,14 +27,22 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, TextIO
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
-from ..compile.serve import RecordedEvent, ServeError, ServeSpec, compile_serve, read_recording
+from ..compile.serve import (
+    Endpoint,
+    Framing,
+    RecordedEvent,
+    ServeError,
+    ServeSpec,
+    read_recording,
+    typed_event,
+)
 from ..language.registry import end_markers
 from ..stream.buffer import LLMStreamBuffer
 
@@ -48,11 +62,11 @@ class Recording:
     wire: str
     spec: ServeSpec
     events: list[RecordedEvent]
-    frames: list[bytes] = field(default_factory=list)  # framed once, when the stream loads
-    assembled: dict = field(default_factory=dict)
+    frames: dict[Framing, list[bytes]] = field(default_factory=dict)  # each framing's, at load
+    assembled: dict[str, Any] = field(default_factory=dict)
     unassembled: str | None = None  # why a non-streaming request cannot be answered
 
-    def context(self, request: Any, params: dict[str, str]) -> dict:
+    def context(self, request: Any, params: dict[str, str]) -> dict[str, Any]:
         """What the non-streaming templates read (engine.compile.serve's module docstring)."""
         return {**self.assembled, "request": request, "params": params}
 
@@ -87,7 +101,8 @@ def load_recordings(paths: Sequence[str | Path], strategy: Any = None) -> list[R
         specs[wire] = spec
         key = _unique_key(f"{wire}.{path.stem}", keys)
         try:
-            frames = list(spec.framing.frames(events))
+            framings = [spec.framing, *(framing for _, framing in spec.accept)]
+            frames = {framing: list(framing.frames(events)) for framing in framings}
         except ValueError as exc:
             raise ServeSetupError(f"{given}: {exc}") from None
         recording = Recording(key, path, wire, spec, events, frames)
@@ -101,9 +116,38 @@ def load_recordings(paths: Sequence[str | Path], strategy: Any = None) -> list[R
                 "error": buf.error,
                 "first": events[0].payload,
                 "last": events[-1].payload,
+                "choices": _choices(events, buf),
+                "last_event": _event_type(events[-1]),
             }
         out.append(recording)
     return out
+
+
+def _choices(events: list[RecordedEvent], buf: LLMStreamBuffer) -> list[dict[str, Any]]:
+    """One ``{index, message, stop_reason}`` a choice of the stream, in index order: choice 0
+    the buffer's, each other one (an n > 1 stream) replayed on its own buffer."""
+    others = sorted(_choice_indexes(events, buf.strategy) - {0})
+    bufs = [buf] + [_replayed(events, buf.strategy, index) for index in others]
+    return [
+        {"index": index, "message": b.as_dict(), "stop_reason": b.stop_reason}
+        for index, b in zip([0, *others], bufs, strict=True)
+    ]
+
+
+def _choice_indexes(events: list[RecordedEvent], strategy: Any) -> set[int]:
+    """The choices the events carry, as the wire's choice list says (none without one)."""
+    program = getattr(strategy, "program", None)
+    read = getattr(program, "choice_list", None)
+    if program is None or read is None:
+        return set()
+    found = set()
+    for event in events:
+        entries = read(event.payload)
+        for position, entry in enumerate(entries if isinstance(entries, list) else ()):
+            index = entry.get(program.choice_key, position) if isinstance(entry, dict) else None
+            if isinstance(index, int) and index >= 0:
+                found.add(index)
+    return found
 
 
 def _assemble(
@@ -124,14 +168,23 @@ def _assemble(
     return wire, why
 
 
-def _replayed(events: list[RecordedEvent], strategy: Any) -> LLMStreamBuffer:
-    buf = LLMStreamBuffer(strategies=None if strategy is None else [strategy])
+def _replayed(events: list[RecordedEvent], strategy: Any, choice: int = 0) -> LLMStreamBuffer:
+    buf = LLMStreamBuffer(strategies=None if strategy is None else [strategy], choice=choice)
     for event in events:
         buf.add(event.recorded)
     buf.close()
     if not buf.format:
         raise ValueError("no format recognises it (try --format)")
     return buf
+
+
+def _event_type(event: RecordedEvent) -> str | None:
+    """The event's type where it has one (an ``_event`` or ``event:`` name, or the one key of an
+    event recorded as the SDKs yield it): what an error reply may name the error by."""
+    try:
+        return typed_event(event)[0]
+    except ValueError:
+        return None
 
 
 def _folder_format(given: str | Path) -> str | None:
@@ -142,12 +195,14 @@ def _folder_format(given: str | Path) -> str | None:
 
 
 def _spec_of(given: str | Path, wire: str, strategy: Any) -> ServeSpec:
+    """The wire's serve section as its strategy holds it: compiled by the pass that validated
+    the descriptor (once per load), or on first use for a strategy made from a dict."""
     if strategy is None:
         from ..language.registry import load_format
 
         strategy = load_format(wire)
     try:
-        spec = compile_serve(getattr(strategy, "descriptor", None) or {})
+        spec: ServeSpec | None = strategy.serve_spec() if hasattr(strategy, "serve_spec") else None
     except ServeError as exc:  # every problem, one a line
         lines = "".join(f"\n  {pointer}: {message}" for pointer, message, _ in exc.problems)
         raise ServeSetupError(f"format {wire}: its serve section cannot be used:{lines}") from None
@@ -217,33 +272,91 @@ class FakeProvider:
         with self._lock:
             return next(self._turns[wire])
 
-    def route(self, path: str) -> tuple[Recording | None, str, Any, dict] | str:
-        """(recording or None for "the wire's next", wire, endpoint, params), or why not."""
+    def route(
+        self, path: str, method: str, headers: Collection[str] = ()
+    ) -> Routed | tuple[int, str]:
+        """Where ``method path`` goes from a request carrying ``headers`` (names, lower case),
+        or (status, why not): 404 for a path no endpoint has, 405 for a method it does not take."""
         prefix = _PREFIX.match(path)
         if prefix is not None:
             recording = self.by_key.get(prefix["key"])
             if recording is None:
-                return f"no stream {prefix['key']!r}; streams: {', '.join(self.by_key)}"
-            found = recording.spec.route(prefix["rest"])
-            if found is None:
-                return (
-                    f"stream {recording.key} is a {recording.wire} stream; {prefix['rest']} is"
-                    f" not its endpoint ({_paths(recording.spec)})"
-                )
-            return recording, recording.wire, *found
-        for wire, streams in self.wires.items():
-            found = streams[0].spec.route(path)
+                return 404, f"no stream {prefix['key']!r}; streams: {', '.join(self.by_key)}"
+            candidates: list[tuple[Recording | None, str]] = [(recording, recording.wire)]
+            path = prefix["rest"]
+        else:
+            candidates = [(None, wire) for wire in self.wires]
+        routes = []
+        for picked, wire in candidates:
+            spec = self.wires[wire][0].spec
+            found = spec.route(path, method, headers)
             if found is not None:
-                return None, wire, *found
+                routes.append(Routed(picked, wire, spec, *found))
+        if routes:  # an endpoint asking for a header the request carries is the more precise
+            return min(routes, key=lambda r: r.endpoint.header is None)
+        endpoints = [e for _, wire in candidates for e in self.wires[wire][0].spec.endpoints]
+        allowed = sorted({e.method for e in endpoints if e.match(path) is not None})
+        if allowed:
+            return 405, f"{path} answers {', '.join(allowed)} only, not {method}"
+        if prefix is not None:
+            return 404, (
+                f"stream {prefix['key']} is a {candidates[0][1]} stream; {path} is not its"
+                f" endpoint ({_paths(self.wires[candidates[0][1]][0].spec)})"
+            )
         served = "; ".join(f"{w}: {_paths(s[0].spec)}" for w, s in self.wires.items())
-        return f"no endpoint at {path}; served: {served}"
+        return 404, f"no endpoint at {path}; served: {served}"
 
-    def record(self, entry: dict) -> None:
+    def record(self, entry: dict[str, Any]) -> None:
         if self._log is None:
             return
+        line = json.dumps(redacted(entry), ensure_ascii=False) + "\n"
         with self._lock:
-            self._log.write(json.dumps(entry, ensure_ascii=False) + "\n")
+            self._log.write(line)
             self._log.flush()
+
+
+@dataclass(frozen=True)
+class Routed:
+    """A request's destination: the stream it names (None: the wire's next), its wire, the
+    wire's serve section, the endpoint and the path's ``{name}`` segments."""
+
+    recording: Recording | None
+    wire: str
+    spec: ServeSpec
+    endpoint: Endpoint
+    params: dict[str, str]
+
+
+# Credentials as the SDKs send them: a log is read and shared, a key in it is a key leaked.
+_SECRET_HEADERS = frozenset(
+    {"authorization", "proxy-authorization", "x-api-key", "x-goog-api-key", "api-key"}
+    | {"x-amz-security-token"}
+)
+_SECRET_QUERY = frozenset({"x-amz-signature", "x-amz-credential", "x-amz-security-token", "key"})
+REDACTED = "[redacted]"
+
+
+def redacted(entry: dict[str, Any]) -> dict[str, Any]:
+    """A log entry without the credentials a request carried (the header names, of any case,
+    in ``_SECRET_HEADERS``, the query parameters in ``_SECRET_QUERY``): the name stays, so that
+    a test can see what was sent, and an ``Authorization`` keeps its scheme (``Bearer``,
+    ``AWS4-HMAC-SHA256``), the rest of the value is ``[redacted]``."""
+    headers = {
+        name: _redacted_value(name.lower(), value) if name.lower() in _SECRET_HEADERS else value
+        for name, value in entry.get("headers", {}).items()
+    }
+    query = "&".join(
+        f"{part.split('=', 1)[0]}={REDACTED}"
+        if unquote(part.split("=", 1)[0]).lower() in _SECRET_QUERY
+        else part
+        for part in str(entry.get("query", "")).split("&")
+    )
+    return {**entry, "headers": headers, "query": query}
+
+
+def _redacted_value(name: str, value: str) -> str:
+    scheme, space, _ = value.partition(" ")
+    return f"{scheme} {REDACTED}" if space and name.endswith("authorization") else REDACTED
 
 
 def _paths(spec: ServeSpec) -> str:
@@ -251,7 +364,9 @@ def _paths(spec: ServeSpec) -> str:
 
 
 class _Server(ThreadingHTTPServer):
-    def handle_error(self, request, client_address) -> None:
+    request_queue_size = 1024  # a burst of clients waits to be accepted, none is reset
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
         """A client hanging up (closing its keep-alive connection) is no error; others are."""
         if isinstance(sys.exc_info()[1], ConnectionError | TimeoutError):
             return
@@ -266,72 +381,121 @@ class _Server6(_Server):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    default_request_version = "HTTP/1.1"  # a refused request line still gets a status line
     disable_nagle_algorithm = True  # one small write per event: no delayed-ACK stalls
     timeout = 30  # an idle keep-alive connection is dropped after this
     provider: FakeProvider  # set on the subclass FakeProvider makes
 
-    def log_message(self, format, *args) -> None:  # noqa: A002 - the log is --log's
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the log is --log's
         pass
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-        self._read_body()
-        self._json(405, _error("the fake provider answers POST only"))
+        self._handle("GET")
 
     def do_POST(self) -> None:  # noqa: N802
-        raw = self._read_body()
+        self._handle("POST")
+
+    def do_PUT(self) -> None:  # noqa: N802
+        self._handle("PUT")
+
+    def do_PATCH(self) -> None:  # noqa: N802
+        self._handle("PATCH")
+
+    def do_DELETE(self) -> None:  # noqa: N802
+        self._handle("DELETE")
+
+    def do_HEAD(self) -> None:  # noqa: N802 - answered (405) without a body
+        self._handle("HEAD")
+
+    def do_OPTIONS(self) -> None:  # noqa: N802
+        self._handle("OPTIONS")
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """What http.server refuses itself (a method it has no handler for, a request line
+        that is not HTTP) is logged and answered in JSON, as every other refusal."""
+        self.close_connection = True
+        split = urlsplit(getattr(self, "path", "") or "")
+        entry = {"method": self.command or "", "path": split.path, "query": split.query}
+        self.provider.record({**entry, "headers": {}, "body": "", "status": code})
+        self._json(code, _error(message or explain or f"HTTP {code}"))
+
+    def _handle(self, method: str) -> None:
+        """One request, whatever its method: logged (one line, before the reply), answered."""
         split = urlsplit(self.path)
-        entry = {
-            "method": "POST",
+        entry: dict[str, Any] = {
+            "method": method,
             "path": split.path,
             "query": split.query,
             "headers": dict(self.headers.items()),
-            "body": raw.decode("utf-8", "replace"),
         }
-        routed = self.provider.route(split.path)
-        if isinstance(routed, str):
-            self.provider.record({**entry, "status": 404})
-            return self._json(404, _error(routed))
-        recording, wire, endpoint, params = routed
+        try:
+            raw = self._read_body()
+        except ValueError as exc:
+            self.close_connection = True  # where the next request would start is unknown
+            self.provider.record({**entry, "body": "", "status": 400})
+            return self._json(400, _error(f"{split.path}: {exc}"))
+        entry["body"] = raw.decode("utf-8", "replace")
+        names = {name.lower() for name in self.headers}
+        routed = self.provider.route(split.path, method, names)
+        if isinstance(routed, tuple):
+            self.provider.record({**entry, "status": routed[0]})
+            return self._json(routed[0], _error(routed[1]))
+        headers, endpoint = routed.spec.headers, routed.endpoint
         try:
             body = json.loads(raw) if raw.strip() else {}
         except ValueError:
             self.provider.record({**entry, "status": 400})
-            return self._json(400, _error(f"{split.path}: the request body is not JSON"))
+            return self._json(400, _error(f"{split.path}: the request body is not JSON"), headers)
+        if endpoint.reply is not None:
+            streams = [r.assembled for r in self.provider.wires[routed.wire]]
+            context = {"request": body, "params": routed.params, "streams": streams}
+            self.provider.record({**entry, "status": 200})
+            return self._json(200, endpoint.reply.render(context, {}), headers)
         streaming = endpoint.wants_stream(body)
         missing = endpoint.missing_query(parse_qs(split.query)) if streaming else {}
         if missing:
             self.provider.record({**entry, "status": 400})
             wanted = "&".join(f"{k}={v}" for k, v in missing.items())
-            return self._json(400, _error(f"{endpoint.path} is served with ?{wanted} only"))
-        if recording is None:
-            recording = self.provider.next_of(wire)
+            why = f"{endpoint.path} is served with ?{wanted} only"
+            return self._json(400, _error(why), headers)
+        recording = routed.recording or self.provider.next_of(routed.wire)
         self.provider.record({**entry, "stream": recording.key, "streaming": streaming})
         if streaming:
             self._stream(recording)
         elif recording.unassembled is not None:
-            self._json(500, _error(f"stream {recording.key}: {recording.unassembled}"))
+            why = f"stream {recording.key}: {recording.unassembled}"
+            self._json(500, _error(why), headers)
         else:
-            status, reply = recording.spec.reply(recording.context(body, params))
-            self._json(status, reply, recording.spec.headers)
+            self._json(*recording.spec.reply(recording.context(body, routed.params)))
 
     def _read_body(self) -> bytes:
+        """The request body, chunked or of its Content-Length; ``ValueError`` saying why when
+        the length or a chunk size is not a number of bytes."""
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             data = bytearray()
             while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                line = self.rfile.readline(1024)
+                try:
+                    size = int(line.split(b";")[0].strip() or b"0", 16)
+                except ValueError:
+                    raise ValueError(f"a chunk size is not hexadecimal: {line[:40]!r}") from None
                 if size == 0:
                     while self.rfile.readline() not in (b"\r\n", b"\n", b""):
                         pass
                     return bytes(data)
                 data += self.rfile.read(size)
                 self.rfile.readline()
-        length = int(self.headers.get("Content-Length") or 0)
+        given = self.headers.get("Content-Length") or "0"
+        if not given.strip().isdigit():
+            raise ValueError(f"Content-Length {given!r} is not a number of bytes")
+        length = int(given)
         return self.rfile.read(length) if length else b""
 
     def _stream(self, recording: Recording) -> None:
         spec = recording.spec
+        framing = _framing_for(spec, self.headers.get("Accept", ""))
         self.send_response(200)
-        self.send_header("Content-Type", spec.framing.content_type)
+        self.send_header("Content-Type", framing.content_type)
         self.send_header("Transfer-Encoding", "chunked")
         self.send_header("Cache-Control", "no-cache")
         for name, value in spec.headers.items():
@@ -339,7 +503,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         delay = self.provider.delay
         try:
-            for index, frame in enumerate(recording.frames):
+            for index, frame in enumerate(recording.frames[framing]):
                 if delay and index:
                     time.sleep(delay)
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
@@ -357,10 +521,19 @@ class _Handler(BaseHTTPRequestHandler):
         for name, text in (headers or {}).items():
             self.send_header(name, text)
         self.end_headers()
-        self.wfile.write(payload)
+        if self.command != "HEAD":
+            self.wfile.write(payload)
 
 
-def _error(message: str) -> dict:
+def _framing_for(spec: ServeSpec, accept: str) -> Framing:
+    """The framing a request gets: the serve section's ``accept`` one for the first media type
+    it names that the request's Accept header lists (Cohere streams JSON lines to a client that
+    asks for ``application/json``), else its ``framing``."""
+    asked = {part.split(";")[0].strip().lower() for part in accept.split(",")}
+    return next((framing for kind, framing in spec.accept if kind in asked), spec.framing)
+
+
+def _error(message: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": "mcs_formats_serve"}}
 
 

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model.assembly import Assembly
-from ..model.fragments import Fragments, ingest, materialize
+from ..model.fragments import Fragments, grow, ingest, materialize
+from ..model.journal import count, put, put_attr, trim
 from ..model.jsonpath import Token, normalized, singular_path
 from ..model.jsonscan import COMPLETE
 from ..model.parts import JoinRule, join_one
@@ -37,7 +38,7 @@ from .ops import (
     fragments_reader,
     reasoning_inside,
 )
-from .paths import compile_read
+from .paths import compile_read, items_of
 
 _ABSENT = object()
 
@@ -87,7 +88,7 @@ def op_extend(spec: dict, ctx: CompileContext) -> Run:
     read = compile_read(spec["from"], ctx.choice_alias)
     target = Target(spec["at"], ctx)
     rule = JoinRule.from_spec(spec["join"], spec["at"]) if spec.get("join") else None
-    pattern = f"{target.pattern}[*]"
+    pattern = items_of(target.pattern)
     cont = _continuation(spec.get("continuation"))
     display_where = _display_where(ctx, target)
     at_root = target.at_root
@@ -113,9 +114,10 @@ def op_extend(spec: dict, ctx: CompileContext) -> Run:
             return
         parts = parent.get(last)
         if parts.__class__ is not list:
-            parts = parent[last] = []
+            parts = put(asm.journal, parent, last, [])
         for part in incoming:
             if part.__class__ is not dict:
+                trim(asm.journal, parts)
                 parts.append(ingest(part))
                 continue
             if cont is not None:
@@ -149,9 +151,10 @@ def _reasoning_readers(ctx: CompileContext, target: Target) -> tuple:
 def _take(asm, parts, part, rule, pattern, display_field, text_where, reasoning) -> None:
     before = len(parts)
     if rule is not None:
-        stored = join_one(parts, part, rule)
+        stored = join_one(asm.journal, parts, part, rule)
     else:
         stored = ingest(part)
+        trim(asm.journal, parts)
         parts.append(stored)
     if len(parts) > before:
         asm.item_added(pattern, stored, len(parts) - 1)
@@ -168,6 +171,7 @@ def _open(asm: Assembly, parts: list, part: dict, call: dict, cont: Continuation
     """A call part with the flag: the call's arguments stream in the parts that follow."""
     kept = {k: v for k, v in call.items() if k not in (cont.flag, cont.pieces)}
     stored = {**ingest({k: v for k, v in part.items() if k != cont.field}), cont.field: kept}
+    trim(asm.journal, parts)
     parts.append(stored)
     asm.item_added(pattern, stored, len(parts) - 1)
     track = asm.track_of.get(id(stored))
@@ -175,6 +179,7 @@ def _open(asm: Assembly, parts: list, part: dict, call: dict, cont: Continuation
         track.args.reset()  # its arguments are still streaming
     sink = track.args.sink if track is not None else None
     state: tuple[dict, Continuation, dict, dict, Any] = (stored, cont, {}, {}, sink)
+    trim(asm.journal, asm.open_parts)
     asm.open_parts.append(state)
     _apply_pieces(asm, state, call.get(cont.pieces))
 
@@ -189,11 +194,11 @@ def _continue(asm: Assembly, part: dict, call: dict, cont: Continuation) -> None
         kept = stored[cont.field]
         for key, value in call.items():
             if key not in (cont.flag, cont.pieces) and kept.get(key) is None:
-                kept[key] = ingest(value)
+                put(asm.journal, kept, key, ingest(value))
     if len(part) > 1:
         for key, value in part.items():
             if key != cont.field and stored.get(key) is None:
-                stored[key] = ingest(value)
+                put(asm.journal, stored, key, ingest(value))
     if not call.get(cont.flag):
         finish_open_parts(asm)
 
@@ -214,25 +219,26 @@ def _apply_pieces(asm: Assembly, state: tuple, pieces: Any) -> None:
                 break
         else:
             if cont.null_value is None or cont.null_value not in piece:
-                asm.unknown[f"{cont.pieces} piece without a value"] += 1  # never silently
+                count(asm.journal, asm.unknown, f"{cont.pieces} piece without a value")
                 continue
             name, value = cont.null_value, None
         tokens = singular_path(piece[cont.path])
         more = piece.get(cont.flag)
         if sink is not None:  # a buffer with events: the call's ``partial`` takes the piece
             sink.path(piece[cont.path], value, bool(more) and name == cont.text_value)
+        journal = asm.journal
         if name == cont.text_value and value.__class__ is str:
             prior = leaves.get(tokens)
             if prior is not None:  # the piece before at this leaf said more would follow
                 if value:
-                    prior.append(value)
+                    grow(journal, prior, value)
             else:
                 prior = Fragments(value)
-                _set_leaf(args, tokens, prior)
-            leaves[tokens] = prior if more else None
+                _set_leaf(journal, args, tokens, prior)
+            put(journal, leaves, tokens, prior if more else None)
         else:
-            _set_leaf(args, tokens, ingest(value))
-            leaves[tokens] = None
+            _set_leaf(journal, args, tokens, ingest(value))
+            put(journal, leaves, tokens, None)
 
 
 def finish_open_parts(asm: Assembly, cut: bool = False) -> None:
@@ -243,20 +249,23 @@ def finish_open_parts(asm: Assembly, cut: bool = False) -> None:
     a length stop): the pieces so far are only a prefix of the arguments, so the call is
     incomplete, never a call; the message keeps them and the flag the wire sent last (the
     call "will continue"), so that a reader of the message does not take them for a call."""
+    journal = asm.journal
     while asm.open_parts:
-        stored, cont, args, _, _ = asm.open_parts.pop()
+        state = asm.open_parts.pop()
+        journal.append((asm.open_parts.append, state))
+        stored, cont, args, _, _ = state
         args = materialize(args)  # continued string leaves become plain strings
         call = stored[cont.field]
-        call[cont.args] = args
+        put(journal, call, cont.args, args)
         track = asm.track_of.get(id(stored))
         if cut:
-            call[cont.flag] = True
+            put(journal, call, cont.flag, True)
             if track is not None:
                 track.args.cut_whole(args)
             continue
         if track is not None:
             track.args.set_whole(args)
-            track.args.closed = True
+            put_attr(journal, track.args, "closed", True)
             if track.args.state == COMPLETE:
                 asm.calls_dirty = True
 
@@ -389,9 +398,9 @@ def _misfit(path: str, prefix: tuple, found: str, wanted: str) -> ValueError:
 # -- reading and writing the arguments tree ---------------------------------------------------
 
 
-def _set_leaf(root: dict, tokens: tuple[Token, ...], value: Any) -> None:
-    """Set ``value`` at ``tokens``, creating the containers on the way; the path was checked,
-    so an index is at most the list's length (== appends)."""
+def _set_leaf(journal: list[Any], root: dict, tokens: tuple[Token, ...], value: Any) -> None:
+    """Set ``value`` at ``tokens``, creating the containers on the way (journaled); the path
+    was checked, so an index is at most the list's length (== appends)."""
     node: Any = root
     for token, nxt in zip(tokens, tokens[1:], strict=False):
         if token.__class__ is int:
@@ -400,14 +409,18 @@ def _set_leaf(root: dict, tokens: tuple[Token, ...], value: Any) -> None:
             child = node.get(token)
         if child is None:
             child = [] if nxt.__class__ is int else {}
-            if token.__class__ is int and token == len(node):
-                node.append(child)
-            else:
-                node[token] = child
+            _set_in(journal, node, token, child)
         node = child
-    leaf = tokens[-1]
-    if leaf.__class__ is int and leaf == len(node):
+    _set_in(journal, node, tokens[-1], value)
+
+
+def _set_in(journal: list[Any], node: Any, token: Token, value: Any) -> None:
+    """``node[token] = value`` on an object or a list (an index at its length appends)."""
+    if node.__class__ is dict:
+        put(journal, node, token, value)
+    elif token == len(node):
+        trim(journal, node)
         node.append(value)
     else:
-        node[leaf] = value
-
+        journal.append((node.__setitem__, token, node[token]))
+        node[token] = value

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model.assembly import Assembly, append_text, ensure_slotted
-from ..model.fragments import Fragments, SlottedList, ingest, shown_value, slot_misfit
+from ..model.fragments import Fragments, SlottedList, dig, grow, ingest, shown_value, slot_misfit
+from ..model.journal import put, put_attr
 from ..model.jsonscan import COMPLETE
 from ..model.parts import JoinRule, as_placed, join_parts, string_as_part
 from .ops import (
@@ -28,7 +29,7 @@ from .ops import (
     reasoning_inside,
     report_unplaced,
 )
-from .paths import compile_get, compile_read, parse_chain
+from .paths import compile_get, compile_read, items_of, parse_chain
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ def op_fold(spec: dict, ctx: CompileContext) -> Run:
             display_key = key
     lists = {}
     for name, lspec in (spec.get("lists") or {}).items():
-        pattern = f"{base}.{name}[*]" if base else f"{name}[*]"
+        pattern = items_of(base, name)
         args = parse_chain(lspec["args"]) if lspec.get("args") else ()
         identity = tuple(parse_chain(p) for p in lspec.get("identity", ()))
         lists[name] = ListFold(
@@ -160,7 +161,7 @@ def fold_delta(asm: Assembly, dest: dict, delta: dict, spec: FoldSpec, order: st
                 _fold_parts(asm, dest, key, value, spec)
             elif current.__class__ is list and value.__class__ is str and key in spec.parts:
                 if value:
-                    part = string_as_part(current, value, spec.parts[key])
+                    part = string_as_part(asm.journal, current, value, spec.parts[key])
                     if key == spec.display_key and _shows(spec, part):
                         asm.display.append(value)
                     elif key in spec.reasoning_parts:
@@ -168,9 +169,9 @@ def fold_delta(asm: Assembly, dest: dict, delta: dict, spec: FoldSpec, order: st
             elif value.__class__ is str:
                 if value:
                     if current.__class__ is Fragments:  # the usual case: no call of ours
-                        current.append(value)
+                        grow(asm.journal, current, value)
                     else:
-                        append_text(dest, key, value)
+                        append_text(dest, key, value, asm.journal)
                     if key == spec.display_key:
                         asm.display.append(value)
                     elif key in spec.reasoning_keys:
@@ -178,21 +179,21 @@ def fold_delta(asm: Assembly, dest: dict, delta: dict, spec: FoldSpec, order: st
                         if where is None or where(dest):
                             asm.reasoning.append(value)
                 elif dest.get(key) is None:
-                    dest[key] = ""
+                    put(asm.journal, dest, key, "")
             elif value is None:
                 if key not in dest:
-                    dest[key] = None
+                    put(asm.journal, dest, key, None)
             else:
-                _set_once(dest, key, value)
+                _set_once(asm.journal, dest, key, value)
         elif key in lists:
             if value is None:
                 if key not in dest:
-                    dest[key] = None
+                    put(asm.journal, dest, key, None)
                 continue
             entries = value if value.__class__ is list else [value]
             lst = dest.get(key)
             if lst.__class__ is not SlottedList:
-                lst = ensure_slotted(dest, key, order)
+                lst = ensure_slotted(dest, key, order, asm.journal)
             lfold = lists[key]
             for entry in entries:
                 if entry.__class__ is dict:
@@ -200,7 +201,7 @@ def fold_delta(asm: Assembly, dest: dict, delta: dict, spec: FoldSpec, order: st
         elif key in spec.objects and value.__class__ is dict:
             _fold_object(asm, dest, key, value, spec.objects[key])
         else:
-            _set_once(dest, key, value)
+            _set_once(asm.journal, dest, key, value)
 
 
 def _fold_object(asm: Assembly, dest: dict, key: str, value: dict, spec: ListFold) -> None:
@@ -210,7 +211,7 @@ def _fold_object(asm: Assembly, dest: dict, key: str, value: dict, spec: ListFol
     if item.__class__ is dict:
         _merge_entry(asm, item, item, value, spec, 0)
         return
-    item = dest[key] = {}
+    item = put(asm.journal, dest, key, {})
     _merge_entry(asm, item, item, value, spec, 0)
     asm.item_added(spec.pattern, item)
 
@@ -235,9 +236,9 @@ def _fold_parts(asm: Assembly, dest: dict, key: str, value: list, spec: FoldSpec
     current = dest.get(key)
     if current.__class__ is not list:
         earlier = str(current) if current is not None else ""
-        current = dest[key] = []
+        current = put(asm.journal, dest, key, [])
         if earlier:
-            string_as_part(current, earlier, rule)
+            string_as_part(asm.journal, current, earlier, rule)
     field_name = spec.display_field
     show = key == spec.display_key and field_name is not None
     readers = spec.reasoning_parts.get(key, ())
@@ -253,7 +254,7 @@ def _fold_parts(asm: Assembly, dest: dict, key: str, value: list, spec: FoldSpec
             for read in readers:
                 read(placed, asm.reasoning)
 
-    join_parts(current, value, rule, on_part)
+    join_parts(asm.journal, current, value, rule, on_part)
 
 
 def _reason_part(asm: Assembly, readers: tuple, text: str, rule: JoinRule) -> None:
@@ -264,17 +265,17 @@ def _reason_part(asm: Assembly, readers: tuple, text: str, rule: JoinRule) -> No
         read(part, asm.reasoning)
 
 
-def _set_once(dest: dict, key: str, value: Any) -> None:
+def _set_once(journal: list[Any], dest: dict, key: str, value: Any) -> None:
     current = dest.get(key)
     if value is None:
         if key not in dest:
-            dest[key] = None
+            put(journal, dest, key, None)
         return
     if current is None or current == "":
-        dest[key] = ingest(value)
+        put(journal, dest, key, ingest(value))
     elif current.__class__ is dict and value.__class__ is dict:
         for k, v in value.items():
-            _set_once(current, k, v)
+            _set_once(journal, current, k, v)
 
 
 def _fold_entry(asm: Assembly, lst: SlottedList, entry: dict, spec: ListFold) -> None:
@@ -295,13 +296,13 @@ def _fold_entry(asm: Assembly, lst: SlottedList, entry: dict, spec: ListFold) ->
         # a call (``calls.where``) is decided on what it carries, and whole arguments are
         # taken once rather than seeded empty and then replaced.
         if spec.drop or spec.concat:
-            item = lst.put(slot, {})
+            item = lst.put(slot, {}, asm.journal)
             _merge_entry(asm, item, item, entry, spec, 0)
         else:  # nothing to leave out or join: merging into an empty item is a copy
-            item = lst.put(slot, ingest(entry))
+            item = lst.put(slot, ingest(entry), asm.journal)
         asm.item_added(spec.pattern, item, slot)
         return
-    lst.last = slot
+    put_attr(asm.journal, lst, "last", slot)
     _merge_entry(asm, item, item, entry, spec, 0)
 
 
@@ -334,13 +335,9 @@ def _next_free_slot(lst: SlottedList) -> Any:
 
 
 def _dig(obj: Any, chain: tuple[str, ...]) -> Any:
-    for field_name in chain:
-        if obj.__class__ is not dict:
-            return None
-        obj = obj.get(field_name)
-    if obj.__class__ is Fragments:
-        return str(obj)
-    return obj
+    """The value at ``chain``, streamed text read as its string."""
+    found = dig(obj, chain)
+    return str(found) if found.__class__ is Fragments else found
 
 
 def _merge_entry(
@@ -362,7 +359,7 @@ def _merge_entry(
                     # track once the item is told (so the track's rules hold from the first
                     # fragment: the arguments are the first JSON value of the text). Kept
                     # as given, as the argument stream keeps a whole value (never written).
-                    dest[key] = value
+                    put(asm.journal, dest, key, value)
                     continue
                 stream = asm.args_of(item, args)
                 if stream.state == COMPLETE and _restates(stream, value):
@@ -373,14 +370,14 @@ def _merge_entry(
             if value.__class__ is dict:
                 sub = dest.get(key)
                 if sub.__class__ is not dict:
-                    sub = dest[key] = {}
+                    sub = put(asm.journal, dest, key, {})
                 _merge_entry(asm, item, sub, value, spec, depth + 1)
                 continue
         if depth == 0 and key in spec.concat and value.__class__ is str:
             if value:
-                append_text(dest, key, value)
+                append_text(dest, key, value, asm.journal)
             continue
-        _set_once(dest, key, value)
+        _set_once(asm.journal, dest, key, value)
 
 
 def _restates(stream: Any, value: Any) -> bool:

@@ -21,10 +21,29 @@ from dataclasses import field as dataclass_field
 from typing import Any, cast
 
 from ..model.assembly import Assembly, append_text, ensure_slotted
-from ..model.fragments import Fragments, SlottedList, ingest, shown_value, slot_misfit
+from ..model.fragments import (
+    Fragments,
+    SlottedList,
+    dig,
+    grow,
+    ingest,
+    make_way,
+    shown_value,
+    slot_misfit,
+)
 from ..model.fragments import json_kind as _json_kind
+from ..model.journal import put, put_attr, refill, trim
 from ..model.jsonscan import COMPLETE, ArgsStream
-from .paths import Reader, Segment, as_reader, compile_read, parse_target
+from .paths import (
+    FIRST,
+    Reader,
+    Segment,
+    as_reader,
+    compile_read,
+    items_of,
+    parse_target,
+    pattern_of,
+)
 from .predicates import compile_predicate
 
 Run = Callable[[Assembly, Any, Any], None]
@@ -132,22 +151,11 @@ def any_where(wheres: list) -> Any:
     return lambda item: any(where(item) for where in wheres)
 
 
-def pattern_of(segments: tuple[Segment, ...]) -> str:
-    out: list[str] = []
-    for seg in segments:
-        if seg.field is not None:
-            out.append(("." if out else "") + seg.field)
-        else:
-            out.append("[*]")
-    return "".join(out)
-
-
 class Target:
     """A compiled target path: walks (and creates) the way to where an operation writes."""
 
     __slots__ = (
         "segments",
-        "steps",
         "last",
         "item_patterns",
         "pattern",
@@ -169,11 +177,10 @@ class Target:
     # walks, which run on every event, read steps and their patterns as Any rather than
     # narrowing each one per event.
     segments: tuple[Any, ...]
-    steps: tuple[Any, ...]
     item_patterns: tuple[Any, ...]  # the list pattern at each slot step, None at a field
     rel: tuple[str, ...]
     locate_item: Callable[[Assembly, Any, Any, bool], Any]
-    parent_of_field: Callable[[dict], dict]  # every rule calls it with create=True: a dict
+    parent_of_field: Callable[[dict[str, Any], list[Any]], dict[str, Any]]
     slot_field: str | None
 
     def __init__(
@@ -193,7 +200,6 @@ class Target:
         # Fields after the innermost slot: the path inside the item.
         last_slot = max((i for i, s in enumerate(self.segments) if s.field is None), default=-1)
         self.rel = tuple(cast(str, s.field) for s in self.segments[last_slot + 1 :])
-        self.steps = self.segments
         # The walk runs on every event: the two shapes nearly every rule has get a walk of
         # their own (``role``: the root itself; ``content[index].text``: one slotted list).
         slots = [i for i, s in enumerate(self.segments) if s.field is None]
@@ -205,8 +211,7 @@ class Target:
             self.locate_item = self._two_slots
         else:
             self.locate_item = self._walk
-        walk_rel = cast(Callable[[dict], dict], self._walk_rel)  # create=True never gives None
-        self.parent_of_field = _itself if len(self.rel) <= 1 else walk_rel
+        self.parent_of_field = _itself if len(self.rel) <= 1 else self._walk_rel
         # ``role``: the field's parent is the message itself, with no walk at all.
         self.at_root = not slots and len(self.rel) == 1
         # The first SLOT's reader's fast path: one field of the event (``index``) is looked up
@@ -240,21 +245,8 @@ class Target:
         """The list of the addressed item and the SLOT of the item it (in this target's scope)
         opened last, for an event without the SLOT; None when there is none (nothing is
         created on the way: an event with nothing to continue changes nothing)."""
-        node: Any = asm.root
-        last = self.last_slot
-        for seg in self.segments[: last - 1]:
-            if seg.field is not None:
-                node = node.get(seg.field) if node.__class__ is dict else None
-            else:
-                slot = seg.slot(ev, ch)
-                held = node.__class__ is SlottedList and slot is not None
-                node = node.get(slot) if held else None
-            if node is None:
-                return None
-        lst = node.get(self.segments[last - 1].field) if node.__class__ is dict else None
-        if lst.__class__ is not SlottedList:
-            return None
-        slot = last_opened(lst, self.scope)
+        lst = self.walk(asm, ev, ch, self.last_slot, False)
+        slot = None if lst is None else last_opened(lst, self.scope)
         return None if slot is None else (lst, slot)
 
     def field_parent(self, asm: Assembly, ev: Any, ch: Any, op: str) -> dict | None:
@@ -264,14 +256,13 @@ class Target:
         if item is None:
             report_unplaced(asm, op, self, ev, ch)
             return None
-        return self.parent_of_field(item)
+        return self.parent_of_field(item, asm.journal)
 
     def explain(self, asm: Assembly, ev: Any, ch: Any) -> str:
-        """Why ``locate_item`` found no item for this event (cold: only for a skip)."""
-        node: Any = asm.root
+        """Why ``locate_item`` found no item for this event (cold: only for a skip): the first
+        slot step the walk stops at."""
         for i, seg in enumerate(self.segments[: len(self.segments) - len(self.rel)]):
             if seg.field is not None:
-                node = node.get(seg.field) if node.__class__ is dict else None
                 continue
             slot = seg.slot(ev, ch)
             if slot is None:
@@ -282,10 +273,8 @@ class Target:
                         f"{self.segments[i - 1].field}{scope} is open to continue"
                     )
                 return f"the event has no slot key {seg.slot_path!r}"
-            item = node.get(slot) if node.__class__ is SlottedList else None
-            if item is None:
+            if self.walk(asm, ev, ch, i + 1, False) is None:
                 return f"no item is open at {self.shown(i, slot)}"
-            node = item
         return "the way to it is not an object"
 
     def shown(self, step: int, slot: Any) -> str:
@@ -324,7 +313,7 @@ class Target:
         if lst.__class__ is not SlottedList:
             if not create and lst is None:
                 return None
-            lst = ensure_slotted(node, field, self.order)
+            lst = ensure_slotted(node, field, self.order, asm.journal)
         try:
             item = lst.get(slot)
         except TypeError:  # a list or an object as the SLOT (no cost until one comes)
@@ -333,62 +322,54 @@ class Target:
             return item
         if not create:
             return None
-        item = lst.put(slot, {})
+        item = lst.put(slot, {}, asm.journal)
         asm.item_added(self.item_patterns[at + 1], item, slot)
         return item
 
     def _walk(self, asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
         """The innermost slotted item on the path (or the root when there is none)."""
+        return self.walk(asm, ev, ch, len(self.segments) - len(self.rel), create)
+
+    def walk(self, asm: Assembly, ev: Any, ch: Any, end: int, create: bool) -> Any:
+        """The one walk of a target: the node after its first ``end`` steps (the item at a
+        slot step, the slotted list at a field before one), the way created when ``create``
+        (each item opened told to the assembly); None when the event lacks a SLOT on the way
+        or, without ``create``, the way is not there."""
         node: Any = asm.root
         segs = self.segments
-        n = len(segs)
-        i = 0
-        end = n - len(self.rel)
-        while i < end:
+        for i in range(end):
             seg = segs[i]
             if seg.field is not None:
-                nxt_is_slot = i + 1 < n and segs[i + 1].field is None
-                if nxt_is_slot:
-                    if node.get(seg.field).__class__ is not SlottedList:
-                        if not create and node.get(seg.field) is None:
+                child = node.get(seg.field)
+                if segs[i + 1].field is None:  # a slot step follows: a slotted list
+                    if child.__class__ is not SlottedList:
+                        if not create and child is None:
                             return None
-                        ensure_slotted(node, seg.field, self.order)
-                    node = node[seg.field]
-                else:
-                    child = node.get(seg.field)
-                    if child.__class__ is not dict:
-                        if not create:
-                            return None
-                        child = node[seg.field] = {}
-                    node = child
-            else:
-                slot = seg.slot(ev, ch)
-                if slot is None:
-                    return None
-                try:
-                    item = node.get(slot)
-                except TypeError:  # a list or an object as the SLOT
-                    raise self.slot_misfit(i, slot) from None
-                if item is None:
+                        child = ensure_slotted(node, seg.field, self.order, asm.journal)
+                elif child.__class__ is not dict:
                     if not create:
                         return None
-                    item = node.put(slot, {})
-                    asm.item_added(self.item_patterns[i], item, slot)
-                node = item
-            i += 1
-        return node
-
-    def _walk_rel(self, item: dict, create: bool = True) -> dict | None:
-        """The dict holding the last field of ``rel`` inside ``item``."""
-        node = item
-        for field in self.rel[:-1]:
-            child = node.get(field)
-            if child.__class__ is not dict:
+                    child = put(asm.journal, node, seg.field, {})
+                node = child
+                continue
+            slot = seg.slot(ev, ch)
+            if slot is None:
+                return None
+            try:
+                item = node.get(slot)
+            except TypeError:  # a list or an object as the SLOT
+                raise self.slot_misfit(i, slot) from None
+            if item is None:
                 if not create:
                     return None
-                child = node[field] = {}
-            node = child
+                item = node.put(slot, {}, asm.journal)
+                asm.item_added(self.item_patterns[i], item, slot)
+            node = item
         return node
+
+    def _walk_rel(self, item: dict[str, Any], journal: list[Any]) -> dict[str, Any]:
+        """The dict holding the last field of ``rel`` inside ``item``, the way created."""
+        return make_way(item, self.rel[:-1], journal)
 
 
 def _scoped(segments: tuple[Segment, ...], scope: str | None) -> tuple[Segment, ...]:
@@ -440,7 +421,7 @@ def _at_root(asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
     return asm.root
 
 
-def _itself(item: dict, create: bool = True) -> dict:
+def _itself(item: dict[str, Any], journal: list[Any]) -> dict[str, Any]:
     return item
 
 
@@ -460,6 +441,7 @@ def op_set(spec: dict, ctx: CompileContext) -> Run:
         def set_root(asm: Assembly, ev: Any, ch: Any) -> None:
             value = read(ev, ch)
             if value.__class__ is dict:
+                refill(asm.journal, asm.root)
                 asm.root.clear()
                 asm.root.update(ingest(value))
             elif value is not None:
@@ -477,7 +459,7 @@ def op_set(spec: dict, ctx: CompileContext) -> Run:
             return
         item = target.locate_item(asm, ev, ch, True)
         if item is not None:
-            target.parent_of_field(item)[last] = ingest(value)
+            put(asm.journal, target.parent_of_field(item, asm.journal), last, ingest(value))
         else:
             report_unplaced(asm, "set", target, ev, ch)
 
@@ -500,7 +482,7 @@ def op_set_once(spec: dict, ctx: CompileContext) -> Run:
         if parent is None:
             return
         if parent.get(last) in (None, ""):
-            parent[last] = ingest(value)
+            put(asm.journal, parent, last, ingest(value))
 
     return set_once
 
@@ -529,16 +511,16 @@ def op_merge(spec: dict, ctx: CompileContext) -> Run:
                 report_unplaced(asm, "merge", target, ev, ch)
                 return
             if target.rel:
-                parent = target.parent_of_field(item)
+                parent = target.parent_of_field(item, asm.journal)
                 dest = parent.get(target.rel[-1])
                 if dest.__class__ is not dict:
-                    dest = parent[target.rel[-1]] = {}
+                    dest = put(asm.journal, parent, target.rel[-1], {})
             else:
                 dest = item
         for key, val in value.items():
             if key in excluded or (val is None and dest.get(key) is not None):
                 continue
-            dest[key] = ingest(val)
+            put(asm.journal, dest, key, ingest(val))
 
     return merge
 
@@ -574,50 +556,26 @@ def _open(
             else:  # the wire continues the item opened last: it is restated
                 restate(asm, found[0], found[1], value)
             return
-        # Walk to the list that holds the item (creating the way).
-        node: Any = asm.root
-        segs = target.segments
-        for i in range(len(segs) - 2):
-            seg = segs[i]
-            if seg.field is not None:
-                nxt_is_slot = segs[i + 1].field is None
-                if nxt_is_slot:
-                    node = ensure_slotted(node, seg.field, target.order)
-                else:
-                    child = node.get(seg.field)
-                    if child.__class__ is not dict:
-                        child = node[seg.field] = {}
-                    node = child
-            else:
-                inner = seg.slot(ev, ch)
-                if inner is None:
-                    report_unplaced(asm, op, target, ev, ch)
-                    return
-                try:
-                    item = node.get(inner)
-                except TypeError:  # a list or an object as the SLOT
-                    raise target.slot_misfit(i, inner) from None
-                if item is None:
-                    item = node.put(inner, {})
-                    asm.item_added(target.item_patterns[i], item, inner)
-                node = item
-        lst = ensure_slotted(node, segs[-2].field, target.order)
+        lst = target.walk(asm, ev, ch, len(target.segments) - 1, True)  # the way created
+        if lst is None:
+            report_unplaced(asm, op, target, ev, ch)
+            return
         try:
             existing = lst.get(slot)
         except TypeError:  # a list or an object as the SLOT
-            raise target.slot_misfit(len(segs) - 1, slot) from None
+            raise target.slot_misfit(len(target.segments) - 1, slot) from None
         if existing is not None:
             restate(asm, lst, slot, value)
             return
         item = ingest(value) if value.__class__ is dict else {}
-        lst.put(slot, item)
+        lst.put(slot, item, asm.journal)
         asm.item_added(pattern, item, slot)
 
     def restate(asm: Assembly, lst: SlottedList, slot: Any, value: Any) -> None:
         existing = lst.get(slot)
         assert existing is not None, "restated only where an item is open"
         if _restate(asm, existing, value, args_fields, merge_complete):
-            lst.last = slot
+            put_attr(asm.journal, lst, "last", slot)
             if id(existing) not in asm.track_of:
                 asm.item_added(pattern, existing, slot)  # what it carries may make it a call
         else:
@@ -664,7 +622,7 @@ def _restate(
     if track is not None and track.args.state == COMPLETE:
         if not merge_complete or value.__class__ is not dict:
             return False
-        restated = _dig_fields(value, args_fields)
+        restated = dig(value, args_fields)
         if not _is_empty(restated) and not _same_arguments(restated, track.args):
             return False
         _merge_restated(asm, item, _without_chain(value, args_fields), None, ())
@@ -672,14 +630,6 @@ def _restate(
     if value.__class__ is dict:
         _merge_restated(asm, item, value, track, args_fields)
     return True
-
-
-def _dig_fields(value: Any, fields: tuple[str, ...]) -> Any:
-    for field in fields:
-        if value.__class__ is not dict:
-            return None
-        value = value.get(field)
-    return value
 
 
 def _without_chain(value: dict, fields: tuple[str, ...]) -> dict:
@@ -722,9 +672,9 @@ def _merge_restated(
                 asm.calls_dirty = True
         elif current.__class__ is SlottedList and val.__class__ is list:
             if len(val) >= len(current):
-                node[key] = ingest(val)
+                put(asm.journal, node, key, ingest(val))
         else:
-            node[key] = ingest(val)
+            put(asm.journal, node, key, ingest(val))
 
 
 def _is_empty(value: Any) -> bool:
@@ -748,6 +698,8 @@ def op_close(spec: dict, ctx: CompileContext) -> Run:
             if final.__class__ is dict:
                 _adopt(asm, item, final, args_fields)
         track = asm.track_of.get(id(item))
+        if track is None and asm.deferring:  # opened by this event: closed once judged
+            asm.deferred.append((None, item, None))
         streams = [track.args] if track is not None else list(_streams_in(item))
         for stream in streams:
             if stream.close():
@@ -774,7 +726,7 @@ def _adopt(asm: Assembly, item: dict, final: dict, args_fields: tuple[str, ...])
                         if track.args.replace(v2):
                             asm.calls_dirty = True
                     elif sub.__class__ is dict:
-                        sub[k2] = ingest(v2)
+                        put(asm.journal, sub, k2, ingest(v2))
                 continue
         current = item.get(key)
         if current.__class__ in (Fragments, SlottedList, ArgsStream):
@@ -790,7 +742,7 @@ def _adopt(asm: Assembly, item: dict, final: dict, args_fields: tuple[str, ...])
             )
             if shorter:
                 continue  # never lose streamed items to a shorter restatement
-        item[key] = ingest(val)
+        put(asm.journal, item, key, ingest(val))
 
 
 def _streams_in(node: Any):
@@ -827,12 +779,12 @@ def op_append(spec: dict, ctx: CompileContext) -> Run:
         if item is None:
             report_unplaced(asm, "append", target, ev, ch)
             return
-        parent = item if shallow else target.parent_of_field(item)
+        parent = item if shallow else target.parent_of_field(item, asm.journal)
         current = parent.get(last)
         if current.__class__ is Fragments:  # the usual case: no call of ours
-            current.append(piece)
+            grow(asm.journal, current, piece)
         else:
-            append_text(parent, last, piece)
+            append_text(parent, last, piece, asm.journal)
         if display and (text_where is None or text_where(item)):
             asm.display.append(piece)
         elif reasoning and (reasoning_where is None or reasoning_where(item)):
@@ -887,20 +839,34 @@ def op_push(spec: dict, ctx: CompileContext) -> Run:
     """Add the event's value at ``from`` as a new element of the list at ``at``.
 
     The list may be a slotted one (items another rule opened by SLOT): the value then takes
-    the first free integer SLOT after them, so it is appended and nothing there is replaced."""
+    the first free integer SLOT after them, so it is appended and nothing there is replaced.
+    With ``update_by`` (fields such as ``[type, id]``), an object whose fields there are all
+    present updates, in its place, the element equal to it on every one of them (the AI SDK
+    replaces a data part of the same type and id), and is added when none is."""
     target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
     last = target.rel[-1]
-    item_pattern = f"{target.pattern}[*]"
+    item_pattern = items_of(target.pattern)
+    keys = tuple(spec.get("update_by", ()))
 
     def push(asm: Assembly, item: dict, value: Any) -> None:
-        parent = target.parent_of_field(item)
+        parent = target.parent_of_field(item, asm.journal)
         current = parent.get(last)
+        if keys and value.__class__ is dict and all(value.get(k) is not None for k in keys):
+            elements = current.items if current.__class__ is SlottedList else current
+            for old in elements if elements.__class__ is list else ():
+                if old.__class__ is dict and all(old.get(k) == value[k] for k in keys):
+                    replacing = ingest(value)  # (a value it refuses has changed nothing)
+                    refill(asm.journal, old)
+                    old.clear()
+                    old.update(replacing)
+                    return
         if current.__class__ is list:
+            trim(asm.journal, current)
             current.append(ingest(value))
         elif current is None:
-            parent[last] = [ingest(value)]
+            put(asm.journal, parent, last, [ingest(value)])
         elif current.__class__ is SlottedList:
-            stored = current.put(current.free_slot(), ingest(value))
+            stored = current.put(current.free_slot(), ingest(value), asm.journal)
             if stored.__class__ is dict:
                 asm.item_added(item_pattern, stored)
         else:
@@ -916,19 +882,10 @@ def op_push(spec: dict, ctx: CompileContext) -> Run:
 
 
 def _first_of(paths: Any, ctx: CompileContext) -> Reader:
-    paths = paths if isinstance(paths, list) else [paths]  # one path, or {jmespath: ...}
-    readers = [compile_read(p, ctx.choice_alias) for p in paths]
-    if len(readers) == 1:
-        return readers[0]
-
-    def first(ev: Any, ch: Any) -> Any:
-        for r in readers:
-            v = r(ev, ch)
-            if v is not None:
-                return v
-        return None
-
-    return as_reader(first)
+    """One path, or the first non-null of a list of them (a ``first`` read)."""
+    if isinstance(paths, list):
+        paths = {FIRST: paths} if len(paths) > 1 else paths[0]
+    return compile_read(paths, ctx.choice_alias)
 
 
 def op_stop_reason(spec: dict, ctx: CompileContext) -> Run:
@@ -940,7 +897,8 @@ def op_stop_reason(spec: dict, ctx: CompileContext) -> Run:
     def stop_reason(asm: Assembly, ev: Any, ch: Any) -> None:
         value = read(ev, ch)
         if value is not None:
-            asm.stop_reason = value if value.__class__ is str else json.dumps(value)
+            text = value if value.__class__ is str else json.dumps(value)
+            put_attr(asm.journal, asm, "stop_reason", text)
 
     return stop_reason
 
@@ -957,9 +915,9 @@ def op_usage(spec: dict, ctx: CompileContext) -> Run:
         if merge and asm.usage.__class__ is dict and value.__class__ is dict:
             merged = dict(asm.usage)
             merged.update({k: v for k, v in value.items() if v is not None})
-            asm.usage = merged
+            put_attr(asm.journal, asm, "usage", merged)
         else:
-            asm.usage = ingest(value)
+            put_attr(asm.journal, asm, "usage", ingest(value))
         asm.took_usage(ev)
 
     return usage
@@ -991,7 +949,7 @@ def op_error(spec: dict, ctx: CompileContext) -> Run:
         value = read(ev, ch)
         if value is None:
             return
-        asm.error = ingest(value)
+        put_attr(asm.journal, asm, "error", ingest(value))
         asm.finish(cut=True, event=ev)  # an error ends the stream inside whatever is open
 
     return error

@@ -44,6 +44,7 @@ the prefix; a value that is no string, or does not start with the prefix, reads 
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -84,6 +85,10 @@ JMESPATH = "jmespath"
 
 STRIP_PREFIX = "strip_prefix"
 """The key of the read that takes a prefix off a string (``{path: P, strip_prefix: S}``)."""
+
+FIRST = "first"  # {first: [READ, ...]}: the first of several places that holds a value
+CONSTANT = "value"  # {value: V}: the constant V, whatever the event
+OMIT_NULL = "omit_null"  # {jmespath: E, omit_null: true}: the objects E builds leave nulls out
 
 _FIELD = r"[A-Za-z_$][A-Za-z0-9_$-]*"
 _PLAIN = re.compile(rf"^{_FIELD}(\.{_FIELD})*$")
@@ -248,11 +253,6 @@ def _with_hint(exc: PathError, path: Any, form: str) -> PathError:
 # -- the forms ------------------------------------------------------------------------------------
 
 
-def is_jmespath(path: Any) -> bool:
-    """``{jmespath: "expr"}``: a read path that is a JMESPath expression."""
-    return isinstance(path, dict) and set(path) == {JMESPATH}
-
-
 def is_plain(path: Any) -> bool:
     """A chain of fields only (``""`` included): the paths read with look-ups and nothing
     else, which the dispatcher may key on."""
@@ -305,9 +305,9 @@ def parse_chain(path: str) -> tuple[str, ...]:
 
 
 def compile_read(path: str | dict, choice_alias: str | None = None) -> Reader:
-    """Compile a read path (a string, ``{jmespath: expr}`` or ``{path: P, strip_prefix: S}``)
-    into ``reader(event, choice)``; one plain field of the event itself (not the choice
-    alias) is the reader's ``field``."""
+    """Compile a read path (a string, ``{jmespath: expr}``, ``{path: P, strip_prefix: S}``,
+    ``{first: [READ, ...]}`` or the constant ``{value: V}``) into ``reader(event, choice)``;
+    one plain field of the event itself (not the choice alias) is the reader's ``field``."""
     one_field = None
     if isinstance(path, str) and _FIELD_ONLY.match(path) and path != choice_alias:
         one_field = path
@@ -318,6 +318,10 @@ def _compile_read(path: str | dict, choice_alias: str | None) -> Callable[..., A
     if isinstance(path, dict):
         if STRIP_PREFIX in path:
             return _compile_strip_prefix(path, choice_alias)
+        if FIRST in path:
+            return _compile_first(path, choice_alias)
+        if CONSTANT in path:
+            return _compile_constant(path)
         return _compile_jmespath(path, choice_alias)
     if path == "":
         return _whole_event
@@ -392,13 +396,15 @@ def _walk(obj: Any, steps: list[str | int], exact: bool = True) -> Any:
 
 
 def _compile_jmespath(path: dict, choice_alias: str | None) -> Callable[..., Any]:
-    if not is_jmespath(path) or not isinstance(path[JMESPATH], str):
+    if set(path) - {OMIT_NULL} != {JMESPATH} or not isinstance(path[JMESPATH], str):
         raise PathError(f'a read path is a string or {{{JMESPATH}: "expression"}}, got {path!r}')
     try:
         expression = jmespath.compile(path[JMESPATH])
     except jmespath.exceptions.JMESPathError as exc:
         raise PathError(f"JMESPath does not compile: {_jmespath_reason(exc)}") from None
-    search = expression.search
+    search: Callable[[Any], Any] = expression.search
+    if path.get(OMIT_NULL) is True:
+        search = lambda obj: _without_nulls(expression.search(obj))  # noqa: E731
     if choice_alias is not None:
         return lambda ev, ch: search({**ev, choice_alias: ch} if ch is not None else ev)
 
@@ -406,6 +412,38 @@ def _compile_jmespath(path: dict, choice_alias: str | None) -> Callable[..., Any
         return search(ev)
 
     return search_event
+
+
+def _without_nulls(value: Any) -> Any:
+    """``omit_null``: a multiselect hash writes null for a key the event lacks; the objects
+    of the result leave such keys out (at every depth), so that the message holds only what
+    the wire sent, as a field chain's absent read writes nothing."""
+    if value.__class__ is dict:
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if value.__class__ is list:
+        return [_without_nulls(v) for v in value]
+    return value
+
+
+def _compile_first(spec: dict, choice_alias: str | None) -> Callable[..., Any]:
+    """The first of several reads (two or more: the schema's) that holds a value (not null):
+    one read for a value the wire sends in one of several places or shapes."""
+    readers = [compile_read(read, choice_alias) for read in spec[FIRST]]
+
+    def first(ev: Any, ch: Any = None) -> Any:
+        for read in readers:
+            if (value := read(ev, ch)) is not None:
+                return value
+        return None
+
+    return first
+
+
+def _compile_constant(spec: dict) -> Callable[..., Any]:
+    """``{value: V}``: V whatever the event (a type, a state the wire leaves implicit),
+    without a JMESPath literal; a fresh copy each time, so that the message never shares it."""
+    text = json.dumps(spec[CONSTANT])
+    return lambda ev, ch=None: json.loads(text)
 
 
 def _compile_strip_prefix(spec: dict, choice_alias: str | None) -> Callable[..., Any]:
@@ -551,3 +589,46 @@ def parse_target(path: str, choice_alias: str | None = None) -> tuple[Segment, .
                 in_slot=True,
             )
     return tuple(segments)
+
+
+# -- patterns: the one place they are cut and joined -------------------------------------------
+
+EVERY = "[*]"
+
+
+def pattern_of(segments: tuple[Segment, ...]) -> str:
+    """The pattern of a target's segments: each slot step ``[*]`` (``content[*].text``)."""
+    out: list[str] = []
+    for seg in segments:
+        if seg.field is not None:
+            out.append(("." if out else "") + seg.field)
+        else:
+            out.append(EVERY)
+    return "".join(out)
+
+
+def pattern(path: Any, choice_alias: str | None = None) -> str:
+    """The pattern of a target path's text (``content[index].text`` -> ``content[*].text``);
+    ``""`` for the message root, or for what is no path text."""
+    return pattern_of(parse_target(path, choice_alias)) if isinstance(path, str) and path else ""
+
+
+def items_of(base: str, name: str | None = None) -> str:
+    """The pattern of the items of the list at ``base`` (or at its field ``name``)."""
+    if name is not None:
+        base = f"{base}.{name}" if base else name
+    return base + EVERY
+
+
+def pattern_parts(path: str) -> tuple[str, tuple[tuple[str, ...], ...], tuple[str, ...]]:
+    """``output[*].content[*].text`` -> pattern, field chains before each [*], tail fields."""
+    segments = parse_target(path)
+    chains: list[tuple[str, ...]] = []
+    current: list[str] = []
+    for seg in segments:
+        if seg.field is not None:
+            current.append(seg.field)
+        else:
+            chains.append(tuple(current))
+            current = []
+    return pattern_of(segments), tuple(chains), tuple(current)

@@ -9,6 +9,10 @@ message (``where`` in ``calls`` and ``text``). Every form is a mapping:
 ``{any: [...]}``, ``{all: [...]}``, ``{not: {...}}``. ``P`` is a read path of
 :mod:`engine.compile.paths` (a field chain with ``[n]``, or ``{jmespath: expr}``); for ``is: null``
 it is the presence form, which asks whether the key is there.
+
+Values compare as JSON's, not Python's: ``true`` is not ``1`` (in Python ``True == 1`` and a
+``bool`` is an ``int``), ``1`` is ``1.0``, ``null`` is only null; objects and lists compare member
+by member, as deep as the descriptor's value goes (a chunk's value may nest 100,000 deep).
 """
 
 from __future__ import annotations
@@ -20,17 +24,54 @@ from .paths import compile_get, compile_presence
 
 Predicate = Callable[[Any], bool]
 
-_TYPES: dict[str, tuple[type, ...]] = {
-    "object": (dict,),
-    "list": (list,),
-    "string": (str,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "null": (type(None),),
-}
+_KINDS: tuple[tuple[type, str], ...] = (
+    (bool, "boolean"),  # before int: a bool is an int in Python, not a number in JSON
+    (str, "string"),
+    (int, "number"),
+    (float, "number"),
+    (dict, "object"),
+    (list, "list"),
+    (type(None), "null"),
+)
+_EXACT: dict[type, str] = dict(_KINDS)  # what a chunk's values are, by their own class
 
 
-def compile_predicate(spec: dict) -> Predicate:
+def json_kind(value: Any) -> str | None:
+    """The JSON kind of ``value`` (``"number"`` for an int or a float, not for a bool)."""
+    exact = _EXACT.get(value.__class__)
+    if exact is not None:
+        return exact
+    for cls, kind in _KINDS:
+        if isinstance(value, cls):
+            return kind
+    return None
+
+
+def json_equal(value: Any, expected: Any) -> bool:
+    """JSON's equality of a chunk's ``value`` and a descriptor's ``expected``."""
+    kind = json_kind(expected)
+    if kind != json_kind(value):
+        return False
+    if kind == "object":
+        return value.keys() == expected.keys() and all(
+            json_equal(value[k], v) for k, v in expected.items()
+        )
+    if kind == "list":
+        return len(value) == len(expected) and all(map(json_equal, value, expected))
+    return bool(value == expected)
+
+
+def _equal_to(expected: Any) -> Callable[[Any], bool]:
+    """A test of "equals ``expected``" as JSON's: ``is`` for a boolean, ``==`` for a string or
+    null (where Python's equality is JSON's), :func:`json_equal` otherwise."""
+    if expected.__class__ is bool:
+        return lambda value: value is expected
+    if expected is None or expected.__class__ is str:
+        return lambda value: bool(value == expected)
+    return lambda value: json_equal(value, expected)
+
+
+def compile_predicate(spec: dict[str, Any]) -> Predicate:
     if "any" in spec:
         keys = _plain_has(spec["any"])
         if keys is not None:  # {any: [{has: a}, {has: b}]}, asked of chunks: one call, a loop
@@ -58,7 +99,10 @@ def compile_predicate(spec: dict) -> Predicate:
         simple = _one_field_equals(spec["not"])
         if simple is not None:  # {not: {field: thought, equals: true}}, asked of every part
             field, expected = simple
-            return lambda obj: obj.__class__ is not dict or obj.get(field) != expected
+            if expected.__class__ is bool:
+                return lambda obj: obj.__class__ is not dict or obj.get(field) is not expected
+            same = _equal_to(expected)
+            return lambda obj: obj.__class__ is not dict or not same(obj.get(field))
         inner = compile_predicate(spec["not"])
         return lambda obj: not inner(obj)
     if "has" in spec:
@@ -67,41 +111,49 @@ def compile_predicate(spec: dict) -> Predicate:
     simple = _one_field_equals(spec)
     if simple is not None:
         field, expected = simple
-        return lambda obj: obj.__class__ is dict and obj.get(field) == expected
+        if expected.__class__ is bool:
+            return lambda obj: obj.__class__ is dict and obj.get(field) is expected
+        same = _equal_to(expected)
+        return lambda obj: obj.__class__ is dict and same(obj.get(field))
     get = compile_get(spec["field"])
+    # The test of the value at ``field``, one per form; the object's own test comes last.
     if "equals" in spec:
-        expected = spec["equals"]
-        return lambda obj: obj.__class__ is dict and get(obj) == expected
-    if "in" in spec:
-        allowed = frozenset(spec["in"])
-        return lambda obj: obj.__class__ is dict and _hashable(get(obj)) in allowed
-    if "prefix" in spec:
+        test = _equal_to(spec["equals"])
+    elif "in" in spec:  # asked of every chunk (discriminators, ``when``): one call
+        # Strings (what the discriminators list) in a set, null a flag; others a test each.
+        strings = frozenset(v for v in spec["in"] if v.__class__ is str)
+        null = None in spec["in"]
+        tests = [_equal_to(v) for v in spec["in"] if v.__class__ is not str and v is not None]
+
+        def is_in(obj: Any) -> bool:
+            if obj.__class__ is not dict:
+                return False
+            value = get(obj)
+            if value.__class__ is str:
+                return value in strings
+            return null if value is None else any(t(value) for t in tests)
+
+        return is_in
+    elif "prefix" in spec:
         prefix = spec["prefix"]
         # A string only: ``str()`` of an object or a list would render all of it (a chunk's
         # value may nest 100,000 deep), to compare a few characters.
 
-        def has_prefix(obj: Any) -> bool:
-            if obj.__class__ is not dict:
-                return False
-            value = get(obj)
+        def test(value: Any) -> bool:
             return value.__class__ is str and value.startswith(prefix)
 
-        return has_prefix
-    if "is" in spec:
+    elif "is" in spec:
         kind = "null" if spec["is"] is None else spec["is"]
-        kinds = _TYPES[kind]
-        present = compile_presence(spec["field"]) if kind == "null" else None
+        if kind == "null":  # the presence form: the key is there, its value null
+            present = compile_presence(spec["field"])
+            return lambda obj: obj.__class__ is dict and get(obj) is None and present(obj)
 
-        def is_kind(obj: Any) -> bool:
-            if obj.__class__ is not dict:
-                return False
-            value = get(obj)
-            if present is not None:
-                return value is None and present(obj)
-            return isinstance(value, kinds) and not (kinds == (int, float) and value is True)
+        def test(value: Any) -> bool:
+            return json_kind(value) == kind
 
-        return is_kind
-    raise ValueError(f"unknown predicate form: {sorted(spec)}")
+    else:
+        raise ValueError(f"unknown predicate form: {sorted(spec)}")
+    return lambda obj: obj.__class__ is dict and test(get(obj))
 
 
 def _plain_has(specs: Any) -> tuple[str, ...] | None:
@@ -124,11 +176,3 @@ def _one_field_equals(spec: Any) -> tuple[str, Any] | None:
         return None
     field = compile_get(spec["field"]).field
     return None if field is None else (field, spec["equals"])
-
-
-def _hashable(value: Any) -> Any:
-    try:
-        hash(value)
-    except TypeError:
-        return None
-    return value

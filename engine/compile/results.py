@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model.fragments import copy_json
-from .schema import section_problems
+from .schema import section_problems, templates_in
 from .templates import (
     MISSING,
     Template,
@@ -45,12 +45,6 @@ from .templates import (
 )
 
 DEFAULT_LEAK_ROLE = "user"  # the schema's `default` of results.leak_role says the same
-_TEMPLATES = tuple(  # inside these the template compiler reports, not the schema
-    f"/results/{key}"
-    for key in ("assistant", "result", "message", "leak/assistant", "leak/message")
-)
-
-
 @dataclass(frozen=True)
 class CompiledResults:
     mode: str
@@ -91,7 +85,7 @@ def schema_problems(results: Any) -> list[TemplateProblem]:
     templates are typed for editors only: the template compiler reports inside them."""
     if results is None:
         return []
-    return section_problems(results, "results", "/results", _TEMPLATES)
+    return section_problems(results, "results", "/results", templates_in("results"))
 
 
 def check_sections(descriptor: dict) -> tuple[CompiledSections, list[TemplateProblem]]:

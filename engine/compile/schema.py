@@ -9,25 +9,44 @@ the schema states is written again in code.
 
 from __future__ import annotations
 
+import datetime
 import functools
 import json
-from collections.abc import Iterator
+import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
-from jsonschema import Draft202012Validator, ValidationError
+from jsonschema import Draft202012Validator, FormatChecker, ValidationError
+from jsonschema.exceptions import relevance
 
 from ..errors import escape
+from .paths import (
+    JMESPATH,
+    PathError,
+    Segment,
+    compile_lookup,
+    compile_presence,
+    compile_read,
+    parse_chain,
+    parse_target,
+    read_steps,
+)
+
+
+def data_dir(kind: str) -> Path:
+    """``formats`` or ``schemas``: inside the installed package, or beside it in a checkout
+    (the one place the engine looks for its data folders)."""
+    here = Path(__file__).resolve().parent.parent  # engine/ (this module is in engine/compile/)
+    for candidate in (here / kind, here.parent / kind):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"cannot find the built-in {kind} folder near {here}")
 
 
 def schema_path() -> Path:
-    """``format.schema.json``: inside the installed package, or beside it in a checkout."""
-    here = Path(__file__).resolve().parent.parent  # engine/ (this module is in engine/compile/)
-    for folder in (here / "schemas", here.parent / "schemas"):
-        candidate = folder / "format.schema.json"
-        if candidate.is_file():
-            return candidate
-    raise FileNotFoundError(f"cannot find schemas/format.schema.json near {here}")
+    """``format.schema.json``, in the ``schemas`` folder."""
+    return data_dir("schemas") / "format.schema.json"
 
 
 @functools.cache
@@ -36,15 +55,53 @@ def schema() -> dict:
     return json.loads(schema_path().read_text(encoding="utf-8"))
 
 
-@functools.cache
-def _definition_validator(name: str) -> Draft202012Validator:
-    return Draft202012Validator({"$defs": schema()["$defs"], "$ref": f"#/$defs/{name}"})
+TEMPLATES = (
+    "/declarations",
+    "/results/assistant",
+    "/results/result",
+    "/results/message",
+    "/results/leak/assistant",
+    "/results/leak/message",
+    "/serve/response",
+    "/serve/error/status",
+    "/serve/error/body",
+    "/serve/error/headers",
+    "/serve/error/kind",
+)
+"""Where templates sit: the template compiler reports the problems inside them (every one,
+each at its line), so the schema, which types them for editors, is not asked to repeat it."""
 
 
-def section_errors(value: Any, definition: str) -> Iterator[ValidationError]:
-    """The schema's errors of ``value`` checked against ``$defs/<definition>`` (the custom
-    path formats, which only the validator checks, are not asked)."""
-    return _definition_validator(definition).iter_errors(value)
+def in_template(pointer: str) -> bool:
+    return any(pointer == t or pointer.startswith(t + "/") for t in TEMPLATES)
+
+
+def templates_in(section: str) -> tuple[str, ...]:
+    """The template pointers inside ``/<section>``."""
+    return tuple(t for t in TEMPLATES if t.startswith(f"/{section}/"))
+
+
+class Where(Protocol):
+    """Where a worded schema error goes: at a value, or at its key (an unknown key's own
+    line). The validator's locator puts it in the YAML file; :class:`Pointed` keeps it as
+    ``(pointer, message, rule)``."""
+
+    def at_value(self, pointer: str, message: str, rule: str) -> Any: ...
+
+    def at_key(self, pointer: str, message: str, rule: str) -> Any: ...
+
+
+class Pointed:
+    """Schema errors as ``(pointer, message, rule)``, for a value checked without a file
+    (a section, a strategy built from a dict), at ``prefix`` in its descriptor."""
+
+    def __init__(self, prefix: str = "") -> None:
+        self.prefix = prefix
+
+    def at_value(self, pointer: str, message: str, rule: str) -> Located:
+        return (self.prefix + pointer, message, rule)
+
+    at_key = at_value
 
 
 Located = tuple[str, str, str]  # (JSON pointer, message, rule), as a template problem is
@@ -54,14 +111,15 @@ def section_problems(
     value: Any, definition: str, pointer: str, templates: tuple[str, ...] = ()
 ) -> list[Located]:
     """What ``$defs/<definition>`` says of ``value``, the section at ``pointer``: every error,
-    in pointer order, each ``(pointer, message, rule)`` in the schema's own words (its
-    ``errorMessage``) where it has them. Inside the ``templates`` (pointers of the section's
-    templates, typed in the schema for editors only) the template compiler reports, not this."""
+    in pointer order, each ``(pointer, message, rule)`` worded as the validator words it.
+    Inside the ``templates`` (pointers of the section's templates, typed in the schema for
+    editors only) the template compiler reports, not this."""
     found: set[Located] = set()
-    for err in section_errors(value, definition):
-        at = pointer + "".join(f"/{escape(str(part))}" for part in err.absolute_path)
+    where = Pointed(pointer)
+    for err in _best_errors(value, definition):
+        at = pointer + _pointer(err.absolute_path)
         if not any(_template_says(err, at, pointer, t) for t in templates):
-            found.update(_described(err, at))
+            found.update(_problems_of_error(err, where))
     return sorted(found)
 
 
@@ -79,33 +137,376 @@ def _template_says(err: ValidationError, at: str, pointer: str, template: str) -
     return list(err.absolute_schema_path)[: len(through)] == through
 
 
-def _described(err: ValidationError, at: str) -> list[Located]:
-    """One schema error as located problems (an object with two unknown keys gives two)."""
-    rule_schema: Any = err.schema if isinstance(err.schema, dict) else {}
-    custom = rule_schema.get("errorMessage")
-    # An error of iter_errors always carries its keyword and value (validate.py says why).
-    instance, keyword, expected = err.instance, err.validator, cast(Any, err.validator_value)
-    if keyword == "additionalProperties" and isinstance(instance, dict):
-        known = ", ".join(sorted(rule_schema.get("properties", {})))
-        return [
-            (f"{at}/{escape(key)}", f"unknown key; known: {known}", "unknown-key")
-            for key in instance
-            if key not in rule_schema.get("properties", {})
-        ]
-    if keyword == "required" and isinstance(instance, dict):
-        return [
-            (at, custom if isinstance(custom, str) else f"missing {key!r}", "required")
-            for key in expected
-            if key not in instance
-        ]
-    if keyword == "enum":
-        choices = ", ".join(json.dumps(v) if not str(v).isprintable() else str(v) for v in expected)
-        return [(at, f"one of {choices}, got {instance!r}", "enum")]
+def operation_names() -> list[str]:
+    """The operations the schema declares, in its order."""
+    return list(schema()["$defs"]["operation_mapping"]["properties"])
+
+# -- the custom formats: paths compiled as the engine compiles them -----------------------------
+
+
+class PathProblem(ValueError):
+    """A path the engine would refuse; ``rule`` names the check."""
+
+    def __init__(self, message: str, rule: str) -> None:
+        super().__init__(message)
+        self.rule = rule
+
+
+def _path_problem(exc: PathError, prefix: str = "") -> PathProblem:
+    """A path of an old dialect is its own rule, ``old-path``: the message says its new form."""
+    return PathProblem(f"{prefix}{exc}", "old-path" if exc.hint else "path")
+
+
+def _read_path(value: str) -> None:
+    if value == "":
+        return
+    try:
+        read_steps(value)
+    except PathError as exc:
+        raise _path_problem(exc, "not a read path: ") from None
+
+
+def _jmespath(value: str) -> None:
+    try:
+        compile_read({JMESPATH: value})
+    except PathError as exc:
+        raise PathProblem(str(exc), "jmespath") from None
+
+
+def _template_path(value: str) -> None:
+    try:
+        compile_lookup(value)
+    except PathError as exc:
+        raise _path_problem(exc, "not a template path: ") from None
+
+
+def _segments(value: str) -> tuple[Segment, ...]:
+    """Parse a target or pattern; a bad slot step is reported as such."""
+    try:
+        return parse_target(value)
+    except PathError as exc:
+        if exc.in_slot:
+            raise PathProblem(str(exc), "slot") from None
+        raise PathProblem(f"target path does not parse: {exc}", "target") from None
+
+
+def _target(value: str) -> tuple[Segment, ...]:
+    segments = _segments(value)
+    if any(seg.any for seg in segments):
+        raise PathProblem(
+            "[*] is for patterns; an operation writes one item: name its SLOT, e.g. content[index]",
+            "slot",
+        )
+    return segments
+
+
+def _item_target(value: str) -> None:
+    segments = _target(value)
+    if not segments or segments[-1].field is not None:
+        raise PathProblem("must end with a SLOT step, e.g. content[index]", "item-target")
+
+
+def _field_target(value: str) -> None:
+    segments = _target(value)
+    if not segments or segments[-1].field is None:
+        raise PathProblem("must end with a field, e.g. content[index].text", "field-target")
+
+
+def _field_chain(value: str) -> None:
+    try:
+        parse_chain(value)
+    except PathError as exc:
+        raise PathProblem(str(exc), "field-chain") from None
+
+
+def _presence_path(value: Any) -> None:
+    """``is: "null"`` asks whether a key is there: a field chain (with ``[n]``), never a
+    JMESPath, whose result cannot tell an absent key from a null one."""
+    if isinstance(value, dict):
+        raise PathProblem(
+            "is: null asks whether a key is present, which a JMESPath result cannot tell from "
+            "null: write the field chain of the key (meta.flags[0])",
+            "field-chain",
+        )
+    try:
+        compile_presence(value)
+    except PathError as exc:
+        raise PathProblem(f"a presence test takes a field chain: {exc}", "field-chain") from None
+
+
+def _python_regex(value: str) -> None:
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise PathProblem(f"not a Python regular expression: {exc}", "regex") from None
+
+
+def _pattern(value: str) -> tuple[Segment, ...]:
+    segments = _segments(value)
+    for seg in segments:
+        if seg.field is None and not seg.any:
+            raise PathProblem(
+                f"a pattern matches every item with [*], not a SLOT [{seg.slot_path}]", "pattern"
+            )
+    return segments
+
+
+def _call_pattern(value: str) -> None:
+    segments = _pattern(value)
+    if not segments or not segments[-1].any:
+        raise PathProblem("must end with [*], e.g. content[*]", "call-pattern")
+
+
+FORMATS = {
+    "read-path": _read_path,
+    "jmespath": _jmespath,
+    "presence-path": _presence_path,
+    "template-path": _template_path,
+    "target-path": _target,
+    "item-target": _item_target,
+    "field-target": _field_target,
+    "pattern": _pattern,
+    "call-pattern": _call_pattern,
+    "field-chain": _field_chain,
+    "python-regex": _python_regex,
+}
+"""The schema's custom ``format`` values and their checks. Editors ignore them."""
+
+
+def _format_checker() -> FormatChecker:
+    checker = FormatChecker(formats=())
+    for name, check in FORMATS.items():
+
+        def run(instance: Any, check=check, name=name) -> bool:
+            if isinstance(instance, str) or name == "presence-path":
+                check(instance)
+            return True
+
+        checker.checks(name, raises=PathProblem)(run)
+    return checker
+
+
+@functools.cache
+def _validator(definition: str | None = None) -> Draft202012Validator:
+    """The whole schema's validator, or ``$defs/<definition>``'s, custom formats checked."""
+    root = schema()
+    if definition is not None:
+        root = {"$defs": root["$defs"], "$ref": f"#/$defs/{definition}"}
+    return Draft202012Validator(root, format_checker=_format_checker())
+
+# -- schema errors as problems ------------------------------------------------------------------
+
+_JSON_TYPES = (
+    (bool, "boolean"),
+    (int, "integer"),
+    (float, "number"),
+    (str, "string"),
+    (list, "array"),
+    (dict, "object"),
+    (type(None), "null"),
+)
+
+# Errors whose own wording is better than a subschema's ``errorMessage``.
+_SELF_EXPLAINING = frozenset(
+    {
+        "type",
+        "enum",
+        "const",
+        "required",
+        "additionalProperties",
+        "unevaluatedProperties",
+        "dependentRequired",
+        "format",
+    }
+)
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, datetime.date):  # an unquoted 2023-06-01 is a YAML timestamp
+        return "a date (quote it)"
+    for cls, name in _JSON_TYPES:
+        if type(value) is cls:
+            return name
+    return type(value).__name__
+
+
+def _pointer(path: Iterable[Any]) -> str:
+    return "".join("/" + escape(str(part)) for part in path)
+
+
+def _resolve(fragment: dict) -> dict | None:
+    ref = fragment.get("$ref")
+    if not isinstance(ref, str) or not ref.startswith("#/"):
+        return None
+    node: Any = schema()
+    for part in ref[2:].split("/"):
+        node = node[part.replace("~1", "/").replace("~0", "~")]
+    return node
+
+
+def _declared_keys(fragment: dict, deep: bool) -> set[str]:
+    """The keys an object schema declares; with ``deep``, also those of the subschemas it
+    applies in place (what ``unevaluatedProperties`` counts as evaluated)."""
+    keys = set(fragment.get("properties", {}))
+    if deep:
+        subs = [_resolve(fragment), fragment.get("then"), fragment.get("else")]
+        subs += fragment.get("allOf", [])
+        for sub in subs:
+            if isinstance(sub, dict):
+                keys |= _declared_keys(sub, deep)
+    return keys
+
+
+def _is_def(fragment: Any, name: str) -> bool:
+    target = schema()["$defs"][name]
+    return fragment is target or fragment == target
+
+def _problems_of_error(err: ValidationError, where: Where) -> Iterator[Any]:
+    """One schema error as problems (an object with three unknown keys gives three)."""
+    pointer = _pointer(err.absolute_path)
+    # An error of iter_errors always carries its keyword, value and schema: jsonschema leaves
+    # them unset only on an error built by hand.
+    keyword = cast(str, err.validator)
+    expected_value: Any = err.validator_value
+    rule_schema: Any = err.schema
+    instance = err.instance
+    if keyword in ("additionalProperties", "unevaluatedProperties") and isinstance(instance, dict):
+        allowed = _declared_keys(rule_schema, deep=keyword == "unevaluatedProperties")
+        expected = ", ".join(sorted(allowed))
+        is_operation = _is_def(rule_schema, "operation_mapping")
+        moved = rule_schema.get("x-moved", {}) if isinstance(rule_schema, dict) else {}
+        for key in instance:
+            if key in allowed:
+                continue
+            if key in moved:  # a key of before, which the schema says where it went
+                yield where.at_key(
+                    f"{pointer}/{escape(key)}",
+                    f"{key!r} is a key of before: write {moved[key]} (see CHANGELOG.md)",
+                    "moved",
+                )
+            elif is_operation:
+                yield where.at_key(
+                    f"{pointer}/{escape(key)}",
+                    f"unknown operation {key!r}, expected one of: {expected}",
+                    "operation",
+                )
+            else:
+                yield where.at_key(
+                    f"{pointer}/{escape(key)}",
+                    f"unknown key {key!r}, expected one of: {expected}",
+                    "unknown-key",
+                )
+        return
     if keyword == "type":
-        wanted = expected if isinstance(expected, list) else [expected]
-        return [(at, f"expected {' or '.join(wanted)}, got {instance!r}", "type")]
-    if isinstance(custom, str):
-        return [(at, custom, str(keyword))]
-    if keyword in ("minItems", "minLength", "minProperties") and expected == 1:
-        return [(at, "must not be empty", str(keyword))]
-    return [(at, err.message, str(keyword))]
+        wanted = expected_value
+        wanted = wanted if isinstance(wanted, list) else [wanted]
+        yield where.at_value(
+            pointer, f"expected {' or '.join(wanted)}, got {_kind(instance)}", "type"
+        )
+        return
+    if keyword == "required" and isinstance(instance, dict):
+        # A rule that requires a key only in some cases (a results mode) says which.
+        custom = rule_schema.get("errorMessage") if isinstance(rule_schema, dict) else None
+        for key in expected_value:
+            if key not in instance:
+                message = custom if isinstance(custom, str) else f"missing required key {key!r}"
+                yield where.at_key(pointer, message, "required")
+        return
+    if keyword == "dependentRequired" and isinstance(instance, dict):
+        for key, needs in expected_value.items():
+            if key in instance:
+                for need in needs:
+                    if need not in instance:
+                        yield where.at_key(
+                            f"{pointer}/{escape(key)}",
+                            f"{key!r} needs {need!r} beside it",
+                            "dependentRequired",
+                        )
+        return
+    if keyword == "enum" and _is_def(rule_schema, "bare_operation"):
+        if instance in operation_names():
+            message = f"operation {instance!r} takes arguments: write {{{instance}: {{...}}}}"
+        else:
+            names = ", ".join(sorted(operation_names()))
+            message = f"unknown operation {instance!r}, expected one of: {names}"
+        yield where.at_value(pointer, message, "operation")
+        return
+    if keyword in ("enum", "const"):
+        choices = expected_value if keyword == "enum" else [expected_value]
+        # A YAML null beside "null" in an enum (`is`) is one choice, shown once.
+        shown = ", ".join(dict.fromkeys(_choice(v) for v in choices))
+        yield where.at_value(pointer, f"{instance!r} is not one of: {shown}", keyword)
+        return
+    if keyword == "format" and isinstance(err.cause, PathProblem):
+        yield where.at_value(pointer, str(err.cause), err.cause.rule)
+        return
+    custom = rule_schema.get("errorMessage") if isinstance(rule_schema, dict) else None
+    if isinstance(custom, str) and keyword not in _SELF_EXPLAINING:
+        yield where.at_value(pointer, custom, keyword)
+        return
+    yield where.at_value(pointer, _plain_message(err), keyword)
+
+
+def _choice(value: Any) -> str:
+    """A choice of an enum as written: bare, but quoted with its escapes when it holds a
+    character that would not show (the ``"\\r\\n"`` of a line ending)."""
+    if value is None:
+        return "null"
+    if isinstance(value, str) and not value.isprintable():
+        return json.dumps(value)
+    return str(value)
+
+
+def _plain_message(err: ValidationError) -> str:
+    value = err.validator_value
+    keyword = err.validator
+    if keyword == "minItems":
+        return "must not be empty" if value == 1 else f"expected at least {value} items"
+    if keyword == "maxItems":
+        return f"expected at most {value} items"
+    if keyword == "minProperties":
+        return "must not be empty" if value == 1 else f"expected at least {value} keys"
+    if keyword == "maxProperties":
+        return f"expected at most {value} key(s)"
+    if keyword == "minLength":
+        return "must not be empty"
+    if keyword == "uniqueItems":
+        return "has repeated items"
+    if keyword == "minimum":
+        return f"expected at least {value}, got {err.instance!r}"
+    if keyword == "pattern":
+        return f"{err.instance!r} does not match {value}"
+    return err.message
+
+
+def schema_problems(data: Any, where: Where, definition: str | None = None) -> list[Any]:
+    """All schema errors of ``data`` (the whole descriptor, or a value checked against
+    ``$defs/<definition>``), best first, each worded once and placed by ``where``."""
+    out: list[Any] = []
+    for err in _best_errors(data, definition):
+        out.extend(_problems_of_error(err, where))
+    return out
+
+
+def _best_errors(data: Any, definition: str | None) -> list[ValidationError]:
+    """The schema errors worth saying, best first: at a value of the wrong type only that,
+    and no pattern where a custom format says more."""
+    errors = sorted(_validator(definition).iter_errors(data), key=relevance, reverse=True)
+    type_errors: dict[str, ValidationError] = {}
+    for err in errors:
+        if err.validator == "type":
+            pointer = _pointer(err.absolute_path)
+            known = type_errors.get(pointer)
+            # The outermost type check names every type allowed there.
+            if known is None or len(err.absolute_schema_path) < len(known.absolute_schema_path):
+                type_errors[pointer] = err
+    # A custom format says more than the pattern that editors check in its place.
+    formats = {_pointer(e.absolute_path) for e in errors if e.validator == "format"}
+    best = []
+    for err in errors:
+        pointer = _pointer(err.absolute_path)
+        if pointer in type_errors and err is not type_errors[pointer]:
+            continue
+        if err.validator != "pattern" or pointer not in formats:
+            best.append(err)
+    return best

@@ -4,18 +4,28 @@ A descriptor's ``serve`` section says what a provider's HTTP side looks like, so
 recorded stream can be played back to a client and its official SDK exactly as the provider
 sent it, with no line of Python per wire (formats/README.md, "serve"):
 
-- ``endpoints``: the request paths (``{name}`` matches one path segment) and how a request
-  says it wants a stream: always, never, or a field of the JSON body (with its default);
-  ``query`` names parameters a streaming endpoint needs (answered 400 without them);
+- ``endpoints``: the request paths (``{name}`` matches one path segment, ``{name=models/*}``
+  the segments of its pattern, as Google's HTTP rules write them), their ``method`` (POST) and
+  how a request says it wants a stream: always, never, or a field of the JSON body (with its
+  default); ``query`` names parameters a streaming endpoint needs (answered 400 without them);
+  ``header``, one a request must carry (two wires' SDKs ask the same path); ``reply``, the
+  body of a request SDKs make besides the chat call (a model lookup), rendered with
+  ``{request, params, streams}``;
 - ``framing``: ``sse`` (``event:`` lines from the recorded ``_event`` name or a payload field,
   the line ending, a closing ``data:`` sentinel), ``ndjson`` (one JSON text a line) or
-  ``aws_eventstream`` (binary messages with CRCs, :mod:`engine.compile.eventstream`; an event named
-  ``...<exception_suffix>`` goes out as an exception message);
+  ``aws_eventstream`` (binary messages with CRCs, engine.transport.eventstream; an event named
+  ``...<exception_suffix>`` goes out as an exception message); ``accept``, another framing for
+  a request whose Accept header names its media type (Cohere's JSON lines); ``headers``, on
+  every reply (the provider's request id);
 - ``response``: the non-streaming response, a template (:mod:`engine.compile.templates`) around the
-  assembled message, rendered with ``{message, stop_reason, usage, first, last, request,
-  params}`` (``first``/``last``: the first and last recorded payloads; ``request``: the JSON
-  body; ``params``: the path's ``{name}`` segments); ``error``: the status and body of a
-  non-streaming response to a stream that ended with a provider error (context adds ``error``).
+  assembled message, rendered with ``{message, stop_reason, usage, first, last, last_event,
+  request, params, choices}`` (``first``/``last``: the first and last recorded payloads;
+  ``choices``: one ``{index, message, stop_reason}`` a choice of an n > 1 stream; ``last_event``:
+  the last event's type, as :func:`typed_event` reads it, or None; ``request``: the JSON body;
+  ``params``: the path's ``{name}`` segments); ``error``: the status, headers and body of a
+  non-streaming response to a stream that ended with a provider error, as the provider answers
+  that kind of error (context adds ``error``, and ``kind``: the entry of the ``kinds`` table
+  the error's ``kind`` names, :class:`ErrorReply`).
 
 This module compiles the section once (:func:`compile_serve`) and turns recordings into
 bytes; :mod:`engine.cli.serve_http` answers HTTP with it. The schema (``$defs/serve`` and below)
@@ -31,19 +41,18 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Collection, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from . import eventstream
-from .captures import CapturedEvent, CaptureError, parse_bytes
-from .schema import section_problems
+from ..transport import eventstream
+from ..transport.captures import CapturedEvent, CaptureError, parse_bytes
+from .schema import section_problems, templates_in
 from .templates import Template, TemplateProblem, check_template
 
 EVENT_KEY = "_event"
-TEMPLATES = ("/serve/response", "/serve/error/status", "/serve/error/body")
-"""Where the section's templates sit: the template compiler reports inside them."""
-_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_ERROR_TEMPLATES = ("body", "status", "headers", "kind")
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?:=([^{}]+))?\}")
 _LEADING_EVENT_KEY = re.compile(r'^\s*\{\s*"_event"\s*:\s*"(?:[^"\\]|\\.)*"\s*(,\s*)?')
 
 
@@ -67,13 +76,13 @@ class RecordedEvent:
 
     name: str | None
     text: str
-    payload: dict
-    recorded: dict
+    payload: dict[str, Any]
+    recorded: dict[str, Any]
 
 
 def read_recording(path: str | Path, end_markers: Collection[str] = ()) -> list[RecordedEvent]:
     """The events of one recorded stream (JSON Lines, a raw SSE or AWS event stream capture,
-    read by :mod:`engine.compile.captures`), in order. Raises ``ValueError`` naming the line of one
+    read by engine.transport.captures), in order. Raises ``ValueError`` naming the line of one
     that is not a JSON object. A capture's end marker (``data: [DONE]``, one of ``end_markers``: the
     built-in wires' ``done_sentinels``, which the caller reads from the registry, a floor above this
     one) is left to the framing, which sends the wire's own where the wire has one; other text is an
@@ -104,7 +113,7 @@ def _recorded(captured: CapturedEvent) -> RecordedEvent:
     return RecordedEvent(captured.name, text, payload, captured.value)
 
 
-def _split_event_name(text: str, obj: dict) -> RecordedEvent:
+def _split_event_name(text: str, obj: dict[str, Any]) -> RecordedEvent:
     """Take ``_event`` out of the payload; keep the rest of the text as recorded when the cut
     leaves the same JSON (it does unless ``_event`` was not the first key)."""
     if EVENT_KEY not in obj:
@@ -129,7 +138,9 @@ def _compact(value: Any) -> str:
 
 @dataclass(frozen=True)
 class Endpoint:
-    """One request path of the provider and how a request to it asks for a stream."""
+    """One request path of the provider (with its method) and how a request to it asks for a
+    stream, or, for a lookup the SDKs make besides the chat call (a model's metadata), the
+    ``reply`` it gets instead of a stream."""
 
     path: str
     pattern: re.Pattern[str]
@@ -137,6 +148,9 @@ class Endpoint:
     stream_field: str | None = None
     stream_default: bool = False
     query: dict[str, str] = field(default_factory=dict)
+    method: str = "POST"
+    reply: Template | None = field(default=None, compare=False)  # compiled: no equality
+    header: str | None = None  # answered only when the request carries it (lower case)
 
     def match(self, path: str) -> dict[str, str] | None:
         """The path's ``{name}`` segments when this endpoint answers it, else None."""
@@ -159,27 +173,33 @@ def _endpoint(spec: Any, pointer: str, problems: list[TemplateProblem]) -> Endpo
     schema says why). A name given twice in the path is a problem the schema cannot see."""
     if not isinstance(spec, dict) or not isinstance(spec.get("path"), str):
         return None
-    path, stream, query = spec["path"], spec.get("stream"), spec.get("query", {})
-    names = _PLACEHOLDER.findall(path)
+    path, stream, query = spec["path"], spec.get("stream", False), spec.get("query", {})
+    names = [name for name, _ in _PLACEHOLDER.findall(path)]
     twice = sorted({name for name in names if names.count(name) > 1})
     if twice:
         shown = ", ".join(f"{{{name}}}" for name in twice)
         problems.append((f"{pointer}/path", f"{shown} twice: each name is one segment", "path"))
         return None
-    if isinstance(stream, bool):
-        return Endpoint(path, _path_pattern(path), stream, query=dict(query))
-    if not isinstance(stream, dict):
+    method, header = spec.get("method", "POST"), spec.get("header")
+    reply = _template(spec, "reply", f"{pointer}/reply", problems)
+    header, pattern = header.lower() if isinstance(header, str) else None, _path_pattern(path)
+    if not isinstance(stream, bool | dict):
         return None
-    field_name, default = stream.get("field"), stream.get("default", False)
-    return Endpoint(path, _path_pattern(path), None, field_name, default, dict(query))
+    fixed = stream if isinstance(stream, bool) else None  # None: the body's field says
+    body = stream if isinstance(stream, dict) else {}
+    asked = body.get("field"), body.get("default", False)
+    return Endpoint(path, pattern, fixed, *asked, dict(query), method, reply, header)
 
 
 def _path_pattern(path: str) -> re.Pattern[str]:
-    """``/model/{model}/converse``: each ``{name}`` one segment (no ``/``), the rest literal."""
+    """``/model/{model}/converse``: each ``{name}`` one segment (no ``/``), the rest literal;
+    ``{name=models/*}`` (Google's HTTP rule syntax) the segments of its pattern, each ``*``
+    one segment, the name holding them all (``models/gemini-2.0-flash``)."""
     out, end = [], 0
     for found in _PLACEHOLDER.finditer(path):
         out.append(re.escape(path[end : found.start()]))
-        out.append(f"(?P<{found[1]}>[^/]+)")
+        inner = re.escape(found[2] or "*").replace(r"\*", "[^/]+")
+        out.append(f"(?P<{found[1]}>{inner})")
         end = found.end()
     out.append(re.escape(path[end:]))
     return re.compile("^" + "".join(out) + "$")
@@ -246,20 +266,48 @@ def typed_event(event: RecordedEvent) -> tuple[str, str]:
 
 def _framing(spec: Any) -> Framing | None:
     """The framing, as the schema checked it (its kinds, their options, the line endings);
-    None when it is not a mapping (the schema says so)."""
+    None when it is not a mapping (the schema says so). Its keys are Framing's fields."""
     if not isinstance(spec, dict):
         return None
-    return Framing(
-        spec.get("kind", ""),
-        spec.get("content_type", ""),
-        spec.get("sse_event"),
-        spec.get("line_end", "\n"),
-        spec.get("done"),
-        spec.get("exception_suffix"),
-    )
+    given = {key: value for key, value in spec.items() if key in _FRAMING_KEYS}
+    return Framing(**{"kind": "", "content_type": "", **given})
+
+
+_FRAMING_KEYS = frozenset(f.name for f in fields(Framing))
 
 
 # -- the section -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ErrorReply:
+    """The ``error`` part of the section: the reply to a stream that ended with a provider error.
+
+    A provider answers each kind of error with its own status (and some with a header naming
+    it), so the section can say the error's kind (``kind``: a template, or a list of them, the
+    first that names an entry of ``kinds`` wins) and hold a table of plain data per kind
+    (``kinds``); the entry found is ``kind`` in the context of ``status``, ``headers`` and
+    ``body``, so that each reads the table as it needs."""
+
+    body: Template
+    status: Template  # each absent one is the template ``null``: no status (500), no headers
+    headers: Template
+    kind: Template
+    kinds: dict[str, Any]
+
+    def reply(self, context: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
+        """(status, body, headers); a status that is not an HTTP error (400 to 599) is 500, a
+        header that renders to nothing is not sent."""
+        named = self.kind.render(context)
+        keys = named if isinstance(named, list) else [named]
+        found = next((self.kinds[k] for k in keys if isinstance(k, str) and k in self.kinds), None)
+        context = {**context, "kind": found}
+        status = self.status.render(context)
+        if not isinstance(status, int) or isinstance(status, bool) or not 400 <= status < 600:
+            status = 500
+        headers = self.headers.render(context)
+        headers = {str(k): str(v) for k, v in headers.items()} if isinstance(headers, dict) else {}
+        return status, self.body.render(context, {}), headers
 
 
 @dataclass(frozen=True)
@@ -270,35 +318,40 @@ class ServeSpec:
     framing: Framing
     headers: dict[str, str]
     response: Template
-    error_status: Template | None
-    error_body: Template | None
+    error: ErrorReply | None
+    accept: tuple[tuple[str, Framing], ...] = ()
 
-    def route(self, path: str) -> tuple[Endpoint, dict[str, str]] | None:
+    def route(
+        self, path: str, method: str = "POST", headers: Collection[str] = ()
+    ) -> tuple[Endpoint, dict[str, str]] | None:
+        """The endpoint answering ``method path`` from a request carrying ``headers`` (their
+        names, lower case) and its ``{name}`` segments, or None."""
         for endpoint in self.endpoints:
+            if endpoint.method != method or endpoint.header not in (None, *headers):
+                continue
             params = endpoint.match(path)
             if params is not None:
                 return endpoint, params
         return None
 
-    def reply(self, context: dict) -> tuple[int, Any]:
-        """(status, body) of the non-streaming response: the ``error`` section's when the
-        context carries a provider error and the section has one, else ``response``."""
-        if context.get("error") is not None and self.error_body is not None:
-            status = self.error_status.render(context, 500) if self.error_status else 500
-            if not isinstance(status, int) or isinstance(status, bool) or not 400 <= status < 600:
-                status = 500
-            return status, self.error_body.render(context, {})
-        return 200, self.response.render(context, {})
+    def reply(self, context: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
+        """(status, body, headers) of the non-streaming response: the ``error`` section's when
+        the context carries a provider error and the section has one, else ``response``; the
+        section's ``headers`` go with either, the error's own after them."""
+        if context.get("error") is not None and self.error is not None:
+            status, body, headers = self.error.reply(context)
+            return status, body, {**self.headers, **headers}
+        return 200, self.response.render(context, {}), dict(self.headers)
 
 
-def compile_serve(descriptor: dict) -> ServeSpec | None:
+def compile_serve(descriptor: dict[str, Any]) -> ServeSpec | None:
     """The compiled ``serve`` section of a descriptor, or None when it has none. Raises
     :class:`ServeError` with every problem: the section may not have come through the
     validator, so it is asked of the schema (``$defs/serve``), then compiled."""
     spec = descriptor.get("serve")
     if spec is None:
         return None
-    problems = section_problems(spec, "serve", "/serve", TEMPLATES)
+    problems = section_problems(spec, "serve", "/serve", templates_in("serve"))
     compiled, found = check_serve(descriptor)
     problems = sorted(set(problems + found))
     if problems:
@@ -308,7 +361,7 @@ def compile_serve(descriptor: dict) -> ServeSpec | None:
     return compiled
 
 
-def check_serve(descriptor: dict) -> tuple[ServeSpec | None, list[TemplateProblem]]:
+def check_serve(descriptor: dict[str, Any]) -> tuple[ServeSpec | None, list[TemplateProblem]]:
     """The compiled ``serve`` section (None when there is none or part of it could not be
     read) and every problem in it that a schema cannot say, each ``(pointer, message, rule)``:
     its templates' (every one), and a path's ``{name}`` given twice. The section is taken as
@@ -324,11 +377,11 @@ def check_serve(descriptor: dict) -> tuple[ServeSpec | None, list[TemplateProble
         _endpoint(e, f"/serve/endpoints/{i}", problems)
         for i, e in enumerate(listed if isinstance(listed, list) else [])
     ]
-    error = spec["error"] if isinstance(spec.get("error"), dict) else {}
     response = _template(spec, "response", "/serve/response", problems)
-    error_status = _template(error, "status", "/serve/error/status", problems)
-    error_body = _template(error, "body", "/serve/error/body", problems)
+    error = _error_reply(spec.get("error"), problems)
     framing = _framing(spec.get("framing"))
+    accept = spec["accept"] if isinstance(spec.get("accept"), dict) else {}
+    alternatives = [(kind.lower(), _framing(f)) for kind, f in accept.items()]
     headers = spec.get("headers", {})
     if not endpoints or None in endpoints or framing is None or response is None:
         return None, problems
@@ -337,14 +390,27 @@ def check_serve(descriptor: dict) -> tuple[ServeSpec | None, list[TemplateProble
         framing=framing,
         headers=dict(headers) if isinstance(headers, dict) else {},
         response=response,
-        error_status=error_status,
-        error_body=error_body,
+        error=error,
+        accept=tuple((kind, f) for kind, f in alternatives if f is not None),
     )
     return compiled, problems
 
 
+def _error_reply(spec: Any, problems: list[TemplateProblem]) -> ErrorReply | None:
+    """The ``error`` part, its templates' problems added to ``problems`` (None when there is
+    none; one without a body is the schema's to refuse)."""
+    if not isinstance(spec, dict):
+        return None
+    templates: dict[str, Template] = {}
+    for key in _ERROR_TEMPLATES:
+        templates[key], found = check_template(spec.get(key), f"/serve/error/{key}")
+        problems.extend(found)
+    kinds = spec.get("kinds")
+    return ErrorReply(**templates, kinds=dict(kinds) if isinstance(kinds, dict) else {})
+
+
 def _template(
-    spec: dict, key: str, pointer: str, problems: list[TemplateProblem]
+    spec: dict[str, Any], key: str, pointer: str, problems: list[TemplateProblem]
 ) -> Template | None:
     """The template at ``spec[key]`` (None when absent), its problems added to ``problems``."""
     if key not in spec:

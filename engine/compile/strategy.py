@@ -16,14 +16,16 @@ from typing import Any, NamedTuple
 from ..errors import DescriptorError, Problem, escape
 from ..events import CallIncomplete, ExtractedCall
 from ..model.assembly import Assembly, judged_after_the_event
-from ..model.fragments import copy_json, materialize, shown_value
+from ..model.fragments import copy_json, dig, make_way, materialize, shown_value
+from ..model.journal import count, put, put_attr
 from ..model.jsonscan import MAX_DEPTH, ArgsStream, dumps_any_depth, first_value, nests_deeper
 from . import paths
 from .operations import OPERATIONS, Source, operation_rules
-from .ops import CompileContext, RuleProblem, Run, TextPlace, any_where, pattern_of
-from .paths import compile_get, compile_read, is_plain, parse_chain, parse_target
+from .ops import CompileContext, RuleProblem, Run, TextPlace, any_where
+from .paths import compile_get, compile_read, is_plain, items_of, parse_chain, pattern_parts
 from .predicates import Predicate, compile_predicate
 from .results import CompiledSections, compile_sections
+from .schema import Pointed, in_template, schema_problems
 from .templates import TemplateError
 from .turn import TurnSpec, compile_turn
 
@@ -40,6 +42,7 @@ class Forming:
 
 
 NOT_FORMING = Forming(False)
+NOT_COMPILED = object()  # a section the strategy compiles when first asked for it
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,10 @@ class CallsSpec:
     # list (a wire whose turn carries at most one call there): ``pattern`` is the chain, and
     # the call's SLOT is that pattern, the same for the call's life.
     single: tuple[str, ...] = ()
+    # ``answered.later``: the stream may answer a call after the call's own end (AG-UI's
+    # TOOL_CALL_RESULT), so no call here is the client's before the wire's DONE: the items
+    # are tracked then, those answered by then never (engine.model.assembly, ``held``).
+    held: bool = False
 
     @property
     def free_form(self) -> bool:
@@ -68,7 +75,7 @@ class CallsSpec:
     def arguments_of(self, item: dict) -> dict | None:
         """The arguments of a call item of a whole message, or None when they never parse
         (free-form text is never parsed: ``{ARGS: text}``, ARGS the last field of ``args``)."""
-        raw = _dig(item, self.args_fields)
+        raw = dig(item, self.args_fields)
         if self.args_form == "text":
             text = "" if raw is None else raw if isinstance(raw, str) else dumps_any_depth(raw)
             return {self.args_fields[-1]: text}
@@ -78,7 +85,7 @@ class CallsSpec:
         """The call items of this place in a whole message, each with its SLOT (its position
         in its list; the pattern for a single place), ``where`` applied."""
         if self.single:
-            item = _dig(message, self.single)
+            item = dig(message, self.single)
             found = [(self.pattern, item)] if isinstance(item, dict) else []
         else:
             found = _walk_at(message, self.list_fields)
@@ -88,56 +95,47 @@ class CallsSpec:
     def install_args(self, item: dict, tracker: Any = None) -> ArgsStream:
         """Put an :class:`ArgsStream` at the item's args field, seeded with what is there;
         ``tracker`` (the assembly tracking the call, see ArgsStream.tracker) is set before
-        the seed, which may already carry more than the call's first JSON value."""
-        parent = item
-        for f in self.args_fields[:-1]:
-            child = parent.get(f)
-            if child.__class__ is not dict:
-                child = parent[f] = {}
-            parent = child
-        current = parent.get(self.args_fields[-1])
+        the seed, which may already carry more than the call's first JSON value. Its writes
+        go to the tracker's journal (engine.model.journal)."""
+        journal = tracker.journal if tracker is not None else []
+        key = self.args_fields[-1]
+        parent = make_way(item, self.args_fields[:-1], journal)
+        current = parent.get(key)
         if current.__class__ is ArgsStream:  # the item's first entry brought arguments
             if self.args_form == "text" and current.text_key is None:
-                current = _as_text(current, self.args_fields[-1])
-                parent[self.args_fields[-1]] = current
-            current.tracker = tracker
+                # made before the item was known as a free-form call: its text read again
+                current = new_args_stream("text", current.text, text_key=key)
+                put(journal, parent, key, current)
+            put_attr(journal, current, "tracker", tracker)
             return current
-        if self.args_form == "text":
-            stream = ArgsStream("text", text_key=self.args_fields[-1])
-            stream.tracker = tracker
-            if current is not None:
-                stream.feed(current if current.__class__ is str else dumps_any_depth(current))
-        elif self.args_whole:
-            # Whole arguments: absent means a call without arguments.
-            stream = ArgsStream(self.args_form)
-            stream.tracker = tracker
-            stream.set_whole({} if current is None else current)
-        else:
-            stream = new_args_stream(self.args_form, current, tracker)
-        parent[self.args_fields[-1]] = stream
+        stream = new_args_stream(self.args_form, current, tracker, self.args_whole, key)
+        put(journal, parent, key, stream)
         return stream
 
 
-def _as_text(stream: ArgsStream, key: str) -> ArgsStream:
-    """An argument stream made before its item was known as a free-form call: its text
-    read again as free-form."""
-    text = ArgsStream("text", text_key=key)
-    text.feed(stream.text)
-    return text
-
-
-def new_args_stream(form: str, current: Any, tracker: Any = None) -> ArgsStream:
-    """The argument stream for what an item holds at its args field (``tracker``: see
-    ArgsStream.tracker, set before the seed)."""
+def new_args_stream(
+    form: str,
+    current: Any,
+    tracker: Any = None,
+    whole: bool = False,
+    text_key: str | None = None,
+) -> ArgsStream:
+    """The one maker of an argument stream, for what an item holds at its args field
+    (``current``, None when nothing): free-form text (``text_key`` its field) fed what is
+    there; arguments that arrive ``whole`` set whole (absent: a call without arguments); an
+    object-form start's object kept as its ``initial``; text fed; a value set whole.
+    ``tracker`` (see ArgsStream.tracker) is set before the seed."""
     if current.__class__ is ArgsStream:
         return current
-    if current.__class__ is not str and (form == "object" or current is None):
-        stream = ArgsStream(form, initial=current)
-        stream.tracker = tracker
-        return stream
-    stream = ArgsStream(form)
+    keep = not whole and form == "object" and current.__class__ is not str
+    stream = ArgsStream(form, initial=current if keep else None, text_key=text_key)
     stream.tracker = tracker
-    if current.__class__ is str:
+    if current is None or keep:
+        if whole:
+            stream.set_whole({})
+    elif form == "text":
+        stream.feed(current if current.__class__ is str else dumps_any_depth(current))
+    elif current.__class__ is str and not whole:
         stream.feed(current)
     else:
         stream.set_whole(current)
@@ -157,9 +155,6 @@ class TextSpec:
 class Spec:
     """The compiled, immutable description of one wire."""
 
-    name: str
-    title: str
-    descriptor: dict
     initial_message: dict
     calls: CallsSpec | None  # the first place of the calls (``calls`` itself)
     text: TextSpec | None
@@ -228,10 +223,13 @@ class Program:
         self.accept = compile_predicate(accept) if accept else None
         self.after_done = self._compile_after_done(events, problems)
 
-    def _compile_after_done(self, events: dict, problems: Problems) -> Predicate | None:
+    def _compile_after_done(
+        self, events: dict, problems: Problems
+    ) -> Callable[[Any, str | None], bool] | None:
         """``after_done``: what may follow the DONE, as one test of an event (None: nothing
         may). A name is the event's name as the discriminator reads it, and must be one the
-        rule table handles (taking an event no rule handles would take nothing)."""
+        rule table handles (taking an event no rule handles would take nothing). The test is
+        given the event and its name, read once by the buffer."""
         entries = events.get("after_done") or []
         names: set[str] = set()
         tests: list[Predicate] = []
@@ -247,8 +245,7 @@ class Program:
                 elif self.table.get(entry) is None:
                     problems.add(
                         pointer,
-                        f"after_done names the event {entry!r}, which no rule of events.on "
-                        "handles",
+                        f"after_done names the event {entry!r}, which no rule of events.on handles",
                     )
                 names.add(entry)
             elif isinstance(entry, dict):
@@ -260,10 +257,8 @@ class Program:
             return None
         frozen = frozenset(names)
 
-        def follows(chunk: Any) -> bool:
-            return (bool(frozen) and self.event_name(chunk) in frozen) or any(
-                test(chunk) for test in tests
-            )
+        def follows(chunk: Any, name: str | None) -> bool:
+            return (bool(frozen) and name in frozen) or any(test(chunk) for test in tests)
 
         return follows
 
@@ -324,8 +319,9 @@ class Program:
                 ((name, payload),) = chunk.items()
             else:
                 payload = chunk
+        asm.event_name = name  # what a skip of this event is listed under: read once
         if payload.__class__ is not dict:
-            asm.unknown[str(name)] += 1
+            count(asm.journal, asm.unknown, str(name))
             return
         ch = None
         choice_list = self.choice_list
@@ -345,7 +341,8 @@ class Program:
         if ch is None and self.accept is not None and not self.accept(chunk):
             # Not this wire's (a chunk that carries the followed choice always is: only the
             # others are asked, so the usual chunk pays one test).
-            asm.unknown[str(name) if name.__class__ is not dict else shown_value(name)] += 1
+            named = str(name) if name.__class__ is not dict else shown_value(name)
+            count(asm.journal, asm.unknown, named)
             return
         for op in self.every:
             op(asm, payload, ch)
@@ -354,11 +351,12 @@ class Program:
         try:
             rules = self.table.get(name)
         except TypeError:  # a name that is no name (a list, an object): no rule has it
-            asm.unknown[shown_value(name)] += 1  # bounded: str() would render all of it
+            # bounded: str() would render all of it
+            count(asm.journal, asm.unknown, shown_value(name))
             return
         if rules is None:
             if name not in self.ignored:
-                asm.unknown[str(name)] += 1
+                count(asm.journal, asm.unknown, str(name))
             return
         if rules.__class__ is SubTable:
             try:
@@ -366,7 +364,7 @@ class Program:
             except TypeError:
                 rules = None
             if rules is None:
-                asm.unknown[str(name)] += 1
+                count(asm.journal, asm.unknown, str(name))
                 return
         for op in rules:
             op(asm, payload, ch)
@@ -508,7 +506,7 @@ def _opens_a_call_then_goes_on(rules: list, ctx: CompileContext) -> bool:
         if not isinstance(at, str) or not at:
             continue
         try:
-            pattern = pattern_of(parse_target(at, ctx.choice_alias))
+            pattern = paths.pattern(at, ctx.choice_alias)
         except ValueError:
             continue
         rest = pattern[len(ctx.calls_pattern) :]
@@ -632,7 +630,7 @@ def _reasoning_places(spec: Any) -> tuple[TextPlace, ...]:
     places = spec if isinstance(spec, list) else [spec]
     return tuple(
         TextPlace(
-            pattern=pattern_of(parse_target(place["at"])),
+            pattern=paths.pattern(place["at"]),
             where=compile_predicate(place["where"]) if place.get("where") else None,
         )
         for place in places
@@ -684,7 +682,7 @@ def _message_reader(places: tuple[TextPlace, ...]) -> Callable[[dict, list], Non
 
     def visit(node: Any, item: Any, pattern: str, out: list) -> None:
         if isinstance(node, list):
-            inner = f"{pattern}[*]"
+            inner = items_of(pattern)
             for entry in node:
                 if isinstance(entry, dict):
                     visit(entry, entry, inner, out)
@@ -704,17 +702,22 @@ def _message_reader(places: tuple[TextPlace, ...]) -> Callable[[dict, list], Non
 def _call_place(spec: dict, pointer: str, problems: Problems, single_allowed: bool) -> CallsSpec:
     """One place of the calls: ``calls`` itself (the items of a list), or one of
     ``calls.also``, which may also be a single object at a field chain (``single``)."""
-    pattern, chains, tail = _pattern_parts(spec["at"])
+    pattern, chains, tail = pattern_parts(spec["at"])
     single: tuple[str, ...] = ()
     if tail:
         if single_allowed and not chains:
             single = tail
         else:
             problems.add(f"{pointer}/at", "calls.at must end with [*]")
+    where = spec.get("where")
+    answered = spec.get("answered")
+    if answered:  # the stream's own calls are no client's: never calls, however they end
+        own = {"not": answered["where"]}
+        where = {"all": [where, own]} if where else own
     return CallsSpec(
         pattern=pattern,
         list_fields=chains,
-        where=compile_predicate(spec["where"]) if spec.get("where") else None,
+        where=compile_predicate(where) if where else None,
         name=compile_get(spec["name"]),
         id=compile_get(spec["id"]) if spec.get("id") else (lambda item: None),
         args_fields=parse_chain(spec["args"]),
@@ -722,21 +725,8 @@ def _call_place(spec: dict, pointer: str, problems: Problems, single_allowed: bo
         args_whole=spec.get("args_arrive", "fragments") == "whole",
         cut_when=compile_predicate(spec["cut_when"]) if spec.get("cut_when") else None,
         single=single,
+        held=bool(answered and answered.get("later")),
     )
-
-
-def _pattern_parts(path: str) -> tuple[str, tuple[tuple[str, ...], ...], tuple[str, ...]]:
-    """``output[*].content[*].text`` -> pattern, field chains before each [*], tail fields."""
-    segments = parse_target(path)
-    chains: list[tuple[str, ...]] = []
-    current: list[str] = []
-    for seg in segments:
-        if seg.field is not None:
-            current.append(seg.field)
-        else:
-            chains.append(tuple(current))
-            current = []
-    return pattern_of(segments), tuple(chains), tuple(current)
 
 
 class ExtractionStrategy:
@@ -755,16 +745,24 @@ class ExtractionStrategy:
         *,
         problems: Problems | None = None,
         sections: Any = None,
+        serve: Any = NOT_COMPILED,
     ) -> None:
         """Compile ``descriptor``. With ``problems``, every problem found is added there (the
         validator's one pass: it locates them); without, they are raised together as a
         :class:`~engine.errors.DescriptorError` (a ValueError), each at its JSON pointer (a
         dict has no lines: ``source``, or ``<descriptor>``, names it).
-        ``sections``: its ``results`` and ``declarations`` compiled already (by that pass)."""
+        ``sections``: its ``results`` and ``declarations`` compiled already (by that pass);
+        ``serve``: its ``serve`` section compiled already (None: it has none)."""
+        self._serve = serve
+        file = source or "<descriptor>"
+        if problems is None:  # a dict no validator saw: asked of the schema first, as a file is
+            descriptor = _as_yaml_1_2(descriptor)
+            checked = [p for p in schema_problems(descriptor, Pointed()) if _of_a_dict(*p)]
+            if checked:
+                raise DescriptorError([Problem(file, 0, 0, *problem) for problem in checked])
         found = Problems() if problems is None else problems
         self._compile(descriptor, source, found, sections)
         if problems is None and found:
-            file = source or "<descriptor>"
             raise DescriptorError(
                 [Problem(file, 0, 0, at, message, "compile") for at, message in found.found]
             )
@@ -786,7 +784,7 @@ class ExtractionStrategy:
         text_spec = descriptor.get("text")
         text = None
         if text_spec:
-            pattern, chains, tail = _pattern_parts(text_spec["at"])
+            pattern, chains, tail = pattern_parts(text_spec["at"])
             parts_spec = text_spec.get("parts")
             text = TextSpec(
                 pattern=pattern,
@@ -814,9 +812,6 @@ class ExtractionStrategy:
         )
         turn = compile_turn(descriptor, problems)
         self.spec = Spec(
-            name=self.name,
-            title=self.title,
-            descriptor=descriptor,
             initial_message=descriptor.get("message", {}) or {},
             calls=calls,
             text=text,
@@ -829,12 +824,16 @@ class ExtractionStrategy:
         )
         self.leaks_into_text = self.spec.leaks_into_text
         self.is_wire = "events" in descriptor
+        before = len(problems.found)
         self.program = Program(events, ctx, problems)
+        # What the rules stream is known only when every rule compiled.
+        rules_compiled = len(problems.found) == before
         # Nothing may follow the DONE (no ``events.after_done``): the DONE ends it all.
         self.nothing_follows = self.program.after_done is None
         self.at_end = tuple(ctx.at_end)
         listed = isinstance(descriptor.get("reasoning"), list)
-        _check_reasoning_streamed(reasoning, ctx, problems, listed)
+        if rules_compiled:
+            _check_reasoning_streamed(reasoning, ctx, problems, listed)
         self._reasoning_read = _message_reader(reasoning)
         recognize = descriptor.get("recognize", {})
         self._recognize_chunk = compile_predicate(recognize["chunk"])
@@ -908,9 +907,9 @@ class ExtractionStrategy:
             if calls.free_form:
                 continue  # free-form text is never refused
             empty: Any = "{}" if calls.args_form == "string" else {}
-            raw = _dig(item, calls.args_fields)
+            raw = dig(item, calls.args_fields)
             if raw is not None and parse_arguments(raw, calls.args_form) is None:
-                parent = _dig(item, calls.args_fields[:-1]) if calls.args_fields[:-1] else item
+                parent = dig(item, calls.args_fields[:-1]) if calls.args_fields[:-1] else item
                 if isinstance(parent, dict):
                     parent[calls.args_fields[-1]] = empty
         return copy
@@ -937,7 +936,7 @@ class ExtractionStrategy:
             if calls.cut_when is not None and calls.cut_when(item):
                 continue  # cut short: incomplete_calls() reports it
             name = calls.name(item)
-            raw = _dig(item, calls.args_fields)
+            raw = dig(item, calls.args_fields)
             args = calls.arguments_of(item)
             if isinstance(name, str) and name and args is not None:
                 # The message's own object is copied: a client may edit what it was handed.
@@ -962,7 +961,7 @@ class ExtractionStrategy:
         for calls, slot, item in self._call_items(message):
             if calls.free_form and not (calls.cut_when is not None and calls.cut_when(item)):
                 continue  # free-form text: whole in a whole message, never invalid
-            raw = _dig(item, calls.args_fields)
+            raw = dig(item, calls.args_fields)
             cut = calls.cut_when is not None and calls.cut_when(item)
             if not cut and (raw is None or parse_arguments(raw, calls.args_form) is not None):
                 continue
@@ -992,7 +991,7 @@ class ExtractionStrategy:
         for item in items:
             if chains and text.where is not None and not text.where(item):
                 continue
-            value = _dig(item, tail)
+            value = dig(item, tail)
             if isinstance(value, str):
                 pieces.append(value)
             elif isinstance(value, list) and text.part_where is not None:
@@ -1067,11 +1066,39 @@ class ExtractionStrategy:
             fields = (*choice["list"].split("."), "*", *fields[1:])
         return fields
 
+    def serve_spec(self) -> Any:
+        """The compiled ``serve`` section (:class:`~engine.compile.serve.ServeSpec`), None when
+        the descriptor has none: as the validating pass compiled it, else compiled on first
+        use (raising :class:`~engine.compile.serve.ServeError` with every problem)."""
+        if self._serve is NOT_COMPILED:
+            from .serve import compile_serve
+
+            self._serve = compile_serve(self.descriptor)
+        return self._serve
+
     def new_assembly(self) -> Assembly:
         return Assembly(self)
 
     def message_of(self, asm: Assembly) -> dict:
         return materialize(asm.root)
+
+
+def _of_a_dict(pointer: str, message: str, rule: str) -> bool:
+    """A schema problem that refuses a descriptor given as a dict: any but a top-level key
+    it lacks (a dict need not carry a file's header, ``title``, ``docs``, nor every section)
+    and what the template compiler reports inside a template."""
+    return not (rule == "required" and pointer == "") and not in_template(pointer)
+
+
+def _as_yaml_1_2(data: Any) -> Any:
+    """``data`` with each key ``True`` read as ``on``: a YAML 1.1 loader (PyYAML's
+    ``safe_load``) reads an unquoted ``on:`` key as the boolean, and no key of a descriptor
+    is a boolean (JSON keys are strings), so the descriptor file means ``on`` there."""
+    if isinstance(data, list):
+        return [_as_yaml_1_2(item) for item in data]
+    if not isinstance(data, dict):
+        return data
+    return {("on" if key is True else key): _as_yaml_1_2(value) for key, value in data.items()}
 
 
 def parse_arguments(raw: Any, form: str = "string") -> dict | None:
@@ -1115,14 +1142,6 @@ def _never_parsed(raw: Any, form: str) -> tuple[str, str | None]:
     return reason, stream.invalid_cause()
 
 
-def _dig(obj: Any, fields: tuple[str, ...]) -> Any:
-    for f in fields:
-        if not isinstance(obj, dict):
-            return None
-        obj = obj.get(f)
-    return obj
-
-
 def _walk(message: dict, chains: tuple[tuple[str, ...], ...]) -> list[dict]:
     return [item for _, item in _walk_at(message, chains)]
 
@@ -1134,7 +1153,7 @@ def _walk_at(message: Any, chains: tuple[tuple[str, ...], ...]) -> list[tuple[An
     for chain in chains:
         nxt: list[tuple[Any, dict]] = []
         for _, node in level:
-            lst = _dig(node, chain)
+            lst = dig(node, chain)
             if isinstance(lst, list):
                 nxt.extend((at, x) for at, x in enumerate(lst) if isinstance(x, dict))
             elif isinstance(lst, dict) and chain == chains[-1]:

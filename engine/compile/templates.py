@@ -14,7 +14,10 @@ constructs below. A template is
 - ``{$path: "a.b[0].c"}``: the value at a *path* in the context, a read path of
   :mod:`engine.compile.paths` (field names joined by dots, ``[n]`` indexing a list). A value that
   is absent or null renders to nothing, unless ``default: <template>`` says what to use
-  instead. The value is the context's own (shared, not copied).
+  instead. The value is the context's own (shared, not copied). ``with: <mapping template>``
+  gives a copy of a mapping value with the fields it renders set (the others kept): a
+  provider's envelope that differs from the assembled message in one field, say
+  ``{$path: call, with: {type: function}}``.
 - ``{$if: <condition>, then: <template>, else: <template>}``: one branch or the other;
   a missing branch renders to nothing. The condition is a path (true when the value there
   is truthy), or a predicate mapping of the descriptor's predicate language
@@ -252,6 +255,15 @@ class _Compiler:
 
     def path(self, spec: dict, pointer: str) -> Node:
         read = self.reader(spec["$path"], _child(pointer, "$path"))
+        if isinstance(spec.get("with"), dict):  # a copy of a mapping, those fields set
+            fields, plain = self.node(spec["with"], _child(pointer, "with")), read
+
+            def read(ctx: Any) -> Any:
+                value = plain(ctx)
+                return {**value, **fields(ctx)} if value.__class__ is dict else value
+
+        elif "with" in spec:
+            self.fail(_child(pointer, "with"), "with is a mapping of the fields to set")
         if "default" not in spec:
             return lambda ctx: MISSING if _absent(value := read(ctx)) else value
         fallback = self.node(spec["default"], _child(pointer, "default"))
@@ -493,7 +505,7 @@ def _hashable_key(value: Any) -> Any:
 
 
 _CONSTRUCTS: dict[str, tuple[Callable[[_Compiler, dict, str], Node], frozenset[str]]] = {
-    "$path": (_Compiler.path, frozenset({"default"})),
+    "$path": (_Compiler.path, frozenset({"default", "with"})),
     "$if": (_Compiler.if_, frozenset({"then", "else"})),
     "$each": (_Compiler.each, frozenset({"as", "$emit"})),
     "$json": (_Compiler.as_json, frozenset()),

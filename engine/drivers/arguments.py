@@ -79,11 +79,11 @@ class ArgumentsSchema:
 # module-level schema dicts each time, and their canonical JSON costs as much as several
 # validations. The entry keeps its schema alive, so an id is never reused while cached; a
 # schema changed in place after it was first listed is not read again (make a new one).
-_BY_IDENTITY: dict[int, tuple[dict, tuple[Validator, _Check | None]]] = {}
+_BY_IDENTITY: dict[int, tuple[dict[str, Any], tuple[Validator, _Check | None]]] = {}
 _IDENTITIES = 512
 
 
-def _compiled(schema: dict) -> tuple[Validator, _Check | None]:
+def _compiled(schema: dict[str, Any]) -> tuple[Validator, _Check | None]:
     seen = _BY_IDENTITY.get(id(schema))
     if seen is not None and seen[0] is schema:
         return seen[1]
@@ -156,7 +156,7 @@ def free_form_problems(tool: Tool, arguments: Any) -> list[ArgumentProblem]:
 
 
 @functools.lru_cache(maxsize=256)
-def _regex(definition: Any) -> re.Pattern | None:
+def _regex(definition: Any) -> re.Pattern[str] | None:
     if not isinstance(definition, str):
         return None
     try:
@@ -177,8 +177,19 @@ def _regex(definition: Any) -> re.Pattern | None:
 
 _Check = Callable[[Any], bool]
 _ANNOTATIONS = frozenset(
-    {"$schema", "$id", "$comment", "title", "description", "default", "examples", "format",
-     "readOnly", "writeOnly", "deprecated"}
+    {
+        "$schema",
+        "$id",
+        "$comment",
+        "title",
+        "description",
+        "default",
+        "examples",
+        "format",
+        "readOnly",
+        "writeOnly",
+        "deprecated",
+    }
 )  # ``format`` is an annotation in every draft unless a format checker asserts it
 _FAST_DRAFTS = frozenset(
     {
@@ -247,7 +258,7 @@ def _compile(schema: Any) -> _Check:
     return lambda v: all(check(v) for check in checks)
 
 
-def _type(value: Any, schema: dict) -> _Check:
+def _type(value: Any, schema: dict[str, Any]) -> _Check:
     names = [value] if value.__class__ is str else value
     if names.__class__ is not list or not all(n in _TYPES for n in names):
         raise _NoFastPath
@@ -257,7 +268,7 @@ def _type(value: Any, schema: dict) -> _Check:
     return lambda v: any(test(v) for test in tests)
 
 
-def _properties(value: Any, schema: dict) -> _Check:
+def _properties(value: Any, schema: dict[str, Any]) -> _Check:
     if value.__class__ is not dict:
         raise _NoFastPath
     members = {name: _compile(sub) for name, sub in value.items()}
@@ -270,7 +281,7 @@ def _properties(value: Any, schema: dict) -> _Check:
     return check
 
 
-def _additional(value: Any, schema: dict) -> _Check:
+def _additional(value: Any, schema: dict[str, Any]) -> _Check:
     if "patternProperties" in schema:
         raise _NoFastPath
     known = frozenset(schema.get("properties") or ())
@@ -284,14 +295,14 @@ def _additional(value: Any, schema: dict) -> _Check:
     return check
 
 
-def _required(value: Any, schema: dict) -> _Check:
+def _required(value: Any, schema: dict[str, Any]) -> _Check:
     if value.__class__ is not list or not all(n.__class__ is str for n in value):
         raise _NoFastPath
     names = tuple(value)
     return lambda v: v.__class__ is not dict or all(n in v for n in names)
 
 
-def _enum(value: Any, schema: dict) -> _Check:
+def _enum(value: Any, schema: dict[str, Any]) -> _Check:
     # Strings only: JSON equality of other values (1 == 1.0, True != 1) is jsonschema's.
     if value.__class__ is not list or not all(x.__class__ is str for x in value):
         raise _NoFastPath
@@ -299,7 +310,7 @@ def _enum(value: Any, schema: dict) -> _Check:
     return lambda v: v.__class__ is str and v in allowed
 
 
-def _items(value: Any, schema: dict) -> _Check:
+def _items(value: Any, schema: dict[str, Any]) -> _Check:
     if "prefixItems" in schema or "additionalItems" in schema:
         raise _NoFastPath
     each = _compile(value)  # a list (tuple validation) is no schema: _NoFastPath
@@ -310,7 +321,7 @@ def _bound(applies: Callable[[Any], bool], measure: Callable[[Any], Any], fails:
     """A bound keyword, worded as jsonschema tests it (``fails(measured, bound)``), so that
     what compares false both ways (NaN) is judged alike."""
 
-    def make(value: Any, schema: dict) -> _Check:
+    def make(value: Any, schema: dict[str, Any]) -> _Check:
         if not _is_number(value):
             raise _NoFastPath
         return lambda v: not applies(v) or not fails(measure(v), value)
@@ -322,7 +333,7 @@ def _identity(v: Any) -> Any:
     return v
 
 
-_KEYWORDS: dict[str, Callable[[Any, dict], _Check]] = {
+_KEYWORDS: dict[str, Callable[[Any, dict[str, Any]], _Check]] = {
     "type": _type,
     "properties": _properties,
     "additionalProperties": _additional,

@@ -74,7 +74,10 @@ def default_codec() -> TextCodec:
 
 def _codec_of(strategy: Any) -> TextCodec:
     """The codec of a text strategy (``engine.text.strategy.TextStrategy``), or a codec."""
-    return getattr(strategy, "codec", strategy)
+    codec = getattr(strategy, "codec", strategy)
+    if not isinstance(codec, TextCodec):
+        raise TypeError(f"not a text strategy or a text codec: {strategy!r}")
+    return codec
 
 
 _DEFAULT = object()  # "the driver's own text strategy", for the native backup
@@ -163,7 +166,8 @@ class _StreamView:
         self.pending = self.native_mine or self.forming_mine
 
 
-_History = Callable[[list[ToolCallRecord]], list[dict]]  # a batch's records -> its history
+# A batch's records -> its history.
+_History = Callable[[list[ToolCallRecord]], list[dict[str, Any]]]
 
 
 class _Rejected:
@@ -221,9 +225,10 @@ class _Round:
         return [call for batch in self.batches for call in batch.calls]
 
 
-def _args(call: ExtractedCall) -> dict:
+def _args(call: ExtractedCall) -> dict[str, Any]:
     """The arguments a tool gets: its own copy, so that it cannot change the record's."""
-    return copy_json(call.arguments)
+    args: dict[str, Any] = copy_json(call.arguments)  # a copy of a dict is a dict
+    return args
 
 
 def _ran(call: ExtractedCall, result: Any) -> _Outcome:
@@ -239,7 +244,7 @@ def _cancelled(call: ExtractedCall) -> _Outcome:
     return ToolCallRecord(call.name, call.arguments, None, "cancelled", call.id), "cancelled"
 
 
-def _rejected(name: Any, arguments: dict, call_id: Any, error: str) -> _Outcome:
+def _rejected(name: Any, arguments: dict[str, Any], call_id: Any, error: str) -> _Outcome:
     return ToolCallRecord(name, arguments, None, error, call_id), _Rejected(error)
 
 
@@ -316,7 +321,7 @@ class BaseDriver:
     def list_tools(self) -> list[Tool]:
         raise NotImplementedError(f"{type(self).__name__} must implement list_tools()")
 
-    def execute_tool(self, tool_name: str, arguments: dict) -> Any:
+    def execute_tool(self, tool_name: str, arguments: dict[str, Any]) -> Any:
         raise NotImplementedError(f"{type(self).__name__} must implement execute_tool()")
 
     # -- configuration -------------------------------------------------------------------------
@@ -377,7 +382,9 @@ class BaseDriver:
     # event loop; each call's arguments checked against its tool's schema first), *report*
     # (``_report``: the records into the response and the history, in call order).
 
-    def process_llm_response(self, llm_response: str | dict | LLMStreamBuffer) -> DriverResponse:
+    def process_llm_response(
+        self, llm_response: str | dict[str, Any] | LLMStreamBuffer
+    ) -> DriverResponse:
         """Run this driver's calls in a response: plain text, a whole message, or a stream.
 
         A stream is processed once per chunk (a *round*: after every ``buf.add`` and once
@@ -423,7 +430,7 @@ class BaseDriver:
         return self._report(plan, [self._outcome(call) for call in plan.calls()])
 
     async def aprocess_llm_response(
-        self, llm_response: str | dict | LLMStreamBuffer
+        self, llm_response: str | dict[str, Any] | LLMStreamBuffer
     ) -> DriverResponse:
         """:meth:`process_llm_response` on an event loop: the same rounds, decisions and
         response (records, history, flags; identical for the same tools), with the calls run
@@ -452,7 +459,7 @@ class BaseDriver:
         outcomes, cancelled = await self._aoutcomes(plan.calls())
         response = self._report(plan, outcomes)
         if cancelled is not None:
-            cancelled.response = response  # type: ignore[attr-defined]
+            vars(cancelled)["response"] = response  # an attribute CancelledError does not declare
             raise cancelled
         return response
 
@@ -485,7 +492,7 @@ class BaseDriver:
             f"message) or an LLMStreamBuffer, not {type(llm_response).__name__}"
         )
 
-    def _plan_message(self, message: dict) -> DriverResponse | _Round:
+    def _plan_message(self, message: dict[str, Any]) -> DriverResponse | _Round:
         strategies = self.extraction_strategies()
         strategy = next((s for s in strategies if s.recognizes(message)), None)
         if strategy is None:  # no wire's shape: a plain {role, content} message
@@ -574,7 +581,7 @@ class BaseDriver:
         nothing (no text) and answers no call of this driver's sends nothing back."""
         answerable = getattr(strategy, "answerable", None)
 
-        def history(records: list[ToolCallRecord]) -> list[dict]:
+        def history(records: list[ToolCallRecord]) -> list[dict[str, Any]]:
             if not records and not said:
                 return []
             turn = answerable(message) if answerable is not None else message
@@ -614,30 +621,38 @@ class BaseDriver:
         completed, the forming call and its name unchanged, the text codec holding nothing)
         the round is a handful of identity checks: a client runs it on every chunk."""
         view = self._view_of(buf)
-        native, ended, forming = buf.stream_state(view.native_done)
+        native, ended, forming, quiet, incomplete = buf.changes(
+            view.native_done, view.incomplete_done
+        )
         if ended:
-            return self._plan_ended(buf, view, native)
+            return self._plan_ended(buf, view, native, quiet, incomplete)
         if len(native) != view.checked or native is not view.native or forming is not view.forming:
             view.look(native, forming)
-        if view.scans and not buf.text_quiet():
+        if view.scans and not quiet:
             plan = _Round(DriverResponse(call_pending=view.pending))
             self._plan_text_calls(buf, view, False, plan)
             return plan
         return DriverResponse(call_pending=True) if view.pending else DriverResponse()
 
     def _plan_ended(
-        self, buf: LLMStreamBuffer, view: _StreamView, native: list[ExtractedCall]
+        self,
+        buf: LLMStreamBuffer,
+        view: _StreamView,
+        native: list[ExtractedCall],
+        quiet: bool,
+        incomplete: list[CallIncomplete],
     ) -> DriverResponse | _Round:
         """A round at or after the end of input: the wire's DONE, or ``close()`` on a stream
         that never sent its DONE (no sibling can still stream either way). The native batch
         runs, this driver's calls of it, or the text calls that end the turn; the stream's
         assistant turn goes into the history once, answering every call of this driver's;
-        nothing is pending any more."""
+        nothing is pending any more. (``native``, ``quiet`` and ``incomplete``: what changed
+        since the driver's mark, ``LLMStreamBuffer.changes``.)"""
         plan = _Round()
         texts: list[ExtractedCall] = []
-        if view.scans and not buf.text_quiet():
+        if view.scans and not quiet:
             texts = self._plan_text_calls(buf, view, True, plan)
-        incomplete = buf.incomplete_calls()[view.incomplete_done :]
+            incomplete = [*incomplete, *plan.incomplete]  # the text calls it reported, last
         if not native and not incomplete and not texts and not plan.batches and view.turn_sent:
             return DriverResponse()  # the turn was handled: a round after it finds nothing
         view.native_done += len(native)
@@ -713,7 +728,9 @@ class BaseDriver:
                 probe = CallIncomplete(None, never.name, None, never.raw, never.reason or "")
                 if self._reports(view.owns, probe):
                     # Now one of the stream's incomplete calls, which the round reports.
-                    buf.report_text_incomplete(never)
+                    event = buf.report_text_incomplete(never)
+                    if event is not None:
+                        plan.incomplete.append(event)
             self._note_unknown_text(plan.response, unknown)
             return mine
         if mine:
@@ -805,7 +822,7 @@ class BaseDriver:
         except Exception as exc:  # a tool's failure is reported, never raised
             return _failed(call, exc)
 
-    async def _aexecute_tool(self, tool_name: str, arguments: dict) -> Any:
+    async def _aexecute_tool(self, tool_name: str, arguments: dict[str, Any]) -> Any:
         """``execute_tool`` without blocking the loop: an ``async def`` one awaited, a sync
         one in a worker thread (what it returns awaited, should it be awaitable)."""
         execute = self.execute_tool
@@ -927,7 +944,7 @@ class Orchestrator(BaseDriver):
             raise KeyError(f"no driver owns the tool {tool_name!r}")
         return owner
 
-    def execute_tool(self, tool_name: str, arguments: dict) -> Any:
+    def execute_tool(self, tool_name: str, arguments: dict[str, Any]) -> Any:
         return self._owner(tool_name).execute_tool(tool_name, arguments)
 
     def _has_async_tools(self) -> bool:
@@ -937,7 +954,7 @@ class Orchestrator(BaseDriver):
             return super()._has_async_tools()
         return any(driver._has_async_tools() for driver in self.drivers)
 
-    async def _aexecute_tool(self, tool_name: str, arguments: dict) -> Any:
+    async def _aexecute_tool(self, tool_name: str, arguments: dict[str, Any]) -> Any:
         """Each call as its owner runs it on the loop: an async tool awaited, a sync one in a
         thread (drivers of both kinds mix). A subclass that dispatches in its own
         ``execute_tool`` is run as any driver is."""

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 def load_descriptor(path: str | Path) -> ExtractionStrategy | TextStrategy:
     """The strategy of the descriptor file at ``path``, compiled by the pass that checks it."""
     path = Path(path)
-    text = path.read_text(encoding="utf-8")
+    text = path.read_text(encoding="utf-8")  # an unreadable file raises, as open() does
     _, problems, strategy = compile_text(text, str(path))
     if problems:
         raise DescriptorError(problems)

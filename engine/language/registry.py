@@ -1,6 +1,10 @@
 """The registry of built-in formats: found by name from a scan of the ``formats`` folder.
 
-Descriptors are compiled once and cached; a strategy is immutable, so every buffer shares it.
+Descriptors are compiled once, when first asked for, and cached; a strategy is immutable, so
+every buffer shares it. What only names a built-in (its name, its order, its end markers, is
+it the codec) is read from its file without compiling it, as a lexer mapping names lexers
+without importing them: listing the formats, or ending a user's stream with ``[DONE]``,
+compiles nothing.
 """
 
 from __future__ import annotations
@@ -8,12 +12,14 @@ from __future__ import annotations
 import difflib
 import functools
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 from ..compile.strategy import ExtractionStrategy
 from ..errors import UnknownFormatError
 from .builtin_files import builtin_paths
 from .descriptor import load_descriptor
+from .extends import resolve
+from .yamlsource import load
 
 if TYPE_CHECKING:
     from ..text.strategy import TextStrategy
@@ -24,9 +30,18 @@ def _compiled(name: str) -> ExtractionStrategy | TextStrategy:
     return load_descriptor(builtin_paths()[name])
 
 
+@functools.cache
+def header(name: str) -> dict[str, Any]:
+    """A built-in's descriptor as data, ``extends`` resolved, never compiled: what names it."""
+    path = builtin_paths()[name]
+    written, source = load(path.read_text(encoding="utf-8"))
+    data = resolve(written, source, str(path))[0]
+    return data if isinstance(data, dict) else {}
+
+
 def list_formats() -> list[str]:
     """Built-in format names, in their declared order."""
-    return sorted(builtin_paths(), key=lambda n: (_compiled(n).descriptor.get("order", 99), n))
+    return sorted(builtin_paths(), key=lambda n: (header(n).get("order", 99), n))
 
 
 # "mcs_text" is the text codec; every other built-in name is a wire, and so is a descriptor
@@ -56,17 +71,15 @@ def load_format(name_or_path: str | Path) -> ExtractionStrategy | TextStrategy:
 
 def text_strategy() -> TextStrategy:
     """The built-in text codec strategy (``mcs_text``)."""
-    from ..text.strategy import TextStrategy
+    name = next(n for n in list_formats() if "codec" in header(n))
+    return cast("TextStrategy", _compiled(name))
 
-    return next(s for s in (_compiled(n) for n in list_formats()) if isinstance(s, TextStrategy))
 
-
+@functools.cache
 def end_markers() -> frozenset[str]:
-    """Every built-in wire's end markers (``done_sentinels``: ``[DONE]``)."""
-    markers: frozenset[str] = frozenset()
-    for strategy in wire_strategies():
-        markers |= strategy.spec.sentinels
-    return markers
+    """Every built-in wire's end markers (``done_sentinels``: ``[DONE]``), read from their
+    files."""
+    return frozenset(m for n in builtin_paths() for m in header(n).get("done_sentinels", ()))
 
 
 def wire_strategies() -> list[ExtractionStrategy]:

@@ -20,8 +20,10 @@ three passes; every problem found is reported, sorted by position, as
    ``declarations`` templates (checked by :mod:`engine.compile.templates`, every problem at its
    pointer; the schema types templates too, and where both see a problem in one part of a
    template the compiler's wording is the one reported);
-3. when all of that passes, the descriptor is compiled (a wire, or the text codec), so that
-   whatever the checks above miss is still a reported problem and never a traceback at load.
+3. the descriptor is compiled (a wire, or the text codec), so that whatever the checks above
+   miss is still a reported problem and never a traceback at load; this runs even when they
+   found problems, so that every problem is said at once (a compile problem at a place they
+   already report, or a compile stopped by a value of the wrong shape, is left out).
 
 A problem's ``rule`` names the check: a schema keyword (``type``, ``required``,
 ``enum``...), or ``unknown-key``, ``moved`` (a key of before, its new form named),
@@ -39,31 +41,12 @@ is usually an override in this file, and a built-in's own file may not even be w
 
 from __future__ import annotations
 
-import datetime
-import functools
-import json
-import re
-from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, cast
-
-from jsonschema import Draft202012Validator, FormatChecker, ValidationError
-from jsonschema.exceptions import relevance
+from typing import Any
 
 from ..compile.operations import OPERATIONS, operation_rules, rule_lists
-from ..compile.ops import pattern_of
-from ..compile.paths import (
-    JMESPATH,
-    PathError,
-    Segment,
-    compile_lookup,
-    compile_presence,
-    compile_read,
-    parse_chain,
-    parse_target,
-    read_steps,
-)
-from ..compile.schema import schema
+from ..compile.paths import PathError, items_of, parse_target, pattern, pattern_of
+from ..compile.schema import in_template, operation_names, schema, schema_problems
 from ..compile.schema import schema_path as schema_path  # the CLI and tests read it here
 from ..errors import Problem, escape
 from .extends import KEY as EXTENDS
@@ -71,12 +54,6 @@ from .extends import resolve
 from .yamlsource import SourceMap, YAMLSourceError, load
 
 # -- the schema --------------------------------------------------------------------------------
-
-
-def operation_names() -> list[str]:
-    """The operations the schema declares, in its order."""
-    return list(schema()["$defs"]["operation_mapping"]["properties"])
-
 
 def descriptor_kind(data: Any) -> str:
     """``codec_descriptor`` (a text codec) or ``wire_descriptor``, as the schema's root
@@ -89,223 +66,7 @@ def section_order(kind: str = "wire_descriptor") -> list[str]:
     defs = schema()["$defs"]
     return [*defs["header"]["properties"], *defs[kind]["properties"]]
 
-
-# -- the custom formats: paths compiled as the engine compiles them -----------------------------
-
-
-class PathProblem(ValueError):
-    """A path the engine would refuse; ``rule`` names the check."""
-
-    def __init__(self, message: str, rule: str) -> None:
-        super().__init__(message)
-        self.rule = rule
-
-
-def _path_problem(exc: PathError, prefix: str = "") -> PathProblem:
-    """A path of an old dialect is its own rule, ``old-path``: the message says its new form."""
-    return PathProblem(f"{prefix}{exc}", "old-path" if exc.hint else "path")
-
-
-def _read_path(value: str) -> None:
-    if value == "":
-        return
-    try:
-        read_steps(value)
-    except PathError as exc:
-        raise _path_problem(exc, "not a read path: ") from None
-
-
-def _jmespath(value: str) -> None:
-    try:
-        compile_read({JMESPATH: value})
-    except PathError as exc:
-        raise PathProblem(str(exc), "jmespath") from None
-
-
-def _template_path(value: str) -> None:
-    try:
-        compile_lookup(value)
-    except PathError as exc:
-        raise _path_problem(exc, "not a template path: ") from None
-
-
-def _segments(value: str) -> tuple[Segment, ...]:
-    """Parse a target or pattern; a bad slot step is reported as such."""
-    try:
-        return parse_target(value)
-    except PathError as exc:
-        if exc.in_slot:
-            raise PathProblem(str(exc), "slot") from None
-        raise PathProblem(f"target path does not parse: {exc}", "target") from None
-
-
-def _target(value: str) -> tuple[Segment, ...]:
-    segments = _segments(value)
-    if any(seg.any for seg in segments):
-        raise PathProblem(
-            "[*] is for patterns; an operation writes one item: name its SLOT, e.g. content[index]",
-            "slot",
-        )
-    return segments
-
-
-def _item_target(value: str) -> None:
-    segments = _target(value)
-    if not segments or segments[-1].field is not None:
-        raise PathProblem("must end with a SLOT step, e.g. content[index]", "item-target")
-
-
-def _field_target(value: str) -> None:
-    segments = _target(value)
-    if not segments or segments[-1].field is None:
-        raise PathProblem("must end with a field, e.g. content[index].text", "field-target")
-
-
-def _field_chain(value: str) -> None:
-    try:
-        parse_chain(value)
-    except PathError as exc:
-        raise PathProblem(str(exc), "field-chain") from None
-
-
-def _presence_path(value: Any) -> None:
-    """``is: "null"`` asks whether a key is there: a field chain (with ``[n]``), never a
-    JMESPath, whose result cannot tell an absent key from a null one."""
-    if isinstance(value, dict):
-        raise PathProblem(
-            "is: null asks whether a key is present, which a JMESPath result cannot tell from "
-            "null: write the field chain of the key (meta.flags[0])",
-            "field-chain",
-        )
-    try:
-        compile_presence(value)
-    except PathError as exc:
-        raise PathProblem(f"a presence test takes a field chain: {exc}", "field-chain") from None
-
-
-def _python_regex(value: str) -> None:
-    try:
-        re.compile(value)
-    except re.error as exc:
-        raise PathProblem(f"not a Python regular expression: {exc}", "regex") from None
-
-
-def _pattern(value: str) -> tuple[Segment, ...]:
-    segments = _segments(value)
-    for seg in segments:
-        if seg.field is None and not seg.any:
-            raise PathProblem(
-                f"a pattern matches every item with [*], not a SLOT [{seg.slot_path}]", "pattern"
-            )
-    return segments
-
-
-def _call_pattern(value: str) -> None:
-    segments = _pattern(value)
-    if not segments or not segments[-1].any:
-        raise PathProblem("must end with [*], e.g. content[*]", "call-pattern")
-
-
-FORMATS = {
-    "read-path": _read_path,
-    "jmespath": _jmespath,
-    "presence-path": _presence_path,
-    "template-path": _template_path,
-    "target-path": _target,
-    "item-target": _item_target,
-    "field-target": _field_target,
-    "pattern": _pattern,
-    "call-pattern": _call_pattern,
-    "field-chain": _field_chain,
-    "python-regex": _python_regex,
-}
-"""The schema's custom ``format`` values and their checks. Editors ignore them."""
-
-
-def _format_checker() -> FormatChecker:
-    checker = FormatChecker(formats=())
-    for name, check in FORMATS.items():
-
-        def run(instance: Any, check=check, name=name) -> bool:
-            if isinstance(instance, str) or name == "presence-path":
-                check(instance)
-            return True
-
-        checker.checks(name, raises=PathProblem)(run)
-    return checker
-
-
-@functools.cache
-def _validator() -> Draft202012Validator:
-    return Draft202012Validator(schema(), format_checker=_format_checker())
-
-
-# -- schema errors as problems ------------------------------------------------------------------
-
-_JSON_TYPES = (
-    (bool, "boolean"),
-    (int, "integer"),
-    (float, "number"),
-    (str, "string"),
-    (list, "array"),
-    (dict, "object"),
-    (type(None), "null"),
-)
-
-# Errors whose own wording is better than a subschema's ``errorMessage``.
-_SELF_EXPLAINING = frozenset(
-    {
-        "type",
-        "enum",
-        "const",
-        "required",
-        "additionalProperties",
-        "unevaluatedProperties",
-        "dependentRequired",
-        "format",
-    }
-)
-
-
-def _kind(value: Any) -> str:
-    if isinstance(value, datetime.date):  # an unquoted 2023-06-01 is a YAML timestamp
-        return "a date (quote it)"
-    for cls, name in _JSON_TYPES:
-        if type(value) is cls:
-            return name
-    return type(value).__name__
-
-
-def _pointer(path: Iterable[Any]) -> str:
-    return "".join("/" + escape(str(part)) for part in path)
-
-
-def _resolve(fragment: dict) -> dict | None:
-    ref = fragment.get("$ref")
-    if not isinstance(ref, str) or not ref.startswith("#/"):
-        return None
-    node: Any = schema()
-    for part in ref[2:].split("/"):
-        node = node[part.replace("~1", "/").replace("~0", "~")]
-    return node
-
-
-def _declared_keys(fragment: dict, deep: bool) -> set[str]:
-    """The keys an object schema declares; with ``deep``, also those of the subschemas it
-    applies in place (what ``unevaluatedProperties`` counts as evaluated)."""
-    keys = set(fragment.get("properties", {}))
-    if deep:
-        subs = [_resolve(fragment), fragment.get("then"), fragment.get("else")]
-        subs += fragment.get("allOf", [])
-        for sub in subs:
-            if isinstance(sub, dict):
-                keys |= _declared_keys(sub, deep)
-    return keys
-
-
-def _is_def(fragment: Any, name: str) -> bool:
-    target = schema()["$defs"][name]
-    return fragment is target or fragment == target
+# -- schema errors as problems, located in the file -------------------------------------------
 
 
 class _Locator:
@@ -331,149 +92,6 @@ class _Locator:
             message = f"{message} (inherited from {origin}:{line}:{col})"
             line, col = self.source.locate(f"/{EXTENDS}")
         return Problem(self.file, line, col, pointer, message, rule)
-
-
-def _problems_of_error(err: ValidationError, where: _Locator) -> Iterator[Problem]:
-    """One schema error as problems (an object with three unknown keys gives three)."""
-    pointer = _pointer(err.absolute_path)
-    # An error of iter_errors always carries its keyword, value and schema: jsonschema leaves
-    # them unset only on an error built by hand.
-    keyword = cast(str, err.validator)
-    expected_value: Any = err.validator_value
-    rule_schema: Any = err.schema
-    instance = err.instance
-    if keyword in ("additionalProperties", "unevaluatedProperties") and isinstance(instance, dict):
-        allowed = _declared_keys(rule_schema, deep=keyword == "unevaluatedProperties")
-        expected = ", ".join(sorted(allowed))
-        is_operation = _is_def(rule_schema, "operation_mapping")
-        moved = rule_schema.get("x-moved", {}) if isinstance(rule_schema, dict) else {}
-        for key in instance:
-            if key in allowed:
-                continue
-            if key in moved:  # a key of before, which the schema says where it went
-                yield where.at_key(
-                    f"{pointer}/{escape(key)}",
-                    f"{key!r} is a key of before: write {moved[key]} (see CHANGELOG.md)",
-                    "moved",
-                )
-            elif is_operation:
-                yield where.at_key(
-                    f"{pointer}/{escape(key)}",
-                    f"unknown operation {key!r}, expected one of: {expected}",
-                    "operation",
-                )
-            else:
-                yield where.at_key(
-                    f"{pointer}/{escape(key)}",
-                    f"unknown key {key!r}, expected one of: {expected}",
-                    "unknown-key",
-                )
-        return
-    if keyword == "type":
-        wanted = expected_value
-        wanted = wanted if isinstance(wanted, list) else [wanted]
-        yield where.at_value(
-            pointer, f"expected {' or '.join(wanted)}, got {_kind(instance)}", "type"
-        )
-        return
-    if keyword == "required" and isinstance(instance, dict):
-        # A rule that requires a key only in some cases (a results mode) says which.
-        custom = rule_schema.get("errorMessage") if isinstance(rule_schema, dict) else None
-        for key in expected_value:
-            if key not in instance:
-                message = custom if isinstance(custom, str) else f"missing required key {key!r}"
-                yield where.at_key(pointer, message, "required")
-        return
-    if keyword == "dependentRequired" and isinstance(instance, dict):
-        for key, needs in expected_value.items():
-            if key in instance:
-                for need in needs:
-                    if need not in instance:
-                        yield where.at_key(
-                            f"{pointer}/{escape(key)}",
-                            f"{key!r} needs {need!r} beside it",
-                            "dependentRequired",
-                        )
-        return
-    if keyword == "enum" and _is_def(rule_schema, "bare_operation"):
-        if instance in operation_names():
-            message = f"operation {instance!r} takes arguments: write {{{instance}: {{...}}}}"
-        else:
-            names = ", ".join(sorted(operation_names()))
-            message = f"unknown operation {instance!r}, expected one of: {names}"
-        yield where.at_value(pointer, message, "operation")
-        return
-    if keyword in ("enum", "const"):
-        choices = expected_value if keyword == "enum" else [expected_value]
-        # A YAML null beside "null" in an enum (`is`) is one choice, shown once.
-        shown = ", ".join(dict.fromkeys(_choice(v) for v in choices))
-        yield where.at_value(pointer, f"{instance!r} is not one of: {shown}", keyword)
-        return
-    if keyword == "format" and isinstance(err.cause, PathProblem):
-        yield where.at_value(pointer, str(err.cause), err.cause.rule)
-        return
-    custom = rule_schema.get("errorMessage") if isinstance(rule_schema, dict) else None
-    if isinstance(custom, str) and keyword not in _SELF_EXPLAINING:
-        yield where.at_value(pointer, custom, keyword)
-        return
-    yield where.at_value(pointer, _plain_message(err), keyword)
-
-
-def _choice(value: Any) -> str:
-    """A choice of an enum as written: bare, but quoted with its escapes when it holds a
-    character that would not show (the ``"\\r\\n"`` of a line ending)."""
-    if value is None:
-        return "null"
-    if isinstance(value, str) and not value.isprintable():
-        return json.dumps(value)
-    return str(value)
-
-
-def _plain_message(err: ValidationError) -> str:
-    value = err.validator_value
-    keyword = err.validator
-    if keyword == "minItems":
-        return "must not be empty" if value == 1 else f"expected at least {value} items"
-    if keyword == "maxItems":
-        return f"expected at most {value} items"
-    if keyword == "minProperties":
-        return "must not be empty" if value == 1 else f"expected at least {value} keys"
-    if keyword == "maxProperties":
-        return f"expected at most {value} key(s)"
-    if keyword == "minLength":
-        return "must not be empty"
-    if keyword == "uniqueItems":
-        return "has repeated items"
-    if keyword == "minimum":
-        return f"expected at least {value}, got {err.instance!r}"
-    if keyword == "pattern":
-        return f"{err.instance!r} does not match {value}"
-    return err.message
-
-
-def _schema_problems(data: Any, where: _Locator) -> list[Problem]:
-    """All schema errors, best first; at a value of the wrong type only that is said."""
-    errors = sorted(_validator().iter_errors(data), key=relevance, reverse=True)
-    type_errors: dict[str, ValidationError] = {}
-    for err in errors:
-        if err.validator == "type":
-            pointer = _pointer(err.absolute_path)
-            known = type_errors.get(pointer)
-            # The outermost type check names every type allowed there.
-            if known is None or len(err.absolute_schema_path) < len(known.absolute_schema_path):
-                type_errors[pointer] = err
-    # A custom format says more than the pattern that editors check in its place.
-    formats = {_pointer(e.absolute_path) for e in errors if e.validator == "format"}
-    out: list[Problem] = []
-    for err in errors:
-        pointer = _pointer(err.absolute_path)
-        if pointer in type_errors and err is not type_errors[pointer]:
-            continue
-        if err.validator == "pattern" and pointer in formats:
-            continue
-        out.extend(_problems_of_error(err, where))
-    return out
-
 
 # -- what the schema cannot say -----------------------------------------------------------------
 
@@ -529,25 +147,6 @@ def _engine_problems(data: dict, where: _Locator) -> list[Problem]:
     return out
 
 
-TEMPLATES = (
-    "/declarations",
-    "/results/assistant",
-    "/results/result",
-    "/results/message",
-    "/results/leak/assistant",
-    "/results/leak/message",
-    "/serve/response",
-    "/serve/error/status",
-    "/serve/error/body",
-)
-"""Where templates sit: the template compiler reports the problems inside them (every one,
-each at its line), so the schema, which types them for editors, is not asked to repeat it."""
-
-
-def in_template(pointer: str) -> bool:
-    return any(pointer == t or pointer.startswith(t + "/") for t in TEMPLATES)
-
-
 def _template_problems(
     data: dict, where: _Locator, results_checked: bool
 ) -> tuple[Any, list[Problem]]:
@@ -575,60 +174,91 @@ def _covered(problem: Problem, by: list[Problem]) -> bool:
     )
 
 
-def _serve_problems(data: dict, where: _Locator) -> list[Problem]:
+def _serve_problems(data: dict, where: _Locator) -> tuple[Any, list[Problem]]:
     """What the schema cannot say of the ``serve`` section (its templates, a path's
-    ``{name}`` twice), checked by its own compiler: every problem, each at its line. Asked of
-    a section the schema refused too: the compiler reads only what has the schema's shape."""
+    ``{name}`` twice), checked by its own compiler: every problem, each at its line, with the
+    section it compiled, which the strategy keeps. Asked of a section the schema refused too:
+    the compiler reads only what has the schema's shape."""
     from ..compile.serve import check_serve
 
-    _, found = check_serve(data)
-    return [where.at_value(pointer, message, rule) for pointer, message, rule in found]
+    serve, found = check_serve(data)
+    return serve, [where.at_value(pointer, message, rule) for pointer, message, rule in found]
+
+
+def _beside(problem: Problem, by: list[Problem]) -> bool:
+    """A flow or compile problem in an object the checks before found at fault (at it, in
+    it, or at a key beside it: ``/calls/args`` unwritten because ``/calls/at`` is wrong),
+    which is most likely that fault seen again."""
+    parent = problem.pointer.rpartition("/")[0]
+    return any(_covered(problem, by) or p.pointer.rpartition("/")[0] == parent for p in by)
 
 
 # -- what can be known of the flow when the descriptor loads ------------------------------------
 
 
-def _unwritten_args(data: dict, where: _Locator) -> list[Problem]:
-    """``calls.args`` streams fragments (the default ``args_arrive``) but no operation writes
-    there: every call's arguments would stay empty, and no call would ever be runnable."""
+def _args_flow(data: dict, where: _Locator) -> list[Problem]:
+    """Where the rules write the calls' arguments, against what ``calls`` says of them:
+
+    - ``calls.args`` streams fragments (the default ``args_arrive``) but no operation writes
+      there: every call's arguments would stay empty, and no call would ever be runnable;
+    - ``args_arrive: whole``, and an ``args`` rule streams them: each call would be ready
+      with its whole value (``{}`` when the item came without), then fed again (a fold
+      list's ``args`` takes a whole value whole, as Ollama's);
+    - a rule writes arguments into a call item at a field that is not its ``args``: the
+      engine feeds the call's own arguments whatever the field, so the rule cannot mean it."""
     calls = data.get("calls")
     if not isinstance(calls, dict):
         return []
-    places = [("/calls", calls)]
-    also = calls.get("also")
-    if isinstance(also, list):
-        places += [(f"/calls/also/{i}", p) for i, p in enumerate(also) if isinstance(p, dict)]
-    written = {
-        path
-        for _, name, spec in operation_rules(data.get("events"))
+    also = calls["also"] if isinstance(calls.get("also"), list) else []
+    every = [("/calls", calls), *((f"/calls/also/{i}", p) for i, p in enumerate(also))]
+    places = [
+        (pointer, place)
+        for pointer, place in every
+        if isinstance(place, dict) and all(isinstance(place.get(k), str) for k in ("at", "args"))
+    ]
+    writers = [
+        (f"{pointer}/at" if name in ("args", "args_final") else pointer, name, path)
+        for pointer, name, spec in operation_rules(data.get("events"))
         for path in OPERATIONS[name].writes_args(spec)
-    }
+    ]
+    fields: dict[str, set[str]] = {}
+    for _, place in places:
+        if "[" not in place["args"]:  # not a field chain: reported as such, not again here
+            fields.setdefault(pattern(place["at"]), set()).add(place["args"])
     out = []
-    for pointer, place in places:
-        at, args = place.get("at"), place.get("args")
-        if place.get("args_arrive") == "whole" or not (
-            isinstance(at, str) and isinstance(args, str)
-        ):
-            continue
-        wanted = f"{_pattern_of(at)}.{args}"
-        if wanted in written:
-            continue
-        slotted = wanted.replace("[*]", "[SLOT]")
-        out.append(
-            where.at_value(
-                f"{pointer}/args",
-                f"no operation writes the calls' arguments at {slotted} (an args or "
-                "args_final there, or a fold list's args): every call would stay without "
-                "arguments; write them, or declare args_arrive: whole if they come with the "
-                "item",
-                "args-unwritten",
+    for at, _, path in writers:
+        item, _, rest = path.rpartition("[*].")
+        args = " or ".join(sorted(fields.get(items_of(item), ())))
+        if args and "[" not in rest and rest not in fields[items_of(item)]:
+            message = (
+                f"the items of {item}[*] are calls, whose arguments are at {args} (calls.args): "
+                f"arguments written at {rest} would go into them; write them at {item}[SLOT].{args}"
             )
-        )
+            out.append(where.at_value(at, message, "args-field"))
+    written = {path for _, _, path in writers}
+    for pointer, place in places:
+        wanted = f"{pattern(place['at'])}.{place['args']}"
+        slotted = wanted.replace("[*]", "[SLOT]")
+        if place.get("args_arrive") == "whole":
+            message = (
+                f"the calls' arguments arrive whole ({pointer}/args_arrive), and this rule "
+                f"streams them at {slotted}: each call would be ready with its whole value, "
+                "then fed again; stream them (args_arrive: fragments) or take them whole with "
+                "the item"
+            )
+            out += [
+                where.at_value(at, message, "args-whole")
+                for at, name, path in writers
+                if path == wanted and name == "args"
+            ]
+        elif wanted not in written:
+            message = (
+                f"no operation writes the calls' arguments at {slotted} (an args or args_final "
+                "there, or a fold list's args): every call would stay without arguments; write "
+                "them, or declare args_arrive: whole if they come with the item"
+            )
+            out.append(where.at_value(f"{pointer}/args", message, "args-unwritten"))
     return out
-
-
-def _pattern_of(path: str) -> str:
-    return pattern_of(parse_target(path)) if path else ""
 
 
 def _slot_keys(data: dict, where: _Locator) -> list[Problem]:
@@ -681,20 +311,30 @@ def _key_text(key: tuple[Any, str]) -> str:
     return f"[{path}]" if scope is None else f"[{path}] in scope {scope!r}"
 
 
-def _flow_problems(data: dict, where: _Locator) -> list[Problem]:
-    """What the schema cannot see across sections, found before any stream runs."""
+def _flow_problems(data: dict, where: _Locator, checked_first: bool) -> list[Problem]:
+    """What the schema cannot see across sections, found before any stream runs; asked of a
+    descriptor the checks before refused too (``checked_first``), where a value of the wrong
+    shape ends the flow check: it is already reported."""
     if descriptor_kind(data) != "wire_descriptor" or not isinstance(data.get("events"), dict):
         return []
     try:
-        return _unwritten_args(data, where) + _slot_keys(data, where)
+        return _args_flow(data, where) + _slot_keys(data, where)
     except PathError:  # a bad path is reported by the schema pass; compiling says the rest
         return []
+    except (AttributeError, TypeError, KeyError):
+        if checked_first:
+            return []
+        raise
 
 
-def _compile(data: dict, where: _Locator, sections: Any) -> tuple[Any, list[Problem]]:
+def _compile(
+    data: dict, where: _Locator, sections: Any, checked_first: bool
+) -> tuple[Any, list[Problem]]:
     """The one compile of a checked descriptor: its strategy, and every problem the compiler
     found at the pointer of the value at fault (a rule that does not compile, a reasoning
-    place no rule streams), which the checks before it cannot see."""
+    place no rule streams), which the checks before it cannot see. Run even when those
+    checks found problems (``checked_first``): every problem is said at once, but a compile
+    that stops on a value of the wrong shape says nothing they have not."""
     from ..compile.strategy import ExtractionStrategy, Problems
 
     found = Problems()
@@ -702,12 +342,14 @@ def _compile(data: dict, where: _Locator, sections: Any) -> tuple[Any, list[Prob
         if descriptor_kind(data) == "codec_descriptor":
             from ..text.strategy import TextStrategy
 
-            strategy: Any = TextStrategy(data, source=where.file, sections=sections)
+            strategy: Any = TextStrategy(data, source=where.file, sections=sections[0])
         else:
             strategy = ExtractionStrategy(
-                data, source=where.file, problems=found, sections=sections
+                data, source=where.file, problems=found, sections=sections[0], serve=sections[1]
             )
     except Exception as exc:  # noqa: BLE001 - whatever the compiler refuses is a problem
+        if checked_first:
+            return None, []
         message = str(exc) or exc.__class__.__name__
         return None, [where.at_value("", f"does not compile: {message}", "compile")]
     problems = [
@@ -743,7 +385,7 @@ def compile_text(text: str, file: str) -> tuple[Any, list[Problem], Any]:
     if data is not written:
         data = _in_section_order(data)
     where = _Locator(file, source)
-    checked = _schema_problems(data, where)
+    checked = schema_problems(data, where)
     problems = [p for p in checked if not in_template(p.pointer)]
     strategy = None
     if isinstance(data, dict):
@@ -752,15 +394,17 @@ def compile_text(text: str, file: str) -> tuple[Any, list[Problem], Any]:
         problems += _engine_problems(data, where)
         in_results = any(p.pointer.startswith(("/results", "/declarations")) for p in problems)
         sections, templates = _template_problems(data, where, in_results)
-        templates += _serve_problems(data, where)
+        serve, served = _serve_problems(data, where)
+        templates += served
         inside = [p for p in checked if in_template(p.pointer) and not _covered(p, templates)]
         problems += templates + inside
-        if not problems:
-            problems += _flow_problems(data, where)
-        if not problems:
-            strategy, found = _compile(data, where, sections)
-            problems += found
-    return data, _unique(problems), strategy
+        checked_first = bool(problems)
+        problems += [
+            p for p in _flow_problems(data, where, checked_first) if not _beside(p, problems)
+        ]
+        strategy, found = _compile(data, where, (sections, serve), checked_first or bool(problems))
+        problems += [p for p in found if not _beside(p, problems)]
+    return data, _unique(problems), (None if problems else strategy)
 
 
 def _unique(problems: list[Problem]) -> list[Problem]:
@@ -789,11 +433,19 @@ def validate_descriptor(path: str | Path) -> list[Problem]:
 
     ``Problem.file`` is ``path`` as given; a file that cannot be read is one problem.
     """
+    return check_file(path)[1]
+
+
+def check_file(path: str | Path) -> tuple[Any, list[Problem]]:
+    """The descriptor file at ``path`` checked and compiled in one pass: its strategy (None
+    when there is a problem) and every problem (:func:`validate_descriptor`'s), so that a
+    caller who reports the problems and then uses the strategy compiles it once."""
     file = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        return [Problem(file, 1, 1, "", f"not UTF-8 text: {exc.reason}", "file")]
+        return None, [Problem(file, 1, 1, "", f"not UTF-8 text: {exc.reason}", "file")]
     except OSError as exc:
-        return [Problem(file, 1, 1, "", f"cannot read: {exc.strerror or exc}", "file")]
-    return validate_text(text, file)[1]
+        return None, [Problem(file, 1, 1, "", f"cannot read: {exc.strerror or exc}", "file")]
+    _, problems, strategy = compile_text(text, file)
+    return strategy, problems

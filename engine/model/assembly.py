@@ -3,6 +3,8 @@
 A compiled strategy is immutable and shared between streams; everything one stream changes
 lives here. The operations of the descriptor language (:mod:`engine.compile.ops`) write into an
 ``Assembly``; the buffer reads it to answer ``forming()`` and ``calls()`` in O(1) per chunk.
+Each write is journaled first (``Assembly.journal``, engine.model.journal), so that the
+buffer can take back a chunk that raises.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from ..events import (
     CAUSE_LENGTH,
     CallIncomplete,
 )
-from .fragments import Fragments, SlottedList, ingest, shown_value
-from .jsonscan import AFTER_COMPLETE, COMPLETE, ArgsStream
+from .fragments import Fragments, SlottedList, compact, grow, ingest, make_way, shown_value
+from .journal import put, put_attr, saver, trim
+from .jsonscan import AFTER_COMPLETE, ArgsStream
 
 if TYPE_CHECKING:
     from ..compile.strategy import ExtractionStrategy
@@ -43,6 +46,9 @@ class CallTrack:
         self.ended_first = False  # its own end event closed it before the stream's end
 
 
+_SAVE_END = saver("finished", "over", "cut", "end_cause", "usage_event")  # what an end changes
+
+
 class Assembly:
     __slots__ = (
         "strategy",
@@ -59,7 +65,6 @@ class Assembly:
         "track_of",
         "open_parts",
         "calls_regressed",
-        "first_open",
         "unplaced",
         "skipped",
         "cut",
@@ -67,10 +72,13 @@ class Assembly:
         "events",
         "deferring",
         "deferred",
+        "held",
         "over",
         "usage_event",
         "end_cause",
         "seeding",
+        "journal",
+        "event_name",
     )
 
     def __init__(self, strategy: ExtractionStrategy) -> None:
@@ -88,20 +96,24 @@ class Assembly:
         self.unknown: Counter[str] = Counter()
         self.open_parts: list = []  # calls streaming over several parts (engine.compile.extend_op)
         self.calls_regressed = False  # a call that was complete no longer is: rebuild
-        self.first_open = 0  # tracks before this index are not open (forming's cursor)
         # What an operation could not place: the reasons of the chunk being applied (the
         # buffer stamps them with the chunk's index and name), then the stamped records. Both
         # stay empty on a stream that places everything, so the happy path pays one test.
         self.unplaced: list[str] = []
+        self.event_name: Any = None  # the name the dispatcher read of the event it applies
         self.skipped: list = []  # engine.records.Skipped
         self.cut: bool | None = None  # the wire's DONE was a cut (length, error); None: no DONE
         self.incomplete: list[CallIncomplete] = []  # calls that will never be runnable
         self.events: Any = None  # engine.stream.recorder.EventRecorder on a buffer with events
         # Inside an event whose rules go on writing the item they open, ``calls.where`` is
         # judged once the event is applied (see :func:`judged_after_the_event`): the call
-        # items opened meanwhile wait here.
+        # items opened meanwhile wait here (pattern None: an item the event closed, its
+        # arguments final once it is judged: a call that arrived whole is ready at its event).
         self.deferring = False
-        self.deferred: list[tuple[str, dict, Any]] = []
+        self.deferred: list[tuple[str | None, dict, Any]] = []
+        # The call items of a place the stream may answer after their end (``answered.later``):
+        # tracked only when the stream ends, so that one answered by then never has a fate.
+        self.held: list[tuple[str, dict, Any]] = []
         # The end of the stream is final: nothing more of it is taken (README, "Events":
         # after the DONE). The DONE makes it so when the descriptor declares nothing that may follow
         # (``events.after_done``) or when usage came with it; else the first usage after it,
@@ -112,6 +124,13 @@ class Assembly:
         # set at the wire's DONE (a length stop, an error, a normal stop) or at close().
         self.end_cause: str | None = None
         self.seeding: tuple[dict, Any] | None = None  # (item, slot) whose args are installed
+        # What the chunk being applied wrote, to take back if it raises (the buffer drops
+        # it once the chunk went in): records of engine.model.journal.
+        self.journal: list[Any] = []
+
+    def _save_end(self) -> None:
+        """Journal the end state, before the DONE, the usage or ``close()`` changes it."""
+        _SAVE_END(self.journal, self)
 
     def skip(self, reason: str) -> None:
         """An operation could not place what the event carries: say so, never drop it."""
@@ -119,9 +138,11 @@ class Assembly:
 
     # -- items -----------------------------------------------------------------------------
 
-    def item_added(self, pattern: str, item: dict, slot: Any = None) -> None:
+    def item_added(
+        self, pattern: str, item: dict, slot: Any = None, released: bool = False
+    ) -> None:
         """An item was opened in a slotted list (at ``slot``, when the caller has it at
-        hand); start tracking it if it is a call."""
+        hand); start tracking it if it is a call (a held place's: once ``released``)."""
         spec = self.strategy.spec
         calls = spec.calls
         if calls is None:
@@ -134,14 +155,20 @@ class Assembly:
         place = spec.place_of(pattern, item)
         if place is None:
             return
+        if place.held and not released:
+            trim(self.journal, self.held)
+            self.held.append((pattern, item, slot))
+            return
         if place.single and slot is None:
             slot = place.pattern
         self.seeding = (item, slot)
         args = place.install_args(item, self)
         self.seeding = None
+        args.journal = self.journal
         track = CallTrack(item, args, len(self.tracks), slot, place)
+        trim(self.journal, self.tracks)
         self.tracks.append(track)
-        self.track_of[id(item)] = track
+        put(self.journal, self.track_of, id(item), track)
         if args.state != 0:
             self.calls_dirty = True
         if self.events is not None:
@@ -152,21 +179,14 @@ class Assembly:
         track = self.track_of.get(id(item))
         if track is not None:
             return track.args
-        parent = item
-        for field in path_fields[:-1]:
-            child = parent.get(field)
-            if child.__class__ is not dict:
-                child = parent[field] = {}
-            parent = child
+        journal = self.journal
+        parent = make_way(item, path_fields[:-1], journal)
         current = parent.get(path_fields[-1])
         if current.__class__ is ArgsStream:
             return current
-        if current is None:  # the usual case: the item's first argument fragment comes next
-            calls = self.strategy.spec.calls
-            stream = ArgsStream(calls.args_form if calls is not None else "string")
-        else:
-            stream = self.strategy.spec.new_args(current)
-        parent[path_fields[-1]] = stream
+        stream = self.strategy.spec.new_args(current)
+        stream.journal = journal
+        put(journal, parent, path_fields[-1], stream)
         return stream
 
     def refused(self, stream: ArgsStream, what: Any, why: str) -> None:
@@ -206,6 +226,7 @@ class Assembly:
         length cut (``finish_reasons.length``) or ``cut`` says so (a provider's error event).
         ``event``: the event whose rule said so (None: an end marker, after which nothing
         may follow)."""
+        self._save_end()
         self.finished = True
         if event is None or self.usage_event is event or self.strategy.nothing_follows:
             self.over = True
@@ -223,6 +244,7 @@ class Assembly:
     def took_usage(self, event: Any) -> None:
         """An event's rules set the usage: after the DONE (or with it, whichever rule of the
         DONE's event runs first) it is the last thing the stream brings."""
+        self._save_end()
         self.usage_event = event
         if self.finished:
             self.over = True
@@ -230,6 +252,7 @@ class Assembly:
     def end_input(self) -> None:
         """``close()``: no more input. Without the wire's DONE every open item was cut;
         after it, an item opened since closes the way the DONE said."""
+        self._save_end()
         self.over = True
         if self.cut is None:
             self.end_cause = CAUSE_CONNECTION
@@ -237,9 +260,14 @@ class Assembly:
 
     def close_open(self, cut: bool) -> None:
         """Close every call still open, then list the calls that will never be runnable."""
+        held = self.held
+        put_attr(self.journal, self, "held", [])
+        for pattern, item, slot in held:  # judged now: an answered call is none
+            if id(item) not in self.track_of:
+                self.item_added(pattern, item, slot, released=True)
         for track in self.tracks:  # closed by their own end event, before the stream's
-            if track.args.closed and not track.reported:
-                track.ended_first = True
+            if track.args.closed and not track.reported and not track.ended_first:
+                put_attr(self.journal, track, "ended_first", True)
         for end in self.strategy.at_end:  # what operations keep open (the extend op's parts)
             end(self, cut)
         for track in self.tracks:
@@ -247,6 +275,7 @@ class Assembly:
             if not args.closed and args.close(cut):
                 self.calls_dirty = True
         self._note_incomplete()
+        compact(self.root)  # the stream's end: its texts are joined once
 
     def _note_incomplete(self) -> None:
         """Add each call that will never be runnable to ``incomplete``, once."""
@@ -254,9 +283,10 @@ class Assembly:
             reason = track.args.incomplete_reason
             if reason is None or track.reported:
                 continue
-            track.reported = True
+            put_attr(self.journal, track, "reported", True)
             calls = track.place
             name, call_id = calls.name(track.item), calls.id(track.item)
+            trim(self.journal, self.incomplete)
             self.incomplete.append(
                 CallIncomplete(
                     slot=self.track_slot(track),
@@ -313,9 +343,6 @@ class Assembly:
             level = found
         return slot
 
-    def complete_calls(self) -> list[CallTrack]:
-        return [t for t in self.tracks if t.args.state == COMPLETE]
-
 
 def judged_after_the_event(runs: list) -> Callable[[Assembly, Any, Any], None]:
     """The rules of one event, run so that ``calls.where`` is judged on each item they open
@@ -336,29 +363,33 @@ def judged_after_the_event(runs: list) -> Callable[[Assembly, Any, Any], None]:
             asm.deferring = False
             pending, asm.deferred = asm.deferred, []
             for pattern, item, slot in pending:
-                if id(item) not in asm.track_of:
+                if pattern is None:
+                    track = asm.track_of.get(id(item))
+                    if track is not None and track.args.close():
+                        asm.calls_dirty = True
+                elif id(item) not in asm.track_of:
                     asm.item_added(pattern, item, slot)
 
     return judged
 
 
-def ensure_slotted(parent: dict, field: str, order: str) -> SlottedList:
+def ensure_slotted(parent: dict, field: str, order: str, journal: list[Any]) -> SlottedList:
     """The slotted list at ``parent[field]``, adopting a plain list the wire sent there."""
     current = parent.get(field)
     if current.__class__ is SlottedList:
         return current
     lst = SlottedList(current if current.__class__ is list else None, order)
-    parent[field] = lst
+    put(journal, parent, field, lst)
     return lst
 
 
-def append_text(parent: dict, field: str, piece: str) -> None:
+def append_text(parent: dict, field: str, piece: str, journal: list[Any]) -> None:
     current = parent.get(field)
     if current.__class__ is Fragments:
-        current.append(piece)
+        grow(journal, current, piece)
     elif current.__class__ is str and current:
         frag = Fragments(current)
         frag.append(piece)
-        parent[field] = frag
+        put(journal, parent, field, frag)
     else:
-        parent[field] = Fragments(piece)
+        put(journal, parent, field, Fragments(piece))

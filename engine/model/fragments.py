@@ -9,6 +9,8 @@ get their own node, each cheap to extend and turned into plain JSON only when as
 - :class:`SlottedList`: a list whose items are addressed by a SLOT (an index, an id) rather
   than by position, the way every wire names the call or block a fragment belongs to;
 - :class:`~engine.model.jsonscan.ArgsStream`: a call's arguments with their parse state.
+
+Each node's writes while a chunk is applied are journaled (engine.model.journal).
 """
 
 from __future__ import annotations
@@ -17,7 +19,21 @@ import reprlib
 from collections.abc import Callable
 from typing import Any
 
+from .journal import put
 from .jsonscan import TOO_DEEP_TO_TAKE, ArgsStream, TooDeepError
+
+
+def grow(journal: list[Any], text: Fragments, piece: str) -> None:
+    """``text.append(piece)``, journaled."""
+    pieces = text._pieces
+    journal.append((_shorten, text, pieces, len(pieces)))
+    pieces.append(piece)
+
+
+def _shorten(text: Fragments, pieces: list[str], length: int) -> None:
+    del pieces[length:]
+    text._pieces = pieces
+    text.append = pieces.append
 
 
 class Fragments:
@@ -25,20 +41,22 @@ class Fragments:
 
     Its callers append, join and measure through its methods, never through its list of
     pieces: ``append`` is that list's own ``append``, bound once, so appending a piece (once
-    per text delta) costs what a list append costs, with no frame of ours."""
+    per text delta) costs what a list append costs, with no frame of ours; :func:`grow` is
+    the journaled append of a chunk being applied."""
 
     __slots__ = ("_pieces", "append")
 
     def __init__(self, first: str = "") -> None:
         self._pieces: list[str] = [first] if first else []
-        # Joining rewrites the list in place (see ``joined``), so the bound append stays its.
         self.append: Callable[[str], None] = self._pieces.append
 
     def joined(self) -> str:
-        """The string so far (joined once: the pieces become that one string)."""
+        """The string so far (joined once: the pieces become that one string, in a new list,
+        so that a journal record of the old one still takes its appends back)."""
         pieces = self._pieces
         if len(pieces) > 1:
-            pieces[:] = ["".join(pieces)]
+            pieces = self._pieces = ["".join(pieces)]
+            self.append = pieces.append
         return pieces[0] if pieces else ""
 
     __str__ = joined
@@ -80,8 +98,11 @@ class SlottedList:
         for position, item in enumerate(items or ()):
             self.put(position, item)
 
-    def put(self, slot: Any, item: dict) -> dict:
+    def put(self, slot: Any, item: dict, journal: list[Any] | None = None) -> dict:
         position = self.by_slot.get(slot)
+        if journal is not None:
+            old = self.items[position] if position is not None else None
+            journal.append((self._unput, slot, old, self.last, self.next_int))
         if position is None:
             if type(slot) is int and slot >= self.next_int:
                 self.next_int = slot + 1
@@ -93,6 +114,16 @@ class SlottedList:
         self._item_at[slot] = item
         self.last = slot
         return item
+
+    def _unput(self, slot: Any, old: dict | None, last: Any, next_int: int) -> None:
+        """Take back a ``put``: the item it replaced, or the slot it opened (the last)."""
+        if old is not None:
+            self.items[self.by_slot[slot]] = self._item_at[slot] = old
+        else:
+            del self.by_slot[slot], self._item_at[slot]
+            self.items.pop()
+            self.meta.pop()
+        self.last, self.next_int = last, next_int
 
     def free_slot(self) -> int:
         """The first integer SLOT above every item's (items may sit at keys the wire chose):
@@ -111,6 +142,27 @@ class SlottedList:
 
     def __len__(self) -> int:
         return len(self.items)
+
+
+def compact(root: Any) -> None:
+    """Join every growing text of a finished message (its ``Fragments``, its argument
+    streams' fragments) into one string each: what the stream keeps is then the size of its
+    text, not a few dozen bytes per fragment. Without recursion, whatever the depth; each
+    join is into a new list, so that a journal record of the old one stays true."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        cls = node.__class__
+        if cls is dict:
+            stack.extend(node.values())
+        elif cls is list:
+            stack.extend(node)
+        elif cls is SlottedList:
+            stack.extend(node.items)
+        elif cls is Fragments:
+            node.joined()
+        elif cls is ArgsStream and node.whole_value() is None:
+            node.text  # noqa: B018  (reading it joins its fragments)
 
 
 def materialize(node: Any) -> Any:
@@ -220,6 +272,27 @@ def copy_any_depth(root: Any, children: Any) -> Any:
 # A JSON value's copy: dicts and lists copied all the way down, leaves (immutable scalars, or a
 # tool's own result objects) shared. What ``copy.deepcopy`` does for JSON, at a fraction of
 # its cost (no memo, no dispatch): the history a driver builds, the arguments a tool gets.
+
+
+def dig(obj: Any, fields: tuple[str, ...]) -> Any:
+    """The value at the field chain ``fields`` of ``obj``; None where the way is not an
+    object (the one reader of a field chain: a message's, an event's, an item's)."""
+    for field in fields:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(field)
+    return obj
+
+
+def make_way(node: dict[str, Any], fields: tuple[str, ...], journal: list[Any]) -> dict[str, Any]:
+    """The object at the field chain ``fields`` under ``node``, each step that is not an
+    object made an empty one, written to ``journal`` (the one writer's way down a chain)."""
+    for field in fields:
+        child = node.get(field)
+        if child.__class__ is not dict:
+            child = put(journal, node, field, {})
+        node = child
+    return node
 
 
 def json_kind(value: Any) -> str:

@@ -22,6 +22,7 @@ import sys
 from typing import Any
 
 from ..events import CAUSE_NOT_JSON, CAUSE_NOT_OBJECT, CAUSE_TOO_DEEP
+from .journal import saver
 
 # Characters that change scanner state outside / inside a JSON string.
 _OUTSIDE = re.compile(r'["{}\[\]]')
@@ -54,10 +55,29 @@ def first_value(text: str) -> Any:
     when it nests deeper than the parser reads)."""
     return _FIRST_VALUE.raw_decode(text)[0]
 
+
 # Parse outcomes.
 OPEN = 0  # still streaming (or nothing yet)
 COMPLETE = 1  # parsed to a JSON object
 INVALID = 2  # can never become a JSON object
+
+
+# What a chunk may change of an argument stream's scan, beside its fragments (``_save``).
+_SCAN_STATE = (
+    "state",
+    "value",
+    "closed",
+    "_depth",
+    "_in_string",
+    "_escape",
+    "_started",
+    "_ended",
+    "_whole",
+    "_spilled",
+    "reason",
+)
+_SAVE = saver(*_SCAN_STATE)
+_SLOTS = (*_SCAN_STATE, "parts", "initial", "form", "owner", "sink", "tracker", "text_key")
 
 
 class ArgsStream:
@@ -67,26 +87,7 @@ class ArgsStream:
     ``input: {}``); it is shown until the item closes and is never a prefix of the text.
     """
 
-    __slots__ = (
-        "parts",
-        "initial",
-        "form",
-        "state",
-        "value",
-        "closed",
-        "_depth",
-        "_in_string",
-        "_escape",
-        "_started",
-        "_ended",
-        "_whole",
-        "_spilled",
-        "owner",
-        "reason",
-        "sink",
-        "tracker",
-        "text_key",
-    )
+    __slots__ = (*_SLOTS, "journal")
 
     def __init__(self, form: str, initial: Any = None, text_key: str | None = None) -> None:
         self.parts: list[str] = []
@@ -121,6 +122,28 @@ class ArgsStream:
         # call, so that tracking a call allocates nothing more. None: the stream takes
         # everything, as any value the message holds.
         self.tracker: Any = None
+        # The assembly's undo journal (engine.model.journal), given by the assembly that
+        # holds the stream: each change is journaled first. None: a stream of its own.
+        self.journal: list[Any] | None = None
+
+    def _save(self) -> None:
+        """Journal the scan state, before a change other than a plain append."""
+        journal = self.journal
+        if journal is not None:
+            self._saved(journal)
+            _SAVE(journal, self)
+
+    def _saved(self, journal: list[Any]) -> None:
+        """Journal ``parts`` as the list and its length: ``text`` joins into a new list,
+        never the old one, and only the last fragment is ever rewritten (cut at the value)."""
+        parts = self.parts
+        journal.append((self._back, parts, len(parts), parts[-1] if parts else ""))
+
+    def _back(self, parts: list[str], length: int, last: str) -> None:
+        del parts[length:]
+        if parts:
+            parts[-1] = last
+        self.parts = parts
 
     # -- feeding -------------------------------------------------------------------------
 
@@ -130,8 +153,13 @@ class ArgsStream:
             return self.set_whole(fragment)
         if not fragment:
             return False
-        if (self._ended or self.closed) and self.tracker is not None and self._refused(fragment):
-            return False
+        journal = self.journal
+        if journal is not None:  # a plain append is all most fragments change
+            self._saved(journal)
+        if (self._ended or self.closed) and self.tracker is not None:
+            self._save()
+            if self._refused(fragment):
+                return False
         self.parts.append(fragment)
         sink = self.sink
         if self.text_key is not None:  # free-form text: nothing to scan, whole once it closes
@@ -143,6 +171,7 @@ class ArgsStream:
                 sink.fed(fragment)
             if self.state == INVALID or not _NOT_SPACE.search(fragment):
                 return False
+            self._save()
             self._regress()  # (a stream no call owns: text after its value spoils it)
             self._invalid(INVALID_TEXT)
             self.value = None
@@ -151,6 +180,8 @@ class ArgsStream:
             if sink is not None:
                 sink.fed(fragment)
             return False  # inside a string value, and nothing here can end it: most fragments
+        if journal is not None:
+            self._save()
         changed = self._scan(fragment)
         if sink is not None:  # the fragment as taken: cut where the value ended (_conclude)
             sink.fed(self.parts[-1])
@@ -216,12 +247,14 @@ class ArgsStream:
             return self.feed(value if value.__class__ is str else dumps_any_depth(value))
         if value.__class__ is str:
             self.reset()
-            return self.feed(value) or True
+            self.feed(value)
+            return True
         too_deep = (value.__class__ is dict or value.__class__ is list) and nests_deeper(
             value, MAX_DEPTH
         )
         if too_deep and nests_deeper(value, sys.getrecursionlimit()):
             raise TooDeepError(TOO_DEEP_TO_TAKE)  # before anything moved: the chunk is refused
+        self._save()
         if self.owner is not None:
             self._regress()
         if self.sink is not None:
@@ -229,7 +262,6 @@ class ArgsStream:
         self._whole = value
         self.parts = []
         self._ended = True
-        before = self.state
         if not isinstance(value, dict):
             self._invalid(INVALID_TEXT)
             self.value = None
@@ -238,12 +270,13 @@ class ArgsStream:
             self.value = None
         else:
             self.state, self.value, self.reason = COMPLETE, value, None
-        return before != self.state or True
+        return True
 
     def cut_whole(self, value: Any) -> None:
         """The wire sent the arguments as values, and the stream was cut before they were
         whole (a call streamed over parts): kept to show (``text``, the message), closed,
         never runnable (``incomplete_reason`` ``"cut"``)."""
+        self._save()
         self._regress()
         self._whole = value
         self.parts = []
@@ -270,10 +303,14 @@ class ArgsStream:
         self.reason = reason
 
     def _regress(self) -> None:
-        if self.state == COMPLETE and self.owner is not None:
-            self.owner.calls_regressed = True
+        owner = self.owner
+        if self.state == COMPLETE and owner is not None:
+            if self.journal is not None:
+                self.journal.append((setattr, owner, "calls_regressed", owner.calls_regressed))
+            owner.calls_regressed = True
 
     def reset(self) -> None:
+        self._save()
         self._regress()
         if self.sink is not None:
             self.sink.reset()
@@ -386,8 +423,8 @@ class ArgsStream:
         """The argument text as streamed (raw, never re-escaped)."""
         if self._whole is not None:
             return dumps_any_depth(self._whole)
-        if len(self.parts) > 1:
-            self.parts[:] = ["".join(self.parts)]
+        if len(self.parts) > 1:  # joined into a new list (see _save)
+            self.parts = ["".join(self.parts)]
         return self.parts[0] if self.parts else ""
 
     def whole_value(self) -> Any:
@@ -409,6 +446,7 @@ class ArgsStream:
         """
         if self.closed:
             return False
+        self._save()
         self.closed = True
         if self.text_key is not None:  # free-form text: whole once its item is done
             if cut:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .journal import put, refill, saver, trim
 from .jsonpath import singular_path
 
 __all__ = ["PartialJSON", "parse_json_path"]
@@ -83,15 +84,42 @@ class _Invalid(Exception):
         self.reason = reason
 
 
-def _grow(container: Any, key: Any, piece: str) -> None:
+def _grow(journal: list[Any] | None, container: Any, key: Any, piece: str) -> None:
     """Append ``piece`` to the string at ``container[key]``, in place where CPython can.
 
     With the container's reference dropped, ``text`` is the string's only holder, and ``+=``
-    on a local resizes it instead of copying it: O(piece), not O(string)."""
+    on a local resizes it instead of copying it: O(piece), not O(string). The journal keeps
+    the length, never the string (which would make every append a copy)."""
     text = container[key]
+    if journal is not None:
+        journal.append((_shrink, container, key, len(text)))
     container[key] = None
     text += piece
     container[key] = text
+
+
+def _shrink(container: Any, key: Any, length: int) -> None:
+    container[key] = container[key][:length]
+
+
+# What a fragment may change of the reader's scan, beside ``value`` (``_save``).
+_SCAN_STATE = (
+    "invalid",
+    "reason",
+    "error",
+    "closed",
+    "_mode",
+    "_cont",
+    "_key",
+    "_stack",
+    "_pending",
+    "_token",
+    "_token_len",
+    "_key_parts",
+    "_seen",
+    "_continuing",
+)
+_SAVE = saver(*_SCAN_STATE)
 
 
 class PartialJSON:
@@ -106,28 +134,14 @@ class PartialJSON:
     container would open beyond it; the reader itself never recurses, whatever the depth.
     """
 
-    __slots__ = (
-        "value",
-        "invalid",
-        "reason",
-        "error",
-        "closed",
-        "_mode",
-        "_cont",
-        "_key",
-        "_stack",
-        "_pending",
-        "_token",
-        "_token_len",
-        "_key_parts",
-        "_seen",
-        "_max_depth",
-        "_continuing",
-    )
+    __slots__ = ("value", *_SCAN_STATE, "_max_depth", "journal")
 
     def __init__(self, max_depth: int | None = None) -> None:
         self.value: dict[str, Any] = {}
         self._max_depth = max_depth
+        # The undo journal of the assembly whose call this reads (engine.model.journal), on
+        # a buffer's reader: each change is journaled first. None: a reader of its own.
+        self.journal: list[Any] | None = None
         self._start()
 
     def _start(self) -> None:
@@ -144,7 +158,21 @@ class PartialJSON:
         self._token_len = 0
         self._key_parts: list[str] = []  # an unfinished member name
         self._seen = 0  # characters fed so far, for error offsets
-        self._continuing: dict[str, bool] = {}  # set_path: a string leaf that continues
+        # set_path: a string leaf that continues, by its steps (``$.a`` and ``$['a']`` are one)
+        self._continuing: dict[tuple[str | int, ...], bool] = {}
+
+    def _save(self) -> None:
+        """Journal the scanner's state, before a change other than a string growing; its
+        lists, changed in place, are copies from then on (the journal keeps the old ones)."""
+        journal = self.journal
+        if journal is not None:
+            _SAVE(journal, self)
+            self._stack, self._token = list(self._stack), list(self._token)
+            self._key_parts = list(self._key_parts)
+
+    def _grown(self, container: Any, key: Any, length: int, seen: int) -> None:
+        container[key] = container[key][:length]
+        self._seen = seen
 
     @property
     def complete(self) -> bool:
@@ -153,6 +181,9 @@ class PartialJSON:
 
     def reset(self) -> None:
         """Start again (the wire restated the arguments); ``value`` stays the same dict."""
+        if self.journal is not None:
+            self._save()
+            refill(self.journal, self.value)
         self.value.clear()
         self._start()
 
@@ -171,11 +202,15 @@ class PartialJSON:
         ):  # most fragments: string text only; _grow(), inlined
             cont, key = self._cont, self._key
             text = cont[key]
+            journal = self.journal
+            if journal is not None:
+                journal.append((self._grown, cont, key, len(text), self._seen))
             cont[key] = None
             text += fragment
             cont[key] = text
             self._seen += len(fragment)
             return
+        self._save()
         if mode >= _DONE:
             self._after_end(fragment)
             return
@@ -285,9 +320,14 @@ class PartialJSON:
     def _place(self, item: Any) -> None:
         """Show a value that has started (a container, a string) or ended (a scalar)."""
         cont = self._cont
+        journal = self.journal
         if cont.__class__ is list:
+            if journal is not None:
+                trim(journal, cont)
             cont.append(item)
             self._key = len(cont) - 1
+        elif journal is not None:
+            put(journal, cont, self._key, item)
         else:
             cont[self._key] = item
 
@@ -315,7 +355,7 @@ class PartialJSON:
         if m is None or s[m.start()] == '"':  # plain text up to the end or the closing quote
             end = m.start() if m is not None else len(s)
             if end > pos:
-                _grow(self._cont, self._key, s[pos:end])
+                _grow(self.journal, self._cont, self._key, s[pos:end])
             if m is None:
                 return end
             self._mode = _AFTER
@@ -324,7 +364,7 @@ class PartialJSON:
         if pieces:
             piece = pieces[0] if len(pieces) == 1 else "".join(pieces)
             if piece:
-                _grow(self._cont, self._key, piece)
+                _grow(self.journal, self._cont, self._key, piece)
         if ended:
             self._mode = _AFTER
         return pos
@@ -435,13 +475,16 @@ class PartialJSON:
     def set_path(self, path: str, item: Any, will_continue: bool = False) -> None:
         """Set ``item`` at the JSON path ``path`` (RFC 9535: ``$.a.b[0]``, ``$['x y']``).
 
-        A string continues the string the previous piece of that path left there when that
-        piece said more would follow (``will_continue``), as Gemini 3 streams a string over
-        several ``partialArgs``. Containers on the way are created as the path implies; an
-        array is padded with None up to the index. A path that cannot be read, or that meets
-        a value of the other kind on the way, stops the reader with an error naming it."""
+        A string continues the string the previous piece of that path (however spelled: the
+        same steps) left there when that piece said more would follow (``will_continue``), as
+        Gemini 3 streams a string over several ``partialArgs``. Containers on the way are
+        created as the path implies; an array is padded with None up to the index. A path
+        that cannot be read, or that meets a value of the other kind on the way, stops the
+        reader with an error naming it."""
         if self._mode == _STOPPED:
             return
+        self._save()
+        journal = self.journal if self.journal is not None else []
         try:
             steps = parse_json_path(path)
         except ValueError as bad:
@@ -452,7 +495,7 @@ class PartialJSON:
             return
         node: Any = self.value
         for depth, (step, after) in enumerate(zip(steps, steps[1:], strict=False)):
-            node = _child(node, step, [] if after.__class__ is int else {})
+            node = _child(journal, node, step, [] if after.__class__ is int else {})
             if node is None:
                 self._stop(
                     None, f"JSON path {path!r}: no container at {_render(steps[: depth + 1])}"
@@ -469,17 +512,21 @@ class PartialJSON:
                     self._stop(None, f"JSON path {path!r}: the index is before the array's start")
                     return
             while len(node) <= last:
+                trim(journal, node)
                 node.append(None)
         if (
             item.__class__ is str
-            and self._continuing.get(path)
+            and self._continuing.get(steps)
             and (node.get(last) if isinstance(node, dict) else node[last]).__class__ is str
         ):
             if item:
-                _grow(node, last, item)
+                _grow(journal, node, last, item)
+        elif node.__class__ is dict:
+            put(journal, node, last, _copy(item))
         else:
+            journal.append((node.__setitem__, last, node[last]))
             node[last] = _copy(item)
-        self._continuing[path] = bool(will_continue)
+        put(journal, self._continuing, steps, bool(will_continue))
 
 
 def _escape(s: str, i: int, n: int) -> tuple[str, int] | None:
@@ -562,9 +609,9 @@ def _fits(node: Any, step: str | int) -> bool:
     return node.__class__ is (list if step.__class__ is int else dict)
 
 
-def _child(node: Any, step: str | int, empty: Any) -> Any:
-    """The container at ``node[step]``, made (``empty``) where absent or null; None if the
-    path cannot go through ``node``."""
+def _child(journal: list[Any], node: Any, step: str | int, empty: Any) -> Any:
+    """The container at ``node[step]``, made (``empty``) where absent or null (journaled);
+    None if the path cannot go through ``node``."""
     if not _fits(node, step):
         return None
     if isinstance(step, int):
@@ -573,10 +620,16 @@ def _child(node: Any, step: str | int, empty: Any) -> Any:
             if step < 0:
                 return None
         while len(node) <= step:
+            trim(journal, node)
             node.append(None)
     child = node.get(step) if isinstance(node, dict) else node[step]
     if child is None:
-        node[step] = child = empty
+        if node.__class__ is dict:
+            put(journal, node, step, empty)
+        else:
+            journal.append((node.__setitem__, step, None))
+            node[step] = empty
+        child = empty
     return child if child.__class__ is dict or child.__class__ is list else None
 
 

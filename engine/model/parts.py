@@ -17,7 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .fragments import Fragments, ingest, json_kind, shown_value
+from .fragments import Fragments, grow, ingest, json_kind, shown_value
+from .journal import put, trim
 
 _ABSENT = object()
 
@@ -90,27 +91,32 @@ def _attaches(rule: JoinRule, last: dict, part: dict, field: str) -> bool:
 
 
 def join_parts(
+    journal: list[Any],
     parts: list,
     incoming: list,
     rule: JoinRule,
     on_part: Callable[[dict, dict], None] | None,
     where: Any = None,
 ) -> None:
-    """Append ``incoming`` parts to ``parts``, joining each with the last one where it may.
+    """Append ``incoming`` parts to ``parts``, joining each with the last one where it may
+    (each write journaled, engine.model.journal).
 
     ``on_part(stored, incoming_part)`` is told about every part taken (to show display text,
     or to track a call). ``where`` locates ``parts`` for an error (see :func:`join_one`).
     """
     for part in incoming:
         if part.__class__ is not dict:  # kept as sent; it joins nothing (see _may_join)
+            trim(journal, parts)
             parts.append(ingest(part))
             continue
-        stored = join_one(parts, part, rule, where)
+        stored = join_one(journal, parts, part, rule, where)
         if on_part is not None:
             on_part(stored, part)
 
 
-def join_one(parts: list, part: dict, rule: JoinRule, where: Any = None) -> dict:
+def join_one(
+    journal: list[Any], parts: list, part: dict, rule: JoinRule, where: Any = None
+) -> dict:
     """Join one part into the last of ``parts`` where it may, else append a copy; the part
     that holds it now. A text field that cannot continue the run's (a number there, or a
     list of parts meeting text with no ``string`` rule) is a ValueError naming its place:
@@ -122,27 +128,33 @@ def join_one(parts: list, part: dict, rule: JoinRule, where: Any = None) -> dict
             current = last.get(key)
             if value.__class__ is str and current.__class__ is Fragments:
                 if value:
-                    current.append(value)
+                    grow(journal, current, value)
                 return last
-        _join_into(last, part, rule, rule.where if where is None else where, len(parts) - 1)
+        where = rule.where if where is None else where
+        _join_into(journal, last, part, rule, where, len(parts) - 1)
         return last
     stored = ingest(part)
     for f in rule.text:
         if stored.get(f).__class__ is str:
             stored[f] = Fragments(stored[f])
+    trim(journal, parts)
     parts.append(stored)
     return stored
 
 
-def _join_into(last: dict, part: dict, rule: JoinRule, where: Any, index: int) -> None:
+def _join_into(
+    journal: list[Any], last: dict, part: dict, rule: JoinRule, where: Any, index: int
+) -> None:
     for key, value in part.items():
         if key in rule.text:
-            _join_text(last, key, value, rule, where, index)
+            _join_text(journal, last, key, value, rule, where, index)
         elif last.get(key) in (None, ""):
-            last[key] = ingest(value)
+            put(journal, last, key, ingest(value))
 
 
-def _join_text(last: dict, key: str, value: Any, rule: JoinRule, where: Any, index: int) -> None:
+def _join_text(
+    journal: list[Any], last: dict, key: str, value: Any, rule: JoinRule, where: Any, index: int
+) -> None:
     """Continue the text field ``key`` of the run ``last`` (item ``index`` of the list at
     ``where``) with ``value``: a string appends to text, a list of parts joins a list of parts
     (Mistral's ``thinking``). A string on a list of parts is placed by the rule's ``string``
@@ -155,23 +167,23 @@ def _join_text(last: dict, key: str, value: Any, rule: JoinRule, where: Any, ind
     if kind is str:
         if held is Fragments:
             if value:
-                current.append(value)
+                grow(journal, current, value)
             return
         if current is None or held is str:
-            last[key] = Fragments((current or "") + value)
+            put(journal, last, key, Fragments((current or "") + value))
             return
         if held is list and rule.string_part is not None:
-            string_as_part(current, value, rule, (where, index, key))
+            string_as_part(journal, current, value, rule, (where, index, key))
             return
     elif kind is list:
         if held is list:
-            join_parts(current, value, rule, None, (where, index, key))
+            join_parts(journal, current, value, rule, None, (where, index, key))
             return
         if current is None:
-            last[key] = ingest(value)
+            put(journal, last, key, ingest(value))
             return
     elif current is None:
-        last[key] = ingest(value)
+        put(journal, last, key, ingest(value))
         return
     elif value is None:
         return
@@ -215,8 +227,10 @@ def _place(where: Any) -> str:
     return where or "(the parts)"
 
 
-def string_as_part(parts: list, text: str, rule: JoinRule, where: Any = None) -> dict:
+def string_as_part(
+    journal: list[Any], parts: list, text: str, rule: JoinRule, where: Any = None
+) -> dict:
     """A bare string delta on a parts list joins the last text part, or starts one."""
     part = {**(rule.string_part or {}), rule.string_field: text}
-    join_parts(parts, [part], rule, None, where)
+    join_parts(journal, parts, [part], rule, None, where)
     return parts[-1]

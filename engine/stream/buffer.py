@@ -8,28 +8,28 @@ keep up to date, so that the client loop costs O(1) amortized per chunk.
 A chunk that raises changes nothing (README, "What it does": "the buffer is left as it was"),
 whatever rule of its event raised and whatever the exception. The rules of one event run one after
 the other and write into the message as they go, so an exception midway would leave the event half
-applied. Three ways to undo that were weighed:
+applied. The ways to undo that that were weighed:
 
 - a copy of the assembly before every chunk: O(message) per chunk, quadratic over a stream;
-- an undo journal written by every operation: a cost on every write of every operation, and
-  a duty on every operation yet to be written (one that forgets is a silent corruption);
-- replay (chosen): the buffer keeps the events its assembly was built from (one list append
-  per chunk, the only cost on the happy path) and, when one raises, builds a fresh assembly
-  from them. The rules are a deterministic function of the events, and no operation mutates
-  an event (values enter the message through ``ingest``, a copy, or are kept whole and never
-  written to: whole arguments, strings), so the replay gives the assembly as it was.
+- replay (used until issue 17): keep the events the assembly was built from and, when one
+  raises, build a fresh assembly from them. One list append per chunk, but the buffer kept
+  every event (150 times the message it assembled), a rejected chunk cost O(stream) (2 s after
+  100,000 chunks), and a client that refills one dict per chunk had its message rebuilt from
+  what the dict held last;
+- an undo journal written by every operation: a duty on every operation yet to be written (one
+  that forgets is a silent corruption);
+- an undo journal written by the model's few write primitives (chosen: engine.model.journal):
+  a dict set, a list append, a text fragment, a slotted list's item, an argument stream's and a
+  ``partial`` reader's state each journal what they overwrite, one tuple per write, and the
+  operations write only through them. :meth:`_apply` is the one place that applies an event:
+  it undoes the journal when the event raises and drops it when it went in. A rejected chunk
+  costs what it wrote, the buffer keeps nothing but its message, and nothing of a chunk is
+  read after ``add`` returns. The display and reasoning lists only grow inside an event, so
+  their lengths are all their undo needs.
 
-A failure then costs O(events so far), paid only by bad input. The price is memory: the
-accepted events stay referenced until ``reset()`` or the buffer goes, as the unrecognised
-chunks before the wire was resolved always were. A chunk that came as text is kept as that
-text, decoded again by a replay: JSON text is several times smaller than the dicts it
-decodes to (tools/bench_memory.py: 10,000 openai_chat SSE lines keep 2.9 MB, not 13.2). A dict
-is kept as given, so a caller must not change a dict after handing it to ``add``.
-
-What the buffer derived from the old assembly (the calls handed out, the display cursors,
-the codec's feed count, the forming cache) stays valid, because the replay rebuilds the same
-message, display text and calls in the same order; only identities are carried over
-(:meth:`_carry_over`).
+What the buffer derived from the assembly (the calls handed out, the display cursors, the
+codec's feed count, the forming cache) is never written while an event applies, so it stays
+as it was.
 """
 
 from __future__ import annotations
@@ -43,32 +43,17 @@ from typing import Any
 from ..compile.strategy import NOT_FORMING, ExtractionStrategy, Forming
 from ..errors import ChunkError, UnknownFormatError
 from ..events import CallIncomplete, Event, ExtractedCall
-from ..model.assembly import Assembly, CallTrack
+from ..model.assembly import Assembly
 from ..model.fragments import copy_json
+from ..model.journal import undo
 from ..model.jsonscan import COMPLETE, TooDeepError
 from ..records import FinishReason, Skipped, Usage
 from ..text.codec import text_call_cause
 from .chunks import SKIP, Sentinel, decode
 from .display import DisplayCursors
+from .rounds import NO_FORMING, TEXT_CALL_HELD, RoundState, forming_of
 
-# The third value of ``_held`` (beside False and True, ``hold()``'s veto of all display): a
-# driver holds the text call forming, so ``text()`` releases everything before its possible
-# start. A value, not one more attribute: the buffer's attributes stay few enough for
-# CPython's shared-key instance dicts, which its per-chunk attribute reads rely on.
-_TEXT_CALL_HELD = "text call held"
-_FINISHED = Sentinel("finished")  # in the replay log: the wire's DONE arrived as a sentinel
-_CLOSED = Sentinel("closed")  # in the replay log: close() was called
 AFTER_THE_END = "after the stream's end"  # the reason of an event that came after it
-
-
-class _Unfit:
-    """In the replay log: an event kept before the wire was resolved that did not fit it,
-    undone and counted with the events no rule handles."""
-
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
 
 
 class LLMStreamBuffer:
@@ -84,12 +69,9 @@ class LLMStreamBuffer:
         "_display",
         "_emitted",
         "_emitted_order",
-        "_forming",
         "_forming_at",
         "_forming_pub",
-        "_held",
         "_index",
-        "_log",
         "_needs_sort",
         "_new_at",
         "_pending",
@@ -98,11 +80,10 @@ class LLMStreamBuffer:
         "_plain",
         "_ready_orders",
         "_rec",
+        "_round",
         "_scan_from",
         "_sse",
         "_strategy",
-        "_text_incomplete",
-        "_text_n",
         "_text_rule",
         "choice",
         "codec",
@@ -130,7 +111,6 @@ class LLMStreamBuffer:
         self._pending: list[dict] = []  # chunks seen before the wire was resolved
         self._pending_at: list[int] = []  # their indexes, for what they could not place
         self._pending_end = False
-        self._log: list = []  # what the assembly was built from, in order (see _rollback)
         self._index = 0  # position of the next chunk, for error messages
         self._sse: dict = {}
         self.codec: Any = None  # the text codec scanning display text (attach_codec)
@@ -143,14 +123,13 @@ class LLMStreamBuffer:
             self._record_events()
 
     def _reset_view(self) -> None:
-        self._held: bool | str = False  # True: hold(); _TEXT_CALL_HELD: hold_text_call()
+        self._round = RoundState()  # the drivers' round state (engine.stream.rounds)
         self._calls: list[ExtractedCall] = []
         self._emitted: set[int] = set()  # track indexes already in _calls
         self._emitted_order: list[int] = []
         self._scan_from = 0
         self._needs_sort = False
-        self._forming: tuple[Any, Forming] = (None, NOT_FORMING)
-        self._forming_pub: tuple[Any, Forming] = (None, NOT_FORMING)  # forming()'s own
+        self._forming_pub = NO_FORMING  # forming()'s own cache (the drivers': the round's)
         self._forming_at = 0  # tracks before this index are ready or incomplete (forming())
         self._completed: list[tuple[int, ExtractedCall]] = []  # (track order, call), in the
         self._ready_orders: set[int] = set()  # order calls completed, each once (new_calls)
@@ -159,8 +138,6 @@ class LLMStreamBuffer:
         # Where text(), the events, get_content() and the codec's scan have got to in the
         # display text, and the scan itself: one object, whose docstring states the rule.
         self._display = DisplayCursors(self.codec, self._text_rule)
-        self._text_n = 0  # text calls decided so far: the next one's slot is ("text", n)
-        self._text_incomplete: list[CallIncomplete] = []  # text calls a driver reported
 
     # -- input -----------------------------------------------------------------------------
 
@@ -179,24 +156,18 @@ class LLMStreamBuffer:
         rec = self._rec
         if rec is not None and self.codec is not None:
             self._flush_round()  # the round that ends decided what its text is
-        self._held = False
-        logged: Any  # what the replay log keeps of the chunk (see the module docstring)
+        self._round.held = False
         if chunk.__class__ is dict:  # the common case, without a call
-            event = logged = chunk
+            event = chunk
         elif self._plain is not None and isinstance(chunk, (str, bytes, bytearray)):
-            event = logged = self._plain_text(chunk, index)
+            event = self._plain_text(chunk, index)
         else:
-            # Text is logged as it came, unless an SSE ``event:`` line named it: a few times
-            # smaller than the dict it decodes to, and decoded again only by a rollback.
-            logged = chunk if chunk.__class__ is str and "event" not in self._sse else None
             event = decode(chunk, index, self._sse)
             if event is SKIP:
                 return
             if event.__class__ is Sentinel:
                 self._take_sentinel(event, index)
                 return
-            if logged is None:
-                logged = event
         asm = self._asm
         if asm is None:
             self._add_unresolved(event, index)
@@ -204,17 +175,32 @@ class LLMStreamBuffer:
         if asm.finished and self._after_the_end(asm, event, index):
             return
         try:
-            self._strategy.program.apply(asm, event, self.choice)
-        except BaseException as exc:  # any rule may raise after another wrote: undo them all
-            self._rollback()
-            if not isinstance(exc, Exception):
-                raise  # KeyboardInterrupt and the like: rolled back, and on their way
+            self._apply(asm, event)
+        except Exception as exc:  # (anything else, KeyboardInterrupt, is undone and on its way)
             raise self._misfit(index, exc) from exc
-        self._log.append(logged)
         if asm.unplaced:  # the happy path pays this one test
-            self._stamp_skipped(index, event)
+            self._stamp_skipped(index)
         if rec is not None:
-            rec.commit(self, asm, self.codec is not None)
+            self._commit()
+
+    def _apply(self, asm: Assembly, event: dict) -> None:
+        """Apply ``event``'s rules, all or nothing: what they wrote is journaled
+        (engine.model.journal) and undone if any of them raises, whatever the exception,
+        which then propagates; once they all ran, the journal is dropped."""
+        display, reasoning = asm.display, asm.reasoning
+        shown, reasoned = len(display), len(reasoning)
+        try:
+            self._strategy.program.apply(asm, event, self.choice)
+        except BaseException:
+            undo(asm.journal)
+            del display[shown:], reasoning[reasoned:]
+            asm.unplaced.clear()
+            asm.deferring, asm.deferred, asm.seeding = False, [], None  # (inside an event only)
+            if self._rec is not None:
+                self._rec.rolled_back(asm)
+            raise
+        asm.journal.clear()
+        asm.usage_event = None  # "usage came with the DONE" is a fact of one event, read in it
 
     def _plain_text(self, chunk: str | bytes | bytearray, index: int) -> dict:
         """A text chunk of a plain text stream, as the plain-text wire's event: taken as it
@@ -235,19 +221,21 @@ class LLMStreamBuffer:
         listed); any other event changes nothing, is listed in ``skipped()``, and makes the
         end final. Per chunk this costs the one test of ``finished`` in ``add``."""
         program = self._strategy.program
-        if not asm.over and program.after_done is not None and program.after_done(event):
+        name = self._event_name(event)
+        if not asm.over and program.after_done is not None and program.after_done(event, name):
             return False
         if program.of_another_choice(event, self.choice):
             return True
         asm.over = True
-        asm.skipped.append(Skipped(index, self._event_name(event), AFTER_THE_END))
+        asm.skipped.append(Skipped(index, name, AFTER_THE_END))
         self._commit()
         return True
 
-    def _stamp_skipped(self, index: int, event: dict) -> None:
-        """Record what the rules of chunk ``index`` could not place, named and located."""
+    def _stamp_skipped(self, index: int) -> None:
+        """Record what the rules of chunk ``index`` could not place, located and named as the
+        dispatcher read the event's name."""
         asm = self._asm
-        name = self._event_name(event)
+        name = None if asm.event_name is None else str(asm.event_name)
         asm.skipped.extend(Skipped(index, name, reason) for reason in asm.unplaced)
         asm.unplaced.clear()
 
@@ -274,10 +262,10 @@ class LLMStreamBuffer:
             self._pending_at.append(index)
             return
         try:
-            self._strategy.program.apply(self._asm, event, self.choice)
+            self._apply(self._asm, event)
         except BaseException as exc:
             misfit = self._misfit(index, exc)
-            self._strategy, self._asm, self._log = None, None, []
+            self._strategy, self._asm = None, None
             self._pending, self._pending_at = pending, pending_at
             self._pending_end = pending_end
             self._display = DisplayCursors(self.codec)  # nothing was shown of the undone
@@ -286,9 +274,8 @@ class LLMStreamBuffer:
             if not isinstance(exc, Exception):
                 raise
             raise misfit from exc
-        self._log.append(event)
         if self._asm.unplaced:
-            self._stamp_skipped(index, event)
+            self._stamp_skipped(index)
         self._commit()
 
     def _take_sentinel(self, sentinel: str, index: int) -> None:
@@ -304,7 +291,6 @@ class LLMStreamBuffer:
             self._pending_end = True  # remembered: the wire it ends is not known yet
         else:
             self._asm.finish()
-            self._log.append(_FINISHED)
             self._commit()
 
     def _end_markers(self) -> frozenset[str]:
@@ -327,14 +313,12 @@ class LLMStreamBuffer:
         self._strategy = strategy
         self._asm = strategy.new_assembly()
         self._asm.events = self._rec
-        self._log = []
         pending, self._pending = self._pending, []
         indexes, self._pending_at = self._pending_at, []
         for at, earlier in zip(indexes, pending, strict=True):
             self._replay_pending(at, earlier)
         if self._pending_end:
             self._asm.finish()
-            self._log.append(_FINISHED)
             self._commit()
         return True
 
@@ -343,16 +327,12 @@ class LLMStreamBuffer:
         so one that does not fit the wire is not an error of the chunk being added: it is
         undone and counted with the events no rule handles."""
         try:
-            self._strategy.program.apply(self._asm, earlier, self.choice)
+            self._apply(self._asm, earlier)
         except Exception:
-            self._rollback()
-            unfit = _Unfit(str(self._event_name(earlier)))
-            self._asm.unknown[unfit.name] += 1
-            self._log.append(unfit)
+            self._asm.unknown[str(self._event_name(earlier))] += 1
             return
-        self._log.append(earlier)
         if self._asm.unplaced:
-            self._stamp_skipped(index, earlier)
+            self._stamp_skipped(index)
         self._commit()
 
     def _event_name(self, event: dict) -> Any:
@@ -361,70 +341,10 @@ class LLMStreamBuffer:
         except Exception:
             return None
 
-    def _rollback(self) -> None:
-        """Undo what a raising event half applied: a fresh assembly from the events logged.
-
-        Only the assembly is rebuilt: the buffer's own state (calls handed out, display and
-        codec cursors) reflects the assembly before the event, which the replay reproduces.
-        What the old assembly listed as skipped stays (the replay would find it again, but
-        without the chunk indexes)."""
-        old = self._asm
-        asm = self._strategy.new_assembly()
-        rec = asm.events = self._rec
-        if rec is not None:
-            rec.replay()  # the calls get back their sinks, read again; nothing is recorded
-        for step in self._log:
-            if step is _FINISHED:
-                asm.finish()
-            elif step is _CLOSED:
-                asm.end_input()
-            elif step.__class__ is _Unfit:
-                asm.unknown[step.name] += 1
-            elif step.__class__ is str:  # a chunk logged as the text it came as
-                self._strategy.program.apply(asm, decode(step, 0, {}), self.choice)
-            else:
-                self._strategy.program.apply(asm, step, self.choice)
-        if rec is not None:
-            rec.rolled_back(asm)
-        asm.unplaced.clear()
-        if old is not None:
-            asm.skipped = old.skipped
-        self._asm = asm
-        self._carry_over(asm)
-
-    def _carry_over(self, asm: Assembly) -> None:
-        """Point the buffer's caches at the rebuilt assembly's objects.
-
-        The calls already handed out are owned by the new tracks (so that a later event that
-        takes one back is noticed), and if one of them is not what the rebuilt message holds
-        (an event before the failed one took it back, and ``calls()`` has not been asked
-        since) the calls are rebuilt on the next ``calls()``, as they would have been."""
-        tracks = asm.tracks
-        for position in self._emitted_order:
-            # A call once complete never changes (one fate per call), and the arguments
-            # handed out are the client's own (a copy, which the client may have edited):
-            # the rebuilt twin is complete as it was.
-            track = tracks[position] if position < len(tracks) else None
-            if track is not None and track.args.state == COMPLETE:
-                track.args.owner = asm
-                continue
-            asm.calls_regressed = asm.calls_dirty = True
-        self._forming = self._carried(self._forming, tracks)
-        self._forming_pub = self._carried(self._forming_pub, tracks)
-
-    @staticmethod
-    def _carried(cache: tuple, tracks: list[CallTrack]) -> tuple:
-        """A forming cache keyed on an old track, keyed on its rebuilt twin."""
-        cached_key, cached = cache
-        if cached_key.__class__ is CallTrack:
-            order = cached_key.order
-            return (tracks[order], cached) if order < len(tracks) else (None, NOT_FORMING)
-        return cache
-
     def close(self) -> None:
         """End of input: close whatever is still open; nothing stays held after this."""
         self._closed = True
-        self._held = False
+        self._round.held = False
         if self._asm is None:
             if self._pending:
                 tried = ", ".join(s.name for s in self.strategies)
@@ -433,18 +353,20 @@ class LLMStreamBuffer:
                 )
             return
         self._asm.end_input()
-        self._log.append(_CLOSED)
         self._commit()
+        self._display.compact(self._asm.display)
 
     def hold(self) -> None:
         """Veto display for this round (until the next ``add``)."""
-        self._held = True
+        self._round.hold()
 
     def reset(self) -> None:
-        """Forget the stream so far, keeping the resolved wire."""
+        """Forget the stream so far, keeping the resolved wire: its chunks are counted again
+        from 0, and an SSE ``event:`` line of the old stream names nothing of the new one."""
+        self._index = 0
+        self._sse = {}
         self._pending = []
         self._pending_at = []
-        self._log = []
         self._reset_view()
         if self._rec is not None:
             self._record_events(self._rec.out)  # what was recorded is still handed out
@@ -469,8 +391,10 @@ class LLMStreamBuffer:
         return self._closed
 
     def is_finished(self) -> bool:
-        return self._asm is not None and self._asm.finished or (
-            self._asm is None and self._pending_end
+        return (
+            self._asm is not None
+            and self._asm.finished
+            or (self._asm is None and self._pending_end)
         )
 
     def forming(self) -> Forming:
@@ -488,40 +412,8 @@ class LLMStreamBuffer:
         self._forming_at = i
         if i == count:
             return NOT_FORMING
-        forming, self._forming_pub = self._forming_of(tracks[i], self._forming_pub)
+        forming, self._forming_pub = forming_of(tracks[i], self._forming_pub)
         return forming
-
-    def _hold_forming(self) -> Forming:
-        """What the drivers hold on while the stream runs (``stream_state``): the first call
-        whose arguments are still streaming, else the first call of the stream, so that a
-        complete native call waiting for its batch's DONE still holds. O(1) amortized."""
-        asm = self._asm
-        tracks = asm.tracks
-        count = len(tracks)
-        i = asm.first_open
-        while i < count and tracks[i].args.state != 0:
-            i += 1
-        asm.first_open = i
-        forming, self._forming = self._forming_of(
-            tracks[i] if i < count else tracks[0], self._forming
-        )
-        return forming
-
-    def _forming_of(self, track: CallTrack, cache: tuple) -> tuple[Forming, tuple]:
-        """The Forming of ``track``, the same object while its name stays the same (drivers
-        compare it by identity), and the cache to keep."""
-        cached_key, cached = cache
-        if cached_key is track:
-            return cached, cache  # this call's name was known already, and a known name stays
-        name = track.place.name(track.item)
-        key = (track.order, name)
-        if cached_key == key:
-            return cached, cache
-        named = name.__class__ is str and name
-        forming = Forming(True, name if named else None)
-        # Once the name is a whole string the answer for this call is final: key on the
-        # track itself, so that later rounds read no name at all.
-        return forming, (track if named else key, forming)
 
     def calls(self) -> list[ExtractedCall]:
         """Calls whose arguments are complete so far, in message order. O(new calls).
@@ -604,10 +496,17 @@ class LLMStreamBuffer:
             self._asm.events = rec
 
     def _commit(self) -> None:
-        """Record the events of what was just applied (a buffer with events only)."""
+        """What was just applied is in (the journal of a DONE or ``close()`` dropped too):
+        record its events, on a buffer with events."""
+        asm = self._asm
+        if asm is None:
+            return
+        asm.journal.clear()
         rec = self._rec
-        if rec is not None and self._asm is not None:
-            rec.commit(self, self._asm, self.codec is not None)
+        if rec is not None:
+            if asm.calls_dirty:
+                self.calls()
+            rec.commit(asm, self._display, self._completed)
 
     def events(self) -> list[Event]:
         """The events recorded since the last ``events()``, in stream order, each once
@@ -681,7 +580,7 @@ class LLMStreamBuffer:
             rec.text_calls_ready()
         new = self._release()
         if new:
-            rec.for_text.append(new)
+            self._display.for_text.append(new)
             rec.text_released(new)
         if asm.over:
             rec.finish(asm)
@@ -693,8 +592,9 @@ class LLMStreamBuffer:
         the driver's round at the end has reported them."""
         if self._asm is None:
             return []
-        if self._text_incomplete:
-            return [*self._asm.incomplete, *self._text_incomplete]
+        reported = self._round.reported
+        if reported:
+            return [*self._asm.incomplete, *reported]
         return list(self._asm.incomplete)
 
     def as_dict(self) -> dict:
@@ -793,19 +693,21 @@ class LLMStreamBuffer:
             new = self._release()  # events see it too; what they released comes first
             if new:
                 rec.text_released(new)
-            if rec.for_text:
-                new = "".join(rec.for_text) + new
-                rec.for_text = []
+            cursors = self._display
+            if cursors.for_text:
+                new = "".join(cursors.for_text) + new
+                cursors.for_text = []
             return new
         return self._release()
 
     def _release(self) -> str:
         """``text()``: the display text released now, by the codec's scanner if one scans."""
         asm = self._asm
-        if self._held is True or asm is None:
+        held = self._round.held
+        if held is True or asm is None:
             return ""
         return self._display.release(
-            asm.display, self._held is _TEXT_CALL_HELD, self._closed or asm.finished
+            asm.display, held is TEXT_CALL_HELD, self._closed or asm.finished
         )
 
     def get_content(self) -> str:
@@ -818,8 +720,10 @@ class LLMStreamBuffer:
     #
     # A round is what happens between two ``add``s (or an ``add`` and ``close``): every
     # driver fed this buffer looks at it, then the client reads ``text()``, which releases
-    # what no driver held in the round. What the drivers did in a round (the calls they
-    # handled) is theirs: each driver keeps its own record of each stream (engine.drivers).
+    # what no driver held in the round. What the drivers share across rounds (the hold, the
+    # text calls decided, the call held on) is one object, ``self._round``
+    # (engine.stream.rounds); what each driver handled (its marks) is its own record of the
+    # stream (engine.drivers), and ``changes()`` answers what changed since those marks.
 
     def attach_codec(self, codec: Any, rule: str = "end") -> None:
         """Scan the display text with a text codec (:class:`engine.text.codec.TextCodec`) for
@@ -839,11 +743,12 @@ class LLMStreamBuffer:
         at = cursors.shown
         rec = self._rec
         if rec is not None:
-            told = rec.take_back_text(display)  # fragments told and handed out already
+            # The display fragments the events told and handed out already.
+            told = cursors.told_fragments(display, rec.take_back_text())
             at = max(at, told)
             rec.owe_text("".join(display[told:at]))  # events: shown by text() only
             if at > cursors.shown:  # text(): told by the events only
-                rec.for_text.append("".join(display[cursors.shown : at]))
+                cursors.for_text.append("".join(display[cursors.shown : at]))
         cursors.scan_with(codec, display, at, rule)
         self._text_rule = rule
         self.codec = codec
@@ -853,8 +758,7 @@ class LLMStreamBuffer:
         yet), for this round (until the next ``add``). Unlike ``hold()``, which vetoes all
         display, ``text()`` still releases everything before the call's possible start: only
         the suffix that may still become a call stays held."""
-        if self._held is False:
-            self._held = _TEXT_CALL_HELD
+        self._round.hold_text_call()
 
     def _text_turn(self) -> bool:
         """Is the display text scanned for calls in this turn: the fall-through, so only in
@@ -862,28 +766,28 @@ class LLMStreamBuffer:
         asm = self._asm
         return asm is not None and not asm.tracks
 
-    def stream_state(self, after: int = 0) -> tuple[list[ExtractedCall], bool, Forming]:
-        """What a driver reads every round, in one call: the calls complete so far, those
-        from ``after`` on (the drivers handled the others; all: the buffer's own list, see
-        ``calls()``); whether input has ended (the wire's DONE, or
-        ``close()``), after which no input can change the calls; and, while the stream runs,
-        the call the drivers hold on (see ``_hold_forming``)."""
+    def changes(
+        self, calls_from: int = 0, incomplete_from: int = 0
+    ) -> tuple[list[ExtractedCall], bool, Forming, bool, list[CallIncomplete]]:
+        """What a driver's round reads, in one call: what changed since its mark. The calls
+        complete so far from ``calls_from`` on (the driver handled the others; all: the
+        buffer's own list, see ``calls()``); whether input has ended (the wire's DONE, or
+        ``close()``), after which no input can change the calls; while the stream runs, the
+        call the drivers hold on (``RoundState.hold_on``); whether the text codec holds
+        nothing (no complete text call, none forming: O(1) amortized, True without a
+        codec); and, once input has ended, the incomplete calls from ``incomplete_from``
+        on (``incomplete_calls()``)."""
         asm = self._asm
         if asm is None:
-            return self._calls, self._closed or self._pending_end, NOT_FORMING
+            return self._calls, self._closed or self._pending_end, NOT_FORMING, True, []
         calls = self.calls() if asm.calls_dirty else self._calls
-        if after:
-            calls = calls[after:]
+        if calls_from:
+            calls = calls[calls_from:]
+        quiet = self._display.quiet(asm.display)
         if self._closed or asm.finished:
-            return calls, True, NOT_FORMING
-        return calls, False, self._hold_forming() if asm.tracks else NOT_FORMING
-
-    def text_quiet(self) -> bool:
-        """Does the text codec hold nothing: no complete text call, none forming? O(1)
-        amortized: only new display text can end the quiet, so the answer is kept until
-        more is fed. True without a codec."""
-        asm = self._asm
-        return asm is None or self._display.quiet(asm.display)
+            return calls, True, NOT_FORMING, quiet, self.incomplete_calls()[incomplete_from:]
+        forming = self._round.hold_on(asm.tracks) if asm.tracks else NOT_FORMING
+        return calls, False, forming, quiet, []
 
     def text_calls(self) -> list[ExtractedCall]:
         """Complete text calls not yet consumed that may run now, in text order, ``end`` set
@@ -921,11 +825,10 @@ class LLMStreamBuffer:
         if scanner is None or call not in scanner.incomplete_calls():
             return None
         scanner.consume_call(call)
-        slot = ("text", self._text_n)
-        self._text_n += 1
+        slot = self._round.text_slot()
         cause = text_call_cause(call.reason, call.raw, self._asm.end_cause if self._asm else None)
         event = CallIncomplete(slot, call.name, None, call.raw, call.reason, cause)
-        self._text_incomplete.append(event)
+        self._round.reported.append(event)
         if self._rec is not None:
             self._rec.text_ready.append((slot, event, call.arguments))
         return event
@@ -949,10 +852,9 @@ class LLMStreamBuffer:
             if (found.end, found.name, found.arguments) == (call.end, call.name, call.arguments):
                 scanner.consume_call(found)
                 self._completed.append((-1, call))  # a text call: new_calls() has it
+                slot = self._round.text_slot()
                 if self._rec is not None:
-                    slot = ("text", self._text_n)
                     self._rec.text_ready.append((slot, call, call.arguments))
-                self._text_n += 1
                 return True
         return False
 

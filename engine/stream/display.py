@@ -5,6 +5,8 @@ The display text has four readers: ``text()`` (what the client shows), the event
 decides what ``text()`` may show once a codec scans). Each used to keep its own counter in
 the buffer or the recorder, with the rule that made the buffer's fast paths right written
 beside each one; here they are one object, and the rule is written once, in its docstring.
+The event recorder (engine.stream.recorder) moves its cursor through :meth:`tell`, and
+what the two readers owe each other (``for_text``) is kept here too.
 """
 
 from __future__ import annotations
@@ -16,14 +18,16 @@ class DisplayCursors:
     """Every position into one stream's display text, and the codec's scan of it.
 
     The invariant. The display text is the assembly's list of display fragments
-    (``asm.display``): it only grows while the stream lasts (a rollback's replay rebuilds the
-    same list, and ``reset()`` starts new cursors), and every cursor counts fragments of it,
-    so ``0 <= cursor <= len(display)``:
+    (``asm.display``): it only grows while the stream lasts (a chunk that raises is taken
+    back before any reader reads, ``reset()`` starts new cursors, and :meth:`compact` joins
+    fragments only between two cursors), and every cursor counts fragments of it, so
+    ``0 <= cursor <= len(display)``:
 
     - ``shown``: handed out by ``text()`` without a scanner (with one, the scanner holds
       what it has not released and hands out the rest: a codec that comes mid-stream starts
       scanning at ``shown``);
-    - ``told``: told as ``TextDelta`` events (engine.stream.recorder, without a scanner);
+    - ``told``: told as ``TextDelta`` events (engine.stream.recorder, without a scanner,
+      through :meth:`tell`), ``told_chars`` characters in all;
     - ``joined_at``: joined into ``joined``, which is always ``"".join(display[:joined_at])``;
     - ``fed``: given to the scanner (from fragment ``shown`` on, when it came mid-stream);
       once the scanner is closed (``scan_closed``), what comes later goes into ``late``
@@ -35,11 +39,15 @@ class DisplayCursors:
       changes what the scanner holds, and each of those moves ``fed`` or goes through
       :meth:`release`; so a mark stays true while ``fed`` stays put, and stops matching by
       itself when it moves. Every fast path below is one of these comparisons.
+
+    And ``for_text``: display text the events released (a driver's round) that ``text()``
+    has not handed out yet, handed out first by its next call.
     """
 
     __slots__ = (
         "drained_at",
         "fed",
+        "for_text",
         "joined",
         "joined_at",
         "late",
@@ -48,11 +56,14 @@ class DisplayCursors:
         "scanner",
         "shown",
         "told",
+        "told_chars",
     )
 
     def __init__(self, codec: Any = None, rule: str | None = None) -> None:
         self.shown = 0
         self.told = 0
+        self.told_chars = 0
+        self.for_text: list[str] = []
         self.joined_at = 0
         self.joined = ""
         self.scanner: Any = codec.new_scanner(rule=rule) if codec is not None else None
@@ -76,6 +87,42 @@ class DisplayCursors:
             lead = probe.at_lead
         self.scanner = codec.new_scanner(len(before), rule=rule, lead=lead)
         self.fed = at
+
+    # -- the events' text ----------------------------------------------------------------------
+
+    def tell(self, display: list[str]) -> str:
+        """The display text the events have not told yet (a ``TextDelta``'s), now told."""
+        told = self.told
+        new = display[-1] if len(display) == told + 1 else "".join(display[told:])
+        self.told = len(display)
+        self.told_chars += len(new)
+        return new
+
+    def told_fragments(self, display: list[str], taken_back: int) -> int:
+        """How many display fragments the events have handed out, once the ``taken_back``
+        characters they recorded but never handed out are theirs no more (a codec came)."""
+        told, chars = 0, self.told_chars - taken_back
+        while told < len(display) and chars > 0:  # each TextDelta told whole fragments
+            chars -= len(display[told])
+            told += 1
+        return told
+
+    # -- a finished stream's text -----------------------------------------------------------
+
+    def compact(self, display: list[str]) -> None:
+        """Join the display fragments between every two places a reader has got to (the
+        stream has ended: what it keeps is then the size of its text, not a few dozen bytes
+        per fragment). Each cursor stays on the boundary it was on, renumbered; a mark that
+        is no cursor's (stale) is dropped, and the fast path it stood for is found again."""
+        cuts = sorted({0, len(display), self.shown, self.told, self.joined_at, self.fed})
+        if len(cuts) - 1 == len(display):
+            return  # every fragment is a reader's boundary: nothing to join
+        renumbered = {at: i for i, at in enumerate(cuts)}
+        display[:] = ["".join(display[a:b]) for a, b in zip(cuts, cuts[1:], strict=False)]
+        self.shown, self.told = renumbered[self.shown], renumbered[self.told]
+        self.joined_at, self.fed = renumbered[self.joined_at], renumbered[self.fed]
+        self.quiet_at = renumbered.get(self.quiet_at, -1)
+        self.drained_at = renumbered.get(self.drained_at, -1)
 
     # -- the joined text ---------------------------------------------------------------------
 

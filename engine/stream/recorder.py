@@ -11,12 +11,16 @@ A started call's ``partial`` is fed as the fragment arrives (O(fragment), no que
 through after the chunk), and its :class:`ArgumentsDelta` waits in ``pending`` until the buffer
 :meth:`EventRecorder.commit`\\ s the chunk, so that the events of one chunk keep their order
 (text, reasoning, starts, then arguments, ready, incomplete, finished) and a chunk that raises
-records nothing. Such a chunk is rolled back by replay (engine.stream.buffer): while the log is
-replayed, each call gets back its sink (:meth:`EventRecorder.attach`), whose ``partial`` (the
-same dict) is read again from the start as the replay feeds it, and what the replay would
-record goes nowhere; then the failed chunk's pending deltas are dropped
-(:meth:`EventRecorder.rolled_back`). So no event is recorded twice or for a chunk that did not
-go in, and each ``partial`` is what the accepted chunks made it.
+records nothing. Such a chunk is taken back by the assembly's undo journal
+(engine.model.journal), which a sink writes to as the assembly does: its ``partial`` (the same
+dict) and its scanner go back to what they were; then the failed chunk's pending deltas and
+the sinks of the calls it started are dropped (:meth:`EventRecorder.rolled_back`). So no event
+is recorded for a chunk that did not go in, and each ``partial`` is what the accepted chunks
+made it.
+
+The display text told as ``TextDelta`` is counted by the buffer's display cursors
+(engine.stream.display), which the recorder is handed per chunk: it writes no field of the
+buffer's.
 """
 
 from __future__ import annotations
@@ -35,10 +39,12 @@ from ..events import (
     ReasoningDelta,
     TextDelta,
 )
+from ..model.journal import put, put_attr, trim
 from ..model.partial import PartialJSON
 
 if TYPE_CHECKING:
     from ..model.assembly import Assembly, CallTrack
+    from .display import DisplayCursors
 
 _new = object.__new__
 
@@ -76,10 +82,11 @@ class CallSink(PartialJSON):
     recorder's ``pending``, an unstarted call's growth is kept for the one delta that follows
     its ``CallStarted``."""
 
-    __slots__ = ("rec", "track", "started", "live", "slot", "early", "early_text", "done")
+    __slots__ = ("rec", "track", "started", "live", "slot", "early", "early_text", "done", "undo")
 
-    def __init__(self, rec: EventRecorder, track: CallTrack) -> None:
+    def __init__(self, rec: EventRecorder, track: CallTrack, journal: list[Any]) -> None:
         super().__init__()
+        self.journal = self.undo = journal  # (``undo``: the same, typed as never None)
         self.rec = rec
         self.track = track
         self.started = False
@@ -94,7 +101,7 @@ class CallSink(PartialJSON):
         fragment of string text only in place), and the call's delta is recorded."""
         key = self.track.args.text_key
         if key is not None:  # free-form text: ``partial`` is {key: the text so far}
-            self.value[key] = self.value.get(key, "") + fragment
+            put(self.undo, self.value, key, self.value.get(key, "") + fragment)
         else:
             self.feed(fragment)
         if self.live:
@@ -104,7 +111,8 @@ class CallSink(PartialJSON):
             _set_partial(delta, self.value)
             self.rec.pending.append(delta)
         elif not self.started and not self.done:
-            self.early = True
+            self._early()
+            trim(self.undo, self.early_text)
             self.early_text.append(fragment)
 
     def whole(self, value: Any) -> None:
@@ -122,14 +130,11 @@ class CallSink(PartialJSON):
         if self.live:
             self.rec.pending.append(_delta(self.slot, None, self.value))
         elif not self.started and not self.done:
-            self.early = True
+            self._early()
 
-    def restart(self, track: CallTrack) -> None:
-        """A rollback's replay gives the call back: it is read again from its start."""
-        self.track = track
-        self.reset()
-        if not self.started:
-            self.early, self.early_text = False, []
+    def _early(self) -> None:
+        if not self.early:
+            put_attr(self.undo, self, "early", True)
 
     def end(self) -> None:
         """Ready or incomplete: nothing more is told of the call."""
@@ -144,14 +149,11 @@ class EventRecorder:
         "out",
         "pending",
         "sinks",
-        "replaying",
         "unstarted",
         "reasoning_at",
         "ready_at",
         "incomplete_at",
         "finished",
-        "text_chars",
-        "for_text",
         "text_ready",
     )
 
@@ -159,14 +161,11 @@ class EventRecorder:
         self.out: list[Event] = []  # recorded, not yet handed out by events()
         self.pending: list[Event] = []  # the deltas of the chunk being applied (see commit)
         self.sinks: list[CallSink] = []  # by track order
-        self.replaying = False  # a rollback's replay: sinks are given back, nothing recorded
         self.unstarted: list[CallSink] = []  # tracked, no name yet (see _starts)
         self.reasoning_at = 0
         self.ready_at = 0  # into the buffer's completion list
         self.incomplete_at = 0
         self.finished = False
-        self.text_chars = 0  # display characters recorded as TextDelta before a codec scanned
-        self.for_text: list[str] = []  # released for events that text() has not handed out
         # The text calls the drivers decided in this round: (slot, the call they ran or the
         # CallIncomplete they reported, its arguments so far).
         self.text_ready: list[tuple[Any, Any, dict]] = []
@@ -174,18 +173,13 @@ class EventRecorder:
     # -- the assembly's side ---------------------------------------------------------------
 
     def attach(self, asm: Assembly, track: CallTrack) -> None:
-        """A call is tracked: give it its sink (on a replay, the one it had, read again from
-        the start), seeded with what its arguments hold already (a start event's fragment,
-        whole arguments)."""
+        """A call is tracked: give it its sink, seeded with what its arguments hold already
+        (a start event's fragment, whole arguments)."""
         args = track.args
-        if self.replaying and track.order < len(self.sinks):
-            sink = self.sinks[track.order]
-            sink.restart(track)
-        else:
-            sink = CallSink(self, track)
-            del self.sinks[track.order :]
-            self.sinks.append(sink)
-            self.unstarted.append(sink)
+        sink = CallSink(self, track, asm.journal)
+        del self.sinks[track.order :]
+        self.sinks.append(sink)
+        self.unstarted.append(sink)
         args.sink = sink
         whole = args.whole_value()
         if whole is not None:
@@ -193,39 +187,27 @@ class EventRecorder:
         elif args.parts:
             sink.fed(args.text)
 
-    def replay(self) -> None:
-        """A rollback's replay begins: what the sinks would record goes nowhere."""
-        self.replaying = True
-        self.pending = []
-
     def rolled_back(self, asm: Assembly) -> None:
-        """The chunk raised and the assembly was rebuilt: forget what the chunk told."""
-        self.replaying = False
+        """The chunk raised and its writes were undone: forget what it told, and the sinks
+        of the calls it started."""
         self.pending = []
-        del self.sinks[len(asm.tracks) :]
-        self.unstarted = [s for s in self.unstarted if s.track.order < len(asm.tracks)]
-        for sink in self.unstarted:
-            sink.track = asm.tracks[sink.track.order]
+        tracked = len(asm.tracks)
+        if len(self.sinks) > tracked:
+            del self.sinks[tracked:]
+            self.unstarted = [s for s in self.unstarted if s.track.order < tracked]
 
     # -- after each chunk --------------------------------------------------------------------
 
-    def commit(self, buf: Any, asm: Assembly, scanned: bool) -> None:
-        """Record what the chunk just applied changed (``scanned``: a text codec scans the
-        display text, which is then released by the driver's round, not here). Per chunk:
-        a few length tests, each against state the assembly keeps anyway."""
+    def commit(self, asm: Assembly, cursors: DisplayCursors, completed: list[Any]) -> None:
+        """Record what the chunk just applied changed: the display text as the ``cursors``
+        say (none while a text codec scans it: then a driver's round releases it), the calls
+        ``completed`` (the buffer's list, up to date). Per chunk: a few length tests, each
+        against state the assembly keeps anyway."""
         out = self.out
-        if not scanned:
-            display = asm.display
-            shown = len(display)
-            cursors = buf._display  # told: the display fragments told as TextDelta
-            told = cursors.told
-            if shown != told:
-                new = display[-1] if shown == told + 1 else "".join(display[told:])
-                cursors.told = shown
-                self.text_chars += len(new)
-                event = _new(TextDelta)  # built as _delta() builds: one per display fragment
-                _set_display(event, new)
-                out.append(event)
+        if cursors.scanner is None and len(asm.display) != cursors.told:
+            event = _new(TextDelta)  # built as _delta() builds: one per display fragment
+            _set_display(event, cursors.tell(asm.display))
+            out.append(event)
         reasoning = asm.reasoning
         if len(reasoning) != self.reasoning_at:
             out.append(ReasoningDelta("".join(reasoning[self.reasoning_at :])))
@@ -239,13 +221,10 @@ class EventRecorder:
                 pending.clear()
             else:  # the usual case, with a client that takes the events per chunk
                 self.out, self.pending = pending, out
-        if asm.calls_dirty:
-            buf.calls()
-        completed = buf._completed
         if len(completed) != self.ready_at:
             self._ready(asm, completed)
         if asm.incomplete or asm.over:  # only once the stream ends: its DONE or close()
-            self._end(asm, scanned)
+            self._end(asm, cursors.scanner is not None)
 
     def _end(self, asm: Assembly, scanned: bool) -> None:
         """The calls that will never be runnable, then the DONE."""
@@ -335,21 +314,16 @@ class EventRecorder:
         """Released display text, as a TextDelta."""
         self.out.append(TextDelta(new))
 
-    def take_back_text(self, display: list[str]) -> int:
+    def take_back_text(self) -> int:
         """A codec comes (``attach_codec``): the TextDeltas recorded but not handed out yet
         are taken back (the scan decides what of that text is shown); returns how many
-        display fragments the TextDeltas handed out already told."""
+        characters they held."""
         kept = [e for e in self.out if e.__class__ is not TextDelta]
         if len(kept) == len(self.out):
-            taken = 0
-        else:
-            taken = sum(len(e.text) for e in self.out if e.__class__ is TextDelta)
-            self.out = kept
-        told, chars = 0, self.text_chars - taken
-        while told < len(display) and chars > 0:  # each TextDelta told whole fragments
-            chars -= len(display[told])
-            told += 1
-        return told
+            return 0
+        taken = sum(len(e.text) for e in self.out if e.__class__ is TextDelta)
+        self.out = kept
+        return taken
 
     def owe_text(self, text: str) -> None:
         """Text that ``text()`` showed and the events never told: told now, first."""

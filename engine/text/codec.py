@@ -34,10 +34,12 @@ from typing import Any, Protocol, cast
 from ..events import (
     CAUSE_NOT_JSON,
     CAUSE_NOT_OBJECT,
+    CAUSE_TOO_DEEP,
     INCOMPLETE_CAUSES,
     INCOMPLETE_REASONS,
     CallIncomplete,
 )
+from ..model.jsonscan import INVALID_TEXT, MAX_DEPTH, TOO_DEEP, nests_deeper
 from ..model.partial import PartialJSON
 
 __all__ = ["TextCall", "TextCodec", "TextScanner", "ToolLike"]
@@ -51,7 +53,7 @@ class TextCall:
     the array's span."""
 
     name: str
-    arguments: dict
+    arguments: dict[str, Any]
     start: int
     end: int
     # A call that would have run but never can (a turn's scanner only, see TextScanner):
@@ -68,6 +70,8 @@ def text_call_cause(reason: str | None, raw: str, ended: str | None) -> str | No
     text), an invalid one is not JSON, or JSON that is not a call object."""
     if reason == "cut":
         return ended
+    if reason == TOO_DEEP:
+        return CAUSE_TOO_DEEP
     try:
         json.loads(raw)
     except (ValueError, RecursionError):
@@ -271,10 +275,11 @@ class TextCodec:
         return scanner.complete_calls()
 
     def _load(self, text: str) -> Any:
-        """Parse a candidate, healing it if it does not parse as written; None on failure."""
+        """Parse a candidate, healing it if it does not parse as written; None on failure
+        (a RecursionError, nesting past what the parser reads, goes to :meth:`_calls_of`)."""
         try:
             return json.loads(text, strict=False)
-        except (ValueError, RecursionError):
+        except ValueError:
             pass
         healed = text
         for pattern, replacement in self.healing:
@@ -283,10 +288,10 @@ class TextCodec:
             return None
         try:
             return json.loads(healed, strict=False)
-        except (ValueError, RecursionError):
+        except ValueError:
             return None
 
-    def _call_of(self, value: Any) -> tuple[str, dict] | None:
+    def _call_of(self, value: Any) -> tuple[str, dict[str, Any]] | None:
         """(name, arguments) when ``value`` is a call object, else None."""
         if value.__class__ is not dict or not value:
             return None
@@ -309,16 +314,26 @@ class TextCodec:
                 return (name, args) if args.__class__ is dict else None
         return name, {}
 
-    def _calls_of(self, text: str) -> list[tuple[str, dict]]:
-        """The calls a closed candidate holds: one object, or an array of call objects."""
-        value = self._load(text)
-        if value.__class__ is list:
-            calls = [self._call_of(v) for v in value]
-            if not calls or None in calls:
-                return []
-            return cast("list[tuple[str, dict]]", calls)  # None is not in it
-        call = self._call_of(value)
-        return [call] if call else []
+    def _calls_of(self, text: str) -> tuple[list[tuple[str, dict[str, Any]]], str]:
+        """The calls a closed candidate holds (one object, or an array of call objects), and
+        why there are none: ``"too deep"`` where arguments nest past ``MAX_DEPTH`` or past what
+        the parser reads (as the native path refuses them, arguments given as JSON text
+        included), else ``"invalid"``."""
+        try:
+            value = self._load(text)
+            found = (
+                [self._call_of(v) for v in value]
+                if value.__class__ is list
+                else [self._call_of(value)]
+            )
+        except RecursionError:
+            return [], TOO_DEEP
+        calls = [call for call in found if call is not None]
+        if not calls or len(calls) < len(found):
+            return [], INVALID_TEXT
+        if any(nests_deeper(args, MAX_DEPTH) for _, args in calls):
+            return [], TOO_DEEP
+        return calls, INVALID_TEXT
 
     # -- the prompt side ------------------------------------------------------------------
 
@@ -342,7 +357,7 @@ class TextCodec:
             listed.append(entry)
         return json.dumps({p.list_key: listed}, indent=p.indent, ensure_ascii=False)
 
-    def _parameters(self, schema: Any) -> dict:
+    def _parameters(self, schema: Any) -> dict[str, Any]:
         """A tool's parameter schema as described: always an object schema, and a property
         that says nothing of its type given the untyped default, so that the model is never
         left guessing how to write a value."""
@@ -406,9 +421,7 @@ class TextCodec:
         )
         return _fill(template, tool_name=name or "(no name)")
 
-    def retry_schema_invalid(
-        self, tool_name: str, problems: Iterable[tuple[str, str]]
-    ) -> str:
+    def retry_schema_invalid(self, tool_name: str, problems: Iterable[tuple[str, str]]) -> str:
         """What to tell the model after its call of ``tool_name`` failed the tool's JSON
         Schema: ``problems`` are (JSON pointer, what was expected) pairs, each named on a
         line of its own (the pointer ``""``, the arguments object itself, as the
@@ -502,17 +515,20 @@ _MORE, _COMPLETE, _BREAK, _FAIL = range(4)
 _WS_CHARS = " \t\n\r"
 
 
-def _partial_arguments(codec: TextCodec, raw: str) -> dict:
+def _cut_call(codec: TextCodec, raw: str) -> tuple[dict[str, Any], str]:
     """What the arguments of a call cut short hold so far (for its ``ArgumentsDelta``):
-    the first arguments key's object, as much of it as streamed; ``{}`` when none."""
-    reader = PartialJSON()
+    the first arguments key's object, as much of it as streamed (``{}`` when none); and why
+    the call never runs: ``"cut"``, or ``"too deep"`` once they nest past ``MAX_DEPTH`` (the
+    call object around them counted), as the native path refuses such arguments, cut or not."""
+    reader = PartialJSON(max_depth=MAX_DEPTH + 1)
     reader.feed(raw)
+    why = TOO_DEEP if reader.reason == TOO_DEEP else "cut"
     value = reader.value
     for key in codec.args_keys:
         if key in value:
             args = value[key]
-            return args if args.__class__ is dict else {}
-    return {}
+            return (args if args.__class__ is dict else {}), why
+    return {}, why
 
 
 class _AlwaysMatches(Protocol):
@@ -523,6 +539,7 @@ class _AlwaysMatches(Protocol):
 
 _WS = cast(_AlwaysMatches, re.compile(r"[ \t\n\r]*"))
 _STR_STOP = re.compile(r'["\\]')
+_NEVER = re.compile(r"(?!)")  # matches nowhere
 _NUMBER = cast(_AlwaysMatches, re.compile(r"[-+0-9.eE]*"))
 _LANG_CHAR = re.compile(r"[A-Za-z0-9_+#.-]")
 _TOOL_NAME = re.compile(r"[\w.:/-]+")  # a name a broken call is still held for
@@ -658,7 +675,7 @@ class TextScanner:
         self._trigger = codec._trigger if lead or not self._bare_lead else codec._marker_trigger
         self._finished = False  # finish(): the turn's text is all in
         self._mode = _TEXT
-        self._skip_end: re.Pattern[str] | None = None
+        self._skip_end = _NEVER  # in a reasoning span or a code fence: its end marker
         self._skip_ends: tuple[str, ...] = ()
         self._cand: _Candidate | None = None
         self._tail = ""  # unprocessed text at the end: a marker that may still complete
@@ -669,7 +686,7 @@ class TextScanner:
         self._total = offset  # characters fed, from the whole text's start
         self._emitted = offset  # everything before this offset is queued (or dropped)
         # Plain fragments (str) and held spans (_Group), told apart by class where read.
-        self._queue: deque[Any] = deque()
+        self._queue: deque[str | _Group] = deque()
         self._groups: list[_Group] = []
         self._closed = False
 
@@ -680,12 +697,13 @@ class TextScanner:
         queue = self._queue
         if not queue:
             return ""  # nothing new settled: every round while a call forms
-        if len(queue) == 1 and queue[0].__class__ is str:
-            return queue.popleft()  # one plain fragment since the last round: most rounds
+        if len(queue) == 1 and isinstance(only := queue[0], str):
+            queue.popleft()
+            return only  # one plain fragment since the last round: most rounds
         out = []
         while queue:
             item = queue[0]
-            if item.__class__ is str:
+            if isinstance(item, str):
                 out.append(item)
             elif any(item.open):
                 break
@@ -797,10 +815,9 @@ class TextScanner:
             held = "".join(c.parts)
             if self._rule is not None and c.name and not c.is_array and c.phase != _BROKEN:
                 raw = held[c.vstart - c.start :] if c.vstart >= c.start else ""
-                call = TextCall(
-                    c.name, _partial_arguments(self._codec, raw), c.start, self._total, "cut", raw
-                )
-                group = _Group(c.start, self._total, [call], held, True, "cut", c.kind == _BARE)
+                args, why = _cut_call(self._codec, raw)
+                call = TextCall(c.name, args, c.start, self._total, why, raw)
+                group = _Group(c.start, self._total, [call], held, True, why, c.kind == _BARE)
                 self._queue.append(group)
                 self._groups.append(group)
             else:
@@ -877,7 +894,9 @@ class TextScanner:
             elif mode == _SKIP:
                 i = self._scan_skip(s, i, s_abs)
             else:
-                i = self._scan_candidate(s, i, s_abs)
+                c = self._cand
+                assert c is not None, "the candidate mode has a candidate"
+                i = self._scan_candidate(c, s, i, s_abs)
         # Show what is settled; keep what is held.
         c = self._cand
         if c is not None and not c.dead:  # (a broken call may keep a marker prefix as tail)
@@ -949,7 +968,7 @@ class TextScanner:
 
     def _scan_skip(self, s: str, i: int, s_abs: int) -> int:
         """Reasoning or code: shown as it comes; only its end marker is looked for."""
-        m = cast("re.Pattern[str]", self._skip_end).search(s, i)  # set by _enter_skip
+        m = self._skip_end.search(s, i)
         if m is not None:
             self._mode = _TEXT
             return m.end()
@@ -1024,8 +1043,7 @@ class TextScanner:
 
     # -- internals: the candidate -------------------------------------------------------------
 
-    def _scan_candidate(self, s: str, i: int, s_abs: int) -> int:
-        c = cast(_Candidate, self._cand)  # the candidate mode has one
+    def _scan_candidate(self, c: _Candidate, s: str, i: int, s_abs: int) -> int:
         phase = c.phase
         if phase == _VALUE:
             return self._phase_value(c, s, i, s_abs)
@@ -1060,7 +1078,7 @@ class TextScanner:
         end_abs = s_abs + end
         text = self._held_text(c, s, s_abs, end_abs)
         raw = text[c.vstart - c.start : c.vend - c.start]
-        found = self._codec._calls_of(raw)
+        found, why = self._codec._calls_of(raw)
         bare = c.kind == _BARE
         bound = self._all_bound or (bare and self._bare_lead)
         if found:
@@ -1072,8 +1090,8 @@ class TextScanner:
             # Named, closed, and still no call object: a call that cannot run, which the
             # model is told of if it ends the turn (its text is the model's call, not prose).
             # It waits for the end of the turn under either rule: reported only if it ends it.
-            call = TextCall(c.name, {}, c.start, end_abs, "invalid", raw)
-            group = _Group(c.start, end_abs, [call], text, True, "invalid", bare)
+            call = TextCall(c.name, {}, c.start, end_abs, why, raw)
+            group = _Group(c.start, end_abs, [call], text, True, why, bare)
             self._queue.append(group)
             self._groups.append(group)
         else:

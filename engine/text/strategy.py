@@ -27,7 +27,7 @@ class TextStrategy:
     leaks_into_text = False
 
     def __init__(
-        self, descriptor: dict, source: str | None = None, *, sections: Any = None
+        self, descriptor: dict[str, Any], source: str | None = None, *, sections: Any = None
     ) -> None:
         self.descriptor = descriptor
         self.source = source
@@ -36,7 +36,7 @@ class TextStrategy:
         self.name: str = descriptor["name"]
         self.title: str = descriptor.get("title", self.name)
         self.codec = TextCodec.from_descriptor(descriptor)
-        self._plain: Any = None
+        self._plain: ExtractionStrategy | None = None
 
     def plain_text_wire(self) -> ExtractionStrategy:
         """The strategy a buffer holding only this codec streams plain text with: a wire
@@ -58,7 +58,7 @@ class TextStrategy:
         return self._plain
 
     @staticmethod
-    def text_chunk(text: str) -> dict:
+    def text_chunk(text: str) -> dict[str, Any]:
         """A piece of plain text as the event :meth:`plain_text_wire` takes."""
         return {TEXT: text}
 
@@ -69,9 +69,8 @@ class TextStrategy:
     def _text(message: Any) -> str | None:
         if isinstance(message, str):
             return message
-        if isinstance(message, dict) and isinstance(message.get("content"), str):
-            return message["content"]
-        return None
+        content = message.get("content") if isinstance(message, dict) else None
+        return content if isinstance(content, str) else None
 
     def recognizes(self, shape: Any) -> bool:
         """Any plain text, or a message whose content is a string."""
@@ -112,12 +111,12 @@ class TextStrategy:
         """Always "": plain text has no reasoning field (inline ``<think>`` is display text)."""
         return ""
 
-    def result_messages(self, message: Any, records: list) -> list[dict]:
+    def result_messages(self, message: Any, records: list[Any]) -> list[dict[str, Any]]:
         from ..compile.results import result_messages
 
         return result_messages(self, self.content_text(message), records)
 
-    def tool_declarations(self, tools: list) -> Any:
+    def tool_declarations(self, tools: list[Any]) -> Any:
         return self.codec.function_description(tools)
 
 

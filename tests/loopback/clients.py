@@ -19,6 +19,7 @@ import functools
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from .server import ServeProcess
 
@@ -412,8 +413,16 @@ def sdk_complete(wire: str, fixture_path: str | Path, server: ServeProcess) -> o
 # -- litellm (optional) ----------------------------------------------------------------------
 
 
-def litellm_stream(fixture_path: str | Path, server: ServeProcess) -> list[object]:
-    """litellm's ``completion(stream=True)`` chunks for an OpenAI Chat fixture (optional SDK).
+# litellm's provider prefix and the api_base it takes, per wire (its Cohere client posts to the
+# api_base as given).
+_LITELLM = {"openai_chat": ("openai", "/v1"), "cohere_v2": ("cohere_chat", "/v2/chat")}
+
+
+def litellm_stream(
+    fixture_path: str | Path, server: ServeProcess, wire: str = "openai_chat", stream: bool = True
+) -> Any:
+    """litellm's ``completion(stream=True)`` chunks for a fixture of ``wire`` (OpenAI Chat or
+    Cohere v2; optional SDK), or its response with ``stream=False``.
 
     litellm re-shapes the stream (its own ``ModelResponseStream`` objects; it may merge or add
     chunks), so callers compare content, not counts. Imports offline only with
@@ -422,18 +431,19 @@ def litellm_stream(fixture_path: str | Path, server: ServeProcess) -> list[objec
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm
 
+    provider, suffix = _LITELLM[wire]
     with no_proxy_env():
         response = litellm.completion(
-            model=f"openai/{MODEL}",
-            api_base=f"{server.base_url(fixture_path)}/v1",
+            model=f"{provider}/{MODEL}",
+            api_base=f"{server.base_url(fixture_path)}{suffix}",
             api_key="sk-loopback",
             messages=_MESSAGES,
-            stream=True,
+            stream=stream,
             max_retries=0,
             num_retries=0,
             timeout=TIMEOUT,
         )
-        return list(response)
+        return list(response) if stream else response
 
 
 def litellm_final(chunks: list[object]) -> object:

@@ -91,6 +91,11 @@ class ServeProcess:
             self._stderr.close()
         self._dir.cleanup()
 
+    def stderr_text(self) -> str:
+        """What the server wrote on stderr so far."""
+        self._stderr.flush()
+        return (Path(self._dir.name) / "stderr.txt").read_text(encoding="utf-8")
+
     @property
     def returncode(self) -> int | None:
         return None if self._proc is None else self._proc.poll()

@@ -1,0 +1,91 @@
+"""The undo journal: how a chunk that raises changes nothing (engine.stream.buffer).
+
+Every write into an assembly while a chunk is applied goes through a primitive here or in
+the node it writes (``Fragments`` by :func:`grow`, ``SlottedList.put``, the argument
+streams, the ``partial`` readers), which first appends to the assembly's journal a record of
+what it overwrites: a tuple ``(function, *arguments)`` that puts it back. :func:`undo` runs
+them, last first; once a chunk went in, the buffer drops them. So a write costs one tuple, an
+undo the writes of that one chunk, and nothing outlives the chunk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from operator import attrgetter
+from typing import Any
+
+ABSENT: Any = object()  # what a key held before it was set: nothing
+
+
+def undo(journal: list[Any]) -> None:
+    """Put back what the records of ``journal`` say, last first, and empty it."""
+    for record in reversed(journal):
+        record[0](*record[1:])
+    journal.clear()
+
+
+def restore(node: dict[Any, Any], key: Any, old: Any) -> None:
+    if old is ABSENT:
+        node.pop(key, None)
+    else:
+        node[key] = old
+
+
+def put(journal: list[Any], node: dict[Any, Any], key: Any, value: Any) -> Any:
+    """``node[key] = value``, journaled; returns ``value`` (``child = put(j, node, k, {})``)."""
+    journal.append((restore, node, key, node.get(key, ABSENT)))
+    node[key] = value
+    return value
+
+
+def put_attr(journal: list[Any], target: Any, name: str, value: Any) -> None:
+    """``target.name = value``, journaled."""
+    journal.append((setattr, target, name, getattr(target, name)))
+    setattr(target, name, value)
+
+
+def saver(*names: str) -> Callable[[list[Any], Any], None]:
+    """A function that journals the attributes ``names`` of an object (its state), read at
+    once (``attrgetter``, in C): for a node whose state is more than one field."""
+    read = attrgetter(*names)
+
+    def save(journal: list[Any], target: Any) -> None:
+        journal.append((_put_back, target, names, read(target)))
+
+    return save
+
+
+def _put_back(target: Any, names: tuple[str, ...], values: tuple[Any, ...]) -> None:
+    for name, value in zip(names, values, strict=True):
+        setattr(target, name, value)
+
+
+def trim(journal: list[Any], items: list[Any]) -> None:
+    """Before something is appended to ``items``: the record that takes it back."""
+    journal.append((_trim, items, len(items)))
+
+
+def _trim(items: list[Any], length: int) -> None:
+    del items[length:]
+
+
+def refill(journal: list[Any], node: dict[Any, Any]) -> None:
+    """Before ``node`` is emptied or rewritten whole: the record that gives it back."""
+    journal.append((_refill, node, dict(node)))
+
+
+def _refill(node: dict[Any, Any], was: dict[Any, Any]) -> None:
+    node.clear()
+    node.update(was)
+
+
+def count(journal: list[Any], counter: Any, key: Any) -> None:
+    """``counter[key] += 1``, journaled."""
+    journal.append((_uncount, counter, key))
+    counter[key] += 1
+
+
+def _uncount(counter: Any, key: Any) -> None:
+    counter[key] -= 1
+    if not counter[key]:
+        del counter[key]
