@@ -36,6 +36,10 @@ except ImportError:  # tests/ made a package, or importlib mode from the reposit
     from tests.loopback.server import ServeProcess
     from tests.test_cli import ENV, ROOT, run
 
+# One worker runs this module (pyproject's --dist loadgroup): its module fixture is built once.
+pytestmark = pytest.mark.xdist_group("serve_cli")
+
+
 GOLDEN = ROOT / "tests" / "golden"
 CHAT_A = GOLDEN / "openai_chat" / "hand_text_before_after.jsonl"
 CHAT_B = GOLDEN / "openai_chat" / "oai_py_text.jsonl"
