@@ -20,7 +20,7 @@ import copy
 import json
 
 import pytest
-from conftest import drawn_cuts, golden_streams, read_stream, stream_id
+from conftest import drawn_cuts, examples, golden_streams, read_stream, stream_id
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_partial import _dumped, _object_text, canon, oracle
@@ -513,7 +513,9 @@ def test_new_calls_gives_each_call_once_in_completion_order():
 
 # -- partial: API.md's reading after every fragment ------------------------------------------
 
-_SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_SETTINGS = settings(
+    max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 @_SETTINGS
@@ -549,3 +551,33 @@ def test_partial_after_every_fragment_is_the_reading_of_the_text_so_far(text, da
         assert deltas[-1].partial is partial  # one dict per call
         assert canon(partial) == canon(oracle(text[:seen]))
     assert canon(partial) == canon(json.loads(text))
+
+
+@pytest.mark.parametrize(
+    ("first", "then"),
+    [("$.a", "$['a']"), ("$['a']", "$.a"), ("$.o.b", '$["o"]["b"]'), ("$.l[0]", "$['l'][0]")],
+)
+def test_partial_agrees_with_the_arguments_whatever_the_spelling_of_a_path(first, then):
+    """One JSON path written two ways is one leaf: the pieces the wire continues there are
+    joined in the events' ``partial`` as in the call's arguments (Gemini's ``partialArgs``),
+    while they stream and once the call is whole."""
+    gemini = engine.load_format("gemini")
+
+    def chunk(parts, **more):
+        return {"candidates": [{"index": 0, "content": {"role": "model", "parts": parts}, **more}]}
+
+    def piece(path, text, more):
+        return {"jsonPath": path, "stringValue": text, "willContinue": more}
+
+    buf = engine.LLMStreamBuffer(strategies=[gemini], events=True)
+    buf.add(chunk([{"functionCall": {"name": "f", "willContinue": True}}]))
+    seen = []
+    for path, text, more in [(first, "Hel", True), (then, "lo", False)]:
+        pieces = [piece(path, text, more)]
+        buf.add(chunk([{"functionCall": {"partialArgs": pieces, "willContinue": True}}]))
+        deltas = [e for e in buf.events() if isinstance(e, engine.ArgumentsDelta)]
+        seen.append(copy.deepcopy(deltas[-1].partial))
+    buf.add(chunk([{"functionCall": {}}], finishReason="STOP"))
+    (ready,) = [e.call.arguments for e in buf.events() if isinstance(e, engine.CallReady)]
+    assert "Hello" in json.dumps(ready)
+    assert seen[-1] == ready

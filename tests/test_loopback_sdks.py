@@ -41,11 +41,11 @@ import pytest
 
 import engine
 from engine.cli.serve_http import is_loopback
-from engine.compile import eventstream
 from engine.compile.serve import RecordedEvent as Event
 from engine.compile.serve import compile_serve
 from engine.compile.serve import read_recording as read_events
 from engine.compile.serve import typed_event as bedrock_event
+from engine.transport import eventstream
 
 try:  # pytest's default "prepend" import mode puts tests/ itself on sys.path
     from loopback import clients

@@ -24,10 +24,10 @@ from conftest import ENV, run_engine
 
 from engine.cli import commands as cli
 from engine.cli.project import read_stream
-from engine.compile.captures import CaptureError, parse_capture
-from engine.compile.eventstream import event_message, exception_message
 from engine.compile.serve import read_recording
 from engine.language import registry
+from engine.transport.captures import CaptureError, parse_capture
+from engine.transport.eventstream import event_message, exception_message
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"

@@ -459,6 +459,24 @@ def test_a_non_streaming_reply_holds_every_choice_of_an_n_gt_1_stream():
     assert {c["finish_reason"] for c in choices} == {"stop"}
 
 
+def test_gemini_non_streaming_reply_holds_every_candidate(tmp_path):
+    def chunk(a: str, b: str, end: dict) -> str:
+        parts = [{"content": {"role": "model", "parts": [{"text": t}]}, "index": i, **end}
+                 for i, t in enumerate((a, b))]
+        return json.dumps({"candidates": parts, "modelVersion": "gemini-2.0-flash"})
+
+    stream = tmp_path / "two.jsonl"
+    stream.write_text(chunk("A", "B", {}) + "\n" + chunk("!", "?", {"finishReason": "STOP"}))
+    with in_process(stream) as provider:
+        _, _, body = call(provider.url + "/v1beta/models/m:generateContent", {})
+    candidates = json.loads(body)["candidates"]
+    assert [(c["index"], c["content"]["parts"][0]["text"]) for c in candidates] == [
+        (0, "A!"),
+        (1, "B?"),
+    ]
+    assert {c["finishReason"] for c in candidates} == {"STOP"}
+
+
 def test_a_non_streaming_tool_call_has_the_type_the_provider_always_sends():
     with in_process(MISTRAL_CALL) as provider:
         _, _, body = call(provider.url + "/v1/chat/completions", {})
@@ -488,6 +506,7 @@ REQUEST_ID = {
     "openai_chat": "x-request-id",
     "anthropic_messages": "request-id",
     "bedrock_converse": "x-amzn-RequestId",
+    "cohere_v2": "x-debug-trace-id",
 }
 
 
@@ -496,6 +515,7 @@ def test_every_reply_carries_the_provider_request_id_header():
         "openai_chat": "/v1/chat/completions",
         "anthropic_messages": "/v1/messages",
         "bedrock_converse": "/model/m/converse",
+        "cohere_v2": "/v2/chat",
     }
     with in_process(*ONE_OF_EACH) as provider:
         for wire, path in asks.items():
@@ -703,3 +723,18 @@ def test_a_format_file_served_is_compiled_once(tmp_path, monkeypatch):
     (recording,) = load_recordings([OLLAMA], _load_strategy(str(descriptor)))
     assert recording.spec.route("/api/chat") is not None
     assert len(calls) == 1
+
+
+def test_a_request_http_server_refuses_is_a_logged_json_error():
+    """A method no endpoint knows (501) and a request line that is not HTTP (400) are answered
+    in JSON, as every other refusal, and logged."""
+    log = io.StringIO()
+    with in_process(CHAT_A, log=log) as provider:
+        unknown = _raw(provider.url, b"BREW /v1/models HTTP/1.1\r\nHost: x\r\n\r\n")
+        garbage = _raw(provider.url, b"not a request line\r\n\r\n")
+    for reply, status in ((unknown, b"501"), (garbage, b"400")):
+        head, _, body = reply.partition(b"\r\n\r\n")
+        assert head.split(b" ")[1] == status and b"application/json" in head, reply
+        assert "message" in json.loads(body)["error"]
+    entries = [json.loads(line) for line in log.getvalue().splitlines()]
+    assert [(e["method"], e["status"]) for e in entries] == [("BREW", 501), ("", 400)]

@@ -27,10 +27,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import engine
-from engine.compile import eventstream
-from engine.compile.captures import parse_bytes, parse_capture
 from engine.compile.serve import read_recording, typed_event
-from engine.compile.sse import SSEDecoder
+from engine.transport import eventstream
+from engine.transport.captures import parse_bytes, parse_capture
+from engine.transport.sse import SSEDecoder
 
 STREAMS = golden_streams() + toy_streams()
 BEDROCK = golden_streams(["bedrock_converse"])

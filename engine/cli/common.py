@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..compile.captures import CaptureError, read_capture
 from ..errors import DescriptorError, UnknownFormatError
 from ..language import registry
+from ..transport.captures import CaptureError, read_capture
 
 EXIT_OK, EXIT_PROBLEM, EXIT_USAGE = 0, 1, 2
 
@@ -36,7 +36,7 @@ def _load_strategy(name_or_path: str):
 
 def read_stream(path: str) -> list[tuple[int, Any]]:
     """The decoded events of a recorded stream, each with its 1-based line number: JSON Lines
-    or a raw SSE capture, ``-`` for stdin (:mod:`engine.compile.captures`).
+    or a raw SSE capture, ``-`` for stdin (:mod:`engine.transport.captures`).
 
     A stream that cannot be read is a :class:`CLIError` naming ``FILE:LINE`` and the reason."""
     try:

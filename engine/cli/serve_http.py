@@ -202,7 +202,7 @@ def _spec_of(given: str | Path, wire: str, strategy: Any) -> ServeSpec:
 
         strategy = load_format(wire)
     try:
-        spec = strategy.serve_spec() if hasattr(strategy, "serve_spec") else None
+        spec: ServeSpec | None = strategy.serve_spec() if hasattr(strategy, "serve_spec") else None
     except ServeError as exc:  # every problem, one a line
         lines = "".join(f"\n  {pointer}: {message}" for pointer, message, _ in exc.problems)
         raise ServeSetupError(f"format {wire}: its serve section cannot be used:{lines}") from None
@@ -381,6 +381,7 @@ class _Server6(_Server):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    default_request_version = "HTTP/1.1"  # a refused request line still gets a status line
     disable_nagle_algorithm = True  # one small write per event: no delayed-ACK stalls
     timeout = 30  # an idle keep-alive connection is dropped after this
     provider: FakeProvider  # set on the subclass FakeProvider makes
@@ -408,6 +409,15 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_OPTIONS(self) -> None:  # noqa: N802
         self._handle("OPTIONS")
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """What http.server refuses itself (a method it has no handler for, a request line
+        that is not HTTP) is logged and answered in JSON, as every other refusal."""
+        self.close_connection = True
+        split = urlsplit(getattr(self, "path", "") or "")
+        entry = {"method": self.command or "", "path": split.path, "query": split.query}
+        self.provider.record({**entry, "headers": {}, "body": "", "status": code})
+        self._json(code, _error(message or explain or f"HTTP {code}"))
 
     def _handle(self, method: str) -> None:
         """One request, whatever its method: logged (one line, before the reply), answered."""

@@ -38,7 +38,7 @@ from .ops import (
     fragments_reader,
     reasoning_inside,
 )
-from .paths import compile_read
+from .paths import compile_read, items_of
 
 _ABSENT = object()
 
@@ -88,7 +88,7 @@ def op_extend(spec: dict, ctx: CompileContext) -> Run:
     read = compile_read(spec["from"], ctx.choice_alias)
     target = Target(spec["at"], ctx)
     rule = JoinRule.from_spec(spec["join"], spec["at"]) if spec.get("join") else None
-    pattern = f"{target.pattern}[*]"
+    pattern = items_of(target.pattern)
     cont = _continuation(spec.get("continuation"))
     display_where = _display_where(ctx, target)
     at_root = target.at_root

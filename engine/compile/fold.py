@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model.assembly import Assembly, append_text, ensure_slotted
-from ..model.fragments import Fragments, SlottedList, grow, ingest, shown_value, slot_misfit
+from ..model.fragments import Fragments, SlottedList, dig, grow, ingest, shown_value, slot_misfit
 from ..model.journal import put, put_attr
 from ..model.jsonscan import COMPLETE
 from ..model.parts import JoinRule, as_placed, join_parts, string_as_part
@@ -29,7 +29,7 @@ from .ops import (
     reasoning_inside,
     report_unplaced,
 )
-from .paths import compile_get, compile_read, parse_chain
+from .paths import compile_get, compile_read, items_of, parse_chain
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ def op_fold(spec: dict, ctx: CompileContext) -> Run:
             display_key = key
     lists = {}
     for name, lspec in (spec.get("lists") or {}).items():
-        pattern = f"{base}.{name}[*]" if base else f"{name}[*]"
+        pattern = items_of(base, name)
         args = parse_chain(lspec["args"]) if lspec.get("args") else ()
         identity = tuple(parse_chain(p) for p in lspec.get("identity", ()))
         lists[name] = ListFold(
@@ -335,13 +335,9 @@ def _next_free_slot(lst: SlottedList) -> Any:
 
 
 def _dig(obj: Any, chain: tuple[str, ...]) -> Any:
-    for field_name in chain:
-        if obj.__class__ is not dict:
-            return None
-        obj = obj.get(field_name)
-    if obj.__class__ is Fragments:
-        return str(obj)
-    return obj
+    """The value at ``chain``, streamed text read as its string."""
+    found = dig(obj, chain)
+    return str(found) if found.__class__ is Fragments else found
 
 
 def _merge_entry(

@@ -49,9 +49,8 @@ from .ops import (
     op_set_once,
     op_stop_reason,
     op_usage,
-    pattern_of,
 )
-from .paths import parse_chain, parse_target
+from .paths import items_of, parse_chain, parse_target, pattern
 
 
 class Source(NamedTuple):
@@ -107,10 +106,6 @@ class Operation:
 # -- what each operation declares ------------------------------------------------------------
 
 
-def _pattern(path: Any) -> str:
-    return pattern_of(parse_target(path)) if isinstance(path, str) and path else ""
-
-
 def _set_source(args: dict) -> Source | None:
     """A ``set`` of a whole item (``at`` ends with a slot) opens it, event value or not."""
     at = args.get("at", "")
@@ -142,7 +137,7 @@ def _read_streamed(args: dict) -> tuple[Streamed, ...]:
 
 def _args_written(args: dict) -> tuple[str, ...]:
     at = args.get("at")
-    return (_pattern(at),) if isinstance(at, str) else ()
+    return (pattern(at),) if isinstance(at, str) else ()
 
 
 def _paths(raw: Any) -> dict:
@@ -183,11 +178,11 @@ def _error_ends(args: dict) -> tuple[str, ...]:
 
 
 def _fold_args_written(args: dict) -> tuple[str, ...]:
-    base = _pattern(args.get("at", ""))
+    base = pattern(args.get("at", ""))
     out = []
     for name, lspec in (args.get("lists") or {}).items():
         if isinstance(lspec, dict) and lspec.get("args"):
-            written = f"{base}.{name}[*]" if base else f"{name}[*]"
+            written = items_of(base, name)
             out.append(f"{written}.{lspec['args']}")
     for name, ospec in (args.get("objects") or {}).items():
         if isinstance(ospec, dict) and ospec.get("args"):

@@ -21,11 +21,29 @@ from dataclasses import field as dataclass_field
 from typing import Any, cast
 
 from ..model.assembly import Assembly, append_text, ensure_slotted
-from ..model.fragments import Fragments, SlottedList, grow, ingest, shown_value, slot_misfit
+from ..model.fragments import (
+    Fragments,
+    SlottedList,
+    dig,
+    grow,
+    ingest,
+    make_way,
+    shown_value,
+    slot_misfit,
+)
 from ..model.fragments import json_kind as _json_kind
 from ..model.journal import put, put_attr, refill, trim
 from ..model.jsonscan import COMPLETE, ArgsStream
-from .paths import FIRST, Reader, Segment, as_reader, compile_read, parse_target
+from .paths import (
+    FIRST,
+    Reader,
+    Segment,
+    as_reader,
+    compile_read,
+    items_of,
+    parse_target,
+    pattern_of,
+)
 from .predicates import compile_predicate
 
 Run = Callable[[Assembly, Any, Any], None]
@@ -131,16 +149,6 @@ def any_where(wheres: list) -> Any:
     if len(wheres) == 1:
         return wheres[0]
     return lambda item: any(where(item) for where in wheres)
-
-
-def pattern_of(segments: tuple[Segment, ...]) -> str:
-    out: list[str] = []
-    for seg in segments:
-        if seg.field is not None:
-            out.append(("." if out else "") + seg.field)
-        else:
-            out.append("[*]")
-    return "".join(out)
 
 
 class Target:
@@ -361,13 +369,7 @@ class Target:
 
     def _walk_rel(self, item: dict[str, Any], journal: list[Any]) -> dict[str, Any]:
         """The dict holding the last field of ``rel`` inside ``item``, the way created."""
-        node = item
-        for field in self.rel[:-1]:
-            child = node.get(field)
-            if child.__class__ is not dict:
-                child = put(journal, node, field, {})
-            node = child
-        return node
+        return make_way(item, self.rel[:-1], journal)
 
 
 def _scoped(segments: tuple[Segment, ...], scope: str | None) -> tuple[Segment, ...]:
@@ -620,7 +622,7 @@ def _restate(
     if track is not None and track.args.state == COMPLETE:
         if not merge_complete or value.__class__ is not dict:
             return False
-        restated = _dig_fields(value, args_fields)
+        restated = dig(value, args_fields)
         if not _is_empty(restated) and not _same_arguments(restated, track.args):
             return False
         _merge_restated(asm, item, _without_chain(value, args_fields), None, ())
@@ -628,14 +630,6 @@ def _restate(
     if value.__class__ is dict:
         _merge_restated(asm, item, value, track, args_fields)
     return True
-
-
-def _dig_fields(value: Any, fields: tuple[str, ...]) -> Any:
-    for field in fields:
-        if value.__class__ is not dict:
-            return None
-        value = value.get(field)
-    return value
 
 
 def _without_chain(value: dict, fields: tuple[str, ...]) -> dict:
@@ -851,7 +845,7 @@ def op_push(spec: dict, ctx: CompileContext) -> Run:
     replaces a data part of the same type and id), and is added when none is."""
     target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
     last = target.rel[-1]
-    item_pattern = f"{target.pattern}[*]"
+    item_pattern = items_of(target.pattern)
     keys = tuple(spec.get("update_by", ()))
 
     def push(asm: Assembly, item: dict, value: Any) -> None:
@@ -861,9 +855,10 @@ def op_push(spec: dict, ctx: CompileContext) -> Run:
             elements = current.items if current.__class__ is SlottedList else current
             for old in elements if elements.__class__ is list else ():
                 if old.__class__ is dict and all(old.get(k) == value[k] for k in keys):
+                    replacing = ingest(value)  # (a value it refuses has changed nothing)
                     refill(asm.journal, old)
                     old.clear()
-                    old.update(ingest(value))
+                    old.update(replacing)
                     return
         if current.__class__ is list:
             trim(asm.journal, current)

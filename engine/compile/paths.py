@@ -253,11 +253,6 @@ def _with_hint(exc: PathError, path: Any, form: str) -> PathError:
 # -- the forms ------------------------------------------------------------------------------------
 
 
-def is_jmespath(path: Any) -> bool:
-    """``{jmespath: "expr"}``: a read path that is a JMESPath expression."""
-    return isinstance(path, dict) and set(path) == {JMESPATH}
-
-
 def is_plain(path: Any) -> bool:
     """A chain of fields only (``""`` included): the paths read with look-ups and nothing
     else, which the dispatcher may key on."""
@@ -594,3 +589,46 @@ def parse_target(path: str, choice_alias: str | None = None) -> tuple[Segment, .
                 in_slot=True,
             )
     return tuple(segments)
+
+
+# -- patterns: the one place they are cut and joined -------------------------------------------
+
+EVERY = "[*]"
+
+
+def pattern_of(segments: tuple[Segment, ...]) -> str:
+    """The pattern of a target's segments: each slot step ``[*]`` (``content[*].text``)."""
+    out: list[str] = []
+    for seg in segments:
+        if seg.field is not None:
+            out.append(("." if out else "") + seg.field)
+        else:
+            out.append(EVERY)
+    return "".join(out)
+
+
+def pattern(path: Any, choice_alias: str | None = None) -> str:
+    """The pattern of a target path's text (``content[index].text`` -> ``content[*].text``);
+    ``""`` for the message root, or for what is no path text."""
+    return pattern_of(parse_target(path, choice_alias)) if isinstance(path, str) and path else ""
+
+
+def items_of(base: str, name: str | None = None) -> str:
+    """The pattern of the items of the list at ``base`` (or at its field ``name``)."""
+    if name is not None:
+        base = f"{base}.{name}" if base else name
+    return base + EVERY
+
+
+def pattern_parts(path: str) -> tuple[str, tuple[tuple[str, ...], ...], tuple[str, ...]]:
+    """``output[*].content[*].text`` -> pattern, field chains before each [*], tail fields."""
+    segments = parse_target(path)
+    chains: list[tuple[str, ...]] = []
+    current: list[str] = []
+    for seg in segments:
+        if seg.field is not None:
+            current.append(seg.field)
+        else:
+            chains.append(tuple(current))
+            current = []
+    return pattern_of(segments), tuple(chains), tuple(current)

@@ -34,14 +34,19 @@ from .paths import (
 )
 
 
-def schema_path() -> Path:
-    """``format.schema.json``: inside the installed package, or beside it in a checkout."""
+def data_dir(kind: str) -> Path:
+    """``formats`` or ``schemas``: inside the installed package, or beside it in a checkout
+    (the one place the engine looks for its data folders)."""
     here = Path(__file__).resolve().parent.parent  # engine/ (this module is in engine/compile/)
-    for folder in (here / "schemas", here.parent / "schemas"):
-        candidate = folder / "format.schema.json"
-        if candidate.is_file():
+    for candidate in (here / kind, here.parent / kind):
+        if candidate.is_dir():
             return candidate
-    raise FileNotFoundError(f"cannot find schemas/format.schema.json near {here}")
+    raise FileNotFoundError(f"cannot find the built-in {kind} folder near {here}")
+
+
+def schema_path() -> Path:
+    """``format.schema.json``, in the ``schemas`` folder."""
+    return data_dir("schemas") / "format.schema.json"
 
 
 @functools.cache

@@ -4,16 +4,23 @@ A descriptor's ``serve`` section says what a provider's HTTP side looks like, so
 recorded stream can be played back to a client and its official SDK exactly as the provider
 sent it, with no line of Python per wire (formats/README.md, "serve"):
 
-- ``endpoints``: the request paths (``{name}`` matches one path segment) and how a request
-  says it wants a stream: always, never, or a field of the JSON body (with its default);
-  ``query`` names parameters a streaming endpoint needs (answered 400 without them);
+- ``endpoints``: the request paths (``{name}`` matches one path segment, ``{name=models/*}``
+  the segments of its pattern, as Google's HTTP rules write them), their ``method`` (POST) and
+  how a request says it wants a stream: always, never, or a field of the JSON body (with its
+  default); ``query`` names parameters a streaming endpoint needs (answered 400 without them);
+  ``header``, one a request must carry (two wires' SDKs ask the same path); ``reply``, the
+  body of a request SDKs make besides the chat call (a model lookup), rendered with
+  ``{request, params, streams}``;
 - ``framing``: ``sse`` (``event:`` lines from the recorded ``_event`` name or a payload field,
   the line ending, a closing ``data:`` sentinel), ``ndjson`` (one JSON text a line) or
-  ``aws_eventstream`` (binary messages with CRCs, :mod:`engine.compile.eventstream`; an event named
-  ``...<exception_suffix>`` goes out as an exception message);
+  ``aws_eventstream`` (binary messages with CRCs, engine.transport.eventstream; an event named
+  ``...<exception_suffix>`` goes out as an exception message); ``accept``, another framing for
+  a request whose Accept header names its media type (Cohere's JSON lines); ``headers``, on
+  every reply (the provider's request id);
 - ``response``: the non-streaming response, a template (:mod:`engine.compile.templates`) around the
   assembled message, rendered with ``{message, stop_reason, usage, first, last, last_event,
-  request, params}`` (``first``/``last``: the first and last recorded payloads; ``last_event``:
+  request, params, choices}`` (``first``/``last``: the first and last recorded payloads;
+  ``choices``: one ``{index, message, stop_reason}`` a choice of an n > 1 stream; ``last_event``:
   the last event's type, as :func:`typed_event` reads it, or None; ``request``: the JSON body;
   ``params``: the path's ``{name}`` segments); ``error``: the status, headers and body of a
   non-streaming response to a stream that ended with a provider error, as the provider answers
@@ -38,8 +45,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from . import eventstream
-from .captures import CapturedEvent, CaptureError, parse_bytes
+from ..transport import eventstream
+from ..transport.captures import CapturedEvent, CaptureError, parse_bytes
 from .schema import section_problems, templates_in
 from .templates import Template, TemplateProblem, check_template
 
@@ -69,13 +76,13 @@ class RecordedEvent:
 
     name: str | None
     text: str
-    payload: dict
-    recorded: dict
+    payload: dict[str, Any]
+    recorded: dict[str, Any]
 
 
 def read_recording(path: str | Path, end_markers: Collection[str] = ()) -> list[RecordedEvent]:
     """The events of one recorded stream (JSON Lines, a raw SSE or AWS event stream capture,
-    read by :mod:`engine.compile.captures`), in order. Raises ``ValueError`` naming the line of one
+    read by engine.transport.captures), in order. Raises ``ValueError`` naming the line of one
     that is not a JSON object. A capture's end marker (``data: [DONE]``, one of ``end_markers``: the
     built-in wires' ``done_sentinels``, which the caller reads from the registry, a floor above this
     one) is left to the framing, which sends the wire's own where the wire has one; other text is an
@@ -106,7 +113,7 @@ def _recorded(captured: CapturedEvent) -> RecordedEvent:
     return RecordedEvent(captured.name, text, payload, captured.value)
 
 
-def _split_event_name(text: str, obj: dict) -> RecordedEvent:
+def _split_event_name(text: str, obj: dict[str, Any]) -> RecordedEvent:
     """Take ``_event`` out of the payload; keep the rest of the text as recorded when the cut
     leaves the same JSON (it does unless ``_event`` was not the first key)."""
     if EVENT_KEY not in obj:
@@ -337,7 +344,7 @@ class ServeSpec:
         return 200, self.response.render(context, {}), dict(self.headers)
 
 
-def compile_serve(descriptor: dict) -> ServeSpec | None:
+def compile_serve(descriptor: dict[str, Any]) -> ServeSpec | None:
     """The compiled ``serve`` section of a descriptor, or None when it has none. Raises
     :class:`ServeError` with every problem: the section may not have come through the
     validator, so it is asked of the schema (``$defs/serve``), then compiled."""
@@ -354,7 +361,7 @@ def compile_serve(descriptor: dict) -> ServeSpec | None:
     return compiled
 
 
-def check_serve(descriptor: dict) -> tuple[ServeSpec | None, list[TemplateProblem]]:
+def check_serve(descriptor: dict[str, Any]) -> tuple[ServeSpec | None, list[TemplateProblem]]:
     """The compiled ``serve`` section (None when there is none or part of it could not be
     read) and every problem in it that a schema cannot say, each ``(pointer, message, rule)``:
     its templates' (every one), and a path's ``{name}`` given twice. The section is taken as
@@ -403,7 +410,7 @@ def _error_reply(spec: Any, problems: list[TemplateProblem]) -> ErrorReply | Non
 
 
 def _template(
-    spec: dict, key: str, pointer: str, problems: list[TemplateProblem]
+    spec: dict[str, Any], key: str, pointer: str, problems: list[TemplateProblem]
 ) -> Template | None:
     """The template at ``spec[key]`` (None when absent), its problems added to ``problems``."""
     if key not in spec:

@@ -16,13 +16,13 @@ from typing import Any, NamedTuple
 from ..errors import DescriptorError, Problem, escape
 from ..events import CallIncomplete, ExtractedCall
 from ..model.assembly import Assembly, judged_after_the_event
-from ..model.fragments import copy_json, materialize, shown_value
+from ..model.fragments import copy_json, dig, make_way, materialize, shown_value
 from ..model.journal import count, put, put_attr
 from ..model.jsonscan import MAX_DEPTH, ArgsStream, dumps_any_depth, first_value, nests_deeper
 from . import paths
 from .operations import OPERATIONS, Source, operation_rules
-from .ops import CompileContext, RuleProblem, Run, TextPlace, any_where, pattern_of
-from .paths import compile_get, compile_read, is_plain, parse_chain, parse_target
+from .ops import CompileContext, RuleProblem, Run, TextPlace, any_where
+from .paths import compile_get, compile_read, is_plain, items_of, parse_chain, pattern_parts
 from .predicates import Predicate, compile_predicate
 from .results import CompiledSections, compile_sections
 from .schema import Pointed, in_template, schema_problems
@@ -75,7 +75,7 @@ class CallsSpec:
     def arguments_of(self, item: dict) -> dict | None:
         """The arguments of a call item of a whole message, or None when they never parse
         (free-form text is never parsed: ``{ARGS: text}``, ARGS the last field of ``args``)."""
-        raw = _dig(item, self.args_fields)
+        raw = dig(item, self.args_fields)
         if self.args_form == "text":
             text = "" if raw is None else raw if isinstance(raw, str) else dumps_any_depth(raw)
             return {self.args_fields[-1]: text}
@@ -85,7 +85,7 @@ class CallsSpec:
         """The call items of this place in a whole message, each with its SLOT (its position
         in its list; the pattern for a single place), ``where`` applied."""
         if self.single:
-            item = _dig(message, self.single)
+            item = dig(message, self.single)
             found = [(self.pattern, item)] if isinstance(item, dict) else []
         else:
             found = _walk_at(message, self.list_fields)
@@ -98,55 +98,44 @@ class CallsSpec:
         the seed, which may already carry more than the call's first JSON value. Its writes
         go to the tracker's journal (engine.model.journal)."""
         journal = tracker.journal if tracker is not None else []
-        parent = item
-        for f in self.args_fields[:-1]:
-            child = parent.get(f)
-            if child.__class__ is not dict:
-                child = put(journal, parent, f, {})
-            parent = child
-        current = parent.get(self.args_fields[-1])
+        key = self.args_fields[-1]
+        parent = make_way(item, self.args_fields[:-1], journal)
+        current = parent.get(key)
         if current.__class__ is ArgsStream:  # the item's first entry brought arguments
             if self.args_form == "text" and current.text_key is None:
-                current = _as_text(current, self.args_fields[-1])
-                put(journal, parent, self.args_fields[-1], current)
+                # made before the item was known as a free-form call: its text read again
+                current = new_args_stream("text", current.text, text_key=key)
+                put(journal, parent, key, current)
             put_attr(journal, current, "tracker", tracker)
             return current
-        if self.args_form == "text":
-            stream = ArgsStream("text", text_key=self.args_fields[-1])
-            stream.tracker = tracker
-            if current is not None:
-                stream.feed(current if current.__class__ is str else dumps_any_depth(current))
-        elif self.args_whole:
-            # Whole arguments: absent means a call without arguments.
-            stream = ArgsStream(self.args_form)
-            stream.tracker = tracker
-            stream.set_whole({} if current is None else current)
-        else:
-            stream = new_args_stream(self.args_form, current, tracker)
-        put(journal, parent, self.args_fields[-1], stream)
+        stream = new_args_stream(self.args_form, current, tracker, self.args_whole, key)
+        put(journal, parent, key, stream)
         return stream
 
 
-def _as_text(stream: ArgsStream, key: str) -> ArgsStream:
-    """An argument stream made before its item was known as a free-form call: its text
-    read again as free-form."""
-    text = ArgsStream("text", text_key=key)
-    text.feed(stream.text)
-    return text
-
-
-def new_args_stream(form: str, current: Any, tracker: Any = None) -> ArgsStream:
-    """The argument stream for what an item holds at its args field (``tracker``: see
-    ArgsStream.tracker, set before the seed)."""
+def new_args_stream(
+    form: str,
+    current: Any,
+    tracker: Any = None,
+    whole: bool = False,
+    text_key: str | None = None,
+) -> ArgsStream:
+    """The one maker of an argument stream, for what an item holds at its args field
+    (``current``, None when nothing): free-form text (``text_key`` its field) fed what is
+    there; arguments that arrive ``whole`` set whole (absent: a call without arguments); an
+    object-form start's object kept as its ``initial``; text fed; a value set whole.
+    ``tracker`` (see ArgsStream.tracker) is set before the seed."""
     if current.__class__ is ArgsStream:
         return current
-    if current.__class__ is not str and (form == "object" or current is None):
-        stream = ArgsStream(form, initial=current)
-        stream.tracker = tracker
-        return stream
-    stream = ArgsStream(form)
+    keep = not whole and form == "object" and current.__class__ is not str
+    stream = ArgsStream(form, initial=current if keep else None, text_key=text_key)
     stream.tracker = tracker
-    if current.__class__ is str:
+    if current is None or keep:
+        if whole:
+            stream.set_whole({})
+    elif form == "text":
+        stream.feed(current if current.__class__ is str else dumps_any_depth(current))
+    elif current.__class__ is str and not whole:
         stream.feed(current)
     else:
         stream.set_whole(current)
@@ -517,7 +506,7 @@ def _opens_a_call_then_goes_on(rules: list, ctx: CompileContext) -> bool:
         if not isinstance(at, str) or not at:
             continue
         try:
-            pattern = pattern_of(parse_target(at, ctx.choice_alias))
+            pattern = paths.pattern(at, ctx.choice_alias)
         except ValueError:
             continue
         rest = pattern[len(ctx.calls_pattern) :]
@@ -641,7 +630,7 @@ def _reasoning_places(spec: Any) -> tuple[TextPlace, ...]:
     places = spec if isinstance(spec, list) else [spec]
     return tuple(
         TextPlace(
-            pattern=pattern_of(parse_target(place["at"])),
+            pattern=paths.pattern(place["at"]),
             where=compile_predicate(place["where"]) if place.get("where") else None,
         )
         for place in places
@@ -693,7 +682,7 @@ def _message_reader(places: tuple[TextPlace, ...]) -> Callable[[dict, list], Non
 
     def visit(node: Any, item: Any, pattern: str, out: list) -> None:
         if isinstance(node, list):
-            inner = f"{pattern}[*]"
+            inner = items_of(pattern)
             for entry in node:
                 if isinstance(entry, dict):
                     visit(entry, entry, inner, out)
@@ -713,7 +702,7 @@ def _message_reader(places: tuple[TextPlace, ...]) -> Callable[[dict, list], Non
 def _call_place(spec: dict, pointer: str, problems: Problems, single_allowed: bool) -> CallsSpec:
     """One place of the calls: ``calls`` itself (the items of a list), or one of
     ``calls.also``, which may also be a single object at a field chain (``single``)."""
-    pattern, chains, tail = _pattern_parts(spec["at"])
+    pattern, chains, tail = pattern_parts(spec["at"])
     single: tuple[str, ...] = ()
     if tail:
         if single_allowed and not chains:
@@ -738,20 +727,6 @@ def _call_place(spec: dict, pointer: str, problems: Problems, single_allowed: bo
         single=single,
         held=bool(answered and answered.get("later")),
     )
-
-
-def _pattern_parts(path: str) -> tuple[str, tuple[tuple[str, ...], ...], tuple[str, ...]]:
-    """``output[*].content[*].text`` -> pattern, field chains before each [*], tail fields."""
-    segments = parse_target(path)
-    chains: list[tuple[str, ...]] = []
-    current: list[str] = []
-    for seg in segments:
-        if seg.field is not None:
-            current.append(seg.field)
-        else:
-            chains.append(tuple(current))
-            current = []
-    return pattern_of(segments), tuple(chains), tuple(current)
 
 
 class ExtractionStrategy:
@@ -809,7 +784,7 @@ class ExtractionStrategy:
         text_spec = descriptor.get("text")
         text = None
         if text_spec:
-            pattern, chains, tail = _pattern_parts(text_spec["at"])
+            pattern, chains, tail = pattern_parts(text_spec["at"])
             parts_spec = text_spec.get("parts")
             text = TextSpec(
                 pattern=pattern,
@@ -932,9 +907,9 @@ class ExtractionStrategy:
             if calls.free_form:
                 continue  # free-form text is never refused
             empty: Any = "{}" if calls.args_form == "string" else {}
-            raw = _dig(item, calls.args_fields)
+            raw = dig(item, calls.args_fields)
             if raw is not None and parse_arguments(raw, calls.args_form) is None:
-                parent = _dig(item, calls.args_fields[:-1]) if calls.args_fields[:-1] else item
+                parent = dig(item, calls.args_fields[:-1]) if calls.args_fields[:-1] else item
                 if isinstance(parent, dict):
                     parent[calls.args_fields[-1]] = empty
         return copy
@@ -961,7 +936,7 @@ class ExtractionStrategy:
             if calls.cut_when is not None and calls.cut_when(item):
                 continue  # cut short: incomplete_calls() reports it
             name = calls.name(item)
-            raw = _dig(item, calls.args_fields)
+            raw = dig(item, calls.args_fields)
             args = calls.arguments_of(item)
             if isinstance(name, str) and name and args is not None:
                 # The message's own object is copied: a client may edit what it was handed.
@@ -986,7 +961,7 @@ class ExtractionStrategy:
         for calls, slot, item in self._call_items(message):
             if calls.free_form and not (calls.cut_when is not None and calls.cut_when(item)):
                 continue  # free-form text: whole in a whole message, never invalid
-            raw = _dig(item, calls.args_fields)
+            raw = dig(item, calls.args_fields)
             cut = calls.cut_when is not None and calls.cut_when(item)
             if not cut and (raw is None or parse_arguments(raw, calls.args_form) is not None):
                 continue
@@ -1016,7 +991,7 @@ class ExtractionStrategy:
         for item in items:
             if chains and text.where is not None and not text.where(item):
                 continue
-            value = _dig(item, tail)
+            value = dig(item, tail)
             if isinstance(value, str):
                 pieces.append(value)
             elif isinstance(value, list) and text.part_where is not None:
@@ -1167,14 +1142,6 @@ def _never_parsed(raw: Any, form: str) -> tuple[str, str | None]:
     return reason, stream.invalid_cause()
 
 
-def _dig(obj: Any, fields: tuple[str, ...]) -> Any:
-    for f in fields:
-        if not isinstance(obj, dict):
-            return None
-        obj = obj.get(f)
-    return obj
-
-
 def _walk(message: dict, chains: tuple[tuple[str, ...], ...]) -> list[dict]:
     return [item for _, item in _walk_at(message, chains)]
 
@@ -1186,7 +1153,7 @@ def _walk_at(message: Any, chains: tuple[tuple[str, ...], ...]) -> list[tuple[An
     for chain in chains:
         nxt: list[tuple[Any, dict]] = []
         for _, node in level:
-            lst = _dig(node, chain)
+            lst = dig(node, chain)
             if isinstance(lst, list):
                 nxt.extend((at, x) for at, x in enumerate(lst) if isinstance(x, dict))
             elif isinstance(lst, dict) and chain == chains[-1]:

@@ -10,14 +10,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-
-def data_dir(kind: str) -> Path:
-    """``formats`` or ``schemas``: inside the installed package, or beside it in a checkout."""
-    here = Path(__file__).resolve().parent.parent  # engine/ (this module is in engine/language/)
-    for candidate in (here / kind, here.parent / kind):
-        if candidate.is_dir():
-            return candidate
-    raise FileNotFoundError(f"cannot find the built-in {kind} folder near {here}")
+from ..compile.schema import data_dir as data_dir  # the CLI reads it here
 
 
 @functools.cache

@@ -45,8 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from ..compile.operations import OPERATIONS, operation_rules, rule_lists
-from ..compile.ops import pattern_of
-from ..compile.paths import PathError, parse_target
+from ..compile.paths import PathError, items_of, parse_target, pattern, pattern_of
 from ..compile.schema import in_template, operation_names, schema, schema_problems
 from ..compile.schema import schema_path as schema_path  # the CLI and tests read it here
 from ..errors import Problem, escape
@@ -225,12 +224,12 @@ def _args_flow(data: dict, where: _Locator) -> list[Problem]:
     fields: dict[str, set[str]] = {}
     for _, place in places:
         if "[" not in place["args"]:  # not a field chain: reported as such, not again here
-            fields.setdefault(_pattern_of(place["at"]), set()).add(place["args"])
+            fields.setdefault(pattern(place["at"]), set()).add(place["args"])
     out = []
     for at, _, path in writers:
         item, _, rest = path.rpartition("[*].")
-        args = " or ".join(sorted(fields.get(f"{item}[*]", ())))
-        if args and "[" not in rest and rest not in fields[f"{item}[*]"]:
+        args = " or ".join(sorted(fields.get(items_of(item), ())))
+        if args and "[" not in rest and rest not in fields[items_of(item)]:
             message = (
                 f"the items of {item}[*] are calls, whose arguments are at {args} (calls.args): "
                 f"arguments written at {rest} would go into them; write them at {item}[SLOT].{args}"
@@ -238,7 +237,7 @@ def _args_flow(data: dict, where: _Locator) -> list[Problem]:
             out.append(where.at_value(at, message, "args-field"))
     written = {path for _, _, path in writers}
     for pointer, place in places:
-        wanted = f"{_pattern_of(place['at'])}.{place['args']}"
+        wanted = f"{pattern(place['at'])}.{place['args']}"
         slotted = wanted.replace("[*]", "[SLOT]")
         if place.get("args_arrive") == "whole":
             message = (
@@ -260,10 +259,6 @@ def _args_flow(data: dict, where: _Locator) -> list[Problem]:
             )
             out.append(where.at_value(f"{pointer}/args", message, "args-unwritten"))
     return out
-
-
-def _pattern_of(path: str) -> str:
-    return pattern_of(parse_target(path)) if path else ""
 
 
 def _slot_keys(data: dict, where: _Locator) -> list[Problem]:

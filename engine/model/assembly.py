@@ -20,7 +20,7 @@ from ..events import (
     CAUSE_LENGTH,
     CallIncomplete,
 )
-from .fragments import Fragments, SlottedList, compact, grow, ingest, shown_value
+from .fragments import Fragments, SlottedList, compact, grow, ingest, make_way, shown_value
 from .journal import put, put_attr, saver, trim
 from .jsonscan import AFTER_COMPLETE, ArgsStream
 
@@ -179,21 +179,12 @@ class Assembly:
         track = self.track_of.get(id(item))
         if track is not None:
             return track.args
-        parent = item
         journal = self.journal
-        for field in path_fields[:-1]:
-            child = parent.get(field)
-            if child.__class__ is not dict:
-                child = put(journal, parent, field, {})
-            parent = child
+        parent = make_way(item, path_fields[:-1], journal)
         current = parent.get(path_fields[-1])
         if current.__class__ is ArgsStream:
             return current
-        if current is None:  # the usual case: the item's first argument fragment comes next
-            calls = self.strategy.spec.calls
-            stream = ArgsStream(calls.args_form if calls is not None else "string")
-        else:
-            stream = self.strategy.spec.new_args(current)
+        stream = self.strategy.spec.new_args(current)
         stream.journal = journal
         put(journal, parent, path_fields[-1], stream)
         return stream

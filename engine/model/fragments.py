@@ -19,6 +19,7 @@ import reprlib
 from collections.abc import Callable
 from typing import Any
 
+from .journal import put
 from .jsonscan import TOO_DEEP_TO_TAKE, ArgsStream, TooDeepError
 
 
@@ -273,6 +274,27 @@ def copy_any_depth(root: Any, children: Any) -> Any:
 # A JSON value's copy: dicts and lists copied all the way down, leaves (immutable scalars, or a
 # tool's own result objects) shared. What ``copy.deepcopy`` does for JSON, at a fraction of
 # its cost (no memo, no dispatch): the history a driver builds, the arguments a tool gets.
+
+
+def dig(obj: Any, fields: tuple[str, ...]) -> Any:
+    """The value at the field chain ``fields`` of ``obj``; None where the way is not an
+    object (the one reader of a field chain: a message's, an event's, an item's)."""
+    for field in fields:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(field)
+    return obj
+
+
+def make_way(node: dict[str, Any], fields: tuple[str, ...], journal: list[Any]) -> dict[str, Any]:
+    """The object at the field chain ``fields`` under ``node``, each step that is not an
+    object made an empty one, written to ``journal`` (the one writer's way down a chain)."""
+    for field in fields:
+        child = node.get(field)
+        if child.__class__ is not dict:
+            child = put(journal, node, field, {})
+        node = child
+    return node
 
 
 def json_kind(value: Any) -> str:

@@ -158,7 +158,8 @@ class PartialJSON:
         self._token_len = 0
         self._key_parts: list[str] = []  # an unfinished member name
         self._seen = 0  # characters fed so far, for error offsets
-        self._continuing: dict[str, bool] = {}  # set_path: a string leaf that continues
+        # set_path: a string leaf that continues, by its steps (``$.a`` and ``$['a']`` are one)
+        self._continuing: dict[tuple[str | int, ...], bool] = {}
 
     def _save(self) -> None:
         """Journal the scanner's state, before a change other than a string growing; its
@@ -474,11 +475,12 @@ class PartialJSON:
     def set_path(self, path: str, item: Any, will_continue: bool = False) -> None:
         """Set ``item`` at the JSON path ``path`` (RFC 9535: ``$.a.b[0]``, ``$['x y']``).
 
-        A string continues the string the previous piece of that path left there when that
-        piece said more would follow (``will_continue``), as Gemini 3 streams a string over
-        several ``partialArgs``. Containers on the way are created as the path implies; an
-        array is padded with None up to the index. A path that cannot be read, or that meets
-        a value of the other kind on the way, stops the reader with an error naming it."""
+        A string continues the string the previous piece of that path (however spelled: the
+        same steps) left there when that piece said more would follow (``will_continue``), as
+        Gemini 3 streams a string over several ``partialArgs``. Containers on the way are
+        created as the path implies; an array is padded with None up to the index. A path
+        that cannot be read, or that meets a value of the other kind on the way, stops the
+        reader with an error naming it."""
         if self._mode == _STOPPED:
             return
         self._save()
@@ -514,7 +516,7 @@ class PartialJSON:
                 node.append(None)
         if (
             item.__class__ is str
-            and self._continuing.get(path)
+            and self._continuing.get(steps)
             and (node.get(last) if isinstance(node, dict) else node[last]).__class__ is str
         ):
             if item:
@@ -524,7 +526,7 @@ class PartialJSON:
         else:
             journal.append((node.__setitem__, last, node[last]))
             node[last] = _copy(item)
-        put(journal, self._continuing, path, bool(will_continue))
+        put(journal, self._continuing, steps, bool(will_continue))
 
 
 def _escape(s: str, i: int, n: int) -> tuple[str, int] | None:

@@ -10,7 +10,7 @@ did not send.
 Whatever comes, only a :class:`ChunkError` leaves: an SDK object whose own dump raises is one
 (naming the chunk and the method), and so is a string holding several SSE events (a raw
 body belongs to ``engine.sse_chunks``, which cuts it into events). A block is read by the
-one SSE reader of the engine (:mod:`engine.compile.sse`), so that a block means here what it
+one SSE reader of the engine (:mod:`engine.transport.sse`), so that a block means here what it
 means in a body; text only reads as a block when every line of it is an SSE line, so that
 JSON text written over several lines stays JSON text.
 
@@ -34,8 +34,8 @@ import json
 import re
 from typing import Any
 
-from ..compile.sse import SSEDecoder, decode_event
 from ..errors import ChunkError, TransportError
+from ..transport.sse import SSEDecoder, decode_event
 
 SKIP = object()  # SSE framing with no payload of its own
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")

@@ -10,8 +10,8 @@ chunk. These wrap the pieces and yield each chunk as the piece that completes it
     for ev in buf.consume(engine.eventstream_chunks(resp.iter_bytes())): ...   # AWS binary
 
 A chunk is what the whole-capture reader (``mcs-formats replay``) hands the buffer for the
-same bytes, because both are the same decoders (:mod:`engine.compile.sse`,
-:mod:`engine.compile.eventstream`): the JSON payload as a dict (an SSE ``event:`` name or an
+same bytes, because both are the same decoders (:mod:`engine.transport.sse`,
+:mod:`engine.transport.eventstream`): the JSON payload as a dict (an SSE ``event:`` name or an
 AWS ``:event-type`` as ``"_event"``, as the golden files record them), or, for SSE data that
 is not JSON (``data: [DONE]``), the SSE line, so the buffer decides whether it ends the wire.
 
@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from typing import Any
 
-from ..compile.eventstream import MessageDecoder, message_chunk
-from ..compile.sse import SSEDecoder, event_chunk
+from ..transport.eventstream import MessageDecoder, message_chunk
+from ..transport.sse import SSEDecoder, event_chunk
 
 Piece = bytes | bytearray | memoryview | str
 BytesPiece = bytes | bytearray | memoryview

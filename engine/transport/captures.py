@@ -19,7 +19,7 @@ reads it here, so that they all take the same inputs (README, "Command line"):
   was, so the buffer decides whether it is an end marker of the wire.
 
 An SSE capture and a binary one are read by the decoders of a live stream
-(:class:`engine.compile.sse.SSEDecoder`, :class:`engine.compile.eventstream.MessageDecoder`),
+(:class:`engine.transport.sse.SSEDecoder`, :class:`engine.transport.eventstream.MessageDecoder`),
 fed the whole file at once: one implementation of each framing, whether the bytes come from a
 file or from an HTTP response (``engine.sse_chunks``, ``engine.eventstream_chunks``).
 
@@ -169,7 +169,7 @@ def parse_json_lines(lines: list[str], file: str) -> list[CapturedEvent]:
 
 
 def parse_sse(text: str, file: str) -> list[CapturedEvent]:
-    """The events of an SSE capture: the live stream's decoder (:mod:`engine.compile.sse`),
+    """The events of an SSE capture: the live stream's decoder (:mod:`engine.transport.sse`),
     fed the whole text, with the two departures for files (see the module docstring)."""
     decoder = SSEDecoder(strict_fields=True, dispatch_at_end=True)
     try:
@@ -193,7 +193,7 @@ def _captured(event: SSEEvent, file: str) -> CapturedEvent:
 
 def parse_eventstream(raw: bytes, file: str) -> list[CapturedEvent]:
     """The events of a binary AWS event stream capture, both CRCs of every message checked
-    (:class:`engine.compile.eventstream.MessageDecoder`, the live stream's decoder, fed once).
+    (:class:`engine.transport.eventstream.MessageDecoder`, the live stream's decoder, fed once).
 
     An event message's ``:event-type`` (an exception message's ``:exception-type``) travels
     as ``_event``, the payload's first key, as the golden files record Bedrock's frames. An

@@ -18,7 +18,7 @@ Where the spec says to ignore a line (an unknown field, a ``retry`` that is not 
 as the buffer counts ``unknown_events``: on a live stream the spec ignores an unknown field so
 that servers can add fields, and ending a reply over one would break a working client; but
 nothing goes without a word, so it is counted where the client can look. A recorded capture
-is held to more (``strict_fields``, :mod:`engine.compile.captures`): there an unknown field is
+is held to more (``strict_fields``, :mod:`engine.transport.captures`): there an unknown field is
 far more often a pasted HTTP header or a line of another format, so it is an error.
 
 The end of the stream (:meth:`SSEDecoder.end`) is where a live stream and a file differ most:
