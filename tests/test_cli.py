@@ -408,9 +408,11 @@ def test_new_scaffolds_a_valid_loadable_format_and_refuses_twice(tmp_path):
     assert result.returncode == 0, result.stderr
     descriptor = tmp_path / "formats" / "acme_chat.yaml"
     text = descriptor.read_text(encoding="utf-8")
-    # The schema header names the installed schema itself: the folder lives outside the repo.
-    schema = Path(schema_path()).resolve()
-    assert text.startswith(f"# yaml-language-server: $schema={schema.as_uri()}\n")
+    # The schema header is a path inside the project folder, where `new` put a copy of the
+    # installed schema: it works wherever the folder goes, on any machine.
+    assert text.startswith("# yaml-language-server: $schema=../schemas/format.schema.json\n")
+    copy = descriptor.parent / "../schemas/format.schema.json"
+    assert copy.read_bytes() == Path(schema_path()).read_bytes()
     assert (tmp_path / "tests" / "golden" / "acme_chat" / "README.md").is_file()
 
     strategy = engine.load_format(descriptor)
@@ -550,3 +552,106 @@ def test_replay_shows_the_finish_reason_and_the_token_usage_beside_the_raw_ones(
     text = run("replay", str(ANTHROPIC_TOOL)).stdout
     assert 'finish_reason⟧ "tool_calls"' in text
     assert '"input_tokens": 543' in text.split("token_usage⟧", 1)[1].splitlines()[0]
+
+
+# -- replay tells everything a client would want to know (issue 18, point 5) ---------------------
+
+CUT = GOLDEN / "anthropic_messages" / "hand_max_tokens_cut_in_string.jsonl"
+THINKING = GOLDEN / "anthropic_messages" / "llm_anthropic_thinking_tool_use.jsonl"
+
+
+def _library(path: Path) -> dict:
+    """What the library's events say of a stream: its reasoning, and each call that will
+    never be runnable (name, id, reason, raw)."""
+    buf = engine.LLMStreamBuffer(events=True)
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    events = list(buf.consume(lines))
+    return {
+        "reasoning": "".join(e.text for e in events if isinstance(e, engine.ReasoningDelta)),
+        "incomplete": [
+            {"name": e.name, "id": e.id, "reason": e.reason, "raw": e.raw}
+            for e in events if isinstance(e, engine.CallIncomplete)
+        ],
+    }
+
+
+def test_replay_without_tools_shows_each_call_that_will_never_run_with_its_reason():
+    (rc, out, err), (_, human, _) = run_many(
+        ("replay", str(CUT), "--json"), ("replay", str(CUT))
+    )
+    assert rc == 0, err
+    events = _events(out)
+    incomplete = [e for e in events if e["event"] == "incomplete"]
+    want = _library(CUT)["incomplete"]
+    assert want and [{k: e[k] for k in ("name", "id", "reason", "raw")} for e in incomplete] == want
+    assert all("chunk" in e for e in incomplete)
+    name, reason = want[0]["name"], want[0]["reason"]
+    assert re.search(rf"incomplete⟧ {name} will never run \({reason}\)", human), human
+
+
+def test_replay_shows_reasoning_as_it_streams():
+    (rc, out, err), (_, human, _) = run_many(
+        ("replay", str(THINKING), "--json"), ("replay", str(THINKING))
+    )
+    assert rc == 0, err
+    events = _events(out)
+    reasoning = [e for e in events if e["event"] == "reasoning"]
+    assert len(reasoning) > 1  # as it streams, not once at the end
+    want = _library(THINKING)["reasoning"]
+    assert want and "".join(e["text"] for e in reasoning) == want
+    kinds = [e["event"] for e in events]
+    assert kinds.index("reasoning") < kinds.index("call")
+    assert "reasoning⟧ " in human and want.split()[0] in human
+    text = "".join(e["text"] for e in events if e["event"] == "text")
+    assert want not in text  # reasoning is never display text
+
+
+def test_replay_held_names_the_call_once_its_name_is_known(tmp_path):
+    stream = _chat_stream(tmp_path, LEAK, size=3)
+    result = run("replay", str(stream), "--tools", "get_weather", "--json")
+    assert result.returncode == 0, result.stderr
+    held = [e for e in _events(result.stdout) if e["event"] == "held"]
+    assert held[0]["tool"] is None  # `<tool_call>` opened: a call may be forming
+    assert held[-1]["tool"] == "get_weather" and held[-1]["chunk"] > held[0]["chunk"]
+
+
+# -- examples: the toy wires and the guide come with the package (issue 18, point 7) -------------
+
+TOYS = sorted(p.name for p in GOLDEN.iterdir() if (p / f"{p.name}.yaml").is_file())
+
+
+def test_examples_lists_each_toy_wire_with_what_it_shows():
+    result = run("examples", script=True)
+    assert result.returncode == 0, result.stderr
+    rows = [line.split(None, 1) for line in result.stdout.splitlines()]
+    assert [name for name, _ in rows] == TOYS and len(TOYS) >= 7
+    for name, shows in rows:
+        assert shows == engine.load_format(GOLDEN / name / f"{name}.yaml").title
+
+
+def test_examples_name_writes_a_project_folder_that_test_passes(tmp_path):
+    toy = TOYS[0]
+    result = run("examples", toy, "--dir", "ex", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    root = tmp_path / "ex"
+    descriptor = root / "formats" / f"{toy}.yaml"
+    streams = sorted(p.name for p in (GOLDEN / toy).glob("*.jsonl"))
+    assert streams and sorted(p.name for p in (root / "tests/golden" / toy).glob("*.jsonl")) == (
+        streams
+    )
+    assert descriptor.read_text(encoding="utf-8").startswith(
+        "# yaml-language-server: $schema=../schemas/format.schema.json\n"
+    )
+    assert (root / "schemas/format.schema.json").read_bytes() == schema_path().read_bytes()
+    assert run("test", "ex", "--update", cwd=tmp_path).returncode == 0
+    assert run("test", "ex", cwd=tmp_path).returncode == 0
+    again = run("examples", toy, "--dir", "ex", cwd=tmp_path)
+    assert again.returncode == 2 and "already exists" in again.stderr
+    unknown = run("examples", "no_such_toy", cwd=tmp_path)
+    assert unknown.returncode == 2 and TOYS[0] in unknown.stderr
+
+
+def test_examples_guide_prints_the_authors_guide():
+    result = run("examples", "--guide")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == (ROOT / "formats" / "README.md").read_text(encoding="utf-8")

@@ -63,8 +63,11 @@ def test_a_toy_wire_outside_the_repository_passes_once_its_snapshot_is_written(t
     # What --update wrote is what the toy's documented oracle says the stream means.
     written = json.loads((tmp_path / SNAPSHOT).read_text(encoding="utf-8"))
     oracle = json.loads((TOY / "two_calls.expect.json").read_text(encoding="utf-8"))
-    for key in ("message", "text", "calls", "stop_reason"):
+    for key in ("message", "text", "stop_reason"):
         assert written[key] == oracle[key], key
+    # Each call as the oracle states it, and the chunk after which it became runnable.
+    assert [c.pop("ready_at") for c in written["calls"]] == [6, 8]
+    assert written["calls"] == oracle["calls"]
     assert written["finished"] is True and written["skipped"] == []
     assert list(written) == list(project.SNAPSHOT_KEYS)
 
@@ -233,7 +236,8 @@ def test_what_cannot_be_tested_is_a_failure_never_a_pass(tmp_path):
     result = mcs("test", "proj", cwd=tmp_path)
     assert result.returncode == 1
     assert (
-        "proj/tests/golden/toy_wire: no stream (*.jsonl) for proj/formats/toy_wire.yaml: "
+        "proj/tests/golden/toy_wire: no stream (*.jsonl, *.sse, *.eventstream) for "
+        "proj/formats/toy_wire.yaml: "
         "record one here" in result.stdout
     )
 
@@ -259,16 +263,19 @@ def test_new_scaffolds_a_folder_that_test_passes_and_whose_header_resolves(tmp_p
     assert mcs("new", "acme", "--dir", "work", cwd=tmp_path).returncode == 0
     descriptor = tmp_path / "work" / "formats" / "acme.yaml"
     header = descriptor.read_text(encoding="utf-8").splitlines()[0]
-    match = re.fullmatch(r"# yaml-language-server: \$schema=(file://\S+)", header)
-    assert match, header
-    assert match[1] == schema_path().resolve().as_uri()
+    match = re.fullmatch(r"# yaml-language-server: \$schema=(\S+)", header)
+    assert match and match[1] == "../schemas/format.schema.json", header
+    moved = shutil.move(tmp_path / "work", tmp_path / "elsewhere" / "work")
+    schema = Path(moved) / "formats" / match[1]  # relative to the descriptor, as editors read it
+    assert schema.read_bytes() == schema_path().read_bytes()
+    shutil.move(moved, tmp_path / "work")
     assert (tmp_path / "work" / "tests" / "golden" / "acme" / "first.jsonl").is_file()
     assert mcs("test", "work", "--update", cwd=tmp_path).returncode == 0
     written = json.loads(
         (tmp_path / "work/tests/golden/acme/first.expected.json").read_text(encoding="utf-8")
     )
     assert written["calls"] == [
-        {"name": "get_weather", "arguments": {"city": "Oslo"}, "id": "call_1"}
+        {"name": "get_weather", "arguments": {"city": "Oslo"}, "id": "call_1", "ready_at": 2}
     ]
     assert written["text"] and written["finished"] and written["skipped"] == []
     assert mcs("test", "work", cwd=tmp_path).returncode == 0
@@ -297,3 +304,173 @@ def test_first_difference(want, got, found):
         assert project.resolve(want, pointer) is found[1] or project.resolve(
             want, pointer
         ) == found[1]
+
+
+# -- the repository suite's checks, outside the repository (issue 18, point 4) -------------------
+
+GOLDEN = ROOT / "tests" / "golden"
+MISTRAL = GOLDEN / "openai_chat" / "compat_mistral_vercel_tool_call.jsonl"
+
+
+def _project(tmp_path: Path, name: str, descriptor: str, streams: dict[str, bytes]) -> Path:
+    """A project folder holding one format and its streams (file name -> bytes)."""
+    root = tmp_path / "proj"
+    (root / "formats").mkdir(parents=True)
+    (root / "formats" / f"{name}.yaml").write_text(descriptor, encoding="utf-8")
+    golden = root / "tests" / "golden" / name
+    golden.mkdir(parents=True)
+    for file, data in streams.items():
+        (golden / file).write_bytes(data)
+    return root
+
+
+MISTRAL_VARIANT = "name: mistral\ntitle: Mistral chat (streaming)\nextends: openai_chat\n"
+
+
+def test_a_real_mistral_stream_of_a_variant_of_openai_chat_passes_right_after_update(tmp_path):
+    """The call arrives whole in the chunk that carries finish_reason: the re-split keeps the
+    finish on the last piece, and the variant's parent claiming its chunks is no failure (a
+    variant is its parent's wire)."""
+    _project(tmp_path, "mistral", MISTRAL_VARIANT, {MISTRAL.name: MISTRAL.read_bytes()})
+    updated = mcs("test", "proj", "--update", cwd=tmp_path)
+    assert updated.returncode == 0, updated.stdout
+    passed = mcs("test", "proj", cwd=tmp_path)
+    assert passed.returncode == 0, passed.stdout
+    assert passed.stdout.splitlines()[-1] == "1 format, 1 stream: all pass"
+    snapshot = json.loads(
+        (tmp_path / "proj/tests/golden/mistral" / MISTRAL.name.replace(".jsonl", ".expected.json"))
+        .read_text(encoding="utf-8")
+    )
+    # The snapshot records where each call became ready: the chunk carrying finish_reason.
+    assert [c["ready_at"] for c in snapshot["calls"]] == [1]
+
+
+def _copy_of_openai_chat(name: str) -> str:
+    """openai_chat's descriptor as a project format of its own (not a variant): it claims
+    every chunk openai_chat claims."""
+    text = (ROOT / "formats" / "openai_chat.yaml").read_text(encoding="utf-8")
+    return re.sub(r"(?m)^name: openai_chat$", f"name: {name}", text)
+
+
+def test_a_format_that_claims_a_built_in_wires_chunks_fails_test(tmp_path):
+    _project(tmp_path, "my_chat", _copy_of_openai_chat("my_chat"),
+             {MISTRAL.name: MISTRAL.read_bytes()})
+    result = mcs("test", "proj", "--update", cwd=tmp_path)
+    assert result.returncode == 1, result.stdout
+    stream = f"proj/tests/golden/my_chat/{MISTRAL.name}"
+    assert result.stdout.splitlines()[1] == (
+        f"{stream}:1: chunk 0: the built-in openai_chat claims this chunk too: with the "
+        "built-ins loaded the stream resolves to openai_chat, not my_chat (make `recognize` "
+        "specific to this wire, or `extends: openai_chat`)"
+    )
+
+
+def _sse(path: Path) -> bytes:
+    """A JSON Lines stream as the SSE body a provider sends (data: lines, blank lines)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return "".join(f"data: {line}\n\n" for line in lines if line).encode("utf-8")
+
+
+def test_sse_and_aws_event_stream_captures_in_a_golden_folder_are_streams(tmp_path):
+    from engine.transport.eventstream import event_message
+
+    bedrock = GOLDEN / "bedrock_converse" / "hand_parallel_tool_use_frames.jsonl"
+    frames = b"".join(
+        event_message(e.pop("_event"), e)
+        for e in (json.loads(line) for line in bedrock.read_text(encoding="utf-8").splitlines())
+    )
+    text = "name: my_bedrock\ntitle: Bedrock, my way\nextends: bedrock_converse\n"
+    root = _project(tmp_path, "my_bedrock", text, {"text.eventstream": frames})
+    root2 = tmp_path / "proj2"
+    shutil.copytree(root, root2)
+    (root2 / "formats/my_bedrock.yaml").rename(root2 / "formats/mistral.yaml")
+    (root2 / "formats/mistral.yaml").write_text(MISTRAL_VARIANT, encoding="utf-8")
+    (root2 / "tests/golden/my_bedrock").rename(root2 / "tests/golden/mistral")
+    (root2 / "tests/golden/mistral/text.eventstream").unlink()
+    (root2 / "tests/golden/mistral/call.sse").write_bytes(_sse(MISTRAL))
+    (root2 / "tests/golden/mistral/lines.jsonl").write_bytes(MISTRAL.read_bytes())
+
+    updated = mcs("test", "proj", "proj2", "--update", cwd=tmp_path)
+    assert updated.returncode == 0, updated.stdout
+    assert updated.stdout.splitlines()[-1] == "2 formats, 3 streams: all pass"
+    golden = tmp_path / "proj/tests/golden/my_bedrock"
+    from_frames = json.loads((golden / "text.expected.json").read_text(encoding="utf-8"))
+    assert len(from_frames["calls"]) == 2 and from_frames["finished"]
+    mistral = tmp_path / "proj2/tests/golden/mistral"
+    sse = json.loads((mistral / "call.expected.json").read_text(encoding="utf-8"))
+    lines = json.loads((mistral / "lines.expected.json").read_text(encoding="utf-8"))
+    assert sse == lines and [c["name"] for c in sse["calls"]] == ["weather"]
+    assert mcs("test", "proj", "proj2", cwd=tmp_path).returncode == 0
+
+
+def test_the_snapshot_records_when_each_call_became_ready_and_why_one_never_did(tmp_path):
+    root = toy_project(tmp_path)
+    cut = [line for line in (TOY / "two_calls.jsonl").read_text().splitlines() if line][:6]
+    (root / "tests/golden/toy_wire/cut.jsonl").write_text("\n".join(cut) + "\n")
+    assert mcs("test", "proj", "--update", cwd=tmp_path).returncode == 0
+    whole = json.loads((tmp_path / SNAPSHOT).read_text(encoding="utf-8"))
+    assert [(c["name"], c["ready_at"]) for c in whole["calls"]] == [("lookup", 6), ("ping", 8)]
+    cut_snapshot = json.loads(
+        (root / "tests/golden/toy_wire/cut.expected.json").read_text(encoding="utf-8")
+    )
+    assert [c["name"] for c in cut_snapshot["calls"]] == []
+    assert [(c["name"], c["reason"]) for c in cut_snapshot["incomplete"]] == [
+        ("lookup", "cut"), ("ping", "cut")]
+
+
+def test_a_text_difference_names_the_chunk_where_the_text_went_another_way(tmp_path):
+    toy_project(tmp_path)
+    assert mcs("test", "proj", "--update", cwd=tmp_path).returncode == 0
+    _break(tmp_path / SNAPSHOT, lambda data: data.update(text="LetXme check."))
+    result = mcs("test", "proj", cwd=tmp_path)
+    assert result.returncode == 1
+    # "Let me " (chunk 1, line 2) is where the text stops being what the snapshot says.
+    assert result.stdout.splitlines()[1].startswith(f"{STREAM}:2: chunk 1: /text: ")
+
+
+def test_a_broken_project_outside_the_repository_reports_what_the_in_repo_checks_report(tmp_path):
+    """Acceptance (issue 18): the same problems as the repository's own suite. The project
+    holds a format that claims a built-in wire's chunks and one whose result depends on how
+    the stream is split; each in-repo check (tests/test_properties.py calls these functions
+    on every built-in) finds its problem, and `mcs-formats test` prints exactly that finding."""
+    from test_properties import WIRES
+
+    from engine.cli.resplit import every_character
+
+    root = toy_project(tmp_path, SPLIT_DEPENDENT)
+    (root / "formats" / "my_chat.yaml").write_text(_copy_of_openai_chat("my_chat"))
+    (root / "tests/golden/my_chat").mkdir()
+    shutil.copy(MISTRAL, root / "tests/golden/my_chat" / MISTRAL.name)
+    result = mcs("test", "proj", "--update", "--seed", "7", cwd=tmp_path)
+    assert result.returncode == 1
+    printed = result.stdout.splitlines()
+
+    chat = engine.load_format(root / "formats" / "my_chat.yaml")
+    toy = engine.load_format(root / "formats" / "toy_wire.yaml")
+    with pytest.MonkeyPatch.context() as patch:  # files named as the command names them
+        patch.chdir(tmp_path)
+        chat_stream = project.read_stream(Path("proj/tests/golden/my_chat") / MISTRAL.name)
+        toy_stream = project.read_stream(Path(STREAM))
+        claims = project.check_claims(chat_stream, "my_chat", [*WIRES, chat])
+        split = project.check_resplit(toy, toy_stream, project.replay(toy, toy_stream),
+                                      [("re-split one character a piece", every_character)])
+        rebuilt = project.check_never_rebuilt(toy_stream, [toy])
+    assert claims and split and not rebuilt
+    assert [str(f) for f in [*claims, *split]] == [
+        line for line in printed if line.startswith("proj/") and "wrote" not in line
+    ]
+
+
+def test_a_stale_copy_of_the_schema_fails_test_and_update_rewrites_it(tmp_path):
+    assert mcs("new", "acme", "--dir", "work", cwd=tmp_path).returncode == 0
+    assert mcs("test", "work", "--update", cwd=tmp_path).returncode == 0
+    copy = tmp_path / "work" / "schemas" / "format.schema.json"
+    copy.write_text("{}", encoding="utf-8")
+    stale = mcs("test", "work", cwd=tmp_path)
+    assert stale.returncode == 1
+    assert stale.stdout.splitlines()[1] == (
+        "work/schemas/format.schema.json: not the installed schema (the descriptors' "
+        "$schema header names this copy): `mcs-formats test work --update` rewrites it"
+    )
+    assert mcs("test", "work", "--update", cwd=tmp_path).returncode == 0
+    assert copy.read_bytes() == schema_path().read_bytes()

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import GOLDEN, golden_streams, read_stream, replay, stream_id
+from conftest import GOLDEN, examples, golden_streams, read_stream, replay, stream_id
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -833,7 +833,7 @@ def _minus(text: str, spans) -> str:
     return "".join(out)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(display=DISPLAY, cuts=st.lists(st.integers(0, 400), max_size=30), data=st.data())
 def test_text_is_the_display_minus_exactly_the_calls_that_ran(display, cuts, data):
     points = sorted({c % (len(display) + 1) for c in cuts} | {0, len(display)})

@@ -20,7 +20,7 @@ import copy
 import json
 
 import pytest
-from conftest import drawn_cuts, golden_streams, read_stream, stream_id
+from conftest import drawn_cuts, examples, golden_streams, read_stream, stream_id
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_partial import _dumped, _object_text, canon, oracle
@@ -513,7 +513,9 @@ def test_new_calls_gives_each_call_once_in_completion_order():
 
 # -- partial: API.md's reading after every fragment ------------------------------------------
 
-_SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_SETTINGS = settings(
+    max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 @_SETTINGS

@@ -21,7 +21,7 @@ import json
 import random
 
 import pytest
-from conftest import GOLDEN, read_stream, replay
+from conftest import GOLDEN, examples, read_stream, replay
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -448,7 +448,7 @@ _NAMES = st.text(st.characters(blacklist_categories=("Cs",)), max_size=8)
 _TOKENS = st.lists(st.one_of(_NAMES, st.integers(0, 2**53 - 1)), max_size=5).map(tuple)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(_TOKENS)
 def test_a_normalized_path_reads_back_as_its_tokens(tokens):
     # RFC 9535 2.7: every singular path has a normalized form; the reader takes all of them

@@ -83,17 +83,18 @@ def test_new_from_writes_a_draft_and_the_first_golden(tmp_path: Path):
     assert replay.stdout.count('"event": "call"') == 2
 
 
-def test_new_from_header_names_the_installed_schema(tmp_path: Path):
-    """As ``new`` without ``--from``: the project folder lives outside this repository, so a
-    relative ``../schemas/format.schema.json`` would point an editor at nothing."""
+def test_new_from_header_names_the_projects_copy_of_the_schema(tmp_path: Path):
+    """As ``new`` without ``--from``: a path inside the project folder, to the copy of the
+    installed schema ``new`` writes there, so the header works wherever the folder goes."""
     from engine.language.validate import schema_path
 
     source = GOLDEN / "anthropic_messages" / "hand_parallel_tool_use.jsonl"
     result = run("new", "my_wire", "--from", str(source), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     header = (tmp_path / "formats" / "my_wire.yaml").read_text("utf-8").splitlines()[0]
-    schema = Path(schema_path()).resolve()
-    assert header == f"# yaml-language-server: $schema={schema.as_uri()}"
+    assert header == "# yaml-language-server: $schema=../schemas/format.schema.json"
+    copy = tmp_path / "schemas" / "format.schema.json"
+    assert copy.read_bytes() == Path(schema_path()).read_bytes()
 
 
 def test_new_from_stdin_writes_what_stdin_held_as_the_first_golden(tmp_path: Path):
@@ -245,3 +246,82 @@ def test_score_floor(wire: str, scores):
     assert tally.valid == tally.streams, tally.misses
     assert tally.share() >= names, (tally.share(), tally.misses)
     assert tally.same_calls / tally.streams >= calls, (tally.same_calls, tally.misses)
+
+
+# -- event-typed protocols with string ids (issue 18, point 6) -----------------------------------
+
+DRAFTS = ROOT / "tests" / "drafts"  # streams written from the protocols' published docs
+
+
+def _sse_events(path: Path) -> list:
+    from engine.transport.captures import read_capture
+
+    return [event.value for event in read_capture(path)]
+
+
+def _draft_strategy(tmp_path: Path, events: list):
+    draft = infer_draft("draft", events)
+    path = tmp_path / "draft.yaml"
+    path.write_text(draft.to_yaml(), encoding="utf-8")
+    assert validate_descriptor(str(path)) == []
+    return registry.load_format(path)
+
+
+def _finished_after(strategy, events: list, name: str) -> bool:
+    """Whether the draft's DONE has come once the last event named ``name`` is in."""
+    last = max(i for i, e in enumerate(events) if isinstance(e, dict) and e["type"] == name)
+    buf = LLMStreamBuffer(strategies=[strategy])
+    for event in events[: last + 1]:
+        buf.add(event)
+    return buf.is_finished()
+
+
+@pytest.mark.parametrize(
+    ("stream", "ids", "part_end", "stream_end"),
+    [
+        ("aisdk_ui_message_stream.sse", ["call_P1", "call_O2"], "finish-step", "finish"),
+        ("agui_events.sse", ["tc_1", "tc_2"], "TEXT_MESSAGE_END", "RUN_FINISHED"),
+    ],
+)
+def test_a_draft_of_an_event_typed_protocol_with_string_ids_gives_its_calls_and_text(
+    tmp_path, stream, ids, part_end, stream_end
+):
+    events = _sse_events(DRAFTS / stream)
+    strategy = _draft_strategy(tmp_path, events)
+    calls, text, skipped = _play(strategy, events)
+    assert calls == [
+        ("get_weather", {"city": "Paris"}, ids[0]),
+        ("get_weather", {"city": "Oslo"}, ids[1]),
+    ]
+    assert text == "Let me check both cities."  # the reasoning is not display text
+    assert skipped == []
+    # A per-part end is not the stream's end; the last one is.
+    assert not _finished_after(strategy, events, part_end)
+    assert _finished_after(strategy, events, stream_end)
+
+
+def test_a_text_only_stream_draft_shows_its_text(tmp_path):
+    events = [
+        {"type": "begin"},
+        {"type": "text", "text": "Hello, "},
+        {"type": "text", "text": "world."},
+        {"type": "text", "text": " Bye."},
+        {"type": "end", "reason": "stop"},
+    ]
+    _, text, _ = _play(_draft_strategy(tmp_path, events), events)
+    assert text == "Hello, world. Bye."
+
+
+def test_new_from_an_sse_capture_keeps_the_capture_and_infers_the_done_line(tmp_path):
+    source = DRAFTS / "aisdk_ui_message_stream.sse"
+    result = run("new", "ui_stream", "--from", str(source), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    golden = tmp_path / "tests" / "golden" / "ui_stream"
+    assert [p.name for p in golden.glob("*.jsonl")] == []
+    assert (golden / source.name).read_bytes() == source.read_bytes()
+    data, _ = load((tmp_path / "formats" / "ui_stream.yaml").read_text(encoding="utf-8"))
+    assert data["done_sentinels"] == ["[DONE]"]
+    assert "2 call(s) (get_weather, get_weather)" in result.stdout
+    assert "25 characters of text, 0 skipped" in result.stdout
+    checked = run("test", ".", "--update", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout

@@ -214,3 +214,54 @@ def test_omit_null_leaves_null_keys_out_of_objects_only(expression, event, expec
 
 def test_without_omit_null_a_multiselect_hash_writes_null():
     assert compile_read({"jmespath": "{a: a, b: b}"})({"a": 1}, None) == {"a": 1, "b": None}
+
+
+def test_an_update_that_raises_leaves_the_element_it_would_replace():
+    buf = engine.LLMStreamBuffer(strategies=[_fmt("aisdk_data_upsert")])
+    buf.add({"type": "data-a", "id": "1", "data": {"status": "loading"}})
+    deep: dict = {}
+    node = deep
+    for _ in range(100_000):  # deeper than JSON text decodes to: the chunk is refused
+        node["x"] = {}
+        node = node["x"]
+    with pytest.raises(engine.ChunkError):
+        buf.add({"type": "data-a", "id": "1", "data": deep})
+    assert buf.as_dict()["parts"] == [{"type": "data-a", "id": "1", "data": {"status": "loading"}}]
+
+
+def test_a_call_held_by_a_chunk_that_raises_is_taken_back_with_it():
+    fmt = engine.ExtractionStrategy(
+        {
+            "name": "held_rollback",
+            "title": "held_rollback",
+            "docs": "https://example.invalid",
+            "recognize": {"chunk": {"has": "type"}},
+            "events": {
+                "discriminator": "type",
+                "on": {
+                    "start": [
+                        {"open": {"at": "calls[id]", "from": ""}},
+                        {"set": {"at": "others[bad].x", "from": "id"}},
+                    ],
+                    "end": [{"close": {"at": "calls[id]"}}],
+                    "done": ["finish"],
+                },
+            },
+            "message": {},
+            "calls": {
+                "at": "calls[*]",
+                "answered": {"where": {"has": "result"}, "later": True},
+                "name": "name",
+                "id": "id",
+                "args": "args",
+                "args_form": "object",
+            },
+            "text": {"at": "text"},
+        }
+    )
+    buf = engine.LLMStreamBuffer(strategies=[fmt])
+    buf.add({"type": "start", "id": "c-0", "name": "real"})
+    with pytest.raises(engine.ChunkError):  # opened and held, then a later rule raised
+        buf.add({"type": "start", "id": "c-1", "name": "ghost", "bad": [1]})
+    buf.add({"type": "done"})
+    assert [c.name for c in buf.calls()] == ["real"] and buf.incomplete_calls() == []

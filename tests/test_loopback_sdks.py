@@ -17,12 +17,17 @@ Documented differences:
   ``errors.APIError`` on a chunk that is ``{"error": ...}``.
 - The SDK accumulators are stricter than the streams: see ``ACCUMULATOR_FAILURES``.
 
+A non-streaming request for a stream that ends in a provider error gets the status, headers
+and body the provider answers that kind of error with; each SDK raises its own error type
+with that status (``ERROR_REPLIES``). ``--log`` keeps no credential any SDK sent.
+
 Needs the SDKs of the ``sdk`` extra (tests/loopback/REQUIREMENTS.txt); a wire whose SDK is not
 installed is skipped with that reason.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import socket
 import struct
@@ -521,6 +526,41 @@ STREAMS: dict[str, list[str]] = {
         '{"_event":"modelStreamErrorException","message":"model failed"}',
     ],
     "ollama/error_line": ['{"error":"model runner has unexpectedly stopped"}'],
+    # Provider errors of the kinds each API documents, for the non-streaming error replies.
+    "openai_chat/rate_limited": [
+        _MINIMAL["openai_chat"].splitlines()[0],
+        '{"_event":"error","error":{"message":"Rate limit reached for requests","type":"requests",'
+        '"param":null,"code":"rate_limit_exceeded"}}',
+    ],
+    "openai_responses/rate_limited": [
+        _MINIMAL["openai_responses"].splitlines()[0],
+        '{"type":"error","sequence_number":1,"code":"rate_limit_exceeded",'
+        '"message":"Rate limit reached","param":null}',
+    ],
+    "anthropic_messages/rate_limited": [
+        _MINIMAL["anthropic_messages"].splitlines()[0],
+        '{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens'
+        ' has exceeded your per-minute rate limit"}}',
+    ],
+    "gemini/overloaded": [
+        '{"candidates":[{"content":{"role":"model","parts":[{"text":"Hi"}]}}],"responseId":"g2"}',
+        '{"error":{"code":503,"message":"The model is overloaded. Please try again later.",'
+        '"status":"UNAVAILABLE"}}',
+    ],
+    "gemini/quota": [
+        '{"candidates":[{"content":{"role":"model","parts":[{"text":"Hi"}]}}],"responseId":"g3"}',
+        '{"error":{"code":429,"message":"Resource has been exhausted (e.g. check quota).",'
+        '"status":"RESOURCE_EXHAUSTED"}}',
+    ],
+    "ollama/error_mid": [
+        '{"model":"m","created_at":"2025-01-01T00:00:00Z","message":{"role":"assistant",'
+        '"content":"Hi"},"done":false}',
+        '{"error":"an error was encountered while running the model"}',
+    ],
+    "cohere_v2/error_end": [
+        _MINIMAL["cohere_v2"].splitlines()[0],
+        '{"type":"message-end","delta":{"finish_reason":"ERROR","error":"internal server error"}}',
+    ],
 }
 
 
@@ -562,6 +602,262 @@ def test_ollama_error_line_raises_response_error(server):
 
     with pytest.raises(ollama.ResponseError, match="unexpectedly stopped"):
         sdk_stream("ollama", own_stream(server, "ollama/error_line"), server)
+
+
+# -- non-streaming error replies, as each provider sends them -----------------------------------
+#
+# A non-streaming request for a stream that ends with a provider error gets the HTTP status and
+# body the provider's API documents for that error (the descriptor's serve.error), and the SDK
+# turns them into its own error type: (wire, stream, error type, status, what else the SDK read).
+
+
+def _sdk_error_type(dotted: str) -> type[BaseException]:
+    module, _, name = dotted.rpartition(".")
+    return getattr(__import__(module, fromlist=[name]), name)
+
+
+def _status_of(wire: str, error: BaseException) -> int | None:
+    if wire == "bedrock_converse":
+        return error.response["ResponseMetadata"]["HTTPStatusCode"]  # type: ignore[attr-defined]
+    if wire == "gemini":
+        return error.code  # type: ignore[attr-defined]
+    return error.status_code  # type: ignore[attr-defined]
+
+
+def _what_the_sdk_read(wire: str, error: BaseException) -> dict:
+    """What of the error body each SDK exposes, to compare with the provider's documented one."""
+    if wire == "bedrock_converse":
+        response = dict(error.response)  # type: ignore[attr-defined]
+        return {
+            "Code": response["Error"]["Code"],
+            **{k: v for k, v in response.items() if k not in ("Error", "ResponseMetadata")},
+        }
+    if wire == "gemini":
+        return {"status": error.status, "message": error.message}  # type: ignore[attr-defined]
+    if wire == "ollama":
+        return {"error": error.error}  # type: ignore[attr-defined]
+    return error.body  # type: ignore[attr-defined]
+
+
+_THROTTLED = "Too many tokens, please wait before trying again."
+ERROR_REPLIES = [
+    (
+        "openai_chat",
+        "openai_chat/error_event",
+        "openai.BadRequestError",
+        400,
+        {"message": "boom", "type": "invalid_request_error"},
+    ),
+    (
+        "openai_chat",
+        "openai_chat/rate_limited",
+        "openai.RateLimitError",
+        429,
+        {
+            "message": "Rate limit reached for requests",
+            "type": "requests",
+            "param": None,
+            "code": "rate_limit_exceeded",
+        },
+    ),
+    (
+        "openai_chat",
+        GOLDEN / "openai_chat" / "hand_compat_error_frame.jsonl",
+        "openai.InternalServerError",
+        503,
+        {
+            "message": "Service Unavailable",
+            "type": "internal_server_error",
+            "code": "service_unavailable",
+            "status_code": 503,
+        },
+    ),
+    (
+        "openai_responses",
+        GOLDEN / "openai_responses" / "hand_error_event.jsonl",
+        "openai.InternalServerError",
+        500,
+        {
+            "message": "The server had an error processing your request. Sorry about that! You can"
+            " retry your request, or contact us through our help center at help.openai.com if"
+            " you keep seeing this error.",
+            "type": "server_error",
+            "param": None,
+            "code": "server_error",
+        },
+    ),
+    (
+        "openai_responses",
+        "openai_responses/rate_limited",
+        "openai.RateLimitError",
+        429,
+        {
+            "message": "Rate limit reached",
+            "type": "tokens",
+            "param": None,
+            "code": "rate_limit_exceeded",
+        },
+    ),
+    (
+        "anthropic_messages",
+        GOLDEN / "anthropic_messages" / "hand_error_overloaded.jsonl",
+        "anthropic.OverloadedError",
+        529,
+        {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+    ),
+    (
+        "anthropic_messages",
+        "anthropic_messages/rate_limited",
+        "anthropic.RateLimitError",
+        429,
+        {
+            "type": "error",
+            "error": {
+                "type": "rate_limit_error",
+                "message": "Number of request tokens has exceeded your per-minute rate limit",
+            },
+        },
+    ),
+    (
+        "bedrock_converse",
+        GOLDEN / "bedrock_converse" / "hand_exception_throttling_frames.jsonl",
+        "botocore.exceptions.ClientError",
+        429,
+        {"Code": "ThrottlingException", "message": _THROTTLED},
+    ),
+    (
+        "bedrock_converse",
+        GOLDEN / "bedrock_converse" / "hand_exception_first_throttling_frames.jsonl",
+        "botocore.exceptions.ClientError",
+        429,
+        {"Code": "ThrottlingException", "message": _THROTTLED},
+    ),
+    (
+        "bedrock_converse",
+        GOLDEN / "bedrock_converse" / "hand_exception_model_stream_boto3.jsonl",
+        "botocore.exceptions.ClientError",
+        424,
+        {
+            "Code": "ModelErrorException",
+            "message": "Received error from the model while streaming.",
+            "originalStatusCode": 500,
+        },
+    ),
+    (
+        "bedrock_converse",
+        GOLDEN / "bedrock_converse" / "hand_exception_first_validation_boto3.jsonl",
+        "botocore.exceptions.ClientError",
+        400,
+        {
+            "Code": "ValidationException",
+            "message": "The model returned the following errors: messages: final assistant"
+            " content cannot end with trailing whitespace",
+        },
+    ),
+    (
+        "gemini",
+        "gemini/overloaded",
+        "google.genai.errors.ServerError",
+        503,
+        {"status": "UNAVAILABLE", "message": "The model is overloaded. Please try again later."},
+    ),
+    (
+        "gemini",
+        "gemini/quota",
+        "google.genai.errors.ClientError",
+        429,
+        {
+            "status": "RESOURCE_EXHAUSTED",
+            "message": "Resource has been exhausted (e.g. check quota).",
+        },
+    ),
+    (
+        "ollama",
+        "ollama/error_mid",
+        "ollama.ResponseError",
+        500,
+        {"error": "an error was encountered while running the model"},
+    ),
+    (
+        "cohere_v2",
+        "cohere_v2/error_end",
+        "cohere.InternalServerError",
+        500,
+        {"message": "internal server error"},
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("wire", "stream", "error_type", "status", "said"),
+    [pytest.param(*case, id=f"{case[0]}/{Path(case[1]).stem}") for case in ERROR_REPLIES],
+)
+def test_non_streaming_error_reply_is_the_sdk_error_with_the_provider_status(
+    wire, stream, error_type, status, said, server
+):
+    _need_sdk(wire)
+    path = stream if isinstance(stream, Path) else own_stream(server, stream)
+    with pytest.raises(_sdk_error_type(error_type)) as caught:
+        clients.sdk_complete(wire, path, server)
+    assert _status_of(wire, caught.value) == status
+    assert _what_the_sdk_read(wire, caught.value) == said
+
+
+@pytest.mark.parametrize(
+    ("name", "error_type", "code"),
+    [
+        ("gemini/overloaded", "google.genai.errors.ServerError", 503),
+        ("gemini/quota", "google.genai.errors.ClientError", 429),
+    ],
+)
+def test_gemini_streamed_error_is_the_sdk_error_with_the_chunk_code(server, name, error_type, code):
+    """Streaming, the status is 200 and Gemini's error is a chunk: google-genai raises it after
+    the chunks before it, its class and code from the chunk's google.rpc status."""
+    _need_sdk("gemini")
+    objects: list = []
+    with pytest.raises(_sdk_error_type(error_type)) as caught:
+        sdk_stream("gemini", own_stream(server, name), server, into=objects)
+    assert caught.value.code == code and len(objects) == 1
+
+
+def test_cohere_streamed_error_ends_with_the_message_end_that_carries_it(server):
+    """Cohere's SDK raises nothing mid-stream: the message-end event carries the error."""
+    _need_sdk("cohere_v2")
+    *_, last = sdk_stream("cohere_v2", own_stream(server, "cohere_v2/error_end"), server)
+    assert (last.delta.finish_reason, last.delta.error) == ("ERROR", "internal server error")
+
+
+def test_bedrock_error_reply_names_its_type_in_the_header_as_bedrock_does(server):
+    """botocore reads the error code from ``x-amzn-ErrorType`` (it would take the status code
+    for it without one); Bedrock sends the code, a colon, and its service namespace."""
+    import urllib.request
+
+    path = GOLDEN / "bedrock_converse" / "hand_exception_throttling_frames.jsonl"
+    url = server.base_url(path) + "/model/m/converse"
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    request = urllib.request.Request(url, data=b"{}", method="POST")
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        opener.open(request, timeout=5)
+    assert caught.value.code == 429
+    error_type = caught.value.headers["x-amzn-ErrorType"]
+    assert error_type.split(":", 1)[0] == "ThrottlingException"
+    assert json.loads(caught.value.read()) == {"message": _THROTTLED}
+
+
+def test_the_log_keeps_no_credential_an_sdk_sent(server):
+    """Every SDK authenticates its requests its own way (a bearer token, x-api-key,
+    x-goog-api-key, a SigV4 Authorization); ``--log`` names the headers, never their values."""
+    sent = 0
+    for wire in WIRES:
+        if importlib.util.find_spec(SDK_MODULE[wire]) is None:
+            continue
+        sdk_stream(wire, own_stream(server, f"{wire}/minimal"), server)
+        sent += 1
+    assert sent, "no SDK installed"
+    logged = server.log.read_text(encoding="utf-8")
+    for credential in ("sk-loopback", "sk-ant-loopback", "loopback-key", "AKIDLOOPBACK"):
+        assert credential not in logged
+    assert "Signature=" not in logged
 
 
 def test_unknown_fixture_or_path_is_404(server):

@@ -13,7 +13,7 @@ import math
 from pathlib import Path
 
 import pytest
-from conftest import read_stream
+from conftest import examples, read_stream
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -594,7 +594,9 @@ _dumped = st.builds(
     st.tuples(_ws, _ws).map(lambda w: w[0] + ":" + w[1]),
 )
 
-_SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_SETTINGS = settings(
+    max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 @_SETTINGS

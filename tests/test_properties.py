@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import engine
+from engine.cli import project
 from engine.cli.resplit import every_character, resplit
 from engine.cli.resplit import leaves as _leaves
 
@@ -29,29 +30,24 @@ STREAMS = golden_streams()
 WIRES = [engine.load_format(n) for n in engine.list_formats() if engine.load_format(n).is_wire]
 
 
+def _resplit_findings(path: Path, how: str, cuts) -> list:
+    """The re-split check ``mcs-formats test`` makes of a project's streams: the stream
+    re-split gives what it gives as recorded, or a finding at the chunk where they differ."""
+    stream = project.read_stream(path)
+    wire = engine.load_format(path.parent.name)
+    return project.check_resplit(wire, stream, project.replay(wire, stream), [(how, cuts)])
+
+
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 @pytest.mark.parametrize("path", STREAMS, ids=stream_id)
 def test_resplitting_fragments_never_changes_the_result(path, data):
-    events = read_stream(path)
-    fmt = path.parent.name
-    wire = engine.load_format(fmt)
-    fields, done = wire.streamed_fields(), wire.done_fields()
-    expected = outcome(replay(copy.deepcopy(events), fmt))
-
-    split = resplit(copy.deepcopy(events), fields, drawn_cuts(data), done)
-    assert outcome(replay(split, fmt)) == expected
+    assert _resplit_findings(path, "drawn re-split", drawn_cuts(data)) == []
 
 
 @pytest.mark.parametrize("path", STREAMS, ids=stream_id)
 def test_one_character_fragments_give_the_same_result(path):
-    events = read_stream(path)
-    fmt = path.parent.name
-    wire = engine.load_format(fmt)
-    fields, done = wire.streamed_fields(), wire.done_fields()
-    expected = outcome(replay(copy.deepcopy(events), fmt))
-    split = resplit(copy.deepcopy(events), fields, every_character, done)
-    assert outcome(replay(split, fmt)) == expected
+    assert _resplit_findings(path, "one character a piece", every_character) == []
 
 
 # -- raw SSE: what a client reading the HTTP body line by line, without an SDK, hands to add() ---
@@ -158,16 +154,9 @@ def test_resplit_raw_sse_never_changes_the_result(path, data):
 @pytest.mark.parametrize("path", STREAMS, ids=stream_id)
 def test_no_two_descriptors_claim_the_same_chunk(path):
     """Nor the same error chunk (``recognize.error``, asked of a chunk no wire claims: a
-    stream may be one provider error, and then that names its wire)."""
-    owner = path.parent.name
-    first_claimed = False
-    for event in read_stream(path):
-        claims = [w.name for w in WIRES if w.recognizes_chunk(event)]
-        assert claims in ([], [owner]), f"{claims} claim {event!r:.200}"
-        errors = [w.name for w in WIRES if w.recognizes_error(event)] if not claims else []
-        assert errors in ([], [owner]), f"{errors} claim the error {event!r:.200}"
-        first_claimed = first_claimed or bool(claims or errors)
-    assert first_claimed
+    stream may be one provider error, and then that names its wire). The check is the one
+    ``mcs-formats test`` makes of a project's format beside the built-ins."""
+    assert project.check_claims(project.read_stream(path), path.parent.name, WIRES) == []
 
 
 @pytest.mark.parametrize("path", STREAMS, ids=stream_id)
@@ -251,12 +240,6 @@ def test_a_toy_wire_from_its_descriptor_alone_passes_its_goldens():
 @pytest.mark.parametrize("path", STREAMS, ids=stream_id)
 def test_a_call_once_returned_is_never_rebuilt(path):
     """``calls()`` grows in place: a call it has returned stays the same object as later chunks
-    arrive (rebuilding the list on every chunk made a stream of whole calls quadratic)."""
-    buf = engine.LLMStreamBuffer()
-    returned: list = []
-    for index, event in enumerate(read_stream(path)):
-        buf.add(event)
-        now = {id(call) for call in buf.calls()}
-        lost = [call for call in returned if id(call) not in now]
-        assert not lost, f"chunk {index}: {lost} rebuilt"
-        returned = list(buf.calls())
+    arrive (rebuilding the list on every chunk made a stream of whole calls quadratic). The
+    check is the one ``mcs-formats test`` makes of a project's streams."""
+    assert project.check_never_rebuilt(project.read_stream(path), None) == []

@@ -21,7 +21,16 @@ import tracemalloc
 from typing import Any
 
 import pytest
-from conftest import first_plain_stream, golden_streams, outcome, read_stream, replay, stream_id
+from conftest import (
+    first_plain_stream,
+    format_of,
+    golden_streams,
+    outcome,
+    read_stream,
+    replay,
+    stream_id,
+    toy_streams,
+)
 
 import engine
 
@@ -111,7 +120,7 @@ def _partials(events: list, held: dict) -> None:
 
 
 @pytest.mark.parametrize(
-    "path", [p for p in STREAMS if len(read_stream(p)) >= 3][::2], ids=stream_id
+    "path", [p for p in STREAMS if len(read_stream(p)) >= 3][::2] + toy_streams(), ids=stream_id
 )
 def test_a_rejected_chunk_tells_no_event_and_leaves_partial_and_the_scanners_as_they_were(path):
     """Before every chunk of a recorded stream, the same chunk poisoned: it raises after its
@@ -119,7 +128,7 @@ def test_a_rejected_chunk_tells_no_event_and_leaves_partial_and_the_scanners_as_
     the stream goes on as if it was never sent (the scanners of text and ``partial`` too:
     the events and the outcome are those of the clean stream)."""
     events = read_stream(path)
-    wire = path.parent.name
+    wire = format_of(path)
     clean = engine.LLMStreamBuffer(strategies=[_poisoned(wire)], events=True)
     expected = []
     for ev in copy.deepcopy(events):

@@ -10,6 +10,7 @@ tests/test_loopback_sdks.py and tests/test_sdk_agreement.py.
 from __future__ import annotations
 
 import contextlib
+import http.client
 import io
 import json
 import socket
@@ -24,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+import engine
 from engine.cli.serve_http import FakeProvider, load_recordings
 from engine.compile.serve import ServeError, compile_serve
 
@@ -143,7 +145,7 @@ def test_non_streaming_request_gets_the_assembled_message_in_the_envelope(served
 
 def test_non_streaming_request_for_an_error_stream_gets_the_error_status(served):
     status, _, body = post(served.base_url(ANTHROPIC_ERROR) + "/v1/messages")
-    assert status == 500
+    assert status == 529  # overloaded_error, as Anthropic answers it
     assert json.loads(body) == {
         "type": "error",
         "error": {"type": "overloaded_error", "message": "Overloaded"},
@@ -167,6 +169,48 @@ def test_the_log_has_one_line_a_request(served):
     (entry,) = served.requests[before:]
     assert entry["path"].endswith("/api/chat") and entry["streaming"] is False
     assert json.loads(entry["body"]) == {"stream": False, "model": "m"}
+
+
+# Credentials as each SDK sends them (header names in the case some SDK writes them), and the
+# query-string signature of a presigned AWS request: none is written to --log.
+_SECRETS = {
+    "Authorization": "Bearer sk-secret-bearer-1",
+    "x-api-key": "sk-ant-secret-2",
+    "X-Goog-Api-Key": "secret-goog-3",
+    "API-KEY": "secret-azure-4",
+    "X-Amz-Security-Token": "secret-session-token-5",
+}
+_AWS_AUTHORIZATION = (
+    "AWS4-HMAC-SHA256 Credential=AKIDSECRET6/20260101/us-east-1/bedrock/aws4_request,"
+    " SignedHeaders=host;x-amz-date, Signature=0123456789abcdefsecret7"
+)
+_SIGNED_QUERY = "X-Amz-Credential=AKIDSECRET8%2F20260101&X-Amz-Signature=secret9&key=secret10"
+
+
+def test_the_log_never_writes_credentials(served):
+    """Each credential header (whatever its case) and a query-string signature goes through a
+    real request; the log keeps the names (a test may ask what was sent) but not the values."""
+    path = served.base_url(OLLAMA).split(str(served.port), 1)[1] + f"/api/chat?{_SIGNED_QUERY}"
+    for name, value in [*_SECRETS.items(), ("authorization", _AWS_AUTHORIZATION)]:
+        connection = http.client.HTTPConnection("127.0.0.1", served.port, timeout=10)
+        try:  # http.client sends the header names as given (urllib would capitalize them)
+            connection.request("POST", path, b'{"stream": false}', {name: value})
+            assert connection.getresponse().status == 200
+        finally:
+            connection.close()
+    logged = served.log.read_text(encoding="utf-8")
+    for secret in ("secret-bearer-1", "secret-2", "secret-goog-3", "secret-azure-4"):
+        assert secret not in logged
+    for secret in ("secret-session-token-5", "AKIDSECRET6", "secret7", "AKIDSECRET8"):
+        assert secret not in logged
+    assert "secret9" not in logged and "secret10" not in logged
+    entries = served.requests[-len(_SECRETS) - 1 :]
+    names = [{k.lower() for k in entry["headers"]} for entry in entries]
+    assert [n & {k.lower() for k in _SECRETS} for n in names[:-1]] == [
+        {k.lower()} for k in _SECRETS
+    ]
+    assert entries[-1]["headers"]["authorization"].startswith("AWS4-HMAC-SHA256 ")
+    assert "X-Amz-Signature=" in entries[-1]["query"]
 
 
 def test_delay_spaces_the_events():
@@ -270,6 +314,11 @@ def _serve_section(**overrides) -> dict:
             {"accept": {"application/json": {"kind": "ndjson", "content_type": "x", "done": "x"}}},
             "/serve/accept/application~1json/done: not an option of framing ndjson",
         ),
+        (
+            {"error": {"body": {}, "headers": {"x-kind": {"$pth": "kind"}}}},
+            "/serve/error/headers/x-kind/$pth: unknown construct $pth",
+        ),
+        ({"error": {"body": {}, "kinds": [529]}}, "/serve/error/kinds: expected object"),
     ],
 )
 def test_a_bad_serve_section_is_a_located_error(overrides, message):
@@ -313,9 +362,50 @@ def test_a_path_pattern_segment_names_the_segments_it_matches():
     assert spec.route("/v1beta/models/m", "POST") is None
 
 
-def test_every_built_in_wire_declares_how_it_is_served():
-    import engine
+@pytest.mark.parametrize(
+    ("error", "status"),
+    [
+        ({"code": "context_length_exceeded", "type": "invalid_request_error"}, 400),
+        ({"code": "rate_limit_exceeded", "type": "requests"}, 429),
+        ({"message": "m", "type": "tokens", "code": None}, 429),
+        ({"object": "error", "type": "BadRequestError", "code": 400}, 400),  # vLLM's own
+        ({"type": "invalid_request_error", "status_code": 422}, 422),  # a server's own status
+        ({"code": "made_up", "type": "made_up"}, 500),
+    ],
+)
+def test_an_error_reply_has_the_status_of_the_first_kind_its_table_knows(error, status):
+    """The OpenAI error's ``code`` names its kind, else its ``type`` (``kind`` is a list): the
+    first the ``kinds`` table holds gives the status; none gives the server's own, else 500."""
+    spec = compile_serve(engine.load_format("openai_chat").descriptor)
+    assert spec.reply({"error": error})[:2] == (status, {"error": error})
 
+
+@pytest.mark.parametrize(
+    ("error", "status"),
+    [
+        ({"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}, 503),
+        ({"message": "quota", "status": "RESOURCE_EXHAUSTED"}, 429),  # no code: the status's
+        ({"message": "?", "status": "MADE_UP"}, 500),
+    ],
+)
+def test_a_gemini_error_reply_has_the_code_of_its_rpc_status(error, status):
+    spec = compile_serve(engine.load_format("gemini").descriptor)
+    assert spec.reply({"error": error})[:2] == (status, {"error": error})
+
+
+def test_an_error_reply_sends_the_headers_its_kind_names():
+    spec = compile_serve(engine.load_format("bedrock_converse").descriptor)
+    status, body, headers = spec.reply(
+        {"error": {"message": "slow"}, "last_event": "throttlingException"}
+    )
+    assert (status, body) == (429, {"message": "slow"})
+    assert headers["x-amzn-ErrorType"].split(":")[0] == "ThrottlingException"
+    assert "x-amzn-RequestId" in headers  # the section's headers go with an error reply too
+    _, _, headers = spec.reply({"error": {"message": "?"}, "last_event": "unknownException"})
+    assert headers["x-amzn-ErrorType"].split(":")[0] == "InternalServerException"
+
+
+def test_every_built_in_wire_declares_how_it_is_served():
     for name in engine.list_formats():
         fmt = engine.load_format(name)
         spec = compile_serve(fmt.descriptor)
@@ -369,6 +459,24 @@ def test_a_non_streaming_reply_holds_every_choice_of_an_n_gt_1_stream():
     assert {c["finish_reason"] for c in choices} == {"stop"}
 
 
+def test_gemini_non_streaming_reply_holds_every_candidate(tmp_path):
+    def chunk(a: str, b: str, end: dict) -> str:
+        parts = [{"content": {"role": "model", "parts": [{"text": t}]}, "index": i, **end}
+                 for i, t in enumerate((a, b))]
+        return json.dumps({"candidates": parts, "modelVersion": "gemini-2.0-flash"})
+
+    stream = tmp_path / "two.jsonl"
+    stream.write_text(chunk("A", "B", {}) + "\n" + chunk("!", "?", {"finishReason": "STOP"}))
+    with in_process(stream) as provider:
+        _, _, body = call(provider.url + "/v1beta/models/m:generateContent", {})
+    candidates = json.loads(body)["candidates"]
+    assert [(c["index"], c["content"]["parts"][0]["text"]) for c in candidates] == [
+        (0, "A!"),
+        (1, "B?"),
+    ]
+    assert {c["finishReason"] for c in candidates} == {"STOP"}
+
+
 def test_a_non_streaming_tool_call_has_the_type_the_provider_always_sends():
     with in_process(MISTRAL_CALL) as provider:
         _, _, body = call(provider.url + "/v1/chat/completions", {})
@@ -398,6 +506,7 @@ REQUEST_ID = {
     "openai_chat": "x-request-id",
     "anthropic_messages": "request-id",
     "bedrock_converse": "x-amzn-RequestId",
+    "cohere_v2": "x-debug-trace-id",
 }
 
 
@@ -406,6 +515,7 @@ def test_every_reply_carries_the_provider_request_id_header():
         "openai_chat": "/v1/chat/completions",
         "anthropic_messages": "/v1/messages",
         "bedrock_converse": "/model/m/converse",
+        "cohere_v2": "/v2/chat",
     }
     with in_process(*ONE_OF_EACH) as provider:
         for wire, path in asks.items():
@@ -613,3 +723,18 @@ def test_a_format_file_served_is_compiled_once(tmp_path, monkeypatch):
     (recording,) = load_recordings([OLLAMA], _load_strategy(str(descriptor)))
     assert recording.spec.route("/api/chat") is not None
     assert len(calls) == 1
+
+
+def test_a_request_http_server_refuses_is_a_logged_json_error():
+    """A method no endpoint knows (501) and a request line that is not HTTP (400) are answered
+    in JSON, as every other refusal, and logged."""
+    log = io.StringIO()
+    with in_process(CHAT_A, log=log) as provider:
+        unknown = _raw(provider.url, b"BREW /v1/models HTTP/1.1\r\nHost: x\r\n\r\n")
+        garbage = _raw(provider.url, b"not a request line\r\n\r\n")
+    for reply, status in ((unknown, b"501"), (garbage, b"400")):
+        head, _, body = reply.partition(b"\r\n\r\n")
+        assert head.split(b" ")[1] == status and b"application/json" in head, reply
+        assert "message" in json.loads(body)["error"]
+    entries = [json.loads(line) for line in log.getvalue().splitlines()]
+    assert [(e["method"], e["status"]) for e in entries] == [("BREW", 501), ("", 400)]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import read_stream
+from conftest import drive, read_stream
 from test_incomplete_cause import TEXT_WIRE_CALLS, with_arguments
 from test_one_fate import run
 from text_turns import WIRES, split, text_message, text_turn
@@ -79,18 +79,12 @@ def turn(wire: str, given: list[dict] | dict | str) -> tuple[int, list[tuple[str
     """How many calls ran and the incomplete calls' (reason, cause), over a turn given as a
     stream (a driver's round after each chunk and after ``close()``), a message or a str."""
     driver = F(wire)
-    if not isinstance(given, list):
-        ran, never = verdicts(driver.process_llm_response(given))
-    else:
-        buf = driver.new_stream_buffer()
-        responses = []
-        for chunk in given:
-            buf.add(chunk)
-            responses.append(driver.process_llm_response(buf))
-        buf.close()
-        responses.append(driver.process_llm_response(buf))
+    if isinstance(given, list):
+        responses = drive(driver, given)
         ran = sum(verdicts(r)[0] for r in responses)
         never = [v for r in responses for v in verdicts(r)[1]]
+    else:
+        ran, never = verdicts(driver.process_llm_response(given))
     assert len(driver.ran) == ran
     return ran, never
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import re
 
-from conftest import GOLDEN, read_stream
+from conftest import GOLDEN, examples, read_stream
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_drivers import (
@@ -115,7 +115,7 @@ def _with_text(events: list[dict], pieces: list[str]) -> list[dict]:
     return out
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), cuts=st.lists(st.integers(0, 1000), max_size=40))
 def test_any_split_of_the_recorded_text_with_a_call_in_it(data, cuts):
     events = read_stream(RECORDED)
@@ -134,7 +134,7 @@ def test_any_split_of_the_recorded_text_with_a_call_in_it(data, cuts):
     assert {name for name, _ in driver.ran} == {TOOL}  # the native call only
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(display=DISPLAY, cuts=st.lists(st.integers(0, 400), max_size=30), data=st.data())
 def test_any_split_holds_only_a_possible_call_start(display, cuts, data):
     points = sorted({c % (len(display) + 1) for c in cuts} | {0, len(display)})

@@ -11,7 +11,7 @@ import json
 
 import jsonschema
 import pytest
-from conftest import GOLDEN, golden_streams, read_stream, replay, stream_id
+from conftest import GOLDEN, examples, golden_streams, read_stream, replay, stream_id
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -437,7 +437,7 @@ _DRAFTS = [
 ]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(schema=_schemas, value=_json, draft=st.sampled_from(_DRAFTS))
 def test_the_fast_schema_check_agrees_with_jsonschema(schema, value, draft):
     check = fast_check(schema, draft)

@@ -43,6 +43,7 @@ KINDS = {"text": False, "args": True}
 def kept(wire: str, lines: list[str], events: bool) -> tuple[int, int]:
     """Bytes still allocated once the stream is in and closed, and the message's JSON size."""
     strategy = engine.load_format(wire)
+    engine.LLMStreamBuffer(strategies=[strategy], events=True).close()  # modules imported
     gc.collect()
     tracemalloc.start()
     buf = engine.LLMStreamBuffer(strategies=[strategy], events=events)

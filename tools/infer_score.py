@@ -1,6 +1,7 @@
 """How well ``mcs-formats new --from`` infers a descriptor: drafts scored against the real ones.
 
-For every built-in wire, each recorded stream of tests/golden/<wire>/ that carries a tool call
+For every built-in wire (and every toy wire of tests/golden/, whose streams are event protocols
+with string ids), each recorded stream of tests/golden/<wire>/ that carries a tool call
 (the real descriptor finds at least one call in it, and every call in the descriptor's first
 place, ``calls``: a draft infers one place, so a stream that shows a second shape of call
 from ``calls.also``, a legacy ``function_call`` or a custom tool's, is left out) is given to
@@ -238,8 +239,19 @@ def score_stream(
     return tally
 
 
+def _descriptor(wire: str) -> str:
+    """A built-in's name, or a toy wire's own descriptor (``tests/golden/<toy>/<toy>.yaml``:
+    an event protocol with string ids, as the AI SDK's and AG-UI's are)."""
+    own = GOLDEN / wire / f"{wire}.yaml"
+    return str(own) if own.is_file() else wire
+
+
+def toys() -> list[str]:
+    return sorted(p.name for p in GOLDEN.iterdir() if (p / f"{p.name}.yaml").is_file())
+
+
 def score_wire(wire: str, workdir: Path) -> Tally:
-    strategy = registry.load_format(wire)
+    strategy = registry.load_format(_descriptor(wire))
     real = strategy.descriptor
     tally = Tally()
     for stream in sorted((GOLDEN / wire).glob("*.jsonl")):
@@ -253,8 +265,8 @@ def score_wire(wire: str, workdir: Path) -> Tally:
 
 
 def score(wires: list[str] | None = None) -> dict[str, Tally]:
-    """Every wire's tally (only wires with recorded tool calls)."""
-    names = wires or [n for n in registry.list_formats() if (GOLDEN / n).is_dir()]
+    """Every wire's tally (only wires with recorded tool calls): the built-ins, then the toys."""
+    names = wires or [n for n in registry.list_formats() if (GOLDEN / n).is_dir()] + toys()
     out: dict[str, Tally] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for wire in names:
@@ -292,7 +304,7 @@ def _row(label: str, tally: Tally) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("wires", nargs="*", help="built-in wires (default: all with goldens)")
+    parser.add_argument("wires", nargs="*", help="built-in or toy wires (default: all)")
     parser.add_argument("--json", action="store_true", help="the figures as JSON")
     parser.add_argument("--misses", action="store_true", help="list what each draft got wrong")
     args = parser.parse_args(argv)

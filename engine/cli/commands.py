@@ -13,15 +13,18 @@ Subcommands (README, "Command line"):
   ``close()``) a :class:`~engine.BaseDriver` owning those tools (each echoes its arguments)
   processes the buffer, then ``buf.text()`` is shown; so the output shows what is held while
   a call forms, what runs, and the history the driver returns.
-  With ``--json`` one event a line: ``format``, ``text``, ``call`` (a native call complete),
-  ``done``, ``message``, and with ``--tools`` also ``held`` / ``released`` (a call of the
-  driver's is forming / no longer), ``ran`` (a call the driver ran, with its result),
-  ``history`` (the native messages to append) and ``retry`` (what to tell the model).
+  With ``--json`` one event a line: ``format``, ``text``, ``reasoning`` (reasoning as it
+  streams, never display text), ``call`` (a native call complete), ``incomplete`` (a call
+  that will never be runnable: name, id, reason, raw), ``done``, ``message``, and with
+  ``--tools`` also ``held`` / ``released`` (a call of the driver's is forming, again once its
+  name is known / no longer), ``ran`` (a call the driver ran, with its result), ``history``
+  (the native messages to append) and ``retry`` (what to tell the model).
 - ``new NAME [--dir DIR] [--from STREAM]``: a commented skeleton ``formats/NAME.yaml`` and
   ``tests/golden/NAME/`` with a sample stream that the skeleton reads; with ``--from``, a
   draft inferred from a recorded stream (:mod:`engine.cli.infer`), the stream copied in as the
   first golden.
 - ``test DIR... [--update] [--seed N]``, ``schema [--uri]``: see ``engine/cli/project_command.py``.
+- ``examples [NAME] [--dir DIR] [--guide]``: see ``engine/cli/examples_command.py``.
 - ``--version``: ``mcs-formats VERSION`` (``engine.__version__``).
 
 Exit codes: 0 success, 1 a problem in the input (an invalid descriptor, a folder holding no
@@ -46,6 +49,7 @@ import yaml
 
 from ..drivers.driver import BaseDriver, DriverResponse
 from ..errors import ChunkError, DescriptorError, Problem, UnknownFormatError
+from ..events import CallIncomplete, ReasoningDelta
 from ..language import registry
 from ..language.builtin_files import data_dir
 from ..records import Skipped, Tool, ToolCallRecord
@@ -53,8 +57,10 @@ from ..stream.buffer import LLMStreamBuffer
 from ..transport.captures import label
 from ..version import version
 from .common import EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, CLIError, _load_strategy, read_stream
+from .examples_command import register as register_examples
+from .project import SCHEMA_REF, write_schema
 from .project_command import register as register_project_commands
-from .project_command import schema_uri, write_sample
+from .project_command import write_sample
 
 # -- output helpers ------------------------------------------------------------------------------
 
@@ -225,8 +231,9 @@ class ReplayPrinter:
         self.as_json = as_json
         self.style = Style(out)
         self.at_line_start = True
+        self.reasoning_open = False  # a reasoning run is being written (its marker shown)
 
-    def _emit(self, event: dict) -> None:
+    def _emit(self, event: dict[str, Any]) -> None:
         self.out.write(_json(event) + "\n")
 
     def _line(self, text: str) -> None:
@@ -234,6 +241,31 @@ class ReplayPrinter:
             self.out.write("\n")
         self.out.write(text + "\n")
         self.at_line_start = True
+        self.reasoning_open = False
+
+    def reasoning(self, text: str, chunk: int | None) -> None:
+        """Reasoning as it streams: one marker a run, its text dim, never display text."""
+        if self.as_json:
+            self._emit({"event": "reasoning", "text": text, "chunk": chunk})
+            return
+        if not self.reasoning_open:
+            self.out.write(("" if self.at_line_start else "\n")
+                           + self.style.marker("reasoning", "dim") + " ")
+            self.reasoning_open = True
+        self.out.write(self.style.paint(text, "dim"))
+        self.at_line_start = text.endswith("\n")
+
+    def incomplete(self, event: CallIncomplete, chunk: int | None) -> None:
+        """A call that will never be runnable, and why (``buf.incomplete_calls()``)."""
+        if self.as_json:
+            fields = {"name": event.name, "id": event.id, "reason": event.reason}
+            self._emit({"event": "incomplete", **fields, "raw": event.raw, "chunk": chunk})
+            return
+        s = self.style
+        detail = s.paint(f"{s.dot} raw {_json(event.raw)} {s.dot} {_where(chunk)}", "dim")
+        name = s.paint(event.name or "a call without a name", "bold")
+        self._line(f"{s.marker('incomplete', 'warn')} {name} will never run "
+                   f"({event.reason}) id={event.id} {detail}")
 
     def header(self, strategy, source: str) -> None:
         if self.as_json:
@@ -250,6 +282,8 @@ class ReplayPrinter:
         if self.as_json:
             self._emit({"event": "text", "text": text})
             return
+        if self.reasoning_open:  # the reply's text starts on a line of its own
+            self._line("")
         self.out.write(text)
         self.at_line_start = text.endswith("\n")
 
@@ -429,6 +463,7 @@ class Replay:
         self.source = source
         self.tracker = CallTracker()
         self.announced = self.finished = self.pending = False
+        self.held_name: str | None = None
 
     def round(self, chunk: int | None) -> None:
         buf, printer = self.buf, self.printer
@@ -438,11 +473,18 @@ class Replay:
         response = self.driver.process_llm_response(buf) if self.driver else None
         if response is not None:
             self._pending(response, chunk)
+        events = buf.events()
+        for event in events:
+            if isinstance(event, ReasoningDelta):
+                printer.reasoning(event.text, chunk)
         text = buf.text()
         if text:
             printer.text(text)
         for call in self.tracker.new(buf.calls()):
             printer.call(call, chunk)
+        for event in events:
+            if isinstance(event, CallIncomplete):
+                printer.incomplete(event, chunk)
         if response is not None:
             self._ran(response, chunk)
         if not self.finished and chunk is not None and buf.is_finished():
@@ -451,12 +493,16 @@ class Replay:
         sys.stdout.flush()
 
     def _pending(self, response: DriverResponse, chunk: int | None) -> None:
-        """``held`` when a call of the driver's starts forming, ``released`` when it stops."""
-        if response.call_pending and not self.pending:
-            forming = self.buf.forming() or self.buf.text_forming()
-            self.printer.held(forming.tool_name, chunk)
-        elif self.pending and not response.call_pending:
+        """``held`` when a call of the driver's starts forming, and again once its name is
+        known; ``released`` when it stops."""
+        if response.call_pending:
+            name = (self.buf.forming() or self.buf.text_forming()).tool_name
+            if not self.pending or (name is not None and name != self.held_name):
+                self.printer.held(name, chunk)
+                self.held_name = name
+        elif self.pending:
             self.printer.released(chunk)
+            self.held_name = None
         self.pending = response.call_pending
 
     def _ran(self, response: DriverResponse, chunk: int | None) -> None:
@@ -476,7 +522,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if not events:
         raise CLIError(f"{source}: no events (an empty stream)")
     driver = None if tools is None else EchoDriver(tools, strategies)
-    buf = driver.new_stream_buffer() if driver else LLMStreamBuffer(strategies=strategies)
+    buf = (driver.new_stream_buffer(events=True) if driver
+           else LLMStreamBuffer(strategies=strategies, events=True))
     replay = Replay(buf, driver, ReplayPrinter(sys.stdout, args.json), source)
     for index, (number, event) in enumerate(events):
         try:
@@ -650,7 +697,7 @@ def _skeleton(name: str) -> str:
         f"Operations: {_operations()}.", width=96, initial_indent="# ", subsequent_indent="# "
     )
     text = SKELETON.replace("# __OPERATIONS__", operations).replace("__NAME__", name)
-    return text.replace("__SCHEMA__", schema_uri())
+    return text.replace("__SCHEMA__", SCHEMA_REF)
 
 
 def cmd_new(args: argparse.Namespace) -> int:
@@ -682,6 +729,7 @@ def cmd_new(args: argparse.Namespace) -> int:
     )
     (golden / "README.md").write_text(GOLDEN_README.replace("__NAME__", name), encoding="utf-8")
     print(f"created {descriptor}")
+    print(f"created {write_schema(root)} (the header's $schema)")
     print(f"created {golden / 'README.md'}")
     if inferred is not None:  # the recorded stream is the first golden, not a sample
         return cli_infer.finish(inferred, descriptor, golden)
@@ -755,6 +803,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(run=cmd_new)
     register_project_commands(sub)
+    register_examples(sub)
     return parser
 
 

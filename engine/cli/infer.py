@@ -195,7 +195,9 @@ def _render_list(data: list, pointer: Pointer, indent: int, reviews: dict) -> li
 
 # -- vocabulary: what names usually mean --------------------------------------------------------
 
-NAME_KEYS = ("name", "tool_name", "toolName", "tool", "function_name", "functionName")
+NAME_KEYS = (
+    "name", "tool_name", "toolName", "toolCallName", "tool", "function_name", "functionName",
+)
 CALL_ID_KEYS = ("call_id", "tool_call_id", "toolCallId", "toolUseId", "tool_use_id", "callId")
 ARGS_KEYS = ("arguments", "args", "input", "parameters", "params", "partial_json")
 STOP_KEYS = ("stop_reason", "finish_reason", "stopReason", "finishReason", "done_reason")
@@ -213,6 +215,7 @@ NOISE_KEYS = ("p", "obfuscation", "padding", "sequence_number", "logprobs")
 CONTAINERS = ("delta", "data", "message", "payload", "chunk", "event")
 GENERIC_FRAGMENTS = ("delta", "chunk", "fragment", "piece", "data")
 ID_KEY = re.compile(r"^(type|id)$|_id$|Id$")
+_ID = re.compile(r"(^|_)id$|Id$")  # a field that holds an id
 ARGS_HINT = re.compile(r"json|arg|input|param", re.I)
 FINISH_WORDS = re.compile(r"stop|end|done|complete|finish|bye", re.I)
 NAME_VALUE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:\-]*$")
@@ -366,6 +369,7 @@ class EventWire:
         self.draft = draft
         self.events = [Event(i, *_name_and_payload(e, disc)) for i, e in enumerate(events)]
         self.envelope = self._envelope_keys()
+        self.string_ids = False  # the SLOTs are string ids, one per event (_slot_keys)
         self.slot_keys = self._slot_keys()
         self.kinds: dict[tuple[str, str | None], Kind] = {}
         self.sub_disc: dict[str, str] = {}
@@ -402,7 +406,11 @@ class EventWire:
         return bool(re.search(r"index|idx", key, re.I)) or key in ("n", "slot")
 
     def _slot_keys(self) -> list[str]:
-        """Int fields named like an index, outer first; else a string id shared by kinds."""
+        """Int fields named like an index, outer first; else the string ids shared by kinds
+        (an event protocol keys each part by its own id: a text part by ``id``, a call by
+        ``toolCallId``), each event then keyed by the one it carries (:attr:`string_ids`).
+        An id on events that carry nothing else, always the same (a run's, a thread's), is
+        no SLOT."""
         counts: Counter = Counter()
         for ev in self.events:
             for key, value in ev.payload.items():
@@ -410,12 +418,20 @@ class EventWire:
                     counts[key] += 1
         if counts:
             return [k for k, _ in counts.most_common()]
+        self.string_ids = True
         shared: dict[str, set] = {}
+        values: dict[str, set] = {}
+        content: set[str] = set()
         for ev in self.events:
-            for key, value in ev.payload.items():
-                if isinstance(value, str) and re.search(r"(^|_)id$|Id$", key):
-                    shared.setdefault(key, set()).add(ev.name)
-        return [k for k, names in shared.items() if len(names) >= 2][:1]
+            ids = [k for k, v in ev.payload.items() if isinstance(v, str) and _ID.search(k)]
+            rest = [k for k in ev.payload if k not in ids and k != self.disc.field]
+            for key in ids:
+                shared.setdefault(key, set()).add(ev.name)
+                values.setdefault(key, set()).add(ev.payload[key])
+                if rest:
+                    content.add(key)
+        return [k for k, names in shared.items()
+                if len(names) >= 2 and (k in content or len(values[k]) > 1)]
 
     def build(self) -> dict:
         self._group()
@@ -482,6 +498,8 @@ class EventWire:
         for kind in self.kinds.values():
             present = {k for ev in kind.events for k in ev.payload}
             kind.slots = [k for k in self.slot_keys if k in present]
+            if self.string_ids:  # one id keys a part: never nested as index lists nest
+                kind.slots = kind.slots[:1]
 
     def _sub_discriminator(self, name: str, evs: list[Event]) -> str | None:
         """A delta event whose fragment object names its own kind (``delta.type``)."""
@@ -554,7 +572,11 @@ class EventWire:
             inside = {path for path, _ in objects}
             loose = [p for p in fragments if not any(p[: len(o)] == o for o in inside)]
             wanted = by_name == "open" or (by_name is None and once and not loose)
-            if wanted and objects:
+            if by_name is None and self._ends_each_slot(kind):
+                kind.role = "close"
+                kind.why = "the last event of each of its slots, after others"
+                return
+            if wanted and (objects or (self.string_ids and by_name == "open")):
                 kind.role = "open"
                 kind.why = (
                     f"its name `{label}`" if by_name else "an object, once per slot"
@@ -571,11 +593,31 @@ class EventWire:
         if (kind.name, kind.sub) == self._message_kind():
             kind.role, kind.why = "message", "the first event, carrying the message object"
         elif FINISH_WORDS.search(label) and (by_name == "close" or not rest or by_name is None):
-            kind.role, kind.why = "finish", f"its name `{label}`"
+            if kind.events[-1].index < self._last_finish():  # a step's end, not the stream's
+                kind.role = "turn" if rest else "ignore"
+                kind.why = f"its name `{label}`, but events of the stream's end follow it"
+            else:
+                kind.role, kind.why = "finish", f"its name `{label}`"
         elif not rest:
             kind.role, kind.why = "ignore", "it carries nothing but its name"
         else:
             kind.role, kind.why = "turn", "message-level fields"
+
+    def _last_finish(self) -> int:
+        """Where the last event named like a finish is: the stream's end; one before it
+        ends a step or a part (``finish-step``, ``TEXT_MESSAGE_END``)."""
+        return max((ev.index for ev in self.events if ev.name and FINISH_WORDS.search(ev.name)
+                    and not any(s in ev.payload for s in self.slot_keys)), default=-1)
+
+    def _ends_each_slot(self, kind: Kind) -> bool:
+        """Each of its events is the last of its slot's events, and not the first (AI SDK's
+        ``tool-input-available`` after the input streamed): it ends the part."""
+        slot = kind.slots[0]
+        for ev in kind.events:
+            same = [e.index for e in self.events if e.payload.get(slot) == ev.payload[slot]]
+            if len(same) < 2 or same[-1] != ev.index:
+                return False
+        return True
 
     def _message_kind(self) -> tuple[str, str | None] | None:
         for key, kind in sorted(self.kinds.items(), key=lambda kv: kv[1].first):
@@ -676,7 +718,16 @@ class EventWire:
         fragments = [p for p in self._fragments(kind) if p[-1] not in STOP_KEYS]
         for path in fragments:
             if len(kind.events) > 1:
-                rules.append({"append": {"at": self._message_field(path), "from": spell(path)}})
+                target = self._message_field(path)
+                label = f"{kind.label} {spell(path)}"
+                texty = target in (*GENERIC_FRAGMENTS, "text", "content") and not (
+                    REASONING_WORDS.search(label) or NOT_TEXT_WORDS.search(label)
+                    or _looks_json(self._joined(kind, path)))
+                if texty and target in GENERIC_FRAGMENTS:  # `delta` names no field: content
+                    target = "content"
+                rules.append({"append": {"at": target, "from": spell(path)}})
+                if texty:
+                    self.text_places.append(((), target, set()))  # the text is where it goes
         return rules
 
     def _message_field(self, path: tuple[str, ...]) -> str:
@@ -687,6 +738,8 @@ class EventWire:
 
     def _rules_open(self, kind: Kind) -> list:
         objects = self._objects(kind.events[0].payload)
+        if not objects:
+            return self._rules_open_fields(kind)
         path, obj = objects[0]
         while len(obj) == 1 and isinstance(next(iter(obj.values())), dict):
             # A container of one object (Cohere's delta.message.tool_calls): the item is inside;
@@ -705,6 +758,28 @@ class EventWire:
                     self.calls.append((kind.name, item))
         self.open_from[kind.name] = path
         return [{"open": {"at": spell(steps), "from": spell(path)}}]
+
+    def _rules_open_fields(self, kind: Kind) -> list:
+        """An open that carries no object, only fields beside its id (``text-start`` {id},
+        ``TOOL_CALL_START`` {toolCallId, toolCallName}): the item is made of those fields
+        and a ``type`` named after the event's family, so that text and reasoning parts of
+        one list tell apart; an item with a name is a call, in a list of its own."""
+        family = _family(kind.name)
+        keys = [k for k, v in kind.events[0].payload.items()
+                if k not in self.envelope and isinstance(v, str | int | bool)]
+        items = [{"type": family, **{k: ev.payload.get(k) for k in keys}} for ev in kind.events]
+        is_call = _call_fields(items[0]) is not None
+        steps: tuple[Step, ...] = (("tool_calls" if is_call else "content", kind.slots[0]),)
+        kind.why += f"; an item of its fields, typed `{family}`"
+        self.lists[kind.name] = steps
+        for ev, item in zip(kind.events, items, strict=True):
+            self.items[(kind.name, self._slot_values(ev, kind))] = item
+            if is_call:
+                self.calls.append((kind.name, item))
+        fields = ", ".join(f"{_jmes_key(k)}: {_jmes_key(k)}" for k in keys)
+        literal = family.replace("\\", "\\\\").replace("'", "\\'")
+        return [{"open": {"at": spell(steps),
+                          "from": {"jmespath": f"{{type: '{literal}', {fields}}}"}}}]
 
     @staticmethod
     def _slot_values(ev: Event, kind: Kind) -> tuple:
@@ -838,6 +913,11 @@ class EventWire:
         if ignore:
             section["ignore"] = ignore
         return section
+
+
+def _jmes_key(key: str) -> str:
+    """A field name as a JMESPath identifier (quoted unless it is a bare one)."""
+    return key if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key) else json.dumps(key)
 
 
 def _call_fields(item: dict) -> tuple[str, str | None, str | None] | None:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .infer import Draft, infer_draft
-from .project_command import schema_uri
+from .project import SCHEMA_REF, STREAM_SUFFIX, STREAM_SUFFIXES
 
 
 @dataclass
@@ -32,10 +32,13 @@ class InferredNew:
         return str(self.source) == "-"
 
     def golden_name(self) -> str:
+        """The golden's file name: the capture's own (an SSE or AWS event-stream capture
+        stays one, never raw SSE inside a ``.jsonl``: ``mcs-formats test`` reads all three)."""
         if self.from_stdin:
             return "stdin.jsonl"
-        name = self.source.name
-        return name if name.endswith(".jsonl") else f"{self.source.stem or 'stream'}.jsonl"
+        if self.source.suffix in STREAM_SUFFIXES:
+            return self.source.name
+        return f"{self.source.stem or 'stream'}{STREAM_SUFFIX}"
 
     def write_golden(self, stream: Path) -> None:
         """The stream as the first golden: the file copied byte for byte, or, read from
@@ -55,8 +58,17 @@ def infer_from(name: str, source: str) -> InferredNew:
     if not any(isinstance(event, dict) for event in events):
         raise CLIError(f"{source}: no JSON object in the stream: nothing to infer from")
     draft = infer_draft(name, events, source=Path(source).name)
-    # The header names the installed schema, as the skeleton's does (schema_uri says why).
-    return InferredNew(Path(source), draft, draft.to_yaml(schema_uri()), events)
+    sentinels = sorted({e.split(":", 1)[1].strip() for e in events if isinstance(e, str)
+                        and e.startswith("data:")})
+    if sentinels:  # `data: [DONE]`: an end marker the capture carries outside any event
+        d = draft.descriptor  # placed after `recognize`, where the schema orders it
+        at = list(d).index("recognize") + 1
+        draft.descriptor = {**dict(list(d.items())[:at]), "done_sentinels": sentinels,
+                            **dict(list(d.items())[at:])}
+        draft.review(("done_sentinels",), "the capture's data lines that are not JSON")
+    # The header names the project's copy of the schema, as the skeleton's does
+    # (project.write_schema says why).
+    return InferredNew(Path(source), draft, draft.to_yaml(SCHEMA_REF), events)
 
 
 def finish(made: InferredNew, descriptor: Path, golden: Path) -> int:

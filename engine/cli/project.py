@@ -4,15 +4,21 @@
 formats, so that a private format gets what the built-in ones get without being copied in::
 
     DIR/formats/NAME.yaml                       the descriptor
-    DIR/tests/golden/NAME/SCENARIO.jsonl        recorded streams, one decoded event a line
-                                                (or a raw SSE capture: engine.transport.captures)
+    DIR/tests/golden/NAME/SCENARIO.jsonl        recorded streams, one decoded event a line;
+    DIR/tests/golden/NAME/SCENARIO.sse          or a raw SSE capture, and SCENARIO.eventstream
+                                                a raw AWS event stream (engine.transport.captures)
     DIR/tests/golden/NAME/SCENARIO.expected.json   what each stream gives (written by --update)
 
 :func:`check_project` validates every descriptor (located problems), replays every stream
 through its format alone, replays it again re-split (one character a piece, then a few
 random splits drawn from a seed that is reported, so a failure can be made again), and
-compares what the stream gives with its snapshot. Every failure is a :class:`Finding` that
-names the file, the stream's line and chunk, and the JSON pointer of the first difference.
+compares what the stream gives with its snapshot. It also makes the checks the repository's
+own suite makes of a built-in, through the same functions (``tests/test_properties.py`` calls
+them): no built-in wire claims a chunk of the format's streams (:func:`check_claims`: with the
+built-ins loaded too, the stream resolves to its own format; a variant's ``extends`` parents
+are its own wire), and a call once returned is never rebuilt (:func:`check_never_rebuilt`).
+Every failure is a :class:`Finding` that names the file, the stream's line and chunk, and
+the JSON pointer of the first difference.
 
 The library never prints: the command (``engine/cli/project_command.py``) does.
 """
@@ -21,6 +27,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +40,10 @@ from .resplit import Cuts, every_character, random_cuts, resplit_groups
 
 FORMATS = Path("formats")
 GOLDEN = Path("tests", "golden")
+SCHEMA_COPY = Path("schemas", "format.schema.json")  # the copy the descriptors' header names
+SCHEMA_REF = "../schemas/format.schema.json"  # ...relative to DIR/formats/NAME.yaml
 STREAM_SUFFIX = ".jsonl"
+STREAM_SUFFIXES = (STREAM_SUFFIX, ".sse", ".eventstream")  # read by content: captures.py
 SNAPSHOT_SUFFIX = ".expected.json"
 DESCRIPTOR_SUFFIXES = (".yaml", ".yml")
 RANDOM_SPLITS = 3  # random re-splits of each stream, besides one character a piece
@@ -86,13 +96,22 @@ class Report:
 # -- what a stream gives -------------------------------------------------------------------------
 
 
-def observe(buf: LLMStreamBuffer) -> dict[str, Any]:
+Ready = dict[int, int | str]  # id() of a call -> the chunk after which it became ready
+
+
+def observe(buf: LLMStreamBuffer, ready: Ready | None = None) -> dict[str, Any]:
     """Everything a client can observe of a replayed stream, as JSON data: what a snapshot
-    holds. ``skipped`` names chunk indexes, which a re-split changes; the re-split check
-    compares the rest (:data:`RESPLIT_KEYS`)."""
-    observed = {
+    holds; with ``ready`` (what :func:`replay` records), each call's ``ready_at``: the chunk
+    (of the stream as recorded) after which it became runnable, ``"close"`` for close().
+    ``skipped`` names chunk indexes, which a re-split changes; the re-split check compares
+    the rest (:data:`RESPLIT_KEYS`)."""
+    observed: dict[str, Any] = {
         "message": buf.as_dict(),
-        "calls": [{"name": c.name, "arguments": c.arguments, "id": c.id} for c in buf.calls()],
+        "calls": [
+            {"name": c.name, "arguments": c.arguments, "id": c.id}
+            | ({} if ready is None else {"ready_at": ready.get(id(c))})
+            for c in buf.calls()
+        ],
         "text": buf.get_content(),
         "stop_reason": buf.stop_reason,
         "usage": buf.usage,
@@ -115,7 +134,7 @@ SNAPSHOT_KEYS = (
 RESPLIT_KEYS = tuple(k for k in SNAPSHOT_KEYS if k != "skipped")
 
 
-def _without_type(event: dict) -> dict:
+def _without_type(event: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in event.items() if k != "type"}
 
 
@@ -244,23 +263,33 @@ def _close(buf: LLMStreamBuffer, stream: Stream) -> None:
         raise StreamError(stream.finding(str(exc), "close")) from None
 
 
-def replay(strategy: Any, stream: Stream) -> dict[str, Any]:
-    """The stream through its format alone, closed: what it gives (:func:`observe`)."""
+def _replaying(strategy: Any, stream: Stream, origin: Sequence[int] | None = None
+               ) -> Iterator[tuple[int | str, LLMStreamBuffer, Ready]]:
+    """(chunk, the buffer, the calls' ready chunks) after each chunk, then ("close", ...)
+    after close(): the stream through its format alone. ``origin[i]`` is the recorded chunk
+    that piece ``i`` of a re-split stream came from, so that ``ready_at`` names recorded
+    chunks. The caller observes what it needs (:func:`observe` costs O(message))."""
     buf = LLMStreamBuffer(strategies=[strategy])
+    ready: Ready = {}
     for chunk, event in enumerate(stream.events):
         _add(buf, stream, chunk, event)
+        ready.update((id(c), chunk if origin is None else origin[chunk]) for c in buf.new_calls())
+        yield chunk, buf, ready
     _close(buf, stream)
-    return observe(buf)
+    ready.update((id(c), "close") for c in buf.new_calls())
+    yield "close", buf, ready
+
+
+def replay(strategy: Any, stream: Stream, origin: Sequence[int] | None = None) -> dict[str, Any]:
+    """The stream through its format alone, closed: what it gives (:func:`observe`)."""
+    ((_, buf, ready),) = deque(_replaying(strategy, stream, origin), maxlen=1)
+    return observe(buf, ready)
 
 
 def _values_at(strategy: Any, stream: Stream, pointer: str) -> Iterator[tuple[int | str, Any]]:
     """(chunk, value at ``pointer``) after each chunk, then after close()."""
-    buf = LLMStreamBuffer(strategies=[strategy])
-    for chunk, event in enumerate(stream.events):
-        _add(buf, stream, chunk, event)
-        yield chunk, resolve(observe(buf), pointer)
-    _close(buf, stream)
-    yield "close", resolve(observe(buf), pointer)
+    for chunk, buf, ready in _replaying(strategy, stream):
+        yield chunk, resolve(observe(buf, ready), pointer)
 
 
 def _differs(a: Any, b: Any) -> bool:
@@ -269,12 +298,17 @@ def _differs(a: Any, b: Any) -> bool:
     return first_difference(a, b) is not None
 
 
-def last_change(strategy: Any, stream: Stream, pointer: str) -> int | str | None:
-    """The chunk after which the value at ``pointer`` last changed (where the stream gives
-    it its final value), ``"close"`` if close() did; None if it never holds one."""
+def last_change(strategy: Any, stream: Stream, pointer: str,
+                wanted: Any = MISSING) -> int | str | None:
+    """The chunk to blame for the value at ``pointer``: where a string stopped being the
+    start of the ``wanted`` one (text streams in pieces: the piece that went another way),
+    else the chunk after which the value last changed (where the stream gives it its final
+    value); ``"close"`` if close() did; None if it never holds one."""
     last: int | str | None = None
     previous: Any = MISSING
     for chunk, value in _values_at(strategy, stream, pointer):
+        if isinstance(wanted, str) and isinstance(value, str) and not wanted.startswith(value):
+            return chunk
         if _differs(previous, value):
             last, previous = chunk, value
     return None if previous is MISSING else last
@@ -300,7 +334,7 @@ def check_snapshot(strategy: Any, stream: Stream, observed: dict, snapshot: Path
     if found is None:
         return []
     pointer, wanted, got = found
-    chunk = last_change(strategy, stream, pointer)
+    chunk = last_change(strategy, stream, pointer, wanted)
     message = (
         f"the stream gives {shown(got)}, its snapshot {snapshot.name} says {shown(wanted)}; "
         f"if the change is meant, {hint} rewrites it"
@@ -332,16 +366,16 @@ def check_resplit(strategy: Any, stream: Stream, observed: dict,
     for how, cuts in tries:
         groups = resplit_groups(stream.events, fields, cuts, done)
         split = Stream(stream.file, [p for g in groups for p in g], [])
+        origin = [i for i, group in enumerate(groups) for _ in group]
         try:
-            got = _resplit_keys(replay(strategy, split))
+            got = _resplit_keys(replay(strategy, split, origin))
         except StreamError as exc:  # located at the recorded chunk that the piece came from
             piece = exc.finding.chunk
-            origin = [i for i, group in enumerate(groups) for _ in group]
             chunk = origin[piece] if isinstance(piece, int) else piece
             message = f"{how} fails where the stream as recorded does not: {exc.finding.message}"
             return [stream.finding(message, chunk)]
         if got != want:
-            return [_locate_split(strategy, stream, groups, how)]
+            return [_locate_split(strategy, stream, groups, how, (want, got))]
     return []
 
 
@@ -349,9 +383,11 @@ def _split_difference(recorded: LLMStreamBuffer, split: LLMStreamBuffer):
     return first_difference(_resplit_keys(observe(recorded)), _resplit_keys(observe(split)))
 
 
-def _locate_split(strategy: Any, stream: Stream, groups: Sequence[list], how: str) -> Finding:
+def _locate_split(strategy: Any, stream: Stream, groups: Sequence[list[Any]], how: str,
+                  results: tuple[dict[str, Any], dict[str, Any]]) -> Finding:
     """Replay the stream as recorded and re-split side by side: the first chunk (and then the
-    first pointer) where they differ."""
+    first pointer) where they differ; where only the chunks at which calls became ready
+    differ (the replays side by side do not record them), the first of those."""
     recorded = LLMStreamBuffer(strategies=[strategy])
     split = LLMStreamBuffer(strategies=[strategy])
     for chunk, (event, pieces) in enumerate(zip(stream.events, groups, strict=True)):
@@ -366,7 +402,71 @@ def _locate_split(strategy: Any, stream: Stream, groups: Sequence[list], how: st
     if found := _split_difference(recorded, split):
         return stream.finding(f"{how} gives {shown(found[2])}, the stream as recorded "
                               f"{shown(found[1])}", "close", found[0])
-    return stream.finding(f"{how} gives another result")  # pragma: no cover - found above
+    pointer, wanted, got = first_difference(*results) or ("", None, None)
+    return stream.finding(f"{how} gives {shown(got)}, the stream as recorded {shown(wanted)}",
+                          None, pointer)
+
+
+def check_claims(stream: Stream, owner: str, wires: Sequence[Any]) -> list[Finding]:
+    """The stream resolves to ``owner`` among ``wires`` (the built-ins and ``owner`` itself):
+    no other wire claims one of its chunks (nor, where no wire claims a chunk, its error
+    predicate: a stream may open with a provider error), and ``owner`` claims one. The
+    buffer takes the first wire that recognises a chunk, so a chunk two wires claim is read
+    by whichever comes first. ``tests/test_properties.py`` makes this check of every built-in."""
+    findings, claimed = [], False
+    for chunk, event in enumerate(stream.events):
+        if not isinstance(event, dict):  # an SSE line such as `data: [DONE]`
+            continue
+        names = [w.name for w in wires if w.recognizes_chunk(event)] or [
+            w.name for w in wires if w.recognizes_error(event)
+        ]
+        claimed = claimed or owner in names
+        for other in (n for n in names if n != owner):
+            findings.append(stream.finding(
+                f"the built-in {other} claims this chunk too: with the built-ins loaded the "
+                f"stream resolves to {names[0]}, not {owner} (make `recognize` specific to "
+                f"this wire, or `extends: {other}`)" if names[0] != owner else
+                f"the built-in {other} claims this chunk too (make `recognize` specific to "
+                "this wire)", chunk))
+    if not claimed:
+        findings.append(stream.finding(f"no chunk is recognised by {owner}"))
+    return findings[:1]  # the first chunk: the rest is the same cause
+
+
+def check_never_rebuilt(stream: Stream, strategies: Sequence[Any] | None) -> list[Finding]:
+    """``calls()`` grows in place: a call it has returned stays the same object as later
+    chunks arrive (rebuilding the list on every chunk made a stream of whole calls
+    quadratic, and a client holding a call would hold a stale one). ``strategies`` None:
+    resolved among the built-ins, as ``tests/test_properties.py`` checks them."""
+    buf = LLMStreamBuffer(strategies=None if strategies is None else list(strategies))
+    returned: list[Any] = []
+    for chunk, event in enumerate(stream.events):
+        _add(buf, stream, chunk, event)
+        now = {id(call) for call in buf.calls()}
+        lost = [call.name for call in returned if id(call) not in now]
+        if lost:
+            return [stream.finding(f"calls() rebuilt {', '.join(lost)}: a call once returned "
+                                   "must stay the same object", chunk)]
+        returned = list(buf.calls())
+    return []
+
+
+def lineage(descriptor: Path) -> set[str]:
+    """The names of the formats a descriptor ``extends``, parents' parents too: a variant is
+    its parent's wire, so the parent claiming its chunks is no failure."""
+    from ..language.extends import is_path
+    from ..language.yamlsource import load
+
+    names: set[str] = set()
+    path: Path | None = descriptor
+    while path is not None and path.is_file() and len(names) < 32:  # 32: a cycle is invalid
+        data, _ = load(path.read_text(encoding="utf-8"))
+        ref = data.get("extends") if isinstance(data, dict) else None
+        if not isinstance(ref, str):
+            break
+        names.add(Path(ref).stem if is_path(ref) else ref)
+        path = path.parent / ref if is_path(ref) else None
+    return names
 
 
 # -- the project ---------------------------------------------------------------------------------
@@ -390,6 +490,7 @@ def check_project(root: str | Path, seed: int, update: bool = False,
         what = "no such folder" if not root.exists() else "not a folder"
         report.findings.append(Finding(str(root), what))
         return report
+    _check_schema_copy(root, report, update, hint)
     descriptors = _descriptors(root)
     if not descriptors:
         message = (f"no descriptor (*.yaml, *.yml) in {root / FORMATS}: "
@@ -406,13 +507,42 @@ def check_project(root: str | Path, seed: int, update: bool = False,
     return report
 
 
+def write_schema(root: Path) -> Path:
+    """The installed schema copied into the project folder (``DIR/schemas/``), where the
+    descriptors' ``$schema`` header points (:data:`SCHEMA_REF`): a path inside the folder
+    works wherever the folder goes and on any machine, where an absolute path of the
+    install would name one virtualenv of one machine. :func:`check_project` keeps it fresh."""
+    from ..language.validate import schema_path
+
+    copy = root / SCHEMA_COPY
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    copy.write_bytes(schema_path().read_bytes())
+    return copy
+
+
+def _check_schema_copy(root: Path, report: Report, update: bool, hint: str) -> None:
+    """The project's copy of the schema is the installed one (an upgrade changes it)."""
+    from ..language.validate import schema_path
+
+    copy = root / SCHEMA_COPY
+    if not copy.is_file() or copy.read_bytes() == schema_path().read_bytes():
+        return
+    if update:
+        report.written.append(str(write_schema(root)))
+        return
+    message = "not the installed schema (the descriptors' $schema header names this copy)"
+    report.findings.append(Finding(str(copy), f"{message}: {hint} rewrites it"))
+
+
 def _check_format(root: Path, descriptor: Path, report: Report, update: bool,
                   hint: str) -> None:
+    from ..language import registry
     from ..language.validate import check_file  # the schema is read only when asked
 
     report.formats += 1
     folder = root / GOLDEN / descriptor.stem
-    streams = sorted(folder.glob(f"*{STREAM_SUFFIX}")) if folder.is_dir() else []
+    streams = sorted(p for p in folder.iterdir() if p.suffix in STREAM_SUFFIXES
+                     and p.is_file()) if folder.is_dir() else []
     strategy, problems = check_file(descriptor)  # checked and compiled once
     report.findings.extend(_problem(p) for p in problems)
     if problems:
@@ -421,15 +551,21 @@ def _check_format(root: Path, descriptor: Path, report: Report, update: bool,
             report.findings.append(Finding(str(folder), message))
         return
     if not streams:
-        message = f"no stream (*{STREAM_SUFFIX}) for {descriptor}: record one here"
+        kinds = ", ".join(f"*{s}" for s in STREAM_SUFFIXES)
+        message = f"no stream ({kinds}) for {descriptor}: record one here"
         report.findings.append(Finding(str(folder), message))
         return
+    assert strategy is not None  # no problems: it compiled
+    parents = lineage(descriptor) | {strategy.name}
+    wires = [w for w in registry.wire_strategies() if w.name not in parents] + [strategy]
     for path in streams:
-        _check_stream(strategy, path, report, update, hint)
+        _check_stream(strategy, wires, path, report, update, hint)
+    stems = {p.stem for p in streams}
     for orphan in sorted(folder.glob(f"*{SNAPSHOT_SUFFIX}")):
-        if not orphan.with_name(orphan.name[: -len(SNAPSHOT_SUFFIX)] + STREAM_SUFFIX).exists():
-            message = f"a snapshot without its stream ({orphan.name[: -len(SNAPSHOT_SUFFIX)]}"
-            report.findings.append(Finding(str(orphan), message + f"{STREAM_SUFFIX})"))
+        stem = orphan.name[: -len(SNAPSHOT_SUFFIX)]
+        if stem not in stems:
+            message = f"a snapshot without its stream ({stem}{STREAM_SUFFIX})"
+            report.findings.append(Finding(str(orphan), message))
 
 
 def _problem(problem: Any) -> Finding:
@@ -438,10 +574,11 @@ def _problem(problem: Any) -> Finding:
                    pointer=problem.pointer)
 
 
-def _check_stream(strategy: Any, path: Path, report: Report, update: bool, hint: str) -> None:
+def _check_stream(strategy: Any, wires: list[Any], path: Path, report: Report, update: bool,
+                  hint: str) -> None:
     report.streams += 1
     before = len(report.findings)
-    snapshot = path.with_name(path.name[: -len(STREAM_SUFFIX)] + SNAPSHOT_SUFFIX)
+    snapshot = path.with_name(path.stem + SNAPSHOT_SUFFIX)
     try:
         stream = read_stream(path)
         observed = replay(strategy, stream)
@@ -449,6 +586,8 @@ def _check_stream(strategy: Any, path: Path, report: Report, update: bool, hint:
         report.findings.append(exc.finding)
         report.failed_streams += 1
         return
+    report.findings.extend(check_claims(stream, strategy.name, wires))
+    report.findings.extend(check_never_rebuilt(stream, [strategy]))
     report.findings.extend(
         check_resplit(strategy, stream, observed, splits(report.seed, path.name))
     )

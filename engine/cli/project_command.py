@@ -3,12 +3,15 @@ sample stream that ``new`` scaffolds. Part of the command line (``engine/cli/com
 them); the checks themselves are ``engine/cli/project.py``.
 
 - ``test DIR... [--update] [--seed N]``: every descriptor in ``DIR/formats/`` validated, every
-  stream in ``DIR/tests/golden/NAME/`` replayed, re-split and compared with its
-  ``STREAM.expected.json`` (``--update`` writes them). The first line gives the seed of the
+  stream in ``DIR/tests/golden/NAME/`` (``*.jsonl``, ``*.sse``, ``*.eventstream``) replayed,
+  checked as the repository's suite checks a built-in's (no built-in claims its chunks, no
+  call rebuilt), re-split and compared with its ``STREAM.expected.json`` (``--update`` writes
+  them, and refreshes the project's copy of the schema). The first line gives the seed of the
   random re-splits; one located line a failure (``FILE:LINE: chunk N: /pointer: message``);
   a last line counts. Exit 0 when all pass, 1 otherwise.
-- ``schema [--uri]``: the installed descriptor schema's path (or its ``file:`` URI, the form
-  the scaffold's ``# yaml-language-server: $schema=...`` header uses).
+- ``schema [--uri]``: the installed descriptor schema's path (or its ``file:`` URI). The
+  scaffold's ``# yaml-language-server: $schema=...`` header names the project's own copy
+  instead (``project.write_schema``), which works wherever the folder goes.
 """
 
 from __future__ import annotations
@@ -36,14 +39,8 @@ SAMPLE = """\
 
 
 def schema_uri() -> str:
-    """The installed schema as a ``file:`` URI, for the scaffold's yaml-language-server header.
-
-    Why a URI and not a relative path: the project folder lives anywhere, outside this
-    repository, so ``../schemas/format.schema.json`` would point at nothing. Why a URI and not
-    a bare absolute path: yaml-language-server reads the header's value up to the first
-    white space (a path with a space would be cut), and takes a ``file:`` value as it is,
-    where it would resolve a path, on the editor's platform, itself. Re-run ``mcs-formats
-    schema --uri`` if the package moves (another virtualenv): the header names one install."""
+    """The installed schema as a ``file:`` URI (``schema --uri``): a value editors take as it
+    is, for a header that must name this one install."""
     from ..language.validate import schema_path
 
     return schema_path().resolve().as_uri()

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, TextIO
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from ..compile.serve import (
     Endpoint,
@@ -41,6 +41,7 @@ from ..compile.serve import (
     ServeError,
     ServeSpec,
     read_recording,
+    typed_event,
 )
 from ..language.registry import end_markers
 from ..stream.buffer import LLMStreamBuffer
@@ -116,6 +117,7 @@ def load_recordings(paths: Sequence[str | Path], strategy: Any = None) -> list[R
                 "first": events[0].payload,
                 "last": events[-1].payload,
                 "choices": _choices(events, buf),
+                "last_event": _event_type(events[-1]),
             }
         out.append(recording)
     return out
@@ -176,6 +178,15 @@ def _replayed(events: list[RecordedEvent], strategy: Any, choice: int = 0) -> LL
     return buf
 
 
+def _event_type(event: RecordedEvent) -> str | None:
+    """The event's type where it has one (an ``_event`` or ``event:`` name, or the one key of an
+    event recorded as the SDKs yield it): what an error reply may name the error by."""
+    try:
+        return typed_event(event)[0]
+    except ValueError:
+        return None
+
+
 def _folder_format(given: str | Path) -> str | None:
     from ..language.builtin_files import builtin_names
 
@@ -191,7 +202,7 @@ def _spec_of(given: str | Path, wire: str, strategy: Any) -> ServeSpec:
 
         strategy = load_format(wire)
     try:
-        spec = strategy.serve_spec() if hasattr(strategy, "serve_spec") else None
+        spec: ServeSpec | None = strategy.serve_spec() if hasattr(strategy, "serve_spec") else None
     except ServeError as exc:  # every problem, one a line
         lines = "".join(f"\n  {pointer}: {message}" for pointer, message, _ in exc.problems)
         raise ServeSetupError(f"format {wire}: its serve section cannot be used:{lines}") from None
@@ -298,8 +309,9 @@ class FakeProvider:
     def record(self, entry: dict[str, Any]) -> None:
         if self._log is None:
             return
+        line = json.dumps(redacted(entry), ensure_ascii=False) + "\n"
         with self._lock:
-            self._log.write(json.dumps(entry, ensure_ascii=False) + "\n")
+            self._log.write(line)
             self._log.flush()
 
 
@@ -313,6 +325,38 @@ class Routed:
     spec: ServeSpec
     endpoint: Endpoint
     params: dict[str, str]
+
+
+# Credentials as the SDKs send them: a log is read and shared, a key in it is a key leaked.
+_SECRET_HEADERS = frozenset(
+    {"authorization", "proxy-authorization", "x-api-key", "x-goog-api-key", "api-key"}
+    | {"x-amz-security-token"}
+)
+_SECRET_QUERY = frozenset({"x-amz-signature", "x-amz-credential", "x-amz-security-token", "key"})
+REDACTED = "[redacted]"
+
+
+def redacted(entry: dict[str, Any]) -> dict[str, Any]:
+    """A log entry without the credentials a request carried (the header names, of any case,
+    in ``_SECRET_HEADERS``, the query parameters in ``_SECRET_QUERY``): the name stays, so that
+    a test can see what was sent, and an ``Authorization`` keeps its scheme (``Bearer``,
+    ``AWS4-HMAC-SHA256``), the rest of the value is ``[redacted]``."""
+    headers = {
+        name: _redacted_value(name.lower(), value) if name.lower() in _SECRET_HEADERS else value
+        for name, value in entry.get("headers", {}).items()
+    }
+    query = "&".join(
+        f"{part.split('=', 1)[0]}={REDACTED}"
+        if unquote(part.split("=", 1)[0]).lower() in _SECRET_QUERY
+        else part
+        for part in str(entry.get("query", "")).split("&")
+    )
+    return {**entry, "headers": headers, "query": query}
+
+
+def _redacted_value(name: str, value: str) -> str:
+    scheme, space, _ = value.partition(" ")
+    return f"{scheme} {REDACTED}" if space and name.endswith("authorization") else REDACTED
 
 
 def _paths(spec: ServeSpec) -> str:
@@ -337,6 +381,7 @@ class _Server6(_Server):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    default_request_version = "HTTP/1.1"  # a refused request line still gets a status line
     disable_nagle_algorithm = True  # one small write per event: no delayed-ACK stalls
     timeout = 30  # an idle keep-alive connection is dropped after this
     provider: FakeProvider  # set on the subclass FakeProvider makes
@@ -364,6 +409,15 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_OPTIONS(self) -> None:  # noqa: N802
         self._handle("OPTIONS")
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """What http.server refuses itself (a method it has no handler for, a request line
+        that is not HTTP) is logged and answered in JSON, as every other refusal."""
+        self.close_connection = True
+        split = urlsplit(getattr(self, "path", "") or "")
+        entry = {"method": self.command or "", "path": split.path, "query": split.query}
+        self.provider.record({**entry, "headers": {}, "body": "", "status": code})
+        self._json(code, _error(message or explain or f"HTTP {code}"))
 
     def _handle(self, method: str) -> None:
         """One request, whatever its method: logged (one line, before the reply), answered."""
@@ -412,8 +466,7 @@ class _Handler(BaseHTTPRequestHandler):
             why = f"stream {recording.key}: {recording.unassembled}"
             self._json(500, _error(why), headers)
         else:
-            status, reply = recording.spec.reply(recording.context(body, routed.params))
-            self._json(status, reply, headers)
+            self._json(*recording.spec.reply(recording.context(body, routed.params)))
 
     def _read_body(self) -> bytes:
         """The request body, chunked or of its Content-Length; ``ValueError`` saying why when

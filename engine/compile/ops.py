@@ -855,8 +855,10 @@ def op_push(spec: dict, ctx: CompileContext) -> Run:
             elements = current.items if current.__class__ is SlottedList else current
             for old in elements if elements.__class__ is list else ():
                 if old.__class__ is dict and all(old.get(k) == value[k] for k in keys):
+                    replacing = ingest(value)  # (a value it refuses has changed nothing)
+                    refill(asm.journal, old)
                     old.clear()
-                    old.update(ingest(value))
+                    old.update(replacing)
                     return
         if current.__class__ is list:
             trim(asm.journal, current)

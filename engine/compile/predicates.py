@@ -116,10 +116,10 @@ def compile_predicate(spec: dict[str, Any]) -> Predicate:
         same = _equal_to(expected)
         return lambda obj: obj.__class__ is dict and same(obj.get(field))
     get = compile_get(spec["field"])
+    # The test of the value at ``field``, one per form; the object's own test comes last.
     if "equals" in spec:
-        same = _equal_to(spec["equals"])
-        return lambda obj: obj.__class__ is dict and same(get(obj))
-    if "in" in spec:
+        test = _equal_to(spec["equals"])
+    elif "in" in spec:  # asked of every chunk (discriminators, ``when``): one call
         # Strings (what the discriminators list) in a set, null a flag; others a test each.
         strings = frozenset(v for v in spec["in"] if v.__class__ is str)
         null = None in spec["in"]
@@ -131,37 +131,29 @@ def compile_predicate(spec: dict[str, Any]) -> Predicate:
             value = get(obj)
             if value.__class__ is str:
                 return value in strings
-            if value is None:
-                return null
-            return any(test(value) for test in tests)
+            return null if value is None else any(t(value) for t in tests)
 
         return is_in
-    if "prefix" in spec:
+    elif "prefix" in spec:
         prefix = spec["prefix"]
         # A string only: ``str()`` of an object or a list would render all of it (a chunk's
         # value may nest 100,000 deep), to compare a few characters.
 
-        def has_prefix(obj: Any) -> bool:
-            if obj.__class__ is not dict:
-                return False
-            value = get(obj)
+        def test(value: Any) -> bool:
             return value.__class__ is str and value.startswith(prefix)
 
-        return has_prefix
-    if "is" in spec:
+    elif "is" in spec:
         kind = "null" if spec["is"] is None else spec["is"]
-        present = compile_presence(spec["field"]) if kind == "null" else None
+        if kind == "null":  # the presence form: the key is there, its value null
+            present = compile_presence(spec["field"])
+            return lambda obj: obj.__class__ is dict and get(obj) is None and present(obj)
 
-        def is_kind(obj: Any) -> bool:
-            if obj.__class__ is not dict:
-                return False
-            value = get(obj)
-            if present is not None:
-                return value is None and present(obj)
+        def test(value: Any) -> bool:
             return json_kind(value) == kind
 
-        return is_kind
-    raise ValueError(f"unknown predicate form: {sorted(spec)}")
+    else:
+        raise ValueError(f"unknown predicate form: {sorted(spec)}")
+    return lambda obj: obj.__class__ is dict and test(get(obj))
 
 
 def _plain_has(specs: Any) -> tuple[str, ...] | None:

@@ -67,6 +67,8 @@ TEMPLATES = (
     "/serve/response",
     "/serve/error/status",
     "/serve/error/body",
+    "/serve/error/headers",
+    "/serve/error/kind",
 )
 """Where templates sit: the template compiler reports the problems inside them (every one,
 each at its line), so the schema, which types them for editors, is not asked to repeat it."""

@@ -4,18 +4,28 @@ A descriptor's ``serve`` section says what a provider's HTTP side looks like, so
 recorded stream can be played back to a client and its official SDK exactly as the provider
 sent it, with no line of Python per wire (formats/README.md, "serve"):
 
-- ``endpoints``: the request paths (``{name}`` matches one path segment) and how a request
-  says it wants a stream: always, never, or a field of the JSON body (with its default);
-  ``query`` names parameters a streaming endpoint needs (answered 400 without them);
+- ``endpoints``: the request paths (``{name}`` matches one path segment, ``{name=models/*}``
+  the segments of its pattern, as Google's HTTP rules write them), their ``method`` (POST) and
+  how a request says it wants a stream: always, never, or a field of the JSON body (with its
+  default); ``query`` names parameters a streaming endpoint needs (answered 400 without them);
+  ``header``, one a request must carry (two wires' SDKs ask the same path); ``reply``, the
+  body of a request SDKs make besides the chat call (a model lookup), rendered with
+  ``{request, params, streams}``;
 - ``framing``: ``sse`` (``event:`` lines from the recorded ``_event`` name or a payload field,
   the line ending, a closing ``data:`` sentinel), ``ndjson`` (one JSON text a line) or
   ``aws_eventstream`` (binary messages with CRCs, engine.transport.eventstream; an event named
-  ``...<exception_suffix>`` goes out as an exception message);
+  ``...<exception_suffix>`` goes out as an exception message); ``accept``, another framing for
+  a request whose Accept header names its media type (Cohere's JSON lines); ``headers``, on
+  every reply (the provider's request id);
 - ``response``: the non-streaming response, a template (:mod:`engine.compile.templates`) around the
-  assembled message, rendered with ``{message, stop_reason, usage, first, last, request,
-  params}`` (``first``/``last``: the first and last recorded payloads; ``request``: the JSON
-  body; ``params``: the path's ``{name}`` segments); ``error``: the status and body of a
-  non-streaming response to a stream that ended with a provider error (context adds ``error``).
+  assembled message, rendered with ``{message, stop_reason, usage, first, last, last_event,
+  request, params, choices}`` (``first``/``last``: the first and last recorded payloads;
+  ``choices``: one ``{index, message, stop_reason}`` a choice of an n > 1 stream; ``last_event``:
+  the last event's type, as :func:`typed_event` reads it, or None; ``request``: the JSON body;
+  ``params``: the path's ``{name}`` segments); ``error``: the status, headers and body of a
+  non-streaming response to a stream that ended with a provider error, as the provider answers
+  that kind of error (context adds ``error``, and ``kind``: the entry of the ``kinds`` table
+  the error's ``kind`` names, :class:`ErrorReply`).
 
 This module compiles the section once (:func:`compile_serve`) and turns recordings into
 bytes; :mod:`engine.cli.serve_http` answers HTTP with it. The schema (``$defs/serve`` and below)
@@ -41,6 +51,7 @@ from .schema import section_problems, templates_in
 from .templates import Template, TemplateProblem, check_template
 
 EVENT_KEY = "_event"
+_ERROR_TEMPLATES = ("body", "status", "headers", "kind")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?:=([^{}]+))?\}")
 _LEADING_EVENT_KEY = re.compile(r'^\s*\{\s*"_event"\s*:\s*"(?:[^"\\]|\\.)*"\s*(,\s*)?')
 
@@ -65,8 +76,8 @@ class RecordedEvent:
 
     name: str | None
     text: str
-    payload: dict
-    recorded: dict
+    payload: dict[str, Any]
+    recorded: dict[str, Any]
 
 
 def read_recording(path: str | Path, end_markers: Collection[str] = ()) -> list[RecordedEvent]:
@@ -102,7 +113,7 @@ def _recorded(captured: CapturedEvent) -> RecordedEvent:
     return RecordedEvent(captured.name, text, payload, captured.value)
 
 
-def _split_event_name(text: str, obj: dict) -> RecordedEvent:
+def _split_event_name(text: str, obj: dict[str, Any]) -> RecordedEvent:
     """Take ``_event`` out of the payload; keep the rest of the text as recorded when the cut
     leaves the same JSON (it does unless ``_event`` was not the first key)."""
     if EVENT_KEY not in obj:
@@ -269,6 +280,37 @@ _FRAMING_KEYS = frozenset(f.name for f in fields(Framing))
 
 
 @dataclass(frozen=True)
+class ErrorReply:
+    """The ``error`` part of the section: the reply to a stream that ended with a provider error.
+
+    A provider answers each kind of error with its own status (and some with a header naming
+    it), so the section can say the error's kind (``kind``: a template, or a list of them, the
+    first that names an entry of ``kinds`` wins) and hold a table of plain data per kind
+    (``kinds``); the entry found is ``kind`` in the context of ``status``, ``headers`` and
+    ``body``, so that each reads the table as it needs."""
+
+    body: Template
+    status: Template  # each absent one is the template ``null``: no status (500), no headers
+    headers: Template
+    kind: Template
+    kinds: dict[str, Any]
+
+    def reply(self, context: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
+        """(status, body, headers); a status that is not an HTTP error (400 to 599) is 500, a
+        header that renders to nothing is not sent."""
+        named = self.kind.render(context)
+        keys = named if isinstance(named, list) else [named]
+        found = next((self.kinds[k] for k in keys if isinstance(k, str) and k in self.kinds), None)
+        context = {**context, "kind": found}
+        status = self.status.render(context)
+        if not isinstance(status, int) or isinstance(status, bool) or not 400 <= status < 600:
+            status = 500
+        headers = self.headers.render(context)
+        headers = {str(k): str(v) for k, v in headers.items()} if isinstance(headers, dict) else {}
+        return status, self.body.render(context, {}), headers
+
+
+@dataclass(frozen=True)
 class ServeSpec:
     """A descriptor's ``serve`` section, compiled: immutable and shared by every request."""
 
@@ -276,8 +318,7 @@ class ServeSpec:
     framing: Framing
     headers: dict[str, str]
     response: Template
-    error_status: Template | None
-    error_body: Template | None
+    error: ErrorReply | None
     accept: tuple[tuple[str, Framing], ...] = ()
 
     def route(
@@ -293,18 +334,17 @@ class ServeSpec:
                 return endpoint, params
         return None
 
-    def reply(self, context: dict) -> tuple[int, Any]:
-        """(status, body) of the non-streaming response: the ``error`` section's when the
-        context carries a provider error and the section has one, else ``response``."""
-        if context.get("error") is not None and self.error_body is not None:
-            status = self.error_status.render(context, 500) if self.error_status else 500
-            if not isinstance(status, int) or isinstance(status, bool) or not 400 <= status < 600:
-                status = 500
-            return status, self.error_body.render(context, {})
-        return 200, self.response.render(context, {})
+    def reply(self, context: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
+        """(status, body, headers) of the non-streaming response: the ``error`` section's when
+        the context carries a provider error and the section has one, else ``response``; the
+        section's ``headers`` go with either, the error's own after them."""
+        if context.get("error") is not None and self.error is not None:
+            status, body, headers = self.error.reply(context)
+            return status, body, {**self.headers, **headers}
+        return 200, self.response.render(context, {}), dict(self.headers)
 
 
-def compile_serve(descriptor: dict) -> ServeSpec | None:
+def compile_serve(descriptor: dict[str, Any]) -> ServeSpec | None:
     """The compiled ``serve`` section of a descriptor, or None when it has none. Raises
     :class:`ServeError` with every problem: the section may not have come through the
     validator, so it is asked of the schema (``$defs/serve``), then compiled."""
@@ -321,7 +361,7 @@ def compile_serve(descriptor: dict) -> ServeSpec | None:
     return compiled
 
 
-def check_serve(descriptor: dict) -> tuple[ServeSpec | None, list[TemplateProblem]]:
+def check_serve(descriptor: dict[str, Any]) -> tuple[ServeSpec | None, list[TemplateProblem]]:
     """The compiled ``serve`` section (None when there is none or part of it could not be
     read) and every problem in it that a schema cannot say, each ``(pointer, message, rule)``:
     its templates' (every one), and a path's ``{name}`` given twice. The section is taken as
@@ -337,10 +377,8 @@ def check_serve(descriptor: dict) -> tuple[ServeSpec | None, list[TemplateProble
         _endpoint(e, f"/serve/endpoints/{i}", problems)
         for i, e in enumerate(listed if isinstance(listed, list) else [])
     ]
-    error = spec["error"] if isinstance(spec.get("error"), dict) else {}
     response = _template(spec, "response", "/serve/response", problems)
-    error_status = _template(error, "status", "/serve/error/status", problems)
-    error_body = _template(error, "body", "/serve/error/body", problems)
+    error = _error_reply(spec.get("error"), problems)
     framing = _framing(spec.get("framing"))
     accept = spec["accept"] if isinstance(spec.get("accept"), dict) else {}
     alternatives = [(kind.lower(), _framing(f)) for kind, f in accept.items()]
@@ -352,15 +390,27 @@ def check_serve(descriptor: dict) -> tuple[ServeSpec | None, list[TemplateProble
         framing=framing,
         headers=dict(headers) if isinstance(headers, dict) else {},
         response=response,
-        error_status=error_status,
-        error_body=error_body,
+        error=error,
         accept=tuple((kind, f) for kind, f in alternatives if f is not None),
     )
     return compiled, problems
 
 
+def _error_reply(spec: Any, problems: list[TemplateProblem]) -> ErrorReply | None:
+    """The ``error`` part, its templates' problems added to ``problems`` (None when there is
+    none; one without a body is the schema's to refuse)."""
+    if not isinstance(spec, dict):
+        return None
+    templates: dict[str, Template] = {}
+    for key in _ERROR_TEMPLATES:
+        templates[key], found = check_template(spec.get(key), f"/serve/error/{key}")
+        problems.extend(found)
+    kinds = spec.get("kinds")
+    return ErrorReply(**templates, kinds=dict(kinds) if isinstance(kinds, dict) else {})
+
+
 def _template(
-    spec: dict, key: str, pointer: str, problems: list[TemplateProblem]
+    spec: dict[str, Any], key: str, pointer: str, problems: list[TemplateProblem]
 ) -> Template | None:
     """The template at ``spec[key]`` (None when absent), its problems added to ``problems``."""
     if key not in spec:

@@ -156,6 +156,7 @@ class Assembly:
         if place is None:
             return
         if place.held and not released:
+            trim(self.journal, self.held)
             self.held.append((pattern, item, slot))
             return
         if place.single and slot is None:
@@ -259,7 +260,8 @@ class Assembly:
 
     def close_open(self, cut: bool) -> None:
         """Close every call still open, then list the calls that will never be runnable."""
-        held, self.held = self.held, []
+        held = self.held
+        put_attr(self.journal, self, "held", [])
         for pattern, item, slot in held:  # judged now: an answered call is none
             if id(item) not in self.track_of:
                 self.item_added(pattern, item, slot, released=True)

@@ -62,6 +62,24 @@ COMPLETE = 1  # parsed to a JSON object
 INVALID = 2  # can never become a JSON object
 
 
+# What a chunk may change of an argument stream's scan, beside its fragments (``_save``).
+_SCAN_STATE = (
+    "state",
+    "value",
+    "closed",
+    "_depth",
+    "_in_string",
+    "_escape",
+    "_started",
+    "_ended",
+    "_whole",
+    "_spilled",
+    "reason",
+)
+_SAVE = saver(*_SCAN_STATE)
+_SLOTS = (*_SCAN_STATE, "parts", "initial", "form", "owner", "sink", "tracker", "text_key")
+
+
 class ArgsStream:
     """The arguments of one call (one SLOT), streamed as JSON text or given whole.
 
@@ -69,27 +87,7 @@ class ArgsStream:
     ``input: {}``); it is shown until the item closes and is never a prefix of the text.
     """
 
-    __slots__ = (
-        "parts",
-        "initial",
-        "form",
-        "state",
-        "value",
-        "closed",
-        "_depth",
-        "_in_string",
-        "_escape",
-        "_started",
-        "_ended",
-        "_whole",
-        "_spilled",
-        "owner",
-        "reason",
-        "sink",
-        "tracker",
-        "text_key",
-        "journal",
-    )
+    __slots__ = (*_SLOTS, "journal")
 
     def __init__(self, form: str, initial: Any = None, text_key: str | None = None) -> None:
         self.parts: list[str] = []
@@ -513,21 +511,6 @@ class ArgsStream:
         if self._whole is not None:
             return self._whole
         return self.text
-
-
-_SAVE = saver(
-    "state",
-    "value",
-    "closed",
-    "_depth",
-    "_in_string",
-    "_escape",
-    "_started",
-    "_ended",
-    "_whole",
-    "_spilled",
-    "reason",
-)
 
 
 class TooDeepError(ValueError):

@@ -102,6 +102,26 @@ def _shrink(container: Any, key: Any, length: int) -> None:
     container[key] = container[key][:length]
 
 
+# What a fragment may change of the reader's scan, beside ``value`` (``_save``).
+_SCAN_STATE = (
+    "invalid",
+    "reason",
+    "error",
+    "closed",
+    "_mode",
+    "_cont",
+    "_key",
+    "_stack",
+    "_pending",
+    "_token",
+    "_token_len",
+    "_key_parts",
+    "_seen",
+    "_continuing",
+)
+_SAVE = saver(*_SCAN_STATE)
+
+
 class PartialJSON:
     """The arguments of one call, read incrementally into one dict updated in place.
 
@@ -114,25 +134,7 @@ class PartialJSON:
     container would open beyond it; the reader itself never recurses, whatever the depth.
     """
 
-    __slots__ = (
-        "value",
-        "invalid",
-        "reason",
-        "error",
-        "closed",
-        "_mode",
-        "_cont",
-        "_key",
-        "_stack",
-        "_pending",
-        "_token",
-        "_token_len",
-        "_key_parts",
-        "_seen",
-        "_max_depth",
-        "_continuing",
-        "journal",
-    )
+    __slots__ = ("value", *_SCAN_STATE, "_max_depth", "journal")
 
     def __init__(self, max_depth: int | None = None) -> None:
         self.value: dict[str, Any] = {}
@@ -525,24 +527,6 @@ class PartialJSON:
             journal.append((node.__setitem__, last, node[last]))
             node[last] = _copy(item)
         put(journal, self._continuing, steps, bool(will_continue))
-
-
-_SAVE = saver(
-    "invalid",
-    "reason",
-    "error",
-    "closed",
-    "_mode",
-    "_cont",
-    "_key",
-    "_stack",
-    "_pending",
-    "_token",
-    "_token_len",
-    "_key_parts",
-    "_seen",
-    "_continuing",
-)
 
 
 def _escape(s: str, i: int, n: int) -> tuple[str, int] | None:

@@ -18,9 +18,10 @@ class DisplayCursors:
     """Every position into one stream's display text, and the codec's scan of it.
 
     The invariant. The display text is the assembly's list of display fragments
-    (``asm.display``): it only grows while the stream lasts (a rollback's replay rebuilds the
-    same list, and ``reset()`` starts new cursors), and every cursor counts fragments of it,
-    so ``0 <= cursor <= len(display)``:
+    (``asm.display``): it only grows while the stream lasts (a chunk that raises is taken
+    back before any reader reads, ``reset()`` starts new cursors, and :meth:`compact` joins
+    fragments only between two cursors), and every cursor counts fragments of it, so
+    ``0 <= cursor <= len(display)``:
 
     - ``shown``: handed out by ``text()`` without a scanner (with one, the scanner holds
       what it has not released and hands out the rest: a codec that comes mid-stream starts

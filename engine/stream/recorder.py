@@ -86,7 +86,7 @@ class CallSink(PartialJSON):
 
     def __init__(self, rec: EventRecorder, track: CallTrack, journal: list[Any]) -> None:
         super().__init__()
-        self.journal = self.undo = journal
+        self.journal = self.undo = journal  # (``undo``: the same, typed as never None)
         self.rec = rec
         self.track = track
         self.started = False

@@ -539,6 +539,7 @@ class _AlwaysMatches(Protocol):
 
 _WS = cast(_AlwaysMatches, re.compile(r"[ \t\n\r]*"))
 _STR_STOP = re.compile(r'["\\]')
+_NEVER = re.compile(r"(?!)")  # matches nowhere
 _NUMBER = cast(_AlwaysMatches, re.compile(r"[-+0-9.eE]*"))
 _LANG_CHAR = re.compile(r"[A-Za-z0-9_+#.-]")
 _TOOL_NAME = re.compile(r"[\w.:/-]+")  # a name a broken call is still held for
@@ -674,7 +675,7 @@ class TextScanner:
         self._trigger = codec._trigger if lead or not self._bare_lead else codec._marker_trigger
         self._finished = False  # finish(): the turn's text is all in
         self._mode = _TEXT
-        self._skip_end: re.Pattern[str] | None = None
+        self._skip_end = _NEVER  # in a reasoning span or a code fence: its end marker
         self._skip_ends: tuple[str, ...] = ()
         self._cand: _Candidate | None = None
         self._tail = ""  # unprocessed text at the end: a marker that may still complete
@@ -893,7 +894,9 @@ class TextScanner:
             elif mode == _SKIP:
                 i = self._scan_skip(s, i, s_abs)
             else:
-                i = self._scan_candidate(s, i, s_abs)
+                c = self._cand
+                assert c is not None, "the candidate mode has a candidate"
+                i = self._scan_candidate(c, s, i, s_abs)
         # Show what is settled; keep what is held.
         c = self._cand
         if c is not None and not c.dead:  # (a broken call may keep a marker prefix as tail)
@@ -965,7 +968,7 @@ class TextScanner:
 
     def _scan_skip(self, s: str, i: int, s_abs: int) -> int:
         """Reasoning or code: shown as it comes; only its end marker is looked for."""
-        m = cast("re.Pattern[str]", self._skip_end).search(s, i)  # set by _enter_skip
+        m = self._skip_end.search(s, i)
         if m is not None:
             self._mode = _TEXT
             return m.end()
@@ -1040,8 +1043,7 @@ class TextScanner:
 
     # -- internals: the candidate -------------------------------------------------------------
 
-    def _scan_candidate(self, s: str, i: int, s_abs: int) -> int:
-        c = cast(_Candidate, self._cand)  # the candidate mode has one
+    def _scan_candidate(self, c: _Candidate, s: str, i: int, s_abs: int) -> int:
         phase = c.phase
         if phase == _VALUE:
             return self._phase_value(c, s, i, s_abs)
