@@ -94,7 +94,7 @@ def _attaches(rule: JoinRule, last: dict[str, Any], part: dict[str, Any], field:
 
 def join_parts(
     journal: list[Any],
-    parts: list[dict[str, Any]],
+    parts: list[Any],
     incoming: list[Any],
     rule: JoinRule,
     on_part: Callable[[dict[str, Any], dict[str, Any]], None] | None,
@@ -117,18 +117,14 @@ def join_parts(
 
 
 def join_one(
-    journal: list[Any],
-    parts: list[dict[str, Any]],
-    part: dict[str, Any],
-    rule: JoinRule,
-    where: Any = None,
+    journal: list[Any], parts: list[Any], part: dict[str, Any], rule: JoinRule, where: Any = None
 ) -> dict[str, Any]:
     """Join one part into the last of ``parts`` where it may, else append a copy; the part
     that holds it now. A text field that cannot continue the run's (a number there, or a
     list of parts meeting text with no ``string`` rule) is a ValueError naming its place:
     ``where`` (the rule's list by default; a nested list's place, built only for an error)."""
     if parts and _may_join(rule, parts[-1], part):
-        last = parts[-1]
+        last: dict[str, Any] = parts[-1]
         if len(part) == 1:  # the usual delta, one text field: appended without a walk
             ((key, value),) = part.items()
             current = last.get(key)
@@ -139,7 +135,7 @@ def join_one(
         where = rule.where if where is None else where
         _join_into(journal, last, part, rule, where, len(parts) - 1)
         return last
-    stored: dict[str, Any] = ingest(part)  # a copy of a dict is a dict
+    stored: dict[str, Any] = ingest(part)
     for f in rule.text:
         if stored.get(f).__class__ is str:
             stored[f] = Fragments(stored[f])
@@ -245,9 +241,10 @@ def _place(where: Any) -> str:
 
 
 def string_as_part(
-    journal: list[Any], parts: list[dict[str, Any]], text: str, rule: JoinRule, where: Any = None
+    journal: list[Any], parts: list[Any], text: str, rule: JoinRule, where: Any = None
 ) -> dict[str, Any]:
     """A bare string delta on a parts list joins the last text part, or starts one."""
     part = {**(rule.string_part or {}), rule.string_field: text}
     join_parts(journal, parts, [part], rule, None, where)
-    return parts[-1]
+    joined: dict[str, Any] = parts[-1]  # the text part it joined or started
+    return joined
