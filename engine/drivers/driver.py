@@ -41,7 +41,7 @@ from ..model.fragments import copy_json
 from ..records import Tool, ToolCallRecord
 from ..stream.buffer import LLMStreamBuffer
 from ..text.codec import TextCodec, text_call_cause
-from .arguments import SchemaCache, free_form_problems
+from .arguments import free_form_problems, schema_of
 
 __all__ = ["BaseDriver", "DriverResponse", "Orchestrator", "Tool", "ToolCallRecord"]
 
@@ -92,6 +92,7 @@ def _builtin_text_strategy() -> Any:
     return text_strategy()
 
 
+@dataclass(slots=True, eq=False, weakref_slot=True)
 class _StreamView:
     """What one driver knows of one stream: what it handled (so that each of its calls runs
     once, however often and from wherever the buffer is processed), whether the stream's
@@ -110,39 +111,20 @@ class _StreamView:
     a name is one of this driver's tools is read from ``list_tools`` once per name and
     stream."""
 
-    __slots__ = (
-        "buf",
-        "driver",
-        "scans",
-        "names",
-        "native",
-        "checked",
-        "native_mine",
-        "forming",
-        "forming_mine",
-        "pending",
-        "native_done",
-        "incomplete_done",
-        "turn_sent",
-        "covered",
-        "__weakref__",
-    )
-
-    def __init__(self, buf: LLMStreamBuffer, driver: BaseDriver, scans: bool) -> None:
-        self.buf = weakref.ref(buf)
-        self.driver = driver
-        self.scans = scans  # the driver has a native backup: text calls are looked for
-        self.names: dict[Any, bool] = {}
-        self.native: list[ExtractedCall] | None = None
-        self.checked = 0  # native calls looked at
-        self.native_mine = False  # one of them is this driver's
-        self.forming: Forming | None = None
-        self.forming_mine = False  # ``forming`` is this driver's, or its name is unknown yet
-        self.pending = False  # the round's ``call_pending`` for native calls
-        self.native_done = 0  # buf.calls() before this index were handled by this driver
-        self.incomplete_done = 0  # buf.incomplete_calls() before this index were reported
-        self.turn_sent = False  # the stream's assistant turn is in this driver's history
-        self.covered = 0  # display text before this offset is in that history (text calls)
+    buf: weakref.ref[LLMStreamBuffer]
+    driver: BaseDriver
+    scans: bool  # the driver has a native backup: text calls are looked for
+    names: dict[Any, bool] = field(default_factory=dict)
+    native: list[ExtractedCall] | None = None
+    checked: int = 0  # native calls looked at
+    native_mine: bool = False  # one of them is this driver's
+    forming: Forming | None = None
+    forming_mine: bool = False  # ``forming`` is this driver's, or its name is unknown yet
+    pending: bool = False  # the round's ``call_pending`` for native calls
+    native_done: int = 0  # buf.calls() before this index were handled by this driver
+    incomplete_done: int = 0  # buf.incomplete_calls() before this index were reported
+    turn_sent: bool = False  # the stream's assistant turn is in this driver's history
+    covered: int = 0  # display text before this offset is in that history (text calls)
 
     def owns(self, name: Any) -> bool:
         owned = self.names.get(name)
@@ -170,15 +152,13 @@ class _StreamView:
 _History = Callable[[list[ToolCallRecord]], list[dict[str, Any]]]
 
 
+@dataclass(slots=True)
 class _Rejected:
     """Why a call was answered without running: its arguments failed the tool's schema
     (``problems``), or nobody owns its tool, or it never became runnable. ``error`` is the
     text its error result and the retry prompt carry to the model."""
 
-    __slots__ = ("error",)
-
-    def __init__(self, error: str) -> None:
-        self.error = error
+    error: str
 
 
 # A call's outcome: its record, and why it failed: the exception it raised, "cancelled", a
@@ -186,6 +166,7 @@ class _Rejected:
 _Outcome = tuple[ToolCallRecord, Any]
 
 
+@dataclass(slots=True, eq=False)
 class _Batch:
     """Calls answered together in one history: ``calls`` this driver runs (their arguments
     checked first), ``answered`` calls it answers with an error result without running them
@@ -193,14 +174,12 @@ class _Batch:
     ``history``, how the records become the native history (None: the records go into no
     history, the assistant turn was sent already)."""
 
-    __slots__ = ("calls", "answered", "history")
-
-    def __init__(self, calls: list[ExtractedCall], history: _History | None) -> None:
-        self.calls = calls
-        self.answered: list[_Outcome] = []
-        self.history = history
+    calls: list[ExtractedCall]
+    history: _History | None
+    answered: list[_Outcome] = field(default_factory=list)
 
 
+@dataclass(slots=True, eq=False)
 class _Round:
     """A round's plan: everything decided before any tool runs, so that the sync and the
     async path share it and differ only in how the calls run. ``response`` holds the flags
@@ -208,12 +187,9 @@ class _Round:
     with how its history is built from its records; ``incomplete`` the calls that will never
     run, to report."""
 
-    __slots__ = ("response", "batches", "incomplete")
-
-    def __init__(self, response: DriverResponse | None = None) -> None:
-        self.response = response if response is not None else DriverResponse()
-        self.batches: list[_Batch] = []
-        self.incomplete: list[CallIncomplete] = []
+    response: DriverResponse = field(default_factory=DriverResponse)
+    batches: list[_Batch] = field(default_factory=list)
+    incomplete: list[CallIncomplete] = field(default_factory=list)
 
     def add(self, calls: list[ExtractedCall], history: _History | None) -> _Batch:
         batch = _Batch(calls, history)
@@ -294,7 +270,6 @@ class BaseDriver:
     _backup: Any = _DEFAULT
     _validate = True
     _text_calls: str = "end"
-    _schemas: SchemaCache | None = None
     _view: _StreamView | None = None  # the stream processed last: the fast path
     _views: weakref.WeakKeyDictionary[LLMStreamBuffer, _StreamView] | None = None
 
@@ -337,9 +312,7 @@ class BaseDriver:
 
     def extraction_strategies(self) -> list[ExtractionStrategy]:
         """The wires this driver reads, in priority order."""
-        if self._strategies is None:
-            return wire_strategies()
-        return list(self._strategies)
+        return wire_strategies() if self._strategies is None else list(self._strategies)
 
     def get_native_backup_strategy(self) -> Any:
         """The text strategy that reads calls leaked into a native message's text, or None."""
@@ -499,23 +472,21 @@ class BaseDriver:
             content = message.get("content")
             if not isinstance(content, str):
                 return DriverResponse()
+            as_came: DriverResponse | _Round = DriverResponse(messages=[copy_json(message)])
             plan = self._plan_text(content, self.text_strategy, self.codec)
-            if plan.calls() or plan.batches[0].answered:
-                return plan
-            return DriverResponse(messages=[copy_json(message)])  # the turn as it came
-        calls = strategy.extract(message)
-        if calls or strategy.forming(message) or not strategy.leaks_into_text:
-            never = getattr(strategy, "incomplete_calls", None)  # a strategy of the user's
-            incomplete = never(message) if never else []
-            return self._plan_native(strategy, message, calls, incomplete, set(self._owned()))
-        backup = self.get_native_backup_strategy()
-        if backup is None:
-            return self._plan_native(strategy, message, [], [], set())
-        text = strategy.content_text(message)
-        plan = self._plan_text(text, strategy, _codec_of(backup))
-        if plan.calls() or plan.batches[0].answered:
-            return plan
-        return self._plan_native(strategy, message, [], [], set())  # the turn as it came
+        else:
+            calls = strategy.extract(message)
+            if calls or strategy.forming(message) or not strategy.leaks_into_text:
+                never = getattr(strategy, "incomplete_calls", None)  # a strategy of the user's
+                incomplete = never(message) if never else []
+                return self._plan_native(strategy, message, calls, incomplete, set(self._owned()))
+            as_came = self._plan_native(strategy, message, [], [], set())
+            backup = self.get_native_backup_strategy()
+            if backup is None:
+                return as_came
+            plan = self._plan_text(strategy.content_text(message), strategy, _codec_of(backup))
+        # The text's calls, if it has any that run or are answered; else the turn as it came.
+        return plan if plan.calls() or plan.batches[0].answered else as_came
 
     def _plan_text(self, text: str, fmt: Any, codec: TextCodec) -> _Round:
         """A whole text (a ``str``, or a message's text in the fall-through), read as a
@@ -693,7 +664,7 @@ class BaseDriver:
         backup = self.get_native_backup_strategy()
         if backup is not None and buf.codec is None:
             buf.attach_codec(_codec_of(backup), self._text_calls)
-        return _StreamView(buf, self, scans=backup is not None)
+        return _StreamView(weakref.ref(buf), self, scans=backup is not None)
 
     def _plan_text_calls(
         self,
@@ -772,11 +743,8 @@ class BaseDriver:
         ``parameters`` that is no usable schema is a ValueError naming the tool)."""
         tools = self.list_tools()
         if self._validate:
-            schemas = self._schemas
-            if schemas is None:
-                schemas = self._schemas = SchemaCache()
             for tool in tools:
-                schemas.of(tool)
+                schema_of(tool)
         return frozenset(tool.name for tool in tools)
 
     def _checked(self, call: ExtractedCall) -> _Outcome | None:
@@ -790,10 +758,7 @@ class BaseDriver:
         if call.free_form:
             problems = free_form_problems(tool, call.arguments)
         else:
-            schemas = self._schemas
-            if schemas is None:
-                schemas = self._schemas = SchemaCache()
-            problems = schemas.of(tool).problems(call.arguments)
+            problems = schema_of(tool).problems(call.arguments)
         if not problems:
             return None
         error = self.codec.retry_schema_invalid(call.name, problems)
