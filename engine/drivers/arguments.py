@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import jsonschema
@@ -232,21 +232,22 @@ def _compile(schema: Any) -> _Check:
         if make is None:
             raise _NoFastPath
         checks.append(make(value, schema))
-    if not checks:
-        return lambda v: True
+    return _joined(checks, all)
+
+
+def _joined(checks: list[_Check], join: Callable[[Iterable[bool]], bool]) -> _Check:
+    """Several checks as one (``join``: ``all`` or ``any``); a lone one as itself, so that a
+    value pays no call more for it."""
     if len(checks) == 1:
         return checks[0]
-    return lambda v: all(check(v) for check in checks)
+    return lambda v: join(check(v) for check in checks)
 
 
 def _type(value: Any, schema: dict[str, Any]) -> _Check:
     names = [value] if value.__class__ is str else value
     if names.__class__ is not list or not all(n in _TYPES for n in names):
         raise _NoFastPath
-    tests = [_TYPES[n] for n in names]
-    if len(tests) == 1:
-        return tests[0]
-    return lambda v: any(test(v) for test in tests)
+    return _joined([_TYPES[n] for n in names], any)
 
 
 def _properties(value: Any, schema: dict[str, Any]) -> _Check:

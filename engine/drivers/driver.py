@@ -576,15 +576,13 @@ class BaseDriver:
 
     def _view_of(self, buf: LLMStreamBuffer) -> _StreamView:
         view = self._view
-        if view is not None and view.buf() is buf:
-            return view
-        views = self._views
-        if views is None:
-            views = self._views = weakref.WeakKeyDictionary()
-        view = views.get(buf)
-        if view is None:
-            view = views[buf] = self._new_view(buf)
-        self._view = view
+        if view is None or view.buf() is not buf:
+            if self._views is None:
+                self._views = weakref.WeakKeyDictionary()
+            view = self._views.get(buf)
+            if view is None:
+                view = self._views[buf] = self._new_view(buf)
+            self._view = view
         return view
 
     def _plan_stream(self, buf: LLMStreamBuffer) -> DriverResponse | _Round:
@@ -830,25 +828,22 @@ class BaseDriver:
             at += len(batch.calls)
             self._merge(response, self._batch_response([*ran, *batch.answered], batch.history))
         if plan.incomplete:
-            response.incomplete_calls = [*(response.incomplete_calls or []), *plan.incomplete]
-            if response.retry_prompt is None:
-                first = plan.incomplete[0]
-                response.retry_prompt = self.codec.retry_call_incomplete(first)
+            prompt = self.codec.retry_call_incomplete(plan.incomplete[0])
+            more = DriverResponse(retry_prompt=prompt, incomplete_calls=plan.incomplete)
+            self._merge(response, more)
         return response
 
     def _batch_response(self, outcomes: list[_Outcome], history: _History | None) -> DriverResponse:
         ran = [r for r, why in outcomes if why.__class__ is not _Rejected]
         refused = [r for r, why in outcomes if why.__class__ is _Rejected]
         records = [record for record, _ in outcomes]
-        failure = next(((r, why) for r, why in outcomes if why is not None), None)
-        prompt = None
-        if failure is not None:
-            record, why = failure
-            prompt = (
-                why.error
-                if why.__class__ is _Rejected
-                else self.codec.retry_execution_failed(record.name, why)
-            )
+        # The first failure is what the model is told: why a call was refused, or its raise.
+        failures = (
+            why.error if type(why) is _Rejected else self.codec.retry_execution_failed(r.name, why)
+            for r, why in outcomes
+            if why is not None
+        )
+        prompt = next(failures, None)
         return DriverResponse(
             call_executed=any(r.error is None for r in ran),
             call_failed=any(r.error is not None for r in ran),
