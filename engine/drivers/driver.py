@@ -533,34 +533,23 @@ class BaseDriver:
         result."""
         plan = _Round()
         plan.incomplete = [c for c in incomplete if self._reports(owned.__contains__, c)]
-        self._native_batch(plan, strategy, message, calls, owned.__contains__, True)
+        history = _native_history(strategy, message, True)
+        self._batch(plan, calls, owned.__contains__, history, plan.incomplete)
         return plan
 
-    def _native_batch(
+    def _batch(
         self,
         plan: _Round,
-        strategy: Any,
-        message: Any,
         calls: list[ExtractedCall],
         owns: Callable[[Any], bool],
-        said: bool,
+        history: _History,
+        incomplete: list[CallIncomplete],
     ) -> None:
-        """The batch of a native turn: this driver's ``calls`` to run, those of tools it
-        does not own for ``_answer_unknown``, the round's incomplete calls answered, and the
-        history: the assistant turn as the API accepts it back (``answerable``: a call whose
-        arguments never parsed carries empty ones) with every result. A turn that ``said``
-        nothing (no text) and answers no call of this driver's sends nothing back."""
-        answerable = getattr(strategy, "answerable", None)
-
-        def history(records: list[ToolCallRecord]) -> list[dict[str, Any]]:
-            if not records and not said:
-                return []
-            turn = answerable(message) if answerable is not None else message
-            return result_messages(strategy, turn, records)
-
+        """A batch answered in one ``history``: this driver's ``calls`` to run, those of
+        tools it does not own for ``_answer_unknown``, and the ``incomplete`` ones answered."""
         batch = plan.add([c for c in calls if owns(c.name)], history)
         self._answer_unknown(batch, [c for c in calls if not owns(c.name)], None)
-        self._answer_incomplete(batch, plan.incomplete)
+        self._answer_incomplete(batch, incomplete)
 
     def _answer_unknown(self, batch: _Batch, calls: list[ExtractedCall], owned: Any) -> None:
         """Calls of tools this driver does not own are another driver's: left alone (out of
@@ -641,13 +630,12 @@ class BaseDriver:
             end = max(c.end or 0 for c in texts) if texts and not in_text else len(content)
             rest = content[view.covered : end]
             if texts or in_text or rest.strip():
-                mine = [c for c in texts if view.owns(c.name)]
-                batch = plan.add(mine, lambda rs: result_messages(strategy, rest, rs))
-                self._answer_unknown(batch, [c for c in texts if not view.owns(c.name)], None)
-                self._answer_incomplete(batch, in_text)
+                history: _History = functools.partial(result_messages, strategy, rest)
+                self._batch(plan, texts, view.owns, history, in_text)
             return plan
         said = bool(buf.get_content())
-        self._native_batch(plan, strategy, buf.as_dict(), native, view.owns, said)
+        history = _native_history(strategy, buf.as_dict(), said)
+        self._batch(plan, native, view.owns, history, plan.incomplete)
         return plan
 
     @staticmethod
@@ -864,6 +852,22 @@ class BaseDriver:
             extra = getattr(more, name)
             if extra:
                 setattr(into, name, [*(getattr(into, name) or []), *extra])
+
+
+def _native_history(strategy: Any, message: Any, said: bool) -> _History:
+    """How a native turn's records become its history: the assistant turn as the API accepts
+    it back (``answerable``: a call whose arguments never parsed carries empty ones) with
+    every result. A turn that ``said`` nothing (no text) and answers no call of this
+    driver's sends nothing back."""
+    answerable = getattr(strategy, "answerable", None)
+
+    def history(records: list[ToolCallRecord]) -> list[dict[str, Any]]:
+        if not records and not said:
+            return []
+        turn = answerable(message) if answerable is not None else message
+        return result_messages(strategy, turn, records)
+
+    return history
 
 
 def _text_slot(slot: Any) -> bool:
