@@ -253,28 +253,16 @@ def _type(value: Any, schema: dict[str, Any]) -> _Check:
 def _properties(value: Any, schema: dict[str, Any]) -> _Check:
     if value.__class__ is not dict:
         raise _NoFastPath
-    members = {name: _compile(sub) for name, sub in value.items()}
-
-    def check(v: Any) -> bool:
-        if v.__class__ is not dict:
-            return True
-        return all(sub(v[name]) for name, sub in members.items() if name in v)
-
-    return check
+    members = [(name, _compile(sub)) for name, sub in value.items()]
+    return lambda v: v.__class__ is not dict or all(s(v[n]) for n, s in members if n in v)
 
 
 def _additional(value: Any, schema: dict[str, Any]) -> _Check:
     if "patternProperties" in schema:
         raise _NoFastPath
     known = frozenset(schema.get("properties") or ())
-    extra = _compile(value)
-
-    def check(v: Any) -> bool:
-        if v.__class__ is not dict:
-            return True
-        return all(extra(item) for name, item in v.items() if name not in known)
-
-    return check
+    rest = _compile(value)
+    return lambda v: v.__class__ is not dict or all(rest(x) for n, x in v.items() if n not in known)
 
 
 def _required(value: Any, schema: dict[str, Any]) -> _Check:
