@@ -736,9 +736,7 @@ class BaseDriver:
     def _checked(self, call: ExtractedCall) -> _Outcome | None:
         """None when ``call`` may run; else its answer: its arguments failed the tool's
         schema, or a free-form call's text input its ``format`` (never a JSON Schema)."""
-        if not self._validate:
-            return None
-        tool = self._tool(call.name)
+        tool = self._tool(call.name) if self._validate else None
         if tool is None:
             return None
         if call.free_form:
