@@ -546,53 +546,30 @@ _TOOL_NAME = re.compile(r"[\w.:/-]+")  # a name a broken call is still held for
 _LITERALS = {"t": "true", "f": "false", "n": "null"}
 
 
+@dataclass(slots=True, eq=False)
 class _Candidate:
     """A span that may be a call: where it starts, its phase, its JSON validator state."""
 
-    __slots__ = (
-        "kind",
-        "start",
-        "phase",
-        "end_marker",
-        "parts",
-        "dead",
-        "lang",
-        "lang_done",
-        "vstart",
-        "vend",
-        "stack",
-        "state",
-        "escape",
-        "key",
-        "literal",
-        "watch",
-        "collect",
-        "name",
-        "is_array",
-        "closer",
-    )
-
-    def __init__(self, kind: int, start: int, phase: int, end_marker: str = "") -> None:
-        self.kind = kind  # _FENCE, _DELIM, or -1 for bare JSON
-        self.start = start
-        self.phase = phase
-        self.end_marker = end_marker
-        self.parts: list[str] = []  # held text of earlier feeds
-        self.dead = False  # released: its text flows, it is tracked only to find its end
-        self.lang: list[str] = []
-        self.lang_done = False
-        self.vstart = -1
-        self.vend = -1
-        self.stack: list[str] = []
-        self.state = _S_TOP
-        self.escape = False
-        self.key = False  # the string being read is a key
-        self.literal = ""
-        self.watch = _W_DONE
-        self.collect: list[str] = []
-        self.name: str | None = None
-        self.is_array = False
-        self.closer = ""  # closing marker matched so far
+    kind: int  # _FENCE, _DELIM, or -1 for bare JSON
+    start: int
+    phase: int
+    end_marker: str = ""
+    parts: list[str] = field(default_factory=list)  # held text of earlier feeds
+    dead: bool = False  # released: its text flows, it is tracked only to find its end
+    lang: list[str] = field(default_factory=list)
+    lang_done: bool = False
+    vstart: int = -1
+    vend: int = -1
+    stack: list[str] = field(default_factory=list)
+    state: int = _S_TOP
+    escape: bool = False
+    key: bool = False  # the string being read is a key
+    literal: str = ""
+    watch: int = _W_DONE
+    collect: list[str] = field(default_factory=list)
+    name: str | None = None
+    is_array: bool = False
+    closer: str = ""  # closing marker matched so far
 
 
 def _open_string(c: _Candidate, key: bool, watched: bool, watch: int) -> None:
@@ -606,32 +583,24 @@ def _open_string(c: _Candidate, key: bool, watched: bool, watch: int) -> None:
         c.collect = []
 
 
+@dataclass(slots=True, eq=False)
 class _Group:
     """The calls of one closed candidate, held until every call is decided. ``bound``: it
     waits for the end of the turn (a turn's rule), and whatever else follows it makes it
     text; ``reason``: it is one call that would have run but cannot (``TextCall.reason``)."""
 
-    __slots__ = ("start", "end", "calls", "open", "consumed", "text", "bound", "reason", "bare")
+    start: int
+    end: int
+    calls: list[TextCall]
+    text: str
+    bound: bool = False
+    reason: str | None = None
+    bare: bool = False  # bare JSON: a call only as the whole text
+    open: list[bool] = field(init=False)
+    consumed: bool = field(default=False, init=False)
 
-    def __init__(
-        self,
-        start: int,
-        end: int,
-        calls: list[TextCall],
-        text: str,
-        bound: bool = False,
-        reason: str | None = None,
-        bare: bool = False,
-    ) -> None:
-        self.start = start
-        self.end = end
-        self.calls = calls
-        self.open = [True] * len(calls)
-        self.consumed = False
-        self.text = text
-        self.bound = bound
-        self.reason = reason
-        self.bare = bare  # bare JSON: a call only as the whole text
+    def __post_init__(self) -> None:
+        self.open = [True] * len(self.calls)
 
 
 _BARE = -1
