@@ -687,9 +687,7 @@ class TextScanner:
         c = self._cand
         if c is not None and not c.dead:
             return True, None if c.is_array else c.name
-        if self._tail_held:
-            return True, None
-        return False, None
+        return self._tail_held, None
 
     @property
     def at_lead(self) -> bool:
@@ -707,26 +705,22 @@ class TextScanner:
     def complete_calls(self) -> list[TextCall]:
         """Calls whose candidate closed and parsed, not yet consumed or released, that may be
         decided now (one that waits for the end of the turn only after :meth:`finish`)."""
-        if not self._groups:
-            return []  # asked every round while a call forms, when none has closed yet
         return self._open_calls(lambda g: g.reason is None and (self._finished or not g.bound))
 
     def incomplete_calls(self) -> list[TextCall]:
         """Calls that would have run but cannot (``reason`` set), once the turn has ended
         (:meth:`finish`; they wait for it under either rule): consumed (reported to the
         model) or released (shown)."""
-        if not self._groups:
-            return []
         return self._open_calls(lambda g: g.reason is not None and (self._finished or not g.bound))
 
     def waiting_calls(self) -> list[TextCall]:
         """Calls (and would-be calls) held until the end of the turn: until then a driver
         that may run one holds them, and the text after them."""
-        if not self._groups or self._finished:
-            return []
-        return self._open_calls(lambda g: g.bound)
+        return [] if self._finished else self._open_calls(lambda g: g.bound)
 
     def _open_calls(self, which: Any) -> list[TextCall]:
+        if not self._groups:
+            return []  # asked every round while a call forms, when none has closed yet
         return [
             c for g in self._groups if which(g) for c, o in zip(g.calls, g.open, strict=True) if o
         ]
@@ -754,15 +748,10 @@ class TextScanner:
         c = self._cand
         if c is None or c.dead:
             return
-        self._push("".join(c.parts))
-        c.parts = []
-        c.dead = True
-        c.watch = _W_DONE
+        self._flow(c, "".join(c.parts), self._total)
         if self._tail:  # a broken call's marker prefix: its text too
             self._push(self._tail)
             self._tail, self._tail_held = "", False
-        self._emitted = self._total
-        self._other_text()
         if c.phase in (_LANG, _OPEN) and c.kind == _FENCE:
             self._cand = None
             self._enter_skip(self._codec.fence_markers)
@@ -780,24 +769,21 @@ class TextScanner:
             return
         self._finished = True
         c = self._cand
-        if c is not None and not c.dead:
+        if (
+            c is not None
+            and not c.dead
+            and self._rule is not None
+            and c.name
+            and not c.is_array
+            and c.phase != _BROKEN
+        ):
             held = "".join(c.parts)
-            if self._rule is not None and c.name and not c.is_array and c.phase != _BROKEN:
-                raw = held[c.vstart - c.start :] if c.vstart >= c.start else ""
-                args, why = _cut_call(self._codec, raw)
-                call = TextCall(c.name, args, c.start, self._total, why, raw)
-                group = _Group(c.start, self._total, [call], held, True, why, c.kind == _BARE)
-                self._queue.append(group)
-                self._groups.append(group)
-            else:
-                self._push(held)
-        if self._tail and self._tail_held:
-            self._push(self._tail)
-        self._cand = None
-        self._mode = _TEXT
-        self._tail = ""
-        self._tail_held = False
-        self._emitted = self._total
+            raw = held[c.vstart - c.start :] if c.vstart >= c.start else ""
+            args, why = _cut_call(self._codec, raw)
+            call = TextCall(c.name, args, c.start, self._total, why, raw)
+            self._hold(_Group(c.start, self._total, [call], held, True, why, c.kind == _BARE))
+            self._cand = None  # held as a call, not let go as text
+        self._let_go()
 
     def close(self) -> None:
         """End of stream: everything still held becomes releasable; a call cut short is no
@@ -805,15 +791,7 @@ class TextScanner:
         if self._closed:
             return
         self._closed = True
-        c = self._cand
-        if c is not None and not c.dead:
-            self._push("".join(c.parts))
-        if self._tail and self._tail_held:
-            self._push(self._tail)
-        self._cand = None
-        self._tail = ""
-        self._tail_held = False
-        self._emitted = self._total
+        self._let_go()
         for g in self._groups:
             g.open = [False] * len(g.open)
         self._groups.clear()
@@ -882,6 +860,25 @@ class TextScanner:
         if text:
             self._queue.append(text)
 
+    def _hold(self, group: _Group) -> None:
+        """A closed candidate's calls wait, in order, for the driver's decision."""
+        self._queue.append(group)
+        self._groups.append(group)
+
+    def _let_go(self) -> None:
+        """Nothing is scanned on: what is still held (the call forming, a marker prefix) is
+        text from here, queued in order."""
+        c = self._cand
+        if c is not None and not c.dead:
+            self._push("".join(c.parts))
+        if self._tail and self._tail_held:
+            self._push(self._tail)
+        self._cand = None
+        self._mode = _TEXT
+        self._tail = ""
+        self._tail_held = False
+        self._emitted = self._total
+
     def _other_text(self, bare_only: bool = False) -> None:
         """Text that is neither whitespace nor a call came: the turn no longer starts here
         (a bare `{` opens nothing from now on), and the calls that wait for the end of the
@@ -909,6 +906,16 @@ class TextScanner:
 
     def _held_text(self, c: _Candidate, s: str, s_abs: int, upto: int) -> str:
         return "".join(c.parts) + s[max(c.start - s_abs, 0) : upto - s_abs]
+
+    def _flow(self, c: _Candidate, held: str, upto: int) -> None:
+        """The candidate is no call: its ``held`` text (up to ``upto``) is shown, and the rest
+        of it flows as text, tracked only to find its end."""
+        self._push(held)
+        c.parts = []
+        c.dead = True
+        c.watch = _W_DONE
+        self._emitted = upto
+        self._other_text()
 
     def _decide(self, call: Any, consumed: bool) -> None:
         end = getattr(call, "end", None)
@@ -941,13 +948,16 @@ class TextScanner:
         if m is not None:
             self._mode = _TEXT
             return m.end()
-        n = len(s)
         # Keep a suffix that may begin the end marker (already shown, kept for matching).
-        longest = max(len(e) for e in self._skip_ends) - 1
-        for k in range(min(longest, n - i), 0, -1):
-            suffix = s[n - k :]
-            if any(e.startswith(suffix) for e in self._skip_ends):
-                self._tail, self._tail_abs, self._tail_held = suffix, s_abs + n - k, False
+        return self._keep_suffix(s, i, s_abs, self._skip_ends, held=False)
+
+    def _keep_suffix(self, s: str, i: int, s_abs: int, ends: Any, held: bool) -> int:
+        """The longest suffix of ``s[i:]`` that may begin one of ``ends`` becomes the tail,
+        matched again with the next fragment; returns ``len(s)``."""
+        n = len(s)
+        for k in range(min(max(map(len, ends)) - 1, n - i), 0, -1):
+            if any(e.startswith(s[n - k :]) for e in ends):
+                self._tail, self._tail_abs, self._tail_held = s[n - k :], s_abs + n - k, held
                 break
         return n
 
@@ -988,10 +998,8 @@ class TextScanner:
                 self._other_text(bare_only=True)  # a further call may follow a call, not bare JSON
                 if abs_j >= self._emitted:
                     self._emit(s, s_abs, abs_j)
-                    if best.kind == _FENCE:
-                        self._cand = _Candidate(_FENCE, abs_j, _LANG)
-                    else:
-                        self._cand = _Candidate(_DELIM, abs_j, _OPEN, best.end)
+                    phase = _LANG if best.kind == _FENCE else _OPEN
+                    self._cand = _Candidate(best.kind, abs_j, phase, best.end)
                     self._mode = _CAND
                     return j + len(best.text)
             elif (
@@ -1052,17 +1060,13 @@ class TextScanner:
         bound = self._all_bound or (bare and self._bare_lead)
         if found:
             calls = [TextCall(name, args, c.start, end_abs) for name, args in found]
-            group = _Group(c.start, end_abs, calls, text, bound, None, bare)
-            self._queue.append(group)
-            self._groups.append(group)
+            self._hold(_Group(c.start, end_abs, calls, text, bound, None, bare))
         elif self._rule is not None and c.name and not c.is_array:
             # Named, closed, and still no call object: a call that cannot run, which the
             # model is told of if it ends the turn (its text is the model's call, not prose).
             # It waits for the end of the turn under either rule: reported only if it ends it.
             call = TextCall(c.name, {}, c.start, end_abs, why, raw)
-            group = _Group(c.start, end_abs, [call], text, True, why, bare)
-            self._queue.append(group)
-            self._groups.append(group)
+            self._hold(_Group(c.start, end_abs, [call], text, True, why, bare))
         else:
             self._other_text()
             self._push(text)
@@ -1114,14 +1118,7 @@ class TextScanner:
                 c.vend = s_abs + k
                 return self._finish(c, s, s_abs, k + len(marker))
             return self._give_up(c, s, s_abs, k, then_skip=False)
-        n = len(s)
-        if not c.dead:
-            for size in range(min(max(map(len, ends)) - 1, n - i), 0, -1):
-                suffix = s[n - size :]
-                if any(x.startswith(suffix) for x in ends):
-                    self._tail, self._tail_abs, self._tail_held = suffix, s_abs + n - size, True
-                    break
-        return n
+        return self._keep_suffix(s, i, s_abs, ends, held=True) if not c.dead else len(s)
 
     def _phase_closer(self, c: _Candidate, s: str, i: int, s_abs: int) -> int:
         """The JSON closed inside a fence or delimiters: only the closing marker may follow."""
@@ -1149,11 +1146,7 @@ class TextScanner:
             # Cannot be a call: show it now, but follow its JSON to its end without scanning
             # inside it, so that a record's nested object is not taken for a call.
             if not c.dead:
-                self._push(self._held_text(c, s, s_abs, s_abs + i))
-                c.parts = []
-                c.dead = True
-                self._emitted = s_abs + i
-                self._other_text()
+                self._flow(c, self._held_text(c, s, s_abs, s_abs + i), s_abs + i)
             c.watch = _W_DONE
             return i
         if outcome == _BREAK:
@@ -1274,13 +1267,7 @@ class TextScanner:
                 if ch == '"':
                     _open_string(c, True, w == _W_KEY_WAIT, _W_KEY)
                     i += 1
-                elif ch == "}":
-                    if not stack or stack[-1] != "{":
-                        return i, _BREAK
-                    stack.pop()
-                    i += 1
-                    if not stack:
-                        return i, _COMPLETE
+                elif ch == "}":  # `{}`, or a trailing comma: closed as after a value
                     c.state = _S_AFTER
                 else:
                     return i, _BREAK
@@ -1309,11 +1296,7 @@ class TextScanner:
                 elif ch == '"':
                     _open_string(c, False, w == _W_NAME_WAIT, _W_NAME)
                     i += 1
-                elif ch == "]" and st == _S_ITEM:
-                    stack.pop()
-                    i += 1
-                    if not stack:
-                        return i, _COMPLETE
+                elif ch == "]" and st == _S_ITEM:  # `[]`, or a trailing comma
                     c.state = _S_AFTER
                 elif ch in "-0123456789":
                     c.state = _S_NUMBER
