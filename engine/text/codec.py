@@ -448,6 +448,7 @@ def _compile_prompt(section: Mapping[str, Any]) -> _Prompt:
     taken from :data:`_TOOL_FORMAT_DEFAULTS`."""
     fmt = {**_TOOL_FORMAT_DEFAULTS, **(section.get("tool_format") or {})}
     retry = section["retry"]
+    schema = retry.get("schema_invalid")  # (message, problem, root), where there is one
     return _Prompt(
         system_template=section["system_template"],
         call_example=section["call_example"],
@@ -459,7 +460,7 @@ def _compile_prompt(section: Mapping[str, Any]) -> _Prompt:
         unknown_tool=retry["unknown_tool"],
         no_tool_field=retry["no_tool_field"],
         call_incomplete=_incomplete_templates(retry["call_incomplete"]),
-        schema_invalid=_schema_templates(retry.get("schema_invalid")),
+        schema_invalid=(schema["message"], schema["problem"], schema["root"]) if schema else None,
     )
 
 
@@ -474,13 +475,6 @@ def _incomplete_templates(section: Mapping[str, Any]) -> tuple[tuple[str, str], 
         if cause in section and cause not in INCOMPLETE_REASONS
     )
     return reasons + causes
-
-
-def _schema_templates(section: Mapping[str, Any] | None) -> tuple[str, str, str] | None:
-    """``retry.schema_invalid`` (message, problem, root), or None where it is absent."""
-    if section is None:
-        return None
-    return (section["message"], section["problem"], section["root"])
 
 
 # -- the scanner -------------------------------------------------------------------------------
@@ -539,7 +533,6 @@ class _AlwaysMatches(Protocol):
 
 _WS = cast(_AlwaysMatches, re.compile(r"[ \t\n\r]*"))
 _STR_STOP = re.compile(r'["\\]')
-_NEVER = re.compile(r"(?!)")  # matches nowhere
 _NUMBER = cast(_AlwaysMatches, re.compile(r"[-+0-9.eE]*"))
 _LANG_CHAR = re.compile(r"[A-Za-z0-9_+#.-]")
 _TOOL_NAME = re.compile(r"[\w.:/-]+")  # a name a broken call is still held for
@@ -644,8 +637,7 @@ class TextScanner:
         self._trigger = codec._trigger if lead or not self._bare_lead else codec._marker_trigger
         self._finished = False  # finish(): the turn's text is all in
         self._mode = _TEXT
-        self._skip_end = _NEVER  # in a reasoning span or a code fence: its end marker
-        self._skip_ends: tuple[str, ...] = ()
+        self._skip_ends: tuple[str, ...] = ()  # in a reasoning span or a code fence: its end
         self._cand: _Candidate | None = None
         self._tail = ""  # unprocessed text at the end: a marker that may still complete
         # Offsets count from the start of the whole text, which the first fragment fed
@@ -843,7 +835,7 @@ class TextScanner:
             else:
                 c = self._cand
                 assert c is not None, "the candidate mode has a candidate"
-                i = self._scan_candidate(c, s, i, s_abs)
+                i = _PHASES[c.phase](self, c, s, i, s_abs)
         # Show what is settled; keep what is held.
         c = self._cand
         if c is not None and not c.dead:  # (a broken call may keep a marker prefix as tail)
@@ -940,11 +932,10 @@ class TextScanner:
     def _enter_skip(self, ends: tuple[str, ...]) -> None:
         self._mode = _SKIP
         self._skip_ends = ends
-        self._skip_end = self._codec._skip_res[ends]
 
     def _scan_skip(self, s: str, i: int, s_abs: int) -> int:
         """Reasoning or code: shown as it comes; only its end marker is looked for."""
-        m = self._skip_end.search(s, i)
+        m = self._codec._skip_res[self._skip_ends].search(s, i)
         if m is not None:
             self._mode = _TEXT
             return m.end()
@@ -1019,18 +1010,6 @@ class TextScanner:
             i = j + 1
 
     # -- internals: the candidate -------------------------------------------------------------
-
-    def _scan_candidate(self, c: _Candidate, s: str, i: int, s_abs: int) -> int:
-        phase = c.phase
-        if phase == _VALUE:
-            return self._phase_value(c, s, i, s_abs)
-        if phase == _LANG:
-            return self._phase_lang(c, s, i, s_abs)
-        if phase == _OPEN:
-            return self._phase_open(c, s, i, s_abs)
-        if phase == _BROKEN:
-            return self._phase_broken(c, s, i, s_abs)
-        return self._phase_closer(c, s, i, s_abs)
 
     def _give_up(self, c: _Candidate, s: str, s_abs: int, at: int, then_skip: bool) -> int:
         """The candidate is no call: release its text up to ``at`` (an index into ``s``) and
@@ -1319,3 +1298,13 @@ class TextScanner:
                 else:
                     return i, _BREAK
         return n, _MORE
+
+
+# A candidate's reader by its phase (_LANG, _OPEN, _VALUE, _CLOSER, _BROKEN, in that order).
+_PHASES = (
+    TextScanner._phase_lang,
+    TextScanner._phase_open,
+    TextScanner._phase_value,
+    TextScanner._phase_closer,
+    TextScanner._phase_broken,
+)
