@@ -194,8 +194,6 @@ class TextCodec:
         section = data.get("codec", data)
         conf = {**_DEFAULTS, **section}
         fences = {**_DEFAULTS["fences"], **(conf["fences"] or {})}
-        languages = tuple(fences["languages"])
-        markers = tuple(fences["markers"])
         pairs = {
             key: tuple((p["start"], p["end"]) for p in conf[key] or [])
             for key in ("delimiters", "reasoning")
@@ -209,8 +207,8 @@ class TextCodec:
             args_keys=tuple(conf["args_keys"]),
             reject_keys=tuple(conf["reject_keys"]),
             bare=bool(conf["bare"]),
-            fence_languages=frozenset(lang.lower() for lang in languages),
-            fence_markers=markers,
+            fence_languages=frozenset(lang.lower() for lang in fences["languages"]),
+            fence_markers=tuple(fences["markers"]),
             delimiters=pairs["delimiters"],
             reasoning=pairs["reasoning"],
             healing=tuple(healing),
@@ -518,11 +516,8 @@ def _cut_call(codec: TextCodec, raw: str) -> tuple[dict[str, Any], str]:
     reader.feed(raw)
     why = TOO_DEEP if reader.reason == TOO_DEEP else "cut"
     value = reader.value
-    for key in codec.args_keys:
-        if key in value:
-            args = value[key]
-            return (args if args.__class__ is dict else {}), why
-    return {}, why
+    args = next((value[key] for key in codec.args_keys if key in value), None)
+    return (args if args.__class__ is dict else {}), why
 
 
 class _AlwaysMatches(Protocol):
@@ -1262,15 +1257,11 @@ class TextScanner:
                     return i, _FAIL
                 if w == _W_FIRST_ITEM and ch != "{":
                     return i, _FAIL
-                if ch == "{":
-                    stack.append("{")
-                    c.state = _S_KEY
-                    if w == _W_FIRST_ITEM:
+                if ch == "{" or ch == "[":
+                    stack.append(ch)
+                    c.state = _S_KEY if ch == "{" else _S_ITEM
+                    if w == _W_FIRST_ITEM:  # (a `{`: any other item failed above)
                         c.watch = _W_KEY_WAIT
-                    i += 1
-                elif ch == "[":
-                    stack.append("[")
-                    c.state = _S_ITEM
                     i += 1
                 elif ch == '"':
                     _open_string(c, False, w == _W_NAME_WAIT, _W_NAME)
