@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -35,6 +37,24 @@ def run_engine(
         text=text,
         encoding="utf-8" if text else None,
         timeout=timeout,
+    )
+
+
+def run_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    """``engine.cli.main`` (what ``python -m engine`` runs) in this process, in ``cwd``: text
+    out, as :func:`run_engine` gives it. For tests of what a command does; the entry point
+    itself (a child process, its exit code, its pipes) is tested through :func:`run_engine`
+    (tests/test_cli.py). A child costs an interpreter's start and the engine's import each."""
+    from engine.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.chdir(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as exc:  # argparse: a usage error (2), or --help / --version (0)
+            code = exc.code if isinstance(exc.code, int) else 1
+    return subprocess.CompletedProcess(
+        ["mcs-formats", *args], code, out.getvalue(), err.getvalue()
     )
 
 

@@ -1,5 +1,6 @@
-"""``mcs-formats test DIR`` and ``mcs-formats schema``, through the real entry point
-(``python -m engine``), on project folders made in tmp dirs outside the repository.
+"""``mcs-formats test DIR`` and ``mcs-formats schema`` on project folders made in tmp dirs
+outside the repository: the first test through the real entry point (``python -m engine``),
+the others through ``engine.cli.main`` in this process (conftest.run_cli), what it runs.
 
 A folder holding a toy wire (``tests/toy/``, copied out) passes once its snapshots are
 written, and its snapshot agrees with the toy's hand-written oracle; a deliberately broken
@@ -15,7 +16,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import run_engine as mcs
+from conftest import run_cli as mcs
+from conftest import run_engine
 
 import engine
 from engine.cli import project
@@ -45,7 +47,7 @@ SNAPSHOT = Path("proj/tests/golden/toy_wire/two_calls.expected.json")
 def test_a_toy_wire_outside_the_repository_passes_once_its_snapshot_is_written(tmp_path):
     toy_project(tmp_path)
 
-    missing = mcs("test", "proj", cwd=tmp_path)
+    missing = run_engine("test", "proj", cwd=tmp_path)
     assert missing.returncode == 1, missing.stdout + missing.stderr
     lines = missing.stdout.splitlines()
     assert SEED_LINE.match(lines[0]), lines[0]
@@ -71,7 +73,7 @@ def test_a_toy_wire_outside_the_repository_passes_once_its_snapshot_is_written(t
     assert written["finished"] is True and written["skipped"] == []
     assert list(written) == list(project.SNAPSHOT_KEYS)
 
-    passed = mcs("test", "proj", cwd=tmp_path)
+    passed = run_engine("test", "proj", cwd=tmp_path)
     assert passed.returncode == 0, passed.stdout
     assert passed.stdout.splitlines()[1:] == ["1 format, 1 stream: all pass"]
     assert passed.stderr == ""

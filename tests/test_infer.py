@@ -22,6 +22,10 @@ from engine.language import registry
 from engine.language.validate import validate_descriptor
 from engine.language.yamlsource import load
 
+# One worker runs this module (pyproject's --dist loadgroup): its module fixture is built once.
+pytestmark = pytest.mark.xdist_group("infer")
+
+
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"
 TOY = ROOT / "tests" / "toy"

@@ -72,6 +72,8 @@ GOLDEN = Path(__file__).parent / "golden"
 # openai's models warn when serialising a compatible server's list-valued `content`: SDK noise.
 # litellm's import warns about its own TypedDicts: import noise.
 pytestmark = [
+    # One worker runs the SDK modules (pyproject's --dist loadgroup): the SDKs are imported once.
+    pytest.mark.xdist_group("sdk"),
     pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning"),
     pytest.mark.filterwarnings("ignore:.*using the `ReadOnly` qualifier:UserWarning"),
 ]

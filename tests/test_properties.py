@@ -20,6 +20,7 @@ import pytest
 from conftest import ROOT, drawn_cuts, golden_streams, outcome, read_stream, replay, stream_id
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_reasoning import streamed_reasoning
 
 import engine
 from engine.cli import project
@@ -36,13 +37,6 @@ def _resplit_findings(path: Path, how: str, cuts) -> list:
     stream = project.read_stream(path)
     wire = engine.load_format(path.parent.name)
     return project.check_resplit(wire, stream, project.replay(wire, stream), [(how, cuts)])
-
-
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
-@pytest.mark.parametrize("path", STREAMS, ids=stream_id)
-def test_resplitting_fragments_never_changes_the_result(path, data):
-    assert _resplit_findings(path, "drawn re-split", drawn_cuts(data)) == []
 
 
 @pytest.mark.parametrize("path", STREAMS, ids=stream_id)
@@ -128,16 +122,32 @@ def test_raw_sse_ending_with_the_wires_done_line_gives_the_same_result(path, kin
     assert outcome(replay(as_wire(lines, kind), fmt)) == expected
 
 
-@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 @pytest.mark.parametrize("path", STREAMS, ids=stream_id)
-def test_resplit_raw_sse_never_changes_the_result(path, data):
-    """Re-split fragments, framed as SSE at random, as str or bytes, the wire resolved among
-    all built-ins: the same result as the decoded stream."""
+def test_resplitting_fragments_never_changes_the_result(path, data):
+    """A drawn re-split passes the check ``mcs-formats test`` makes (the same result, or a
+    finding at the chunk where it differs), streams the same reasoning fragments
+    (tests/test_reasoning.py), and framed as SSE at random, as str or bytes, the wire
+    resolved among all built-ins, gives the same result. One drawn split checks all three:
+    drawing the cuts of a long stream is what this costs."""
+    drawn: list[list[int]] = []
+
+    def cuts(n: int) -> list[int]:
+        drawn.append(drawn_cuts(data)(n))
+        return drawn[-1]
+
+    assert _resplit_findings(path, "drawn re-split", cuts) == [], "the project's check"
+
     events = read_stream(path)
-    fields = engine.load_format(path.parent.name).streamed_fields()
-    done = engine.load_format(path.parent.name).done_fields()
-    expected = outcome(replay(copy.deepcopy(events), path.parent.name))
+    fmt = path.parent.name
+    wire = engine.load_format(fmt)
+    fields, done = wire.streamed_fields(), wire.done_fields()
+    again = iter(drawn)  # the same split again: resplit asks for cuts fragment by fragment
+    split = resplit(copy.deepcopy(events), fields, lambda n: next(again), done)
+    whole = replay(copy.deepcopy(events), fmt)
+    decoded = replay(copy.deepcopy(split), fmt)
+    assert streamed_reasoning(decoded) == streamed_reasoning(whole), "reasoning fragments"
 
     # One drawn seed for the framing of every line (a draw per line would exceed what
     # hypothesis lets one example draw on long streams); a failure prints the seed.
@@ -146,9 +156,9 @@ def test_resplit_raw_sse_never_changes_the_result(path, data):
     def pick(kind: str, n: int) -> int:
         return framing.randrange(n)
 
-    lines = sse_stream(resplit(copy.deepcopy(events), fields, drawn_cuts(data), done), pick)
+    lines = sse_stream(split, pick)
     kind = data.draw(st.sampled_from(["str", "bytes"]), label="str or bytes")
-    assert outcome(replay(as_wire(lines, kind, pick))) == expected
+    assert outcome(replay(as_wire(lines, kind, pick))) == outcome(whole), "raw SSE lines"
 
 
 @pytest.mark.parametrize("path", STREAMS, ids=stream_id)

@@ -25,6 +25,10 @@ import pytest
 
 import engine
 
+# One worker runs this module (pyproject's --dist loadgroup): its module fixture is built once.
+pytestmark = pytest.mark.xdist_group("readme_authoring")
+
+
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 

@@ -71,6 +71,8 @@ def server(tmp_path_factory):
 
 # litellm's import warns about its own TypedDicts; openai's models warn when serialising.
 pytestmark = [
+    # One worker runs this module (pyproject's --dist loadgroup): its module fixture is built once.
+    pytest.mark.xdist_group("readme_examples"),
     pytest.mark.filterwarnings("ignore:.*using the `ReadOnly` qualifier:UserWarning"),
     pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning"),
 ]

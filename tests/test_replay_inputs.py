@@ -135,6 +135,9 @@ def _one_golden_per_wire() -> list[Path]:
 
 
 def test_captures_through_python_m_engine(tmp_path):
+    """The real entry point reads each wire's raw capture as ``engine.cli.main`` reads its
+    JSON Lines file (the in-process answer: the test above shows it is the same for every
+    golden): one child a wire, started together."""
     goldens = _one_golden_per_wire()
     assert len(goldens) >= 7
     procs = []
@@ -142,18 +145,17 @@ def test_captures_through_python_m_engine(tmp_path):
         capture = tmp_path / f"{path.parent.name}.sse"
         end, layout = LINE_ENDS[i % 3], LAYOUTS[i % 3]
         capture.write_bytes(sse_capture(path, end, layout).encode("utf-8"))
-        for stream in (path, capture):
-            procs.append(
-                subprocess.Popen(
-                    [sys.executable, "-m", "engine", "replay", str(stream), "--json"],
-                    env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                )
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "engine", "replay", str(capture), "--json"],
+                env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             )
+        )
     outputs = [(p.communicate(timeout=60), p.returncode) for p in procs]
-    for i, path in enumerate(goldens):
-        ((want, _), want_rc), ((got, err), got_rc) = outputs[2 * i], outputs[2 * i + 1]
+    for path, ((got, err), got_rc) in zip(goldens, outputs, strict=True):
+        want_rc, want, _ = replay_json(str(path))
         assert (got_rc, err) == (want_rc, b""), path
-        expected = _expected_with_marker(path, [json.loads(x) for x in want.splitlines()])
+        expected = _expected_with_marker(path, want)
         assert [json.loads(x) for x in got.splitlines()] == expected, path
 
 

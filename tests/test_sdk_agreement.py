@@ -51,6 +51,8 @@ except ImportError:  # tests/ made a package, or importlib mode from the reposit
     )
 
 pytestmark = [
+    # One worker runs the SDK modules (pyproject's --dist loadgroup): the SDKs are imported once.
+    pytest.mark.xdist_group("sdk"),
     pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning"),
 ]
 

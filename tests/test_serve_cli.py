@@ -36,6 +36,10 @@ except ImportError:  # tests/ made a package, or importlib mode from the reposit
     from tests.loopback.server import ServeProcess
     from tests.test_cli import ENV, ROOT, run
 
+# One worker runs this module (pyproject's --dist loadgroup): its module fixture is built once.
+pytestmark = pytest.mark.xdist_group("serve_cli")
+
+
 GOLDEN = ROOT / "tests" / "golden"
 CHAT_A = GOLDEN / "openai_chat" / "hand_text_before_after.jsonl"
 CHAT_B = GOLDEN / "openai_chat" / "oai_py_text.jsonl"
@@ -540,6 +544,9 @@ def test_model_lookups_are_answered_as_the_providers_document_them():
             "id": "gpt-4o", "object": "model", "created": 0, "owned_by": "mcs-formats"
         }
         anthropic = {"anthropic-version": "2023-06-01"}
+        key = next(r.key for r in provider.recordings if r.wire == "anthropic_messages")
+        status, _, body = call(f"{url}/s/{key}/v1/models/claude-x", method="GET")
+        assert status == 400 and b"anthropic-version header" in body
         status, _, body = call(url + "/v1/models/claude-x", method="GET", headers=anthropic)
         model = json.loads(body)
         assert (status, model["type"], model["id"]) == (200, "model", "claude-x")

@@ -295,7 +295,11 @@ class FakeProvider:
         if routes:  # an endpoint asking for a header the request carries is the more precise
             return min(routes, key=lambda r: r.endpoint.header is None)
         endpoints = [e for _, wire in candidates for e in self.wires[wire][0].spec.endpoints]
-        allowed = sorted({e.method for e in endpoints if e.match(path) is not None})
+        endpoints = [e for e in endpoints if e.match(path) is not None]
+        wanted = sorted({e.header for e in endpoints if e.method == method and e.header})
+        if wanted:  # the path and method are served, to a request carrying the header
+            return 400, f"{method} {path} is answered to a request with the {wanted[0]} header"
+        allowed = sorted({e.method for e in endpoints})
         if allowed:
             return 405, f"{path} answers {', '.join(allowed)} only, not {method}"
         if prefix is not None:

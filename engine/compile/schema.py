@@ -1,10 +1,12 @@
 """The descriptor schema (``schemas/format.schema.json``) as data, for every floor that asks it.
 
-The validator (:mod:`engine.language.validate`) checks a whole descriptor against it and
-locates each error in the file. A compiler handed a section that never went through the
-validator (a strategy built from a dict) asks the same schema of that section
-(:func:`section_errors`, or located and worded: :func:`section_problems`), so that no rule
-the schema states is written again in code.
+The check against it lives here, in one wording of its errors (:func:`schema_problems`),
+with the custom path formats it names (``read-path``, ``target-path``...: :data:`FORMATS`,
+each checked by compiling the value in the one path language). Whoever asks places the
+problems: the validator (:mod:`engine.language.validate`) locates each in the YAML file, a
+strategy built from a dict (never seen by the validator) and a section compiled on its own
+(:func:`section_problems`) keep them as ``(pointer, message, rule)`` (:class:`Pointed`). So
+no rule the schema states is written again in code, and no error is worded twice.
 """
 
 from __future__ import annotations

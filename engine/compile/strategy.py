@@ -463,10 +463,12 @@ class Problems:
 
 
 class Rule(NamedTuple):
-    """A compiled rule: its effect, and the source its operation's entry declares."""
+    """A compiled rule and its facts: its effect, the source its operation's entry declares,
+    and the pattern of the item it opens (None: it opens none)."""
 
     run: Run
     source: Source | None
+    opens: str | None = None
 
 
 def compile_ops(rules: list, ctx: CompileContext, problems: Problems, base: str) -> list[Run]:
@@ -483,36 +485,20 @@ def compile_ops(rules: list, ctx: CompileContext, problems: Problems, base: str)
         except (ValueError, KeyError, TypeError) as exc:
             problems.add(pointer, f"{name}: {exc}")
     runs = by_source_key(out, ctx)
-    if _opens_a_call_then_goes_on(rules, ctx):
+    if any(_opens_a_call(rule.opens, ctx) for rule in out[:-1]):
         return [judged_after_the_event(runs)]
     return runs
 
 
-def _opens_a_call_then_goes_on(rules: list, ctx: CompileContext) -> bool:
-    """Does a rule that opens an item of the calls' list (``open``, a ``set`` of a whole item)
-    come before another rule of the same event, which may still change what ``calls.where``
-    reads? Only then is the judgement deferred to the end of the event; every other list
-    (each built-in's among them) runs as it is."""
-    if ctx.calls_pattern is None or not ctx.calls_where or len(rules) < 2:
+def _opens_a_call(pattern: str | None, ctx: CompileContext) -> bool:
+    """Does a rule that opens the item at ``pattern`` open one of the calls' list, when a
+    ``calls.where`` judges them? Followed by another rule of the same event (which may still
+    change what ``where`` reads), the judgement is then deferred to the end of the event;
+    every other list (each built-in's among them) runs as it is."""
+    calls = ctx.calls_pattern
+    if pattern is None or calls is None or not ctx.calls_where:
         return False
-    for rule in rules[:-1]:
-        if not isinstance(rule, dict) or len(rule) != 1:
-            continue
-        ((name, raw),) = rule.items()
-        entry = OPERATIONS.get(name)
-        if entry is None or not isinstance(raw, dict) or not entry.opens(raw):
-            continue
-        at = raw.get("at")
-        if not isinstance(at, str) or not at:
-            continue
-        try:
-            pattern = paths.pattern(at, ctx.choice_alias)
-        except ValueError:
-            continue
-        rest = pattern[len(ctx.calls_pattern) :]
-        if pattern.startswith(ctx.calls_pattern) and rest[:1] in ("", ".", "["):
-            return True
-    return False
+    return pattern.startswith(calls) and pattern[len(calls) :][:1] in ("", ".", "[")
 
 
 def compile_rule(name: str, raw: Any, ctx: CompileContext) -> Rule:
@@ -520,11 +506,14 @@ def compile_rule(name: str, raw: Any, ctx: CompileContext) -> Rule:
     entry = OPERATIONS[name]
     args = entry.arguments(raw)
     when_path = args.get("when")
-    if when_path is None:
-        return Rule(entry.compile(args, ctx), entry.source(args))
-    args = {k: v for k, v in args.items() if k != "when"}
+    if when_path is not None:  # a copy: the descriptor's own mapping is never changed
+        args = {k: v for k, v in args.items() if k != "when"}
     op = entry.compile(args, ctx)
-    return Rule(_guarded(op, compile_read(when_path, ctx.choice_alias)), Source(when_path, True))
+    opens = paths.pattern(args["at"], ctx.choice_alias) if entry.opens(args) else None
+    if when_path is None:
+        return Rule(op, entry.source(args), opens)
+    when = compile_read(when_path, ctx.choice_alias)
+    return Rule(_guarded(op, when), Source(when_path, True), opens)
 
 
 def by_source_key(rules: list[Rule], ctx: CompileContext) -> list[Run]:

@@ -9,8 +9,9 @@ three passes; every problem found is reported, sorted by position, as
 1. the JSON Schema (``schemas/format.schema.json``, draft 2020-12), all errors collected. The
    schema's custom formats (``read-path``, ``jmespath``, ``presence-path``, ``template-path``,
    ``target-path``, ``item-target``, ``field-target``, ``pattern``, ``call-pattern``,
-   ``field-chain``, ``python-regex``) are checked here by compiling the value in its form of
-   the one path language (:mod:`engine.compile.paths`): a path that does not parse (its column
+   ``field-chain``, ``python-regex``) are checked by compiling the value in its form of
+   the one path language (:mod:`engine.compile.schema` holds the check and its wording,
+   which a strategy built from a dict shares): a path that does not parse (its column
    named), a path of an old dialect (its new form named), a JMESPath that does not compile, a
    ``[*]`` where an operation needs one SLOT, an ``open`` that does not end with a SLOT step,
    ``calls.at`` without ``[*]``, an index where a value is installed at a field, a healing

@@ -373,7 +373,9 @@ def judged_after_the_event(runs: list) -> Callable[[Assembly, Any, Any], None]:
     return judged
 
 
-def ensure_slotted(parent: dict, field: str, order: str, journal: list[Any]) -> SlottedList:
+def ensure_slotted(
+    parent: dict[str, Any], field: str, order: str, journal: list[Any]
+) -> SlottedList:
     """The slotted list at ``parent[field]``, adopting a plain list the wire sent there."""
     current = parent.get(field)
     if current.__class__ is SlottedList:
@@ -383,7 +385,7 @@ def ensure_slotted(parent: dict, field: str, order: str, journal: list[Any]) -> 
     return lst
 
 
-def append_text(parent: dict, field: str, piece: str, journal: list[Any]) -> None:
+def append_text(parent: dict[str, Any], field: str, piece: str, journal: list[Any]) -> None:
     current = parent.get(field)
     if current.__class__ is Fragments:
         grow(journal, current, piece)

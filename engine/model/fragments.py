@@ -98,7 +98,9 @@ class SlottedList:
         for position, item in enumerate(items or ()):
             self.put(position, item)
 
-    def put(self, slot: Any, item: dict, journal: list[Any] | None = None) -> dict:
+    def put(
+        self, slot: Any, item: dict[str, Any], journal: list[Any] | None = None
+    ) -> dict[str, Any]:
         position = self.by_slot.get(slot)
         if journal is not None:
             old = self.items[position] if position is not None else None
@@ -115,7 +117,7 @@ class SlottedList:
         self.last = slot
         return item
 
-    def _unput(self, slot: Any, old: dict | None, last: Any, next_int: int) -> None:
+    def _unput(self, slot: Any, old: dict[str, Any] | None, last: Any, next_int: int) -> None:
         """Take back a ``put``: the item it replaced, or the slot it opened (the last)."""
         if old is not None:
             self.items[self.by_slot[slot]] = self._item_at[slot] = old

@@ -92,10 +92,10 @@ def _attaches(rule: JoinRule, last: dict, part: dict, field: str) -> bool:
 
 def join_parts(
     journal: list[Any],
-    parts: list,
-    incoming: list,
+    parts: list[Any],
+    incoming: list[Any],
     rule: JoinRule,
-    on_part: Callable[[dict, dict], None] | None,
+    on_part: Callable[[dict[str, Any], dict[str, Any]], None] | None,
     where: Any = None,
 ) -> None:
     """Append ``incoming`` parts to ``parts``, joining each with the last one where it may
@@ -115,14 +115,14 @@ def join_parts(
 
 
 def join_one(
-    journal: list[Any], parts: list, part: dict, rule: JoinRule, where: Any = None
-) -> dict:
+    journal: list[Any], parts: list[Any], part: dict[str, Any], rule: JoinRule, where: Any = None
+) -> dict[str, Any]:
     """Join one part into the last of ``parts`` where it may, else append a copy; the part
     that holds it now. A text field that cannot continue the run's (a number there, or a
     list of parts meeting text with no ``string`` rule) is a ValueError naming its place:
     ``where`` (the rule's list by default; a nested list's place, built only for an error)."""
     if parts and _may_join(rule, parts[-1], part):
-        last = parts[-1]
+        last: dict[str, Any] = parts[-1]
         if len(part) == 1:  # the usual delta, one text field: appended without a walk
             ((key, value),) = part.items()
             current = last.get(key)
@@ -133,7 +133,7 @@ def join_one(
         where = rule.where if where is None else where
         _join_into(journal, last, part, rule, where, len(parts) - 1)
         return last
-    stored = ingest(part)
+    stored: dict[str, Any] = ingest(part)
     for f in rule.text:
         if stored.get(f).__class__ is str:
             stored[f] = Fragments(stored[f])
@@ -143,7 +143,12 @@ def join_one(
 
 
 def _join_into(
-    journal: list[Any], last: dict, part: dict, rule: JoinRule, where: Any, index: int
+    journal: list[Any],
+    last: dict[str, Any],
+    part: dict[str, Any],
+    rule: JoinRule,
+    where: Any,
+    index: int,
 ) -> None:
     for key, value in part.items():
         if key in rule.text:
@@ -153,7 +158,13 @@ def _join_into(
 
 
 def _join_text(
-    journal: list[Any], last: dict, key: str, value: Any, rule: JoinRule, where: Any, index: int
+    journal: list[Any],
+    last: dict[str, Any],
+    key: str,
+    value: Any,
+    rule: JoinRule,
+    where: Any,
+    index: int,
 ) -> None:
     """Continue the text field ``key`` of the run ``last`` (item ``index`` of the list at
     ``where``) with ``value``: a string appends to text, a list of parts joins a list of parts
@@ -228,8 +239,8 @@ def _place(where: Any) -> str:
 
 
 def string_as_part(
-    journal: list[Any], parts: list, text: str, rule: JoinRule, where: Any = None
-) -> dict:
+    journal: list[Any], parts: list[Any], text: str, rule: JoinRule, where: Any = None
+) -> dict[str, Any]:
     """A bare string delta on a parts list joins the last text part, or starts one."""
     part = {**(rule.string_part or {}), rule.string_field: text}
     join_parts(journal, parts, [part], rule, None, where)

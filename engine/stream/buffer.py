@@ -183,7 +183,7 @@ class LLMStreamBuffer:
         if rec is not None:
             self._commit()
 
-    def _apply(self, asm: Assembly, event: dict) -> None:
+    def _apply(self, asm: Assembly, event: dict[str, Any]) -> None:
         """Apply ``event``'s rules, all or nothing: what they wrote is journaled
         (engine.model.journal) and undone if any of them raises, whatever the exception,
         which then propagates; once they all ran, the journal is dropped."""
