@@ -102,11 +102,7 @@ class ExtractedCall:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ExtractedCall) or other.__class__ is not ExtractedCall:
             return NotImplemented
-        return (self._name, self._arguments, self._id) == (
-            other._name,
-            other._arguments,
-            other._id,
-        )
+        return (self._name, self._arguments, self._id) == (other._name, other._arguments, other._id)
 
     # Unhashable, as equal calls must hash alike and ``arguments`` is a dict: a class that
     # defines ``__eq__`` and no ``__hash__`` gets ``__hash__ = None`` from Python itself.

@@ -49,7 +49,7 @@ import yaml
 
 from ..drivers.driver import BaseDriver, DriverResponse
 from ..errors import ChunkError, DescriptorError, Problem, UnknownFormatError
-from ..events import CallIncomplete, ReasoningDelta
+from ..events import CallIncomplete, ExtractedCall, ReasoningDelta
 from ..language import registry
 from ..language.builtin_files import data_dir
 from ..records import Skipped, Tool, ToolCallRecord
@@ -131,23 +131,23 @@ class _ShowDumper(yaml.SafeDumper):
         return super().increase_indent(flow, False)
 
 
-def _inline(values, limit: int = 72) -> bool:
+def _inline(values: Any, limit: int = 72) -> bool:
     scalar = all(not isinstance(v, (dict, list)) for v in values)
     return scalar and len(_json(values if isinstance(values, list) else list(values))) <= limit
 
 
-class _Item(dict):
+class _Item(dict[str, Any]):
     """A map that is a list item: one key reads best as a block (``- usage: usage``)."""
 
 
-def _represent_list(dumper: _ShowDumper, data: list) -> yaml.Node:
+def _represent_list(dumper: _ShowDumper, data: list[Any]) -> yaml.Node:
     items = [_Item(x) if type(x) is dict else x for x in data]
     return dumper.represent_sequence(
         "tag:yaml.org,2002:seq", items, flow_style=bool(data) and _inline(data)
     )
 
 
-def _represent_dict(dumper: _ShowDumper, data: dict) -> yaml.Node:
+def _represent_dict(dumper: _ShowDumper, data: dict[str, Any]) -> yaml.Node:
     wanted = len(data) > 1 or not isinstance(data, _Item)
     flow = bool(data) and wanted and _inline(list(data.values()), 56)
     return dumper.represent_mapping("tag:yaml.org,2002:map", data, flow_style=flow)
@@ -158,7 +158,7 @@ _ShowDumper.add_representer(dict, _represent_dict)
 _ShowDumper.add_representer(_Item, _represent_dict)
 
 
-def to_yaml(descriptor: dict) -> str:
+def to_yaml(descriptor: dict[str, Any]) -> str:
     """A descriptor as YAML that any safe loader reads back to the same data (keys such as
     ``on`` are quoted, because YAML 1.1 loaders would read them as booleans)."""
     text = yaml.dump(descriptor, Dumper=_ShowDumper, sort_keys=False, allow_unicode=True, width=100)
@@ -249,8 +249,9 @@ class ReplayPrinter:
             self._emit({"event": "reasoning", "text": text, "chunk": chunk})
             return
         if not self.reasoning_open:
-            self.out.write(("" if self.at_line_start else "\n")
-                           + self.style.marker("reasoning", "dim") + " ")
+            self.out.write(
+                ("" if self.at_line_start else "\n") + self.style.marker("reasoning", "dim") + " "
+            )
             self.reasoning_open = True
         self.out.write(self.style.paint(text, "dim"))
         self.at_line_start = text.endswith("\n")
@@ -264,10 +265,12 @@ class ReplayPrinter:
         s = self.style
         detail = s.paint(f"{s.dot} raw {_json(event.raw)} {s.dot} {_where(chunk)}", "dim")
         name = s.paint(event.name or "a call without a name", "bold")
-        self._line(f"{s.marker('incomplete', 'warn')} {name} will never run "
-                   f"({event.reason}) id={event.id} {detail}")
+        self._line(
+            f"{s.marker('incomplete', 'warn')} {name} will never run "
+            f"({event.reason}) id={event.id} {detail}"
+        )
 
-    def header(self, strategy, source: str) -> None:
+    def header(self, strategy: Any, source: str) -> None:
         if self.as_json:
             self._emit({"event": "format", "format": strategy.name, "title": strategy.title})
             return
@@ -287,7 +290,7 @@ class ReplayPrinter:
         self.out.write(text)
         self.at_line_start = text.endswith("\n")
 
-    def call(self, call, chunk: int | None) -> None:
+    def call(self, call: ExtractedCall, chunk: int | None) -> None:
         if self.as_json:
             self._emit(
                 {
@@ -344,7 +347,7 @@ class ReplayPrinter:
         call_id = "" if record.tool_call_id is None else f" id={record.tool_call_id}"
         self._line(f"{s.marker('ran', 'ran')} {name} -> {_json(record.result)}{call_id} {where}")
 
-    def history(self, messages: list[dict], chunk: int | None) -> None:
+    def history(self, messages: list[dict[str, Any]], chunk: int | None) -> None:
         if self.as_json:
             self._emit({"event": "history", "messages": messages, "chunk": chunk})
             return
@@ -365,7 +368,7 @@ class ReplayPrinter:
         s = self.style
         self._line(f"{s.marker('done', 'dim')} {s.paint(f'chunk {chunk}', 'dim')}")
 
-    def message(self, buf: LLMStreamBuffer, unknown: Counter) -> None:
+    def message(self, buf: LLMStreamBuffer, unknown: Counter[str]) -> None:
         if self.as_json:
             self._emit(
                 {
@@ -400,7 +403,6 @@ class ReplayPrinter:
             f"{s.marker('unknown')} {total} event(s) skipped" + (f" ({detail})" if detail else "")
         )
 
-
     def skipped(self, entry: Skipped) -> None:
         """What the buffer could not place (``buf.skipped()``), one line each."""
         if self.as_json:
@@ -422,10 +424,10 @@ class CallTracker:
     duplicates (two identical calls without ids are two calls)."""
 
     def __init__(self) -> None:
-        self.shown: Counter = Counter()
+        self.shown: Counter[tuple[Any, str, Any]] = Counter()
 
-    def new(self, calls) -> list:
-        seen: Counter = Counter()
+    def new(self, calls: list[ExtractedCall]) -> list[ExtractedCall]:
+        seen: Counter[tuple[Any, str, Any]] = Counter()
         fresh = []
         for call in calls:
             key = (call.name, _json(call.arguments), call.id)
@@ -440,14 +442,14 @@ class EchoDriver(BaseDriver):
     """The replay's driver: it owns the tools named with ``--tools``; each returns its
     arguments as its result."""
 
-    def __init__(self, names: frozenset[str], strategies: list | None) -> None:
+    def __init__(self, names: frozenset[str], strategies: list[Any] | None) -> None:
         super().__init__(strategies=strategies)
         self.tools = [Tool(name, f"Echoes its arguments ({name})") for name in sorted(names)]
 
     def list_tools(self) -> list[Tool]:
         return self.tools
 
-    def execute_tool(self, tool_name: str, arguments: dict) -> Any:
+    def execute_tool(self, tool_name: str, arguments: dict[str, Any]) -> Any:
         return arguments
 
 
@@ -456,7 +458,9 @@ class Replay:
     round, in which the driver (with ``--tools``) processes the buffer, and then what the
     client would show is printed."""
 
-    def __init__(self, buf: LLMStreamBuffer, driver: BaseDriver | None, printer, source: str):
+    def __init__(
+        self, buf: LLMStreamBuffer, driver: BaseDriver | None, printer: ReplayPrinter, source: str
+    ) -> None:
         self.buf = buf
         self.driver = driver
         self.printer = printer
@@ -522,8 +526,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if not events:
         raise CLIError(f"{source}: no events (an empty stream)")
     driver = None if tools is None else EchoDriver(tools, strategies)
-    buf = (driver.new_stream_buffer(events=True) if driver
-           else LLMStreamBuffer(strategies=strategies, events=True))
+    buf = (
+        driver.new_stream_buffer(events=True)
+        if driver
+        else LLMStreamBuffer(strategies=strategies, events=True)
+    )
     replay = Replay(buf, driver, ReplayPrinter(sys.stdout, args.json), source)
     for index, (number, event) in enumerate(events):
         try:
@@ -813,7 +820,7 @@ def main(argv: list[str] | None = None) -> int:
         if hasattr(stream, "reconfigure"):  # a narrow terminal encoding never crashes a replay
             stream.reconfigure(errors="backslashreplace")
     try:
-        code = args.run(args)
+        code: int = args.run(args)
         sys.stdout.flush()  # a full disk shows here, not as a traceback at exit
         return code
     except CLIError as exc:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..compile.strategy import ExtractionStrategy
 from ..errors import DescriptorError, UnknownFormatError
 from ..language import registry
 from ..transport.captures import CaptureError, read_capture
@@ -22,7 +23,7 @@ class CLIError(Exception):
         self.code = code
 
 
-def _load_strategy(name_or_path: str):
+def _load_strategy(name_or_path: str) -> ExtractionStrategy:
     """A format by name or path; an unknown name is a usage error, an invalid file a problem."""
     try:
         return registry.load_format(name_or_path)

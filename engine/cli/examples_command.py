@@ -85,7 +85,7 @@ def cmd_examples(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``examples`` to the command's subparsers."""
     p = sub.add_parser("examples", help="the toy wires and the author's guide that ship with "
                        "the package: list them, write one out, print the guide")

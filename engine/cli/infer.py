@@ -148,7 +148,11 @@ def _notes(reviews: dict[Pointer, list[str]], pointer: Pointer, indent: int) -> 
 
 
 def _render_map(
-    data: dict, pointer: Pointer, indent: int, reviews: dict, top: bool = False
+    data: dict[str, Any],
+    pointer: Pointer,
+    indent: int,
+    reviews: dict[Pointer, list[str]],
+    top: bool = False,
 ) -> list[str]:
     pad = " " * indent
     lines: list[str] = []
@@ -169,7 +173,9 @@ def _render_map(
     return lines
 
 
-def _render_list(data: list, pointer: Pointer, indent: int, reviews: dict) -> list[str]:
+def _render_list(
+    data: list[Any], pointer: Pointer, indent: int, reviews: dict[Pointer, list[str]]
+) -> list[str]:
     pad = " " * indent
     lines: list[str] = []
     for i, item in enumerate(data):
@@ -196,7 +202,13 @@ def _render_list(data: list, pointer: Pointer, indent: int, reviews: dict) -> li
 # -- vocabulary: what names usually mean --------------------------------------------------------
 
 NAME_KEYS = (
-    "name", "tool_name", "toolName", "toolCallName", "tool", "function_name", "functionName",
+    "name",
+    "tool_name",
+    "toolName",
+    "toolCallName",
+    "tool",
+    "function_name",
+    "functionName",
 )
 CALL_ID_KEYS = ("call_id", "tool_call_id", "toolCallId", "toolUseId", "tool_use_id", "callId")
 ARGS_KEYS = ("arguments", "args", "input", "parameters", "params", "partial_json")
@@ -281,7 +293,7 @@ def _looks_json(text: str) -> bool:
 class Event:
     index: int
     name: str | None
-    payload: dict
+    payload: dict[str, Any]
     sub: str | None = None  # the sub-kind, where a nested discriminator names one
 
 
@@ -294,7 +306,7 @@ class Disc:
         return {"field": self.field, "or_wrapped": True} if self.or_wrapped else self.field
 
 
-def find_discriminator(events: list[dict]) -> tuple[Disc | None, str]:
+def find_discriminator(events: list[dict[str, Any]]) -> tuple[Disc | None, str]:
     """The field that names each event, and the evidence; None for a delta-merge wire."""
     n = len(events)
     named = sum(1 for e in events if isinstance(e.get("_event"), str))
@@ -326,7 +338,7 @@ def find_discriminator(events: list[dict]) -> tuple[Disc | None, str]:
     return Disc(key), f"`{key}` is on every event with {distinct} distinct names"
 
 
-def _name_and_payload(event: dict, disc: Disc) -> tuple[str | None, dict]:
+def _name_and_payload(event: dict[str, Any], disc: Disc) -> tuple[str | None, dict[str, Any]]:
     value = event.get(disc.field)
     if isinstance(value, str):
         return value, event
@@ -363,7 +375,7 @@ class Kind:
 class EventWire:
     """The inference for a wire whose events are named."""
 
-    def __init__(self, events: list[dict], disc: Disc, draft: Draft) -> None:
+    def __init__(self, events: list[dict[str, Any]], disc: Disc, draft: Draft) -> None:
         self.raw = events
         self.disc = disc
         self.draft = draft
@@ -374,16 +386,18 @@ class EventWire:
         self.kinds: dict[tuple[str, str | None], Kind] = {}
         self.sub_disc: dict[str, str] = {}
         self.message_from: str | None = None  # the read path of the message object
-        self.message: dict = {}
+        self.message: dict[str, Any] = {}
         self.lists: dict[str, tuple[Step, ...]] = {}  # open kind -> its item's steps
-        self.items: dict[tuple, dict] = {}  # (open kind name, slot values) -> item seen
-        self.item_kind: dict[tuple, str] = {}
-        self.text_places: list[tuple[tuple[Step, ...], str, set]] = []
-        self.calls: list[tuple[str, dict]] = []  # (open kind, item) for items with a name
+        self.items: dict[
+            tuple[Any, ...], dict[str, Any]
+        ] = {}  # (open kind name, slot values) -> item seen
+        self.item_kind: dict[tuple[Any, ...], str] = {}
+        self.text_places: list[tuple[tuple[Step, ...], str, set[Any]]] = []
+        self.calls: list[tuple[str, dict[str, Any]]] = []  # (open kind, item) for items with a name
         self.args_fragments: dict[str, str] = {}  # open kind -> the args field streamed
         self.open_from: dict[str, tuple[str, ...]] = {}  # open kind -> its item's source
-        self.delta_targets: dict[tuple, tuple[str | None, bool]] = {}
-        self.opened_by: dict[tuple, str] = {}  # (kind, sub) -> the open kind of its items
+        self.delta_targets: dict[tuple[Any, ...], tuple[str | None, bool]] = {}
+        self.opened_by: dict[tuple[Any, ...], str] = {}  # (kind, sub) -> the open kind of its items
 
     # evidence gathering
 
@@ -392,7 +406,7 @@ class EventWire:
         kinds: dict[str, set[str]] = {}
         for ev in self.events:
             kinds.setdefault(ev.name or "", set()).update(ev.payload)
-        keys: Counter = Counter(k for ks in kinds.values() for k in ks)
+        keys: Counter[str] = Counter(k for ks in kinds.values() for k in ks)
         out = {self.disc.field, "_event", *NOISE_KEYS}
         for key, count in keys.items():
             values = [ev.payload.get(key) for ev in self.events if key in ev.payload]
@@ -411,7 +425,7 @@ class EventWire:
         ``toolCallId``), each event then keyed by the one it carries (:attr:`string_ids`).
         An id on events that carry nothing else, always the same (a run's, a thread's), is
         no SLOT."""
-        counts: Counter = Counter()
+        counts: Counter[str] = Counter()
         for ev in self.events:
             for key, value in ev.payload.items():
                 if isinstance(value, int) and not isinstance(value, bool) and self._slot_like(key):
@@ -419,8 +433,8 @@ class EventWire:
         if counts:
             return [k for k, _ in counts.most_common()]
         self.string_ids = True
-        shared: dict[str, set] = {}
-        values: dict[str, set] = {}
+        shared: dict[str, set[Any]] = {}
+        values: dict[str, set[Any]] = {}
         content: set[str] = set()
         for ev in self.events:
             ids = [k for k, v in ev.payload.items() if isinstance(v, str) and _ID.search(k)]
@@ -430,10 +444,13 @@ class EventWire:
                 values.setdefault(key, set()).add(ev.payload[key])
                 if rest:
                     content.add(key)
-        return [k for k, names in shared.items()
-                if len(names) >= 2 and (k in content or len(values[k]) > 1)]
+        return [
+            k
+            for k, names in shared.items()
+            if len(names) >= 2 and (k in content or len(values[k]) > 1)
+        ]
 
-    def build(self) -> dict:
+    def build(self) -> dict[str, Any]:
         self._group()
         self._find_message()
         for kind in self.kinds.values():
@@ -445,7 +462,7 @@ class EventWire:
         self._scope(rules)
         return self._events_section(rules)
 
-    def _scope(self, rules: dict) -> None:
+    def _scope(self, rules: dict[tuple[str, str | None], list[Any]]) -> None:
         """Two opens of one list whose slot values collide number their own ids: each kind
         gets its own scope, named after its event family, on every rule that addresses it."""
         opens = [k for k in self.kinds.values() if k.role == "open"]
@@ -476,7 +493,7 @@ class EventWire:
                         f"; scope `{scope}`: its ids collide with `{rivals[0].name}`'s in one list"
                     )
 
-    def _slot_set(self, kind: Kind) -> set:
+    def _slot_set(self, kind: Kind) -> set[Any]:
         return {self._slot_values(ev, kind) for ev in kind.events}
 
     def _group(self) -> None:
@@ -523,11 +540,13 @@ class EventWire:
                     return
             return
 
-    def _objects(self, payload: dict, depth: int = 3) -> list[tuple[tuple[str, ...], dict]]:
+    def _objects(
+        self, payload: dict[str, Any], depth: int = 3
+    ) -> list[tuple[tuple[str, ...], dict[str, Any]]]:
         """Sub-objects of an event, outermost first."""
-        out: list[tuple[tuple[str, ...], dict]] = []
+        out: list[tuple[tuple[str, ...], dict[str, Any]]] = []
 
-        def walk(obj: dict, prefix: tuple[str, ...]) -> None:
+        def walk(obj: dict[str, Any], prefix: tuple[str, ...]) -> None:
             if len(prefix) >= depth:
                 return
             for k, v in obj.items():
@@ -606,8 +625,16 @@ class EventWire:
     def _last_finish(self) -> int:
         """Where the last event named like a finish is: the stream's end; one before it
         ends a step or a part (``finish-step``, ``TEXT_MESSAGE_END``)."""
-        return max((ev.index for ev in self.events if ev.name and FINISH_WORDS.search(ev.name)
-                    and not any(s in ev.payload for s in self.slot_keys)), default=-1)
+        return max(
+            (
+                ev.index
+                for ev in self.events
+                if ev.name
+                and FINISH_WORDS.search(ev.name)
+                and not any(s in ev.payload for s in self.slot_keys)
+            ),
+            default=-1,
+        )
 
     def _ends_each_slot(self, kind: Kind) -> bool:
         """Each of its events is the last of its slot's events, and not the first (AI SDK's
@@ -625,7 +652,7 @@ class EventWire:
                 return key if self.message_from is not None or self._scalars(kind) else None
         return None
 
-    def _scalars(self, kind: Kind) -> dict:
+    def _scalars(self, kind: Kind) -> dict[str, Any]:
         return {
             k: v
             for k, v in kind.events[0].payload.items()
@@ -663,35 +690,36 @@ class EventWire:
             self.opened_by[(kind.name, kind.sub)] = pick[0].name
         return pick[0] if pick else None
 
-    def _rules(self, kind: Kind) -> list:
+    def _rules(self, kind: Kind) -> list[Any]:
         handler = getattr(self, f"_rules_{kind.role}")
-        return handler(kind)
+        rules: list[Any] = handler(kind)
+        return rules
 
-    def _rules_error(self, kind: Kind) -> list:
+    def _rules_error(self, kind: Kind) -> list[Any]:
         source = "error" if isinstance(kind.events[0].payload.get("error"), dict) else ""
         return [{"error": {"from": source}}]
 
-    def _rules_ignore(self, kind: Kind) -> list:
+    def _rules_ignore(self, kind: Kind) -> list[Any]:
         return []
 
-    def _rules_message(self, kind: Kind) -> list:
+    def _rules_message(self, kind: Kind) -> list[Any]:
         if self.message_from is not None:
-            rules: list = [{"set": {"at": "", "from": self.message_from}}]
+            rules: list[Any] = [{"set": {"at": "", "from": self.message_from}}]
             usage = _first_key(self.message, USAGE_KEYS)
             if usage:
                 rules.append({"usage": spell(_fields(self.message_from) + [usage])})
             return rules
         return [{"set": {"at": k, "from": k}} for k in self._scalars(kind)]
 
-    def _rules_turn(self, kind: Kind) -> list:
+    def _rules_turn(self, kind: Kind) -> list[Any]:
         return self._turn_fields(kind.events[0].payload, kind)
 
-    def _rules_finish(self, kind: Kind) -> list:
+    def _rules_finish(self, kind: Kind) -> list[Any]:
         return self._turn_fields(kind.events[0].payload, kind) + ["finish"]
 
-    def _turn_fields(self, payload: dict, kind: Kind) -> list:
+    def _turn_fields(self, payload: dict[str, Any], kind: Kind) -> list[Any]:
         """Message-level fields: a restated message merged, a delta merged, stop, usage."""
-        rules: list = []
+        rules: list[Any] = []
         streamed = [p for p in self._fragments(kind) if len(kind.events) > 1]
         for path, obj in self._objects(payload, depth=2):
             read = spell(path)
@@ -721,8 +749,10 @@ class EventWire:
                 target = self._message_field(path)
                 label = f"{kind.label} {spell(path)}"
                 texty = target in (*GENERIC_FRAGMENTS, "text", "content") and not (
-                    REASONING_WORDS.search(label) or NOT_TEXT_WORDS.search(label)
-                    or _looks_json(self._joined(kind, path)))
+                    REASONING_WORDS.search(label)
+                    or NOT_TEXT_WORDS.search(label)
+                    or _looks_json(self._joined(kind, path))
+                )
                 if texty and target in GENERIC_FRAGMENTS:  # `delta` names no field: content
                     target = "content"
                 rules.append({"append": {"at": target, "from": spell(path)}})
@@ -736,7 +766,7 @@ class EventWire:
             return spell(path[len(prefix) :])
         return spell(path[-1:])
 
-    def _rules_open(self, kind: Kind) -> list:
+    def _rules_open(self, kind: Kind) -> list[Any]:
         objects = self._objects(kind.events[0].payload)
         if not objects:
             return self._rules_open_fields(kind)
@@ -759,14 +789,17 @@ class EventWire:
         self.open_from[kind.name] = path
         return [{"open": {"at": spell(steps), "from": spell(path)}}]
 
-    def _rules_open_fields(self, kind: Kind) -> list:
+    def _rules_open_fields(self, kind: Kind) -> list[Any]:
         """An open that carries no object, only fields beside its id (``text-start`` {id},
         ``TOOL_CALL_START`` {toolCallId, toolCallName}): the item is made of those fields
         and a ``type`` named after the event's family, so that text and reasoning parts of
         one list tell apart; an item with a name is a call, in a list of its own."""
         family = _family(kind.name)
-        keys = [k for k, v in kind.events[0].payload.items()
-                if k not in self.envelope and isinstance(v, str | int | bool)]
+        keys = [
+            k
+            for k, v in kind.events[0].payload.items()
+            if k not in self.envelope and isinstance(v, str | int | bool)
+        ]
         items = [{"type": family, **{k: ev.payload.get(k) for k in keys}} for ev in kind.events]
         is_call = _call_fields(items[0]) is not None
         steps: tuple[Step, ...] = (("tool_calls" if is_call else "content", kind.slots[0]),)
@@ -778,14 +811,15 @@ class EventWire:
                 self.calls.append((kind.name, item))
         fields = ", ".join(f"{_jmes_key(k)}: {_jmes_key(k)}" for k in keys)
         literal = family.replace("\\", "\\\\").replace("'", "\\'")
-        return [{"open": {"at": spell(steps),
-                          "from": {"jmespath": f"{{type: '{literal}', {fields}}}"}}}]
+        return [
+            {"open": {"at": spell(steps), "from": {"jmespath": f"{{type: '{literal}', {fields}}}"}}}
+        ]
 
     @staticmethod
-    def _slot_values(ev: Event, kind: Kind) -> tuple:
+    def _slot_values(ev: Event, kind: Kind) -> tuple[Any, ...]:
         return tuple(ev.payload.get(s) for s in kind.slots)
 
-    def _rules_close(self, kind: Kind) -> list:
+    def _rules_close(self, kind: Kind) -> list[Any]:
         opened = self._open_for(kind)
         steps = self.lists.get(opened.name) if opened else None
         if steps is None:
@@ -800,13 +834,15 @@ class EventWire:
                 op = "args_final" if is_args else "set"
                 kind.why += f"; it restates what `{delta.name}` streamed (`{spell(path)}`)"
                 return [{op: {"at": target, "from": spell(path)}}]
-        rule: dict = {"at": spell(steps)}
+        rule: dict[str, Any] = {"at": spell(steps)}
         restated = self.open_from.get(opened.name) if opened else None
         if restated is not None and _get(kind.events[0].payload, restated) is not None:
             rule["from"] = spell(restated)
         return [{"close": rule}]
 
-    def _restatement(self, kind: Kind, delta: Kind, fragments: dict) -> tuple[str, ...] | None:
+    def _restatement(
+        self, kind: Kind, delta: Kind, fragments: dict[tuple[str, ...], list[str]]
+    ) -> tuple[str, ...] | None:
         """The field of a done event that holds the whole value its deltas streamed: equal to
         their concatenation where the stream shows it, else named like the delta's target."""
         streamed = {self._joined(delta, p) for p in self._fragments(delta)}
@@ -824,13 +860,13 @@ class EventWire:
                 return other
         return None
 
-    def _rules_delta(self, kind: Kind) -> list:
+    def _rules_delta(self, kind: Kind) -> list[Any]:
         opened = self._open_for(kind)
         steps = self.lists.get(opened.name) if opened else None
         if steps is None:
             steps = self._list_for(kind, ())
         source = self.open_from.get(opened.name, ()) if opened else ()
-        rules: list = []
+        rules: list[Any] = []
         for path, _values in self._fragments(kind).items():
             joined = self._joined(kind, path)
             hinted = ARGS_HINT.search(f"{kind.label} {spell(path)}") is not None
@@ -850,7 +886,7 @@ class EventWire:
         return rules
 
     def _joined(self, kind: Kind, path: tuple[str, ...]) -> str:
-        by_slot: dict[tuple, list[str]] = {}
+        by_slot: dict[tuple[Any, ...], list[str]] = {}
         for ev in kind.events:
             value = _get(ev.payload, path)
             if isinstance(value, str):
@@ -858,7 +894,12 @@ class EventWire:
         return max(("".join(v) for v in by_slot.values()), key=len, default="")
 
     def _item_field(
-        self, kind: Kind, path: tuple[str, ...], source: tuple, opened: Kind | None, is_args: bool
+        self,
+        kind: Kind,
+        path: tuple[str, ...],
+        source: tuple[Any, ...],
+        opened: Kind | None,
+        is_args: bool,
     ) -> list[str]:
         """Where in the item a fragment goes: the path below the open's source, the path
         below the event's fragment object, or the item's own field for it."""
@@ -880,11 +921,18 @@ class EventWire:
             return ["arguments"]
         return ["text"] if path[-1] in GENERIC_FRAGMENTS else [path[-1]]
 
-    def _note_text(self, kind: Kind, steps, field_path, path, opened: Kind | None) -> None:
+    def _note_text(
+        self,
+        kind: Kind,
+        steps: tuple[Any, ...],
+        field_path: list[str],
+        path: tuple[str, ...],
+        opened: Kind | None,
+    ) -> None:
         label = f"{kind.label} {spell(path)}"
         if REASONING_WORDS.search(label) or NOT_TEXT_WORDS.search(label):
             return
-        types: set = set()
+        types: set[Any] = set()
         if opened is not None:
             slots = {self._slot_values(ev, kind) for ev in kind.events}
             for (name, values), item in self.items.items():
@@ -894,7 +942,7 @@ class EventWire:
 
     # the events section
 
-    def _events_section(self, rules: dict) -> dict:
+    def _events_section(self, rules: dict[tuple[str, str | None], list[Any]]) -> dict[str, Any]:
         on: dict[str, Any] = {}
         ignore: list[str] = []
         for (name, sub), kind in self.kinds.items():
@@ -920,9 +968,9 @@ def _jmes_key(key: str) -> str:
     return key if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key) else json.dumps(key)
 
 
-def _call_fields(item: dict) -> tuple[str, str | None, str | None] | None:
+def _call_fields(item: dict[str, Any]) -> tuple[str, str | None, str | None] | None:
     """(name, id, args) paths of a call item: the item itself or one object inside it."""
-    candidates: list[tuple[tuple[str, ...], dict]] = [((), item)]
+    candidates: list[tuple[tuple[str, ...], dict[str, Any]]] = [((), item)]
     candidates += [((k,), v) for k, v in item.items() if isinstance(v, dict)]
     for prefix, obj in candidates:
         name = _first_key(obj, NAME_KEYS)
@@ -946,7 +994,7 @@ def _call_fields(item: dict) -> tuple[str, str | None, str | None] | None:
     return None
 
 
-def _args_path(entries: list[dict]) -> str | None:
+def _args_path(entries: list[dict[str, Any]]) -> str | None:
     """Where the arguments sit in list entries, from the first entry that carries them (the
     first fragment of a call may bring only its name)."""
     for entry in entries:
@@ -975,15 +1023,15 @@ def _is_parts(key: str, value: Any) -> bool:
 class MergeWire:
     """The inference for a wire whose chunks are all alike: a fold of deltas, or whole parts."""
 
-    def __init__(self, events: list[dict], draft: Draft) -> None:
+    def __init__(self, events: list[dict[str, Any]], draft: Draft) -> None:
         self.events = events
         self.draft = draft
-        self.choice: dict | None = None
+        self.choice: dict[str, Any] | None = None
         self.alias: str | None = None
 
     def _choice_list(self) -> tuple[str, str] | None:
         for key in {k for e in self.events for k in e}:
-            values: list[list] = [v for e in self.events if isinstance(v := e.get(key), list)]
+            values: list[list[Any]] = [v for e in self.events if isinstance(v := e.get(key), list)]
             entries = [x for v in values for x in v]
             dicts = bool(values and entries) and all(isinstance(x, dict) for x in entries)
             indexed = sum("index" in x for x in entries) >= len(entries) * 0.5
@@ -1000,7 +1048,7 @@ class MergeWire:
             key, alias = found
             self.choice, self.alias = {"list": key, "key": "index", "alias": alias}, alias
             entries = [x for e in self.events for x in e.get(key) or [] if isinstance(x, dict)]
-            objects: Counter = Counter(
+            objects: Counter[str] = Counter(
                 k for x in entries for k, v in x.items() if isinstance(v, dict)
             )
             inner = objects.most_common(1)[0][0] if objects else "delta"
@@ -1011,7 +1059,7 @@ class MergeWire:
                 return [key], f"`{key}` is the object on most chunks"
         return [], "no object on the chunks: the chunk itself"
 
-    def _deltas(self, path: list[str]) -> list[dict]:
+    def _deltas(self, path: list[str]) -> list[dict[str, Any]]:
         out = []
         for event in self.events:
             if self.choice is not None:
@@ -1024,7 +1072,7 @@ class MergeWire:
                 out.append(value)
         return out
 
-    def build(self, result: dict) -> None:
+    def build(self, result: dict[str, Any]) -> None:
         path, why = self._delta()
         deltas = self._deltas(path)
         source = spell(path)
@@ -1042,14 +1090,16 @@ class MergeWire:
         events["every"] = every
         result["events"] = events
 
-    def _parts_list(self, deltas: list[dict]) -> str | None:
+    def _parts_list(self, deltas: list[dict[str, Any]]) -> str | None:
         for delta in deltas:
             for key, value in delta.items():
                 if _is_parts(key, value):
                     return key
         return None
 
-    def _extend(self, source: str, key: str, deltas: list[dict], result: dict) -> list:
+    def _extend(
+        self, source: str, key: str, deltas: list[dict[str, Any]], result: dict[str, Any]
+    ) -> list[Any]:
         parts = [p for d in deltas for p in d.get(key) or [] if isinstance(p, dict)]
         wrappers = Counter(
             k for p in parts for k, v in p.items() if isinstance(v, dict) and _call_fields(v)
@@ -1060,7 +1110,7 @@ class MergeWire:
         join["text"] = ["text"]
         if wrappers:
             join["unless"] = sorted(wrappers)
-        rules: list = [
+        rules: list[Any] = [
             {"extend": {"at": key, "from": spell(_fields(source) + [key]), "join": join}}
         ]
         if any("role" in d for d in deltas):
@@ -1083,9 +1133,9 @@ class MergeWire:
             result["_calls"] = (calls, f"parts carrying `{wrapper}` with a name", call_id)
         return rules
 
-    def _fold(self, source: str, deltas: list[dict], result: dict) -> list:
-        strings: dict[str, set] = {}
-        lists: dict[str, list[dict]] = {}
+    def _fold(self, source: str, deltas: list[dict[str, Any]], result: dict[str, Any]) -> list[Any]:
+        strings: dict[str, set[Any]] = {}
+        lists: dict[str, list[dict[str, Any]]] = {}
         for delta in deltas:
             for key, value in delta.items():
                 if isinstance(value, str):
@@ -1116,7 +1166,9 @@ class MergeWire:
             )
         return [{"fold": fold}]
 
-    def _fold_list(self, key: str, entries: list[dict], result: dict) -> dict | None:
+    def _fold_list(
+        self, key: str, entries: list[dict[str, Any]], result: dict[str, Any]
+    ) -> dict[str, Any] | None:
         calls = [e for e in entries if _call_fields(e) is not None]
         if not entries:
             return None
@@ -1172,10 +1224,10 @@ class MergeWire:
         )
         return spec
 
-    def _turn(self, path: list[str]) -> list:
+    def _turn(self, path: list[str]) -> list[Any]:
         """Stop reason, usage, DONE and errors, at the chunk or the choice."""
-        rules: list = []
-        places: list[tuple[list[str], dict]] = []
+        rules: list[Any] = []
+        places: list[tuple[list[str], dict[str, Any]]] = []
         if self.choice is not None:
             entries = [x for e in self.events for x in e.get(self.choice["list"]) or []]
             places.append(
@@ -1220,7 +1272,9 @@ class MergeWire:
 # -- the whole draft -----------------------------------------------------------------------------
 
 
-def _recognize(events: list[dict], disc: Disc | None, wire: EventWire | None) -> dict:
+def _recognize(
+    events: list[dict[str, Any]], disc: Disc | None, wire: EventWire | None
+) -> dict[str, Any]:
     if disc is not None and wire is not None:
         names = list(dict.fromkeys(ev.name for ev in wire.events if ev.name))
         if disc.or_wrapped:
@@ -1291,7 +1345,7 @@ def infer_draft(name: str, events: list[Any], source: str = "the stream") -> Dra
     return draft
 
 
-def _after_done(events: list[dict], d: dict, draft: Draft) -> None:
+def _after_done(events: list[dict[str, Any]], d: dict[str, Any], draft: Draft) -> None:
     """What followed the DONE in this stream, as ``events.after_done`` (what may follow it,
     and is then taken): the names of the events after it on an event wire, a test for the
     usage they brought on a delta-merge wire, ``[]`` when nothing followed. A draft without
@@ -1315,24 +1369,28 @@ def _after_done(events: list[dict], d: dict, draft: Draft) -> None:
                 entries.append(name)
     else:
         usage = next(
-            (r["usage"] for r in section.get("every", []) if isinstance(r, dict)
-             and isinstance(r.get("usage"), str)),
+            (
+                r["usage"]
+                for r in section.get("every", [])
+                if isinstance(r, dict) and isinstance(r.get("usage"), str)
+            ),
             None,
         )
         if usage and any(_get(e, _fields(usage)) is not None for e in after):
             entries.append({"has": usage})
     section["after_done"] = entries
-    seen = f"{len(after)} event(s) followed the DONE in this stream" if after else (
-        "nothing followed the DONE in this stream"
+    seen = (
+        f"{len(after)} event(s) followed the DONE in this stream"
+        if after
+        else ("nothing followed the DONE in this stream")
     )
     draft.review(
         ("events", "after_done"),
-        f"{seen}: what may follow it is taken, anything else is listed as after the "
-        "stream's end",
+        f"{seen}: what may follow it is taken, anything else is listed as after the stream's end",
     )
 
 
-def _event_calls(wire: EventWire, body: dict, draft: Draft) -> None:
+def _event_calls(wire: EventWire, body: dict[str, Any], draft: Draft) -> None:
     if not wire.calls:
         return
     kind_name, item = wire.calls[0]
@@ -1373,7 +1431,7 @@ def _event_calls(wire: EventWire, body: dict, draft: Draft) -> None:
     )
 
 
-def _event_text(wire: EventWire, body: dict) -> None:
+def _event_text(wire: EventWire, body: dict[str, Any]) -> None:
     if not wire.text_places:
         return
     steps, field_path, types = wire.text_places[0]
@@ -1383,7 +1441,7 @@ def _event_text(wire: EventWire, body: dict) -> None:
     body["_text"] = ({"at": pattern}, where, evidence)
 
 
-def _place_calls(body: dict, d: dict, draft: Draft) -> None:
+def _place_calls(body: dict[str, Any], d: dict[str, Any], draft: Draft) -> None:
     if "_calls" in body:
         calls, why, call_id = body["_calls"]
         d["calls"] = calls
@@ -1408,7 +1466,7 @@ def _place_calls(body: dict, d: dict, draft: Draft) -> None:
     )
 
 
-def _place_text(body: dict, d: dict, draft: Draft) -> None:
+def _place_text(body: dict[str, Any], d: dict[str, Any], draft: Draft) -> None:
     if "_text" in body:
         text, where, why = body["_text"]
         d["text"] = dict(text, where=where) if where else text

@@ -124,7 +124,8 @@ def observe(buf: LLMStreamBuffer, ready: Ready | None = None) -> dict[str, Any]:
         ],
     }
     # Through JSON once, so that it compares equal to a snapshot read back (tuples as lists).
-    return json.loads(json.dumps(observed, ensure_ascii=False, default=repr))
+    plain: dict[str, Any] = json.loads(json.dumps(observed, ensure_ascii=False, default=repr))
+    return plain
 
 
 SNAPSHOT_KEYS = (
@@ -138,7 +139,7 @@ def _without_type(event: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in event.items() if k != "type"}
 
 
-def snapshot_text(observed: dict) -> str:
+def snapshot_text(observed: dict[str, Any]) -> str:
     """A snapshot as it is written: indented JSON, keys in :data:`SNAPSHOT_KEYS` order."""
     ordered = {key: observed[key] for key in SNAPSHOT_KEYS}
     return json.dumps(ordered, ensure_ascii=False, indent=2) + "\n"
@@ -317,7 +318,7 @@ def last_change(strategy: Any, stream: Stream, pointer: str,
 # -- the checks ----------------------------------------------------------------------------------
 
 
-def check_snapshot(strategy: Any, stream: Stream, observed: dict, snapshot: Path,
+def check_snapshot(strategy: Any, stream: Stream, observed: dict[str, Any], snapshot: Path,
                    hint: str) -> list[Finding]:
     """The stream's result against STREAM.expected.json; each failure says how to update."""
     if not snapshot.exists():
@@ -352,11 +353,11 @@ def splits(seed: int, stream_key: str) -> Iterator[tuple[str, Cuts]]:
         yield f"re-split {n} of {RANDOM_SPLITS} (seed {seed})", random_cuts(rng)
 
 
-def _resplit_keys(observed: dict) -> dict:
+def _resplit_keys(observed: dict[str, Any]) -> dict[str, Any]:
     return {key: observed[key] for key in RESPLIT_KEYS}
 
 
-def check_resplit(strategy: Any, stream: Stream, observed: dict,
+def check_resplit(strategy: Any, stream: Stream, observed: dict[str, Any],
                   tries: Iterable[tuple[str, Cuts]]) -> list[Finding]:
     """The stream re-split (each of ``tries``, as :func:`splits` makes them) gives what it
     gives as recorded; the first split that differs is reported at the first chunk after
@@ -379,7 +380,9 @@ def check_resplit(strategy: Any, stream: Stream, observed: dict,
     return []
 
 
-def _split_difference(recorded: LLMStreamBuffer, split: LLMStreamBuffer):
+def _split_difference(
+    recorded: LLMStreamBuffer, split: LLMStreamBuffer
+) -> tuple[str, Any, Any] | None:
     return first_difference(_resplit_keys(observe(recorded)), _resplit_keys(observe(split)))
 
 

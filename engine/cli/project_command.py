@@ -87,7 +87,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``test`` and ``schema`` to the command's subparsers."""
     p = sub.add_parser(
         "test",

@@ -26,18 +26,20 @@ Chain = tuple[str, ...]
 Cuts = Callable[[int], Sequence[int]]
 
 
-def leaves(event: Any, chain: Chain, shortest: int = 2) -> Iterator[tuple[dict, str]]:
+def leaves(event: Any, chain: Chain, shortest: int = 2) -> Iterator[tuple[dict[str, Any], str]]:
     """(container, key) of every string leaf at a streamed-field chain (``*`` = each entry of a
     list, or the value itself when it is an object) with at least ``shortest`` characters."""
     return _at(event, chain, lambda value: isinstance(value, str) and len(value) >= shortest)
 
 
-def valued(event: Any, chain: Chain) -> Iterator[tuple[dict, str]]:
+def valued(event: Any, chain: Chain) -> Iterator[tuple[dict[str, Any], str]]:
     """(container, key) of every non-null value at a field chain (``*`` as in ``leaves``)."""
     return _at(event, chain, lambda value: value is not None)
 
 
-def _at(event: Any, chain: Chain, keep: Callable[[Any], bool]) -> Iterator[tuple[dict, str]]:
+def _at(
+    event: Any, chain: Chain, keep: Callable[[Any], bool]
+) -> Iterator[tuple[dict[str, Any], str]]:
     """The one walk of a field chain: (container, key) of each value at its end that ``keep``
     takes."""
     if not chain:
@@ -58,8 +60,8 @@ def _at(event: Any, chain: Chain, keep: Callable[[Any], bool]) -> Iterator[tuple
 
 
 def split_event(
-    event: dict, fields: Sequence[Chain], cuts: Cuts, done: Sequence[Chain] = ()
-) -> list[dict]:
+    event: dict[str, Any], fields: Sequence[Chain], cuts: Cuts, done: Sequence[Chain] = ()
+) -> list[dict[str, Any]]:
     """One event as the pieces of its first streamed string: one copy per piece.
 
     Every copy keeps the event's other fields (repeated ids and names must be harmless); the
@@ -82,7 +84,9 @@ def split_event(
         piece_event = copy.deepcopy(event)
         if i < len(pieces) - 1:
             others = [
-                leaf for chain in fields for leaf in leaves(piece_event, chain, 0)
+                leaf
+                for chain in fields
+                for leaf in leaves(piece_event, chain, 0)
                 if leaf[0][leaf[1]]
             ]
             for other_container, other_key in others[1:]:
@@ -96,7 +100,7 @@ def split_event(
 
 def resplit_groups(
     events: Sequence[Any], fields: Sequence[Chain], cuts: Cuts, done: Sequence[Chain] = ()
-) -> list[list]:
+) -> list[list[Any]]:
     """Each event's pieces, in stream order: ``groups[i]`` replaces ``events[i]``. Values that
     are not objects (an SSE line, a ``[DONE]``) pass through as one piece."""
     return [
@@ -107,7 +111,7 @@ def resplit_groups(
 
 def resplit(
     events: Sequence[Any], fields: Sequence[Chain], cuts: Cuts, done: Sequence[Chain] = ()
-) -> list:
+) -> list[Any]:
     """The stream with each event's streamed string split into pieces (see ``split_event``);
     ``done``: the strategy's ``done_fields()``, kept on each event's last piece."""
     return [piece for group in resplit_groups(events, fields, cuts, done) for piece in group]

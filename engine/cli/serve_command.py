@@ -72,7 +72,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _announce(provider: Any, recordings: list) -> None:
+def _announce(provider: Any, recordings: list[Any]) -> None:
     """The URL, one line a stream (flushed: a client waits for them), then the notes."""
     print(f"serving on {provider.url}")
     for line in listing(provider):

@@ -58,7 +58,7 @@ class Continuation:
     null_value: str | None  # the value field that means null whatever it holds: nullValue
 
 
-def _continuation(spec: dict | None) -> Continuation | None:
+def _continuation(spec: dict[str, Any] | None) -> Continuation | None:
     """The declared shape, read as the schema requires it: every field name the op needs is
     the descriptor's (formats/gemini.yaml names Gemini's), none is a default here. Only
     ``null_value`` is optional: without it, no value field means null."""
@@ -84,7 +84,7 @@ def _continuation(spec: dict | None) -> Continuation | None:
     )
 
 
-def op_extend(spec: dict, ctx: CompileContext) -> Run:
+def op_extend(spec: dict[str, Any], ctx: CompileContext) -> Run:
     read = compile_read(spec["from"], ctx.choice_alias)
     target = Target(spec["at"], ctx)
     rule = JoinRule.from_spec(spec["join"], spec["at"]) if spec.get("join") else None
@@ -135,20 +135,29 @@ def op_extend(spec: dict, ctx: CompileContext) -> Run:
     return extend
 
 
-def _display_where(ctx: CompileContext, target: Target):
+def _display_where(ctx: CompileContext, target: Target) -> str | None:
     if ctx.text_pattern is None or not ctx.text_pattern.startswith(f"{target.pattern}[*]."):
         return None
     field = ctx.text_pattern[len(target.pattern) + 4 :]
     return field
 
 
-def _reasoning_readers(ctx: CompileContext, target: Target) -> tuple:
+def _reasoning_readers(ctx: CompileContext, target: Target) -> tuple[Any, ...]:
     """Readers of the reasoning inside an incoming part (Gemini's thought text)."""
     inside = reasoning_inside(ctx, target.pattern)
     return tuple(fragments_reader(rel, where) for rel, where in inside)
 
 
-def _take(asm, parts, part, rule, pattern, display_field, text_where, reasoning) -> None:
+def _take(
+    asm: Assembly,
+    parts: list[Any],
+    part: dict[str, Any],
+    rule: JoinRule | None,
+    pattern: str,
+    display_field: str | None,
+    text_where: Any,
+    reasoning: tuple[Any, ...],
+) -> None:
     before = len(parts)
     if rule is not None:
         stored = join_one(asm.journal, parts, part, rule)
@@ -167,7 +176,14 @@ def _take(asm, parts, part, rule, pattern, display_field, text_where, reasoning)
         read(part, asm.reasoning)
 
 
-def _open(asm: Assembly, parts: list, part: dict, call: dict, cont: Continuation, pattern) -> None:
+def _open(
+    asm: Assembly,
+    parts: list[Any],
+    part: dict[str, Any],
+    call: dict[str, Any],
+    cont: Continuation,
+    pattern: str,
+) -> None:
     """A call part with the flag: the call's arguments stream in the parts that follow."""
     kept = {k: v for k, v in call.items() if k not in (cont.flag, cont.pieces)}
     stored = {**ingest({k: v for k, v in part.items() if k != cont.field}), cont.field: kept}
@@ -178,13 +194,21 @@ def _open(asm: Assembly, parts: list, part: dict, call: dict, cont: Continuation
     if track is not None:
         track.args.reset()  # its arguments are still streaming
     sink = track.args.sink if track is not None else None
-    state: tuple[dict, Continuation, dict, dict, Any] = (stored, cont, {}, {}, sink)
+    state: tuple[dict[str, Any], Continuation, dict[str, Any], dict[str, Any], Any] = (
+        stored,
+        cont,
+        {},
+        {},
+        sink,
+    )
     trim(asm.journal, asm.open_parts)
     asm.open_parts.append(state)
     _apply_pieces(asm, state, call.get(cont.pieces))
 
 
-def _continue(asm: Assembly, part: dict, call: dict, cont: Continuation) -> None:
+def _continue(
+    asm: Assembly, part: dict[str, Any], call: dict[str, Any], cont: Continuation
+) -> None:
     """A part of the open call: its pieces, any field it brings first (set once), and the end
     of the call when it lacks the flag. The part itself is not kept: it is the call's."""
     state = asm.open_parts[-1]
@@ -203,7 +227,7 @@ def _continue(asm: Assembly, part: dict, call: dict, cont: Continuation) -> None
         finish_open_parts(asm)
 
 
-def _apply_pieces(asm: Assembly, state: tuple, pieces: Any) -> None:
+def _apply_pieces(asm: Assembly, state: tuple[Any, ...], pieces: Any) -> None:
     """Set each piece's value at its JSON path (checked by :func:`_check_pieces`). A string
     piece that continues the previous piece of its leaf (that one had the flag) is appended to
     it: the leaf is kept as :class:`Fragments`, and ``leaves`` (every path set so far) holds
@@ -273,7 +297,7 @@ def finish_open_parts(asm: Assembly, cut: bool = False) -> None:
 # -- checking a chunk's pieces before any is applied ---------------------------------------
 
 
-def _check_pieces(asm: Assembly, incoming: list, cont: Continuation) -> None:
+def _check_pieces(asm: Assembly, incoming: list[Any], cont: Continuation) -> None:
     """Follow the chunk's parts as ``extend`` will route them, and check every argument piece
     against the arguments as the pieces before it leave them: a ValueError naming the path
     before anything changes. Parts that carry no call object cost one look-up; a piece that
@@ -341,10 +365,10 @@ class _Shadow:
 
     __slots__ = ("root", "leaves", "made")
 
-    def __init__(self, root: dict, leaves: dict) -> None:
+    def __init__(self, root: dict[str, Any], leaves: dict[str, Any]) -> None:
         self.root = root
         self.leaves = leaves
-        self.made: dict[tuple, tuple[str, int]] = {}
+        self.made: dict[tuple[Any, ...], tuple[str, int]] = {}
 
     def place(self, tokens: tuple[Token, ...], path: str) -> None:
         """Would setting a value at ``tokens`` fit? A ValueError naming the path if not."""
@@ -388,7 +412,7 @@ class _Shadow:
             node = child
 
 
-def _misfit(path: str, prefix: tuple, found: str, wanted: str) -> ValueError:
+def _misfit(path: str, prefix: tuple[Any, ...], found: str, wanted: str) -> ValueError:
     return ValueError(
         f"JSON path {path!r}: {normalized(prefix)} is {found} in the arguments so far; "
         f"the path needs {wanted} there"
@@ -398,7 +422,9 @@ def _misfit(path: str, prefix: tuple, found: str, wanted: str) -> ValueError:
 # -- reading and writing the arguments tree ---------------------------------------------------
 
 
-def _set_leaf(journal: list[Any], root: dict, tokens: tuple[Token, ...], value: Any) -> None:
+def _set_leaf(
+    journal: list[Any], root: dict[str, Any], tokens: tuple[Token, ...], value: Any
+) -> None:
     """Set ``value`` at ``tokens``, creating the containers on the way (journaled); the path
     was checked, so an index is at most the list's length (== appends)."""
     node: Any = root

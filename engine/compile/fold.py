@@ -61,10 +61,10 @@ class FoldSpec:
     # Concat keys at this level that are reasoning: key -> which messages hold it (None: all).
     reasoning_keys: dict[str, Any] = field(default_factory=dict)
     # Parts keys whose parts hold reasoning: key -> readers of an incoming part's fragments.
-    reasoning_parts: dict[str, tuple] = field(default_factory=dict)
+    reasoning_parts: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
 
-def op_fold(spec: dict, ctx: CompileContext) -> Run:
+def op_fold(spec: dict[str, Any], ctx: CompileContext) -> Run:
     read = compile_read(spec["from"], ctx.choice_alias)
     at = spec.get("at", "")
     target = Target(at, ctx) if at else None
@@ -135,7 +135,9 @@ def op_fold(spec: dict, ctx: CompileContext) -> Run:
     return run
 
 
-def _reasoning(ctx: CompileContext, base: str, concat: frozenset, parts: dict) -> tuple:
+def _reasoning(
+    ctx: CompileContext, base: str, concat: frozenset[Any], parts: dict[str, Any]
+) -> tuple[Any, ...]:
     """Which concat keys are reasoning strings, and which parts keys hold parts with reasoning
     inside (Mistral's ``{type: thinking, thinking: [{type: text, text}]}``)."""
     keys = {}
@@ -151,7 +153,9 @@ def _reasoning(ctx: CompileContext, base: str, concat: frozenset, parts: dict) -
     return keys, inside
 
 
-def fold_delta(asm: Assembly, dest: dict, delta: dict, spec: FoldSpec, order: str) -> None:
+def fold_delta(
+    asm: Assembly, dest: dict[str, Any], delta: dict[str, Any], spec: FoldSpec, order: str
+) -> None:
     concat = spec.concat
     lists = spec.lists
     for key, value in delta.items():
@@ -204,7 +208,9 @@ def fold_delta(asm: Assembly, dest: dict, delta: dict, spec: FoldSpec, order: st
             _set_once(asm.journal, dest, key, value)
 
 
-def _fold_object(asm: Assembly, dest: dict, key: str, value: dict, spec: ListFold) -> None:
+def _fold_object(
+    asm: Assembly, dest: dict[str, Any], key: str, value: dict[str, Any], spec: ListFold
+) -> None:
     """An ``objects`` field: its first delta makes the item (told to the assembly once it
     holds that delta, so that ``calls.where`` reads what it carries), later ones merge in."""
     item = dest.get(key)
@@ -216,7 +222,7 @@ def _fold_object(asm: Assembly, dest: dict, key: str, value: dict, spec: ListFol
     asm.item_added(spec.pattern, item)
 
 
-def _shows(spec: FoldSpec, part: dict) -> bool:
+def _shows(spec: FoldSpec, part: dict[str, Any]) -> bool:
     return spec.display_part is None or spec.display_part(part)
 
 
@@ -229,7 +235,9 @@ def _display_field(ctx: CompileContext, rule: JoinRule | None) -> str | None:
     return rule.text[0] if rule is not None else None
 
 
-def _fold_parts(asm: Assembly, dest: dict, key: str, value: list, spec: FoldSpec) -> None:
+def _fold_parts(
+    asm: Assembly, dest: dict[str, Any], key: str, value: list[Any], spec: FoldSpec
+) -> None:
     """A list delta on a content-like key: typed parts that join (Mistral's content chunks).
     Text that arrived earlier as plain strings becomes the first text part."""
     rule = spec.parts[key]
@@ -243,8 +251,8 @@ def _fold_parts(asm: Assembly, dest: dict, key: str, value: list, spec: FoldSpec
     show = key == spec.display_key and field_name is not None
     readers = spec.reasoning_parts.get(key, ())
 
-    def on_part(stored: dict, part: dict) -> None:
-        if show and _shows(spec, stored):
+    def on_part(stored: dict[str, Any], part: dict[str, Any]) -> None:
+        if show and field_name is not None and _shows(spec, stored):
             piece = part.get(field_name)
             if piece.__class__ is str and piece:
                 asm.display.append(piece)
@@ -257,7 +265,7 @@ def _fold_parts(asm: Assembly, dest: dict, key: str, value: list, spec: FoldSpec
     join_parts(asm.journal, current, value, rule, on_part)
 
 
-def _reason_part(asm: Assembly, readers: tuple, text: str, rule: JoinRule) -> None:
+def _reason_part(asm: Assembly, readers: tuple[Any, ...], text: str, rule: JoinRule) -> None:
     """A bare string delta on a parts key that is not display text: reasoning where a
     reasoning place reads the part the string stands for (``rule.string``)."""
     part = {**(rule.string_part or {}), rule.string_field: text}
@@ -265,7 +273,7 @@ def _reason_part(asm: Assembly, readers: tuple, text: str, rule: JoinRule) -> No
         read(part, asm.reasoning)
 
 
-def _set_once(journal: list[Any], dest: dict, key: str, value: Any) -> None:
+def _set_once(journal: list[Any], dest: dict[str, Any], key: str, value: Any) -> None:
     current = dest.get(key)
     if value is None:
         if key not in dest:
@@ -278,7 +286,7 @@ def _set_once(journal: list[Any], dest: dict, key: str, value: Any) -> None:
             _set_once(journal, current, k, v)
 
 
-def _fold_entry(asm: Assembly, lst: SlottedList, entry: dict, spec: ListFold) -> None:
+def _fold_entry(asm: Assembly, lst: SlottedList, entry: dict[str, Any], spec: ListFold) -> None:
     slot = spec.slot(entry) if spec.slot is not None else None
     if slot is not None:
         try:
@@ -306,7 +314,9 @@ def _fold_entry(asm: Assembly, lst: SlottedList, entry: dict, spec: ListFold) ->
     _merge_entry(asm, item, item, entry, spec, 0)
 
 
-def _slot_without_key(lst: SlottedList, entry: dict, spec: ListFold, asm: Assembly) -> Any:
+def _slot_without_key(
+    lst: SlottedList, entry: dict[str, Any], spec: ListFold, asm: Assembly
+) -> Any:
     """An entry that names no SLOT continues the open item, unless it starts a new one: it
     brings a value of the first identity field (the call id) that differs from the open
     item's, or it brings any identity while the open item's arguments are already complete.
@@ -341,7 +351,12 @@ def _dig(obj: Any, chain: tuple[str, ...]) -> Any:
 
 
 def _merge_entry(
-    asm: Assembly, item: dict, dest: dict, entry: dict, spec: ListFold, depth: int
+    asm: Assembly,
+    item: dict[str, Any],
+    dest: dict[str, Any],
+    entry: dict[str, Any],
+    spec: ListFold,
+    depth: int,
 ) -> None:
     args = spec.args
     # The args field at this depth, and whether it is the last of the chain.
@@ -387,13 +402,13 @@ def _restates(stream: Any, value: Any) -> bool:
         if value.strip() == stream.text.strip():
             return True
         try:
-            return json.loads(value) == stream.value
+            return bool(json.loads(value) == stream.value)  # JSON values compared: a bool
         except ValueError:
             return False
-    return value == stream.value
+    return bool(value == stream.value)
 
 
-def _skip_restated(asm: Assembly, item: dict, spec: ListFold) -> None:
+def _skip_restated(asm: Assembly, item: dict[str, Any], spec: ListFold) -> None:
     track = asm.track_of.get(id(item))
     name = track.place.name(item) if track is not None else None
     asm.skip(

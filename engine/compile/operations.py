@@ -64,20 +64,20 @@ class Source(NamedTuple):
 Streamed = tuple[str, tuple[str, ...]]  # (read path into the event, fields below it)
 
 
-def _as_given(raw: Any) -> dict:
+def _as_given(raw: Any) -> dict[str, Any]:
     return raw if isinstance(raw, dict) else {}
 
 
-def _from(args: dict) -> Source | None:
+def _from(args: dict[str, Any]) -> Source | None:
     path = args.get("from")
     return Source(path) if isinstance(path, str) and path else None
 
 
-def _nothing(args: dict) -> tuple:
+def _nothing(args: dict[str, Any]) -> tuple[Any, ...]:
     return ()
 
 
-def _no(args: dict) -> bool:
+def _no(args: dict[str, Any]) -> bool:
     return False
 
 
@@ -86,15 +86,15 @@ class Operation:
     """One operation of the language: what it takes, what it reads, what it does."""
 
     name: str
-    compile: Callable[[dict, CompileContext], Run]
+    compile: Callable[[dict[str, Any], CompileContext], Run]
     doc: str
     bare: bool = False  # may be written as its bare name (``- finish``)
-    arguments: Callable[[Any], dict] = _as_given
-    source: Callable[[dict], Source | None] = _from
-    streamed: Callable[[dict], tuple[Streamed, ...]] = _nothing
-    ends: Callable[[dict], tuple[str, ...]] = _nothing
-    writes_args: Callable[[dict], tuple[str, ...]] = _nothing
-    opens: Callable[[dict], bool] = _no  # opens the item its ``at`` addresses by slot key
+    arguments: Callable[[Any], dict[str, Any]] = _as_given
+    source: Callable[[dict[str, Any]], Source | None] = _from
+    streamed: Callable[[dict[str, Any]], tuple[Streamed, ...]] = _nothing
+    ends: Callable[[dict[str, Any]], tuple[str, ...]] = _nothing
+    writes_args: Callable[[dict[str, Any]], tuple[str, ...]] = _nothing
+    opens: Callable[[dict[str, Any]], bool] = _no  # opens the item its ``at`` addresses by slot key
     slot_keyed: bool = True  # its ``at`` addresses an item by the slot key the event carries
 
     @property
@@ -106,7 +106,7 @@ class Operation:
 # -- what each operation declares ------------------------------------------------------------
 
 
-def _set_source(args: dict) -> Source | None:
+def _set_source(args: dict[str, Any]) -> Source | None:
     """A ``set`` of a whole item (``at`` ends with a slot) opens it, event value or not."""
     at = args.get("at", "")
     if isinstance(at, str) and at and parse_target(at)[-1].field is None:
@@ -114,7 +114,7 @@ def _set_source(args: dict) -> Source | None:
     return _from(args)
 
 
-def _error_source(args: dict) -> Source | None:
+def _error_source(args: dict[str, Any]) -> Source | None:
     """The payload's path; for the whole event (``from: ""``) guarded by ``where`` on one
     field, that field (an event without it is no error), so the dispatcher keeps its look-up."""
     source = _from(args)
@@ -125,31 +125,31 @@ def _error_source(args: dict) -> Source | None:
     return Source(field) if isinstance(field, str) and field and "." not in field else None
 
 
-def _set_opens(args: dict) -> bool:
+def _set_opens(args: dict[str, Any]) -> bool:
     at = args.get("at")
     return isinstance(at, str) and bool(at) and parse_target(at)[-1].field is None
 
 
-def _read_streamed(args: dict) -> tuple[Streamed, ...]:
+def _read_streamed(args: dict[str, Any]) -> tuple[Streamed, ...]:
     path = args.get("from")
     return ((path, ()),) if isinstance(path, str) else ()
 
 
-def _args_written(args: dict) -> tuple[str, ...]:
+def _args_written(args: dict[str, Any]) -> tuple[str, ...]:
     at = args.get("at")
     return (pattern(at),) if isinstance(at, str) else ()
 
 
-def _paths(raw: Any) -> dict:
+def _paths(raw: Any) -> dict[str, Any]:
     """``stop_reason: PATH`` or ``[PATH, ...]``: the first non-null of the paths."""
     return {"from": raw}
 
 
-def _usage_arguments(raw: Any) -> dict:
+def _usage_arguments(raw: Any) -> dict[str, Any]:
     return {"from": raw} if isinstance(raw, str) else _as_given(raw)
 
 
-def _fold_streamed(args: dict) -> tuple[Streamed, ...]:
+def _fold_streamed(args: dict[str, Any]) -> tuple[Streamed, ...]:
     base = args.get("from", "")
     found: list[Streamed] = [(base, (key,)) for key in args.get("concat", ())]
     for name, lspec in (args.get("lists") or {}).items():
@@ -163,21 +163,21 @@ def _fold_streamed(args: dict) -> tuple[Streamed, ...]:
     return tuple(found)
 
 
-def _finish_ends(args: dict) -> tuple[str, ...]:
+def _finish_ends(args: dict[str, Any]) -> tuple[str, ...]:
     """``finish: {when: PATH}``: the value at PATH (a finish reason, ``done: true``) is the
     DONE; a bare ``finish`` is its event's name, no field."""
     when = args.get("when")
     return (when,) if isinstance(when, str) and when else ()
 
 
-def _error_ends(args: dict) -> tuple[str, ...]:
+def _error_ends(args: dict[str, Any]) -> tuple[str, ...]:
     """``error: {from: PATH}``: an error payload there ends the stream (``""``, the whole
     event, is no one field)."""
     path = args.get("from")
     return (path,) if isinstance(path, str) and path else ()
 
 
-def _fold_args_written(args: dict) -> tuple[str, ...]:
+def _fold_args_written(args: dict[str, Any]) -> tuple[str, ...]:
     base = pattern(args.get("at", ""))
     out = []
     for name, lspec in (args.get("lists") or {}).items():
@@ -282,7 +282,7 @@ OPERATIONS: dict[str, Operation] = {entry.name: entry for entry in _ENTRIES}
 # -- the rules of a descriptor, as the table sees them ---------------------------------------
 
 
-def rule_lists(events: Any) -> Iterator[tuple[str, list]]:
+def rule_lists(events: Any) -> Iterator[tuple[str, list[Any]]]:
     """Every list of rules in an ``events`` section, with its JSON pointer."""
     if not isinstance(events, dict):
         return
@@ -301,7 +301,7 @@ def rule_lists(events: Any) -> Iterator[tuple[str, list]]:
                     yield f"{base}/on/{escape(sub)}", sub_rules
 
 
-def operation_rules(events: Any) -> Iterator[tuple[str, str, dict]]:
+def operation_rules(events: Any) -> Iterator[tuple[str, str, dict[str, Any]]]:
     """Every rule of a known operation: the pointer of its operation (of the entry, for a bare
     name), the name, and its arguments in the entry's one mapping shape."""
     for base, rules in rule_lists(events):

@@ -15,7 +15,7 @@ null source makes the operation do nothing; ``at`` is a target path into the mes
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from dataclasses import field as dataclass_field
 from typing import Any, cast
@@ -47,7 +47,7 @@ from .paths import (
 from .predicates import compile_predicate
 
 Run = Callable[[Assembly, Any, Any], None]
-Act = Callable[[Assembly, dict, Any], None]  # what an operation does to the item it found
+Act = Callable[[Assembly, dict[str, Any], Any], None]  # what an operation does to the item it found
 
 
 class RuleProblem(ValueError):
@@ -75,11 +75,11 @@ class CompileContext:
     # Where reasoning sits (the descriptor's ``reasoning`` section), and the patterns of those
     # places that some operation streams: a place no rule streams is a descriptor error.
     reasoning: tuple[TextPlace, ...] = ()
-    reasoning_streamed: set = dataclass_field(default_factory=set)
+    reasoning_streamed: set[Any] = dataclass_field(default_factory=set)
     calls_where: bool = False  # the calls section has a ``where`` (judged after each event)
     # What ends with the stream: each operation that keeps state open across events adds
     # the function that closes it, ``end(assembly, cut)`` (see ``ExtractionStrategy.at_end``).
-    at_end: list = dataclass_field(default_factory=list)
+    at_end: list[Any] = dataclass_field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -115,19 +115,21 @@ def reasoning_inside(ctx: CompileContext, list_pattern: str) -> list[tuple[str, 
     return inside
 
 
-def fragments_reader(rel: str, where: Any) -> Callable[[Any, list], None]:
+def fragments_reader(rel: str, where: Any) -> Callable[[Any, list[Any]], None]:
     """A reader that appends to ``out`` every non-empty string at the relative pattern ``rel``
     (``text``, ``thinking[*].text``) of a part, as it arrived, where ``where`` holds on the
     innermost item of the pattern (the part itself when ``rel`` has no ``[*]``)."""
     steps = tuple(seg.field for seg in parse_target(rel))  # None: each entry of a list
 
-    def read(part: Any, out: list) -> None:
+    def read(part: Any, out: list[Any]) -> None:
         _fragments(part, part, steps, 0, where, out)
 
     return read
 
 
-def _fragments(node: Any, item: Any, steps: tuple, i: int, where: Any, out: list) -> None:
+def _fragments(
+    node: Any, item: Any, steps: tuple[Any, ...], i: int, where: Any, out: list[Any]
+) -> None:
     step = steps[i]
     if step is None:
         if node.__class__ is list:
@@ -143,7 +145,7 @@ def _fragments(node: Any, item: Any, steps: tuple, i: int, where: Any, out: list
         out.append(value)
 
 
-def any_where(wheres: list) -> Any:
+def any_where(wheres: list[Any]) -> Any:
     if any(where is None for where in wheres):
         return None
     if len(wheres) == 1:
@@ -249,7 +251,7 @@ class Target:
         slot = None if lst is None else last_opened(lst, self.scope)
         return None if slot is None else (lst, slot)
 
-    def field_parent(self, asm: Assembly, ev: Any, ch: Any, op: str) -> dict | None:
+    def field_parent(self, asm: Assembly, ev: Any, ch: Any, op: str) -> dict[str, Any] | None:
         """The dict that holds the target's last field, the way to it created; None when no
         item is there for this event (listed as unplaced, in ``op``'s name)."""
         item = self.locate_item(asm, ev, ch, True)
@@ -303,7 +305,7 @@ class Target:
             return None
         return self._item(asm, outer, 2, self.segments[3].slot(ev, ch), create)
 
-    def _item(self, asm: Assembly, node: dict, at: int, slot: Any, create: bool) -> Any:
+    def _item(self, asm: Assembly, node: dict[str, Any], at: int, slot: Any, create: bool) -> Any:
         """The item at ``slot`` of the slotted list ``node[segments[at].field]``, opened (and
         told to the assembly) when ``create`` and absent."""
         if slot is None:
@@ -393,10 +395,11 @@ def _scoped(segments: tuple[Segment, ...], scope: str | None) -> tuple[Segment, 
     return (*segments[:last], step, *segments[last + 1 :])
 
 
-def _continues(spec: dict) -> bool:
+def _continues(spec: dict[str, Any]) -> bool:
     """``without_slot: continue``: the wire sends a fragment without its slot key where it
     continues the item opened last (the default, ``skip``, lists such an event as unplaced)."""
-    return spec.get("without_slot", "skip") == "continue"
+    without: str = spec.get("without_slot", "skip")
+    return without == "continue"
 
 
 def last_opened(lst: SlottedList, scope: str | None) -> Any:
@@ -432,7 +435,7 @@ def _display_target(target: Target, ctx: CompileContext) -> bool:
 # --- set, set_once, merge -----------------------------------------------------------------
 
 
-def op_set(spec: dict, ctx: CompileContext) -> Run:
+def op_set(spec: dict[str, Any], ctx: CompileContext) -> Run:
     """Replace the value at ``at`` with the event's value at ``from`` (a copy)."""
     read = compile_read(spec["from"], ctx.choice_alias)
     at = spec.get("at", "")
@@ -466,7 +469,7 @@ def op_set(spec: dict, ctx: CompileContext) -> Run:
     return set_field
 
 
-def op_set_once(spec: dict, ctx: CompileContext) -> Run:
+def op_set_once(spec: dict[str, Any], ctx: CompileContext) -> Run:
     """Set the value at ``at`` unless it already holds one (null and "" count as none)."""
     read = compile_read(spec["from"], ctx.choice_alias)
     target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
@@ -487,7 +490,7 @@ def op_set_once(spec: dict, ctx: CompileContext) -> Run:
     return set_once
 
 
-def op_merge(spec: dict, ctx: CompileContext) -> Run:
+def op_merge(spec: dict[str, Any], ctx: CompileContext) -> Run:
     """Copy the fields of the event's object at ``from`` into the object at ``at``.
 
     Null fields never erase a value already there; ``except`` names fields left alone.
@@ -587,7 +590,7 @@ def _open(
     return open_item
 
 
-def op_open(spec: dict, ctx: CompileContext) -> Run:
+def op_open(spec: dict[str, Any], ctx: CompileContext) -> Run:
     """Open a new item at the slotted path ``at``, starting from the event's ``from`` object."""
     target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
     if target.rel or not target.segments or target.segments[-1].field is not None:
@@ -603,7 +606,7 @@ def op_open(spec: dict, ctx: CompileContext) -> Run:
 
 def _restate(
     asm: Assembly,
-    item: dict,
+    item: dict[str, Any],
     value: Any,
     args_fields: tuple[str, ...],
     merge_complete: bool = False,
@@ -632,7 +635,7 @@ def _restate(
     return True
 
 
-def _without_chain(value: dict, fields: tuple[str, ...]) -> dict:
+def _without_chain(value: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
     """A copy of ``value`` without the field at the chain ``fields`` (the arguments)."""
     if not fields:
         return value
@@ -650,11 +653,15 @@ def _same_arguments(restated: Any, args: ArgsStream) -> bool:
             restated = json.loads(restated)
         except ValueError:
             return False
-    return restated == args.value
+    return bool(restated == args.value)  # JSON values compared: a bool
 
 
 def _merge_restated(
-    asm: Assembly, node: dict, value: dict, track: Any, args_fields: tuple[str, ...]
+    asm: Assembly,
+    node: dict[str, Any],
+    value: dict[str, Any],
+    track: Any,
+    args_fields: tuple[str, ...],
 ) -> None:
     for key, val in value.items():
         current = node.get(key)
@@ -681,7 +688,7 @@ def _is_empty(value: Any) -> bool:
     return value is None or value == "" or value == {} or value == []
 
 
-def op_close(spec: dict, ctx: CompileContext) -> Run:
+def op_close(spec: dict[str, Any], ctx: CompileContext) -> Run:
     """The item at ``at`` is complete: finalize its arguments (parse an object-form wire's
     JSON text); with ``from``, first adopt the fields of the final item the event carries."""
     target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
@@ -708,7 +715,9 @@ def op_close(spec: dict, ctx: CompileContext) -> Run:
     return close
 
 
-def _adopt(asm: Assembly, item: dict, final: dict, args_fields: tuple[str, ...]) -> None:
+def _adopt(
+    asm: Assembly, item: dict[str, Any], final: dict[str, Any], args_fields: tuple[str, ...]
+) -> None:
     """Take the fields of a restated final item; the arguments go through their stream."""
     track = asm.track_of.get(id(item))
     if track is not None and track.place is not None:
@@ -745,7 +754,7 @@ def _adopt(asm: Assembly, item: dict, final: dict, args_fields: tuple[str, ...])
         put(asm.journal, item, key, ingest(val))
 
 
-def _streams_in(node: Any):
+def _streams_in(node: Any) -> Iterator[ArgsStream]:
     if node.__class__ is ArgsStream:
         yield node
     elif node.__class__ is dict:
@@ -756,7 +765,7 @@ def _streams_in(node: Any):
 # --- append, args -------------------------------------------------------------------------
 
 
-def op_append(spec: dict, ctx: CompileContext) -> Run:
+def op_append(spec: dict[str, Any], ctx: CompileContext) -> Run:
     """Append the event's string at ``from`` to the string at ``at``."""
     read = compile_read(spec["from"], ctx.choice_alias)
     target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
@@ -793,7 +802,7 @@ def op_append(spec: dict, ctx: CompileContext) -> Run:
     return append
 
 
-def _into_item(op: str, spec: dict, ctx: CompileContext, target: Target, act: Act) -> Run:
+def _into_item(op: str, spec: dict[str, Any], ctx: CompileContext, target: Target, act: Act) -> Run:
     """The shape of an operation that puts what the event carries into the item at ``at``:
     read ``from`` (absent: nothing to do), find or open the item (none: the event is listed
     as unplaced), then ``act(assembly, item, value)``."""
@@ -812,30 +821,32 @@ def _into_item(op: str, spec: dict, ctx: CompileContext, target: Target, act: Ac
     return into_item
 
 
-def op_args(spec: dict, ctx: CompileContext) -> Run:
+def op_args(spec: dict[str, Any], ctx: CompileContext) -> Run:
     """Feed an argument fragment (a JSON text piece, or a whole object) to the call at ``at``."""
     return _into_args("args", spec, ctx, ArgsStream.feed)
 
 
-def op_args_final(spec: dict, ctx: CompileContext) -> Run:
+def op_args_final(spec: dict[str, Any], ctx: CompileContext) -> Run:
     """The wire restates a call's whole argument text (``...arguments.done``): adopt it."""
     return _into_args("args_final", spec, ctx, ArgsStream.replace)
 
 
-def _into_args(op: str, spec: dict, ctx: CompileContext, take: Callable[..., bool]) -> Run:
+def _into_args(
+    op: str, spec: dict[str, Any], ctx: CompileContext, take: Callable[..., bool]
+) -> Run:
     """Hand the event's value to the argument stream of the call at ``at`` (``take`` says
     how: a fragment fed, or the whole text adopted)."""
     target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
     rel = target.rel
 
-    def into_args(asm: Assembly, item: dict, value: Any) -> None:
+    def into_args(asm: Assembly, item: dict[str, Any], value: Any) -> None:
         if take(asm.args_of(item, rel), value):
             asm.calls_dirty = True
 
     return _into_item(op, spec, ctx, target, into_args)
 
 
-def op_push(spec: dict, ctx: CompileContext) -> Run:
+def op_push(spec: dict[str, Any], ctx: CompileContext) -> Run:
     """Add the event's value at ``from`` as a new element of the list at ``at``.
 
     The list may be a slotted one (items another rule opened by SLOT): the value then takes
@@ -848,7 +859,7 @@ def op_push(spec: dict, ctx: CompileContext) -> Run:
     item_pattern = items_of(target.pattern)
     keys = tuple(spec.get("update_by", ()))
 
-    def push(asm: Assembly, item: dict, value: Any) -> None:
+    def push(asm: Assembly, item: dict[str, Any], value: Any) -> None:
         parent = target.parent_of_field(item, asm.journal)
         current = parent.get(last)
         if keys and value.__class__ is dict and all(value.get(k) is not None for k in keys):
@@ -888,7 +899,7 @@ def _first_of(paths: Any, ctx: CompileContext) -> Reader:
     return compile_read(paths, ctx.choice_alias)
 
 
-def op_stop_reason(spec: dict, ctx: CompileContext) -> Run:
+def op_stop_reason(spec: dict[str, Any], ctx: CompileContext) -> Run:
     """Record the provider's raw stop reason (the first non-null of the paths ``from``), as
     text: a wire that sends a number (a protobuf enum's, in JSON) gives its JSON text, so
     that ``buf.stop_reason`` is a str and a descriptor's ``finish_reasons`` can name it."""
@@ -903,7 +914,7 @@ def op_stop_reason(spec: dict, ctx: CompileContext) -> Run:
     return stop_reason
 
 
-def op_usage(spec: dict, ctx: CompileContext) -> Run:
+def op_usage(spec: dict[str, Any], ctx: CompileContext) -> Run:
     """Record the provider's usage object: ``replace`` (the latest wins) or ``merge``."""
     read = compile_read(spec["from"], ctx.choice_alias)
     merge = spec.get("mode", "replace") == "merge"
@@ -923,7 +934,7 @@ def op_usage(spec: dict, ctx: CompileContext) -> Run:
     return usage
 
 
-def op_finish(spec: dict, ctx: CompileContext) -> Run:
+def op_finish(spec: dict[str, Any], ctx: CompileContext) -> Run:
     """The wire's DONE: the turn is over. (``finish: {when: PATH}``, only if that path holds
     a true value, a finish reason or ``done: true``, is the rules' own ``when`` guard.)"""
 
@@ -933,7 +944,7 @@ def op_finish(spec: dict, ctx: CompileContext) -> Run:
     return finish
 
 
-def op_error(spec: dict, ctx: CompileContext) -> Run:
+def op_error(spec: dict[str, Any], ctx: CompileContext) -> Run:
     """A provider error event: keep its payload in ``buf.error`` and end the stream.
 
     With ``where`` (a predicate on the event), only an event it holds for is the error: a

@@ -304,7 +304,7 @@ def parse_chain(path: str) -> tuple[str, ...]:
     )
 
 
-def compile_read(path: str | dict, choice_alias: str | None = None) -> Reader:
+def compile_read(path: str | dict[str, Any], choice_alias: str | None = None) -> Reader:
     """Compile a read path (a string, ``{jmespath: expr}``, ``{path: P, strip_prefix: S}``,
     ``{first: [READ, ...]}`` or the constant ``{value: V}``) into ``reader(event, choice)``;
     one plain field of the event itself (not the choice alias) is the reader's ``field``."""
@@ -314,7 +314,7 @@ def compile_read(path: str | dict, choice_alias: str | None = None) -> Reader:
     return as_reader(_compile_read(path, choice_alias), one_field)
 
 
-def _compile_read(path: str | dict, choice_alias: str | None) -> Callable[..., Any]:
+def _compile_read(path: str | dict[str, Any], choice_alias: str | None) -> Callable[..., Any]:
     if isinstance(path, dict):
         if STRIP_PREFIX in path:
             return _compile_strip_prefix(path, choice_alias)
@@ -341,7 +341,7 @@ def _compile_read(path: str | dict, choice_alias: str | None) -> Callable[..., A
     return walk
 
 
-def compile_get(path: str | dict) -> Reader:
+def compile_get(path: str | dict[str, Any]) -> Reader:
     """Compile a read path over one object (an assembled item or message).
 
     Every reader takes the choice as an optional second argument, so a reader of the object
@@ -395,7 +395,7 @@ def _walk(obj: Any, steps: list[str | int], exact: bool = True) -> Any:
     return obj
 
 
-def _compile_jmespath(path: dict, choice_alias: str | None) -> Callable[..., Any]:
+def _compile_jmespath(path: dict[str, Any], choice_alias: str | None) -> Callable[..., Any]:
     if set(path) - {OMIT_NULL} != {JMESPATH} or not isinstance(path[JMESPATH], str):
         raise PathError(f'a read path is a string or {{{JMESPATH}: "expression"}}, got {path!r}')
     try:
@@ -425,7 +425,7 @@ def _without_nulls(value: Any) -> Any:
     return value
 
 
-def _compile_first(spec: dict, choice_alias: str | None) -> Callable[..., Any]:
+def _compile_first(spec: dict[str, Any], choice_alias: str | None) -> Callable[..., Any]:
     """The first of several reads (two or more: the schema's) that holds a value (not null):
     one read for a value the wire sends in one of several places or shapes."""
     readers = [compile_read(read, choice_alias) for read in spec[FIRST]]
@@ -439,14 +439,14 @@ def _compile_first(spec: dict, choice_alias: str | None) -> Callable[..., Any]:
     return first
 
 
-def _compile_constant(spec: dict) -> Callable[..., Any]:
+def _compile_constant(spec: dict[str, Any]) -> Callable[..., Any]:
     """``{value: V}``: V whatever the event (a type, a state the wire leaves implicit),
     without a JMESPath literal; a fresh copy each time, so that the message never shares it."""
     text = json.dumps(spec[CONSTANT])
     return lambda ev, ch=None: json.loads(text)
 
 
-def _compile_strip_prefix(spec: dict, choice_alias: str | None) -> Callable[..., Any]:
+def _compile_strip_prefix(spec: dict[str, Any], choice_alias: str | None) -> Callable[..., Any]:
     """What follows ``strip_prefix`` in the string at ``path`` (absent when the value is no
     string or does not start with it): one field read and a ``startswith``, no expression."""
     extra = sorted(set(spec) - {"path", STRIP_PREFIX})

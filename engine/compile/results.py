@@ -62,7 +62,7 @@ class CompiledSections:
     declarations: Template | None
 
 
-def compile_sections(descriptor: dict) -> CompiledSections:
+def compile_sections(descriptor: dict[str, Any]) -> CompiledSections:
     """Check and compile a descriptor's ``results`` and ``declarations`` sections (either may
     be absent). Raises :class:`~engine.compile.templates.TemplateError` (a ``ValueError`` naming the
     JSON pointer of the first bad part) with every problem.
@@ -88,7 +88,7 @@ def schema_problems(results: Any) -> list[TemplateProblem]:
     return section_problems(results, "results", "/results", templates_in("results"))
 
 
-def check_sections(descriptor: dict) -> tuple[CompiledSections, list[TemplateProblem]]:
+def check_sections(descriptor: dict[str, Any]) -> tuple[CompiledSections, list[TemplateProblem]]:
     """The compiled ``results`` and ``declarations`` sections and every problem in them, each
     ``(JSON pointer, message, rule)``: what the validator reports, each at its line. The
     ``results`` section is taken as the schema checked it; a section the schema refused
@@ -191,7 +191,7 @@ def _fields_of(obj: Any) -> Callable[..., Any]:
     return lambda key, default=None: getattr(obj, key, default)
 
 
-def record_view(record: Any, free_form: frozenset = frozenset()) -> dict:
+def record_view(record: Any, free_form: frozenset[Any] = frozenset()) -> dict[str, Any]:
     """A record as templates see it: ``{name, arguments, result, error, tool_call_id,
     failed, free_form}``. Accepts a :class:`~engine.records.ToolCallRecord`, a mapping, or
     any object with those attributes. ``free_form`` is true for the result of a free-form
@@ -211,7 +211,7 @@ def record_view(record: Any, free_form: frozenset = frozenset()) -> dict:
     }
 
 
-def tool_view(tool: Any) -> dict:
+def tool_view(tool: Any) -> dict[str, Any]:
     """A tool as templates see it: ``{name, description, parameters, format}``, the
     parameters a JSON Schema object (an empty object schema when the tool has none), the
     format a free-form tool's input format, or None (``engine.Tool.format``)."""
@@ -229,7 +229,7 @@ def tool_view(tool: Any) -> dict:
     }
 
 
-def _append(out: list, value: Any) -> None:
+def _append(out: list[Any], value: Any) -> None:
     if value is MISSING or value is None:
         return
     if isinstance(value, list):
@@ -241,7 +241,7 @@ def _append(out: list, value: Any) -> None:
 # --- the public functions ------------------------------------------------------------------
 
 
-def result_messages(strategy: Any, message: Any, records: Iterable[Any]) -> list[dict]:
+def result_messages(strategy: Any, message: Any, records: Iterable[Any]) -> list[dict[str, Any]]:
     """The native history that answers ``records``: the assistant turn as the wire needs it
     back, then the results, as the strategy's ``results`` section declares them. A ``str``
     message is a call that leaked into text, answered as :func:`leak_result_messages` does."""
@@ -254,7 +254,7 @@ def result_messages(strategy: Any, message: Any, records: Iterable[Any]) -> list
     free = frozenset(ids_of(message)) if ids_of is not None else frozenset()
     views = [record_view(r, free) for r in records]
     ctx = {"message": message, "records": views}
-    out: list = []
+    out: list[Any] = []
     if spec.assistant is not None:
         _append(out, spec.assistant.render(ctx, MISSING))
     if spec.mode == "per_call":
@@ -265,7 +265,8 @@ def result_messages(strategy: Any, message: Any, records: Iterable[Any]) -> list
         assert spec.message is not None, "_compile_results requires `message` in one_message"
         _append(out, spec.message.render(ctx, MISSING))
     # restate: the assistant message above carries each result in its own call's part.
-    return copy_json(out)
+    messages: list[dict[str, Any]] = copy_json(out)
+    return messages
 
 
 def tool_declarations(strategy: Any, tools: Iterable[Any]) -> Any:
@@ -304,7 +305,7 @@ def results_text(records: Iterable[Any]) -> str:
 
 def text_result_messages(
     text: str, records: Iterable[Any], role: str = DEFAULT_LEAK_ROLE
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """History for a call that leaked into plain text (it never had a native call id): the
     assistant's text as it was, then every result in one message in ``role``. Never the
     system role: several wires (Anthropic, Bedrock, Gemini) have none in their messages."""
@@ -316,7 +317,7 @@ def text_result_messages(
     ]
 
 
-def leak_result_messages(strategy: Any, text: str, records: Iterable[Any]) -> list[dict]:
+def leak_result_messages(strategy: Any, text: str, records: Iterable[Any]) -> list[dict[str, Any]]:
     """:func:`text_result_messages` in the strategy's leak role, and in its own leak shapes
     where its descriptor declares them (``results.leak``)."""
     records = list(records)
@@ -333,8 +334,9 @@ def leak_result_messages(strategy: Any, text: str, records: Iterable[Any]) -> li
         "role": role,
         "results_text": generic[1]["content"] if len(generic) > 1 else "",
     }
-    out: list = []
+    out: list[Any] = []
     pairs = ((spec.leak_assistant, generic[0]), (spec.leak_message, generic[-1]))
     for template, fallback in pairs[: len(generic)]:
         _append(out, fallback if template is None else template.render(ctx, MISSING))
-    return copy_json(out)
+    messages: list[dict[str, Any]] = copy_json(out)
+    return messages

@@ -15,7 +15,7 @@ import datetime
 import functools
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Protocol, cast
 
@@ -52,9 +52,10 @@ def schema_path() -> Path:
 
 
 @functools.cache
-def schema() -> dict:
+def schema() -> dict[str, Any]:
     """The descriptor schema, read once."""
-    return json.loads(schema_path().read_text(encoding="utf-8"))
+    loaded: dict[str, Any] = json.loads(schema_path().read_text(encoding="utf-8"))
+    return loaded
 
 
 TEMPLATES = (
@@ -279,7 +280,7 @@ def _format_checker() -> FormatChecker:
     checker = FormatChecker(formats=())
     for name, check in FORMATS.items():
 
-        def run(instance: Any, check=check, name=name) -> bool:
+        def run(instance: Any, check: Callable[[Any], Any] = check, name: str = name) -> bool:
             if isinstance(instance, str) or name == "presence-path":
                 check(instance)
             return True
@@ -336,17 +337,17 @@ def _pointer(path: Iterable[Any]) -> str:
     return "".join("/" + escape(str(part)) for part in path)
 
 
-def _resolve(fragment: dict) -> dict | None:
+def _resolve(fragment: dict[str, Any]) -> dict[str, Any] | None:
     ref = fragment.get("$ref")
     if not isinstance(ref, str) or not ref.startswith("#/"):
         return None
     node: Any = schema()
     for part in ref[2:].split("/"):
         node = node[part.replace("~1", "/").replace("~0", "~")]
-    return node
+    return node if isinstance(node, dict) else None
 
 
-def _declared_keys(fragment: dict, deep: bool) -> set[str]:
+def _declared_keys(fragment: dict[str, Any], deep: bool) -> set[str]:
     """The keys an object schema declares; with ``deep``, also those of the subschemas it
     applies in place (what ``unevaluatedProperties`` counts as evaluated)."""
     keys = set(fragment.get("properties", {}))

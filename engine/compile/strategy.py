@@ -72,7 +72,7 @@ class CallsSpec:
         """Its calls' input is free-form text (``args_form: text``), not JSON."""
         return self.args_form == "text"
 
-    def arguments_of(self, item: dict) -> dict | None:
+    def arguments_of(self, item: dict[str, Any]) -> dict[str, Any] | None:
         """The arguments of a call item of a whole message, or None when they never parse
         (free-form text is never parsed: ``{ARGS: text}``, ARGS the last field of ``args``)."""
         raw = dig(item, self.args_fields)
@@ -81,7 +81,7 @@ class CallsSpec:
             return {self.args_fields[-1]: text}
         return parse_arguments(raw, self.args_form)
 
-    def items_at(self, message: Any) -> list[tuple[Any, dict]]:
+    def items_at(self, message: Any) -> list[tuple[Any, dict[str, Any]]]:
         """The call items of this place in a whole message, each with its SLOT (its position
         in its list; the pattern for a single place), ``where`` applied."""
         if self.single:
@@ -92,7 +92,7 @@ class CallsSpec:
         where = self.where
         return [(slot, item) for slot, item in found if where is None or where(item)]
 
-    def install_args(self, item: dict, tracker: Any = None) -> ArgsStream:
+    def install_args(self, item: dict[str, Any], tracker: Any = None) -> ArgsStream:
         """Put an :class:`ArgsStream` at the item's args field, seeded with what is there;
         ``tracker`` (the assembly tracking the call, see ArgsStream.tracker) is set before
         the seed, which may already carry more than the call's first JSON value. Its writes
@@ -155,7 +155,7 @@ class TextSpec:
 class Spec:
     """The compiled, immutable description of one wire."""
 
-    initial_message: dict
+    initial_message: dict[str, Any]
     calls: CallsSpec | None  # the first place of the calls (``calls`` itself)
     text: TextSpec | None
     leaks_into_text: bool
@@ -171,7 +171,7 @@ class Spec:
     # (a second shape of call the wire may send instead, in another place of the message).
     places: tuple[CallsSpec, ...] = ()
 
-    def place_of(self, pattern: str, item: dict) -> CallsSpec | None:
+    def place_of(self, pattern: str, item: dict[str, Any]) -> CallsSpec | None:
         """The place whose pattern this item sits at and whose ``where`` it passes."""
         for place in self.places:
             if place.pattern == pattern and (place.where is None or place.where(item)):
@@ -199,7 +199,7 @@ class Program:
         "after_done",
     )
 
-    def __init__(self, events: dict, ctx: CompileContext, problems: Problems) -> None:
+    def __init__(self, events: dict[str, Any], ctx: CompileContext, problems: Problems) -> None:
         disc = events.get("discriminator")
         self.wrapped = False
         if isinstance(disc, dict) and "field" in disc:  # not a {jmespath: ...} read
@@ -224,7 +224,7 @@ class Program:
         self.after_done = self._compile_after_done(events, problems)
 
     def _compile_after_done(
-        self, events: dict, problems: Problems
+        self, events: dict[str, Any], problems: Problems
     ) -> Callable[[Any, str | None], bool] | None:
         """``after_done``: what may follow the DONE, as one test of an event (None: nothing
         may). A name is the event's name as the discriminator reads it, and must be one the
@@ -262,7 +262,7 @@ class Program:
 
         return follows
 
-    def _payload(self, chunk: dict) -> Any:
+    def _payload(self, chunk: dict[str, Any]) -> Any:
         """What the rules of ``chunk`` read, as :meth:`apply` finds it: the chunk, or the
         value of its one key on a wrapped wire (``{"<event name>": {...}}``). Cold."""
         discriminator = self.discriminator
@@ -305,7 +305,7 @@ class Program:
             (name,) = chunk
         return None if name is None else str(name)
 
-    def apply(self, asm: Assembly, chunk: dict, choice: int) -> None:
+    def apply(self, asm: Assembly, chunk: dict[str, Any], choice: int) -> None:
         # Runs on every chunk, where a call is a tenth of the budget: the readers' one-field
         # fast paths are taken here (see :class:`engine.compile.paths.Reader`).
         discriminator = self.discriminator
@@ -375,7 +375,9 @@ class SubTable:
 
     __slots__ = ("discriminator", "table")
 
-    def __init__(self, spec: dict, ctx: CompileContext, problems: Problems, base: str) -> None:
+    def __init__(
+        self, spec: dict[str, Any], ctx: CompileContext, problems: Problems, base: str
+    ) -> None:
         self.discriminator = compile_get(spec["discriminator"])
         table = {
             k: tuple(compile_ops(v, ctx, problems, f"{base}/on/{escape(k)}"))
@@ -384,7 +386,7 @@ class SubTable:
         self.table = _with_patterns(table, problems, f"{base}/on")
 
 
-def _compile_table(on: dict, ctx: CompileContext, problems: Problems) -> dict[str, Any]:
+def _compile_table(on: dict[str, Any], ctx: CompileContext, problems: Problems) -> dict[str, Any]:
     table: dict[str, Any] = {}
     for name, rules in on.items():
         base = f"/events/on/{escape(name)}"
@@ -398,7 +400,7 @@ def _compile_table(on: dict, ctx: CompileContext, problems: Problems) -> dict[st
 WILDCARD = "*"
 
 
-class PatternTable(dict):
+class PatternTable(dict[str, Any]):
     """A rule table with event-name patterns (``data-*``: every name that starts with
     ``data-``) beside its exact names. An exact name always wins; among patterns, the
     longest prefix wins, so ``data-weather-*`` takes over from ``data-*``.
@@ -471,7 +473,7 @@ class Rule(NamedTuple):
     opens: str | None = None
 
 
-def compile_ops(rules: list, ctx: CompileContext, problems: Problems, base: str) -> list[Run]:
+def compile_ops(rules: list[Any], ctx: CompileContext, problems: Problems, base: str) -> list[Run]:
     """The rules of one list (at the JSON pointer ``base``), compiled through the table; a
     rule that does not compile is a problem at its pointer, and the others still compile."""
     out = []
@@ -562,7 +564,9 @@ def by_source_key(rules: list[Rule], ctx: CompileContext) -> list[Run]:
     return [present_only]
 
 
-def _keyed_under_common_prefix(ops: list[Run], rooted: list, ctx: CompileContext) -> Run | None:
+def _keyed_under_common_prefix(
+    ops: list[Run], rooted: list[Any], ctx: CompileContext
+) -> Run | None:
     """Rules whose sources share an object (``delta.text``, ``delta.toolUse.input``): one
     read of that object, then the rules of the key it holds."""
     on_choice = rooted[0][0]
@@ -641,7 +645,9 @@ def _check_reasoning_streamed(
             )
 
 
-def _sections(descriptor: dict, sections: Any, problems: Problems) -> CompiledSections:
+def _sections(
+    descriptor: dict[str, Any], sections: CompiledSections | None, problems: Problems
+) -> CompiledSections:
     """The ``results`` and ``declarations`` sections, compiled with the strategy (or as the
     validating pass compiled them), so that they live and die with it."""
     if sections is not None:
@@ -654,10 +660,10 @@ def _sections(descriptor: dict, sections: Any, problems: Problems) -> CompiledSe
         return CompiledSections(results=None, declarations=None)
 
 
-def _message_reader(places: tuple[TextPlace, ...]) -> Callable[[dict, list], None]:
+def _message_reader(places: tuple[TextPlace, ...]) -> Callable[[dict[str, Any], list[Any]], None]:
     """A reader of the reasoning strings of a whole message, in message order: a walk that
     descends only along the declared patterns."""
-    wheres: dict[str, list] = {}
+    wheres: dict[str, list[Any]] = {}
     for place in places:
         wheres.setdefault(place.pattern, []).append(place.where)
     at = {pattern: any_where(found) for pattern, found in wheres.items()}
@@ -669,7 +675,7 @@ def _message_reader(places: tuple[TextPlace, ...]) -> Callable[[dict, list], Non
                 if char == "[":
                     prefixes.add(pattern[: i + 3])
 
-    def visit(node: Any, item: Any, pattern: str, out: list) -> None:
+    def visit(node: Any, item: Any, pattern: str, out: list[Any]) -> None:
         if isinstance(node, list):
             inner = items_of(pattern)
             for entry in node:
@@ -688,7 +694,9 @@ def _message_reader(places: tuple[TextPlace, ...]) -> Callable[[dict, list], Non
     return lambda message, out: visit(message, message, "", out)
 
 
-def _call_place(spec: dict, pointer: str, problems: Problems, single_allowed: bool) -> CallsSpec:
+def _call_place(
+    spec: dict[str, Any], pointer: str, problems: Problems, single_allowed: bool
+) -> CallsSpec:
     """One place of the calls: ``calls`` itself (the items of a list), or one of
     ``calls.also``, which may also be a single object at a field chain (``single``)."""
     pattern, chains, tail = pattern_parts(spec["at"])
@@ -729,7 +737,7 @@ class ExtractionStrategy:
 
     def __init__(
         self,
-        descriptor: dict,
+        descriptor: dict[str, Any],
         source: str | None = None,
         *,
         problems: Problems | None = None,
@@ -756,7 +764,9 @@ class ExtractionStrategy:
                 [Problem(file, 0, 0, at, message, "compile") for at, message in found.found]
             )
 
-    def _compile(self, descriptor: dict, source: str | None, problems: Problems, sections: Any):
+    def _compile(
+        self, descriptor: dict[str, Any], source: str | None, problems: Problems, sections: Any
+    ) -> None:
         self.descriptor = descriptor
         self.source = source
         self.sections = _sections(descriptor, sections, problems)
@@ -872,7 +882,7 @@ class ExtractionStrategy:
 
     # -- whole messages ------------------------------------------------------------------------
 
-    def _call_items(self, message: Any) -> list[tuple[CallsSpec, Any, dict]]:
+    def _call_items(self, message: Any) -> list[tuple[CallsSpec, Any, dict[str, Any]]]:
         """Every call item of a whole message: each place's, in the order of the places."""
         if not isinstance(message, dict):
             return []
@@ -1000,14 +1010,14 @@ class ExtractionStrategy:
 
     # -- history -------------------------------------------------------------------------------
 
-    def result_messages(self, message: Any, records: list) -> list[dict]:
+    def result_messages(self, message: Any, records: list[Any]) -> list[dict[str, Any]]:
         """The native history for these calls: the assistant turn and the results, keyed by
         call id, as the descriptor's ``results`` section declares them."""
         from .results import result_messages
 
         return result_messages(self, message, records)
 
-    def tool_declarations(self, tools: list) -> Any:
+    def tool_declarations(self, tools: list[Any]) -> Any:
         """The wire's request fragment declaring these tools (``declarations`` section)."""
         from .results import tool_declarations
 
@@ -1068,8 +1078,9 @@ class ExtractionStrategy:
     def new_assembly(self) -> Assembly:
         return Assembly(self)
 
-    def message_of(self, asm: Assembly) -> dict:
-        return materialize(asm.root)
+    def message_of(self, asm: Assembly) -> dict[str, Any]:
+        message: dict[str, Any] = materialize(asm.root)  # the root is a dict
+        return message
 
 
 def _of_a_dict(pointer: str, message: str, rule: str) -> bool:
@@ -1090,7 +1101,7 @@ def _as_yaml_1_2(data: Any) -> Any:
     return {("on" if key is True else key): _as_yaml_1_2(value) for key, value in data.items()}
 
 
-def parse_arguments(raw: Any, form: str = "string") -> dict | None:
+def parse_arguments(raw: Any, form: str = "string") -> dict[str, Any] | None:
     """The rule (README, "What it does"): an object passes; a JSON text counts once its
     first JSON value is an object (the call's arguments, as in a stream: issue 16, one fate per
     call).
@@ -1131,16 +1142,16 @@ def _never_parsed(raw: Any, form: str) -> tuple[str, str | None]:
     return reason, stream.invalid_cause()
 
 
-def _walk(message: dict, chains: tuple[tuple[str, ...], ...]) -> list[dict]:
+def _walk(message: dict[str, Any], chains: tuple[tuple[str, ...], ...]) -> list[dict[str, Any]]:
     return [item for _, item in _walk_at(message, chains)]
 
 
-def _walk_at(message: Any, chains: tuple[tuple[str, ...], ...]) -> list[tuple[Any, dict]]:
+def _walk_at(message: Any, chains: tuple[tuple[str, ...], ...]) -> list[tuple[Any, dict[str, Any]]]:
     """The mappings at the end of ``chains``, each with its position in its list (None for
     a mapping standing where the last list was expected)."""
-    level: list[tuple[Any, dict]] = [(None, message)]
+    level: list[tuple[Any, dict[str, Any]]] = [(None, message)]
     for chain in chains:
-        nxt: list[tuple[Any, dict]] = []
+        nxt: list[tuple[Any, dict[str, Any]]] = []
         for _, node in level:
             lst = dig(node, chain)
             if isinstance(lst, list):

@@ -83,7 +83,7 @@ class _Missing:
 
 MISSING: Any = _Missing()
 
-Node = Callable[[dict], Any]
+Node = Callable[[dict[str, Any]], Any]
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _RESULT_MODES = ("text", "object")
@@ -98,7 +98,7 @@ class Template:
         self.spec = spec
         self._node = node
 
-    def render(self, context: dict, default: Any = None) -> Any:
+    def render(self, context: dict[str, Any], default: Any = None) -> Any:
         """The rendered value, or ``default`` when the template renders to nothing."""
         value = self._node(context)
         return default if value is MISSING else value
@@ -151,7 +151,7 @@ def _child(pointer: str, key: Any) -> str:
     return f"{pointer}/{escape(str(key))}"
 
 
-def _nothing(ctx: dict) -> Any:
+def _nothing(ctx: dict[str, Any]) -> Any:
     return MISSING
 
 
@@ -193,7 +193,7 @@ class _Compiler:
             return lambda ctx: spec
         return self.fail(pointer, f"a template holds JSON values only, got {type(spec).__name__}")
 
-    def mapping_or_construct(self, spec: dict, pointer: str) -> Node:
+    def mapping_or_construct(self, spec: dict[str, Any], pointer: str) -> Node:
         constructs = [k for k in spec if isinstance(k, str) and k.startswith("$")]
         if not constructs:
             return self.mapping(spec, pointer)
@@ -213,7 +213,7 @@ class _Compiler:
                 self.fail(_child(pointer, key), f"{name} takes no option {key!r}")
         return build(self, spec, pointer)
 
-    def mapping(self, spec: dict, pointer: str) -> Node:
+    def mapping(self, spec: dict[str, Any], pointer: str) -> Node:
         for key in spec:
             if not isinstance(key, str):
                 self.fail(_child(pointer, key), "keys must be strings")
@@ -222,7 +222,7 @@ class _Compiler:
             return lambda ctx: dict(constant)
         items = [(k, self.node(v, _child(pointer, k))) for k, v in spec.items()]
 
-        def render(ctx: dict) -> dict:
+        def render(ctx: dict[str, Any]) -> dict[str, Any]:
             out = {}
             for key, node in items:
                 value = node(ctx)
@@ -232,10 +232,10 @@ class _Compiler:
 
         return render
 
-    def array(self, spec: list, pointer: str) -> Node:
+    def array(self, spec: list[Any], pointer: str) -> Node:
         nodes = [self.node(v, _child(pointer, i)) for i, v in enumerate(spec)]
 
-        def render(ctx: dict) -> list:
+        def render(ctx: dict[str, Any]) -> list[Any]:
             return [v for v in (node(ctx) for node in nodes) if v is not MISSING]
 
         return render
@@ -253,7 +253,7 @@ class _Compiler:
         self.fail(pointer, f"a condition is a path or a predicate mapping, got {cond!r}")
         return _false
 
-    def path(self, spec: dict, pointer: str) -> Node:
+    def path(self, spec: dict[str, Any], pointer: str) -> Node:
         read = self.reader(spec["$path"], _child(pointer, "$path"))
         if isinstance(spec.get("with"), dict):  # a copy of a mapping, those fields set
             fields, plain = self.node(spec["with"], _child(pointer, "with")), read
@@ -268,26 +268,26 @@ class _Compiler:
             return lambda ctx: MISSING if _absent(value := read(ctx)) else value
         fallback = self.node(spec["default"], _child(pointer, "default"))
 
-        def render(ctx: dict) -> Any:
+        def render(ctx: dict[str, Any]) -> Any:
             value = read(ctx)
             return fallback(ctx) if _absent(value) else value
 
         return render
 
-    def if_(self, spec: dict, pointer: str) -> Node:
+    def if_(self, spec: dict[str, Any], pointer: str) -> Node:
         if "then" not in spec and "else" not in spec:
             self.fail(pointer, "$if needs then or else")
         test = self.condition(spec["$if"], _child(pointer, "$if"))
         yes = self.node(spec["then"], _child(pointer, "then")) if "then" in spec else None
         no = self.node(spec["else"], _child(pointer, "else")) if "else" in spec else None
 
-        def render(ctx: dict) -> Any:
+        def render(ctx: dict[str, Any]) -> Any:
             branch = yes if test(ctx) else no
             return MISSING if branch is None else branch(ctx)
 
         return render
 
-    def each(self, spec: dict, pointer: str) -> Node:
+    def each(self, spec: dict[str, Any], pointer: str) -> Node:
         read = self.reader(spec["$each"], _child(pointer, "$each"))
         name = spec.get("as", "item")
         if not isinstance(name, str) or not _NAME.match(name):
@@ -296,7 +296,7 @@ class _Compiler:
             return self.fail(pointer, "$each needs $emit")
         emit = self.node(spec["$emit"], _child(pointer, "$emit"))
 
-        def render(ctx: dict) -> list:
+        def render(ctx: dict[str, Any]) -> list[Any]:
             source = read(ctx)
             if _absent(source):
                 return []
@@ -311,23 +311,23 @@ class _Compiler:
 
         return render
 
-    def as_json(self, spec: dict, pointer: str) -> Node:
+    def as_json(self, spec: dict[str, Any], pointer: str) -> Node:
         inner = self.node(spec["$json"], _child(pointer, "$json"))
 
-        def render(ctx: dict) -> Any:
+        def render(ctx: dict[str, Any]) -> Any:
             value = inner(ctx)
             return MISSING if value is MISSING else _dumps(value)
 
         return render
 
-    def result(self, spec: dict, pointer: str) -> Node:
+    def result(self, spec: dict[str, Any], pointer: str) -> Node:
         path = spec["$result"]
         read = self.reader("record" if path is None else path, _child(pointer, "$result"))
         mode = spec.get("as", "text")
         if mode not in _RESULT_MODES:
             self.fail(_child(pointer, "as"), f"one of {', '.join(_RESULT_MODES)}")
 
-        def render(ctx: dict) -> Any:
+        def render(ctx: dict[str, Any]) -> Any:
             record = read(ctx)
             if not isinstance(record, dict):
                 return MISSING
@@ -335,7 +335,7 @@ class _Compiler:
 
         return render
 
-    def echo(self, spec: dict, pointer: str) -> Node:
+    def echo(self, spec: dict[str, Any], pointer: str) -> Node:
         read = self.reader(spec["$echo"], _child(pointer, "$echo"))
         field = spec.get("list")
         if field is not None and (not isinstance(field, str) or not field):
@@ -354,7 +354,7 @@ class _Compiler:
                     "know the part each record answers",
                 )
 
-        def filtered(items: Any, ctx: dict) -> Any:
+        def filtered(items: Any, ctx: dict[str, Any]) -> Any:
             if not isinstance(items, list):
                 return items
             if drop is not None:
@@ -372,7 +372,7 @@ class _Compiler:
                 for item, record in pairs
             ]
 
-        def render(ctx: dict) -> Any:
+        def render(ctx: dict[str, Any]) -> Any:
             value = read(ctx)
             if _absent(value):
                 return MISSING
@@ -394,7 +394,7 @@ class _Compiler:
 
     def echo_calls(
         self, calls: Any, where_at: str
-    ) -> Callable[[list, list], tuple[list, list]] | None:
+    ) -> Callable[[list[Any], list[Any]], tuple[list[Any], list[Any]]] | None:
         """``$echo``'s ``calls``: which items are calls, and where their id and name are."""
         if calls is None:
             return None
@@ -415,7 +415,7 @@ class _Compiler:
         return _answered_filter(is_call, call_id, call_name)
 
 
-def _merged(item: Any, merge: Node, ctx: dict, record: Any) -> Any:
+def _merged(item: Any, merge: Node, ctx: dict[str, Any], record: Any) -> Any:
     """A call item with its record's result merged in (``$echo``'s ``merge``, rendered with
     ``record`` and ``item`` bound): the item's own fields stay, the rendered ones are added
     or replace them. A merge that renders no mapping leaves the item as it is."""
@@ -425,7 +425,7 @@ def _merged(item: Any, merge: Node, ctx: dict, record: Any) -> Any:
     return {**item, **fields}
 
 
-def _unanswered(records: list) -> str:
+def _unanswered(records: list[Any]) -> str:
     shown = ", ".join(
         f"{r.get('name')!r} (id {r.get('tool_call_id')!r})" if isinstance(r, dict) else repr(r)
         for r in records
@@ -440,7 +440,7 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def render_result(record: dict, mode: str = "text") -> Any:
+def render_result(record: dict[str, Any], mode: str = "text") -> Any:
     """One record's result by the ``$result`` rules (``text`` or ``object``)."""
     error = record.get("error")
     failed = error is not None
@@ -459,15 +459,15 @@ def _answered_filter(
     is_call: Callable[[Any], bool] | None,
     call_id: Callable[[Any], Any],
     call_name: Callable[[Any], Any],
-) -> Callable[[list, list], tuple[list, list]]:
+) -> Callable[[list[Any], list[Any]], tuple[list[Any], list[Any]]]:
     """``keep(items, records)``: the items kept, each with the record that answers it (None
     for an item that is no call), and the records that answer no item."""
 
-    def keep(items: list, records: list) -> tuple[list, list]:
+    def keep(items: list[Any], records: list[Any]) -> tuple[list[Any], list[Any]]:
         # Queues by key: a turn of many calls without ids (Ollama, Gemini) is matched in
         # O(calls), where removing names from a list was quadratic.
-        by_id: dict[Any, deque] = {}
-        by_name: dict[Any, deque] = {}
+        by_id: dict[Any, deque[Any]] = {}
+        by_name: dict[Any, deque[Any]] = {}
         for record in records:
             if not isinstance(record, dict):
                 continue
@@ -504,7 +504,7 @@ def _hashable_key(value: Any) -> Any:
     return value
 
 
-_CONSTRUCTS: dict[str, tuple[Callable[[_Compiler, dict, str], Node], frozenset[str]]] = {
+_CONSTRUCTS: dict[str, tuple[Callable[[_Compiler, dict[str, Any], str], Node], frozenset[str]]] = {
     "$path": (_Compiler.path, frozenset({"default", "with"})),
     "$if": (_Compiler.if_, frozenset({"then", "else"})),
     "$each": (_Compiler.each, frozenset({"as", "$emit"})),

@@ -94,7 +94,7 @@ def _has_runnable_call(asm: Assembly) -> bool:
     return False
 
 
-def compile_turn(descriptor: dict, problems: _Problems) -> TurnSpec:
+def compile_turn(descriptor: dict[str, Any], problems: _Problems) -> TurnSpec:
     """Both sections of ``descriptor``, each problem at the pointer of its value."""
     return TurnSpec(
         reasons=_reasons(descriptor.get("finish_reasons") or {}, problems),
@@ -102,7 +102,7 @@ def compile_turn(descriptor: dict, problems: _Problems) -> TurnSpec:
     )
 
 
-def _reasons(section: dict, problems: _Problems) -> dict[str, FinishReason]:
+def _reasons(section: dict[str, Any], problems: _Problems) -> dict[str, FinishReason]:
     """raw -> word; a raw value under two words is a problem (which would it mean?)."""
     out: dict[str, FinishReason] = {}
     for word in FINISH_REASONS:
@@ -119,7 +119,7 @@ def _reasons(section: dict, problems: _Problems) -> dict[str, FinishReason]:
     return out
 
 
-def _counts(section: dict, problems: _Problems) -> tuple[tuple[str, Count], ...]:
+def _counts(section: dict[str, Any], problems: _Problems) -> tuple[tuple[str, Count], ...]:
     """(Usage field, reader) for each count declared: a read path, or ``{sum: [paths]}``;
     a path that is no read is a problem at its pointer (the others still compile)."""
     out: list[tuple[str, Count]] = []

@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import jsonschema
@@ -45,11 +45,9 @@ class ArgumentsSchema:
     validate. The fast path is one ``is_valid``; the error walk runs only for a call that
     fails, so a valid call pays the validation alone."""
 
-    __slots__ = ("tool_name", "schema", "_validator")
+    __slots__ = ("_validator", "_fast")
 
     def __init__(self, tool_name: str, schema: Any) -> None:
-        self.tool_name = tool_name
-        self.schema = schema  # kept: the cache's key is its identity, which must stay taken
         if schema is None:  # a tool declared without parameters takes any object
             schema = {"type": "object"}
         if not isinstance(schema, dict):
@@ -58,7 +56,11 @@ class ArgumentsSchema:
                 f"got {type(schema).__name__}"
             )
         try:
-            self._validator = _compiled(schema)
+            try:
+                text = json.dumps(schema, sort_keys=True)
+            except (TypeError, ValueError) as exc:
+                raise SchemaError(f"parameters is not JSON: {exc}") from None
+            self._validator, self._fast = _validator(text)
         except SchemaError as exc:
             where = _pointer(exc.path) or "/"
             raise ValueError(
@@ -68,30 +70,30 @@ class ArgumentsSchema:
 
     def problems(self, arguments: Any) -> list[ArgumentProblem]:
         """What in ``arguments`` fails the schema, in document order; ``[]`` when valid."""
-        validator, fast = self._validator
+        validator, fast = self._validator, self._fast
         if fast(arguments) if fast is not None else validator.is_valid(arguments):
             return []
         errors = sorted(validator.iter_errors(arguments), key=lambda e: [str(s) for s in e.path])
         return [(_pointer(e.path), e.message) for e in errors[:_MAX_PROBLEMS]]
 
 
-# The schema objects seen last, by identity: a driver made per request lists the same
-# module-level schema dicts each time, and their canonical JSON costs as much as several
+# The schema objects seen last, by identity: ``list_tools()`` may build new ``Tool`` objects
+# on every call (the README's drivers do), and a driver made per request lists the same
+# module-level schema dicts each time, whose canonical JSON costs as much as several
 # validations. The entry keeps its schema alive, so an id is never reused while cached; a
 # schema changed in place after it was first listed is not read again (make a new one).
-_BY_IDENTITY: dict[int, tuple[dict[str, Any], tuple[Validator, _Check | None]]] = {}
+_BY_IDENTITY: dict[int, tuple[Any, ArgumentsSchema]] = {}
 _IDENTITIES = 512
 
 
-def _compiled(schema: dict[str, Any]) -> tuple[Validator, _Check | None]:
+def schema_of(tool: Tool) -> ArgumentsSchema:
+    """The compiled ``parameters`` of ``tool``: the same schema object compiles once, a
+    changed one compiles anew; one that is no usable schema is a ValueError naming the tool."""
+    schema = tool.parameters
     seen = _BY_IDENTITY.get(id(schema))
     if seen is not None and seen[0] is schema:
         return seen[1]
-    try:
-        text = json.dumps(schema, sort_keys=True)
-    except (TypeError, ValueError) as exc:
-        raise SchemaError(f"parameters is not JSON: {exc}") from None
-    compiled = _validator(text)
+    compiled = ArgumentsSchema(tool.name, schema)
     if len(_BY_IDENTITY) >= _IDENTITIES:
         _BY_IDENTITY.clear()  # rare: a process that makes new schema objects per request
     _BY_IDENTITY[id(schema)] = (schema, compiled)
@@ -109,27 +111,6 @@ def _validator(schema_text: str) -> tuple[Validator, _Check | None]:
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     cls.check_schema(schema)
     return cls(schema), fast_check(schema, cls)
-
-
-class SchemaCache:
-    """The validators of one driver's tools, each compiled once.
-
-    ``list_tools()`` may build new ``Tool`` objects on every call (the README's drivers do),
-    so a validator is keyed on the tool's name and the identity of its ``parameters`` object
-    (kept alive by the validator, so that identity is never reused while cached): the same
-    schema object compiles once, a changed one compiles anew."""
-
-    __slots__ = ("_by_tool",)
-
-    def __init__(self) -> None:
-        self._by_tool: dict[str, ArgumentsSchema] = {}
-
-    def of(self, tool: Tool) -> ArgumentsSchema:
-        known = self._by_tool.get(tool.name)
-        if known is not None and known.schema is tool.parameters:
-            return known
-        compiled = self._by_tool[tool.name] = ArgumentsSchema(tool.name, tool.parameters)
-        return compiled
 
 
 # -- free-form calls: their input against the tool's format ------------------------------------
@@ -251,48 +232,37 @@ def _compile(schema: Any) -> _Check:
         if make is None:
             raise _NoFastPath
         checks.append(make(value, schema))
-    if not checks:
-        return lambda v: True
+    return _joined(checks, all)
+
+
+def _joined(checks: list[_Check], join: Callable[[Iterable[bool]], bool]) -> _Check:
+    """Several checks as one (``join``: ``all`` or ``any``); a lone one as itself, so that a
+    value pays no call more for it."""
     if len(checks) == 1:
         return checks[0]
-    return lambda v: all(check(v) for check in checks)
+    return lambda v: join(check(v) for check in checks)
 
 
 def _type(value: Any, schema: dict[str, Any]) -> _Check:
     names = [value] if value.__class__ is str else value
     if names.__class__ is not list or not all(n in _TYPES for n in names):
         raise _NoFastPath
-    tests = [_TYPES[n] for n in names]
-    if len(tests) == 1:
-        return tests[0]
-    return lambda v: any(test(v) for test in tests)
+    return _joined([_TYPES[n] for n in names], any)
 
 
 def _properties(value: Any, schema: dict[str, Any]) -> _Check:
     if value.__class__ is not dict:
         raise _NoFastPath
-    members = {name: _compile(sub) for name, sub in value.items()}
-
-    def check(v: Any) -> bool:
-        if v.__class__ is not dict:
-            return True
-        return all(sub(v[name]) for name, sub in members.items() if name in v)
-
-    return check
+    members = [(name, _compile(sub)) for name, sub in value.items()]
+    return lambda v: v.__class__ is not dict or all(s(v[n]) for n, s in members if n in v)
 
 
 def _additional(value: Any, schema: dict[str, Any]) -> _Check:
     if "patternProperties" in schema:
         raise _NoFastPath
     known = frozenset(schema.get("properties") or ())
-    extra = _compile(value)
-
-    def check(v: Any) -> bool:
-        if v.__class__ is not dict:
-            return True
-        return all(extra(item) for name, item in v.items() if name not in known)
-
-    return check
+    rest = _compile(value)
+    return lambda v: v.__class__ is not dict or all(rest(x) for n, x in v.items() if n not in known)
 
 
 def _required(value: Any, schema: dict[str, Any]) -> _Check:

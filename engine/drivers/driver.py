@@ -41,7 +41,7 @@ from ..model.fragments import copy_json
 from ..records import Tool, ToolCallRecord
 from ..stream.buffer import LLMStreamBuffer
 from ..text.codec import TextCodec, text_call_cause
-from .arguments import SchemaCache, free_form_problems
+from .arguments import free_form_problems, schema_of
 
 __all__ = ["BaseDriver", "DriverResponse", "Orchestrator", "Tool", "ToolCallRecord"]
 
@@ -92,6 +92,7 @@ def _builtin_text_strategy() -> Any:
     return text_strategy()
 
 
+@dataclass(slots=True, eq=False, weakref_slot=True)
 class _StreamView:
     """What one driver knows of one stream: what it handled (so that each of its calls runs
     once, however often and from wherever the buffer is processed), whether the stream's
@@ -110,39 +111,20 @@ class _StreamView:
     a name is one of this driver's tools is read from ``list_tools`` once per name and
     stream."""
 
-    __slots__ = (
-        "buf",
-        "driver",
-        "scans",
-        "names",
-        "native",
-        "checked",
-        "native_mine",
-        "forming",
-        "forming_mine",
-        "pending",
-        "native_done",
-        "incomplete_done",
-        "turn_sent",
-        "covered",
-        "__weakref__",
-    )
-
-    def __init__(self, buf: LLMStreamBuffer, driver: BaseDriver, scans: bool) -> None:
-        self.buf = weakref.ref(buf)
-        self.driver = driver
-        self.scans = scans  # the driver has a native backup: text calls are looked for
-        self.names: dict[Any, bool] = {}
-        self.native: list[ExtractedCall] | None = None
-        self.checked = 0  # native calls looked at
-        self.native_mine = False  # one of them is this driver's
-        self.forming: Forming | None = None
-        self.forming_mine = False  # ``forming`` is this driver's, or its name is unknown yet
-        self.pending = False  # the round's ``call_pending`` for native calls
-        self.native_done = 0  # buf.calls() before this index were handled by this driver
-        self.incomplete_done = 0  # buf.incomplete_calls() before this index were reported
-        self.turn_sent = False  # the stream's assistant turn is in this driver's history
-        self.covered = 0  # display text before this offset is in that history (text calls)
+    buf: weakref.ref[LLMStreamBuffer]
+    driver: BaseDriver
+    scans: bool  # the driver has a native backup: text calls are looked for
+    names: dict[Any, bool] = field(default_factory=dict)
+    native: list[ExtractedCall] | None = None
+    checked: int = 0  # native calls looked at
+    native_mine: bool = False  # one of them is this driver's
+    forming: Forming | None = None
+    forming_mine: bool = False  # ``forming`` is this driver's, or its name is unknown yet
+    pending: bool = False  # the round's ``call_pending`` for native calls
+    native_done: int = 0  # buf.calls() before this index were handled by this driver
+    incomplete_done: int = 0  # buf.incomplete_calls() before this index were reported
+    turn_sent: bool = False  # the stream's assistant turn is in this driver's history
+    covered: int = 0  # display text before this offset is in that history (text calls)
 
     def owns(self, name: Any) -> bool:
         owned = self.names.get(name)
@@ -170,15 +152,13 @@ class _StreamView:
 _History = Callable[[list[ToolCallRecord]], list[dict[str, Any]]]
 
 
+@dataclass(slots=True)
 class _Rejected:
     """Why a call was answered without running: its arguments failed the tool's schema
     (``problems``), or nobody owns its tool, or it never became runnable. ``error`` is the
     text its error result and the retry prompt carry to the model."""
 
-    __slots__ = ("error",)
-
-    def __init__(self, error: str) -> None:
-        self.error = error
+    error: str
 
 
 # A call's outcome: its record, and why it failed: the exception it raised, "cancelled", a
@@ -186,6 +166,7 @@ class _Rejected:
 _Outcome = tuple[ToolCallRecord, Any]
 
 
+@dataclass(slots=True, eq=False)
 class _Batch:
     """Calls answered together in one history: ``calls`` this driver runs (their arguments
     checked first), ``answered`` calls it answers with an error result without running them
@@ -193,14 +174,12 @@ class _Batch:
     ``history``, how the records become the native history (None: the records go into no
     history, the assistant turn was sent already)."""
 
-    __slots__ = ("calls", "answered", "history")
-
-    def __init__(self, calls: list[ExtractedCall], history: _History | None) -> None:
-        self.calls = calls
-        self.answered: list[_Outcome] = []
-        self.history = history
+    calls: list[ExtractedCall]
+    history: _History | None
+    answered: list[_Outcome] = field(default_factory=list)
 
 
+@dataclass(slots=True, eq=False)
 class _Round:
     """A round's plan: everything decided before any tool runs, so that the sync and the
     async path share it and differ only in how the calls run. ``response`` holds the flags
@@ -208,12 +187,9 @@ class _Round:
     with how its history is built from its records; ``incomplete`` the calls that will never
     run, to report."""
 
-    __slots__ = ("response", "batches", "incomplete")
-
-    def __init__(self, response: DriverResponse | None = None) -> None:
-        self.response = response if response is not None else DriverResponse()
-        self.batches: list[_Batch] = []
-        self.incomplete: list[CallIncomplete] = []
+    response: DriverResponse = field(default_factory=DriverResponse)
+    batches: list[_Batch] = field(default_factory=list)
+    incomplete: list[CallIncomplete] = field(default_factory=list)
 
     def add(self, calls: list[ExtractedCall], history: _History | None) -> _Batch:
         batch = _Batch(calls, history)
@@ -294,7 +270,6 @@ class BaseDriver:
     _backup: Any = _DEFAULT
     _validate = True
     _text_calls: str = "end"
-    _schemas: SchemaCache | None = None
     _view: _StreamView | None = None  # the stream processed last: the fast path
     _views: weakref.WeakKeyDictionary[LLMStreamBuffer, _StreamView] | None = None
 
@@ -337,9 +312,7 @@ class BaseDriver:
 
     def extraction_strategies(self) -> list[ExtractionStrategy]:
         """The wires this driver reads, in priority order."""
-        if self._strategies is None:
-            return wire_strategies()
-        return list(self._strategies)
+        return wire_strategies() if self._strategies is None else list(self._strategies)
 
     def get_native_backup_strategy(self) -> Any:
         """The text strategy that reads calls leaked into a native message's text, or None."""
@@ -499,23 +472,21 @@ class BaseDriver:
             content = message.get("content")
             if not isinstance(content, str):
                 return DriverResponse()
+            as_came: DriverResponse | _Round = DriverResponse(messages=[copy_json(message)])
             plan = self._plan_text(content, self.text_strategy, self.codec)
-            if plan.calls() or plan.batches[0].answered:
-                return plan
-            return DriverResponse(messages=[copy_json(message)])  # the turn as it came
-        calls = strategy.extract(message)
-        if calls or strategy.forming(message) or not strategy.leaks_into_text:
-            never = getattr(strategy, "incomplete_calls", None)  # a strategy of the user's
-            incomplete = never(message) if never else []
-            return self._plan_native(strategy, message, calls, incomplete, set(self._owned()))
-        backup = self.get_native_backup_strategy()
-        if backup is None:
-            return self._plan_native(strategy, message, [], [], set())
-        text = strategy.content_text(message)
-        plan = self._plan_text(text, strategy, _codec_of(backup))
-        if plan.calls() or plan.batches[0].answered:
-            return plan
-        return self._plan_native(strategy, message, [], [], set())  # the turn as it came
+        else:
+            calls = strategy.extract(message)
+            if calls or strategy.forming(message) or not strategy.leaks_into_text:
+                never = getattr(strategy, "incomplete_calls", None)  # a strategy of the user's
+                incomplete = never(message) if never else []
+                return self._plan_native(strategy, message, calls, incomplete, set(self._owned()))
+            as_came = self._plan_native(strategy, message, [], [], set())
+            backup = self.get_native_backup_strategy()
+            if backup is None:
+                return as_came
+            plan = self._plan_text(strategy.content_text(message), strategy, _codec_of(backup))
+        # The text's calls, if it has any that run or are answered; else the turn as it came.
+        return plan if plan.calls() or plan.batches[0].answered else as_came
 
     def _plan_text(self, text: str, fmt: Any, codec: TextCodec) -> _Round:
         """A whole text (a ``str``, or a message's text in the fall-through), read as a
@@ -562,34 +533,23 @@ class BaseDriver:
         result."""
         plan = _Round()
         plan.incomplete = [c for c in incomplete if self._reports(owned.__contains__, c)]
-        self._native_batch(plan, strategy, message, calls, owned.__contains__, True)
+        history = _native_history(strategy, message, True)
+        self._batch(plan, calls, owned.__contains__, history, plan.incomplete)
         return plan
 
-    def _native_batch(
+    def _batch(
         self,
         plan: _Round,
-        strategy: Any,
-        message: Any,
         calls: list[ExtractedCall],
         owns: Callable[[Any], bool],
-        said: bool,
+        history: _History,
+        incomplete: list[CallIncomplete],
     ) -> None:
-        """The batch of a native turn: this driver's ``calls`` to run, those of tools it
-        does not own for ``_answer_unknown``, the round's incomplete calls answered, and the
-        history: the assistant turn as the API accepts it back (``answerable``: a call whose
-        arguments never parsed carries empty ones) with every result. A turn that ``said``
-        nothing (no text) and answers no call of this driver's sends nothing back."""
-        answerable = getattr(strategy, "answerable", None)
-
-        def history(records: list[ToolCallRecord]) -> list[dict[str, Any]]:
-            if not records and not said:
-                return []
-            turn = answerable(message) if answerable is not None else message
-            return result_messages(strategy, turn, records)
-
+        """A batch answered in one ``history``: this driver's ``calls`` to run, those of
+        tools it does not own for ``_answer_unknown``, and the ``incomplete`` ones answered."""
         batch = plan.add([c for c in calls if owns(c.name)], history)
         self._answer_unknown(batch, [c for c in calls if not owns(c.name)], None)
-        self._answer_incomplete(batch, plan.incomplete)
+        self._answer_incomplete(batch, incomplete)
 
     def _answer_unknown(self, batch: _Batch, calls: list[ExtractedCall], owned: Any) -> None:
         """Calls of tools this driver does not own are another driver's: left alone (out of
@@ -605,15 +565,13 @@ class BaseDriver:
 
     def _view_of(self, buf: LLMStreamBuffer) -> _StreamView:
         view = self._view
-        if view is not None and view.buf() is buf:
-            return view
-        views = self._views
-        if views is None:
-            views = self._views = weakref.WeakKeyDictionary()
-        view = views.get(buf)
-        if view is None:
-            view = views[buf] = self._new_view(buf)
-        self._view = view
+        if view is None or view.buf() is not buf:
+            if self._views is None:
+                self._views = weakref.WeakKeyDictionary()
+            view = self._views.get(buf)
+            if view is None:
+                view = self._views[buf] = self._new_view(buf)
+            self._view = view
         return view
 
     def _plan_stream(self, buf: LLMStreamBuffer) -> DriverResponse | _Round:
@@ -672,13 +630,12 @@ class BaseDriver:
             end = max(c.end or 0 for c in texts) if texts and not in_text else len(content)
             rest = content[view.covered : end]
             if texts or in_text or rest.strip():
-                mine = [c for c in texts if view.owns(c.name)]
-                batch = plan.add(mine, lambda rs: result_messages(strategy, rest, rs))
-                self._answer_unknown(batch, [c for c in texts if not view.owns(c.name)], None)
-                self._answer_incomplete(batch, in_text)
+                history: _History = functools.partial(result_messages, strategy, rest)
+                self._batch(plan, texts, view.owns, history, in_text)
             return plan
         said = bool(buf.get_content())
-        self._native_batch(plan, strategy, buf.as_dict(), native, view.owns, said)
+        history = _native_history(strategy, buf.as_dict(), said)
+        self._batch(plan, native, view.owns, history, plan.incomplete)
         return plan
 
     @staticmethod
@@ -693,7 +650,7 @@ class BaseDriver:
         backup = self.get_native_backup_strategy()
         if backup is not None and buf.codec is None:
             buf.attach_codec(_codec_of(backup), self._text_calls)
-        return _StreamView(buf, self, scans=backup is not None)
+        return _StreamView(weakref.ref(buf), self, scans=backup is not None)
 
     def _plan_text_calls(
         self,
@@ -772,28 +729,20 @@ class BaseDriver:
         ``parameters`` that is no usable schema is a ValueError naming the tool)."""
         tools = self.list_tools()
         if self._validate:
-            schemas = self._schemas
-            if schemas is None:
-                schemas = self._schemas = SchemaCache()
             for tool in tools:
-                schemas.of(tool)
+                schema_of(tool)
         return frozenset(tool.name for tool in tools)
 
     def _checked(self, call: ExtractedCall) -> _Outcome | None:
         """None when ``call`` may run; else its answer: its arguments failed the tool's
         schema, or a free-form call's text input its ``format`` (never a JSON Schema)."""
-        if not self._validate:
-            return None
-        tool = self._tool(call.name)
+        tool = self._tool(call.name) if self._validate else None
         if tool is None:
             return None
         if call.free_form:
             problems = free_form_problems(tool, call.arguments)
         else:
-            schemas = self._schemas
-            if schemas is None:
-                schemas = self._schemas = SchemaCache()
-            problems = schemas.of(tool).problems(call.arguments)
+            problems = schema_of(tool).problems(call.arguments)
         if not problems:
             return None
         error = self.codec.retry_schema_invalid(call.name, problems)
@@ -865,25 +814,22 @@ class BaseDriver:
             at += len(batch.calls)
             self._merge(response, self._batch_response([*ran, *batch.answered], batch.history))
         if plan.incomplete:
-            response.incomplete_calls = [*(response.incomplete_calls or []), *plan.incomplete]
-            if response.retry_prompt is None:
-                first = plan.incomplete[0]
-                response.retry_prompt = self.codec.retry_call_incomplete(first)
+            prompt = self.codec.retry_call_incomplete(plan.incomplete[0])
+            more = DriverResponse(retry_prompt=prompt, incomplete_calls=plan.incomplete)
+            self._merge(response, more)
         return response
 
     def _batch_response(self, outcomes: list[_Outcome], history: _History | None) -> DriverResponse:
         ran = [r for r, why in outcomes if why.__class__ is not _Rejected]
         refused = [r for r, why in outcomes if why.__class__ is _Rejected]
         records = [record for record, _ in outcomes]
-        failure = next(((r, why) for r, why in outcomes if why is not None), None)
-        prompt = None
-        if failure is not None:
-            record, why = failure
-            prompt = (
-                why.error
-                if why.__class__ is _Rejected
-                else self.codec.retry_execution_failed(record.name, why)
-            )
+        # The first failure is what the model is told: why a call was refused, or its raise.
+        failures = (
+            why.error if type(why) is _Rejected else self.codec.retry_execution_failed(r.name, why)
+            for r, why in outcomes
+            if why is not None
+        )
+        prompt = next(failures, None)
         return DriverResponse(
             call_executed=any(r.error is None for r in ran),
             call_failed=any(r.error is not None for r in ran),
@@ -904,6 +850,22 @@ class BaseDriver:
             extra = getattr(more, name)
             if extra:
                 setattr(into, name, [*(getattr(into, name) or []), *extra])
+
+
+def _native_history(strategy: Any, message: Any, said: bool) -> _History:
+    """How a native turn's records become its history: the assistant turn as the API accepts
+    it back (``answerable``: a call whose arguments never parsed carries empty ones) with
+    every result. A turn that ``said`` nothing (no text) and answers no call of this
+    driver's sends nothing back."""
+    answerable = getattr(strategy, "answerable", None)
+
+    def history(records: list[ToolCallRecord]) -> list[dict[str, Any]]:
+        if not records and not said:
+            return []
+        turn = answerable(message) if answerable is not None else message
+        return result_messages(strategy, turn, records)
+
+    return history
 
 
 def _text_slot(slot: Any) -> bool:

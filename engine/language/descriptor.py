@@ -26,6 +26,6 @@ def load_descriptor(path: str | Path) -> ExtractionStrategy | TextStrategy:
     path = Path(path)
     text = path.read_text(encoding="utf-8")  # an unreadable file raises, as open() does
     _, problems, strategy = compile_text(text, str(path))
-    if problems:
+    if problems or strategy is None:  # (None only beside a problem)
         raise DescriptorError(problems)
     return strategy

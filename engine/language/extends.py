@@ -83,8 +83,8 @@ def resolve(data: Any, source: SourceMap, file: str) -> tuple[Any, SourceMap, li
 
 
 def merge(
-    parent: dict, parent_source: SourceMap, child: dict, child_source: SourceMap
-) -> tuple[dict, SourceMap]:
+    parent: dict[str, Any], parent_source: SourceMap, child: dict[str, Any], child_source: SourceMap
+) -> tuple[dict[str, Any], SourceMap]:
     """The child merged over the parent (rules in the module's docstring), with positions:
     whatever the child wrote is located in the child, the rest where the parent had it."""
     taken: set[str] = set()  # pointers where the child replaced or removed the parent's value
@@ -111,7 +111,9 @@ def _set_origin(source: SourceMap, pointer: str, origin: str | None) -> None:
         source.origins[pointer] = origin
 
 
-def _merge(parent: dict, child: dict, pointer: str, taken: set[str]) -> dict:
+def _merge(
+    parent: dict[str, Any], child: dict[str, Any], pointer: str, taken: set[str]
+) -> dict[str, Any]:
     out = {}
     for key, value in parent.items():
         here = f"{pointer}/{escape(key)}"
@@ -143,7 +145,7 @@ def _under(pointer: str, prefixes: set[str]) -> bool:
     return False
 
 
-def _own_key_problems(data: dict, source: SourceMap, file: str) -> list[Problem]:
+def _own_key_problems(data: dict[str, Any], source: SourceMap, file: str) -> list[Problem]:
     out = []
     for key in OWN_KEYS:
         if data.get(key) is None:
@@ -183,9 +185,7 @@ def _locate_parent(ref: str, folder: Path, home: Path) -> _Parent:
     if builtin is None:
         close = difflib.get_close_matches(ref, builtin_names(), n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise ExtendsError(
-            f"no built-in format {ref!r}{hint} (a path must end in .yaml or .yml)"
-        )
+        raise ExtendsError(f"no built-in format {ref!r}{hint} (a path must end in .yaml or .yml)")
     return _Parent(builtin, f"formats/{builtin.name}")
 
 
@@ -200,7 +200,7 @@ def _relative(path: Path, home: Path) -> str:
 
 def _load_parent(
     ref: str, folder: Path, home: Path, chain: list[Path], labels: tuple[str, ...] = ()
-) -> tuple[dict, SourceMap]:
+) -> tuple[dict[str, Any], SourceMap]:
     """The parent named by ``ref`` (relative to ``folder``), itself resolved, its positions
     labelled with its file. ``chain`` holds the files already on the way, to refuse a cycle."""
     parent = _locate_parent(ref, folder, home)

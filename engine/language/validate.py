@@ -43,7 +43,7 @@ is usually an override in this file, and a built-in's own file may not even be w
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..compile.operations import OPERATIONS, operation_rules, rule_lists
 from ..compile.paths import PathError, items_of, parse_target, pattern, pattern_of
@@ -53,6 +53,10 @@ from ..errors import Problem, escape
 from .extends import KEY as EXTENDS
 from .extends import resolve
 from .yamlsource import SourceMap, YAMLSourceError, load
+
+if TYPE_CHECKING:
+    from ..compile.strategy import ExtractionStrategy
+    from ..text.strategy import TextStrategy
 
 # -- the schema --------------------------------------------------------------------------------
 
@@ -97,7 +101,7 @@ class _Locator:
 # -- what the schema cannot say -----------------------------------------------------------------
 
 
-def _name_problems(data: dict, file: str, where: _Locator) -> list[Problem]:
+def _name_problems(data: dict[str, Any], file: str, where: _Locator) -> list[Problem]:
     name = data.get("name")
     path = Path(file)
     if not isinstance(name, str) or path.suffix not in (".yaml", ".yml") or name == path.stem:
@@ -107,7 +111,7 @@ def _name_problems(data: dict, file: str, where: _Locator) -> list[Problem]:
     ]
 
 
-def _order_problems(data: dict, where: _Locator, kind: str) -> list[Problem]:
+def _order_problems(data: dict[str, Any], where: _Locator, kind: str) -> list[Problem]:
     """Sections out of order, as the file writes them (a resolved descriptor is reordered)."""
     order = {key: i for i, key in enumerate(section_order(kind))}
     out = []
@@ -126,7 +130,7 @@ def _order_problems(data: dict, where: _Locator, kind: str) -> list[Problem]:
     return out
 
 
-def _engine_problems(data: dict, where: _Locator) -> list[Problem]:
+def _engine_problems(data: dict[str, Any], where: _Locator) -> list[Problem]:
     """Operations the schema allows but the engine's table lacks (schema and engine out of
     step: a developer's problem, said where it shows)."""
     out = []
@@ -149,7 +153,7 @@ def _engine_problems(data: dict, where: _Locator) -> list[Problem]:
 
 
 def _template_problems(
-    data: dict, where: _Locator, results_checked: bool
+    data: dict[str, Any], where: _Locator, results_checked: bool
 ) -> tuple[Any, list[Problem]]:
     """The ``results`` and ``declarations`` templates, checked by their own compiler: every
     problem, each at the JSON pointer of its part; with the sections it compiled (None when
@@ -175,7 +179,7 @@ def _covered(problem: Problem, by: list[Problem]) -> bool:
     )
 
 
-def _serve_problems(data: dict, where: _Locator) -> tuple[Any, list[Problem]]:
+def _serve_problems(data: dict[str, Any], where: _Locator) -> tuple[Any, list[Problem]]:
     """What the schema cannot say of the ``serve`` section (its templates, a path's
     ``{name}`` twice), checked by its own compiler: every problem, each at its line, with the
     section it compiled, which the strategy keeps. Asked of a section the schema refused too:
@@ -197,7 +201,7 @@ def _beside(problem: Problem, by: list[Problem]) -> bool:
 # -- what can be known of the flow when the descriptor loads ------------------------------------
 
 
-def _args_flow(data: dict, where: _Locator) -> list[Problem]:
+def _args_flow(data: dict[str, Any], where: _Locator) -> list[Problem]:
     """Where the rules write the calls' arguments, against what ``calls`` says of them:
 
     - ``calls.args`` streams fragments (the default ``args_arrive``) but no operation writes
@@ -262,7 +266,7 @@ def _args_flow(data: dict, where: _Locator) -> list[Problem]:
     return out
 
 
-def _slot_keys(data: dict, where: _Locator) -> list[Problem]:
+def _slot_keys(data: dict[str, Any], where: _Locator) -> list[Problem]:
     """A rule that addresses an item of a list by a slot key (and ``scope``) with which no
     rule opens that list's items: the items it looks for are opened under another key, so
     every event it handles would be skipped (or start an item apart from them)."""
@@ -312,7 +316,7 @@ def _key_text(key: tuple[Any, str]) -> str:
     return f"[{path}]" if scope is None else f"[{path}] in scope {scope!r}"
 
 
-def _flow_problems(data: dict, where: _Locator, checked_first: bool) -> list[Problem]:
+def _flow_problems(data: dict[str, Any], where: _Locator, checked_first: bool) -> list[Problem]:
     """What the schema cannot see across sections, found before any stream runs; asked of a
     descriptor the checks before refused too (``checked_first``), where a value of the wrong
     shape ends the flow check: it is already reported."""
@@ -329,7 +333,7 @@ def _flow_problems(data: dict, where: _Locator, checked_first: bool) -> list[Pro
 
 
 def _compile(
-    data: dict, where: _Locator, sections: Any, checked_first: bool
+    data: dict[str, Any], where: _Locator, sections: Any, checked_first: bool
 ) -> tuple[Any, list[Problem]]:
     """The one compile of a checked descriptor: its strategy, and every problem the compiler
     found at the pointer of the value at fault (a rule that does not compile, a reasoning
@@ -372,7 +376,9 @@ def validate_text(text: str, file: str) -> tuple[Any, list[Problem]]:
     return data, problems
 
 
-def compile_text(text: str, file: str) -> tuple[Any, list[Problem], Any]:
+def compile_text(
+    text: str, file: str
+) -> tuple[Any, list[Problem], ExtractionStrategy | TextStrategy | None]:
     """Check and compile a descriptor's YAML text in one pass: :func:`validate_text`'s data
     and problems, and the strategy compiled on the way (None when there is a problem), so
     that a descriptor that loads is compiled once."""
@@ -411,18 +417,18 @@ def compile_text(text: str, file: str) -> tuple[Any, list[Problem], Any]:
 def _unique(problems: list[Problem]) -> list[Problem]:
     """In position order, each problem said once: two schema rules (a ``maxProperties`` and a
     ``not``, say) may report the same message at the same place, which reads as a repeat."""
-    seen: dict[tuple, Problem] = {}
+    seen: dict[tuple[Any, ...], Problem] = {}
     for problem in sorted(set(problems), key=_position):
         key = (problem.file, problem.line, problem.col, problem.pointer, problem.message)
         seen.setdefault(key, problem)
     return list(seen.values())
 
 
-def _position(problem: Problem) -> tuple:
+def _position(problem: Problem) -> tuple[Any, ...]:
     return (problem.line, problem.col, problem.pointer, problem.message)
 
 
-def _in_section_order(data: dict) -> dict:
+def _in_section_order(data: dict[str, Any]) -> dict[str, Any]:
     """A resolved descriptor's sections in the order a file writes them (a child may add a
     section its parent lacks; ``show`` prints the result)."""
     order = {key: i for i, key in enumerate(section_order(descriptor_kind(data)))}

@@ -100,7 +100,8 @@ class DescriptorLoader(yaml.SafeLoader):
 
     def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
         pointer = self._pointer_of(parent, index)
-        event = self.peek_event()
+        self.check_event()  # peeks (PyYAML's own peek_event is untyped): the next event is
+        event: yaml.Event = self.current_event  # current_event, not yet taken
         if isinstance(event, yaml.AliasEvent):
             node = super().compose_node(parent, index)
             assert node is not None, "an alias always composes to its anchored node"
@@ -201,7 +202,7 @@ def _build(loader: DescriptorLoader, node: yaml.Node, pointer: str, source: Sour
     source.values[pointer] = _mark(node)
     if isinstance(node, yaml.MappingNode):
         loader.flatten_mapping(node)
-        out: dict = {}
+        out: dict[str, Any] = {}
         for key_node, value_node in node.value:
             key = loader.construct_object(key_node, deep=True)
             if not isinstance(key, str):
@@ -214,7 +215,5 @@ def _build(loader: DescriptorLoader, node: yaml.Node, pointer: str, source: Sour
             out[key] = _build(loader, value_node, child, source)
         return out
     if isinstance(node, yaml.SequenceNode):
-        return [
-            _build(loader, item, f"{pointer}/{i}", source) for i, item in enumerate(node.value)
-        ]
+        return [_build(loader, item, f"{pointer}/{i}", source) for i, item in enumerate(node.value)]
     return loader.construct_object(node, deep=True)

@@ -34,7 +34,12 @@ class CallTrack:
     __slots__ = ("item", "args", "order", "reported", "slot", "ended_first", "place")
 
     def __init__(
-        self, item: dict, args: ArgsStream, order: int, slot: Any = None, place: Any = None
+        self,
+        item: dict[str, Any],
+        args: ArgsStream,
+        order: int,
+        slot: Any = None,
+        place: Any = None,
     ) -> None:
         self.item = item
         # The calls place it sits at (a ``CallsSpec``): how its name, id and arguments read.
@@ -83,7 +88,7 @@ class Assembly:
 
     def __init__(self, strategy: ExtractionStrategy) -> None:
         self.strategy = strategy
-        self.root: dict = ingest(strategy.spec.initial_message)
+        self.root: dict[str, Any] = ingest(strategy.spec.initial_message)
         self.display: list[str] = []
         self.reasoning: list[str] = []  # reasoning fragments in stream order (never display)
         self.tracks: list[CallTrack] = []
@@ -94,14 +99,16 @@ class Assembly:
         self.error: Any = None
         self.finished = False
         self.unknown: Counter[str] = Counter()
-        self.open_parts: list = []  # calls streaming over several parts (engine.compile.extend_op)
+        self.open_parts: list[
+            Any
+        ] = []  # calls streaming over several parts (engine.compile.extend_op)
         self.calls_regressed = False  # a call that was complete no longer is: rebuild
         # What an operation could not place: the reasons of the chunk being applied (the
         # buffer stamps them with the chunk's index and name), then the stamped records. Both
         # stay empty on a stream that places everything, so the happy path pays one test.
         self.unplaced: list[str] = []
         self.event_name: Any = None  # the name the dispatcher read of the event it applies
-        self.skipped: list = []  # engine.records.Skipped
+        self.skipped: list[Any] = []  # engine.records.Skipped
         self.cut: bool | None = None  # the wire's DONE was a cut (length, error); None: no DONE
         self.incomplete: list[CallIncomplete] = []  # calls that will never be runnable
         self.events: Any = None  # engine.stream.recorder.EventRecorder on a buffer with events
@@ -110,10 +117,10 @@ class Assembly:
         # items opened meanwhile wait here (pattern None: an item the event closed, its
         # arguments final once it is judged: a call that arrived whole is ready at its event).
         self.deferring = False
-        self.deferred: list[tuple[str | None, dict, Any]] = []
+        self.deferred: list[tuple[str | None, dict[str, Any], Any]] = []
         # The call items of a place the stream may answer after their end (``answered.later``):
         # tracked only when the stream ends, so that one answered by then never has a fate.
-        self.held: list[tuple[str, dict, Any]] = []
+        self.held: list[tuple[str, dict[str, Any], Any]] = []
         # The end of the stream is final: nothing more of it is taken (README, "Events":
         # after the DONE). The DONE makes it so when the descriptor declares nothing that may follow
         # (``events.after_done``) or when usage came with it; else the first usage after it,
@@ -123,7 +130,9 @@ class Assembly:
         # How the stream ended, for the cause of a call cut by it (CallIncomplete.cause):
         # set at the wire's DONE (a length stop, an error, a normal stop) or at close().
         self.end_cause: str | None = None
-        self.seeding: tuple[dict, Any] | None = None  # (item, slot) whose args are installed
+        self.seeding: tuple[dict[str, Any], Any] | None = (
+            None  # (item, slot) whose args are installed
+        )
         # What the chunk being applied wrote, to take back if it raises (the buffer drops
         # it once the chunk went in): records of engine.model.journal.
         self.journal: list[Any] = []
@@ -139,7 +148,7 @@ class Assembly:
     # -- items -----------------------------------------------------------------------------
 
     def item_added(
-        self, pattern: str, item: dict, slot: Any = None, released: bool = False
+        self, pattern: str, item: dict[str, Any], slot: Any = None, released: bool = False
     ) -> None:
         """An item was opened in a slotted list (at ``slot``, when the caller has it at
         hand); start tracking it if it is a call (a held place's: once ``released``)."""
@@ -174,7 +183,7 @@ class Assembly:
         if self.events is not None:
             self.events.attach(self, track)
 
-    def args_of(self, item: dict, path_fields: tuple[str, ...]) -> ArgsStream:
+    def args_of(self, item: dict[str, Any], path_fields: tuple[str, ...]) -> ArgsStream:
         """The argument stream at ``path_fields`` of an item, created on first use."""
         track = self.track_of.get(id(item))
         if track is not None:
@@ -316,7 +325,7 @@ class Assembly:
             track.slot = self.slot_of(track.item, track.place)
         return track.slot
 
-    def slot_of(self, item: dict, calls: Any = None) -> Any:
+    def slot_of(self, item: dict[str, Any], calls: Any = None) -> Any:
         """The SLOT the wire keys this call item by (its position for a plain list), found
         by walking the lists of its calls place: asked only for a call that ends incomplete."""
         if calls is None:
@@ -344,7 +353,7 @@ class Assembly:
         return slot
 
 
-def judged_after_the_event(runs: list) -> Callable[[Assembly, Any, Any], None]:
+def judged_after_the_event(runs: list[Any]) -> Callable[[Assembly, Any, Any], None]:
     """The rules of one event, run so that ``calls.where`` is judged on each item they open
     as it stands once every rule of the event has run: a flag a later rule sets (a type, a
     name) counts, and one that a later rule clears does too. Compiled only for a rule list in

@@ -83,14 +83,14 @@ class SlottedList:
 
     __slots__ = ("items", "by_slot", "_item_at", "get", "meta", "order", "last", "next_int")
 
-    def __init__(self, items: list | None = None, order: str = "slot") -> None:
-        self.items: list[dict] = []
+    def __init__(self, items: list[Any] | None = None, order: str = "slot") -> None:
+        self.items: list[dict[str, Any]] = []
         self.by_slot: dict[Any, int] = {}
-        self._item_at: dict[Any, dict] = {}
+        self._item_at: dict[Any, dict[str, Any]] = {}
         # ``get(slot)``: the item at ``slot``, or None. Every event that streams into an item
         # finds it so: the look-up of a dict kept beside the positions, bound once, so that
         # finding an item is one call into C. (An unhashable SLOT raises TypeError.)
-        self.get: Callable[[Any], dict | None] = self._item_at.get
+        self.get: Callable[[Any], dict[str, Any] | None] = self._item_at.get
         self.meta: list[Any] = []  # per-item scratch owned by the interpreter
         self.order = order
         self.last: Any = None  # slot of the most recently opened item
@@ -139,7 +139,7 @@ class SlottedList:
             keys.sort()
         return keys
 
-    def ordered(self) -> list[dict]:
+    def ordered(self) -> list[dict[str, Any]]:
         return [self.items[self.by_slot[k]] for k in self.slots()]
 
     def __len__(self) -> int:
@@ -311,7 +311,7 @@ def json_kind(value: Any) -> str:
         return "an object"
     if value is None:
         return "null"
-    return value.__class__.__name__
+    return type(value).__name__
 
 
 def shown_value(value: Any, limit: int = 40) -> str:
@@ -332,7 +332,7 @@ class _Shown(reprlib.Repr):
     """``reprlib`` bounds, but a dict in the order it came (``reprlib`` sorts the keys, and
     an error should show the value as the wire sent it)."""
 
-    def repr_dict(self, x: dict, level: int) -> str:
+    def repr_dict(self, x: dict[str, Any], level: int) -> str:
         if not x:
             return "{}"
         if level <= 0:

@@ -50,7 +50,6 @@ _DONE = 10  # the top-level object closed: only whitespace may follow
 _STOPPED = 11  # invalid or too deep: nothing more is read
 
 _WHITESPACE = " \t\n\r"  # json's whitespace; any other space is an error there too
-_SKIP_WS = re.compile(r"[ \t\n\r]*")
 _NOT_WS = re.compile(r"[^ \t\n\r]")
 _STRING_STOP = re.compile(r'["\\\x00-\x1f]')
 _SCALAR_END = re.compile(r"[ \t\n\r,\]}]")
@@ -261,9 +260,10 @@ class PartialJSON:
                 continue
             c = s[pos]
             if c in _WHITESPACE:
-                pos = _SKIP_WS.match(s, pos).end()  # type: ignore[union-attr]
-                if pos >= n:
+                past = _NOT_WS.search(s, pos)
+                if past is None:
                     return
+                pos = past.start()
                 c = s[pos]
             if mode == _AFTER:
                 if c == ",":

@@ -27,14 +27,16 @@ _ABSENT = object()
 class JoinRule:
     key: tuple[str, ...]
     text: tuple[str, ...]
-    string_part: dict | None = None  # how a bare string delta becomes a part: {type: text}
+    string_part: dict[str, Any] | None = (
+        None  # how a bare string delta becomes a part: {type: text}
+    )
     string_field: str = ""  # the field of that part that takes the string (see from_spec)
     blocked_by: tuple[str, ...] = ()  # fields on the incoming part that prevent a join
     attach: tuple[str, ...] = ()  # fields an empty-text part brings onto the run before it
     where: str = ""  # the message path of the parts list, named in an error
 
     @classmethod
-    def from_spec(cls, spec: dict, where: str = "") -> JoinRule:
+    def from_spec(cls, spec: dict[str, Any], where: str = "") -> JoinRule:
         """The rule as the schema requires it: the text fields (and ``string``'s field) are
         the wire's names, so the descriptor states them. Without ``string``, earlier plain
         text that becomes a part goes into the first of the declared text fields."""
@@ -51,7 +53,7 @@ class JoinRule:
         )
 
 
-def _may_join(rule: JoinRule, last: dict, part: dict) -> bool:
+def _may_join(rule: JoinRule, last: dict[str, Any], part: dict[str, Any]) -> bool:
     """May ``part`` join ``last``: nothing blocks it, both carry text, their keys agree.
     Plain loops, no generators: this runs on every part of every chunk. A part the wire sent
     as something else than an object (kept as sent) joins nothing."""
@@ -79,7 +81,7 @@ def _may_join(rule: JoinRule, last: dict, part: dict) -> bool:
     return True
 
 
-def _attaches(rule: JoinRule, last: dict, part: dict, field: str) -> bool:
+def _attaches(rule: JoinRule, last: dict[str, Any], part: dict[str, Any], field: str) -> bool:
     """Does ``part`` only bring ``field`` to the run before it: it has no text of its own
     and the run does not hold that field yet (a second signature is never merged away)."""
     if last.get(field) is not None:
@@ -201,7 +203,7 @@ def _join_text(
     raise _text_misfit((where, index, key), current, value, rule)
 
 
-def as_placed(part: dict, stored: dict, rule: JoinRule) -> dict:
+def as_placed(part: dict[str, Any], stored: dict[str, Any], rule: JoinRule) -> dict[str, Any]:
     """``part`` as the run ``stored`` took it: a bare string on a text field that holds a list
     of parts there stands for the text part it became (``rule.string``), so that what is read
     from the part (reasoning) agrees with the message. The part itself in every other case."""
@@ -214,7 +216,7 @@ def as_placed(part: dict, stored: dict, rule: JoinRule) -> dict:
     return part
 
 
-def _text_misfit(place: tuple, current: Any, value: Any, rule: JoinRule) -> ValueError:
+def _text_misfit(place: tuple[Any, ...], current: Any, value: Any, rule: JoinRule) -> ValueError:
     held = current.__class__
     if held is str or held is Fragments:
         wanted = "a string"
@@ -244,4 +246,5 @@ def string_as_part(
     """A bare string delta on a parts list joins the last text part, or starts one."""
     part = {**(rule.string_part or {}), rule.string_field: text}
     join_parts(journal, parts, [part], rule, None, where)
-    return parts[-1]
+    joined: dict[str, Any] = parts[-1]  # the text part it joined or started
+    return joined

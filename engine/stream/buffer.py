@@ -108,11 +108,11 @@ class LLMStreamBuffer:
         self.choice = choice
         self._strategy: ExtractionStrategy | None = None
         self._asm: Assembly | None = None
-        self._pending: list[dict] = []  # chunks seen before the wire was resolved
+        self._pending: list[dict[str, Any]] = []  # chunks seen before the wire was resolved
         self._pending_at: list[int] = []  # their indexes, for what they could not place
         self._pending_end = False
         self._index = 0  # position of the next chunk, for error messages
-        self._sse: dict = {}
+        self._sse: dict[str, Any] = {}
         self.codec: Any = None  # the text codec scanning display text (attach_codec)
         self._text_rule: str | None = None  # the rule it scans the turn under (attach_codec)
         # The events (engine.stream.recorder), on a buffer made with events=True: None
@@ -179,7 +179,7 @@ class LLMStreamBuffer:
         except Exception as exc:  # (anything else, KeyboardInterrupt, is undone and on its way)
             raise self._misfit(index, exc) from exc
         if asm.unplaced:  # the happy path pays this one test
-            self._stamp_skipped(index)
+            self._stamp_skipped(asm, index)
         if rec is not None:
             self._commit()
 
@@ -190,7 +190,7 @@ class LLMStreamBuffer:
         display, reasoning = asm.display, asm.reasoning
         shown, reasoned = len(display), len(reasoning)
         try:
-            self._strategy.program.apply(asm, event, self.choice)
+            asm.strategy.program.apply(asm, event, self.choice)
         except BaseException:
             undo(asm.journal)
             del display[shown:], reasoning[reasoned:]
@@ -202,25 +202,25 @@ class LLMStreamBuffer:
         asm.journal.clear()
         asm.usage_event = None  # "usage came with the DONE" is a fact of one event, read in it
 
-    def _plain_text(self, chunk: str | bytes | bytearray, index: int) -> dict:
+    def _plain_text(self, chunk: str | bytes | bytearray, index: int) -> dict[str, Any]:
         """A text chunk of a plain text stream, as the plain-text wire's event: taken as it
         is (its whitespace is text), never read as JSON or SSE."""
-        if chunk.__class__ is not str:
+        if not isinstance(chunk, str):
             try:
                 chunk = bytes(chunk).decode("utf-8")
             except UnicodeDecodeError as exc:
                 reason = f"bytes are not UTF-8 ({exc.reason} at byte {exc.start})"
                 raise ChunkError(index, reason) from None
-        text_chunk: dict = self._plain.text_chunk(chunk)
+        text_chunk: dict[str, Any] = self._plain.text_chunk(chunk)
         return text_chunk
 
-    def _after_the_end(self, asm: Assembly, event: dict, index: int) -> bool:
+    def _after_the_end(self, asm: Assembly, event: dict[str, Any], index: int) -> bool:
         """After the wire's DONE (README, "Events": after the DONE): is ``event`` left out? What the
         descriptor declares may follow (``events.after_done``) is taken while the end is not
         final; a chunk of another choice is not this stream's event (neither taken nor
         listed); any other event changes nothing, is listed in ``skipped()``, and makes the
         end final. Per chunk this costs the one test of ``finished`` in ``add``."""
-        program = self._strategy.program
+        program = asm.strategy.program
         name = self._event_name(event)
         if not asm.over and program.after_done is not None and program.after_done(event, name):
             return False
@@ -231,10 +231,9 @@ class LLMStreamBuffer:
         self._commit()
         return True
 
-    def _stamp_skipped(self, index: int) -> None:
+    def _stamp_skipped(self, asm: Assembly, index: int) -> None:
         """Record what the rules of chunk ``index`` could not place, located and named as the
         dispatcher read the event's name."""
-        asm = self._asm
         name = None if asm.event_name is None else str(asm.event_name)
         asm.skipped.extend(Skipped(index, name, reason) for reason in asm.unplaced)
         asm.unplaced.clear()
@@ -248,21 +247,21 @@ class LLMStreamBuffer:
             reason = "no detail"
         if len(reason) > 500:  # an error message names the fault, it never carries the chunk
             reason = reason[:497] + "..."
-        return ChunkError(
-            index, f"event does not fit {self._strategy.name}: {type(exc).__name__}: {reason}"
-        )
+        wire = self._strategy.name if self._strategy is not None else "the wire"
+        return ChunkError(index, f"event does not fit {wire}: {type(exc).__name__}: {reason}")
 
-    def _add_unresolved(self, event: dict, index: int) -> None:
+    def _add_unresolved(self, event: dict[str, Any], index: int) -> None:
         """Before the wire is resolved: resolve it on this event or keep the event. An event
         that resolves the wire but does not fit it leaves the wire unresolved, as before."""
         pending, pending_at, pending_end = self._pending, self._pending_at, self._pending_end
         told = len(self._rec.out) if self._rec is not None else 0
-        if not self._resolve(event):
+        asm = self._resolve(event)
+        if asm is None:
             self._pending.append(event)
             self._pending_at.append(index)
             return
         try:
-            self._apply(self._asm, event)
+            self._apply(asm, event)
         except BaseException as exc:
             misfit = self._misfit(index, exc)
             self._strategy, self._asm = None, None
@@ -274,8 +273,8 @@ class LLMStreamBuffer:
             if not isinstance(exc, Exception):
                 raise
             raise misfit from exc
-        if self._asm.unplaced:
-            self._stamp_skipped(index)
+        if asm.unplaced:
+            self._stamp_skipped(asm, index)
         self._commit()
 
     def _take_sentinel(self, sentinel: str, index: int) -> None:
@@ -287,7 +286,7 @@ class LLMStreamBuffer:
                 f"expected a JSON object, got the text {sentinel!r} "
                 "(not JSON, and not an end marker of any known wire)",
             )
-        if self._strategy is None:
+        if self._asm is None:
             self._pending_end = True  # remembered: the wire it ends is not known yet
         else:
             self._asm.finish()
@@ -300,7 +299,7 @@ class LLMStreamBuffer:
         own = (s.spec.sentinels for s in self.strategies if getattr(s, "spec", None) is not None)
         return end_markers().union(*own)
 
-    def _resolve(self, event: dict) -> bool:
+    def _resolve(self, event: dict[str, Any]) -> Assembly | None:
         """Resolve the wire on ``event``: the first strategy whose chunk predicate claims it;
         failing all, the first whose error predicate does (a provider error as the first
         chunk, in an envelope several wires share: theirs only when nothing else claims it)."""
@@ -309,33 +308,35 @@ class LLMStreamBuffer:
         if strategy is None:
             strategy = next((s for s in strategies if s.recognizes_error(event)), None)
         if strategy is None:
-            return False
+            return None
         self._strategy = strategy
-        self._asm = strategy.new_assembly()
-        self._asm.events = self._rec
+        asm = self._asm = strategy.new_assembly()
+        asm.events = self._rec
         pending, self._pending = self._pending, []
         indexes, self._pending_at = self._pending_at, []
         for at, earlier in zip(indexes, pending, strict=True):
-            self._replay_pending(at, earlier)
+            self._replay_pending(asm, at, earlier)
         if self._pending_end:
-            self._asm.finish()
+            asm.finish()
             self._commit()
-        return True
+        return asm
 
-    def _replay_pending(self, index: int, earlier: dict) -> None:
+    def _replay_pending(self, asm: Assembly, index: int, earlier: dict[str, Any]) -> None:
         """An event kept before the wire was resolved, now applied. It was never recognised,
         so one that does not fit the wire is not an error of the chunk being added: it is
         undone and counted with the events no rule handles."""
         try:
-            self._apply(self._asm, earlier)
+            self._apply(asm, earlier)
         except Exception:
-            self._asm.unknown[str(self._event_name(earlier))] += 1
+            asm.unknown[str(self._event_name(earlier))] += 1
             return
-        if self._asm.unplaced:
-            self._stamp_skipped(index)
+        if asm.unplaced:
+            self._stamp_skipped(asm, index)
         self._commit()
 
-    def _event_name(self, event: dict) -> Any:
+    def _event_name(self, event: dict[str, Any]) -> Any:
+        if self._strategy is None:
+            return None
         try:
             return self._strategy.program.event_name(event)
         except Exception:
@@ -484,7 +485,7 @@ class LLMStreamBuffer:
 
     # -- events ------------------------------------------------------------------------------
 
-    def _record_events(self, kept: list | None = None) -> None:
+    def _record_events(self, kept: list[Any] | None = None) -> None:
         """Turn events on (or start them again after ``reset()`` or an undone resolution),
         keeping ``kept``: what was recorded and not yet handed out."""
         from .recorder import EventRecorder
@@ -521,7 +522,7 @@ class LLMStreamBuffer:
             )
         if self.codec is not None:
             self._flush_round()
-        out = rec.out
+        out: list[Event] = rec.out
         if not out:
             return []
         rec.out = []
@@ -597,11 +598,12 @@ class LLMStreamBuffer:
             return [*self._asm.incomplete, *reported]
         return list(self._asm.incomplete)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """The provider's ``stream=false`` message, as far as streamed."""
-        if self._asm is None:
+        asm = self._asm
+        if asm is None:
             return {}
-        return self._strategy.message_of(self._asm)
+        return asm.strategy.message_of(asm)
 
     @property
     def stop_reason(self) -> str | None:
@@ -613,9 +615,10 @@ class LLMStreamBuffer:
         """The stop reason in the words every wire shares (the descriptor's
         ``finish_reasons``): "stop", "length", "tool_calls", "content_filter", "error" or
         "other"; None until the wire's DONE, and for a stream that never sent one."""
-        if self._asm is None:
+        asm = self._asm
+        if asm is None:
             return None
-        return self._strategy.spec.turn.finish_reason(self._asm)
+        return asm.strategy.spec.turn.finish_reason(asm)
 
     @property
     def usage(self) -> dict[str, Any] | None:
@@ -626,9 +629,10 @@ class LLMStreamBuffer:
     def token_usage(self) -> Usage | None:
         """The usage as :class:`engine.Usage`, one meaning on every wire (the descriptor's
         ``token_usage``); None when the wire sent no usage."""
-        if self._asm is None:
+        asm = self._asm
+        if asm is None:
             return None
-        return self._strategy.spec.turn.token_usage(self._asm.usage)
+        return asm.strategy.spec.turn.token_usage(asm.usage)
 
     # -- a context manager: the block is the stream ------------------------------------------
 
@@ -682,7 +686,7 @@ class LLMStreamBuffer:
         return list(self._asm.skipped) if self._asm is not None else []
 
     @property
-    def unknown_events(self) -> Counter:
+    def unknown_events(self) -> Counter[str]:
         """Events no rule handles, by name: skipped (providers add events), and counted."""
         return self._asm.unknown if self._asm is not None else Counter()
 
@@ -871,7 +875,7 @@ class LLMStreamBuffer:
         return scanner
 
 
-def _plain_text_wire(strategies: list) -> Any:
+def _plain_text_wire(strategies: list[Any]) -> Any:
     """The text codec's strategy, when it is the only kind of strategy a buffer holds (no
     wire among them): its text chunks are plain text. None otherwise."""
     if not strategies or any(getattr(s, "is_wire", False) for s in strategies):

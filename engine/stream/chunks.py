@@ -45,7 +45,7 @@ class Sentinel(str):
     """A non-JSON end marker such as OpenAI's ``data: [DONE]``."""
 
 
-def decode(chunk: Any, index: int, sse_state: dict) -> Any:
+def decode(chunk: Any, index: int, sse_state: dict[str, Any]) -> Any:
     """Return a dict, a :class:`Sentinel`, or :data:`SKIP`; raise :class:`ChunkError`."""
     if chunk.__class__ is dict:
         return chunk
@@ -92,7 +92,7 @@ def _dump_failed(chunk: Any, exc: Exception) -> str:
 _SSE_FIELDS = ("data:", "event:", "id:", "retry:", ":")
 
 
-def _decode_text(text: str, index: int, sse_state: dict) -> Any:
+def _decode_text(text: str, index: int, sse_state: dict[str, Any]) -> Any:
     stripped = text.strip()
     if ("\n" in stripped or "\r" in stripped) and stripped.startswith(_SSE_FIELDS):
         block = _sse_block(stripped, index, sse_state)
@@ -130,7 +130,7 @@ def _decode_text(text: str, index: int, sse_state: dict) -> Any:
     return value
 
 
-def _sse_block(text: str, index: int, sse_state: dict) -> Any:
+def _sse_block(text: str, index: int, sse_state: dict[str, Any]) -> Any:
     """A whole SSE event block in one string: its event, decoded as a body's event is; None
     when some line is not an SSE line (then the text is read as a line, as before)."""
     lines = _LINE_BREAK.split(text)
@@ -175,7 +175,7 @@ def _json_kind(value: Any) -> str:
     return "number"
 
 
-def sdk_fields(obj: Any) -> dict | None:
+def sdk_fields(obj: Any) -> dict[str, Any] | None:
     """The fields an SDK object carries, as plain JSON data, or None if it is not one."""
     dump = getattr(obj, "model_dump", None)
     if callable(dump):

@@ -11,7 +11,7 @@ what the two readers owe each other (``for_text``) is kept here too.
 
 from __future__ import annotations
 
-from typing import Any
+from ..text.codec import TextCodec, TextScanner
 
 
 class DisplayCursors:
@@ -59,21 +59,21 @@ class DisplayCursors:
         "told_chars",
     )
 
-    def __init__(self, codec: Any = None, rule: str | None = None) -> None:
+    def __init__(self, codec: TextCodec | None = None, rule: str | None = None) -> None:
         self.shown = 0
         self.told = 0
         self.told_chars = 0
         self.for_text: list[str] = []
         self.joined_at = 0
         self.joined = ""
-        self.scanner: Any = codec.new_scanner(rule=rule) if codec is not None else None
+        self.scanner = codec.new_scanner(rule=rule) if codec is not None else None
         self.fed = 0
         self.quiet_at = -1
         self.drained_at = -1
         self.scan_closed = False
         self.late: list[str] = []
 
-    def scan_with(self, codec: Any, display: list[str], at: int, rule: str | None) -> None:
+    def scan_with(self, codec: TextCodec, display: list[str], at: int, rule: str | None) -> None:
         """A codec comes mid-stream: its scanner (under the driver's ``rule``) reads the
         display text from fragment ``at`` on, where its readers got to (what they handed out
         is shown, and cannot be held any more). The scanner's offsets (where a call starts
@@ -135,7 +135,7 @@ class DisplayCursors:
 
     # -- the scan ----------------------------------------------------------------------------
 
-    def sync(self, display: list[str]) -> Any:
+    def sync(self, display: list[str]) -> TextScanner | None:
         """The scanner, fed the display fragments that came since it was last fed."""
         scanner = self.scanner
         fed = self.fed
@@ -198,10 +198,12 @@ class DisplayCursors:
                 return ""  # handed out already
             self.drained_at = fed  # nothing held: releasable() hands out everything
             return scanner.releasable()
-        return self._scanned(display, holds_call, ended)
+        return self._scanned(scanner, display, holds_call, ended)
 
-    def _scanned(self, display: list[str], holds_call: bool, ended: bool) -> str:
-        scanner = self.sync(display)
+    def _scanned(
+        self, scanner: TextScanner, display: list[str], holds_call: bool, ended: bool
+    ) -> str:
+        self.sync(display)
         fed = self.fed
         if self.scan_closed:
             if fed == self.drained_at == self.quiet_at and not self.late:

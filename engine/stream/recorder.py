@@ -63,7 +63,7 @@ _set_partial = _setter(ArgumentsDelta, "partial")
 _set_display = _setter(TextDelta, "text")
 
 
-def _delta(slot: Any, text: str | None, partial: dict) -> ArgumentsDelta:
+def _delta(slot: Any, text: str | None, partial: dict[str, Any]) -> ArgumentsDelta:
     """``ArgumentsDelta(slot, text, partial)``, built fast: one per argument fragment, where
     the dataclass's ``__init__`` was a third of what recording a fragment costs."""
     event = _new(ArgumentsDelta)
@@ -168,7 +168,7 @@ class EventRecorder:
         self.finished = False
         # The text calls the drivers decided in this round: (slot, the call they ran or the
         # CallIncomplete they reported, its arguments so far).
-        self.text_ready: list[tuple[Any, Any, dict]] = []
+        self.text_ready: list[tuple[Any, Any, dict[str, Any]]] = []
 
     # -- the assembly's side ---------------------------------------------------------------
 
@@ -294,7 +294,7 @@ class EventRecorder:
         sink.early, sink.early_text = False, []
         self.out.append(_delta(sink.slot, text, sink.value))
 
-    def _ready(self, asm: Assembly, completed: list) -> None:
+    def _ready(self, asm: Assembly, completed: list[Any]) -> None:
         sinks = self.sinks
         for order, call in completed[self.ready_at :]:
             sink = sinks[order] if 0 <= order < len(sinks) else None  # -1: a text call

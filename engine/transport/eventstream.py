@@ -27,6 +27,7 @@ import json
 import struct
 import zlib
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from ..errors import TransportError
 
@@ -60,7 +61,7 @@ def encode_message(headers: Iterable[tuple[str, str]], payload: bytes) -> bytes:
     return body + struct.pack(">I", zlib.crc32(body) & 0xFFFFFFFF)
 
 
-def event_message(event_type: str, payload: bytes | str | Mapping) -> bytes:
+def event_message(event_type: str, payload: bytes | str | Mapping[str, Any]) -> bytes:
     """A ``:message-type event`` message carrying a JSON payload, as AWS sends each event."""
     return encode_message(
         [
@@ -72,7 +73,7 @@ def event_message(event_type: str, payload: bytes | str | Mapping) -> bytes:
     )
 
 
-def exception_message(exception_type: str, payload: bytes | str | Mapping) -> bytes:
+def exception_message(exception_type: str, payload: bytes | str | Mapping[str, Any]) -> bytes:
     """A ``:message-type exception`` message: a modelled error inside the stream."""
     return encode_message(
         [
@@ -84,7 +85,7 @@ def exception_message(exception_type: str, payload: bytes | str | Mapping) -> by
     )
 
 
-def _payload_bytes(payload: bytes | str | Mapping) -> bytes:
+def _payload_bytes(payload: bytes | str | Mapping[str, Any]) -> bytes:
     if isinstance(payload, bytes):
         return payload
     if isinstance(payload, str):
@@ -115,7 +116,7 @@ def looks_like_eventstream(raw: bytes) -> bool:
     """Does ``raw`` start with an event stream message (its prelude CRC checks)?"""
     if len(raw) < _OVERHEAD:
         return False
-    (crc,) = struct.unpack_from(">I", raw, 8)
+    crc: int = struct.unpack_from(">I", raw, 8)[0]
     return zlib.crc32(raw[:8]) & 0xFFFFFFFF == crc
 
 
@@ -185,7 +186,8 @@ def decode_messages(raw: bytes) -> list[Message]:
 def _checked_prelude(raw: bytearray, at: int, offset: int) -> int:
     """The total length of the message whose prelude starts at ``at``, once its CRC and its
     lengths check."""
-    total, headers_length, prelude_crc = struct.unpack_from(">III", raw, at)
+    lengths: tuple[int, int, int] = struct.unpack_from(">III", raw, at)
+    total, headers_length, prelude_crc = lengths
     if zlib.crc32(raw[at : at + 8]) & 0xFFFFFFFF != prelude_crc:
         raise EventStreamError(offset, "the prelude CRC does not match")
     if total < _OVERHEAD or headers_length > total - _OVERHEAD:
@@ -205,7 +207,7 @@ def _decode_one(raw: bytearray, at: int, total: int, offset: int) -> Message:
     return offset, headers, bytes(raw[start + headers_length : end])
 
 
-def message_chunk(number: int, message: Message) -> tuple[str, str, dict]:
+def message_chunk(number: int, message: Message) -> tuple[str, str, dict[str, Any]]:
     """(its name, its payload text, what ``buf.add`` takes) for the ``number``-th message
     (1-based): an event message's ``:event-type`` (an exception message's
     ``:exception-type``) travels as ``_event``, the payload's first key, as the golden files
