@@ -194,8 +194,6 @@ class TextCodec:
         section = data.get("codec", data)
         conf = {**_DEFAULTS, **section}
         fences = {**_DEFAULTS["fences"], **(conf["fences"] or {})}
-        languages = tuple(fences["languages"])
-        markers = tuple(fences["markers"])
         pairs = {
             key: tuple((p["start"], p["end"]) for p in conf[key] or [])
             for key in ("delimiters", "reasoning")
@@ -209,8 +207,8 @@ class TextCodec:
             args_keys=tuple(conf["args_keys"]),
             reject_keys=tuple(conf["reject_keys"]),
             bare=bool(conf["bare"]),
-            fence_languages=frozenset(lang.lower() for lang in languages),
-            fence_markers=markers,
+            fence_languages=frozenset(lang.lower() for lang in fences["languages"]),
+            fence_markers=tuple(fences["markers"]),
             delimiters=pairs["delimiters"],
             reasoning=pairs["reasoning"],
             healing=tuple(healing),
@@ -448,6 +446,7 @@ def _compile_prompt(section: Mapping[str, Any]) -> _Prompt:
     taken from :data:`_TOOL_FORMAT_DEFAULTS`."""
     fmt = {**_TOOL_FORMAT_DEFAULTS, **(section.get("tool_format") or {})}
     retry = section["retry"]
+    schema = retry.get("schema_invalid")  # (message, problem, root), where there is one
     return _Prompt(
         system_template=section["system_template"],
         call_example=section["call_example"],
@@ -459,7 +458,7 @@ def _compile_prompt(section: Mapping[str, Any]) -> _Prompt:
         unknown_tool=retry["unknown_tool"],
         no_tool_field=retry["no_tool_field"],
         call_incomplete=_incomplete_templates(retry["call_incomplete"]),
-        schema_invalid=_schema_templates(retry.get("schema_invalid")),
+        schema_invalid=(schema["message"], schema["problem"], schema["root"]) if schema else None,
     )
 
 
@@ -474,13 +473,6 @@ def _incomplete_templates(section: Mapping[str, Any]) -> tuple[tuple[str, str], 
         if cause in section and cause not in INCOMPLETE_REASONS
     )
     return reasons + causes
-
-
-def _schema_templates(section: Mapping[str, Any] | None) -> tuple[str, str, str] | None:
-    """``retry.schema_invalid`` (message, problem, root), or None where it is absent."""
-    if section is None:
-        return None
-    return (section["message"], section["problem"], section["root"])
 
 
 # -- the scanner -------------------------------------------------------------------------------
@@ -524,11 +516,8 @@ def _cut_call(codec: TextCodec, raw: str) -> tuple[dict[str, Any], str]:
     reader.feed(raw)
     why = TOO_DEEP if reader.reason == TOO_DEEP else "cut"
     value = reader.value
-    for key in codec.args_keys:
-        if key in value:
-            args = value[key]
-            return (args if args.__class__ is dict else {}), why
-    return {}, why
+    args = next((value[key] for key in codec.args_keys if key in value), None)
+    return (args if args.__class__ is dict else {}), why
 
 
 class _AlwaysMatches(Protocol):
@@ -539,60 +528,36 @@ class _AlwaysMatches(Protocol):
 
 _WS = cast(_AlwaysMatches, re.compile(r"[ \t\n\r]*"))
 _STR_STOP = re.compile(r'["\\]')
-_NEVER = re.compile(r"(?!)")  # matches nowhere
 _NUMBER = cast(_AlwaysMatches, re.compile(r"[-+0-9.eE]*"))
 _LANG_CHAR = re.compile(r"[A-Za-z0-9_+#.-]")
 _TOOL_NAME = re.compile(r"[\w.:/-]+")  # a name a broken call is still held for
 _LITERALS = {"t": "true", "f": "false", "n": "null"}
 
 
+@dataclass(slots=True, eq=False)
 class _Candidate:
     """A span that may be a call: where it starts, its phase, its JSON validator state."""
 
-    __slots__ = (
-        "kind",
-        "start",
-        "phase",
-        "end_marker",
-        "parts",
-        "dead",
-        "lang",
-        "lang_done",
-        "vstart",
-        "vend",
-        "stack",
-        "state",
-        "escape",
-        "key",
-        "literal",
-        "watch",
-        "collect",
-        "name",
-        "is_array",
-        "closer",
-    )
-
-    def __init__(self, kind: int, start: int, phase: int, end_marker: str = "") -> None:
-        self.kind = kind  # _FENCE, _DELIM, or -1 for bare JSON
-        self.start = start
-        self.phase = phase
-        self.end_marker = end_marker
-        self.parts: list[str] = []  # held text of earlier feeds
-        self.dead = False  # released: its text flows, it is tracked only to find its end
-        self.lang: list[str] = []
-        self.lang_done = False
-        self.vstart = -1
-        self.vend = -1
-        self.stack: list[str] = []
-        self.state = _S_TOP
-        self.escape = False
-        self.key = False  # the string being read is a key
-        self.literal = ""
-        self.watch = _W_DONE
-        self.collect: list[str] = []
-        self.name: str | None = None
-        self.is_array = False
-        self.closer = ""  # closing marker matched so far
+    kind: int  # _FENCE, _DELIM, or -1 for bare JSON
+    start: int
+    phase: int
+    end_marker: str = ""
+    parts: list[str] = field(default_factory=list)  # held text of earlier feeds
+    dead: bool = False  # released: its text flows, it is tracked only to find its end
+    lang: list[str] = field(default_factory=list)
+    lang_done: bool = False
+    vstart: int = -1
+    vend: int = -1
+    stack: list[str] = field(default_factory=list)
+    state: int = _S_TOP
+    escape: bool = False
+    key: bool = False  # the string being read is a key
+    literal: str = ""
+    watch: int = _W_DONE
+    collect: list[str] = field(default_factory=list)
+    name: str | None = None
+    is_array: bool = False
+    closer: str = ""  # closing marker matched so far
 
 
 def _open_string(c: _Candidate, key: bool, watched: bool, watch: int) -> None:
@@ -606,32 +571,24 @@ def _open_string(c: _Candidate, key: bool, watched: bool, watch: int) -> None:
         c.collect = []
 
 
+@dataclass(slots=True, eq=False)
 class _Group:
     """The calls of one closed candidate, held until every call is decided. ``bound``: it
     waits for the end of the turn (a turn's rule), and whatever else follows it makes it
     text; ``reason``: it is one call that would have run but cannot (``TextCall.reason``)."""
 
-    __slots__ = ("start", "end", "calls", "open", "consumed", "text", "bound", "reason", "bare")
+    start: int
+    end: int
+    calls: list[TextCall]
+    text: str
+    bound: bool = False
+    reason: str | None = None
+    bare: bool = False  # bare JSON: a call only as the whole text
+    open: list[bool] = field(init=False)
+    consumed: bool = field(default=False, init=False)
 
-    def __init__(
-        self,
-        start: int,
-        end: int,
-        calls: list[TextCall],
-        text: str,
-        bound: bool = False,
-        reason: str | None = None,
-        bare: bool = False,
-    ) -> None:
-        self.start = start
-        self.end = end
-        self.calls = calls
-        self.open = [True] * len(calls)
-        self.consumed = False
-        self.text = text
-        self.bound = bound
-        self.reason = reason
-        self.bare = bare  # bare JSON: a call only as the whole text
+    def __post_init__(self) -> None:
+        self.open = [True] * len(self.calls)
 
 
 _BARE = -1
@@ -675,8 +632,7 @@ class TextScanner:
         self._trigger = codec._trigger if lead or not self._bare_lead else codec._marker_trigger
         self._finished = False  # finish(): the turn's text is all in
         self._mode = _TEXT
-        self._skip_end = _NEVER  # in a reasoning span or a code fence: its end marker
-        self._skip_ends: tuple[str, ...] = ()
+        self._skip_ends: tuple[str, ...] = ()  # in a reasoning span or a code fence: its end
         self._cand: _Candidate | None = None
         self._tail = ""  # unprocessed text at the end: a marker that may still complete
         # Offsets count from the start of the whole text, which the first fragment fed
@@ -718,9 +674,7 @@ class TextScanner:
         c = self._cand
         if c is not None and not c.dead:
             return True, None if c.is_array else c.name
-        if self._tail_held:
-            return True, None
-        return False, None
+        return self._tail_held, None
 
     @property
     def at_lead(self) -> bool:
@@ -738,26 +692,22 @@ class TextScanner:
     def complete_calls(self) -> list[TextCall]:
         """Calls whose candidate closed and parsed, not yet consumed or released, that may be
         decided now (one that waits for the end of the turn only after :meth:`finish`)."""
-        if not self._groups:
-            return []  # asked every round while a call forms, when none has closed yet
         return self._open_calls(lambda g: g.reason is None and (self._finished or not g.bound))
 
     def incomplete_calls(self) -> list[TextCall]:
         """Calls that would have run but cannot (``reason`` set), once the turn has ended
         (:meth:`finish`; they wait for it under either rule): consumed (reported to the
         model) or released (shown)."""
-        if not self._groups:
-            return []
         return self._open_calls(lambda g: g.reason is not None and (self._finished or not g.bound))
 
     def waiting_calls(self) -> list[TextCall]:
         """Calls (and would-be calls) held until the end of the turn: until then a driver
         that may run one holds them, and the text after them."""
-        if not self._groups or self._finished:
-            return []
-        return self._open_calls(lambda g: g.bound)
+        return [] if self._finished else self._open_calls(lambda g: g.bound)
 
     def _open_calls(self, which: Any) -> list[TextCall]:
+        if not self._groups:
+            return []  # asked every round while a call forms, when none has closed yet
         return [
             c for g in self._groups if which(g) for c, o in zip(g.calls, g.open, strict=True) if o
         ]
@@ -785,15 +735,10 @@ class TextScanner:
         c = self._cand
         if c is None or c.dead:
             return
-        self._push("".join(c.parts))
-        c.parts = []
-        c.dead = True
-        c.watch = _W_DONE
+        self._flow(c, "".join(c.parts), self._total)
         if self._tail:  # a broken call's marker prefix: its text too
             self._push(self._tail)
             self._tail, self._tail_held = "", False
-        self._emitted = self._total
-        self._other_text()
         if c.phase in (_LANG, _OPEN) and c.kind == _FENCE:
             self._cand = None
             self._enter_skip(self._codec.fence_markers)
@@ -811,24 +756,21 @@ class TextScanner:
             return
         self._finished = True
         c = self._cand
-        if c is not None and not c.dead:
+        if (
+            c is not None
+            and not c.dead
+            and self._rule is not None
+            and c.name
+            and not c.is_array
+            and c.phase != _BROKEN
+        ):
             held = "".join(c.parts)
-            if self._rule is not None and c.name and not c.is_array and c.phase != _BROKEN:
-                raw = held[c.vstart - c.start :] if c.vstart >= c.start else ""
-                args, why = _cut_call(self._codec, raw)
-                call = TextCall(c.name, args, c.start, self._total, why, raw)
-                group = _Group(c.start, self._total, [call], held, True, why, c.kind == _BARE)
-                self._queue.append(group)
-                self._groups.append(group)
-            else:
-                self._push(held)
-        if self._tail and self._tail_held:
-            self._push(self._tail)
-        self._cand = None
-        self._mode = _TEXT
-        self._tail = ""
-        self._tail_held = False
-        self._emitted = self._total
+            raw = held[c.vstart - c.start :] if c.vstart >= c.start else ""
+            args, why = _cut_call(self._codec, raw)
+            call = TextCall(c.name, args, c.start, self._total, why, raw)
+            self._hold(_Group(c.start, self._total, [call], held, True, why, c.kind == _BARE))
+            self._cand = None  # held as a call, not let go as text
+        self._let_go()
 
     def close(self) -> None:
         """End of stream: everything still held becomes releasable; a call cut short is no
@@ -836,15 +778,7 @@ class TextScanner:
         if self._closed:
             return
         self._closed = True
-        c = self._cand
-        if c is not None and not c.dead:
-            self._push("".join(c.parts))
-        if self._tail and self._tail_held:
-            self._push(self._tail)
-        self._cand = None
-        self._tail = ""
-        self._tail_held = False
-        self._emitted = self._total
+        self._let_go()
         for g in self._groups:
             g.open = [False] * len(g.open)
         self._groups.clear()
@@ -896,7 +830,7 @@ class TextScanner:
             else:
                 c = self._cand
                 assert c is not None, "the candidate mode has a candidate"
-                i = self._scan_candidate(c, s, i, s_abs)
+                i = _PHASES[c.phase](self, c, s, i, s_abs)
         # Show what is settled; keep what is held.
         c = self._cand
         if c is not None and not c.dead:  # (a broken call may keep a marker prefix as tail)
@@ -912,6 +846,25 @@ class TextScanner:
     def _push(self, text: str) -> None:
         if text:
             self._queue.append(text)
+
+    def _hold(self, group: _Group) -> None:
+        """A closed candidate's calls wait, in order, for the driver's decision."""
+        self._queue.append(group)
+        self._groups.append(group)
+
+    def _let_go(self) -> None:
+        """Nothing is scanned on: what is still held (the call forming, a marker prefix) is
+        text from here, queued in order."""
+        c = self._cand
+        if c is not None and not c.dead:
+            self._push("".join(c.parts))
+        if self._tail and self._tail_held:
+            self._push(self._tail)
+        self._cand = None
+        self._mode = _TEXT
+        self._tail = ""
+        self._tail_held = False
+        self._emitted = self._total
 
     def _other_text(self, bare_only: bool = False) -> None:
         """Text that is neither whitespace nor a call came: the turn no longer starts here
@@ -941,6 +894,16 @@ class TextScanner:
     def _held_text(self, c: _Candidate, s: str, s_abs: int, upto: int) -> str:
         return "".join(c.parts) + s[max(c.start - s_abs, 0) : upto - s_abs]
 
+    def _flow(self, c: _Candidate, held: str, upto: int) -> None:
+        """The candidate is no call: its ``held`` text (up to ``upto``) is shown, and the rest
+        of it flows as text, tracked only to find its end."""
+        self._push(held)
+        c.parts = []
+        c.dead = True
+        c.watch = _W_DONE
+        self._emitted = upto
+        self._other_text()
+
     def _decide(self, call: Any, consumed: bool) -> None:
         end = getattr(call, "end", None)
         for g_index, g in enumerate(self._groups):
@@ -964,21 +927,23 @@ class TextScanner:
     def _enter_skip(self, ends: tuple[str, ...]) -> None:
         self._mode = _SKIP
         self._skip_ends = ends
-        self._skip_end = self._codec._skip_res[ends]
 
     def _scan_skip(self, s: str, i: int, s_abs: int) -> int:
         """Reasoning or code: shown as it comes; only its end marker is looked for."""
-        m = self._skip_end.search(s, i)
+        m = self._codec._skip_res[self._skip_ends].search(s, i)
         if m is not None:
             self._mode = _TEXT
             return m.end()
-        n = len(s)
         # Keep a suffix that may begin the end marker (already shown, kept for matching).
-        longest = max(len(e) for e in self._skip_ends) - 1
-        for k in range(min(longest, n - i), 0, -1):
-            suffix = s[n - k :]
-            if any(e.startswith(suffix) for e in self._skip_ends):
-                self._tail, self._tail_abs, self._tail_held = suffix, s_abs + n - k, False
+        return self._keep_suffix(s, i, s_abs, self._skip_ends, held=False)
+
+    def _keep_suffix(self, s: str, i: int, s_abs: int, ends: Any, held: bool) -> int:
+        """The longest suffix of ``s[i:]`` that may begin one of ``ends`` becomes the tail,
+        matched again with the next fragment; returns ``len(s)``."""
+        n = len(s)
+        for k in range(min(max(map(len, ends)) - 1, n - i), 0, -1):
+            if any(e.startswith(s[n - k :]) for e in ends):
+                self._tail, self._tail_abs, self._tail_held = s[n - k :], s_abs + n - k, held
                 break
         return n
 
@@ -1019,10 +984,8 @@ class TextScanner:
                 self._other_text(bare_only=True)  # a further call may follow a call, not bare JSON
                 if abs_j >= self._emitted:
                     self._emit(s, s_abs, abs_j)
-                    if best.kind == _FENCE:
-                        self._cand = _Candidate(_FENCE, abs_j, _LANG)
-                    else:
-                        self._cand = _Candidate(_DELIM, abs_j, _OPEN, best.end)
+                    phase = _LANG if best.kind == _FENCE else _OPEN
+                    self._cand = _Candidate(best.kind, abs_j, phase, best.end)
                     self._mode = _CAND
                     return j + len(best.text)
             elif (
@@ -1042,18 +1005,6 @@ class TextScanner:
             i = j + 1
 
     # -- internals: the candidate -------------------------------------------------------------
-
-    def _scan_candidate(self, c: _Candidate, s: str, i: int, s_abs: int) -> int:
-        phase = c.phase
-        if phase == _VALUE:
-            return self._phase_value(c, s, i, s_abs)
-        if phase == _LANG:
-            return self._phase_lang(c, s, i, s_abs)
-        if phase == _OPEN:
-            return self._phase_open(c, s, i, s_abs)
-        if phase == _BROKEN:
-            return self._phase_broken(c, s, i, s_abs)
-        return self._phase_closer(c, s, i, s_abs)
 
     def _give_up(self, c: _Candidate, s: str, s_abs: int, at: int, then_skip: bool) -> int:
         """The candidate is no call: release its text up to ``at`` (an index into ``s``) and
@@ -1083,17 +1034,13 @@ class TextScanner:
         bound = self._all_bound or (bare and self._bare_lead)
         if found:
             calls = [TextCall(name, args, c.start, end_abs) for name, args in found]
-            group = _Group(c.start, end_abs, calls, text, bound, None, bare)
-            self._queue.append(group)
-            self._groups.append(group)
+            self._hold(_Group(c.start, end_abs, calls, text, bound, None, bare))
         elif self._rule is not None and c.name and not c.is_array:
             # Named, closed, and still no call object: a call that cannot run, which the
             # model is told of if it ends the turn (its text is the model's call, not prose).
             # It waits for the end of the turn under either rule: reported only if it ends it.
             call = TextCall(c.name, {}, c.start, end_abs, why, raw)
-            group = _Group(c.start, end_abs, [call], text, True, why, bare)
-            self._queue.append(group)
-            self._groups.append(group)
+            self._hold(_Group(c.start, end_abs, [call], text, True, why, bare))
         else:
             self._other_text()
             self._push(text)
@@ -1145,14 +1092,7 @@ class TextScanner:
                 c.vend = s_abs + k
                 return self._finish(c, s, s_abs, k + len(marker))
             return self._give_up(c, s, s_abs, k, then_skip=False)
-        n = len(s)
-        if not c.dead:
-            for size in range(min(max(map(len, ends)) - 1, n - i), 0, -1):
-                suffix = s[n - size :]
-                if any(x.startswith(suffix) for x in ends):
-                    self._tail, self._tail_abs, self._tail_held = suffix, s_abs + n - size, True
-                    break
-        return n
+        return self._keep_suffix(s, i, s_abs, ends, held=True) if not c.dead else len(s)
 
     def _phase_closer(self, c: _Candidate, s: str, i: int, s_abs: int) -> int:
         """The JSON closed inside a fence or delimiters: only the closing marker may follow."""
@@ -1180,11 +1120,7 @@ class TextScanner:
             # Cannot be a call: show it now, but follow its JSON to its end without scanning
             # inside it, so that a record's nested object is not taken for a call.
             if not c.dead:
-                self._push(self._held_text(c, s, s_abs, s_abs + i))
-                c.parts = []
-                c.dead = True
-                self._emitted = s_abs + i
-                self._other_text()
+                self._flow(c, self._held_text(c, s, s_abs, s_abs + i), s_abs + i)
             c.watch = _W_DONE
             return i
         if outcome == _BREAK:
@@ -1305,13 +1241,7 @@ class TextScanner:
                 if ch == '"':
                     _open_string(c, True, w == _W_KEY_WAIT, _W_KEY)
                     i += 1
-                elif ch == "}":
-                    if not stack or stack[-1] != "{":
-                        return i, _BREAK
-                    stack.pop()
-                    i += 1
-                    if not stack:
-                        return i, _COMPLETE
+                elif ch == "}":  # `{}`, or a trailing comma: closed as after a value
                     c.state = _S_AFTER
                 else:
                     return i, _BREAK
@@ -1327,24 +1257,16 @@ class TextScanner:
                     return i, _FAIL
                 if w == _W_FIRST_ITEM and ch != "{":
                     return i, _FAIL
-                if ch == "{":
-                    stack.append("{")
-                    c.state = _S_KEY
-                    if w == _W_FIRST_ITEM:
+                if ch == "{" or ch == "[":
+                    stack.append(ch)
+                    c.state = _S_KEY if ch == "{" else _S_ITEM
+                    if w == _W_FIRST_ITEM:  # (a `{`: any other item failed above)
                         c.watch = _W_KEY_WAIT
-                    i += 1
-                elif ch == "[":
-                    stack.append("[")
-                    c.state = _S_ITEM
                     i += 1
                 elif ch == '"':
                     _open_string(c, False, w == _W_NAME_WAIT, _W_NAME)
                     i += 1
-                elif ch == "]" and st == _S_ITEM:
-                    stack.pop()
-                    i += 1
-                    if not stack:
-                        return i, _COMPLETE
+                elif ch == "]" and st == _S_ITEM:  # `[]`, or a trailing comma
                     c.state = _S_AFTER
                 elif ch in "-0123456789":
                     c.state = _S_NUMBER
@@ -1367,3 +1289,13 @@ class TextScanner:
                 else:
                     return i, _BREAK
         return n, _MORE
+
+
+# A candidate's reader by its phase (_LANG, _OPEN, _VALUE, _CLOSER, _BROKEN, in that order).
+_PHASES = (
+    TextScanner._phase_lang,
+    TextScanner._phase_open,
+    TextScanner._phase_value,
+    TextScanner._phase_closer,
+    TextScanner._phase_broken,
+)
