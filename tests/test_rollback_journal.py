@@ -14,14 +14,14 @@
 from __future__ import annotations
 
 import copy
-import gc
+import importlib.util
 import json
 import sys
-import tracemalloc
 from typing import Any
 
 import pytest
 from conftest import (
+    ROOT,
     first_plain_stream,
     format_of,
     golden_streams,
@@ -254,6 +254,16 @@ def _argument_chunks(n: int) -> list[dict]:
     return [*out, chunk({}, "tool_calls")]
 
 
+def _bench_memory() -> Any:
+    """tools/bench_memory.py, whose measure of what a finished buffer keeps the test uses."""
+    path = ROOT / "tools" / "bench_memory.py"
+    spec = importlib.util.spec_from_file_location("bench_memory", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 @pytest.mark.parametrize("events", [False, True], ids=["plain", "events"])
 @pytest.mark.parametrize("make", [_text_chunks, _argument_chunks], ids=["text", "arguments"])
 def test_a_finished_buffer_keeps_at_most_four_times_its_message(make, events):
@@ -261,22 +271,5 @@ def test_a_finished_buffer_keeps_at_most_four_times_its_message(make, events):
     is in and closed (its events read as they came) is at most 4x the JSON of its message
     (the replay log kept every chunk: 10x to 20x)."""
     lines = [json.dumps(chunk) for chunk in make(3000)]
-    strategy = engine.load_format("openai_chat")
-    engine.LLMStreamBuffer(strategies=[strategy], events=True).close()  # modules imported
-    gc.collect()
-    tracemalloc.start()
-    try:
-        buf = engine.LLMStreamBuffer(strategies=[strategy], events=events)
-        for line in lines:
-            buf.add(json.loads(line))
-            if events:
-                buf.events()
-        buf.close()
-        if events:
-            buf.events()
-        gc.collect()
-        kept = tracemalloc.get_traced_memory()[0]
-    finally:
-        tracemalloc.stop()
-    message = len(json.dumps(buf.as_dict(), ensure_ascii=False).encode())
+    kept, message = _bench_memory().kept("openai_chat", lines, events)
     assert kept <= 4 * message, (kept, message)

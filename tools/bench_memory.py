@@ -46,17 +46,19 @@ def kept(wire: str, lines: list[str], events: bool) -> tuple[int, int]:
     engine.LLMStreamBuffer(strategies=[strategy], events=True).close()  # modules imported
     gc.collect()
     tracemalloc.start()
-    buf = engine.LLMStreamBuffer(strategies=[strategy], events=events)
-    for line in lines:
-        buf.add(json.loads(line))
+    try:
+        buf = engine.LLMStreamBuffer(strategies=[strategy], events=events)
+        for line in lines:
+            buf.add(json.loads(line))
+            if events:
+                buf.events()
+        buf.close()
         if events:
             buf.events()
-    buf.close()
-    if events:
-        buf.events()
-    gc.collect()
-    held = tracemalloc.get_traced_memory()[0]
-    tracemalloc.stop()
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
     message = len(json.dumps(buf.as_dict(), ensure_ascii=False).encode())
     return held, message
 

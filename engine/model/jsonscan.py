@@ -133,6 +133,11 @@ class ArgsStream:
             self._saved(journal)
             _SAVE(journal, self)
 
+    def _save_scan(self, journal: list[Any] | None) -> None:
+        """Journal the scan state alone: ``feed`` journaled the parts already."""
+        if journal is not None:
+            _SAVE(journal, self)
+
     def _saved(self, journal: list[Any]) -> None:
         """Journal ``parts`` as the list and its length: ``text`` joins into a new list,
         never the old one, and only the last fragment is ever rewritten (cut at the value)."""
@@ -154,10 +159,10 @@ class ArgsStream:
         if not fragment:
             return False
         journal = self.journal
-        if journal is not None:  # a plain append is all most fragments change
+        if journal is not None:  # the parts, once: a plain append is all most fragments change
             self._saved(journal)
         if (self._ended or self.closed) and self.tracker is not None:
-            self._save()
+            self._save_scan(journal)
             if self._refused(fragment):
                 return False
         self.parts.append(fragment)
@@ -171,7 +176,7 @@ class ArgsStream:
                 sink.fed(fragment)
             if self.state == INVALID or not _NOT_SPACE.search(fragment):
                 return False
-            self._save()
+            self._save_scan(journal)
             self._regress()  # (a stream no call owns: text after its value spoils it)
             self._invalid(INVALID_TEXT)
             self.value = None
@@ -180,8 +185,7 @@ class ArgsStream:
             if sink is not None:
                 sink.fed(fragment)
             return False  # inside a string value, and nothing here can end it: most fragments
-        if journal is not None:
-            self._save()
+        self._save_scan(journal)
         changed = self._scan(fragment)
         if sink is not None:  # the fragment as taken: cut where the value ended (_conclude)
             sink.fed(self.parts[-1])

@@ -63,26 +63,17 @@ def encode_message(headers: Iterable[tuple[str, str]], payload: bytes) -> bytes:
 
 def event_message(event_type: str, payload: bytes | str | Mapping[str, Any]) -> bytes:
     """A ``:message-type event`` message carrying a JSON payload, as AWS sends each event."""
-    return encode_message(
-        [
-            (":event-type", event_type),
-            (":content-type", "application/json"),
-            (":message-type", "event"),
-        ],
-        _payload_bytes(payload),
-    )
+    return _json_message("event", event_type, payload)
 
 
 def exception_message(exception_type: str, payload: bytes | str | Mapping[str, Any]) -> bytes:
     """A ``:message-type exception`` message: a modelled error inside the stream."""
-    return encode_message(
-        [
-            (":exception-type", exception_type),
-            (":content-type", "application/json"),
-            (":message-type", "exception"),
-        ],
-        _payload_bytes(payload),
-    )
+    return _json_message("exception", exception_type, payload)
+
+
+def _json_message(kind: str, name: str, payload: bytes | str | Mapping[str, Any]) -> bytes:
+    headers = [(f":{kind}-type", name), (":content-type", "application/json")]
+    return encode_message([*headers, (":message-type", kind)], _payload_bytes(payload))
 
 
 def _payload_bytes(payload: bytes | str | Mapping[str, Any]) -> bytes:
