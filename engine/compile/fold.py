@@ -119,10 +119,8 @@ def op_fold(spec: dict[str, Any], ctx: CompileContext) -> Run:
     )
     order = ctx.list_order
 
-    one_field = read.field  # ``message``: one field of the event, looked up in place
-
     def run(asm: Assembly, ev: Any, ch: Any) -> None:
-        delta = ev.get(one_field) if one_field is not None else read(ev, ch)
+        delta = read(ev, ch)
         if delta.__class__ is not dict:
             return
         dest = asm.root if target is None else target.locate_item(asm, ev, ch, True)

@@ -38,7 +38,6 @@ from .paths import (
     FIRST,
     Reader,
     Segment,
-    as_reader,
     compile_read,
     items_of,
     parse_target,
@@ -391,7 +390,7 @@ def _scoped(segments: tuple[Segment, ...], scope: str | None) -> tuple[Segment, 
         value = inner(ev, ch)
         return None if value is None else (scope, value)
 
-    step = replace(segments[last], slot=as_reader(scoped_slot))
+    step = replace(segments[last], slot=scoped_slot)
     return (*segments[:last], step, *segments[last + 1 :])
 
 
@@ -598,7 +597,7 @@ def op_open(spec: dict[str, Any], ctx: CompileContext) -> Run:
     read = (
         compile_read(spec.get("from", ""), ctx.choice_alias)
         if "from" in spec
-        else as_reader(lambda ev, ch=None: None)
+        else lambda ev, ch=None: None
     )
     merge_complete = spec.get("if_complete", "skip") == "merge"
     return _open(target, read, ctx, "open", merge_complete)

@@ -48,36 +48,15 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, cast
+from typing import Any
 
 import jmespath
 
-FAST_PATHS = True
-"""Whether compiled objects take their fast paths (a reader's :attr:`Reader.field`, the
-dispatcher's first-entry choice). Off, every one of them takes its generic path: the same
-results, more calls. Read when a descriptor compiles, so a test that turns it off compiles
-its strategies afresh (tests/test_fast_paths.py replays every golden both ways)."""
-
-
-class Reader(Protocol):
-    """A compiled read: ``reader(event, choice)`` is the value there, or None.
-
-    ``field`` is its fast path: the one plain field of the event it reads (``index``,
-    ``delta``, ``candidates``), else None. Reads run on every chunk and a call costs a tenth
-    of a chunk's budget, so a caller on the hot path may look that field up in place of the
-    call (``ev.get(reader.field)``), the same value without knowing the path it came from.
-    None on every reader while :data:`FAST_PATHS` is off."""
-
-    field: str | None
-
-    def __call__(self, ev: Any, ch: Any = None, /) -> Any: ...
-
-
-def as_reader(read: Callable[..., Any], field: str | None = None) -> Reader:
-    """``read`` as a :class:`Reader`: a function that reads ``field`` of the event when
-    ``field`` is given, else none that a look-up can replace."""
-    read.__dict__["field"] = field if FAST_PATHS else None
-    return cast(Reader, read)
+Reader = Callable[..., Any]
+"""A compiled read: ``reader(event, choice=None)`` is the value there, or None. Reads run on
+every chunk and a call costs a tenth of a chunk's budget, so the reader is its own fast path:
+a plain field chain compiles to the direct look-ups of :func:`_chain` (``ev.get(key)`` for one
+field), and its callers call it, never a second copy of that look-up."""
 
 
 JMESPATH = "jmespath"
@@ -304,17 +283,15 @@ def parse_chain(path: str) -> tuple[str, ...]:
     )
 
 
+def one_field(path: Any) -> str | None:
+    """The one plain field a read path names (``index``, ``delta``), else None: where a
+    compiled test looks that key up itself (a predicate's ``{field: F, equals: V}``)."""
+    return path if isinstance(path, str) and _FIELD_ONLY.match(path) else None
+
+
 def compile_read(path: str | dict[str, Any], choice_alias: str | None = None) -> Reader:
     """Compile a read path (a string, ``{jmespath: expr}``, ``{path: P, strip_prefix: S}``,
-    ``{first: [READ, ...]}`` or the constant ``{value: V}``) into ``reader(event, choice)``;
-    one plain field of the event itself (not the choice alias) is the reader's ``field``."""
-    one_field = None
-    if isinstance(path, str) and _FIELD_ONLY.match(path) and path != choice_alias:
-        one_field = path
-    return as_reader(_compile_read(path, choice_alias), one_field)
-
-
-def _compile_read(path: str | dict[str, Any], choice_alias: str | None) -> Callable[..., Any]:
+    ``{first: [READ, ...]}`` or the constant ``{value: V}``) into ``reader(event, choice)``."""
     if isinstance(path, dict):
         if STRIP_PREFIX in path:
             return _compile_strip_prefix(path, choice_alias)
@@ -341,13 +318,9 @@ def _compile_read(path: str | dict[str, Any], choice_alias: str | None) -> Calla
     return walk
 
 
-def compile_get(path: str | dict[str, Any]) -> Reader:
-    """Compile a read path over one object (an assembled item or message).
-
-    Every reader takes the choice as an optional second argument, so a reader of the object
-    itself is its own getter: no wrapper call on the hot path."""
-    # Compiled without a choice alias, every reader's second argument is optional.
-    return compile_read(path)
+compile_get = compile_read
+"""A read path over one object (an assembled item or message): a read without a choice alias,
+whose second argument (the choice) is optional, so that it is its own getter."""
 
 
 def compile_lookup(path: str) -> Callable[[Any], Any]:

@@ -22,7 +22,7 @@ from ..model.jsonscan import MAX_DEPTH, ArgsStream, dumps_any_depth, first_value
 from . import paths
 from .operations import OPERATIONS, Source, operation_rules
 from .ops import CompileContext, RuleProblem, Run, TextPlace, any_where
-from .paths import compile_get, compile_read, is_plain, items_of, parse_chain, pattern_parts
+from .paths import compile_read, is_plain, items_of, parse_chain, pattern_parts
 from .predicates import Predicate, compile_predicate
 from .results import CompiledSections, compile_sections
 from .schema import Pointed, in_template, schema_problems
@@ -194,7 +194,6 @@ class Program:
         "ignored",
         "choice_list",
         "choice_key",
-        "first_is_choice",
         "accept",
         "after_done",
     )
@@ -205,13 +204,10 @@ class Program:
         if isinstance(disc, dict) and "field" in disc:  # not a {jmespath: ...} read
             self.wrapped = bool(disc.get("or_wrapped"))
             disc = disc["field"]
-        self.discriminator = compile_get(disc) if disc else None
+        self.discriminator = compile_read(disc) if disc else None
         choice = events.get("choice")
-        self.choice_list = compile_get(choice["list"]) if choice else None
+        self.choice_list = compile_read(choice["list"]) if choice else None
         self.choice_key = choice["key"] if choice else None
-        # The fast path of :meth:`choose`: the first entry is the usual choice, checked before
-        # the search (in :meth:`apply`, which runs on every chunk, where a call costs).
-        self.first_is_choice = paths.FAST_PATHS
         self.every = tuple(compile_ops(events.get("every", []), ctx, problems, "/events/every"))
         self.table = _compile_table(events.get("on", {}), ctx, problems)
         self.ignored = frozenset(events.get("ignore", ()))
@@ -306,15 +302,14 @@ class Program:
         return None if name is None else str(name)
 
     def apply(self, asm: Assembly, chunk: dict[str, Any], choice: int) -> None:
-        # Runs on every chunk, where a call is a tenth of the budget: the readers' one-field
-        # fast paths are taken here (see :class:`engine.compile.paths.Reader`).
+        # Runs on every chunk: each read is one call of a compiled reader, itself the fast path
+        # (see :data:`engine.compile.paths.Reader`).
         discriminator = self.discriminator
         name: Any  # what the wire put at the discriminator: any JSON value, or None
         if discriminator is None:
             name, payload = None, chunk
         else:
-            field = discriminator.field
-            name = chunk.get(field) if field is not None else discriminator(chunk)
+            name = discriminator(chunk)
             if name is None and self.wrapped and len(chunk) == 1:
                 ((name, payload),) = chunk.items()
             else:
@@ -323,21 +318,8 @@ class Program:
         if payload.__class__ is not dict:
             count(asm.journal, asm.unknown, str(name))
             return
-        ch = None
         choice_list = self.choice_list
-        if choice_list is not None:
-            field = choice_list.field
-            entries = payload.get(field) if field is not None else choice_list(payload)
-            if entries.__class__ is list and entries:
-                first = entries[0]
-                if (
-                    self.first_is_choice
-                    and first.__class__ is dict
-                    and first.get(self.choice_key, 0) == choice
-                ):
-                    ch = first
-                else:
-                    ch = self.choose(entries, choice)
+        ch = None if choice_list is None else self.choose(choice_list(payload), choice)
         if ch is None and self.accept is not None and not self.accept(chunk):
             # Not this wire's (a chunk that carries the followed choice always is: only the
             # others are asked, so the usual chunk pays one test).
@@ -378,7 +360,7 @@ class SubTable:
     def __init__(
         self, spec: dict[str, Any], ctx: CompileContext, problems: Problems, base: str
     ) -> None:
-        self.discriminator = compile_get(spec["discriminator"])
+        self.discriminator = compile_read(spec["discriminator"])
         table = {
             k: tuple(compile_ops(v, ctx, problems, f"{base}/on/{escape(k)}"))
             for k, v in spec["on"].items()
@@ -583,7 +565,6 @@ def _keyed_under_common_prefix(
     assert alias is not None or not on_choice, "a source reads the choice only through its alias"
     path = ".".join([alias, *prefix] if alias is not None and on_choice else prefix)
     under = compile_read(path, ctx.choice_alias)
-    field = under.field  # ``delta``: one field of the event, looked up in place
     depth = len(prefix)
     keyed = tuple((chain[depth], op) for chain, op in zip(chains, ops, strict=True))
     by_key: dict[str, tuple[Run, ...]] = {}
@@ -591,7 +572,7 @@ def _keyed_under_common_prefix(
         by_key[key] = (*by_key.get(key, ()), op)
 
     def dispatch(asm: Assembly, ev: Any, ch: Any) -> None:
-        sub = ev.get(field) if field is not None else under(ev, ch)
+        sub = under(ev, ch)
         if sub.__class__ is not dict:
             return
         if len(sub) == 1:
@@ -715,8 +696,8 @@ def _call_place(
         pattern=pattern,
         list_fields=chains,
         where=compile_predicate(where) if where else None,
-        name=compile_get(spec["name"]),
-        id=compile_get(spec["id"]) if spec.get("id") else (lambda item: None),
+        name=compile_read(spec["name"]),
+        id=compile_read(spec["id"]) if spec.get("id") else (lambda item: None),
         args_fields=parse_chain(spec["args"]),
         args_form=spec.get("args_form", "string"),
         args_whole=spec.get("args_arrive", "fragments") == "whole",
