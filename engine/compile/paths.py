@@ -44,6 +44,7 @@ the prefix; a value that is no string, or does not start with the prefix, reads 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -137,6 +138,14 @@ def parse(path: str) -> tuple[Step, ...]:
             raise PathError("path ends with '.'", pos)
 
 
+@functools.lru_cache(maxsize=4096)
+def _parsed(path: str) -> tuple[Step, ...]:
+    """:func:`parse` once per path string: a load asks for the steps of one path in each of
+    its forms (the schema's check, the read or target compiled, its pattern, the validator's
+    flow checks), and the steps are immutable, so the first parse serves them all."""
+    return parse(path)
+
+
 def _bracket(inner: str, column: int) -> Step:
     if inner == "*":
         return Step("every", "*", column=column)
@@ -204,14 +213,14 @@ def old_form(path: Any, form: str = "read") -> str | None:
 def _reads(path: str) -> bool:
     """In the one language already, as a read (fields and ``[n]``)."""
     try:
-        return all(step.kind in ("field", "index") for step in parse(path))
+        return all(step.kind in ("field", "index") for step in _parsed(path))
     except PathError:
         return False
 
 
 def _parses(path: str) -> bool:
     try:
-        parse(path)
+        _parsed(path)
     except PathError:
         return False
     return True
@@ -242,7 +251,7 @@ def read_steps(path: str, form: str = "read") -> tuple[Step, ...]:
     """The steps of a read path string (fields and ``[n]``), the old forms named (``form``:
     ``read``, where a JMESPath may be written with its marker, or ``template``)."""
     try:
-        steps = parse(path)
+        steps = _parsed(path)
     except PathError as exc:
         raise _with_hint(exc, path, form) from None
     for step in steps:
@@ -269,7 +278,7 @@ def parse_chain(path: str) -> tuple[str, ...]:
     if _PLAIN.match(path):
         return tuple(path.split("."))
     try:
-        steps = parse(path)
+        steps = _parsed(path)
     except PathError as exc:
         raise PathError(
             f"expected a field chain such as function.arguments (fields joined by '.'): {exc}",
@@ -544,7 +553,7 @@ def parse_target(path: str, choice_alias: str | None = None) -> tuple[Segment, .
     """The target form: ``a.b[slot].c`` (or a pattern's ``a[*].b``) as segments; ``""`` is
     the message root. An index ``[n]`` names no item of a slotted list and is refused."""
     segments: list[Segment] = []
-    for step in parse(path):
+    for step in _parsed(path):
         if step.kind == "field":
             segments.append(Segment(field=step.text))
         elif step.kind == "every":
