@@ -92,9 +92,7 @@ class PathError(ValueError):
         hint: str | None = None,
     ) -> None:
         super().__init__(message)
-        self.column = column
-        self.in_slot = in_slot
-        self.hint = hint
+        self.column, self.in_slot, self.hint = column, in_slot, hint
 
 
 @dataclass(frozen=True)
@@ -317,14 +315,10 @@ def compile_read(path: str | dict[str, Any], choice_alias: str | None = None) ->
             return _chain(fields[1:], on_choice=True) if len(fields) > 1 else _the_choice
         return _chain(fields)
     steps = _walk_keys(path)
+    rest = steps[1:]
     if choice_alias is not None and steps[0] == choice_alias:
-        rest = steps[1:]
         return lambda ev, ch: _walk(ch, rest)
-
-    def walk(ev: Any, ch: Any = None) -> Any:
-        return _walk(ev, steps)
-
-    return walk
+    return lambda ev, ch=None: _walk(ev, steps)
 
 
 compile_get = compile_read
@@ -389,11 +383,7 @@ def _compile_jmespath(path: dict[str, Any], choice_alias: str | None) -> Callabl
         search = lambda obj: _without_nulls(expression.search(obj))  # noqa: E731
     if choice_alias is not None:
         return lambda ev, ch: search({**ev, choice_alias: ch} if ch is not None else ev)
-
-    def search_event(ev: Any, ch: Any = None) -> Any:
-        return search(ev)
-
-    return search_event
+    return lambda ev, ch=None: search(ev)
 
 
 def _without_nulls(value: Any) -> Any:
@@ -430,16 +420,11 @@ def _compile_constant(spec: dict[str, Any]) -> Callable[..., Any]:
 
 def _compile_strip_prefix(spec: dict[str, Any], choice_alias: str | None) -> Callable[..., Any]:
     """What follows ``strip_prefix`` in the string at ``path`` (absent when the value is no
-    string or does not start with it): one field read and a ``startswith``, no expression."""
-    extra = sorted(set(spec) - {"path", STRIP_PREFIX})
-    if extra:
-        raise PathError(f"a strip_prefix read takes path and strip_prefix, not {extra[0]!r}")
-    prefix, inner = spec.get(STRIP_PREFIX), spec.get("path")
-    if not isinstance(prefix, str) or not prefix:
-        raise PathError("strip_prefix: the prefix to take off is a non-empty string")
-    if not isinstance(inner, str):
-        raise PathError("strip_prefix: `path` is the read path of the string to take apart")
-    read = compile_read(inner, choice_alias)
+    string or does not start with it): one field read and a ``startswith``, no expression.
+    The schema (``$defs/strip_prefix_read``) holds it to its two keys, a non-empty prefix and
+    a read path, for a file and a dict alike (ExtractionStrategy asks a dict of it first)."""
+    prefix = spec[STRIP_PREFIX]
+    read = compile_read(spec["path"], choice_alias)
     size = len(prefix)
 
     def strip(ev: Any, ch: Any = None) -> Any:
@@ -490,9 +475,7 @@ def _chain(fields: list[str], on_choice: bool = False) -> Callable[..., Any]:
             a, b = fields
 
             def choice2(ev: Any, ch: Any) -> Any:
-                if ch.__class__ is not dict:
-                    return None
-                ch = ch.get(a)
+                ch = ch.get(a) if ch.__class__ is dict else None
                 return ch.get(b) if ch.__class__ is dict else None
 
             return choice2
@@ -509,9 +492,7 @@ def _chain(fields: list[str], on_choice: bool = False) -> Callable[..., Any]:
         a, b = fields
 
         def get2(obj: Any, _ch: Any = None) -> Any:
-            if obj.__class__ is not dict:
-                return None
-            obj = obj.get(a)
+            obj = obj.get(a) if obj.__class__ is dict else None
             return obj.get(b) if obj.__class__ is dict else None
 
         return get2
@@ -519,12 +500,8 @@ def _chain(fields: list[str], on_choice: bool = False) -> Callable[..., Any]:
         a, b, c = fields
 
         def get3(obj: Any, _ch: Any = None) -> Any:
-            if obj.__class__ is not dict:
-                return None
-            obj = obj.get(a)
-            if obj.__class__ is not dict:
-                return None
-            obj = obj.get(b)
+            obj = obj.get(a) if obj.__class__ is dict else None
+            obj = obj.get(b) if obj.__class__ is dict else None
             return obj.get(c) if obj.__class__ is dict else None
 
         return get3
