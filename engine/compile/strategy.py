@@ -24,7 +24,7 @@ from .operations import OPERATIONS, Source, operation_rules
 from .ops import CompileContext, RuleProblem, Run, TextPlace, any_where
 from .paths import compile_read, is_plain, items_of, parse_chain, pattern_parts
 from .predicates import Predicate, compile_predicate
-from .results import CompiledSections, compile_sections
+from .results import CompiledSections, compile_sections, result_messages, tool_declarations
 from .schema import Pointed, in_template, schema_problems
 from .templates import TemplateError
 from .turn import TurnSpec, compile_turn
@@ -66,6 +66,10 @@ class CallsSpec:
     # TOOL_CALL_RESULT), so no call here is the client's before the wire's DONE: the items
     # are tracked then, those answered by then never (engine.model.assembly, ``held``).
     held: bool = False
+
+    def is_cut(self, item: dict[str, Any]) -> bool:
+        """Does the whole message mark this call item as cut short (``cut_when``)?"""
+        return self.cut_when is not None and self.cut_when(item)
 
     @property
     def free_form(self) -> bool:
@@ -158,7 +162,6 @@ class Spec:
     initial_message: dict[str, Any]
     calls: CallsSpec | None  # the first place of the calls (``calls`` itself)
     text: TextSpec | None
-    leaks_into_text: bool
     sentinels: frozenset[str]
     # Stop reasons that mean a length limit cut the output: at such a DONE, open items are cut
     # (``finish_reasons.length``).
@@ -215,8 +218,7 @@ class Program:
         # rejects runs no rule and is counted with the events no rule handles. Without it a
         # wire with no discriminator would hand any chunk to its ``every`` rules, and another
         # wire's event would go through them without a trace.
-        accept = events.get("accept")
-        self.accept = compile_predicate(accept) if accept else None
+        self.accept = _predicate(events, "accept")
         self.after_done = self._compile_after_done(events, problems)
 
     def _compile_after_done(
@@ -605,7 +607,7 @@ def _reasoning_places(spec: Any) -> tuple[TextPlace, ...]:
     return tuple(
         TextPlace(
             pattern=paths.pattern(place["at"]),
-            where=compile_predicate(place["where"]) if place.get("where") else None,
+            where=_predicate(place, "where"),
         )
         for place in places
     )
@@ -701,7 +703,7 @@ def _call_place(
         args_fields=parse_chain(spec["args"]),
         args_form=spec.get("args_form", "string"),
         args_whole=spec.get("args_arrive", "fragments") == "whole",
-        cut_when=compile_predicate(spec["cut_when"]) if spec.get("cut_when") else None,
+        cut_when=_predicate(spec, "cut_when"),
         single=single,
         held=bool(answered and answered.get("later")),
     )
@@ -769,10 +771,8 @@ class ExtractionStrategy:
             text = TextSpec(
                 pattern=pattern,
                 list_fields=chains + (tail,),
-                where=compile_predicate(text_spec["where"]) if text_spec.get("where") else None,
-                part_where=compile_predicate(parts_spec["where"])
-                if parts_spec and parts_spec.get("where")
-                else None,
+                where=_predicate(text_spec, "where"),
+                part_where=_predicate(parts_spec, "where"),
                 part_field=parts_spec["field"] if parts_spec else None,
             )
         reasoning = _reasoning_places(descriptor.get("reasoning"))
@@ -795,14 +795,13 @@ class ExtractionStrategy:
             initial_message=descriptor.get("message", {}) or {},
             calls=calls,
             text=text,
-            leaks_into_text=bool(descriptor.get("leaks_into_text", False)),
             sentinels=frozenset(descriptor.get("done_sentinels", ())),
             length_stops=turn.length_stops,
             reasoning=reasoning,
             turn=turn,
             places=tuple(places),
         )
-        self.leaks_into_text = self.spec.leaks_into_text
+        self.leaks_into_text = bool(descriptor.get("leaks_into_text", False))
         self.is_wire = "events" in descriptor
         before = len(problems.found)
         self.program = Program(events, ctx, problems)
@@ -817,12 +816,8 @@ class ExtractionStrategy:
         self._reasoning_read = _message_reader(reasoning)
         recognize = descriptor.get("recognize", {})
         self._recognize_chunk = compile_predicate(recognize["chunk"])
-        self._recognize_message = (
-            compile_predicate(recognize["message"]) if recognize.get("message") else None
-        )
-        self._recognize_error = (
-            compile_predicate(recognize["error"]) if recognize.get("error") else None
-        )
+        self._recognize_message = _predicate(recognize, "message")
+        self._recognize_error = _predicate(recognize, "error")
 
     def __repr__(self) -> str:
         return f"<ExtractionStrategy {self.name}>"
@@ -880,18 +875,16 @@ class ExtractionStrategy:
         object wire) instead of its raw text, which the API would refuse (an object wire's
         ``input`` must be an object). Its error result says what was wrong; the message
         itself is unchanged. Without such a call, ``message`` itself."""
-        if not self.spec.places or not self.incomplete_calls(message):
+        if not self.incomplete_calls(message):
             return message
         copy = json.loads(json.dumps(message))  # plain JSON: the assembled message is
         for calls, _, item in self._call_items(copy):
-            if calls.free_form:
-                continue  # free-form text is never refused
-            empty: Any = "{}" if calls.args_form == "string" else {}
             raw = dig(item, calls.args_fields)
-            if raw is not None and parse_arguments(raw, calls.args_form) is None:
-                parent = dig(item, calls.args_fields[:-1]) if calls.args_fields[:-1] else item
-                if isinstance(parent, dict):
-                    parent[calls.args_fields[-1]] = empty
+            if calls.free_form or raw is None or parse_arguments(raw, calls.args_form) is not None:
+                continue  # free-form text is never refused
+            parent = dig(item, calls.args_fields[:-1])
+            if isinstance(parent, dict):
+                parent[calls.args_fields[-1]] = "{}" if calls.args_form == "string" else {}
         return copy
 
     def free_form_ids(self, message: Any) -> list[Any]:
@@ -913,21 +906,13 @@ class ExtractionStrategy:
     def extract(self, message: Any) -> list[ExtractedCall]:
         out: list[ExtractedCall] = []
         for calls, _, item in self._call_items(message):
-            if calls.cut_when is not None and calls.cut_when(item):
+            if calls.is_cut(item):
                 continue  # cut short: incomplete_calls() reports it
-            name = calls.name(item)
-            raw = dig(item, calls.args_fields)
-            args = calls.arguments_of(item)
+            name, args = calls.name(item), calls.arguments_of(item)
             if isinstance(name, str) and name and args is not None:
                 # The message's own object is copied: a client may edit what it was handed.
-                out.append(
-                    ExtractedCall(
-                        name,
-                        copy_json(args) if args is raw else args,
-                        calls.id(item),
-                        free_form=calls.free_form,
-                    )
-                )
+                args = copy_json(args) if args is dig(item, calls.args_fields) else args
+                out.append(ExtractedCall(name, args, calls.id(item), free_form=calls.free_form))
         return out
 
     def incomplete_calls(self, message: Any) -> list[CallIncomplete]:
@@ -939,14 +924,11 @@ class ExtractionStrategy:
         arguments are not among them: there is nothing that failed to parse."""
         out = []
         for calls, slot, item in self._call_items(message):
-            if calls.free_form and not (calls.cut_when is not None and calls.cut_when(item)):
-                continue  # free-form text: whole in a whole message, never invalid
-            raw = dig(item, calls.args_fields)
-            cut = calls.cut_when is not None and calls.cut_when(item)
-            if not cut and (raw is None or parse_arguments(raw, calls.args_form) is not None):
+            raw, cut = dig(item, calls.args_fields), calls.is_cut(item)
+            # free-form text is whole in a whole message, never invalid
+            if not cut and (calls.free_form or raw is None or calls.arguments_of(item) is not None):
                 continue
-            if raw is None:
-                raw = ""
+            raw = "" if raw is None else raw
             name, call_id = calls.name(item), calls.id(item)
             reason, cause = ("cut", None) if cut else _never_parsed(raw, calls.args_form)
             out.append(
@@ -966,7 +948,7 @@ class ExtractionStrategy:
         if text is None or not isinstance(message, dict):
             return ""
         *chains, tail = text.list_fields
-        items = _walk(message, tuple(chains)) if chains else [message]
+        items = [item for _, item in _walk_at(message, tuple(chains))]
         pieces = []
         for item in items:
             if chains and text.where is not None and not text.where(item):
@@ -994,14 +976,10 @@ class ExtractionStrategy:
     def result_messages(self, message: Any, records: list[Any]) -> list[dict[str, Any]]:
         """The native history for these calls: the assistant turn and the results, keyed by
         call id, as the descriptor's ``results`` section declares them."""
-        from .results import result_messages
-
         return result_messages(self, message, records)
 
     def tool_declarations(self, tools: list[Any]) -> Any:
         """The wire's request fragment declaring these tools (``declarations`` section)."""
-        from .results import tool_declarations
-
         return tool_declarations(self, tools)
 
     # -- streams -------------------------------------------------------------------------------
@@ -1064,6 +1042,12 @@ class ExtractionStrategy:
         return message
 
 
+def _predicate(section: dict[str, Any] | None, key: str) -> Predicate | None:
+    """The predicate a section declares at ``key``, None when it (or the section) has none."""
+    spec = section.get(key) if section else None
+    return compile_predicate(spec) if spec else None
+
+
 def _of_a_dict(pointer: str, message: str, rule: str) -> bool:
     """A schema problem that refuses a descriptor given as a dict: any but a top-level key
     it lacks (a dict need not carry a file's header, ``title``, ``docs``, nor every section)
@@ -1121,10 +1105,6 @@ def _never_parsed(raw: Any, form: str) -> tuple[str, str | None]:
     if reason is None or reason == "cut":
         return "cut", None
     return reason, stream.invalid_cause()
-
-
-def _walk(message: dict[str, Any], chains: tuple[tuple[str, ...], ...]) -> list[dict[str, Any]]:
-    return [item for _, item in _walk_at(message, chains)]
 
 
 def _walk_at(message: Any, chains: tuple[tuple[str, ...], ...]) -> list[tuple[Any, dict[str, Any]]]:
