@@ -253,30 +253,24 @@ class Program:
                     problems.add(pointer, f"after_done: {exc}")
         if not names and not tests:
             return None
-        frozen = frozenset(names)
+        return lambda chunk, name: name in names or any(test(chunk) for test in tests)
 
-        def follows(chunk: Any, name: str | None) -> bool:
-            return (bool(frozen) and name in frozen) or any(test(chunk) for test in tests)
-
-        return follows
-
-    def _payload(self, chunk: dict[str, Any]) -> Any:
-        """What the rules of ``chunk`` read, as :meth:`apply` finds it: the chunk, or the
-        value of its one key on a wrapped wire (``{"<event name>": {...}}``). Cold."""
-        discriminator = self.discriminator
-        if discriminator is None or not self.wrapped or len(chunk) != 1:
-            return chunk
-        if discriminator(chunk) is not None:
-            return chunk
-        (payload,) = chunk.values()
-        return payload
+    def _named(self, chunk: dict[str, Any]) -> tuple[Any, Any]:
+        """The event's name (None on a wire without event names) and what its rules read, as
+        :meth:`apply` finds them: the chunk, or the value of its one key on a wrapped wire
+        (``{"<event name>": {...}}``). Cold: apply reads them in place."""
+        name = None if self.discriminator is None else self.discriminator(chunk)
+        if name is None and self.wrapped and len(chunk) == 1:
+            ((name, payload),) = chunk.items()
+            return name, payload
+        return name, chunk
 
     def of_another_choice(self, chunk: Any, choice: int) -> bool:
         """Is this an event of another choice than ``choice`` (an n>1 stream): its choice
         list holds entries and none is ``choice``? Cold: asked only after the DONE."""
         if self.choice_list is None or chunk.__class__ is not dict:
             return False
-        payload = self._payload(chunk)
+        payload = self._named(chunk)[1]
         if payload.__class__ is not dict:
             return False
         entries = self.choice_list(payload)
@@ -296,11 +290,7 @@ class Program:
     def event_name(self, chunk: Any) -> str | None:
         """The event's name as the discriminator reads it (``content_block_delta``), None on a
         wire without event names. Cold: it names a skipped event, never runs per chunk."""
-        if self.discriminator is None or chunk.__class__ is not dict:
-            return None
-        name = self.discriminator(chunk)
-        if name is None and self.wrapped and len(chunk) == 1:
-            (name,) = chunk
+        name = self._named(chunk)[0] if chunk.__class__ is dict else None
         return None if name is None else str(name)
 
     def apply(self, asm: Assembly, chunk: dict[str, Any], choice: int) -> None:
