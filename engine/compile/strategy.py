@@ -96,22 +96,19 @@ class CallsSpec:
         where = self.where
         return [(slot, item) for slot, item in found if where is None or where(item)]
 
-    def install_args(self, item: dict[str, Any], tracker: Any = None) -> ArgsStream:
+    def install_args(self, item: dict[str, Any], tracker: Any) -> ArgsStream:
         """Put an :class:`ArgsStream` at the item's args field, seeded with what is there;
         ``tracker`` (the assembly tracking the call, see ArgsStream.tracker) is set before
         the seed, which may already carry more than the call's first JSON value. Its writes
         go to the tracker's journal (engine.model.journal)."""
-        journal = tracker.journal if tracker is not None else []
-        key = self.args_fields[-1]
+        journal, key = tracker.journal, self.args_fields[-1]
         parent = make_way(item, self.args_fields[:-1], journal)
         current = parent.get(key)
         if current.__class__ is ArgsStream:  # the item's first entry brought arguments
-            if self.args_form == "text" and current.text_key is None:
-                # made before the item was known as a free-form call: its text read again
-                current = new_args_stream("text", current.text, text_key=key)
-                put(journal, parent, key, current)
-            put_attr(journal, current, "tracker", tracker)
-            return current
+            if self.args_form != "text" or current.text_key is not None:
+                put_attr(journal, current, "tracker", tracker)
+                return current
+            current = current.text  # made before the item was known as a free-form call
         stream = new_args_stream(self.args_form, current, tracker, self.args_whole, key)
         put(journal, parent, key, stream)
         return stream
@@ -129,8 +126,6 @@ def new_args_stream(
     there; arguments that arrive ``whole`` set whole (absent: a call without arguments); an
     object-form start's object kept as its ``initial``; text fed; a value set whole.
     ``tracker`` (see ArgsStream.tracker) is set before the seed."""
-    if current.__class__ is ArgsStream:
-        return current
     keep = not whole and form == "object" and current.__class__ is not str
     stream = ArgsStream(form, initial=current if keep else None, text_key=text_key)
     stream.tracker = tracker
@@ -1069,10 +1064,8 @@ def parse_arguments(raw: Any, form: str = "string") -> dict[str, Any] | None:
         if not raw.strip():
             return {} if raw == "" and form == "string" else None
         text = raw.lstrip(" \t\n\r")
-        if form != "string" or not text.startswith("{"):
-            text = raw  # (never a call; json.loads says so)
-        try:
-            raw = json.loads(text) if text is raw else first_value(text)
+        try:  # anything but an object's text on a string wire is never a call: loads says so
+            raw = first_value(text) if form == "string" and text[:1] == "{" else json.loads(raw)
         except (ValueError, RecursionError):  # RecursionError: deeper than the parser reads
             return None
     if isinstance(raw, dict) and not nests_deeper(raw, MAX_DEPTH):
