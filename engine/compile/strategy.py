@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from os.path import commonprefix
 from typing import Any, NamedTuple
 
 from ..errors import DescriptorError, Problem, escape
@@ -348,22 +349,22 @@ class SubTable:
         self, spec: dict[str, Any], ctx: CompileContext, problems: Problems, base: str
     ) -> None:
         self.discriminator = compile_read(spec["discriminator"])
-        table = {
-            k: tuple(compile_ops(v, ctx, problems, f"{base}/on/{escape(k)}"))
-            for k, v in spec["on"].items()
-        }
-        self.table = _with_patterns(table, problems, f"{base}/on")
+        self.table = _compile_table(spec["on"], ctx, problems, f"{base}/on")
 
 
-def _compile_table(on: dict[str, Any], ctx: CompileContext, problems: Problems) -> dict[str, Any]:
+def _compile_table(
+    on: dict[str, Any], ctx: CompileContext, problems: Problems, base: str = "/events/on"
+) -> dict[str, Any]:
+    """A rule table (at ``base``): each name's rules, or a :class:`SubTable` (whose own
+    table, the schema's ``sub_table``, holds rules only)."""
     table: dict[str, Any] = {}
     for name, rules in on.items():
-        base = f"/events/on/{escape(name)}"
+        at = f"{base}/{escape(name)}"
         if isinstance(rules, dict):
-            table[name] = SubTable(rules, ctx, problems, base)
+            table[name] = SubTable(rules, ctx, problems, at)
         else:
-            table[name] = tuple(compile_ops(rules or [], ctx, problems, base))
-    return _with_patterns(table, problems, "/events/on")
+            table[name] = tuple(compile_ops(rules or [], ctx, problems, at))
+    return _with_patterns(table, problems, base)
 
 
 WILDCARD = "*"
@@ -499,20 +500,16 @@ def by_source_key(rules: list[Rule], ctx: CompileContext) -> list[Run]:
     the declared order always holds.
     """
     ops = [rule.run for rule in rules]
-    sources = [rule.source for rule in rules]
-    if len(ops) < 2 or not all(s and s.path and is_plain(s.path) for s in sources):
+    sources = [r.source for r in rules if r.source and r.source.path and is_plain(r.source.path)]
+    if len(ops) < 2 or len(sources) < len(ops):
         return ops
-    alias = ctx.choice_alias
     rooted = []  # (reads the choice, field chain under that root)
     for source in sources:
-        assert source is not None  # every source is a plain path (checked above)
-        chain = source.path.split(".")
-        on_choice = alias is not None and chain[0] == alias
-        if on_choice:
-            chain = chain[1:]
-        if not chain:
-            return ops
-        rooted.append((on_choice, chain))
+        chain = parse_chain(source.path)
+        on_choice = chain[0] == ctx.choice_alias
+        rooted.append((on_choice, chain[1:] if on_choice else chain))
+    if not all(chain for _, chain in rooted):
+        return ops
     if len({on_choice for on_choice, _ in rooted}) == 1:
         keyed = _keyed_under_common_prefix(ops, rooted, ctx)
         if keyed is not None:
@@ -521,7 +518,6 @@ def by_source_key(rules: list[Rule], ctx: CompileContext) -> list[Run]:
     entries = tuple(
         (on_choice, chain[0], len(chain) == 1 and source.must_be_true, op)
         for (on_choice, chain), source, op in zip(rooted, sources, ops, strict=True)
-        if source is not None
     )
 
     def present_only(asm: Assembly, ev: Any, ch: Any) -> None:
@@ -540,12 +536,7 @@ def _keyed_under_common_prefix(
     read of that object, then the rules of the key it holds."""
     on_choice = rooted[0][0]
     chains = [chain for _, chain in rooted]
-    prefix = chains[0][:-1]
-    for chain in chains[1:]:
-        common = 0
-        while common < min(len(prefix), len(chain) - 1) and prefix[common] == chain[common]:
-            common += 1
-        prefix = prefix[:common]
+    prefix = commonprefix([chain[:-1] for chain in chains])  # the object every source is in
     if not prefix:
         return None
     alias = ctx.choice_alias
