@@ -581,10 +581,7 @@ def _reasoning_places(spec: Any) -> tuple[TextPlace, ...]:
         return ()
     places = spec if isinstance(spec, list) else [spec]
     return tuple(
-        TextPlace(
-            pattern=paths.pattern(place["at"]),
-            where=_predicate(place, "where"),
-        )
+        TextPlace(pattern=paths.pattern(place["at"]), where=_predicate(place, "where"))
         for place in places
     )
 
@@ -626,13 +623,9 @@ def _message_reader(places: tuple[TextPlace, ...]) -> Callable[[dict[str, Any], 
     for place in places:
         wheres.setdefault(place.pattern, []).append(place.where)
     at = {pattern: any_where(found) for pattern, found in wheres.items()}
-    prefixes = set()
-    for pattern in at:
-        for i, char in enumerate(pattern):
-            if char in ".[":
-                prefixes.add(pattern[:i])
-                if char == "[":
-                    prefixes.add(pattern[: i + 3])
+    steps_of = [paths.parse_target(pattern) for pattern in at]
+    # the patterns the walk goes down: every step of a declared one but its last
+    prefixes = {paths.pattern_of(steps[:k]) for steps in steps_of for k in range(1, len(steps))}
 
     def visit(node: Any, item: Any, pattern: str, out: list[Any]) -> None:
         if isinstance(node, list):
@@ -731,14 +724,11 @@ class ExtractionStrategy:
         self.sections = _sections(descriptor, sections, problems)
         self.name: str = descriptor["name"]
         self.title: str = descriptor.get("title", self.name)
-        calls_spec = descriptor.get("calls")
-        calls = None
-        places: list[CallsSpec] = []
-        if calls_spec:
-            calls = _call_place(calls_spec, "/calls", problems, single_allowed=False)
-            places.append(calls)
-            for i, also in enumerate(calls_spec.get("also") or ()):
-                places.append(_call_place(also, f"/calls/also/{i}", problems, True))
+        calls_spec = descriptor.get("calls") or {}
+        places = [_call_place(calls_spec, "/calls", problems, False)] if calls_spec else []
+        for i, also in enumerate(calls_spec.get("also") or ()):
+            places.append(_call_place(also, f"/calls/also/{i}", problems, True))
+        calls = places[0] if places else None
         text_spec = descriptor.get("text")
         text = None
         if text_spec:
@@ -781,13 +771,11 @@ class ExtractionStrategy:
         self.is_wire = "events" in descriptor
         before = len(problems.found)
         self.program = Program(events, ctx, problems)
-        # What the rules stream is known only when every rule compiled.
-        rules_compiled = len(problems.found) == before
         # Nothing may follow the DONE (no ``events.after_done``): the DONE ends it all.
         self.nothing_follows = self.program.after_done is None
         self.at_end = tuple(ctx.at_end)
-        listed = isinstance(descriptor.get("reasoning"), list)
-        if rules_compiled:
+        if len(problems.found) == before:  # what the rules stream is known when all compiled
+            listed = isinstance(descriptor.get("reasoning"), list)
             _check_reasoning_streamed(reasoning, ctx, problems, listed)
         self._reasoning_read = _message_reader(reasoning)
         recognize = descriptor.get("recognize", {})
