@@ -306,8 +306,12 @@ class Program:
         if payload.__class__ is not dict:
             count(asm.journal, asm.unknown, str(name))
             return
-        choice_list = self.choice_list
-        ch = None if choice_list is None else self.choose(choice_list(payload), choice)
+        ch = None
+        if self.choice_list is not None:
+            entries = self.choice_list(payload)
+            ch = entries[0] if entries.__class__ is list and entries else None
+            if ch.__class__ is not dict or ch.get(self.choice_key, 0) != choice:
+                ch = self.choose(entries, choice)  # the usual choice, the first, is tested first
         if ch is None and self.accept is not None and not self.accept(chunk):
             # Not this wire's (a chunk that carries the followed choice always is: only the
             # others are asked, so the usual chunk pays one test).
@@ -316,7 +320,7 @@ class Program:
             return
         for op in self.every:
             op(asm, payload, ch)
-        if self.discriminator is None:
+        if discriminator is None:
             return
         try:
             rules = self.table.get(name)
