@@ -116,11 +116,7 @@ class CallsSpec:
 
 
 def new_args_stream(
-    form: str,
-    current: Any,
-    tracker: Any = None,
-    whole: bool = False,
-    text_key: str | None = None,
+    form: str, current: Any, tracker: Any = None, whole: bool = False, text_key: str | None = None
 ) -> ArgsStream:
     """The one maker of an argument stream, for what an item holds at its args field
     (``current``, None when nothing): free-form text (``text_key`` its field) fed what is
@@ -555,16 +551,14 @@ def _keyed_under_common_prefix(
 
     def dispatch(asm: Assembly, ev: Any, ch: Any) -> None:
         sub = under(ev, ch)
-        if sub.__class__ is not dict:
-            return
-        if len(sub) == 1:
+        if sub.__class__ is dict and len(sub) == 1:  # the usual event: one source present
             for key in sub:
                 for op in by_key.get(key, ()):
                     op(asm, ev, ch)
-            return
-        for key, op in keyed:  # several sources present: the declared order
-            if key in sub:
-                op(asm, ev, ch)
+        elif sub.__class__ is dict:
+            for key, op in keyed:  # several sources present: the declared order
+                if key in sub:
+                    op(asm, ev, ch)
 
     return dispatch
 
