@@ -415,23 +415,16 @@ def _with_patterns(table: dict[str, Any], problems: Problems, base: str) -> dict
     return PatternTable(table, patterns) if patterns else table
 
 
-class Problems:
-    """What compiling a descriptor refused, each at the JSON pointer of the value at fault.
+class Problems(list[tuple[str, str]]):
+    """What compiling a descriptor refused, each ``(pointer, message)`` at the JSON pointer
+    of the value at fault.
 
     One compile finds them all (a rule that does not compile leaves the others to compile);
     whoever asked for the strategy decides what they mean: the validator locates them in the
     YAML source, a direct ``ExtractionStrategy(data)`` raises the first."""
 
-    __slots__ = ("found",)
-
-    def __init__(self) -> None:
-        self.found: list[tuple[str, str]] = []
-
     def add(self, pointer: str, message: str) -> None:
-        self.found.append((pointer, message))
-
-    def __bool__(self) -> bool:
-        return bool(self.found)
+        self.append((pointer, message))
 
 
 class Rule(NamedTuple):
@@ -711,7 +704,7 @@ class ExtractionStrategy:
         self._compile(descriptor, source, found, sections)
         if problems is None and found:
             raise DescriptorError(
-                [Problem(file, 0, 0, at, message, "compile") for at, message in found.found]
+                [Problem(file, 0, 0, at, message, "compile") for at, message in found]
             )
 
     def _compile(
@@ -767,12 +760,12 @@ class ExtractionStrategy:
         )
         self.leaks_into_text = bool(descriptor.get("leaks_into_text", False))
         self.is_wire = "events" in descriptor
-        before = len(problems.found)
+        before = len(problems)
         self.program = Program(events, ctx, problems)
         # Nothing may follow the DONE (no ``events.after_done``): the DONE ends it all.
         self.nothing_follows = self.program.after_done is None
         self.at_end = tuple(ctx.at_end)
-        if len(problems.found) == before:  # what the rules stream is known when all compiled
+        if len(problems) == before:  # what the rules stream is known when all compiled
             listed = isinstance(descriptor.get("reasoning"), list)
             _check_reasoning_streamed(reasoning, ctx, problems, listed)
         self._reasoning_read = _message_reader(reasoning)
@@ -790,9 +783,8 @@ class ExtractionStrategy:
         """Is ``shape`` (one chunk, or a whole assembled message) of this wire?"""
         if not isinstance(shape, dict):
             return False
-        if self._recognize_chunk(shape):
-            return True
-        return self._recognize_message is not None and self._recognize_message(shape)
+        message = self._recognize_message
+        return self._recognize_chunk(shape) or (message is not None and message(shape))
 
     def recognizes_chunk(self, chunk: Any) -> bool:
         return isinstance(chunk, dict) and self._recognize_chunk(chunk)

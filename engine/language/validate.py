@@ -359,7 +359,7 @@ def _compile(
         return None, [where.at_value("", f"does not compile: {message}", "compile")]
     problems = [
         where.at_value(pointer, f"does not compile: {message}", "compile")
-        for pointer, message in found.found
+        for pointer, message in found
     ]
     return (None if problems else strategy), problems
 
