@@ -129,10 +129,8 @@ def new_args_stream(
     if current is None or keep:
         if whole:
             stream.set_whole({})
-    elif form == "text":
+    elif form == "text" or (current.__class__ is str and not whole):
         stream.feed(current if current.__class__ is str else dumps_any_depth(current))
-    elif current.__class__ is str and not whole:
-        stream.feed(current)
     else:
         stream.set_whole(current)
     return stream
@@ -643,12 +641,9 @@ def _call_place(
     """One place of the calls: ``calls`` itself (the items of a list), or one of
     ``calls.also``, which may also be a single object at a field chain (``single``)."""
     pattern, chains, tail = pattern_parts(spec["at"])
-    single: tuple[str, ...] = ()
-    if tail:
-        if single_allowed and not chains:
-            single = tail
-        else:
-            problems.add(f"{pointer}/at", "calls.at must end with [*]")
+    single = tail if single_allowed and not chains else ()
+    if tail and not single:
+        problems.add(f"{pointer}/at", "calls.at must end with [*]")
     where = spec.get("where")
     answered = spec.get("answered")
     if answered:  # the stream's own calls are no client's: never calls, however they end
