@@ -194,10 +194,13 @@ def old_form(path: Any, form: str = "read") -> str | None:
     - the templates' ``a.0.b`` (a segment of digits indexes a list) is ``a[0].b``;
     - a bare JMESPath read (``a || b``, ``[?x]``, ``a[*].b`` in a read) is
       ``{jmespath: "..."}`` where a read takes it."""
-    if not isinstance(path, str) or not path or _reads(path):
+    if not isinstance(path, str) or not path:
         return None
+    steps = _steps_or_none(path)
+    if steps is not None and all(step.kind in ("field", "index") for step in steps):
+        return None  # in the one language already, as a read
     rewritten = _DIGIT_FIELD.sub(lambda m: f"[{m.group(1)}]", path)
-    if rewritten != path and _parses(rewritten):
+    if rewritten != path and _steps_or_none(rewritten) is not None:
         return rewritten
     if form == "read":
         try:
@@ -208,20 +211,11 @@ def old_form(path: Any, form: str = "read") -> str | None:
     return None
 
 
-def _reads(path: str) -> bool:
-    """In the one language already, as a read (fields and ``[n]``)."""
+def _steps_or_none(path: str) -> tuple[Step, ...] | None:
     try:
-        return all(step.kind in ("field", "index") for step in _parsed(path))
+        return _parsed(path)
     except PathError:
-        return False
-
-
-def _parses(path: str) -> bool:
-    try:
-        _parsed(path)
-    except PathError:
-        return False
-    return True
+        return None
 
 
 def _quoted(text: str) -> str:
