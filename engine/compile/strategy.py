@@ -469,8 +469,7 @@ def compile_rule(name: str, raw: Any, ctx: CompileContext) -> Rule:
     entry = OPERATIONS[name]
     args = entry.arguments(raw)
     when_path = args.get("when")
-    if when_path is not None:  # a copy: the descriptor's own mapping is never changed
-        args = {k: v for k, v in args.items() if k != "when"}
+    args = {k: v for k, v in args.items() if k != "when"}  # the descriptor's is never changed
     op = entry.compile(args, ctx)
     opens = paths.pattern(args["at"], ctx.choice_alias) if entry.opens(args) else None
     if when_path is None:
