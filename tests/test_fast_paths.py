@@ -21,23 +21,16 @@ from engine.cli.resplit import every_character, resplit
 from engine.compile import paths
 from engine.compile.strategy import Program
 from engine.language.builtin_files import builtin_path
-from engine.model.fragments import Fragments, SlottedList
+from engine.model.fragments import Fragments, SlottedList, dig
 
 STREAMS = golden_streams()
 
 
 def _looped_chain(fields: list[str], on_choice: bool = False) -> Any:
-    """A chain read as a loop over its fields: what the specialised look-ups must equal."""
-
-    def read(ev: Any, ch: Any = None) -> Any:
-        obj = ch if on_choice else ev
-        for field in fields:
-            if not isinstance(obj, dict):
-                return None
-            obj = obj.get(field)
-        return obj
-
-    return read
+    """A chain read by the model's one loop over a field chain (``dig``): what the
+    specialised look-ups must equal."""
+    chain = tuple(fields)
+    return lambda ev, ch=None: dig(ch if on_choice else ev, chain)
 
 
 @functools.cache
