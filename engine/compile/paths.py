@@ -73,6 +73,7 @@ OMIT_NULL = "omit_null"  # {jmespath: E, omit_null: true}: the objects E builds 
 _FIELD = r"[A-Za-z_$][A-Za-z0-9_$-]*"
 _PLAIN = re.compile(rf"^{_FIELD}(\.{_FIELD})*$")
 _FIELD_AT = re.compile(_FIELD)
+_CHAIN_AT = re.compile(rf"{_FIELD}(\.{_FIELD})*")
 _FIELD_ONLY = re.compile(rf"^{_FIELD}$")
 _INDEX = re.compile(r"^[0-9]+$")
 
@@ -164,17 +165,11 @@ def _bracket(inner: str, column: int) -> Step:
 
 
 def _chain_stop(text: str) -> int:
-    """Where a field chain stops being one (``len(text)`` when it only ends badly)."""
-    pos, expect_field = 0, True
-    while pos < len(text):
-        m = _FIELD_AT.match(text, pos) if expect_field else None
-        if m is not None:
-            pos, expect_field = m.end(), False
-        elif not expect_field and text[pos] == ".":
-            pos, expect_field = pos + 1, True
-        else:
-            return pos
-    return pos
+    """Where a field chain stops being one (``len(text)`` when it only ends badly): past the
+    longest chain it starts with, and past a '.' that no field follows."""
+    m = _CHAIN_AT.match(text)
+    pos = m.end() if m else 0
+    return pos + 1 if m and text[pos : pos + 1] == "." else pos
 
 
 def _unexpected(path: str, pos: int, wanted: str) -> PathError:
