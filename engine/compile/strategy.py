@@ -896,9 +896,8 @@ class ExtractionStrategy:
         if text is None or not isinstance(message, dict):
             return ""
         *chains, tail = text.list_fields
-        items = [item for _, item in _walk_at(message, tuple(chains))]
         pieces = []
-        for item in items:
+        for _, item in _walk_at(message, tuple(chains)):
             if chains and text.where is not None and not text.where(item):
                 continue
             value = dig(item, tail)
