@@ -628,10 +628,10 @@ def _restate(
         restated = dig(value, args_fields)
         if not _is_empty(restated) and not _same_arguments(restated, track.args):
             return False
-        _merge_restated(asm, item, _without_chain(value, args_fields), None, ())
+        _merge_into(asm, item, _without_chain(value, args_fields), None, ())
         return True
     if value.__class__ is dict:
-        _merge_restated(asm, item, value, track, args_fields)
+        _merge_into(asm, item, value, track, args_fields)
     return True
 
 
@@ -656,32 +656,41 @@ def _same_arguments(restated: Any, args: ArgsStream) -> bool:
     return bool(restated == args.value)  # JSON values compared: a bool
 
 
-def _merge_restated(
+def _merge_into(
     asm: Assembly,
     node: dict[str, Any],
     value: dict[str, Any],
     track: Any,
     args_fields: tuple[str, ...],
+    final: bool = False,
 ) -> None:
+    """The one merger of a restated item into ``node``: a start sent again (``open``) or the
+    final item a ``close`` carries (``final``). The arguments at ``args_fields`` (with
+    ``track``) and any argument stream go through their stream (whole arguments replace
+    fragments); a shorter list never replaces streamed items. A restated start never erases
+    (an empty value, "", {}, [] or null, leaves what is there) and merges its objects in;
+    the final item's word is the last one, each field replaced (but along the arguments)."""
     for key, val in value.items():
         current = node.get(key)
         on_args = track is not None and bool(args_fields) and key == args_fields[0]
         if on_args and len(args_fields) == 1:
-            if not _is_empty(val) and track.args.replace(val):
+            if (final or not _is_empty(val)) and track.args.replace(val):
                 asm.calls_dirty = True
             continue
-        if _is_empty(val) and current is not None:
+        if not final and _is_empty(val) and current is not None:
             continue
-        if val.__class__ is dict and current.__class__ is dict:
-            _merge_restated(asm, current, val, track if on_args else None, args_fields[1:])
+        if val.__class__ is dict and current.__class__ is dict and (on_args or not final):
+            _merge_into(asm, current, val, track if on_args else None, args_fields[1:], final)
         elif current.__class__ is ArgsStream:
             if current.replace(val):
                 asm.calls_dirty = True
-        elif current.__class__ is SlottedList and val.__class__ is list:
-            if len(val) >= len(current):
-                put(asm.journal, node, key, ingest(val))
-        else:
+        elif not _shorter(val, current):  # never lose streamed items to a shorter restatement
             put(asm.journal, node, key, ingest(val))
+
+
+def _shorter(val: Any, current: Any) -> bool:
+    """A list restating a slotted list's items with fewer of them."""
+    return current.__class__ is SlottedList and val.__class__ is list and len(val) < len(current)
 
 
 def _is_empty(value: Any) -> bool:
@@ -693,18 +702,17 @@ def op_close(spec: dict[str, Any], ctx: CompileContext) -> Run:
     JSON text); with ``from``, first adopt the fields of the final item the event carries."""
     target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
     read = compile_read(spec["from"], ctx.choice_alias) if "from" in spec else None
-    args_fields = ctx.calls_args
 
     def close(asm: Assembly, ev: Any, ch: Any) -> None:
         item = target.locate_item(asm, ev, ch, read is not None)
         if item is None:
             report_unplaced(asm, "close", target, ev, ch)
             return
-        if read is not None:
-            final = read(ev, ch)
-            if final.__class__ is dict:
-                _adopt(asm, item, final, args_fields)
         track = asm.track_of.get(id(item))
+        restated = read(ev, ch) if read is not None else None
+        if restated.__class__ is dict:  # the arguments of the place it sits at
+            fields = track.place.args_fields if track is not None else ()
+            _merge_into(asm, item, restated, track, fields, final=True)
         if track is None and asm.deferring:  # opened by this event: closed once judged
             asm.deferred.append((None, item, None))
         streams = [track.args] if track is not None else list(_streams_in(item))
@@ -713,45 +721,6 @@ def op_close(spec: dict[str, Any], ctx: CompileContext) -> Run:
                 asm.calls_dirty = True
 
     return close
-
-
-def _adopt(
-    asm: Assembly, item: dict[str, Any], final: dict[str, Any], args_fields: tuple[str, ...]
-) -> None:
-    """Take the fields of a restated final item; the arguments go through their stream."""
-    track = asm.track_of.get(id(item))
-    if track is not None and track.place is not None:
-        args_fields = track.place.args_fields  # the arguments of the place it sits at
-    for key, val in final.items():
-        if track is not None and args_fields and key == args_fields[0]:
-            if len(args_fields) == 1:
-                if track.args.replace(val):
-                    asm.calls_dirty = True
-                continue
-            if val.__class__ is dict and args_fields[1] in val:
-                sub = item.get(key)
-                for k2, v2 in val.items():
-                    if k2 == args_fields[1]:
-                        if track.args.replace(v2):
-                            asm.calls_dirty = True
-                    elif sub.__class__ is dict:
-                        put(asm.journal, sub, k2, ingest(v2))
-                continue
-        current = item.get(key)
-        if current.__class__ in (Fragments, SlottedList, ArgsStream):
-            if current.__class__ is ArgsStream:
-                current.replace(val)
-                continue
-            # (Only a slotted list has a length to compare: a list restating streamed text
-            # replaces it below, as any other restated value does.)
-            shorter = (
-                current.__class__ is SlottedList
-                and val.__class__ is list
-                and len(val) < len(current)
-            )
-            if shorter:
-                continue  # never lose streamed items to a shorter restatement
-        put(asm.journal, item, key, ingest(val))
 
 
 def _streams_in(node: Any) -> Iterator[ArgsStream]:
