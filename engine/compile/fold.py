@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model.assembly import Assembly, append_text, ensure_slotted
-from ..model.fragments import Fragments, SlottedList, dig, grow, ingest, shown_value, slot_misfit
+from ..model.fragments import Fragments, SlottedList, dig, ingest, shown_value, slot_misfit
 from ..model.journal import put, put_attr
 from ..model.jsonscan import COMPLETE
 from ..model.parts import JoinRule, as_placed, join_parts, string_as_part
@@ -119,10 +119,9 @@ def op_fold(spec: dict[str, Any], ctx: CompileContext) -> Run:
     )
     order = ctx.list_order
 
-    one_field = read.field  # ``message``: one field of the event, looked up in place
 
     def run(asm: Assembly, ev: Any, ch: Any) -> None:
-        delta = ev.get(one_field) if one_field is not None else read(ev, ch)
+        delta = read(ev, ch)
         if delta.__class__ is not dict:
             return
         dest = asm.root if target is None else target.locate_item(asm, ev, ch, True)
@@ -172,10 +171,7 @@ def fold_delta(
                         _reason_part(asm, spec.reasoning_parts[key], value, spec.parts[key])
             elif value.__class__ is str:
                 if value:
-                    if current.__class__ is Fragments:  # the usual case: no call of ours
-                        grow(asm.journal, current, value)
-                    else:
-                        append_text(dest, key, value, asm.journal)
+                    append_text(dest, key, value, asm.journal)
                     if key == spec.display_key:
                         asm.display.append(value)
                     elif key in spec.reasoning_keys:

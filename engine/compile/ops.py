@@ -22,10 +22,8 @@ from typing import Any, cast
 
 from ..model.assembly import Assembly, append_text, ensure_slotted
 from ..model.fragments import (
-    Fragments,
     SlottedList,
     dig,
-    grow,
     ingest,
     make_way,
     shown_value,
@@ -166,7 +164,6 @@ class Target:
         "locate_item",
         "parent_of_field",
         "at_root",
-        "slot_field",
         "path",
         "scope",
         "continuing",
@@ -183,7 +180,6 @@ class Target:
     rel: tuple[str, ...]
     locate_item: Callable[[Assembly, Any, Any, bool], Any]
     parent_of_field: Callable[[dict[str, Any], list[Any]], dict[str, Any]]
-    slot_field: str | None
 
     def __init__(
         self, path: str, ctx: CompileContext, scope: str | None = None, continuing: bool = False
@@ -216,11 +212,6 @@ class Target:
         self.parent_of_field = _itself if len(self.rel) <= 1 else self._walk_rel
         # ``role``: the field's parent is the message itself, with no walk at all.
         self.at_root = not slots and len(self.rel) == 1
-        # The first SLOT's reader's fast path: one field of the event (``index``) is looked up
-        # in place of the call (a scoped SLOT's reader has none).
-        first_slot = self.segments[slots[0]].slot if slots else None
-        scoped_first = scope is not None and len(slots) == 1
-        self.slot_field = None if scoped_first else getattr(first_slot, "field", None)
         self.last_slot = slots[-1] if slots else -1
         if continuing:
             if not slots:
@@ -293,9 +284,7 @@ class Target:
 
     def _one_slot(self, asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
         """``field[slot]...``: the item of the slotted list at the root's ``field``."""
-        field = self.slot_field
-        slot = ev.get(field) if field is not None else self.segments[1].slot(ev, ch)
-        return self._item(asm, asm.root, 0, slot, create)
+        return self._item(asm, asm.root, 0, self.segments[1].slot(ev, ch), create)
 
     def _two_slots(self, asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
         """``field[slot].field[slot]...`` (Responses' ``output[i].content[j]``): the item of
@@ -456,17 +445,10 @@ def op_set(spec: dict[str, Any], ctx: CompileContext) -> Run:
         return _open(target, read, ctx, "set")
     last = target.rel[-1]
 
-    def set_field(asm: Assembly, ev: Any, ch: Any) -> None:
-        value = read(ev, ch)
-        if value is None:
-            return
-        item = target.locate_item(asm, ev, ch, True)
-        if item is not None:
-            put(asm.journal, target.parent_of_field(item, asm.journal), last, ingest(value))
-        else:
-            report_unplaced(asm, "set", target, ev, ch)
+    def set_field(asm: Assembly, item: dict[str, Any], value: Any) -> None:
+        put(asm.journal, target.parent_of_field(item, asm.journal), last, ingest(value))
 
-    return set_field
+    return _into_item("set", read, target, set_field)
 
 
 def op_set_once(spec: dict[str, Any], ctx: CompileContext) -> Run:
@@ -758,11 +740,7 @@ def op_append(spec: dict[str, Any], ctx: CompileContext) -> Run:
             report_unplaced(asm, "append", target, ev, ch)
             return
         parent = item if shallow else target.parent_of_field(item, asm.journal)
-        current = parent.get(last)
-        if current.__class__ is Fragments:  # the usual case: no call of ours
-            grow(asm.journal, current, piece)
-        else:
-            append_text(parent, last, piece, asm.journal)
+        append_text(parent, last, piece, asm.journal)
         if display and (text_where is None or text_where(item)):
             asm.display.append(piece)
         elif reasoning and (reasoning_where is None or reasoning_where(item)):
@@ -771,11 +749,10 @@ def op_append(spec: dict[str, Any], ctx: CompileContext) -> Run:
     return append
 
 
-def _into_item(op: str, spec: dict[str, Any], ctx: CompileContext, target: Target, act: Act) -> Run:
+def _into_item(op: str, read: Reader, target: Target, act: Act) -> Run:
     """The shape of an operation that puts what the event carries into the item at ``at``:
     read ``from`` (absent: nothing to do), find or open the item (none: the event is listed
     as unplaced), then ``act(assembly, item, value)``."""
-    read = compile_read(spec["from"], ctx.choice_alias)
 
     def into_item(asm: Assembly, ev: Any, ch: Any) -> None:
         value = read(ev, ch)
@@ -812,7 +789,7 @@ def _into_args(
         if take(asm.args_of(item, rel), value):
             asm.calls_dirty = True
 
-    return _into_item(op, spec, ctx, target, into_args)
+    return _into_item(op, compile_read(spec["from"], ctx.choice_alias), target, into_args)
 
 
 def op_push(spec: dict[str, Any], ctx: CompileContext) -> Run:
@@ -855,7 +832,7 @@ def op_push(spec: dict[str, Any], ctx: CompileContext) -> Run:
                 "the value is not added"
             )
 
-    return _into_item("push", spec, ctx, target, push)
+    return _into_item("push", compile_read(spec["from"], ctx.choice_alias), target, push)
 
 
 # --- turn-level fields, DONE, errors ------------------------------------------------------
