@@ -19,6 +19,11 @@ the rules by an operation's name:
   ``args-unwritten`` check), and ``opens`` / ``slot_keyed``: how it addresses an item by its
   slot key (the ``slot-key`` check).
 
+When a rule compiles, its entry reads these once from its arguments into the rule's
+:class:`Facts`, which the compiled strategy keeps (``rule_facts``): the dispatcher, the
+validator's flow checks and ``streamed_fields`` / ``done_fields`` read them, never the rules'
+YAML again.
+
 The table is built here, from the operations' own modules (:mod:`engine.compile.ops`,
 :mod:`engine.compile.fold`, :mod:`engine.compile.extend_op`); importing an operation's module
 registers nothing.
@@ -50,7 +55,7 @@ from .ops import (
     op_stop_reason,
     op_usage,
 )
-from .paths import items_of, parse_chain, parse_target, pattern
+from .paths import items_of, parse_chain, parse_target, pattern, pattern_of
 
 
 class Source(NamedTuple):
@@ -81,6 +86,24 @@ def _no(args: dict[str, Any]) -> bool:
     return False
 
 
+class Facts(NamedTuple):
+    """A rule's facts, read once from its arguments when it compiles and carried beside its
+    effect (``CompileContext.facts``, then ``ExtractionStrategy.rule_facts``): what the
+    dispatcher, the validator's flow checks and the re-split tools know of a rule, so that
+    none of them walks the descriptor's rules again."""
+
+    name: str  # its operation
+    pointer: str  # the JSON pointer of its operation in the descriptor
+    source: Source | None  # the read path without which it does nothing (guarded: ``when``)
+    streamed: tuple[Streamed, ...]  # the event fields whose strings it concatenates
+    ends: tuple[str, ...]  # the event fields whose value makes the event the wire's DONE
+    writes_args: tuple[str, ...]  # the patterns of call arguments it writes
+    opens: str | None  # the pattern of the item it opens (None: it opens none)
+    at: str | None  # the target it addresses an item by slot key with (None: it does not)
+    scope: Any  # its ``scope``
+    slot_key: tuple[str, str] | None  # (the list's pattern, the slot path) at ``at``'s last slot
+
+
 @dataclass(frozen=True)
 class Operation:
     """One operation of the language: what it takes, what it reads, what it does."""
@@ -101,6 +124,34 @@ class Operation:
     def schema(self) -> str:
         """Its fragment of the descriptor schema."""
         return f"#/$defs/op_{self.name}"
+
+    def facts(self, args: dict[str, Any], ctx: CompileContext, pointer: str) -> Facts:
+        """The facts of a rule of this operation with the arguments ``args`` (``when``, its
+        guard, among them), recorded in ``ctx.facts`` before it compiles: a rule that then
+        fails to compile is still seen by the flow checks, which may say why."""
+        at, when = args.get("at"), args.get("when")
+        keyed = at if self.slot_keyed and isinstance(at, str) else None
+        slot_key = None
+        if keyed is not None:
+            segments = parse_target(keyed)
+            slots = [i for i, seg in enumerate(segments) if seg.field is None]
+            if slots:
+                last = slots[-1]
+                slot_key = (pattern_of(segments[: last + 1]), segments[last].slot_path or "")
+        facts = Facts(
+            self.name,
+            pointer,
+            Source(when, True) if when is not None else self.source(args),
+            self.streamed(args),
+            self.ends(args),
+            self.writes_args(args),
+            pattern(at, ctx.choice_alias) if self.opens(args) else None,
+            keyed,
+            args.get("scope"),
+            slot_key,
+        )
+        ctx.facts.append(facts)
+        return facts
 
 
 # -- what each operation declares ------------------------------------------------------------
@@ -299,17 +350,3 @@ def rule_lists(events: Any) -> Iterator[tuple[str, list[Any]]]:
             for sub, sub_rules in rules["on"].items():
                 if isinstance(sub_rules, list):
                     yield f"{base}/on/{escape(sub)}", sub_rules
-
-
-def operation_rules(events: Any) -> Iterator[tuple[str, str, dict[str, Any]]]:
-    """Every rule of a known operation: the pointer of its operation (of the entry, for a bare
-    name), the name, and its arguments in the entry's one mapping shape."""
-    for base, rules in rule_lists(events):
-        for i, rule in enumerate(rules):
-            if isinstance(rule, str) and rule in OPERATIONS:
-                yield f"{base}/{i}", rule, OPERATIONS[rule].arguments(None)
-            elif isinstance(rule, dict) and len(rule) == 1:
-                ((name, raw),) = rule.items()
-                if name in OPERATIONS:
-                    pointer = f"{base}/{i}/{escape(name)}"
-                    yield pointer, name, OPERATIONS[name].arguments(raw)

@@ -78,6 +78,9 @@ class CompileContext:
     # What ends with the stream: each operation that keeps state open across events adds
     # the function that closes it, ``end(assembly, cut)`` (see ``ExtractionStrategy.at_end``).
     at_end: list[Any] = dataclass_field(default_factory=list)
+    # The facts of every rule compiled, in order (``operations.Facts``), as the table reads
+    # them from the rule's arguments: the validator's flow checks and the re-split read them.
+    facts: list[Any] = dataclass_field(default_factory=list)
 
 
 @dataclass(frozen=True)
