@@ -36,7 +36,6 @@ from .ops import (
     RuleProblem,
     Run,
     Target,
-    fragments_reader,
     reasoning_inside,
 )
 from .paths import compile_read, items_of
@@ -60,9 +59,10 @@ class Continuation:
 
 
 def _continuation(spec: dict[str, Any] | None) -> Continuation | None:
-    """The declared shape, read as the schema requires it: every field name the op needs is
-    the descriptor's (formats/gemini.yaml names Gemini's), none is a default here. Only
-    ``null_value`` is optional: without it, no value field means null."""
+    """The declared shape, read as the schema requires it (its keys are the fields): every
+    field name the op needs is the descriptor's (formats/gemini.yaml names Gemini's), none
+    is a default here. Only ``null_value`` is optional: without it, no value field means
+    null."""
     if not spec:
         return None
     if spec["text_value"] not in spec["values"]:
@@ -72,17 +72,7 @@ def _continuation(spec: dict[str, Any] | None) -> Continuation | None:
             f"({', '.join(map(str, spec['values']))}): the value field whose pieces concatenate "
             "must be one a piece is read from",
         )
-    return Continuation(
-        field=spec["field"],
-        flag=spec["flag"],
-        pieces=spec["pieces"],
-        path=spec["path"],
-        values=tuple(spec["values"]),
-        text_value=spec["text_value"],
-        args=spec["args"],
-        opens=spec["opens"],
-        null_value=spec.get("null_value"),
-    )
+    return Continuation(**{"null_value": None, **spec, "values": tuple(spec["values"])})
 
 
 def op_extend(spec: dict[str, Any], ctx: CompileContext) -> Run:
@@ -91,11 +81,11 @@ def op_extend(spec: dict[str, Any], ctx: CompileContext) -> Run:
     rule = JoinRule.from_spec(spec["join"], spec["at"]) if spec.get("join") else None
     pattern = items_of(target.pattern)
     cont = _continuation(spec.get("continuation"))
-    display_where = _display_where(ctx, target)
+    display = _display_where(ctx, target)
     at_root = target.at_root
     last = target.rel[-1]
     text_where = ctx.text_where  # which parts' text is display text (None: all)
-    reasoning = _reasoning_readers(ctx, target)
+    reasoning = reasoning_inside(ctx, target.pattern)  # inside a part: Gemini's thought text
     if cont is not None and finish_open_parts not in ctx.at_end:
         ctx.at_end.append(finish_open_parts)  # calls still open over parts close at the end
 
@@ -113,8 +103,7 @@ def op_extend(spec: dict[str, Any], ctx: CompileContext) -> Run:
             parts = put(asm.journal, parent, last, [])
         for part in incoming:
             if part.__class__ is not dict:
-                trim(asm.journal, parts)
-                parts.append(ingest(part))
+                _append(asm, parts, ingest(part), None)
                 continue
             if cont is not None:
                 call = part.get(cont.field)
@@ -126,77 +115,56 @@ def op_extend(spec: dict[str, Any], ctx: CompileContext) -> Run:
                 if call.__class__ is dict and call.get(cont.flag):
                     _open(asm, parts, part, call, cont, pattern)
                     continue
-            _take(asm, parts, part, rule, pattern, display_where, text_where, reasoning)
+            take(asm, parts, part)
+
+    def take(asm: Assembly, parts: list[Any], part: dict[str, Any]) -> None:
+        """A whole part: appended (or joined to the part before), its text shown."""
+        if rule is None:
+            stored = _append(asm, parts, ingest(part), pattern)
+        else:
+            before = len(parts)
+            stored = join_one(asm.journal, parts, part, rule)
+            if len(parts) > before:
+                asm.item_added(pattern, stored, before)
+        if display:
+            piece = part.get(display)
+            if piece.__class__ is str and piece and (text_where is None or text_where(stored)):
+                asm.display.append(piece)
+                return
+        for read_reasoning in reasoning:  # never display text: a display piece returned above
+            read_reasoning(part, asm.reasoning)
 
     return extend
 
 
 def _display_where(ctx: CompileContext, target: Target) -> str | None:
+    """The field of an incoming part that is display text (``text``), if the parts are."""
     if ctx.text_pattern is None or not ctx.text_pattern.startswith(f"{target.pattern}[*]."):
         return None
-    field = ctx.text_pattern[len(target.pattern) + 4 :]
-    return field
+    return ctx.text_pattern[len(target.pattern) + 4 :]
 
 
-def _reasoning_readers(ctx: CompileContext, target: Target) -> tuple[Any, ...]:
-    """Readers of the reasoning inside an incoming part (Gemini's thought text)."""
-    inside = reasoning_inside(ctx, target.pattern)
-    return tuple(fragments_reader(rel, where) for rel, where in inside)
-
-
-def _take(
-    asm: Assembly,
-    parts: list[Any],
-    part: dict[str, Any],
-    rule: JoinRule | None,
-    pattern: str,
-    display_field: str | None,
-    text_where: Any,
-    reasoning: tuple[Any, ...],
-) -> None:
-    before = len(parts)
-    if rule is not None:
-        stored = join_one(asm.journal, parts, part, rule)
-    else:
-        stored = ingest(part)
-        trim(asm.journal, parts)
-        parts.append(stored)
-    if len(parts) > before:
+def _append(asm: Assembly, parts: list[Any], stored: Any, pattern: str | None) -> Any:
+    """Append ``stored`` to ``parts`` (journaled), told to the assembly as an item of
+    ``pattern`` (None: a value that is no part object, never an item)."""
+    trim(asm.journal, parts)
+    parts.append(stored)
+    if pattern is not None:
         asm.item_added(pattern, stored, len(parts) - 1)
-    if display_field:
-        piece = part.get(display_field)
-        if piece.__class__ is str and piece and (text_where is None or text_where(stored)):
-            asm.display.append(piece)
-            return
-    for read in reasoning:  # never display text: a display piece returned above
-        read(part, asm.reasoning)
+    return stored
 
 
 def _open(
-    asm: Assembly,
-    parts: list[Any],
-    part: dict[str, Any],
-    call: dict[str, Any],
-    cont: Continuation,
-    pattern: str,
+    asm: Assembly, parts: list[Any], part: Any, call: Any, cont: Continuation, pattern: str
 ) -> None:
     """A call part with the flag: the call's arguments stream in the parts that follow."""
     kept = {k: v for k, v in call.items() if k not in (cont.flag, cont.pieces)}
-    stored = {**ingest({k: v for k, v in part.items() if k != cont.field}), cont.field: kept}
-    trim(asm.journal, parts)
-    parts.append(stored)
-    asm.item_added(pattern, stored, len(parts) - 1)
+    whole = {**ingest({k: v for k, v in part.items() if k != cont.field}), cont.field: kept}
+    stored = _append(asm, parts, whole, pattern)
     track = asm.track_of.get(id(stored))
     if track is not None:
         track.args.reset()  # its arguments are still streaming
-    sink = track.args.sink if track is not None else None
-    state: tuple[dict[str, Any], Continuation, dict[str, Any], dict[str, Any], Any] = (
-        stored,
-        cont,
-        {},
-        {},
-        sink,
-    )
+    state: tuple[Any, ...] = (stored, cont, {}, {}, track.args.sink if track else None)
     trim(asm.journal, asm.open_parts)
     asm.open_parts.append(state)
     _apply_pieces(asm, state, call.get(cont.pieces))

@@ -24,7 +24,6 @@ from .ops import (
     CompileContext,
     Run,
     Target,
-    fragments_reader,
     reasoning_at,
     reasoning_inside,
     report_unplaced,
@@ -148,7 +147,7 @@ def _reasoning(
     for key in parts:
         readers = reasoning_inside(ctx, f"{base}.{key}" if base else key)
         if readers:
-            inside[key] = tuple(fragments_reader(rel, where) for rel, where in readers)
+            inside[key] = readers
     return keys, inside
 
 

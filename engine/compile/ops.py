@@ -103,17 +103,17 @@ def reasoning_at(ctx: CompileContext, pattern: str) -> tuple[bool, Any]:
     return True, any_where([place.where for place in places])
 
 
-def reasoning_inside(ctx: CompileContext, list_pattern: str) -> list[tuple[str, Any]]:
-    """The reasoning places inside the items of the list at ``list_pattern`` (whole parts
-    appended or joined there): each place's path relative to an item (``text``,
-    ``thinking[*].text``) and its ``where``."""
+def reasoning_inside(ctx: CompileContext, list_pattern: str) -> tuple[Any, ...]:
+    """Readers of the reasoning inside the items of the list at ``list_pattern`` (whole parts
+    appended or joined there), one per reasoning place there: each reads the place's path
+    relative to an item (``text``, ``thinking[*].text``), where its ``where`` holds."""
     prefix = f"{list_pattern}[*]."
     inside = []
     for place in ctx.reasoning:
         if place.pattern.startswith(prefix):
             ctx.reasoning_streamed.add(place.pattern)
-            inside.append((place.pattern[len(prefix) :], place.where))
-    return inside
+            inside.append(fragments_reader(place.pattern[len(prefix) :], place.where))
+    return tuple(inside)
 
 
 def fragments_reader(rel: str, where: Any) -> Callable[[Any, list[Any]], None]:
