@@ -302,23 +302,26 @@ class Target:
         told to the assembly) when ``create`` and absent."""
         if slot is None:
             return None
-        field = self.segments[at].field
-        lst = node.get(field)
-        if lst.__class__ is not SlottedList:
-            if not create and lst is None:
-                return None
-            lst = ensure_slotted(node, field, self.order, asm.journal)
+        lst = self._list(asm, node, at, create)
+        if lst is None:
+            return None
         try:
             item = lst.get(slot)
         except TypeError:  # a list or an object as the SLOT (no cost until one comes)
             raise self.slot_misfit(at + 1, slot) from None
-        if item is not None:
+        if item is not None or not create:
             return item
-        if not create:
-            return None
         item = lst.put(slot, {}, asm.journal)
         asm.item_added(self.item_patterns[at + 1], item, slot)
         return item
+
+    def _list(self, asm: Assembly, node: dict[str, Any], at: int, create: bool) -> Any:
+        """The slotted list at ``node[segments[at].field]`` (made when ``create``)."""
+        field = self.segments[at].field
+        lst = node.get(field)
+        if lst.__class__ is SlottedList or (lst is None and not create):
+            return lst
+        return ensure_slotted(node, field, self.order, asm.journal)
 
     def _walk(self, asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
         """The innermost slotted item on the path (or the root when there is none)."""
@@ -331,34 +334,21 @@ class Target:
         or, without ``create``, the way is not there."""
         node: Any = asm.root
         segs = self.segments
-        for i in range(end):
-            seg = segs[i]
-            if seg.field is not None:
-                child = node.get(seg.field)
-                if segs[i + 1].field is None:  # a slot step follows: a slotted list
-                    if child.__class__ is not SlottedList:
-                        if not create and child is None:
-                            return None
-                        child = ensure_slotted(node, seg.field, self.order, asm.journal)
-                elif child.__class__ is not dict:
-                    if not create:
-                        return None
-                    child = put(asm.journal, node, seg.field, {})
-                node = child
+        i = 0
+        while i < end and node is not None:
+            if segs[i + 1].field is None:  # a slotted list, and (within ``end``) its item
+                if i + 1 == end:
+                    return self._list(asm, node, i, create)
+                node = self._item(asm, node, i, segs[i + 1].slot(ev, ch), create)
+                i += 2
                 continue
-            slot = seg.slot(ev, ch)
-            if slot is None:
-                return None
-            try:
-                item = node.get(slot)
-            except TypeError:  # a list or an object as the SLOT
-                raise self.slot_misfit(i, slot) from None
-            if item is None:
+            child = node.get(segs[i].field)
+            if child.__class__ is not dict:
                 if not create:
                     return None
-                item = node.put(slot, {}, asm.journal)
-                asm.item_added(self.item_patterns[i], item, slot)
-            node = item
+                child = put(asm.journal, node, segs[i].field, {})
+            node = child
+            i += 1
         return node
 
     def _walk_rel(self, item: dict[str, Any], journal: list[Any]) -> dict[str, Any]:
