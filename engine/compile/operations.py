@@ -78,14 +78,6 @@ def _from(args: dict[str, Any]) -> Source | None:
     return Source(path) if isinstance(path, str) and path else None
 
 
-def _nothing(args: dict[str, Any]) -> tuple[Any, ...]:
-    return ()
-
-
-def _no(args: dict[str, Any]) -> bool:
-    return False
-
-
 class Facts(NamedTuple):
     """A rule's facts, read once from its arguments when it compiles and carried beside its
     effect (``CompileContext.facts``, then ``ExtractionStrategy.rule_facts``): what the
@@ -114,10 +106,10 @@ class Operation:
     bare: bool = False  # may be written as its bare name (``- finish``)
     arguments: Callable[[Any], dict[str, Any]] = _as_given
     source: Callable[[dict[str, Any]], Source | None] = _from
-    streamed: Callable[[dict[str, Any]], tuple[Streamed, ...]] = _nothing
-    ends: Callable[[dict[str, Any]], tuple[str, ...]] = _nothing
-    writes_args: Callable[[dict[str, Any]], tuple[str, ...]] = _nothing
-    opens: Callable[[dict[str, Any]], bool] = _no  # opens the item its ``at`` addresses by slot key
+    streamed: Callable[[dict[str, Any]], tuple[Streamed, ...]] = lambda args: ()
+    ends: Callable[[dict[str, Any]], tuple[str, ...]] = lambda args: ()
+    writes_args: Callable[[dict[str, Any]], tuple[str, ...]] = lambda args: ()
+    opens: Callable[[dict[str, Any]], bool] = lambda args: False  # opens the item at ``at``
     slot_keyed: bool = True  # its ``at`` addresses an item by the slot key the event carries
 
     @property
@@ -157,12 +149,10 @@ class Operation:
 # -- what each operation declares ------------------------------------------------------------
 
 
-def _set_source(args: dict[str, Any]) -> Source | None:
+def _set_opens(args: dict[str, Any]) -> bool:
     """A ``set`` of a whole item (``at`` ends with a slot) opens it, event value or not."""
-    at = args.get("at", "")
-    if isinstance(at, str) and at and parse_target(at)[-1].field is None:
-        return None
-    return _from(args)
+    at = args.get("at")
+    return isinstance(at, str) and bool(at) and parse_target(at)[-1].field is None
 
 
 def _error_source(args: dict[str, Any]) -> Source | None:
@@ -176,11 +166,6 @@ def _error_source(args: dict[str, Any]) -> Source | None:
     return Source(field) if isinstance(field, str) and field and "." not in field else None
 
 
-def _set_opens(args: dict[str, Any]) -> bool:
-    at = args.get("at")
-    return isinstance(at, str) and bool(at) and parse_target(at)[-1].field is None
-
-
 def _read_streamed(args: dict[str, Any]) -> tuple[Streamed, ...]:
     path = args.get("from")
     return ((path, ()),) if isinstance(path, str) else ()
@@ -189,6 +174,18 @@ def _read_streamed(args: dict[str, Any]) -> tuple[Streamed, ...]:
 def _args_written(args: dict[str, Any]) -> tuple[str, ...]:
     at = args.get("at")
     return (pattern(at),) if isinstance(at, str) else ()
+
+
+def _ends_at(key: str) -> Callable[[dict[str, Any]], tuple[str, ...]]:
+    """The DONE is the value at the path the argument ``key`` names: a ``finish`` rule's
+    ``when`` (a finish reason, ``done: true``; a bare ``finish`` is its event's name, no
+    field), an ``error`` rule's ``from`` (``""``, the whole event, is no one field)."""
+
+    def ends(args: dict[str, Any]) -> tuple[str, ...]:
+        path = args.get(key)
+        return (path,) if isinstance(path, str) and path else ()
+
+    return ends
 
 
 def _paths(raw: Any) -> dict[str, Any]:
@@ -200,45 +197,30 @@ def _usage_arguments(raw: Any) -> dict[str, Any]:
     return {"from": raw} if isinstance(raw, str) else _as_given(raw)
 
 
+def _fold_entries(args: dict[str, Any]) -> Iterator[tuple[tuple[str, ...], str, dict[str, Any]]]:
+    """A ``fold``'s lists and objects: the fields from its delta to an entry, the pattern of
+    the entries in the message, and how they fold."""
+    base = pattern(args.get("at", ""))
+    for name, spec in (args.get("lists") or {}).items():
+        if isinstance(spec, dict):
+            yield (name, "*"), items_of(base, name), spec
+    for name, spec in (args.get("objects") or {}).items():
+        if isinstance(spec, dict):
+            yield (name,), f"{base}.{name}" if base else name, spec
+
+
 def _fold_streamed(args: dict[str, Any]) -> tuple[Streamed, ...]:
     base = args.get("from", "")
     found: list[Streamed] = [(base, (key,)) for key in args.get("concat", ())]
-    for name, lspec in (args.get("lists") or {}).items():
-        if lspec.get("args"):
-            found.append((base, (name, "*", *parse_chain(lspec["args"]))))
-        found.extend((base, (name, "*", key)) for key in lspec.get("concat", ()))
-    for name, ospec in (args.get("objects") or {}).items():
-        if ospec.get("args"):
-            found.append((base, (name, *parse_chain(ospec["args"]))))
-        found.extend((base, (name, key)) for key in ospec.get("concat", ()))
+    for fields, _, spec in _fold_entries(args):
+        if spec.get("args"):
+            found.append((base, (*fields, *parse_chain(spec["args"]))))
+        found.extend((base, (*fields, key)) for key in spec.get("concat", ()))
     return tuple(found)
 
 
-def _finish_ends(args: dict[str, Any]) -> tuple[str, ...]:
-    """``finish: {when: PATH}``: the value at PATH (a finish reason, ``done: true``) is the
-    DONE; a bare ``finish`` is its event's name, no field."""
-    when = args.get("when")
-    return (when,) if isinstance(when, str) and when else ()
-
-
-def _error_ends(args: dict[str, Any]) -> tuple[str, ...]:
-    """``error: {from: PATH}``: an error payload there ends the stream (``""``, the whole
-    event, is no one field)."""
-    path = args.get("from")
-    return (path,) if isinstance(path, str) and path else ()
-
-
 def _fold_args_written(args: dict[str, Any]) -> tuple[str, ...]:
-    base = pattern(args.get("at", ""))
-    out = []
-    for name, lspec in (args.get("lists") or {}).items():
-        if isinstance(lspec, dict) and lspec.get("args"):
-            written = items_of(base, name)
-            out.append(f"{written}.{lspec['args']}")
-    for name, ospec in (args.get("objects") or {}).items():
-        if isinstance(ospec, dict) and ospec.get("args"):
-            out.append(f"{base}.{name}.{ospec['args']}" if base else f"{name}.{ospec['args']}")
-    return tuple(out)
+    return tuple(f"{at}.{spec['args']}" for _, at, spec in _fold_entries(args) if spec.get("args"))
 
 
 # -- the table -------------------------------------------------------------------------------
@@ -248,7 +230,7 @@ _ENTRIES = (
         "set",
         op_set,
         "replace the value at `at` with the event's value at `from`",
-        source=_set_source,
+        source=lambda args: None if _set_opens(args) else _from(args),
         opens=_set_opens,
     ),
     Operation("set_once", op_set_once, "set the value at `at` unless it holds one already"),
@@ -315,14 +297,14 @@ _ENTRIES = (
         op_finish,
         "the wire's DONE (with `when`: only if that path holds a true value)",
         bare=True,  # a bare ``finish`` (or ``finish: true``) takes nothing
-        ends=_finish_ends,
+        ends=_ends_at("when"),
     ),
     Operation(
         "error",
         op_error,
         "keep a provider error's payload and end the stream",
         source=_error_source,
-        ends=_error_ends,
+        ends=_ends_at("from"),
     ),
 )
 
