@@ -35,7 +35,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from ..errors import escape
 from .extend_op import op_extend
 from .fold import op_fold
 from .ops import (
@@ -310,25 +309,3 @@ _ENTRIES = (
 
 OPERATIONS: dict[str, Operation] = {entry.name: entry for entry in _ENTRIES}
 """Every operation of the language, by its YAML key."""
-
-
-# -- the rules of a descriptor, as the table sees them ---------------------------------------
-
-
-def rule_lists(events: Any) -> Iterator[tuple[str, list[Any]]]:
-    """Every list of rules in an ``events`` section, with its JSON pointer."""
-    if not isinstance(events, dict):
-        return
-    if isinstance(events.get("every"), list):
-        yield "/events/every", events["every"]
-    table = events.get("on")
-    if not isinstance(table, dict):
-        return
-    for name, rules in table.items():
-        base = f"/events/on/{escape(name)}"
-        if isinstance(rules, list):
-            yield base, rules
-        elif isinstance(rules, dict) and isinstance(rules.get("on"), dict):
-            for sub, sub_rules in rules["on"].items():
-                if isinstance(sub_rules, list):
-                    yield f"{base}/on/{escape(sub)}", sub_rules

@@ -17,10 +17,12 @@ three passes; every problem found is reported, sorted by position, as
    ``calls.at`` without ``[*]``, an index where a value is installed at a field, a healing
    pattern that is not a regular expression;
 2. what a schema cannot say: ``name`` equals the file's stem, sections in the schema's order
-   (as the file writes them), every operation known to the engine, the ``results`` and
+   (as the file writes them), the ``results`` and
    ``declarations`` templates (checked by :mod:`engine.compile.templates`, every problem at its
    pointer; the schema types templates too, and where both see a problem in one part of a
    template the compiler's wording is the one reported);
+   (the schema's operations are the engine's table: ``tests/test_validate.py`` holds them
+   equal, so an operation the schema allows always compiles);
 3. the descriptor is compiled (a wire, or the text codec), so that whatever the checks above
    miss is still a reported problem and never a traceback at load; this runs even when they
    found problems, so that every problem is said at once (a compile problem at a place they
@@ -45,9 +47,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..compile.operations import OPERATIONS, Facts, rule_lists
+from ..compile.operations import Facts
 from ..compile.paths import PathError, items_of, pattern
-from ..compile.schema import in_template, operation_names, schema, schema_problems
+from ..compile.schema import in_template, schema, schema_problems
+from ..compile.schema import operation_names as operation_names  # tests read it here
 from ..compile.schema import schema_path as schema_path  # the CLI and tests read it here
 from ..errors import Problem, escape
 from .extends import KEY as EXTENDS
@@ -127,28 +130,6 @@ def _order_problems(data: dict[str, Any], where: _Locator, kind: str) -> list[Pr
             )
         elif latest is None or order[key] > order[latest]:
             latest = key
-    return out
-
-
-def _engine_problems(data: dict[str, Any], where: _Locator) -> list[Problem]:
-    """Operations the schema allows but the engine's table lacks (schema and engine out of
-    step: a developer's problem, said where it shows)."""
-    out = []
-    for base, rules in rule_lists(data.get("events")):
-        for i, rule in enumerate(rules):
-            if isinstance(rule, str):
-                name, pointer = rule, f"{base}/{i}"
-            elif isinstance(rule, dict) and len(rule) == 1:
-                (name,) = rule
-                pointer = f"{base}/{i}/{escape(name)}"
-            else:
-                continue
-            if name in operation_names() and name not in OPERATIONS:
-                out.append(
-                    where.at_key(
-                        pointer, f"operation {name!r} is not implemented by the engine", "operation"
-                    )
-                )
     return out
 
 
@@ -384,7 +365,6 @@ def compile_text(
     if isinstance(data, dict):
         problems += _name_problems(data, file, where)
         problems += _order_problems(written, where, descriptor_kind(data))
-        problems += _engine_problems(data, where)
         in_results = any(p.pointer.startswith(("/results", "/declarations")) for p in problems)
         sections, templates = _template_problems(data, where, in_results)
         serve, served = _serve_problems(data, where)
