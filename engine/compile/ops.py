@@ -159,7 +159,6 @@ class Target:
 
     __slots__ = (
         "segments",
-        "last",
         "item_patterns",
         "pattern",
         "rel",
@@ -488,13 +487,7 @@ def op_merge(spec: dict[str, Any], ctx: CompileContext) -> Run:
             if item is None:
                 report_unplaced(asm, "merge", target, ev, ch)
                 return
-            if target.rel:
-                parent = target.parent_of_field(item, asm.journal)
-                dest = parent.get(target.rel[-1])
-                if dest.__class__ is not dict:
-                    dest = put(asm.journal, parent, target.rel[-1], {})
-            else:
-                dest = item
+            dest = make_way(item, target.rel, asm.journal)
         for key, val in value.items():
             if key in excluded or (val is None and dest.get(key) is not None):
                 continue
@@ -510,13 +503,7 @@ def _not_an_object(value: Any) -> str:
 # --- open, close --------------------------------------------------------------------------
 
 
-def _open(
-    target: Target,
-    read: Reader,
-    ctx: CompileContext,
-    op: str = "open",
-    merge_complete: bool = False,
-) -> Run:
+def _open(target: Target, read: Reader, ctx: CompileContext, op: str, merge: bool = False) -> Run:
     """Open the item at ``target``: an item at a free SLOT starts from the event's object;
     one already there is the same item restated, and is merged (see :func:`_restate`), so that
     a start sent twice is one item and one call."""
@@ -552,7 +539,7 @@ def _open(
     def restate(asm: Assembly, lst: SlottedList, slot: Any, value: Any) -> None:
         existing = lst.get(slot)
         assert existing is not None, "restated only where an item is open"
-        if _restate(asm, existing, value, args_fields, merge_complete):
+        if _restate(asm, existing, value, args_fields, merge):
             put_attr(asm.journal, lst, "last", slot)
             if id(existing) not in asm.track_of:
                 asm.item_added(pattern, existing, slot)  # what it carries may make it a call
@@ -570,13 +557,11 @@ def op_open(spec: dict[str, Any], ctx: CompileContext) -> Run:
     target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
     if target.rel or not target.segments or target.segments[-1].field is not None:
         raise ValueError("open: 'at' must end with a slot step, e.g. content[index]")
-    read = (
-        compile_read(spec.get("from", ""), ctx.choice_alias)
-        if "from" in spec
-        else as_reader(lambda ev, ch=None: None)
-    )
-    merge_complete = spec.get("if_complete", "skip") == "merge"
-    return _open(target, read, ctx, "open", merge_complete)
+    read = compile_read(spec["from"], ctx.choice_alias) if "from" in spec else _NO_VALUE
+    return _open(target, read, ctx, "open", spec.get("if_complete", "skip") == "merge")
+
+
+_NO_VALUE = as_reader(lambda ev, ch=None: None)  # an ``open`` without ``from``: an empty item
 
 
 def _restate(
