@@ -49,7 +49,8 @@ from ..model.journal import undo
 from ..model.jsonscan import COMPLETE, TooDeepError
 from ..records import FinishReason, Skipped, Usage
 from ..text.codec import text_call_cause
-from .chunks import SKIP, Sentinel, decode
+from ..transport.sse import SSEDecoder
+from .chunks import SKIP, Sentinel, decode, utf8
 from .display import DisplayCursors
 from .rounds import NO_FORMING, TEXT_CALL_HELD, RoundState, forming_of
 
@@ -112,7 +113,7 @@ class LLMStreamBuffer:
         self._pending_at: list[int] = []  # their indexes, for what they could not place
         self._pending_end = False
         self._index = 0  # position of the next chunk, for error messages
-        self._sse: dict[str, Any] = {}
+        self._sse = SSEDecoder()  # SSE lines a chunk at a time: an event: line names the next
         self.codec: Any = None  # the text codec scanning display text (attach_codec)
         self._text_rule: str | None = None  # the rule it scans the turn under (attach_codec)
         # The events (engine.stream.recorder), on a buffer made with events=True: None
@@ -205,13 +206,9 @@ class LLMStreamBuffer:
     def _plain_text(self, chunk: str | bytes | bytearray, index: int) -> dict[str, Any]:
         """A text chunk of a plain text stream, as the plain-text wire's event: taken as it
         is (its whitespace is text), never read as JSON or SSE."""
-        if not isinstance(chunk, str):
-            try:
-                chunk = bytes(chunk).decode("utf-8")
-            except UnicodeDecodeError as exc:
-                reason = f"bytes are not UTF-8 ({exc.reason} at byte {exc.start})"
-                raise ChunkError(index, reason) from None
-        text_chunk: dict[str, Any] = self._plain.text_chunk(chunk)
+        text_chunk: dict[str, Any] = self._plain.text_chunk(
+            chunk if isinstance(chunk, str) else utf8(chunk, index)
+        )
         return text_chunk
 
     def _after_the_end(self, asm: Assembly, event: dict[str, Any], index: int) -> bool:
@@ -365,7 +362,7 @@ class LLMStreamBuffer:
         """Forget the stream so far, keeping the resolved wire: its chunks are counted again
         from 0, and an SSE ``event:`` line of the old stream names nothing of the new one."""
         self._index = 0
-        self._sse = {}
+        self._sse = SSEDecoder()
         self._pending = []
         self._pending_at = []
         self._reset_view()

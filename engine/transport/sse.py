@@ -46,7 +46,7 @@ from typing import Any
 from ..errors import TransportError
 
 EVENT_KEY = "_event"
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")  # the spec's end of line
+LINE_BREAK = re.compile(r"\r\n|\r|\n")  # the spec's end of line
 _BOM = "\ufeff"
 
 
@@ -129,7 +129,7 @@ class SSEDecoder:
             if not text:
                 return []
         if "\r" in text:
-            lines = _LINE_BREAK.split(text)
+            lines = LINE_BREAK.split(text)
             self._after_cr = text[-1] == "\r"
         else:
             lines = text.split("\n")
@@ -201,6 +201,12 @@ class SSEDecoder:
         if self.strict_fields and field not in ("id", "retry"):
             raise TransportError(_not_a_field(line), line=number)
         self.ignored_fields[field] = self.ignored_fields.get(field, 0) + 1
+
+    def dispatch(self) -> list[SSEEvent]:
+        """The event fed so far, as a blank line would end it; none while it has no data, and
+        then its name waits for the data (``buf.add`` takes SSE lines a chunk at a time: a
+        chunk's data is its event, an ``event:`` line alone names the next chunk's)."""
+        return self._lines([""]) if self._event.data else []
 
     # -- the end ---------------------------------------------------------------------------
 
