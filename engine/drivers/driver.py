@@ -224,7 +224,7 @@ def _rejected(name: Any, arguments: dict[str, Any], call_id: Any, error: str) ->
     return ToolCallRecord(name, arguments, None, error, call_id), _Rejected(error)
 
 
-def _refuse_awaitable(result: Any) -> Any:
+def _not_awaitable(result: Any) -> Any:
     """The sync path never puts a coroutine into a result (nor into the history sent to the
     model): an awaitable is refused, and a coroutine closed, so that it never runs half and
     Python never warns that it was not awaited."""
@@ -491,14 +491,14 @@ class BaseDriver:
     def _plan_text(self, text: str, fmt: Any, codec: TextCodec) -> _Round:
         """A whole text (a ``str``, or a message's text in the fall-through), read as a
         stream of it would be under this driver's ``text_calls``: the calls that may run run
-        (this driver's, when ``_runnable_text_call`` says so), and the would-be calls that
+        (this driver's), and the would-be calls that
         cannot (cut, invalid) are reported and answered."""
         scanner = codec.scan_turn(text, self._text_calls)
         owned = self._owned()
         found = scanner.complete_calls()
         calls = [ExtractedCall(c.name, c.arguments, None, c.end) for c in found]
         plan = _Round()
-        mine = [c for c in calls if c.name in owned and self._runnable_text_call(c)]
+        mine = [c for c in calls if c.name in owned]
         batch = plan.add(mine, lambda rs: result_messages(fmt, text, rs))
         self._answer_unknown(batch, [c for c in calls if c.name not in owned], owned)
         never = scanner.incomplete_calls()
@@ -513,12 +513,6 @@ class BaseDriver:
                 plan.incomplete.append(event)
         self._answer_incomplete(batch, plan.incomplete)
         return plan
-
-    def _runnable_text_call(self, call: ExtractedCall) -> bool:
-        """May this text call run: its tool is this driver's? (Its arguments are checked
-        against the tool's schema when it runs, as every call's are: one that fails is
-        answered with an error, not shown as text.)"""
-        return call.name in self._owned()
 
     def _plan_native(
         self,
@@ -678,7 +672,7 @@ class BaseDriver:
                     mine.append(call)
                 else:
                     unknown.append(call.name)
-            elif self._runnable_text_call(call) and buf.consume_text_call(call):
+            elif buf.consume_text_call(call):  # (its arguments are checked when it runs)
                 mine.append(call)
         if ended:
             for never in buf.text_incomplete():  # those that would have run: this driver's
@@ -754,20 +748,16 @@ class BaseDriver:
     def _outcome(self, call: ExtractedCall) -> _Outcome:
         """Run one of this driver's calls here and now; a raise becomes an error record."""
         refused = self._checked(call)
-        if refused is not None:
-            return refused
         try:
-            return _ran(call, _refuse_awaitable(self.execute_tool(call.name, _args(call))))
+            return refused or _ran(call, _not_awaitable(self.execute_tool(call.name, _args(call))))
         except Exception as exc:  # a tool's failure is reported, never raised
             return _failed(call, exc)
 
     async def _aoutcome(self, call: ExtractedCall) -> _Outcome:
         """:meth:`_outcome` on the event loop (see :meth:`_aexecute_tool`)."""
         refused = self._checked(call)
-        if refused is not None:
-            return refused
         try:
-            return _ran(call, await self._aexecute_tool(call.name, _args(call)))
+            return refused or _ran(call, await self._aexecute_tool(call.name, _args(call)))
         except Exception as exc:  # a tool's failure is reported, never raised
             return _failed(call, exc)
 
