@@ -69,14 +69,11 @@ class LLMStreamBuffer:
         "_completed",
         "_display",
         "_emitted",
-        "_emitted_order",
         "_forming_at",
         "_forming_pub",
         "_index",
-        "_needs_sort",
         "_new_at",
         "_pending",
-        "_pending_at",
         "_pending_end",
         "_plain",
         "_ready_orders",
@@ -109,8 +106,9 @@ class LLMStreamBuffer:
         self.choice = choice
         self._strategy: ExtractionStrategy | None = None
         self._asm: Assembly | None = None
-        self._pending: list[dict[str, Any]] = []  # chunks seen before the wire was resolved
-        self._pending_at: list[int] = []  # their indexes, for what they could not place
+        # Chunks seen before the wire was resolved, with their indexes (to say what they
+        # could not place).
+        self._pending: list[tuple[int, dict[str, Any]]] = []
         self._pending_end = False
         self._index = 0  # position of the next chunk, for error messages
         self._sse = SSEDecoder()  # SSE lines a chunk at a time: an event: line names the next
@@ -126,10 +124,8 @@ class LLMStreamBuffer:
     def _reset_view(self) -> None:
         self._round = RoundState()  # the drivers' round state (engine.stream.rounds)
         self._calls: list[ExtractedCall] = []
-        self._emitted: set[int] = set()  # track indexes already in _calls
-        self._emitted_order: list[int] = []
+        self._emitted: dict[int, ExtractedCall] = {}  # track index -> its call in _calls
         self._scan_from = 0
-        self._needs_sort = False
         self._forming_pub = NO_FORMING  # forming()'s own cache (the drivers': the round's)
         self._forming_at = 0  # tracks before this index are ready or incomplete (forming())
         self._completed: list[tuple[int, ExtractedCall]] = []  # (track order, call), in the
@@ -250,20 +246,18 @@ class LLMStreamBuffer:
     def _add_unresolved(self, event: dict[str, Any], index: int) -> None:
         """Before the wire is resolved: resolve it on this event or keep the event. An event
         that resolves the wire but does not fit it leaves the wire unresolved, as before."""
-        pending, pending_at, pending_end = self._pending, self._pending_at, self._pending_end
+        pending, pending_end = self._pending, self._pending_end
         told = len(self._rec.out) if self._rec is not None else 0
         asm = self._resolve(event)
         if asm is None:
-            self._pending.append(event)
-            self._pending_at.append(index)
+            self._pending.append((index, event))
             return
         try:
             self._apply(asm, event)
         except BaseException as exc:
             misfit = self._misfit(index, exc)
             self._strategy, self._asm = None, None
-            self._pending, self._pending_at = pending, pending_at
-            self._pending_end = pending_end
+            self._pending, self._pending_end = pending, pending_end
             self._display = DisplayCursors(self.codec)  # nothing was shown of the undone
             if self._rec is not None:  # the replayed earlier chunks are undone too
                 self._record_events(self._rec.out[:told])
@@ -310,8 +304,7 @@ class LLMStreamBuffer:
         asm = self._asm = strategy.new_assembly()
         asm.events = self._rec
         pending, self._pending = self._pending, []
-        indexes, self._pending_at = self._pending_at, []
-        for at, earlier in zip(indexes, pending, strict=True):
+        for at, earlier in pending:
             self._replay_pending(asm, at, earlier)
         if self._pending_end:
             asm.finish()
@@ -364,7 +357,6 @@ class LLMStreamBuffer:
         self._index = 0
         self._sse = SSEDecoder()
         self._pending = []
-        self._pending_at = []
         self._reset_view()
         if self._rec is not None:
             self._record_events(self._rec.out)  # what was recorded is still handed out
@@ -389,11 +381,7 @@ class LLMStreamBuffer:
         return self._closed
 
     def is_finished(self) -> bool:
-        return (
-            self._asm is not None
-            and self._asm.finished
-            or (self._asm is None and self._pending_end)
-        )
+        return self._asm.finished if self._asm is not None else self._pending_end
 
     def forming(self) -> Forming:
         """Is a call coming: one has started and is neither ready nor incomplete (false
@@ -424,8 +412,7 @@ class LLMStreamBuffer:
         asm.calls_dirty = False
         if asm.calls_regressed:
             asm.calls_regressed = False
-            self._emitted.clear()
-            self._emitted_order = []
+            self._emitted = {}
             self._calls = []
             self._scan_from = 0
         # Each call is built once, its arguments sharing nothing with the message (a client may
@@ -434,6 +421,7 @@ class LLMStreamBuffer:
         # once. Each call reads as its place says (``calls`` or ``calls.also``).
         tracks = asm.tracks
         emitted = self._emitted
+        out_of_order = False
         for index in range(self._scan_from, len(tracks)):
             track = tracks[index]
             if index in emitted or track.args.state != COMPLETE:
@@ -444,8 +432,8 @@ class LLMStreamBuffer:
                 asm.calls_dirty = True  # the name may still arrive
                 continue
             call_id = place.id(track.item)
-            if self._calls and self._emitted_order and self._emitted_order[-1] > index:
-                self._needs_sort = True
+            if emitted and next(reversed(emitted)) > index:  # (the last is the greatest)
+                out_of_order = True
             args = track.args
             value = args.value
             if args.form == "object" or args.whole_value() is not None:
@@ -453,18 +441,15 @@ class LLMStreamBuffer:
             call = ExtractedCall(name, value, call_id or None, free_form=args.form == "text")
             self._calls.append(call)
             track.args.owner = asm
-            self._emitted_order.append(index)
-            emitted.add(index)
+            emitted[index] = call
             if index not in self._ready_orders:  # completed now (a rebuild lists it again)
                 self._ready_orders.add(index)
                 self._completed.append((index, call))
         while self._scan_from in emitted:
             self._scan_from += 1
-        if self._needs_sort:
-            pairs = sorted(zip(self._emitted_order, self._calls, strict=True), key=lambda p: p[0])
-            self._emitted_order = [p[0] for p in pairs]
-            self._calls = [p[1] for p in pairs]
-            self._needs_sort = False
+        if out_of_order:
+            self._emitted = dict(sorted(emitted.items()))
+            self._calls = list(self._emitted.values())
         return self._calls
 
     def new_calls(self) -> list[ExtractedCall]:
@@ -576,10 +561,7 @@ class LLMStreamBuffer:
             return
         if rec.text_ready:
             rec.text_calls_ready()
-        new = self._release()
-        if new:
-            self._display.for_text.append(new)
-            rec.text_released(new)
+        self._release_to_events()
         if asm.over:
             rec.finish(asm)
 
@@ -689,17 +671,20 @@ class LLMStreamBuffer:
 
     def text(self) -> str:
         """Display text released since the last call ("" while held)."""
-        rec = self._rec
-        if rec is not None and self.codec is not None:
-            new = self._release()  # events see it too; what they released comes first
-            if new:
-                rec.text_released(new)
+        if self._rec is not None and self.codec is not None:
+            self._release_to_events()  # events see it too; what they released comes first
             cursors = self._display
-            if cursors.for_text:
-                new = "".join(cursors.for_text) + new
-                cursors.for_text = []
+            new, cursors.for_text = "".join(cursors.for_text), []
             return new
         return self._release()
+
+    def _release_to_events(self) -> None:
+        """The display text released now, told as an event and kept for ``text()`` (neither
+        reader takes from the other)."""
+        new = self._release()
+        if new:
+            self._display.for_text.append(new)
+            self._rec.text_released(new)
 
     def _release(self) -> str:
         """``text()``: the display text released now, by the codec's scanner if one scans."""
