@@ -216,10 +216,6 @@ def _failed(call: ExtractedCall, exc: Exception) -> _Outcome:
     return ToolCallRecord(call.name, call.arguments, None, error, call.id, exc), exc
 
 
-def _cancelled(call: ExtractedCall) -> _Outcome:
-    return ToolCallRecord(call.name, call.arguments, None, "cancelled", call.id), "cancelled"
-
-
 def _rejected(name: Any, arguments: dict[str, Any], call_id: Any, error: str) -> _Outcome:
     return ToolCallRecord(name, arguments, None, error, call_id), _Rejected(error)
 
@@ -558,13 +554,19 @@ class BaseDriver:
             batch.answered.append(_rejected(call.name, {}, call.id, error))
 
     def _view_of(self, buf: LLMStreamBuffer) -> _StreamView:
+        """What this driver knows of ``buf``, remembered from its first round on. The native
+        backup is read then, once per stream: its codec scans the buffer's display text."""
         view = self._view
         if view is None or view.buf() is not buf:
             if self._views is None:
                 self._views = weakref.WeakKeyDictionary()
             view = self._views.get(buf)
             if view is None:
-                view = self._views[buf] = self._new_view(buf)
+                backup = self.get_native_backup_strategy()
+                if backup is not None and buf.codec is None:
+                    buf.attach_codec(_codec_of(backup), self._text_calls)
+                view = _StreamView(weakref.ref(buf), self, scans=backup is not None)
+                self._views[buf] = view
             self._view = view
         return view
 
@@ -637,14 +639,6 @@ class BaseDriver:
         """Is this incomplete call this driver's to report: one of its tools, or one whose
         name never streamed (it may have been this driver's, as a forming call is)?"""
         return call.name is None or owns(call.name)
-
-    def _new_view(self, buf: LLMStreamBuffer) -> _StreamView:
-        """Start remembering ``buf``. The native backup is read here, once per stream: its
-        codec scans the buffer's display text."""
-        backup = self.get_native_backup_strategy()
-        if backup is not None and buf.codec is None:
-            buf.attach_codec(_codec_of(backup), self._text_calls)
-        return _StreamView(weakref.ref(buf), self, scans=backup is not None)
 
     def _plan_text_calls(
         self,
@@ -730,7 +724,8 @@ class BaseDriver:
     def _checked(self, call: ExtractedCall) -> _Outcome | None:
         """None when ``call`` may run; else its answer: its arguments failed the tool's
         schema, or a free-form call's text input its ``format`` (never a JSON Schema)."""
-        tool = self._tool(call.name) if self._validate else None
+        tools = self.list_tools() if self._validate else []
+        tool = next((tool for tool in tools if tool.name == call.name), None)
         if tool is None:
             return None
         if call.free_form:
@@ -741,9 +736,6 @@ class BaseDriver:
             return None
         error = self.codec.retry_schema_invalid(call.name, problems)
         return _rejected(call.name, call.arguments, call.id, error)
-
-    def _tool(self, name: str) -> Tool | None:
-        return next((tool for tool in self.list_tools() if tool.name == name), None)
 
     def _outcome(self, call: ExtractedCall) -> _Outcome:
         """Run one of this driver's calls here and now; a raise becomes an error record."""
@@ -787,7 +779,9 @@ class BaseDriver:
         except asyncio.CancelledError as exc:
             cancelled = exc
         outcomes = [
-            _cancelled(call) if task.cancelled() else task.result()
+            (ToolCallRecord(call.name, call.arguments, None, "cancelled", call.id), "cancelled")
+            if task.cancelled()
+            else task.result()
             for call, task in zip(calls, tasks, strict=True)
         ]
         return outcomes, cancelled
