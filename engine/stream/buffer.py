@@ -42,7 +42,7 @@ from typing import Any
 
 from ..compile.strategy import NOT_FORMING, ExtractionStrategy, Forming
 from ..errors import ChunkError, UnknownFormatError
-from ..events import CallIncomplete, Event, ExtractedCall
+from ..events import CallIncomplete, Event, ExtractedCall, TextDelta
 from ..model.assembly import Assembly
 from ..model.fragments import copy_json
 from ..model.journal import undo
@@ -157,7 +157,9 @@ class LLMStreamBuffer:
         if chunk.__class__ is dict:  # the common case, without a call
             event = chunk
         elif self._plain is not None and isinstance(chunk, (str, bytes, bytearray)):
-            event = self._plain_text(chunk, index)
+            # A text chunk of a plain text stream: taken as it is (its whitespace is text),
+            # never read as JSON or SSE.
+            event = self._plain.text_chunk(chunk if isinstance(chunk, str) else utf8(chunk, index))
         else:
             event = decode(chunk, index, self._sse)
             if event is SKIP:
@@ -198,14 +200,6 @@ class LLMStreamBuffer:
             raise
         asm.journal.clear()
         asm.usage_event = None  # "usage came with the DONE" is a fact of one event, read in it
-
-    def _plain_text(self, chunk: str | bytes | bytearray, index: int) -> dict[str, Any]:
-        """A text chunk of a plain text stream, as the plain-text wire's event: taken as it
-        is (its whitespace is text), never read as JSON or SSE."""
-        text_chunk: dict[str, Any] = self._plain.text_chunk(
-            chunk if isinstance(chunk, str) else utf8(chunk, index)
-        )
-        return text_chunk
 
     def _after_the_end(self, asm: Assembly, event: dict[str, Any], index: int) -> bool:
         """After the wire's DONE (README, "Events": after the DONE): is ``event`` left out? What the
@@ -684,7 +678,7 @@ class LLMStreamBuffer:
         new = self._release()
         if new:
             self._display.for_text.append(new)
-            self._rec.text_released(new)
+            self._rec.out.append(TextDelta(new))
 
     def _release(self) -> str:
         """``text()``: the display text released now, by the codec's scanner if one scans."""

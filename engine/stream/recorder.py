@@ -310,10 +310,6 @@ class EventRecorder:
 
     # -- the text calls, on a driver's buffer: told as the drivers' rounds decide ---------------
 
-    def text_released(self, new: str) -> None:
-        """Released display text, as a TextDelta."""
-        self.out.append(TextDelta(new))
-
     def take_back_text(self) -> int:
         """A codec comes (``attach_codec``): the TextDeltas recorded but not handed out yet
         are taken back (the scan decides what of that text is shown); returns how many

@@ -65,8 +65,7 @@ class SSEEvent:
     @property
     def text(self) -> str:
         """The data fields joined with LF, as the spec builds the event's data."""
-        data = self.data
-        return data[0] if len(data) == 1 else "\n".join(data)
+        return "\n".join(self.data)
 
     @property
     def line(self) -> int:
