@@ -134,17 +134,13 @@ class SSEDecoder:
             lines = text.split("\n")
         tail = lines.pop()  # what follows the last line end: the start of a line, or ""
         partial = self._partial
-        if not lines:
-            if tail:
-                partial.append(tail)
-            return []
-        if partial:
+        if lines and partial:
             partial.append(lines[0])
             lines[0] = "".join(partial)
             partial.clear()
         if tail:
             partial.append(tail)
-        return self._lines(lines)
+        return self._lines(lines) if lines else []
 
     def _decode(self, piece: bytes | bytearray | memoryview) -> str:
         """The characters ``piece`` completes; a character cut at its end waits for the next
@@ -229,14 +225,11 @@ class SSEDecoder:
                 raise TransportError(f"{reason} ({_shown(rest)})", line=self._line + 1)
             out = self._lines([rest])
         event = self._event
-        if event.data:
-            if not self.dispatch_at_end:
-                lines = f"{len(event.data)} data line(s) from line {event.line}"
-                reason = f"the stream ended inside an event: {lines}, not ended by a blank line"
-                raise TransportError(reason, line=self._line)
-            out.append(event)
-        self._event = SSEEvent()
-        return out
+        if event.data and not self.dispatch_at_end:
+            lines = f"{len(event.data)} data line(s) from line {event.line}"
+            reason = f"the stream ended inside an event: {lines}, not ended by a blank line"
+            raise TransportError(reason, line=self._line)
+        return out + self.dispatch()
 
 
 def _shown(text: str) -> str:
