@@ -176,11 +176,11 @@ class LLMStreamBuffer:
         try:
             self._apply(asm, event)
         except Exception as exc:  # (anything else, KeyboardInterrupt, is undone and on its way)
-            raise self._misfit(index, exc) from exc
+            raise self._misfit(asm, index, exc) from exc
         if asm.unplaced:  # the happy path pays this one test
             self._stamp_skipped(asm, index)
         if rec is not None:
-            self._commit()
+            self._commit(asm)
 
     def _apply(self, asm: Assembly, event: dict[str, Any]) -> None:
         """Apply ``event``'s rules, all or nothing: what they wrote is journaled
@@ -208,14 +208,14 @@ class LLMStreamBuffer:
         listed); any other event changes nothing, is listed in ``skipped()``, and makes the
         end final. Per chunk this costs the one test of ``finished`` in ``add``."""
         program = asm.strategy.program
-        name = self._event_name(event)
+        name = _event_name(asm, event)
         if not asm.over and program.after_done is not None and program.after_done(event, name):
             return False
         if program.of_another_choice(event, self.choice):
             return True
         asm.over = True
         asm.skipped.append(Skipped(index, name, AFTER_THE_END))
-        self._commit()
+        self._commit(asm)
         return True
 
     def _stamp_skipped(self, asm: Assembly, index: int) -> None:
@@ -225,7 +225,8 @@ class LLMStreamBuffer:
         asm.skipped.extend(Skipped(index, name, reason) for reason in asm.unplaced)
         asm.unplaced.clear()
 
-    def _misfit(self, index: int, exc: BaseException) -> ChunkError:
+    @staticmethod
+    def _misfit(asm: Assembly, index: int, exc: BaseException) -> ChunkError:
         if isinstance(exc, TooDeepError):
             return ChunkError(index, str(exc))
         try:
@@ -234,7 +235,7 @@ class LLMStreamBuffer:
             reason = "no detail"
         if len(reason) > 500:  # an error message names the fault, it never carries the chunk
             reason = reason[:497] + "..."
-        wire = self._strategy.name if self._strategy is not None else "the wire"
+        wire = asm.strategy.name
         return ChunkError(index, f"event does not fit {wire}: {type(exc).__name__}: {reason}")
 
     def _add_unresolved(self, event: dict[str, Any], index: int) -> None:
@@ -249,7 +250,7 @@ class LLMStreamBuffer:
         try:
             self._apply(asm, event)
         except BaseException as exc:
-            misfit = self._misfit(index, exc)
+            misfit = self._misfit(asm, index, exc)
             self._strategy, self._asm = None, None
             self._pending, self._pending_end = pending, pending_end
             self._display = DisplayCursors(self.codec)  # nothing was shown of the undone
@@ -260,7 +261,7 @@ class LLMStreamBuffer:
             raise misfit from exc
         if asm.unplaced:
             self._stamp_skipped(asm, index)
-        self._commit()
+        self._commit(asm)
 
     def _take_sentinel(self, sentinel: str, index: int) -> None:
         """An end marker (``data: [DONE]``): the DONE of the wire that declares it, and the end
@@ -275,7 +276,7 @@ class LLMStreamBuffer:
             self._pending_end = True  # remembered: the wire it ends is not known yet
         else:
             self._asm.finish()
-            self._commit()
+            self._commit(self._asm)
 
     def _end_markers(self) -> frozenset[str]:
         """The end markers of this buffer's strategies and of every built-in wire."""
@@ -302,7 +303,7 @@ class LLMStreamBuffer:
             self._replay_pending(asm, at, earlier)
         if self._pending_end:
             asm.finish()
-            self._commit()
+            self._commit(asm)
         return asm
 
     def _replay_pending(self, asm: Assembly, index: int, earlier: dict[str, Any]) -> None:
@@ -312,19 +313,11 @@ class LLMStreamBuffer:
         try:
             self._apply(asm, earlier)
         except Exception:
-            asm.unknown[str(self._event_name(earlier))] += 1
+            asm.unknown[str(_event_name(asm, earlier))] += 1
             return
         if asm.unplaced:
             self._stamp_skipped(asm, index)
-        self._commit()
-
-    def _event_name(self, event: dict[str, Any]) -> Any:
-        if self._strategy is None:
-            return None
-        try:
-            return self._strategy.program.event_name(event)
-        except Exception:
-            return None
+        self._commit(asm)
 
     def close(self) -> None:
         """End of input: close whatever is still open; nothing stays held after this."""
@@ -338,7 +331,7 @@ class LLMStreamBuffer:
                 )
             return
         self._asm.end_input()
-        self._commit()
+        self._commit(self._asm)
         self._display.compact(self._asm.display)
 
     def hold(self) -> None:
@@ -472,12 +465,9 @@ class LLMStreamBuffer:
         if self._asm is not None:
             self._asm.events = rec
 
-    def _commit(self) -> None:
+    def _commit(self, asm: Assembly) -> None:
         """What was just applied is in (the journal of a DONE or ``close()`` dropped too):
         record its events, on a buffer with events."""
-        asm = self._asm
-        if asm is None:
-            return
         asm.journal.clear()
         rec = self._rec
         if rec is not None:
@@ -857,3 +847,11 @@ def _plain_text_wire(strategies: list[Any]) -> Any:
     if not strategies or any(getattr(s, "is_wire", False) for s in strategies):
         return None
     return next((s for s in strategies if callable(getattr(s, "plain_text_wire", None))), None)
+
+
+def _event_name(asm: Assembly, event: dict[str, Any]) -> Any:
+    """The name of an event no rule has read (None where its name cannot be read)."""
+    try:
+        return asm.strategy.program.event_name(event)
+    except Exception:
+        return None
