@@ -608,20 +608,6 @@ class LLMStreamBuffer:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self._close_at_exit(exc)
-
-    async def __aenter__(self) -> LLMStreamBuffer:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._close_at_exit(exc)
-
-    def _close_at_exit(self, exc: BaseException | None) -> None:
         """``close()`` at the end of a ``with`` block (unless closed already). When the block
         raised, a close that finds no wire (UnknownFormatError) does not mask its exception:
         the block's exception propagates, the close's is dropped."""
@@ -632,6 +618,17 @@ class LLMStreamBuffer:
             return
         with contextlib.suppress(UnknownFormatError):
             self.close()
+
+    async def __aenter__(self) -> LLMStreamBuffer:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.__exit__(exc_type, exc, tb)
 
     @property
     def error(self) -> Any:
