@@ -554,19 +554,12 @@ class LLMStreamBuffer:
         known from the wire's DONE or ``close()`` on; ``[]`` before. A copy. On a driver's
         buffer, the text calls that would have run but cannot come after the native ones, once
         the driver's round at the end has reported them."""
-        if self._asm is None:
-            return []
-        reported = self._round.reported
-        if reported:
-            return [*self._asm.incomplete, *reported]
-        return list(self._asm.incomplete)
+        return [*self._asm.incomplete, *self._round.reported] if self._asm is not None else []
 
     def as_dict(self) -> dict[str, Any]:
         """The provider's ``stream=false`` message, as far as streamed."""
         asm = self._asm
-        if asm is None:
-            return {}
-        return asm.strategy.message_of(asm)
+        return asm.strategy.message_of(asm) if asm is not None else {}
 
     @property
     def stop_reason(self) -> str | None:
@@ -579,9 +572,7 @@ class LLMStreamBuffer:
         ``finish_reasons``): "stop", "length", "tool_calls", "content_filter", "error" or
         "other"; None until the wire's DONE, and for a stream that never sent one."""
         asm = self._asm
-        if asm is None:
-            return None
-        return asm.strategy.spec.turn.finish_reason(asm)
+        return asm.strategy.spec.turn.finish_reason(asm) if asm is not None else None
 
     @property
     def usage(self) -> dict[str, Any] | None:
@@ -593,9 +584,7 @@ class LLMStreamBuffer:
         """The usage as :class:`engine.Usage`, one meaning on every wire (the descriptor's
         ``token_usage``); None when the wire sent no usage."""
         asm = self._asm
-        if asm is None:
-            return None
-        return asm.strategy.spec.turn.token_usage(asm.usage)
+        return asm.strategy.spec.turn.token_usage(asm.usage) if asm is not None else None
 
     # -- a context manager: the block is the stream ------------------------------------------
 
@@ -679,9 +668,7 @@ class LLMStreamBuffer:
 
     def get_content(self) -> str:
         """All display text so far."""
-        if self._asm is None:
-            return ""
-        return self._display.content(self._asm.display)
+        return self._display.content(self._asm.display) if self._asm is not None else ""
 
     # -- what drivers read: the stream's state, the scan of its display text -----------------
     #
