@@ -50,7 +50,7 @@ from ..model.jsonscan import COMPLETE, TooDeepError
 from ..records import FinishReason, Skipped, Usage
 from ..text.codec import text_call_cause
 from ..transport.sse import SSEDecoder
-from .chunks import SKIP, Sentinel, decode, utf8
+from .chunks import SKIP, Sentinel, decode, error_text, utf8
 from .display import DisplayCursors
 from .rounds import NO_FORMING, TEXT_CALL_HELD, RoundState, forming_of
 
@@ -229,12 +229,7 @@ class LLMStreamBuffer:
     def _misfit(asm: Assembly, index: int, exc: BaseException) -> ChunkError:
         if isinstance(exc, TooDeepError):
             return ChunkError(index, str(exc))
-        try:
-            reason = str(exc) or "no detail"
-        except Exception:  # an exception whose own message fails
-            reason = "no detail"
-        if len(reason) > 500:  # an error message names the fault, it never carries the chunk
-            reason = reason[:497] + "..."
+        reason = error_text(exc, 500) or "no detail"
         wire = asm.strategy.name
         return ChunkError(index, f"event does not fit {wire}: {type(exc).__name__}: {reason}")
 

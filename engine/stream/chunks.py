@@ -70,15 +70,21 @@ def decode(chunk: Any, index: int, sse: SSEDecoder) -> Any:
     return as_fields
 
 
+def error_text(exc: BaseException, limit: int) -> str:
+    """What ``exc`` says, cut to ``limit`` characters (an error message names the fault, it
+    never carries the chunk); "" when its own message fails."""
+    try:
+        said = str(exc)
+    except Exception:
+        return ""
+    return said if len(said) <= limit else said[: limit - 3] + "..."
+
+
 def _dump_failed(chunk: Any, exc: Exception) -> str:
     """What to say of an SDK object whose dump raised: its type, the method, the error (cut:
     the SDK's message may be long, and its ``str`` may itself fail)."""
     method = "model_dump()" if callable(getattr(chunk, "model_dump", None)) else "to_dict()"
-    try:
-        said = str(exc)
-    except Exception:
-        said = ""
-    said = said if len(said) <= 200 else said[:197] + "..."
+    said = error_text(exc, 200)
     return (
         f"the SDK object ({type(chunk).__name__}) could not be read: its {method} raised "
         f"{type(exc).__name__}" + (f": {said}" if said else "")

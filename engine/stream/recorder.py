@@ -230,8 +230,7 @@ class EventRecorder:
         """The calls that will never be runnable, then the DONE."""
         out = self.out
         if len(asm.incomplete) != self.incomplete_at:
-            for event in asm.incomplete[self.incomplete_at :]:
-                out.append(event)
+            out += asm.incomplete[self.incomplete_at :]
             self.incomplete_at = len(asm.incomplete)
             for sink in self.sinks:
                 if sink.track.reported:
