@@ -790,50 +790,39 @@ class BaseDriver:
 
     def _report(self, plan: _Round, outcomes: list[_Outcome]) -> DriverResponse:
         """The round's response: each batch's records and history in call order (the calls
-        run, then those answered without running), then the calls that will never run."""
+        run, then those answered without running), then the calls that will never run. The
+        first failure is what the model is told: why a call was refused, or its raise."""
         response = plan.response
         at = 0
         for batch in plan.batches:
-            ran = outcomes[at : at + len(batch.calls)]
+            done = [*outcomes[at : at + len(batch.calls)], *batch.answered]
             at += len(batch.calls)
-            self._merge(response, self._batch_response([*ran, *batch.answered], batch.history))
+            ran = [r for r, why in done if why.__class__ is not _Rejected]
+            response.call_executed |= any(r.error is None for r in ran)
+            response.call_failed |= any(r.error is not None for r in ran)
+            failed = next(((r.name, why) for r, why in done if why is not None), None)
+            if response.retry_prompt is None and failed is not None:
+                response.retry_prompt = self._told(*failed)
+            if batch.history is not None:
+                _extend(response, "messages", batch.history([record for record, _ in done]))
+            _extend(response, "executed_calls", ran)
+            refused = [r for r, why in done if why.__class__ is _Rejected]
+            _extend(response, "rejected_calls", refused)
         if plan.incomplete:
-            prompt = self.codec.retry_call_incomplete(plan.incomplete[0])
-            more = DriverResponse(retry_prompt=prompt, incomplete_calls=plan.incomplete)
-            self._merge(response, more)
+            if response.retry_prompt is None:
+                response.retry_prompt = self.codec.retry_call_incomplete(plan.incomplete[0])
+            _extend(response, "incomplete_calls", plan.incomplete)
         return response
 
-    def _batch_response(self, outcomes: list[_Outcome], history: _History | None) -> DriverResponse:
-        ran = [r for r, why in outcomes if why.__class__ is not _Rejected]
-        refused = [r for r, why in outcomes if why.__class__ is _Rejected]
-        records = [record for record, _ in outcomes]
-        # The first failure is what the model is told: why a call was refused, or its raise.
-        failures = (
-            why.error if type(why) is _Rejected else self.codec.retry_execution_failed(r.name, why)
-            for r, why in outcomes
-            if why is not None
-        )
-        prompt = next(failures, None)
-        return DriverResponse(
-            call_executed=any(r.error is None for r in ran),
-            call_failed=any(r.error is not None for r in ran),
-            retry_prompt=prompt,
-            messages=history(records) if history is not None else [],
-            executed_calls=ran,
-            rejected_calls=refused,
-        )
+    def _told(self, name: str, why: Any) -> str:
+        """What the model is told of a call that failed: why it was refused, or its raise."""
+        return why.error if type(why) is _Rejected else self.codec.retry_execution_failed(name, why)
 
-    @staticmethod
-    def _merge(into: DriverResponse, more: DriverResponse) -> None:
-        into.call_executed |= more.call_executed
-        into.call_failed |= more.call_failed
-        into.call_pending |= more.call_pending
-        if into.retry_prompt is None:
-            into.retry_prompt = more.retry_prompt
-        for name in ("messages", "executed_calls", "rejected_calls", "incomplete_calls"):
-            extra = getattr(more, name)
-            if extra:
-                setattr(into, name, [*(getattr(into, name) or []), *extra])
+
+def _extend(response: DriverResponse, name: str, more: list[Any]) -> None:
+    """One of the response's lists, ``more`` added (None while nothing was)."""
+    if more:
+        setattr(response, name, [*(getattr(response, name) or []), *more])
 
 
 def _native_history(strategy: Any, message: Any, said: bool) -> _History:
