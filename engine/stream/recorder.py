@@ -284,14 +284,10 @@ class EventRecorder:
         sink.slot = asm.track_slot(sink.track)
         known_id = call_id if call_id.__class__ is str and call_id else None
         self.out.append(CallStarted(sink.slot, name, known_id))
-        if sink.early:
-            self._early(sink)
-
-    def _early(self, sink: CallSink) -> None:
-        """The growth before the name, as one delta right after ``CallStarted``."""
-        text = "".join(sink.early_text) if sink.early_text else None
-        sink.early, sink.early_text = False, []
-        self.out.append(_delta(sink.slot, text, sink.value))
+        if sink.early:  # the growth before the name: one delta right after CallStarted
+            text = "".join(sink.early_text) if sink.early_text else None
+            sink.early, sink.early_text = False, []
+            self.out.append(_delta(sink.slot, text, sink.value))
 
     def _ready(self, asm: Assembly, completed: list[Any]) -> None:
         sinks = self.sinks

@@ -194,7 +194,9 @@ class SSEDecoder:
 
     def _ignore(self, field: str, line: str, number: int) -> None:
         if self.strict_fields and field not in ("id", "retry"):
-            raise TransportError(_not_a_field(line), line=number)
+            lines = "event:, data:, id:, retry:, a `:` comment, or an empty line ending the event"
+            reason = f"expected an SSE line ({lines}), got {_shown(line)}"
+            raise TransportError(reason, line=number)
         self.ignored_fields[field] = self.ignored_fields.get(field, 0) + 1
 
     def dispatch(self) -> list[SSEEvent]:
@@ -234,13 +236,6 @@ class SSEDecoder:
 
 def _shown(text: str) -> str:
     return repr(text if len(text) <= 60 else text[:57] + "...")
-
-
-def _not_a_field(line: str) -> str:
-    return (
-        "expected an SSE line (event:, data:, id:, retry:, a `:` comment, or an empty line "
-        f"ending the event), got {_shown(line)}"
-    )
 
 
 def decode_event(event: SSEEvent) -> tuple[Any, bool]:
