@@ -856,3 +856,23 @@ def test_what_is_not_an_incomplete_call_is_text(codec, text) -> None:
     assert scanner.incomplete_calls() == [] and scanner.complete_calls() == []
     scanner.close()
     assert scanner.releasable() == text
+
+
+def test_a_codec_dict_with_a_replacement_its_pattern_cannot_fill_is_refused_at_load() -> None:
+    """A problem no schema sees is refused when the codec compiles, at its JSON pointer (the
+    validator locates it in the file: tests/broken/codec_bad_replacement.yaml), never at the
+    first text it heals, mid-stream."""
+    from engine import DescriptorError
+    from engine.text.strategy import TextStrategy
+
+    data = yaml.safe_load(DESCRIPTOR.read_text(encoding="utf-8"))
+    data["codec"]["healing"][0]["replacement"] = r"\9"
+    with pytest.raises(DescriptorError) as caught:
+        TextStrategy(data, "mine.yaml")
+    [problem] = caught.value.problems
+    assert (problem.file, problem.pointer, problem.rule) == (
+        "mine.yaml",
+        "/codec/healing/0/replacement",
+        "compile",
+    )
+    assert "invalid group reference 9" in problem.message

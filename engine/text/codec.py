@@ -31,6 +31,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
+from ..compile.strategy import Problems
+from ..errors import DescriptorError, Problem
 from ..events import (
     CAUSE_NOT_JSON,
     CAUSE_NOT_OBJECT,
@@ -141,6 +143,8 @@ _TYPING_KEYWORDS = frozenset(
     ("type", "$ref", "anyOf", "oneOf", "allOf", "enum", "const", "properties", "items")
 )
 
+_ONE_SPAN = "a marker starts one span only (the scanner would never read the other)"
+
 _PLACEHOLDER = re.compile(
     r"\{(tools|call_example|tool_name|error|available|problems|pointer|message)\}"
 )
@@ -183,25 +187,48 @@ class TextCodec:
     # -- construction ---------------------------------------------------------------------
 
     @classmethod
-    def from_descriptor(cls, data: Mapping[str, Any]) -> TextCodec:
-        """Compile the ``codec`` section of a descriptor (or the section itself).
+    def from_descriptor(
+        cls, data: Mapping[str, Any], problems: Problems | None = None, source: str | None = None
+    ) -> TextCodec:
+        """Compile the ``codec`` section of a descriptor.
 
         Regexes and marker tables are built here, once. The section is taken as the schema
         checked it (``schemas/format.schema.json``, the one place that says what a codec
-        section may hold; the engine's loader never compiles a section the schema refuses),
-        so nothing of it is checked again here.
+        section may hold; the engine's loader never compiles a section the schema refuses).
+        What no schema can say is found here, each problem at the JSON pointer of its value
+        (added to ``problems``, which the validator locates in the file; without, raised as a
+        :class:`~engine.errors.DescriptorError`, ``source`` naming the dict): a healing
+        replacement its pattern cannot fill (it would raise mid-stream, at the first text it
+        heals), and a marker that starts two spans (the scanner would read only one).
         """
-        section = data.get("codec", data)
-        conf = {**_DEFAULTS, **section}
+        found = Problems() if problems is None else problems
+        conf = {**_DEFAULTS, **data["codec"]}
         fences = {**_DEFAULTS["fences"], **(conf["fences"] or {})}
         pairs = {
             key: tuple((p["start"], p["end"]) for p in conf[key] or [])
             for key in ("delimiters", "reasoning")
         }
-        healing = [
-            (re.compile(rule["pattern"]), rule.get("replacement", HEALING_REPLACEMENT))
-            for rule in conf["healing"] or []
-        ]
+        healing = []
+        for i, rule in enumerate(conf["healing"] or []):
+            pattern = re.compile(rule["pattern"])
+            replacement = rule.get("replacement", HEALING_REPLACEMENT)
+            try:
+                pattern.sub(replacement, "")  # (the replacement is read even where none matches)
+            except re.error as exc:
+                pointer = f"/codec/healing/{i}/replacement"
+                found.add(pointer, f"not a replacement for its pattern: {exc}")
+            healing.append((pattern, replacement))
+        marked = [(f"/codec/fences/markers/{i}", m) for i, m in enumerate(fences["markers"])]
+        for key, spans in pairs.items():
+            marked += [(f"/codec/{key}/{i}/start", start) for i, (start, _) in enumerate(spans)]
+        starts: dict[str, str] = {}
+        for pointer, start in marked:
+            if start in starts:
+                found.add(pointer, f"{start!r} already starts {starts[start]}: {_ONE_SPAN}")
+            starts.setdefault(start, pointer.removesuffix("/start"))
+        if problems is None and found:
+            file = source or "<descriptor>"
+            raise DescriptorError([Problem(file, 0, 0, *at, "compile") for at in found.found])
         return cls(
             name_keys=tuple(conf["name_keys"]),
             args_keys=tuple(conf["args_keys"]),

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..compile.results import compile_sections
-from ..compile.strategy import NOT_FORMING, ExtractionStrategy, Forming
+from ..compile.strategy import NOT_FORMING, ExtractionStrategy, Forming, Problems
 from ..events import ExtractedCall
 from .codec import TextCodec
 
@@ -27,15 +27,22 @@ class TextStrategy:
     leaks_into_text = False
 
     def __init__(
-        self, descriptor: dict[str, Any], source: str | None = None, *, sections: Any = None
+        self,
+        descriptor: dict[str, Any],
+        source: str | None = None,
+        *,
+        problems: Problems | None = None,
+        sections: Any = None,
     ) -> None:
+        """Compile ``descriptor``; ``problems`` and ``sections`` as for an
+        :class:`~engine.compile.strategy.ExtractionStrategy` (the validator's one pass)."""
         self.descriptor = descriptor
         self.source = source
         # Its results (compiled with it, or by the validating pass): they die with it.
         self.sections = compile_sections(descriptor) if sections is None else sections
         self.name: str = descriptor["name"]
         self.title: str = descriptor.get("title", self.name)
-        self.codec = TextCodec.from_descriptor(descriptor)
+        self.codec = TextCodec.from_descriptor(descriptor, problems, source)
         self._plain: ExtractionStrategy | None = None
 
     def plain_text_wire(self) -> ExtractionStrategy:
