@@ -30,7 +30,7 @@ def codec() -> TextCodec:
 
 
 def load_codec() -> TextCodec:
-    return TextCodec.from_descriptor(yaml.safe_load(DESCRIPTOR.read_text(encoding="utf-8")))
+    return TextCodec(yaml.safe_load(DESCRIPTOR.read_text(encoding="utf-8")))
 
 
 def feed_all(codec: TextCodec, pieces: list[str]):
@@ -295,7 +295,7 @@ def test_healing(codec: TextCodec, text: str, expected: tuple) -> None:
 def test_healing_is_data(codec: TextCodec) -> None:
     data = yaml.safe_load(DESCRIPTOR.read_text(encoding="utf-8"))
     data["codec"]["healing"] = []
-    plain = TextCodec.from_descriptor(data)
+    plain = TextCodec(data)
     assert plain.parse_calls('{"tool": "a", "arguments": {"x": 1,}}') == []
     assert calls_of(codec, '{"tool": "a", "arguments": {"x": 1,}}') == [("a", {"x": 1})]
 
@@ -361,7 +361,7 @@ def test_a_nested_object_of_a_released_record_is_not_a_call(codec: TextCodec) ->
 def test_bare_detection_can_be_switched_off() -> None:
     data = yaml.safe_load(DESCRIPTOR.read_text(encoding="utf-8"))
     data["codec"]["bare"] = False
-    fenced_only = TextCodec.from_descriptor(data)
+    fenced_only = TextCodec(data)
     assert fenced_only.parse_calls('{"tool": "a"}') == []
     assert [c.name for c in fenced_only.parse_calls('```json\n{"tool": "a"}\n```')] == ["a"]
     scanner = feed_all(fenced_only, ["{"])
@@ -374,7 +374,7 @@ def test_other_delimiters_and_keys_are_data() -> None:
     data["codec"]["delimiters"] = [{"start": "[CALL]", "end": "[/CALL]"}]
     data["codec"]["name_keys"] = ["function"]
     data["codec"]["args_keys"] = ["args"]
-    custom = TextCodec.from_descriptor(data)
+    custom = TextCodec(data)
     text = 'x [CALL]{"function": "f", "args": {"k": 1}}[/CALL] y {"tool": "t"}'
     assert calls_of(custom, text) == [("f", {"k": 1})]
     assert feed_all(custom, ["x [CA"]).releasable() == "x "
@@ -682,10 +682,10 @@ def test_the_schema_describes_the_defaults_the_codec_applies() -> None:
 def test_a_prompt_without_tool_format_describes_tools_as_the_defaults_say(codec) -> None:
     data = yaml.safe_load(DESCRIPTOR.read_text(encoding="utf-8"))
     del data["codec"]["prompt"]["tool_format"]
-    bare = TextCodec.from_descriptor(data)
+    bare = TextCodec(data)
     assert bare.function_description(TOOLS) == codec.function_description(TOOLS)
     data["codec"]["prompt"]["tool_format"] = {"untyped_parameter": {}, "indent": None}
-    plain = json.loads(TextCodec.from_descriptor(data).function_description(TOOLS))
+    plain = json.loads(TextCodec(data).function_description(TOOLS))
     assert plain["tools"][0]["parameters"]["properties"]["days"] == {"description": "How many"}
 
 

@@ -29,6 +29,7 @@ import re
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol, cast
 
 from ..compile.strategy import Problems
@@ -37,8 +38,6 @@ from ..events import (
     CAUSE_NOT_JSON,
     CAUSE_NOT_OBJECT,
     CAUSE_TOO_DEEP,
-    INCOMPLETE_CAUSES,
-    INCOMPLETE_REASONS,
     CallIncomplete,
 )
 from ..model.jsonscan import INVALID_TEXT, MAX_DEPTH, TOO_DEEP, nests_deeper
@@ -91,30 +90,26 @@ class ToolLike(Protocol):
 
 # -- the codec ---------------------------------------------------------------------------------
 
-_REASON, _FENCE, _DELIM = 0, 1, 2  # marker kinds
+_FENCE, _DELIM, _REASON = 0, 1, 2  # marker kinds
+_SPANS = ("delimiters", "reasoning")  # the sections of the spans a marker pair opens
 
 
 @dataclass(frozen=True)
 class _Marker:
     text: str
     kind: int
+    pointer: str  # where the descriptor writes it
     end: str = ""  # the end marker of a delimiter or a reasoning span
 
 
 @dataclass(frozen=True)
 class _Prompt:
+    """The prompt section as the schema checked it, the defaults of ``tool_format`` filled in."""
+
     system_template: str
     call_example: str
-    list_key: str
-    fields: tuple[tuple[str, str], ...]  # (key written, tool attribute read)
-    indent: int | None
-    untyped_parameter: tuple[tuple[str, Any], ...]  # items, so that the codec is hashable
-    execution_failed: str
-    unknown_tool: str
-    no_tool_field: str
-    call_incomplete: tuple[tuple[str, str], ...] = ()  # (reason or cause, message), hashable
-    # retry.schema_invalid: (message, problem, root), or None (execution_failed stands in)
-    schema_invalid: tuple[str, str, str] | None = None
+    tool_format: Mapping[str, Any]
+    retry: Mapping[str, Any]
 
 
 # What a codec section (and its prompt's tool_format) means where it leaves a key out. The
@@ -161,53 +156,32 @@ def _fill(template: str, **values: str) -> str:
     return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), template)
 
 
-@dataclass(frozen=True)
 class TextCodec:
     """The compiled text codec: immutable and shared; per-stream state is a
-    :class:`TextScanner`. Build it with :meth:`from_descriptor`."""
+    :class:`TextScanner`. Compiled from a descriptor's ``codec`` section.
 
-    name_keys: tuple[str, ...]
-    args_keys: tuple[str, ...]
-    reject_keys: tuple[str, ...]
-    bare: bool
-    fence_languages: frozenset[str]
-    fence_markers: tuple[str, ...]
-    delimiters: tuple[tuple[str, str], ...]
-    reasoning: tuple[tuple[str, str], ...]
-    healing: tuple[tuple[re.Pattern[str], str], ...] = field(repr=False)
-    prompt: _Prompt = field(repr=False)
-    # The scanner's tables, derived once from the fields above.
-    _markers: dict[str, tuple[_Marker, ...]] = field(init=False, repr=False, compare=False)
-    _trigger: re.Pattern[str] = field(init=False, repr=False, compare=False)
-    _marker_trigger: re.Pattern[str] = field(init=False, repr=False, compare=False)
-    _all_markers: tuple[str, ...] = field(init=False, repr=False, compare=False)
-    _skip_res: dict[tuple[str, ...], re.Pattern[str]] = field(init=False, repr=False, compare=False)
-    _lang_prefixes: frozenset[str] = field(init=False, repr=False, compare=False)
+    Regexes and marker tables are built here, once. The section is taken as the schema checked
+    it (``schemas/format.schema.json``, the one place that says what a codec section may hold;
+    the engine's loader never compiles a section the schema refuses). What no schema can say
+    is found here, each problem at the JSON pointer of its value (added to ``problems``, which
+    the validator locates in the file; without, raised as a
+    :class:`~engine.errors.DescriptorError`, ``source`` naming the dict): a healing replacement
+    its pattern cannot fill (it would raise mid-stream, at the first text it heals), and a
+    marker that starts two spans (the scanner would read only one).
+    """
 
-    # -- construction ---------------------------------------------------------------------
-
-    @classmethod
-    def from_descriptor(
-        cls, data: Mapping[str, Any], problems: Problems | None = None, source: str | None = None
-    ) -> TextCodec:
-        """Compile the ``codec`` section of a descriptor.
-
-        Regexes and marker tables are built here, once. The section is taken as the schema
-        checked it (``schemas/format.schema.json``, the one place that says what a codec
-        section may hold; the engine's loader never compiles a section the schema refuses).
-        What no schema can say is found here, each problem at the JSON pointer of its value
-        (added to ``problems``, which the validator locates in the file; without, raised as a
-        :class:`~engine.errors.DescriptorError`, ``source`` naming the dict): a healing
-        replacement its pattern cannot fill (it would raise mid-stream, at the first text it
-        heals), and a marker that starts two spans (the scanner would read only one).
-        """
+    def __init__(
+        self, data: Mapping[str, Any], problems: Problems | None = None, source: str | None = None
+    ) -> None:
         found = Problems() if problems is None else problems
         conf = {**_DEFAULTS, **data["codec"]}
         fences = {**_DEFAULTS["fences"], **(conf["fences"] or {})}
-        pairs = {
-            key: tuple((p["start"], p["end"]) for p in conf[key] or [])
-            for key in ("delimiters", "reasoning")
-        }
+        self.name_keys: tuple[str, ...] = tuple(conf["name_keys"])
+        self.args_keys: tuple[str, ...] = tuple(conf["args_keys"])
+        self.reject_keys: tuple[str, ...] = tuple(conf["reject_keys"])
+        self.bare: bool = conf["bare"]
+        self.fence_languages = frozenset(lang.lower() for lang in fences["languages"])
+        self.fence_markers: tuple[str, ...] = tuple(fences["markers"])
         healing = []
         for i, rule in enumerate(conf["healing"] or []):
             pattern = re.compile(rule["pattern"])
@@ -218,51 +192,49 @@ class TextCodec:
                 pointer = f"/codec/healing/{i}/replacement"
                 found.add(pointer, f"not a replacement for its pattern: {exc}")
             healing.append((pattern, replacement))
-        marked = [(f"/codec/fences/markers/{i}", m) for i, m in enumerate(fences["markers"])]
-        for key, spans in pairs.items():
-            marked += [(f"/codec/{key}/{i}/start", start) for i, (start, _) in enumerate(spans)]
+        self.healing = tuple(healing)
+        # The scanner's tables: the markers (fences, delimiters, reasoning: their kinds in
+        # order) by their first character, and the characters that may start something.
+        written = [("fences/markers", [(m, "") for m in fences["markers"]])]
+        written += [(key, [(p["start"], p["end"]) for p in conf[key] or []]) for key in _SPANS]
+        markers = [
+            _Marker(start, kind, f"/codec/{key}/{i}" + ("/start" if end else ""), end)
+            for kind, (key, pairs) in enumerate(written)
+            for i, (start, end) in enumerate(pairs)
+        ]
+        self._markers: dict[str, tuple[_Marker, ...]] = {}
         starts: dict[str, str] = {}
-        for pointer, start in marked:
-            if start in starts:
-                found.add(pointer, f"{start!r} already starts {starts[start]}: {_ONE_SPAN}")
-            starts.setdefault(start, pointer.removesuffix("/start"))
+        for m in markers:
+            self._markers[m.text[0]] = (*self._markers.get(m.text[0], ()), m)
+            if m.text in starts:
+                found.add(m.pointer, f"{m.text!r} already starts {starts[m.text]}: {_ONE_SPAN}")
+            starts.setdefault(m.text, m.pointer.removesuffix("/start"))
+        self._trigger = _any_of(set(self._markers) | ({"{", "["} if self.bare else set()))
+        self._marker_trigger = _any_of(set(self._markers))  # a bare `{` is no start here
+        self._all_markers = tuple(m.text for m in markers)
+        # Where a code fence or a reasoning span ends: the only thing looked for inside it.
+        self._skip_res: dict[tuple[str, ...], re.Pattern[str]] = {
+            (m.end,): re.compile(re.escape(m.end)) for m in markers if m.kind == _REASON
+        }
+        self._skip_res[self.fence_markers] = re.compile(
+            "|".join(map(re.escape, self.fence_markers))
+        )
+        named = [lang for lang in self.fence_languages if lang]
+        self._lang_prefixes = frozenset(g[:k] for g in named for k in range(1, len(g) + 1))
         if problems is None and found:
             file = source or "<descriptor>"
             raise DescriptorError([Problem(file, 0, 0, *at, "compile") for at in found.found])
-        return cls(
-            name_keys=tuple(conf["name_keys"]),
-            args_keys=tuple(conf["args_keys"]),
-            reject_keys=tuple(conf["reject_keys"]),
-            bare=bool(conf["bare"]),
-            fence_languages=frozenset(lang.lower() for lang in fences["languages"]),
-            fence_markers=tuple(fences["markers"]),
-            delimiters=pairs["delimiters"],
-            reasoning=pairs["reasoning"],
-            healing=tuple(healing),
-            prompt=_compile_prompt(conf["prompt"]),
+        section = conf["prompt"]
+        tool_format = {**_TOOL_FORMAT_DEFAULTS, **(section.get("tool_format") or {})}
+        # Last: from here on the codec is frozen (__setattr__).
+        self.prompt = _Prompt(
+            section["system_template"], section["call_example"], tool_format, section["retry"]
         )
 
-    def __post_init__(self) -> None:
-        markers = [_Marker(m, _FENCE) for m in self.fence_markers]
-        markers += [_Marker(s, _DELIM, e) for s, e in self.delimiters]
-        markers += [_Marker(s, _REASON, e) for s, e in self.reasoning]
-        by_char: dict[str, tuple[_Marker, ...]] = {}
-        for m in markers:
-            by_char[m.text[0]] = (*by_char.get(m.text[0], ()), m)
-        triggers = set(by_char) | ({"{", "["} if self.bare else set())
-        # Where a code fence or a reasoning span ends: the only thing looked for inside it.
-        skip_res: dict[tuple[str, ...], re.Pattern[str]] = {
-            (e,): re.compile(re.escape(e)) for _, e in self.reasoning
-        }
-        skip_res[self.fence_markers] = re.compile("|".join(map(re.escape, self.fence_markers)))
-        named = [lang for lang in self.fence_languages if lang]
-        set_ = object.__setattr__
-        set_(self, "_markers", by_char)
-        set_(self, "_trigger", _any_of(triggers))
-        set_(self, "_marker_trigger", _any_of(set(by_char)))  # a bare `{` is no start here
-        set_(self, "_all_markers", tuple(m.text for m in markers))
-        set_(self, "_skip_res", skip_res)
-        set_(self, "_lang_prefixes", frozenset(g[:k] for g in named for k in range(1, len(g) + 1)))
+    def __setattr__(self, name: str, value: Any) -> None:
+        if hasattr(self, "prompt"):
+            raise AttributeError(f"the text codec is immutable and shared: {name}")
+        object.__setattr__(self, name, value)
 
     # -- parsing --------------------------------------------------------------------------
 
@@ -365,22 +337,18 @@ class TextCodec:
     def function_description(self, tools: Iterable[ToolLike]) -> str:
         """The tools as the model is told about them: a JSON document, ``{"tools": [...]}``
         by default, so that the model sees its tools in the same notation it calls them in."""
-        p = self.prompt
+        fmt = self.prompt.tool_format
         listed = []
         for tool in tools:
             entry: dict[str, Any] = {}
-            for key, attribute in p.fields:
-                if isinstance(tool, Mapping):
-                    value = tool.get(attribute)
-                else:
-                    value = getattr(tool, attribute, None)
+            read = tool.get if isinstance(tool, Mapping) else partial(getattr, tool)
+            for key, attribute in fmt["fields"].items():
+                value = read(attribute, None)
                 if attribute == "parameters":
                     value = self._parameters(value)
-                elif value is None:
-                    value = ""
-                entry[key] = value
+                entry[key] = "" if value is None else value
             listed.append(entry)
-        return json.dumps({p.list_key: listed}, indent=p.indent, ensure_ascii=False)
+        return json.dumps({fmt["list_key"]: listed}, indent=fmt["indent"], ensure_ascii=False)
 
     def _parameters(self, schema: Any) -> dict[str, Any]:
         """A tool's parameter schema as described: always an object schema, and a property
@@ -391,7 +359,7 @@ class TextCodec:
         out = dict(schema)
         props = out.get("properties")
         if isinstance(props, Mapping):
-            default = dict(self.prompt.untyped_parameter)
+            default = self.prompt.tool_format["untyped_parameter"]
             out["properties"] = {
                 key: (
                     prop
@@ -405,22 +373,20 @@ class TextCodec:
     def system_message(self, tools: Iterable[ToolLike]) -> str:
         """The system message that asks the model for this codec's calls."""
         p = self.prompt
-        return _fill(
-            p.system_template,
-            tools=self.function_description(tools),
-            call_example=p.call_example,
-        )
+        tools_text = self.function_description(tools)
+        return _fill(p.system_template, tools=tools_text, call_example=p.call_example)
 
     def retry_execution_failed(self, tool_name: str, error: Any) -> str:
         """What to tell the model after its call of ``tool_name`` raised ``error``."""
-        return _fill(self.prompt.execution_failed, tool_name=tool_name, error=str(error))
+        return _fill(self.prompt.retry["execution_failed"], tool_name=tool_name, error=str(error))
 
     def retry_unknown_tool(self, tool_name: str, available: Iterable[Any]) -> str:
         """What to tell the model after it called a tool nobody has. ``available`` holds tool
         names or tools. Only a composition that knows every tool (an Orchestrator) may say
         this: a single driver cannot know that another one does not own the name."""
         names = [a if isinstance(a, str) else str(getattr(a, "name", a)) for a in available]
-        return _fill(self.prompt.unknown_tool, tool_name=tool_name, available=", ".join(names))
+        template = self.prompt.retry["unknown_tool"]
+        return _fill(template, tool_name=tool_name, available=", ".join(names))
 
     def retry_call_incomplete(
         self,
@@ -438,12 +404,8 @@ class TextCodec:
             name, reason, cause = call.name, call.reason, call.cause
         else:
             name = call
-        templates = dict(self.prompt.call_incomplete)
-        template = (
-            (templates.get(cause) if cause is not None else None)
-            or templates.get(reason or "")
-            or templates["invalid"]
-        )
+        templates = self.prompt.retry["call_incomplete"]
+        template = templates.get(cause) or templates.get(reason) or templates["invalid"]
         return _fill(template, tool_name=name or "(no name)")
 
     def retry_schema_invalid(self, tool_name: str, problems: Iterable[tuple[str, str]]) -> str:
@@ -452,54 +414,20 @@ class TextCodec:
         line of its own (the pointer ``""``, the arguments object itself, as the
         descriptor's ``root`` says). A descriptor without ``schema_invalid`` sends
         ``execution_failed`` with the problems as its error."""
-        section = self.prompt.schema_invalid
+        section = self.prompt.retry.get("schema_invalid")
         pairs = list(problems)
         if section is None:
             error = "; ".join(f"{pointer or '/'}: {message}" for pointer, message in pairs)
             return self.retry_execution_failed(tool_name, error)
-        message, problem, root = section
         lines = "\n".join(
-            _fill(problem, pointer=pointer or root, message=str(text)) for pointer, text in pairs
+            _fill(section["problem"], pointer=pointer or section["root"], message=str(text))
+            for pointer, text in pairs
         )
-        return _fill(message, tool_name=tool_name, problems=lines)
+        return _fill(section["message"], tool_name=tool_name, problems=lines)
 
     def retry_no_tool_field(self) -> str:
         """What to tell the model after it wrote a JSON reply that names no tool."""
-        return _fill(self.prompt.no_tool_field, call_example=self.prompt.call_example)
-
-
-def _compile_prompt(section: Mapping[str, Any]) -> _Prompt:
-    """The prompt section as the schema checked it, each key it leaves out of ``tool_format``
-    taken from :data:`_TOOL_FORMAT_DEFAULTS`."""
-    fmt = {**_TOOL_FORMAT_DEFAULTS, **(section.get("tool_format") or {})}
-    retry = section["retry"]
-    schema = retry.get("schema_invalid")  # (message, problem, root), where there is one
-    return _Prompt(
-        system_template=section["system_template"],
-        call_example=section["call_example"],
-        list_key=fmt["list_key"],
-        fields=tuple(fmt["fields"].items()),
-        indent=fmt["indent"],
-        untyped_parameter=tuple(fmt["untyped_parameter"].items()),
-        execution_failed=retry["execution_failed"],
-        unknown_tool=retry["unknown_tool"],
-        no_tool_field=retry["no_tool_field"],
-        call_incomplete=_incomplete_templates(retry["call_incomplete"]),
-        schema_invalid=(schema["message"], schema["problem"], schema["root"]) if schema else None,
-    )
-
-
-def _incomplete_templates(section: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
-    """``retry.call_incomplete``: one message for each reason a call can end unrunnable,
-    and one for each finer cause the descriptor words (the others fall back to their
-    reason's)."""
-    reasons = tuple((reason, section[reason]) for reason in INCOMPLETE_REASONS)
-    causes = tuple(
-        (cause, section[cause])
-        for cause in INCOMPLETE_CAUSES
-        if cause in section and cause not in INCOMPLETE_REASONS
-    )
-    return reasons + causes
+        return _fill(self.prompt.retry["no_tool_field"], call_example=self.prompt.call_example)
 
 
 # -- the scanner -------------------------------------------------------------------------------

@@ -42,7 +42,7 @@ class TextStrategy:
         self.sections = compile_sections(descriptor) if sections is None else sections
         self.name: str = descriptor["name"]
         self.title: str = descriptor.get("title", self.name)
-        self.codec = TextCodec.from_descriptor(descriptor, problems, source)
+        self.codec = TextCodec(descriptor, problems, source)
         self._plain: ExtractionStrategy | None = None
 
     def plain_text_wire(self) -> ExtractionStrategy:
