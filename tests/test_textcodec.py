@@ -661,22 +661,30 @@ def test_function_description_is_json_with_the_tools(codec: TextCodec) -> None:
     assert ping["parameters"] == {"type": "object", "properties": {}}
 
 
-def _schema_defaults(node: dict) -> dict:
-    return {k: p["default"] for k, p in node["properties"].items() if "default" in p}
-
-
-def test_the_schema_describes_the_defaults_the_codec_applies() -> None:
-    """The code is the one source of a codec section's defaults; the schema's ``default``
-    annotations (what an editor shows) must say the same, key for key."""
+def test_a_section_that_leaves_keys_out_reads_as_the_schema_defaults_say() -> None:
+    """The schema's ``default`` annotations (what an editor shows) are the one source of what
+    a key left out means: the codec applies them."""
     from engine.compile.schema import schema
-    from engine.text import codec as module
 
-    defs = schema()["$defs"]
-    section = _schema_defaults(defs["codec"])
-    section["fences"] = _schema_defaults(defs["codec"]["properties"]["fences"])
-    assert section == module._DEFAULTS
-    tool_format = defs["codec_prompt"]["properties"]["tool_format"]
-    assert _schema_defaults(tool_format) == module._TOOL_FORMAT_DEFAULTS
+    data = yaml.safe_load(DESCRIPTOR.read_text(encoding="utf-8"))
+    prompt = {k: v for k, v in data["codec"]["prompt"].items() if k != "tool_format"}
+    bare = TextCodec({"codec": {"prompt": prompt}})
+    props = schema()["$defs"]["codec"]["properties"]
+    fences = props["fences"]["properties"]
+    assert (bare.name_keys, bare.args_keys, bare.reject_keys, bare.bare) == (
+        tuple(props["name_keys"]["default"]),
+        tuple(props["args_keys"]["default"]),
+        tuple(props["reject_keys"]["default"]),
+        props["bare"]["default"],
+    )
+    assert bare.fence_markers == tuple(fences["markers"]["default"])
+    assert bare.fence_languages == frozenset(fences["languages"]["default"])
+    assert bare.healing == ()
+    delimiter = props["delimiters"]["default"][0]
+    text = f'{delimiter["start"]}{{"tool": "a"}}{delimiter["end"]}'
+    assert calls_of(bare, text) == [("a", {})]
+    tool_format = schema()["$defs"]["codec_prompt"]["properties"]["tool_format"]["properties"]
+    assert bare.prompt.tool_format == {k: p["default"] for k, p in tool_format.items()}
 
 
 def test_a_prompt_without_tool_format_describes_tools_as_the_defaults_say(codec) -> None:
@@ -724,12 +732,14 @@ def test_the_codec_is_immutable(codec: TextCodec) -> None:
         codec.name_keys = ("x",)  # type: ignore[misc]
 
 
-def test_the_schema_describes_the_default_a_healing_rule_replaces_with() -> None:
+def test_a_healing_rule_without_a_replacement_deletes_what_it_matches() -> None:
+    """As the schema's default for ``replacement`` (``""``) says."""
     from engine.compile.schema import schema
-    from engine.text import codec as module
 
-    rule = schema()["$defs"]["healing_rule"]["properties"]
-    assert rule["replacement"]["default"] == module.HEALING_REPLACEMENT
+    assert schema()["$defs"]["healing_rule"]["properties"]["replacement"]["default"] == ""
+    data = yaml.safe_load(DESCRIPTOR.read_text(encoding="utf-8"))
+    data["codec"]["healing"] = [{"pattern": r",(?=\s*\})"}]
+    assert calls_of(TextCodec(data), '{"tool": "a", "arguments": {"x": 1,}}') == [("a", {"x": 1})]
 
 
 # -- a driver's turn: the rules "end" and "anywhere" (issue 16, point 5) -----------------------

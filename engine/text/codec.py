@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol, cast
 
+from ..compile.schema import schema
 from ..compile.strategy import Problems
 from ..errors import DescriptorError, Problem
 from ..events import (
@@ -112,26 +113,15 @@ class _Prompt:
     retry: Mapping[str, Any]
 
 
-# What a codec section (and its prompt's tool_format) means where it leaves a key out. The
-# code is the one source of these values; the schema's `default` annotations describe them for
-# editors, and tests/test_textcodec.py checks that the two say the same.
-HEALING_REPLACEMENT = ""  # a healing rule without one deletes what its pattern matches
-_DEFAULTS: dict[str, Any] = {
-    "name_keys": ["tool", "name"],
-    "args_keys": ["arguments", "parameters"],
-    "reject_keys": [],
-    "bare": True,
-    "fences": {"languages": ["json", ""], "markers": ["```"]},
-    "delimiters": [{"start": "<tool_call>", "end": "</tool_call>"}],
-    "reasoning": [{"start": "<think>", "end": "</think>"}],
-    "healing": [],
-}
-_TOOL_FORMAT_DEFAULTS: dict[str, Any] = {
-    "list_key": "tools",
-    "fields": {"name": "name", "description": "description", "parameters": "parameters"},
-    "indent": 2,
-    "untyped_parameter": {"type": "string"},
-}
+def _defaults(*steps: str) -> dict[str, Any]:
+    """What the keys of the schema object at ``steps`` (under ``$defs``) mean where a codec
+    section leaves them out: the schema's ``default`` annotations, the one place that says
+    them (an editor shows them, the codec applies them)."""
+    node = schema()["$defs"]
+    for step in steps:
+        node = node[step]
+    return {key: p["default"] for key, p in node["properties"].items() if "default" in p}
+
 
 # JSON Schema keywords that say what a parameter is; a property with none of them is untyped.
 _TYPING_KEYWORDS = frozenset(
@@ -174,8 +164,8 @@ class TextCodec:
         self, data: Mapping[str, Any], problems: Problems | None = None, source: str | None = None
     ) -> None:
         found = Problems() if problems is None else problems
-        conf = {**_DEFAULTS, **data["codec"]}
-        fences = {**_DEFAULTS["fences"], **(conf["fences"] or {})}
+        conf = {**_defaults("codec"), **data["codec"]}
+        fences = {**_defaults("codec", "properties", "fences"), **(conf.get("fences") or {})}
         self.name_keys: tuple[str, ...] = tuple(conf["name_keys"])
         self.args_keys: tuple[str, ...] = tuple(conf["args_keys"])
         self.reject_keys: tuple[str, ...] = tuple(conf["reject_keys"])
@@ -185,7 +175,7 @@ class TextCodec:
         healing = []
         for i, rule in enumerate(conf["healing"] or []):
             pattern = re.compile(rule["pattern"])
-            replacement = rule.get("replacement", HEALING_REPLACEMENT)
+            replacement = rule.get("replacement", _defaults("healing_rule")["replacement"])
             try:
                 pattern.sub(replacement, "")  # (the replacement is read even where none matches)
             except re.error as exc:
@@ -225,7 +215,8 @@ class TextCodec:
             file = source or "<descriptor>"
             raise DescriptorError([Problem(file, 0, 0, *at, "compile") for at in found.found])
         section = conf["prompt"]
-        tool_format = {**_TOOL_FORMAT_DEFAULTS, **(section.get("tool_format") or {})}
+        tool_format = _defaults("codec_prompt", "properties", "tool_format")
+        tool_format.update(section.get("tool_format") or {})
         # Last: from here on the codec is frozen (__setattr__).
         self.prompt = _Prompt(
             section["system_template"], section["call_example"], tool_format, section["retry"]
