@@ -436,7 +436,8 @@ _CLOSER = 3  # the value closed: waiting for the closing fence or end delimiter
 _BROKEN = 4  # a named call's JSON broke inside its delimiters: waiting for its end delimiter
 
 # JSON validator states.
-_S_TOP, _S_VALUE, _S_ITEM, _S_KEY, _S_COLON, _S_AFTER, _S_STRING, _S_NUMBER, _S_LITERAL = range(9)
+# (A value is awaited at the start, after a colon, and in an array: `]` may close it there.)
+_S_VALUE, _S_KEY, _S_COLON, _S_AFTER, _S_STRING, _S_NUMBER, _S_LITERAL = range(7)
 
 # The first-key watch: the strict prefix a call must follow while it is held without a name.
 _W_DONE = 0  # nothing to check (named, or released)
@@ -495,7 +496,7 @@ class _Candidate:
     vstart: int = -1
     vend: int = -1
     stack: list[str] = field(default_factory=list)
-    state: int = _S_TOP
+    state: int = _S_VALUE
     escape: bool = False
     key: bool = False  # the string being read is a key
     literal: str = ""
@@ -1173,15 +1174,7 @@ class TextScanner:
                     return n, _MORE
                 ch = s[i]
             w = c.watch
-            if st == _S_TOP:
-                # The candidate's first character, `{` or `[`.
-                stack.append(ch)
-                c.is_array = ch == "["
-                c.state = _S_ITEM if c.is_array else _S_KEY
-                if not c.dead:
-                    c.watch = _W_FIRST_ITEM if c.is_array else _W_KEY_WAIT
-                i += 1
-            elif st == _S_KEY:
+            if st == _S_KEY:
                 if w == _W_KEY_WAIT and ch != '"':
                     return i, _FAIL
                 if ch == '"':
@@ -1198,21 +1191,22 @@ class TextScanner:
                 if w == _W_COLON:
                     c.watch = _W_NAME_WAIT
                 i += 1
-            elif st in (_S_VALUE, _S_ITEM):
-                if w == _W_NAME_WAIT and ch != '"':
-                    return i, _FAIL
-                if w == _W_FIRST_ITEM and ch != "{":
+            elif st == _S_VALUE:
+                if (w == _W_NAME_WAIT and ch != '"') or (w == _W_FIRST_ITEM and ch != "{"):
                     return i, _FAIL
                 if ch == "{" or ch == "[":
-                    stack.append(ch)
-                    c.state = _S_KEY if ch == "{" else _S_ITEM
-                    if w == _W_FIRST_ITEM:  # (a `{`: any other item failed above)
+                    if not stack:  # the candidate's first character
+                        c.is_array = ch == "["
+                        c.watch = _W_FIRST_ITEM if c.is_array else _W_KEY_WAIT
+                    elif w == _W_FIRST_ITEM:  # (a `{`: any other item failed above)
                         c.watch = _W_KEY_WAIT
+                    stack.append(ch)
+                    c.state = _S_KEY if ch == "{" else _S_VALUE
                     i += 1
                 elif ch == '"':
                     _open_string(c, False, w == _W_NAME_WAIT, _W_NAME)
                     i += 1
-                elif ch == "]" and st == _S_ITEM:  # `[]`, or a trailing comma
+                elif ch == "]" and stack[-1] == "[":  # `[]`, or a trailing comma
                     c.state = _S_AFTER
                 elif ch in "-0123456789":
                     c.state = _S_NUMBER
@@ -1223,7 +1217,7 @@ class TextScanner:
                     return i, _BREAK
             else:  # _S_AFTER: a value inside a container has ended
                 if ch == ",":
-                    c.state = _S_KEY if stack[-1] == "{" else _S_ITEM
+                    c.state = _S_KEY if stack[-1] == "{" else _S_VALUE
                     i += 1
                 elif ch == "}" or ch == "]":
                     if stack[-1] != ("{" if ch == "}" else "["):
