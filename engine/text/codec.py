@@ -30,7 +30,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Protocol, cast
+from typing import Any, Protocol, TypeGuard, cast
 
 from ..compile.schema import schema
 from ..compile.strategy import Problems
@@ -476,7 +476,6 @@ class _AlwaysMatches(Protocol):
 _WS = cast(_AlwaysMatches, re.compile(r"[ \t\n\r]*"))
 _STR_STOP = re.compile(r'["\\]')
 _NUMBER = cast(_AlwaysMatches, re.compile(r"[-+0-9.eE]*"))
-_LANG_CHAR = re.compile(r"[A-Za-z0-9_+#.-]")
 _TOOL_NAME = re.compile(r"[\w.:/-]+")  # a name a broken call is still held for
 _LITERALS = {"t": "true", "f": "false", "n": "null"}
 
@@ -491,7 +490,7 @@ class _Candidate:
     end_marker: str = ""
     parts: list[str] = field(default_factory=list)  # held text of earlier feeds
     dead: bool = False  # released: its text flows, it is tracked only to find its end
-    lang: list[str] = field(default_factory=list)
+    lang: str = ""  # a fence's language so far
     lang_done: bool = False
     vstart: int = -1
     vend: int = -1
@@ -502,7 +501,7 @@ class _Candidate:
     literal: str = ""
     watch: int = _W_DONE
     collect: list[str] = field(default_factory=list)
-    name: str | None = None
+    name: str = ""  # the tool name, once its string closed
     is_array: bool = False
     closer: str = ""  # closing marker matched so far
 
@@ -620,7 +619,7 @@ class TextScanner:
         array has no name while forming: its first call does not speak for the others."""
         c = self._cand
         if c is not None and not c.dead:
-            return True, None if c.is_array else c.name
+            return True, None if c.is_array else c.name or None
         return self._tail_held, None
 
     @property
@@ -703,14 +702,7 @@ class TextScanner:
             return
         self._finished = True
         c = self._cand
-        if (
-            c is not None
-            and not c.dead
-            and self._rule is not None
-            and c.name
-            and not c.is_array
-            and c.phase != _BROKEN
-        ):
+        if self._would_run(c) and c.phase != _BROKEN:
             held = "".join(c.parts)
             raw = held[c.vstart - c.start :] if c.vstart >= c.start else ""
             args, why = _cut_call(self._codec, raw)
@@ -851,23 +843,22 @@ class TextScanner:
         self._emitted = upto
         self._other_text()
 
+    def _would_run(self, c: _Candidate | None) -> TypeGuard[_Candidate]:
+        """A named call (not an array) forming under a turn's rule: if it ends unrunnable
+        (cut, broken, no call object) it is a call that cannot run, not prose."""
+        rule = self._rule
+        return c is not None and not c.dead and not c.is_array and bool(c.name) and rule is not None
+
     def _decide(self, call: Any, consumed: bool) -> None:
-        end = getattr(call, "end", None)
-        for g_index, g in enumerate(self._groups):
-            if g.end != end:
-                continue
+        said = tuple(getattr(call, key, None) for key in ("end", "name", "arguments"))
+        for g in self._groups:  # (their spans are disjoint: one ends where the call does)
             for k, candidate in enumerate(g.calls):
-                if (
-                    g.open[k]
-                    and candidate.name == getattr(call, "name", None)
-                    and candidate.arguments == getattr(call, "arguments", None)
-                ):
+                if g.open[k] and (g.end, candidate.name, candidate.arguments) == said:
                     g.open[k] = False
                     g.consumed = g.consumed or consumed
                     if not any(g.open):
-                        del self._groups[g_index]
+                        self._groups.remove(g)
                     return
-            return
 
     # -- internals: modes ---------------------------------------------------------------------
 
@@ -982,7 +973,7 @@ class TextScanner:
         if found:
             calls = [TextCall(name, args, c.start, end_abs) for name, args in found]
             self._hold(_Group(c.start, end_abs, calls, text, bound, None, bare))
-        elif self._rule is not None and c.name and not c.is_array:
+        elif self._would_run(c):
             # Named, closed, and still no call object: a call that cannot run, which the
             # model is told of if it ends the turn (its text is the model's call, not prose).
             # It waits for the end of the turn under either rule: reported only if it ends it.
@@ -1002,16 +993,12 @@ class TextScanner:
             ch = s[i]
             if ch == " " or ch == "\t":
                 c.lang_done = c.lang_done or bool(c.lang)
-            elif ch in "\r\n{[":
-                if "".join(c.lang).lower() in codec.fence_languages:
-                    c.phase = _OPEN
-                    return i
-                return self._give_up(c, s, s_abs, i, then_skip=True)
-            elif not c.lang_done and _LANG_CHAR.match(ch):
-                c.lang.append(ch)
-                if "".join(c.lang).lower() not in codec._lang_prefixes:
-                    return self._give_up(c, s, s_abs, i, then_skip=True)
-            else:
+            elif ch in "\r\n{[" and c.lang.lower() in codec.fence_languages:
+                c.phase = _OPEN
+                return i
+            elif not c.lang_done and (c.lang + ch).lower() in codec._lang_prefixes:
+                c.lang += ch
+            else:  # another language (its line end too), or text after the language
                 return self._give_up(c, s, s_abs, i, then_skip=True)
             i += 1
         return n
@@ -1071,14 +1058,7 @@ class TextScanner:
             c.watch = _W_DONE
             return i
         if outcome == _BREAK:
-            if (
-                self._rule is not None
-                and c.kind == _DELIM
-                and not c.dead
-                and not c.is_array
-                and c.name
-                and _TOOL_NAME.fullmatch(c.name)
-            ):
+            if self._would_run(c) and c.kind == _DELIM and _TOOL_NAME.fullmatch(c.name):
                 # A named call whose JSON broke (an unescaped quote, a stray character): held
                 # to its end delimiter, then a call that cannot run, reported if it ends the
                 # turn. Any other marker before that delimiter makes it text.

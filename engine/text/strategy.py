@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..compile.results import compile_sections
+from ..compile.results import compile_sections, result_messages
 from ..compile.strategy import NOT_FORMING, ExtractionStrategy, Forming, Problems
 from ..events import ExtractedCall
 from .codec import TextCodec
@@ -119,8 +119,6 @@ class TextStrategy:
         return ""
 
     def result_messages(self, message: Any, records: list[Any]) -> list[dict[str, Any]]:
-        from ..compile.results import result_messages
-
         return result_messages(self, self.content_text(message), records)
 
     def tool_declarations(self, tools: list[Any]) -> Any:
