@@ -878,7 +878,7 @@ def test_a_codec_dict_with_a_replacement_its_pattern_cannot_fill_is_refused_at_l
     data = yaml.safe_load(DESCRIPTOR.read_text(encoding="utf-8"))
     data["codec"]["healing"][0]["replacement"] = r"\9"
     with pytest.raises(DescriptorError) as caught:
-        TextStrategy(data, "mine.yaml")
+        TextStrategy(data, source="mine.yaml")
     [problem] = caught.value.problems
     assert (problem.file, problem.pointer, problem.rule) == (
         "mine.yaml",

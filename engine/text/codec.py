@@ -28,6 +28,7 @@ import json
 import re
 from collections import deque
 from collections.abc import Iterable, Mapping
+from contextlib import suppress
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol, TypeGuard, cast
@@ -59,11 +60,12 @@ class TextCall:
     start: int
     end: int
     # A call that would have run but never can (a turn's scanner only, see TextScanner):
-    # ``"cut"`` (the text ended inside it) or ``"invalid"`` (its JSON closed but is no call
-    # object: it does not parse, or its arguments are not an object); ``raw`` its JSON text.
-    # ``arguments`` is then what of them had streamed (``{}`` for an invalid one).
-    reason: str | None = None
+    # ``raw`` its JSON text, and ``reason`` ``"cut"`` (the text ended inside it) or
+    # ``"invalid"`` (its JSON closed but is no call object: it does not parse, or its
+    # arguments are not an object). ``arguments`` is then what of them had streamed (``{}``
+    # for an invalid one).
     raw: str = ""
+    reason: str | None = None
 
 
 def text_call_cause(reason: str | None, raw: str, ended: str | None) -> str | None:
@@ -268,16 +270,13 @@ class TextCodec:
         try:
             return json.loads(text, strict=False)
         except ValueError:
-            pass
-        healed = text
+            healed = text
         for pattern, replacement in self.healing:
             healed = pattern.sub(replacement, healed)
-        if healed == text:
-            return None
-        try:
-            return json.loads(healed, strict=False)
-        except ValueError:
-            return None
+        if healed != text:
+            with suppress(ValueError):
+                return json.loads(healed, strict=False)
+        return None
 
     def _call_of(self, value: Any) -> tuple[str, dict[str, Any]] | None:
         """(name, arguments) when ``value`` is a call object, else None."""
@@ -706,7 +705,7 @@ class TextScanner:
             held = "".join(c.parts)
             raw = held[c.vstart - c.start :] if c.vstart >= c.start else ""
             args, why = _cut_call(self._codec, raw)
-            call = TextCall(c.name, args, c.start, self._total, why, raw)
+            call = TextCall(c.name, args, c.start, self._total, raw, why)
             self._hold(_Group(c.start, self._total, [call], held, True, why, c.kind == _BARE))
             self._cand = None  # held as a call, not let go as text
         self._let_go()
@@ -754,8 +753,7 @@ class TextScanner:
             return not self._groups  # no candidate, no held tail: quiet() but for groups
         if self._tail:
             s, s_abs = self._tail + fragment, self._tail_abs
-            self._tail = ""
-            self._tail_held = False
+            self._tail, self._tail_held = "", False
         else:
             s, s_abs = fragment, base
         n = len(s)
@@ -801,8 +799,7 @@ class TextScanner:
             self._push(self._tail)
         self._cand = None
         self._mode = _TEXT
-        self._tail = ""
-        self._tail_held = False
+        self._tail, self._tail_held = "", False  # (the tail, a marker prefix, is text now)
         self._emitted = self._total
 
     def _other_text(self, bare_only: bool = False) -> None:
@@ -837,9 +834,7 @@ class TextScanner:
         """The candidate is no call: its ``held`` text (up to ``upto``) is shown, and the rest
         of it flows as text, tracked only to find its end."""
         self._push(held)
-        c.parts = []
-        c.dead = True
-        c.watch = _W_DONE
+        c.parts, c.dead, c.watch = [], True, _W_DONE  # released: its parts shown, not watched
         self._emitted = upto
         self._other_text()
 
@@ -977,7 +972,7 @@ class TextScanner:
             # Named, closed, and still no call object: a call that cannot run, which the
             # model is told of if it ends the turn (its text is the model's call, not prose).
             # It waits for the end of the turn under either rule: reported only if it ends it.
-            call = TextCall(c.name, {}, c.start, end_abs, why, raw)
+            call = TextCall(c.name, {}, c.start, end_abs, raw, why)
             self._hold(_Group(c.start, end_abs, [call], text, True, why, bare))
         else:
             self._other_text()
@@ -1053,9 +1048,8 @@ class TextScanner:
         if outcome == _FAIL:
             # Cannot be a call: show it now, but follow its JSON to its end without scanning
             # inside it, so that a record's nested object is not taken for a call.
-            if not c.dead:
-                self._flow(c, self._held_text(c, s, s_abs, s_abs + i), s_abs + i)
-            c.watch = _W_DONE
+            # (Only a watched candidate fails: a released one is watched no more.)
+            self._flow(c, self._held_text(c, s, s_abs, s_abs + i), s_abs + i)
             return i
         if outcome == _BREAK:
             if self._would_run(c) and c.kind == _DELIM and _TOOL_NAME.fullmatch(c.name):

@@ -23,18 +23,15 @@ TEXT = "content"
 class TextStrategy:
     """``mcs_text``: calls a model wrote into plain text, in this engine's own codec."""
 
-    is_wire = False
-    leaks_into_text = False
-
     def __init__(
         self,
         descriptor: dict[str, Any],
-        source: str | None = None,
         *,
-        problems: Problems | None = None,
         sections: Any = None,
+        problems: Problems | None = None,
+        source: str | None = None,
     ) -> None:
-        """Compile ``descriptor``; ``problems`` and ``sections`` as for an
+        """Compile ``descriptor``; ``sections`` and ``problems`` as for an
         :class:`~engine.compile.strategy.ExtractionStrategy` (the validator's one pass)."""
         self.descriptor = descriptor
         self.source = source
@@ -44,6 +41,9 @@ class TextStrategy:
         self.title: str = descriptor.get("title", self.name)
         self.codec = TextCodec(descriptor, problems, source)
         self._plain: ExtractionStrategy | None = None
+
+    is_wire = False
+    leaks_into_text = False
 
     def plain_text_wire(self) -> ExtractionStrategy:
         """The strategy a buffer holding only this codec streams plain text with: a wire
