@@ -282,24 +282,20 @@ class TextCodec:
         """(name, arguments) when ``value`` is a call object, else None."""
         if value.__class__ is not dict or not value:
             return None
-        first = next(iter(value))
-        name = value[first]
+        first, name = next(iter(value.items()))
         if first not in self.name_keys or not isinstance(name, str) or not name:
             return None
         if any(key in value for key in self.reject_keys):
             return None
-        for key in self.args_keys:
-            if key in value:
-                args = value[key]
-                if args is None:
-                    return name, {}
-                if isinstance(args, str):  # OpenAI's leak shape: arguments as JSON text
-                    try:
-                        args = json.loads(args)
-                    except ValueError:
-                        return None
-                return (name, args) if args.__class__ is dict else None
-        return name, {}
+        args = next((value[key] for key in self.args_keys if key in value), None)
+        if args is None:  # no arguments key, or null: a call without arguments
+            return name, {}
+        if isinstance(args, str):  # the arguments written as JSON text (a leak shape)
+            try:
+                args = json.loads(args)
+            except ValueError:
+                return None
+        return (name, args) if args.__class__ is dict else None
 
     def _calls_of(self, text: str) -> tuple[list[tuple[str, dict[str, Any]]], str]:
         """The calls a closed candidate holds (one object, or an array of call objects), and
@@ -684,12 +680,8 @@ class TextScanner:
         if self._tail:  # a broken call's marker prefix: its text too
             self._push(self._tail)
             self._tail, self._tail_held = "", False
-        if c.phase in (_LANG, _OPEN) and c.kind == _FENCE:
-            self._cand = None
-            self._enter_skip(self._codec.fence_markers)
-        elif c.phase == _OPEN:
-            self._cand = None
-            self._mode = _TEXT
+        if c.phase in (_LANG, _OPEN):  # no JSON opened yet: there is no end to follow
+            self._drop(c)
 
     def finish(self) -> None:
         """The turn's text is all in (its wire's DONE, or the end of input), and nothing is
@@ -857,6 +849,13 @@ class TextScanner:
 
     # -- internals: modes ---------------------------------------------------------------------
 
+    def _drop(self, c: _Candidate) -> None:
+        """No candidate from here: text follows, or the body of a fence (code)."""
+        self._cand = None
+        self._mode = _TEXT
+        if c.kind == _FENCE:
+            self._enter_skip(self._codec.fence_markers)
+
     def _enter_skip(self, ends: tuple[str, ...]) -> None:
         self._mode = _SKIP
         self._skip_ends = ends
@@ -939,18 +938,14 @@ class TextScanner:
 
     # -- internals: the candidate -------------------------------------------------------------
 
-    def _give_up(self, c: _Candidate, s: str, s_abs: int, at: int, then_skip: bool) -> int:
+    def _give_up(self, c: _Candidate, s: str, s_abs: int, at: int) -> int:
         """The candidate is no call: release its text up to ``at`` (an index into ``s``) and
-        go on from there, in a code fence's body or as text."""
+        go on from there, as text, or in the body of a fence (one that holds no call is code)."""
         if not c.dead:
             self._push(self._held_text(c, s, s_abs, s_abs + at))
             self._emitted = s_abs + at
         self._other_text()  # its text was no call
-        self._cand = None
-        if then_skip:
-            self._enter_skip(self._codec.fence_markers)
-        else:
-            self._mode = _TEXT
+        self._drop(c)
         return at
 
     def _finish(self, c: _Candidate, s: str, s_abs: int, end: int) -> int:
@@ -994,7 +989,7 @@ class TextScanner:
             elif not c.lang_done and (c.lang + ch).lower() in codec._lang_prefixes:
                 c.lang += ch
             else:  # another language (its line end too), or text after the language
-                return self._give_up(c, s, s_abs, i, then_skip=True)
+                return self._give_up(c, s, s_abs, i)
             i += 1
         return n
 
@@ -1007,7 +1002,7 @@ class TextScanner:
             c.phase = _VALUE
             c.vstart = s_abs + i
             return i
-        return self._give_up(c, s, s_abs, i, then_skip=c.kind == _FENCE)
+        return self._give_up(c, s, s_abs, i)
 
     def _phase_broken(self, c: _Candidate, s: str, i: int, s_abs: int) -> int:
         """A broken call: its end delimiter closes it (an invalid call); the start of any
@@ -1020,7 +1015,7 @@ class TextScanner:
             if marker == c.end_marker:
                 c.vend = s_abs + k
                 return self._finish(c, s, s_abs, k + len(marker))
-            return self._give_up(c, s, s_abs, k, then_skip=False)
+            return self._give_up(c, s, s_abs, k)
         return self._keep_suffix(s, i, s_abs, ends, held=True) if not c.dead else len(s)
 
     def _phase_closer(self, c: _Candidate, s: str, i: int, s_abs: int) -> int:
@@ -1034,7 +1029,7 @@ class TextScanner:
                     break
             so_far = c.closer + s[i]
             if not any(x.startswith(so_far) for x in closers):
-                return self._give_up(c, s, s_abs, i, then_skip=c.kind == _FENCE)
+                return self._give_up(c, s, s_abs, i)
             c.closer = so_far
             i += 1
             if so_far in closers:
@@ -1058,7 +1053,7 @@ class TextScanner:
                 # turn. Any other marker before that delimiter makes it text.
                 c.phase = _BROKEN
                 return i
-            return self._give_up(c, s, s_abs, i, then_skip=c.kind == _FENCE)
+            return self._give_up(c, s, s_abs, i)
         c.vend = s_abs + i
         if c.kind == _BARE:
             return self._finish(c, s, s_abs, i)
