@@ -137,6 +137,10 @@ _PLACEHOLDER = re.compile(
 )
 
 
+def _length(marker: _Marker) -> int:
+    return len(marker.text)
+
+
 def _any_of(chars: set[str]) -> re.Pattern[str]:
     """A pattern matching any one of ``chars`` (nothing, when there is none)."""
     return re.compile("[" + "".join(map(re.escape, sorted(chars))) + "]" if chars else "(?!)")
@@ -891,21 +895,15 @@ class TextScanner:
                 self._other_text()  # prose between the calls, or before a bare `{`
             if m is None:
                 return n
-            best: _Marker | None = None
-            waiting = False
-            held = False
-            for mk in markers.get(s[j], ()):
-                if s.startswith(mk.text, j):
-                    if best is None or len(mk.text) > len(best.text):
-                        best = mk
-                elif n - j < len(mk.text) and mk.text.startswith(s[j:]):
-                    waiting = True
-                    held = held or mk.kind != _REASON
+            here = markers.get(s[j], ())
+            waiting = [mk.kind for mk in here if len(mk.text) > n - j and mk.text.startswith(s[j:])]
             if waiting:
                 # A marker may still complete: wait for more text. Only a marker that may
                 # start a call is held; a reasoning tag is shown meanwhile.
+                held = any(kind != _REASON for kind in waiting)
                 self._tail, self._tail_abs, self._tail_held = s[j:], s_abs + j, held
                 return n
+            best = max((mk for mk in here if s.startswith(mk.text, j)), key=_length, default=None)
             abs_j = s_abs + j
             if best is not None:
                 if best.kind == _REASON:
@@ -1074,51 +1072,40 @@ class TextScanner:
             st = c.state
             if st == _S_STRING:
                 w = c.watch
-                if w == _W_KEY:
-                    ch = s[i]
-                    if ch == '"':
-                        if "".join(c.collect) not in name_keys:
-                            return i, _FAIL
-                        c.watch = _W_COLON
-                        c.state = _S_COLON
-                        i += 1
-                        continue
-                    c.collect.append(ch)
-                    key = "".join(c.collect)
-                    if ch == "\\" or not any(k.startswith(key) for k in name_keys):
-                        return i, _FAIL
-                    i += 1
-                    continue
-                if c.escape:
+                if c.escape:  # the character after a backslash
                     c.escape = False
                     if w == _W_NAME:
                         c.collect.append(s[i])
                     i += 1
                     continue
                 m = _STR_STOP.search(s, i)
-                if m is None:
-                    if w == _W_NAME:
-                        c.collect.append(s[i:])
-                    return n, _MORE
-                j = m.start()
-                if w == _W_NAME and j > i:
+                j = n if m is None else m.start()
+                if w in (_W_KEY, _W_NAME):
                     c.collect.append(s[i:j])
+                if w == _W_KEY:  # the first key stays a name key's prefix, unescaped
+                    key = "".join(c.collect)
+                    if s.startswith("\\", j) or not any(k.startswith(key) for k in name_keys):
+                        return i, _FAIL
+                if m is None:
+                    return n, _MORE
                 if s[j] == "\\":
                     c.escape = True
                     if w == _W_NAME:
                         c.collect.append("\\")
                     i = j + 1
                     continue
-                if w == _W_NAME:
+                if w == _W_KEY:
+                    if key not in name_keys:
+                        return j, _FAIL
+                    c.watch = _W_COLON
+                elif w == _W_NAME:
                     try:
                         name = json.loads('"' + "".join(c.collect) + '"', strict=False)
                     except ValueError:
                         name = ""
                     if not name:
                         return j, _FAIL
-                    c.name = name
-                    c.watch = _W_DONE
-                    c.collect = []
+                    c.name, c.watch, c.collect = name, _W_DONE, []
                 c.state = _S_COLON if c.key else _S_AFTER
                 i = j + 1
                 continue
