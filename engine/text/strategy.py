@@ -76,28 +76,22 @@ class TextStrategy:
     def _text(message: Any) -> str | None:
         if isinstance(message, str):
             return message
-        content = message.get("content") if isinstance(message, dict) else None
+        content = message.get(TEXT) if isinstance(message, dict) else None
         return content if isinstance(content, str) else None
 
     def recognizes(self, shape: Any) -> bool:
         """Any plain text, or a message whose content is a string."""
         return self._text(shape) is not None
 
-    def recognizes_chunk(self, chunk: Any) -> bool:
+    def _never(self, chunk: Any) -> bool:
+        """Plain text has no chunks of a wire: none is recognized, an error or a DONE."""
         return False
 
-    def recognizes_error(self, chunk: Any) -> bool:
-        return False
-
-    def is_stream_complete(self, chunk: Any) -> bool:
-        return False
+    recognizes_chunk = recognizes_error = is_stream_complete = _never
 
     def forming(self, message: Any) -> Forming:
-        text = self._text(message)
-        if not text:
-            return NOT_FORMING
         scanner = self.codec.new_scanner()
-        scanner.feed(text)
+        scanner.feed(self._text(message) or "")
         forming, name = scanner.forming()
         if forming:
             return Forming(True, name)
@@ -105,10 +99,7 @@ class TextStrategy:
         return Forming(True, calls[0].name) if calls else NOT_FORMING
 
     def extract(self, message: Any) -> list[ExtractedCall]:
-        text = self._text(message)
-        if not text:
-            return []
-        calls = self.codec.parse_calls(text)
+        calls = self.codec.parse_calls(self._text(message) or "")
         return [ExtractedCall(c.name, c.arguments, None, c.end) for c in calls]
 
     def content_text(self, message: Any) -> str:
