@@ -209,12 +209,8 @@ class TextCodec:
         self._marker_trigger = _any_of(set(self._markers))  # a bare `{` is no start here
         self._all_markers = tuple(m.text for m in markers)
         # Where a code fence or a reasoning span ends: the only thing looked for inside it.
-        self._skip_res: dict[tuple[str, ...], re.Pattern[str]] = {
-            (m.end,): re.compile(re.escape(m.end)) for m in markers if m.kind == _REASON
-        }
-        self._skip_res[self.fence_markers] = re.compile(
-            "|".join(map(re.escape, self.fence_markers))
-        )
+        skips = [(m.end,) for m in markers if m.kind == _REASON] + [self.fence_markers]
+        self._skip_res = {ends: re.compile("|".join(map(re.escape, ends))) for ends in skips}
         named = [lang for lang in self.fence_languages if lang]
         self._lang_prefixes = frozenset(g[:k] for g in named for k in range(1, len(g) + 1))
         if problems is None and found:
@@ -768,10 +764,8 @@ class TextScanner:
         c = self._cand
         if c is not None and not c.dead:  # (a broken call may keep a marker prefix as tail)
             c.parts.append(s[max(c.start - s_abs, 0) : self._tail_abs - s_abs if self._tail else n])
-        elif self._tail_held:
-            self._emit(s, s_abs, self._tail_abs)
         else:
-            self._emit(s, s_abs, s_abs + n)
+            self._emit(s, s_abs, self._tail_abs if self._tail_held else s_abs + n)
         return self.quiet()
 
     # -- internals: output --------------------------------------------------------------------
