@@ -328,7 +328,7 @@ def _compile(
         return None, [where.at_value("", f"does not compile: {message}", "compile")], None
     problems = [
         where.at_value(pointer, f"does not compile: {message}", "compile")
-        for pointer, message in found.found
+        for pointer, message in found
     ]
     return strategy, problems, list(getattr(strategy, "rule_facts", ()))
 
