@@ -84,17 +84,10 @@ def compile_predicate(spec: dict[str, Any]) -> Predicate:
                 return False
 
             return has_any
-        parts = [compile_predicate(p) for p in spec["any"]]
-        if len(parts) == 2:
-            first, second = parts
-            return lambda obj: first(obj) or second(obj)
-        return lambda obj: any(p(obj) for p in parts)
-    if "all" in spec:
-        parts = [compile_predicate(p) for p in spec["all"]]
-        if len(parts) == 2:  # a call's ``where`` asked of every whole call: no generator
-            first, second = parts
-            return lambda obj: first(obj) and second(obj)
-        return lambda obj: all(p(obj) for p in parts)
+    for key, quantifier in (("any", any), ("all", all)):
+        if key in spec:
+            parts = [compile_predicate(p) for p in spec[key]]
+            return lambda obj: quantifier(p(obj) for p in parts)
     if "not" in spec:
         simple = _one_field_equals(spec["not"])
         if simple is not None:  # {not: {field: thought, equals: true}}, asked of every part

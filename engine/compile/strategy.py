@@ -21,7 +21,7 @@ from ..model.fragments import copy_json, dig, make_way, materialize, shown_value
 from ..model.journal import count, put, put_attr
 from ..model.jsonscan import MAX_DEPTH, ArgsStream, dumps_any_depth, first_value, nests_deeper
 from . import paths
-from .operations import OPERATIONS, Source, operation_rules
+from .operations import OPERATIONS, Source
 from .ops import CompileContext, RuleProblem, Run, TextPlace, any_where
 from .paths import compile_read, is_plain, items_of, parse_chain, pattern_parts
 from .predicates import Predicate, compile_predicate
@@ -442,10 +442,10 @@ def compile_ops(rules: list[Any], ctx: CompileContext, problems: Problems, base:
         name, raw = (rule, None) if isinstance(rule, str) else next(iter(rule.items()))
         pointer = f"{base}/{i}/{escape(name)}"
         try:
-            out.append(compile_rule(name, raw, ctx))
+            out.append(compile_rule(name, raw, ctx, pointer))
         except RuleProblem as exc:
             problems.add(pointer + "".join(f"/{escape(key)}" for key in exc.keys), str(exc))
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, LookupError, TypeError) as exc:
             problems.add(pointer, f"{name}: {exc}")
     runs = by_source_key(out, ctx)
     if any(_opens_a_call(rule.opens, ctx) for rule in out[:-1]):
@@ -464,18 +464,17 @@ def _opens_a_call(pattern: str | None, ctx: CompileContext) -> bool:
     return pattern.startswith(calls) and pattern[len(calls) :][:1] in ("", ".", "[")
 
 
-def compile_rule(name: str, raw: Any, ctx: CompileContext) -> Rule:
+def compile_rule(name: str, raw: Any, ctx: CompileContext, pointer: str = "") -> Rule:
     """One rule through its operation's entry; a ``when`` in its arguments guards it."""
     entry = OPERATIONS[name]
     args = entry.arguments(raw)
+    facts = entry.facts(args, ctx, pointer)
     when_path = args.get("when")
     args = {k: v for k, v in args.items() if k != "when"}  # the descriptor's is never changed
     op = entry.compile(args, ctx)
-    opens = paths.pattern(args["at"], ctx.choice_alias) if entry.opens(args) else None
-    if when_path is None:
-        return Rule(op, entry.source(args), opens)
-    when = compile_read(when_path, ctx.choice_alias)
-    return Rule(_guarded(op, when), Source(when_path, True), opens)
+    if when_path is not None:
+        op = _guarded(op, compile_read(when_path, ctx.choice_alias))
+    return Rule(op, facts.source, facts.opens)
 
 
 def by_source_key(rules: list[Rule], ctx: CompileContext) -> list[Run]:
@@ -759,6 +758,7 @@ class ExtractionStrategy:
         # Nothing may follow the DONE (no ``events.after_done``): the DONE ends it all.
         self.nothing_follows = self.program.after_done is None
         self.at_end = tuple(ctx.at_end)
+        self.rule_facts = tuple(ctx.facts)
         if len(problems) == before:  # what the rules stream is known when all compiled
             listed = isinstance(descriptor.get("reasoning"), list)
             _check_reasoning_streamed(reasoning, ctx, problems, listed)
@@ -936,10 +936,9 @@ class ExtractionStrategy:
         entry) whose strings an operation concatenates (what each declares in the table:
         ``append``, ``args``, ``fold``'s concat keys and lists). Tools and property tests use
         it to re-split a stream's fragments without knowing the wire."""
-        events = self.descriptor.get("events", {})
         found: list[tuple[str, ...]] = []
-        for _, name, args in operation_rules(events):
-            for path, tail in OPERATIONS[name].streamed(args):
+        for facts in self.rule_facts:
+            for path, tail in facts.streamed:
                 fields = self._field_chain(path) if isinstance(path, str) else None
                 if fields is not None:
                     found.append((*fields, *tail))
@@ -950,10 +949,9 @@ class ExtractionStrategy:
         ``error`` rule's ``from``), as field chains like ``streamed_fields``'. A re-split
         keeps them on the last piece of an event only: a DONE copied into the first piece
         would end the stream before the rest of the event, which no provider sends."""
-        events = self.descriptor.get("events", {})
         found = []
-        for _, name, args in operation_rules(events):
-            for path in OPERATIONS[name].ends(args):
+        for facts in self.rule_facts:
+            for path in facts.ends:
                 fields = self._field_chain(path)
                 if fields:
                     found.append(fields)
