@@ -211,7 +211,7 @@ class TextCodec:
         self._lang_prefixes = frozenset(g[:k] for g in named for k in range(1, len(g) + 1))
         if problems is None and found:
             file = source or "<descriptor>"
-            raise DescriptorError([Problem(file, 0, 0, *at, "compile") for at in found.found])
+            raise DescriptorError([Problem(file, 0, 0, *at, "compile") for at in found])
         section = conf["prompt"]
         tool_format = _defaults("codec_prompt", "properties", "tool_format")
         tool_format.update(section.get("tool_format") or {})
