@@ -137,10 +137,6 @@ _PLACEHOLDER = re.compile(
 )
 
 
-def _length(marker: _Marker) -> int:
-    return len(marker.text)
-
-
 def _any_of(chars: set[str]) -> re.Pattern[str]:
     """A pattern matching any one of ``chars`` (nothing, when there is none)."""
     return re.compile("[" + "".join(map(re.escape, sorted(chars))) + "]" if chars else "(?!)")
@@ -889,15 +885,21 @@ class TextScanner:
                 self._other_text()  # prose between the calls, or before a bare `{`
             if m is None:
                 return n
-            here = markers.get(s[j], ())
-            waiting = [mk.kind for mk in here if len(mk.text) > n - j and mk.text.startswith(s[j:])]
+            best: _Marker | None = None
+            waiting = False
+            held = False
+            for mk in markers.get(s[j], ()):
+                if s.startswith(mk.text, j):
+                    if best is None or len(mk.text) > len(best.text):
+                        best = mk
+                elif n - j < len(mk.text) and mk.text.startswith(s[j:]):
+                    waiting = True
+                    held = held or mk.kind != _REASON
             if waiting:
                 # A marker may still complete: wait for more text. Only a marker that may
                 # start a call is held; a reasoning tag is shown meanwhile.
-                held = any(kind != _REASON for kind in waiting)
                 self._tail, self._tail_abs, self._tail_held = s[j:], s_abs + j, held
                 return n
-            best = max((mk for mk in here if s.startswith(mk.text, j)), key=_length, default=None)
             abs_j = s_abs + j
             if best is not None:
                 if best.kind == _REASON:
