@@ -58,11 +58,8 @@ class ExtractedCall:
         end: int | None = None,
         free_form: bool = False,
     ) -> None:
-        self._name = name
-        self._arguments = arguments
-        self._id = id
-        self._end = end
-        self._free_form = free_form
+        self._name, self._arguments, self._id = name, arguments, id
+        self._end, self._free_form = end, free_form
 
     @property
     def name(self) -> str:

@@ -66,11 +66,8 @@ class CaptureError(ValueError):
     was expected there."""
 
     def __init__(self, file: str, message: str, line: int | None = None) -> None:
-        where = file if line is None else f"{file}:{line}"
-        super().__init__(f"{where}: {message}")
-        self.file = file
-        self.line = line
-        self.message = message
+        super().__init__(f"{file}: {message}" if line is None else f"{file}:{line}: {message}")
+        self.file, self.line, self.message = file, line, message
 
 
 @dataclass(frozen=True)
