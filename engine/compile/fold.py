@@ -66,10 +66,10 @@ class FoldSpec:
 
 def op_fold(spec: dict[str, Any], ctx: CompileContext) -> Run:
     read = compile_read(spec["from"], ctx.choice_alias)
-    at = spec.get("at", "")
+    at = spec["at"]
     target = Target(at, ctx) if at else None
     base = target.pattern if target is not None else ""
-    concat = frozenset(spec.get("concat", ()))
+    concat = frozenset(spec["concat"])
     display_key = None
     for key in concat:
         if ctx.text_pattern == (f"{base}.{key}" if base else key):
@@ -78,15 +78,15 @@ def op_fold(spec: dict[str, Any], ctx: CompileContext) -> Run:
     for name, lspec in (spec.get("lists") or {}).items():
         pattern = items_of(base, name)
         args = parse_chain(lspec["args"]) if lspec.get("args") else ()
-        identity = tuple(parse_chain(p) for p in lspec.get("identity", ()))
+        identity = tuple(parse_chain(p) for p in lspec["identity"])
         lists[name] = ListFold(
             pattern=pattern,
             slot=compile_get(lspec["slot"]) if lspec.get("slot") else None,
-            without_slot=lspec.get("without_slot", "continue"),
+            without_slot=lspec["without_slot"],
             identity=identity,
-            drop=frozenset(lspec.get("drop", ())),
+            drop=frozenset(lspec["drop"]),
             args=args,
-            concat=frozenset(lspec.get("concat", ())),
+            concat=frozenset(lspec["concat"]),
             slot_path=lspec.get("slot"),
         )
     objects = {
@@ -97,7 +97,7 @@ def op_fold(spec: dict[str, Any], ctx: CompileContext) -> Run:
             identity=(),
             drop=frozenset(),
             args=parse_chain(ospec["args"]) if ospec.get("args") else (),
-            concat=frozenset(ospec.get("concat", ())),
+            concat=frozenset(ospec["concat"]),
         )
         for name, ospec in (spec.get("objects") or {}).items()
     }

@@ -144,6 +144,82 @@ def operation_names() -> list[str]:
     """The operations the schema declares, in its order."""
     return list(schema()["$defs"]["operation_mapping"]["properties"])
 
+# -- defaults: the schema's ``default`` annotations, written in once at load ----------------------
+
+
+def with_defaults(value: Any, definition: str | None = None) -> Any:
+    """A copy of ``value`` (a descriptor, or a value of ``$defs/<definition>``) with every
+    ``default`` the schema states written in where its key is absent, so that the compiler
+    reads ``spec[key]`` and the schema is the one place a default is said. Only what has the
+    schema's shape is filled (a value of the wrong type is the validator's to report); an
+    ``if`` picks its branch as the validator does, and every alternative of a ``oneOf`` or an
+    ``anyOf`` is followed (the schema never defaults one key two ways)."""
+    root = schema()
+    value = json.loads(json.dumps(value))  # a copy: the caller's descriptor stays as written
+    _fill(value, root if definition is None else root["$defs"][definition])
+    return value
+
+
+def _fill(value: Any, node: dict[str, Any]) -> None:
+    for sub in _applying(node, value):
+        if isinstance(value, dict):
+            declared = sub.get("properties", {})
+            for key, prop in declared.items():
+                if key in value:
+                    _fill(value[key], prop)
+                elif (default := _default(prop)) is not None:
+                    value[key] = json.loads(json.dumps(default))
+            extra = sub.get("additionalProperties")
+            if isinstance(extra, dict):
+                for key in value.keys() - declared.keys():
+                    _fill(value[key], extra)
+        elif isinstance(value, list) and isinstance(sub.get("items"), dict):
+            for item in value:
+                _fill(item, sub["items"])
+
+
+def _applying(node: dict[str, Any], value: Any) -> Iterator[dict[str, Any]]:
+    """``node`` and the subschemas it applies in place to ``value``."""
+    for sub in _in_place(node):
+        yield sub
+        branch = sub.get("then" if _holds(sub["if"], value) else "else") if "if" in sub else None
+        if isinstance(branch, dict):
+            yield from _applying(branch, value)
+
+
+def _in_place(node: dict[str, Any]) -> list[dict[str, Any]]:
+    """``node`` and what it applies in place whatever the value (its ``$ref``, ``allOf``,
+    ``oneOf`` and ``anyOf``), found once per node of the schema (read once: its id names it)."""
+    found = _IN_PLACE.get(id(node))
+    if found is None:
+        subs = [_resolve(node), *node.get("allOf", ()), *node.get("oneOf", ())]
+        found = [node] + [s for sub in subs + node.get("anyOf", []) if sub for s in _in_place(sub)]
+        _IN_PLACE[id(node)] = found
+    return found
+
+
+_IN_PLACE: dict[int, list[dict[str, Any]]] = {}
+
+
+def _default(prop: dict[str, Any] | None) -> Any:
+    """The default a property's schema states, through its ``$ref`` (None: it states none)."""
+    while prop is not None and "default" not in prop:
+        prop = _resolve(prop)
+    return None if prop is None else prop["default"]
+
+
+def _holds(condition: dict[str, Any], value: Any) -> bool:
+    """Does ``value`` meet an ``if`` of the schema (a node of the schema read once, so its id
+    names it)?"""
+    check = _CONDITIONS.get(id(condition))
+    if check is None:
+        check = Draft202012Validator({**condition, "$defs": schema()["$defs"]})
+        _CONDITIONS[id(condition)] = check
+    return check.is_valid(value)
+
+
+_CONDITIONS: dict[int, Draft202012Validator] = {}
+
 # -- the custom formats: paths compiled as the engine compiles them -----------------------------
 
 
@@ -339,8 +415,11 @@ def _pointer(path: Iterable[Any]) -> str:
 
 def _resolve(fragment: dict[str, Any]) -> dict[str, Any] | None:
     ref = fragment.get("$ref")
-    if not isinstance(ref, str) or not ref.startswith("#/"):
-        return None
+    return _referenced(ref) if isinstance(ref, str) and ref.startswith("#/") else None
+
+
+@functools.cache
+def _referenced(ref: str) -> dict[str, Any] | None:
     node: Any = schema()
     for part in ref[2:].split("/"):
         node = node[part.replace("~1", "/").replace("~0", "~")]

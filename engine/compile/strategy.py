@@ -25,7 +25,7 @@ from .ops import CompileContext, RuleProblem, Run, TextPlace, any_where
 from .paths import compile_get, compile_read, is_plain, items_of, parse_chain, pattern_parts
 from .predicates import Predicate, compile_predicate
 from .results import CompiledSections, compile_sections
-from .schema import Pointed, in_template, schema_problems
+from .schema import Pointed, in_template, schema_problems, with_defaults
 from .templates import TemplateError
 from .turn import TurnSpec, compile_turn
 
@@ -718,8 +718,8 @@ def _call_place(
         name=compile_get(spec["name"]),
         id=compile_get(spec["id"]) if spec.get("id") else (lambda item: None),
         args_fields=parse_chain(spec["args"]),
-        args_form=spec.get("args_form", "string"),
-        args_whole=spec.get("args_arrive", "fragments") == "whole",
+        args_form=spec["args_form"],
+        args_whole=spec["args_arrive"] == "whole",
         cut_when=compile_predicate(spec["cut_when"]) if spec.get("cut_when") else None,
         single=single,
         held=bool(answered and answered.get("later")),
@@ -769,6 +769,7 @@ class ExtractionStrategy:
     ) -> None:
         self.descriptor = descriptor
         self.source = source
+        descriptor = with_defaults(descriptor)  # the one place defaults are written in
         self.sections = _sections(descriptor, sections, problems)
         self.name: str = descriptor["name"]
         self.title: str = descriptor.get("title", self.name)
@@ -798,12 +799,12 @@ class ExtractionStrategy:
         events = descriptor.get("events", {})
         choice = events.get("choice")
         ctx = CompileContext(
-            choice_alias=(choice.get("alias", "choice") if choice else None),
+            choice_alias=(choice["alias"] if choice else None),
             calls_pattern=calls.pattern if calls else None,
             calls_where=bool(calls and calls.where is not None),
             calls_args=calls.args_fields if calls else (),
             text_pattern=text.pattern if text else None,
-            list_order=events.get("list_order", "slot"),
+            list_order=events["list_order"],
             text_part_where=text.part_where if text else None,
             text_part_field=text.part_field if text else None,
             text_where=text.where if text else None,
@@ -814,7 +815,7 @@ class ExtractionStrategy:
             initial_message=descriptor.get("message", {}) or {},
             calls=calls,
             text=text,
-            leaks_into_text=bool(descriptor.get("leaks_into_text", False)),
+            leaks_into_text=descriptor["leaks_into_text"],
             sentinels=frozenset(descriptor.get("done_sentinels", ())),
             length_stops=turn.length_stops,
             reasoning=reasoning,
