@@ -231,32 +231,18 @@ class PathProblem(ValueError):
         self.rule = rule
 
 
-def _path_problem(exc: PathError, prefix: str = "") -> PathProblem:
-    """A path of an old dialect is its own rule, ``old-path``: the message says its new form."""
-    return PathProblem(f"{prefix}{exc}", "old-path" if exc.hint else "path")
+def _parsed(parse: Callable[[str], Any], rule: str, prefix: str = "") -> Callable[[str], None]:
+    """A format checked by parsing the value; with a ``prefix`` (a read or template path), a
+    path of an old dialect is its own rule, ``old-path``, its message saying its new form."""
 
+    def check(value: str) -> None:
+        try:
+            parse(value)
+        except PathError as exc:
+            old = prefix and exc.hint
+            raise PathProblem(f"{prefix}{exc}", "old-path" if old else rule) from None
 
-def _read_path(value: str) -> None:
-    if value == "":
-        return
-    try:
-        read_steps(value)
-    except PathError as exc:
-        raise _path_problem(exc, "not a read path: ") from None
-
-
-def _jmespath(value: str) -> None:
-    try:
-        compile_read({JMESPATH: value})
-    except PathError as exc:
-        raise PathProblem(str(exc), "jmespath") from None
-
-
-def _template_path(value: str) -> None:
-    try:
-        compile_lookup(value)
-    except PathError as exc:
-        raise _path_problem(exc, "not a template path: ") from None
+    return check
 
 
 def _segments(value: str) -> tuple[Segment, ...]:
@@ -289,13 +275,6 @@ def _field_target(value: str) -> None:
     segments = _target(value)
     if not segments or segments[-1].field is None:
         raise PathProblem("must end with a field, e.g. content[index].text", "field-target")
-
-
-def _field_chain(value: str) -> None:
-    try:
-        parse_chain(value)
-    except PathError as exc:
-        raise PathProblem(str(exc), "field-chain") from None
 
 
 def _presence_path(value: Any) -> None:
@@ -337,16 +316,16 @@ def _call_pattern(value: str) -> None:
 
 
 FORMATS = {
-    "read-path": _read_path,
-    "jmespath": _jmespath,
+    "read-path": _parsed(lambda path: path == "" or read_steps(path), "path", "not a read path: "),
+    "jmespath": _parsed(lambda value: compile_read({JMESPATH: value}), "jmespath"),
     "presence-path": _presence_path,
-    "template-path": _template_path,
+    "template-path": _parsed(compile_lookup, "path", "not a template path: "),
     "target-path": _target,
     "item-target": _item_target,
     "field-target": _field_target,
     "pattern": _pattern,
     "call-pattern": _call_pattern,
-    "field-chain": _field_chain,
+    "field-chain": _parsed(parse_chain, "field-chain"),
     "python-regex": _python_regex,
 }
 """The schema's custom ``format`` values and their checks. Editors ignore them."""
@@ -446,87 +425,67 @@ def _is_def(fragment: Any, name: str) -> bool:
 def _problems_of_error(err: ValidationError, where: Where) -> Iterator[Any]:
     """One schema error as problems (an object with three unknown keys gives three)."""
     pointer = _pointer(err.absolute_path)
-    # An error of iter_errors always carries its keyword, value and schema: jsonschema leaves
-    # them unset only on an error built by hand.
+    # An error of iter_errors always carries its keyword and value: jsonschema leaves them
+    # unset only on an error built by hand.
     keyword = cast(str, err.validator)
-    expected_value: Any = err.validator_value
-    rule_schema: Any = err.schema
+    expected: Any = err.validator_value
+    rule: dict[str, Any] = err.schema if isinstance(err.schema, dict) else {}
     instance = err.instance
-    if keyword in ("additionalProperties", "unevaluatedProperties") and isinstance(instance, dict):
-        allowed = _declared_keys(rule_schema, deep=keyword == "unevaluatedProperties")
-        expected = ", ".join(sorted(allowed))
-        is_operation = _is_def(rule_schema, "operation_mapping")
-        moved = rule_schema.get("x-moved", {}) if isinstance(rule_schema, dict) else {}
-        for key in instance:
-            if key in allowed:
-                continue
+    custom = rule.get("errorMessage")
+    if not isinstance(instance, dict) or keyword not in _PER_KEY:
+        yield where.at_value(pointer, *_worded(err, keyword, rule, custom))
+    elif keyword in _UNKNOWN:
+        allowed = _declared_keys(rule, deep=keyword == "unevaluatedProperties")
+        names = ", ".join(sorted(allowed))
+        moved = rule.get("x-moved", {})
+        for key in (key for key in instance if key not in allowed):
             if key in moved:  # a key of before, which the schema says where it went
-                yield where.at_key(
-                    f"{pointer}/{escape(key)}",
-                    f"{key!r} is a key of before: write {moved[key]} (see CHANGELOG.md)",
-                    "moved",
-                )
-            elif is_operation:
-                yield where.at_key(
-                    f"{pointer}/{escape(key)}",
-                    f"unknown operation {key!r}, expected one of: {expected}",
-                    "operation",
-                )
+                said = f"{key!r} is a key of before: write {moved[key]} (see CHANGELOG.md)", "moved"
+            elif _is_def(rule, "operation_mapping"):
+                said = f"unknown operation {key!r}, expected one of: {names}", "operation"
             else:
-                yield where.at_key(
-                    f"{pointer}/{escape(key)}",
-                    f"unknown key {key!r}, expected one of: {expected}",
-                    "unknown-key",
-                )
-        return
-    if keyword == "type":
-        wanted = expected_value
-        wanted = wanted if isinstance(wanted, list) else [wanted]
-        yield where.at_value(
-            pointer, f"expected {' or '.join(wanted)}, got {_kind(instance)}", "type"
-        )
-        return
-    if keyword == "required" and isinstance(instance, dict):
+                said = f"unknown key {key!r}, expected one of: {names}", "unknown-key"
+            yield where.at_key(f"{pointer}/{escape(key)}", *said)
+    elif keyword == "required":
         # A rule that requires a key only in some cases (a results mode) says which.
-        custom = rule_schema.get("errorMessage") if isinstance(rule_schema, dict) else None
-        for key in expected_value:
-            if key not in instance:
-                message = custom if isinstance(custom, str) else f"missing required key {key!r}"
-                yield where.at_key(pointer, message, "required")
-        return
-    if keyword == "dependentRequired" and isinstance(instance, dict):
-        for key, needs in expected_value.items():
-            if key in instance:
-                for need in needs:
-                    if need not in instance:
-                        yield where.at_key(
-                            f"{pointer}/{escape(key)}",
-                            f"{key!r} needs {need!r} beside it",
-                            "dependentRequired",
-                        )
-        return
-    if keyword == "enum" and _is_def(rule_schema, "bare_operation"):
+        for key in (key for key in expected if key not in instance):
+            message = custom if isinstance(custom, str) else f"missing required key {key!r}"
+            yield where.at_key(pointer, message, "required")
+    else:
+        for key, needs in expected.items():
+            for need in (need for need in needs if key in instance and need not in instance):
+                message = f"{key!r} needs {need!r} beside it"
+                yield where.at_key(f"{pointer}/{escape(key)}", message, keyword)
+
+
+_UNKNOWN = ("additionalProperties", "unevaluatedProperties")
+_PER_KEY = (*_UNKNOWN, "required", "dependentRequired")  # a problem per key of the object
+
+
+def _worded(
+    err: ValidationError, keyword: str, rule: dict[str, Any], custom: Any
+) -> tuple[str, str]:
+    """The message and rule of an error at one value."""
+    instance, expected = err.instance, cast(Any, err.validator_value)
+    if keyword == "type":
+        wanted = expected if isinstance(expected, list) else [expected]
+        return f"expected {' or '.join(wanted)}, got {_kind(instance)}", "type"
+    if keyword == "enum" and _is_def(rule, "bare_operation"):
+        names = ", ".join(sorted(operation_names()))
+        message = f"unknown operation {instance!r}, expected one of: {names}"
         if instance in operation_names():
             message = f"operation {instance!r} takes arguments: write {{{instance}: {{...}}}}"
-        else:
-            names = ", ".join(sorted(operation_names()))
-            message = f"unknown operation {instance!r}, expected one of: {names}"
-        yield where.at_value(pointer, message, "operation")
-        return
+        return message, "operation"
     if keyword in ("enum", "const"):
-        choices = expected_value if keyword == "enum" else [expected_value]
+        choices = expected if keyword == "enum" else [expected]
         # A YAML null beside "null" in an enum (`is`) is one choice, shown once.
         shown = ", ".join(dict.fromkeys(_choice(v) for v in choices))
-        yield where.at_value(pointer, f"{instance!r} is not one of: {shown}", keyword)
-        return
+        return f"{instance!r} is not one of: {shown}", keyword
     if keyword == "format" and isinstance(err.cause, PathProblem):
-        yield where.at_value(pointer, str(err.cause), err.cause.rule)
-        return
-    custom = rule_schema.get("errorMessage") if isinstance(rule_schema, dict) else None
+        return str(err.cause), err.cause.rule
     if isinstance(custom, str) and keyword not in _SELF_EXPLAINING:
-        yield where.at_value(pointer, custom, keyword)
-        return
-    yield where.at_value(pointer, _plain_message(err), keyword)
+        return custom, keyword
+    return _plain_message(err), keyword
 
 
 def _choice(value: Any) -> str:
@@ -539,26 +498,24 @@ def _choice(value: Any) -> str:
     return str(value)
 
 
+_WORDING = {
+    "minItems": "expected at least {value} items",
+    "maxItems": "expected at most {value} items",
+    "minProperties": "expected at least {value} keys",
+    "maxProperties": "expected at most {value} key(s)",
+    "minLength": "must not be empty",
+    "uniqueItems": "has repeated items",
+    "minimum": "expected at least {value}, got {instance!r}",
+    "pattern": "{instance!r} does not match {value}",
+}
+
+
 def _plain_message(err: ValidationError) -> str:
     value = err.validator_value
-    keyword = err.validator
-    if keyword == "minItems":
-        return "must not be empty" if value == 1 else f"expected at least {value} items"
-    if keyword == "maxItems":
-        return f"expected at most {value} items"
-    if keyword == "minProperties":
-        return "must not be empty" if value == 1 else f"expected at least {value} keys"
-    if keyword == "maxProperties":
-        return f"expected at most {value} key(s)"
-    if keyword == "minLength":
+    if err.validator in ("minItems", "minProperties") and value == 1:
         return "must not be empty"
-    if keyword == "uniqueItems":
-        return "has repeated items"
-    if keyword == "minimum":
-        return f"expected at least {value}, got {err.instance!r}"
-    if keyword == "pattern":
-        return f"{err.instance!r} does not match {value}"
-    return err.message
+    wording = _WORDING.get(str(err.validator))
+    return err.message if wording is None else wording.format(value=value, instance=err.instance)
 
 
 def schema_problems(data: Any, where: Where, definition: str | None = None) -> list[Any]:
