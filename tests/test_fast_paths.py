@@ -23,7 +23,7 @@ from conftest import golden_streams, outcome, read_stream, stream_id
 import engine
 from engine.cli.resplit import every_character, resplit
 from engine.compile import paths
-from engine.language.builtin_files import builtin_path
+from engine.language.builtin_files import builtin_paths
 from engine.model.fragments import Fragments, SlottedList
 
 STREAMS = golden_streams()
@@ -50,7 +50,7 @@ def _strategy(fmt: str, fast: bool) -> Any:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(paths, "FAST_PATHS", fast)
         patch.setattr(paths, "_chain", counting_chain)
-        return engine.load_format(builtin_path(fmt))
+        return engine.load_format(builtin_paths()[fmt])
 
 
 def _replay(events: list, fmt: str, fast: bool) -> tuple[dict, int]:

@@ -151,9 +151,9 @@ def _locate_parent(ref: Any, folder: Path, home: Path) -> tuple[Path, str]:
         if not path.is_file():
             raise ExtendsError(f"no such file {label}")
         return path, label
-    from .builtin_files import builtin_names, builtin_path
+    from .builtin_files import builtin_names, builtin_paths
 
-    builtin = builtin_path(ref)
+    builtin = builtin_paths().get(ref)
     if builtin is None:
         close = difflib.get_close_matches(ref, builtin_names(), n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
