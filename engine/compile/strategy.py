@@ -900,7 +900,7 @@ class ExtractionStrategy:
         object wire) instead of its raw text, which the API would refuse (an object wire's
         ``input`` must be an object). Its error result says what was wrong; the message
         itself is unchanged. Without such a call, ``message`` itself."""
-        if not self.spec.places or not self.incomplete_calls(message):
+        if not self.incomplete_calls(message):
             return message
         copy = json.loads(json.dumps(message))  # plain JSON: the assembled message is
         for calls, _, item in self._call_items(copy):
