@@ -223,12 +223,7 @@ class _Compiler:
         items = [(k, self.node(v, _child(pointer, k))) for k, v in spec.items()]
 
         def render(ctx: dict[str, Any]) -> dict[str, Any]:
-            out = {}
-            for key, node in items:
-                value = node(ctx)
-                if value is not MISSING:
-                    out[key] = value
-            return out
+            return {key: value for key, node in items if (value := node(ctx)) is not MISSING}
 
         return render
 
@@ -278,12 +273,11 @@ class _Compiler:
         if "then" not in spec and "else" not in spec:
             self.fail(pointer, "$if needs then or else")
         test = self.condition(spec["$if"], _child(pointer, "$if"))
-        yes = self.node(spec["then"], _child(pointer, "then")) if "then" in spec else None
-        no = self.node(spec["else"], _child(pointer, "else")) if "else" in spec else None
+        yes = self.node(spec["then"], _child(pointer, "then")) if "then" in spec else _nothing
+        no = self.node(spec["else"], _child(pointer, "else")) if "else" in spec else _nothing
 
         def render(ctx: dict[str, Any]) -> Any:
-            branch = yes if test(ctx) else no
-            return MISSING if branch is None else branch(ctx)
+            return (yes if test(ctx) else no)(ctx)
 
         return render
 
@@ -302,12 +296,8 @@ class _Compiler:
                 return []
             if not isinstance(source, list):
                 source = list(source) if isinstance(source, tuple) else [source]
-            out = []
-            for element in source:
-                value = emit({**ctx, name: element})
-                if value is not MISSING:
-                    out.append(value)
-            return out
+            rendered = (emit({**ctx, name: element}) for element in source)
+            return [value for value in rendered if value is not MISSING]
 
         return render
 
@@ -379,16 +369,11 @@ class _Compiler:
             if field is None:
                 items = filtered(value, ctx)
                 return MISSING if items == [] else items
-            if not isinstance(value, dict):
-                return value
-            out = dict(value)
-            if field in out:
-                items = filtered(out[field], ctx)
-                if items == []:
-                    del out[field]
-                else:
-                    out[field] = items
-            return out
+            if not isinstance(value, dict) or field not in value:
+                return dict(value) if isinstance(value, dict) else value
+            items = filtered(value[field], ctx)  # a list left empty: the field is removed
+            out = {**value, field: items}
+            return out if items != [] else {k: v for k, v in out.items() if k != field}
 
         return render
 
@@ -442,16 +427,13 @@ def _dumps(value: Any) -> str:
 
 def render_result(record: dict[str, Any], mode: str = "text") -> Any:
     """One record's result by the ``$result`` rules (``text`` or ``object``)."""
-    error = record.get("error")
-    failed = error is not None
+    error, result = record.get("error"), record.get("result")
     if mode == "text":
-        if failed:
+        if error is not None:
             return str(error)
-        result = record.get("result")
         return result if isinstance(result, str) else _dumps(result)
-    if failed:
+    if error is not None:
         return {"error": str(error)}
-    result = record.get("result")
     return result if isinstance(result, dict) else {"result": result}
 
 
