@@ -191,3 +191,30 @@ def test_the_codec_reads_the_defaults_the_schema_states():
     assert {k: v for k, v in stated.items() if k in _DEFAULTS} == {
         k: v for k, v in _DEFAULTS.items() if k in stated
     }
+
+
+def test_templates_and_results_take_their_defaults_from_the_schema(monkeypatch):
+    """A template compiled on its own, and the results section, read what a construct leaves
+    out from the schema too (``$each``'s ``as``, ``$result``'s ``as``, ``$echo``'s
+    ``records``, ``results.leak_role``)."""
+    from engine.compile.results import check_sections
+    from engine.compile.templates import compile_template
+
+    defs = schema()["$defs"]
+    monkeypatch.setitem(defs["template_each"]["properties"]["as"], "default", "it")
+    monkeypatch.setitem(defs["template_result"]["properties"]["as"], "default", "object")
+    monkeypatch.setitem(defs["template_echo"]["properties"]["records"], "default", "done")
+    monkeypatch.setitem(defs["results"]["properties"]["leak_role"], "default", "tool")
+    each = compile_template({"$each": "xs", "$emit": {"$path": "it"}})
+    assert each.render({"xs": [1, 2], "item": 0}) == [1, 2]
+    assert compile_template({"$result": "r"}).render({"r": {"result": 3}}) == {"result": 3}
+    echo = compile_template({"$echo": "items", "calls": {"id": "id", "name": "name"}})
+    answered = [{"tool_call_id": "a", "name": "f"}]
+    assert echo.render({"items": [{"id": "a", "name": "f"}], "done": answered}) == [
+        {"id": "a", "name": "f"}
+    ]
+    results = dict(engine.load_format("openai_chat").descriptor["results"])
+    results.pop("leak_role", None)
+    sections, problems = check_sections({"results": results})
+    assert problems == [] and sections.results is not None
+    assert sections.results.leak_role == "tool"

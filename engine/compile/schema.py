@@ -11,6 +11,7 @@ no rule the schema states is written again in code, and no error is worded twice
 
 from __future__ import annotations
 
+import copy
 import datetime
 import functools
 import json
@@ -155,7 +156,7 @@ def with_defaults(value: Any, definition: str | None = None) -> Any:
     ``if`` picks its branch as the validator does, and every alternative of a ``oneOf`` or an
     ``anyOf`` is followed (the schema never defaults one key two ways)."""
     root = schema()
-    value = json.loads(json.dumps(value))  # a copy: the caller's descriptor stays as written
+    value = copy.deepcopy(value)  # the caller's descriptor stays as written
     _fill(value, root if definition is None else root["$defs"][definition])
     return value
 
@@ -168,7 +169,7 @@ def _fill(value: Any, node: dict[str, Any]) -> None:
                 if key in value:
                     _fill(value[key], prop)
                 elif (default := _default(prop)) is not None:
-                    value[key] = json.loads(json.dumps(default))
+                    value[key] = copy.deepcopy(default)
             extra = sub.get("additionalProperties")
             if isinstance(extra, dict):
                 for key in value.keys() - declared.keys():

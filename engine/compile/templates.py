@@ -67,6 +67,7 @@ from typing import Any
 from ..errors import escape
 from .paths import PathError, compile_lookup
 from .predicates import compile_predicate
+from .schema import with_defaults
 
 
 class _Missing:
@@ -136,6 +137,7 @@ def check_template(spec: Any, pointer: str = "") -> tuple[Template, list[Templat
     document order. A template with problems renders the good parts only: use it only when
     the list is empty."""
     compiler = _Compiler()
+    spec = with_defaults(spec, "template")  # what a construct leaves out, the schema says
     node = compiler.node(spec, pointer)
     return Template(spec, node), compiler.problems
 
@@ -283,7 +285,7 @@ class _Compiler:
 
     def each(self, spec: dict[str, Any], pointer: str) -> Node:
         read = self.reader(spec["$each"], _child(pointer, "$each"))
-        name = spec.get("as", "item")
+        name = spec["as"]
         if not isinstance(name, str) or not _NAME.match(name):
             self.fail(_child(pointer, "as"), f"a name, got {name!r}")
         if "$emit" not in spec:
@@ -313,7 +315,7 @@ class _Compiler:
     def result(self, spec: dict[str, Any], pointer: str) -> Node:
         path = spec["$result"]
         read = self.reader("record" if path is None else path, _child(pointer, "$result"))
-        mode = spec.get("as", "text")
+        mode = spec["as"]
         if mode not in _RESULT_MODES:
             self.fail(_child(pointer, "as"), f"one of {', '.join(_RESULT_MODES)}")
 
@@ -333,7 +335,7 @@ class _Compiler:
             field = None
         keep = self.echo_calls(spec.get("calls"), _child(pointer, "calls"))
         drop = self.condition(spec["drop"], _child(pointer, "drop")) if "drop" in spec else None
-        records_read = self.reader(spec.get("records", "records"), _child(pointer, "records"))
+        records_read = self.reader(spec["records"], _child(pointer, "records"))
         merge = None
         if "merge" in spec:
             merge = self.node(spec["merge"], _child(pointer, "merge"))
