@@ -218,3 +218,18 @@ def test_templates_and_results_take_their_defaults_from_the_schema(monkeypatch):
     sections, problems = check_sections({"results": results})
     assert problems == [] and sections.results is not None
     assert sections.results.leak_role == "tool"
+
+
+def test_the_serve_section_takes_its_defaults_from_the_schema(monkeypatch):
+    """An endpoint without ``method`` answers the schema's default one."""
+    from engine.compile.serve import check_serve
+
+    serve = engine.load_format("openai_chat").descriptor["serve"]
+    assert any("method" not in e for e in serve["endpoints"])
+    endpoint = schema()["$defs"]["serve_endpoint"]["properties"]["method"]
+    monkeypatch.setitem(endpoint, "default", "GET")
+    compiled, problems = check_serve({"serve": serve})
+    assert problems == [] and compiled is not None
+    assert [e.method for e in compiled.endpoints] == [
+        e.get("method", "GET") for e in serve["endpoints"]
+    ]
