@@ -60,18 +60,10 @@ def schema() -> dict[str, Any]:
 
 
 TEMPLATES = (
-    "/declarations",
-    "/results/assistant",
-    "/results/result",
-    "/results/message",
-    "/results/leak/assistant",
-    "/results/leak/message",
-    "/serve/response",
-    "/serve/error/status",
-    "/serve/error/body",
-    "/serve/error/headers",
-    "/serve/error/kind",
-)
+    "/declarations", "/results/assistant", "/results/result", "/results/message",
+    "/results/leak/assistant", "/results/leak/message", "/serve/response",
+    "/serve/error/status", "/serve/error/body", "/serve/error/headers", "/serve/error/kind"
+)  # fmt: skip
 """Where templates sit: the template compiler reports the problems inside them (every one,
 each at its line), so the schema, which types them for editors, is not asked to repeat it."""
 
@@ -355,38 +347,27 @@ def _validator(definition: str | None = None) -> Draft202012Validator:
 
 # -- schema errors as problems ------------------------------------------------------------------
 
-_JSON_TYPES = (
-    (bool, "boolean"),
-    (int, "integer"),
-    (float, "number"),
-    (str, "string"),
-    (list, "array"),
-    (dict, "object"),
-    (type(None), "null"),
-)
+_JSON_TYPES = {
+    bool: "boolean",
+    int: "integer",
+    float: "number",
+    str: "string",
+    list: "array",
+    dict: "object",
+    type(None): "null",
+}
 
 # Errors whose own wording is better than a subschema's ``errorMessage``.
-_SELF_EXPLAINING = frozenset(
-    {
-        "type",
-        "enum",
-        "const",
-        "required",
-        "additionalProperties",
-        "unevaluatedProperties",
-        "dependentRequired",
-        "format",
-    }
-)
+_SELF_EXPLAINING = frozenset({
+    "type", "enum", "const", "required", "format", "dependentRequired",
+    "additionalProperties", "unevaluatedProperties"
+})  # fmt: skip
 
 
 def _kind(value: Any) -> str:
     if isinstance(value, datetime.date):  # an unquoted 2023-06-01 is a YAML timestamp
         return "a date (quote it)"
-    for cls, name in _JSON_TYPES:
-        if type(value) is cls:
-            return name
-    return type(value).__name__
+    return _JSON_TYPES.get(type(value), type(value).__name__)
 
 
 def _pointer(path: Iterable[Any]) -> str:
