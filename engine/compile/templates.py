@@ -399,7 +399,28 @@ class _Compiler:
         )
         call_id = self.reader(calls.get("id", "id"), _child(where_at, "id"))
         call_name = self.reader(calls.get("name", "name"), _child(where_at, "name"))
-        return _answered_filter(is_call, call_id, call_name)
+
+        def keep(items: list[Any], records: list[Any]) -> tuple[list[Any], list[Any]]:
+            """The items kept, each with the record that answers it (None for an item that
+            is no call), and the records that answer no item (those keyed by id first)."""
+            # Queues by key: a turn of many calls without ids (Ollama, Gemini) is matched in
+            # O(calls), where removing names from a list was quadratic.
+            queues: dict[tuple[str, Any], deque[Any]] = {}
+            for record in (r for r in records if isinstance(r, dict)):
+                key = _answer_key(record.get("tool_call_id"), record.get("name"))
+                queues.setdefault(key, deque()).append(record)
+            out: list[tuple[Any, Any]] = []
+            for item in items:
+                if is_call is not None and not is_call(item):
+                    out.append((item, None))
+                    continue
+                queue = queues.get(_answer_key(call_id(item), call_name(item)))
+                if queue:
+                    out.append((item, queue.popleft()))
+            kinds = sorted(queues, key=lambda key: key[0] != "id")
+            return out, [r for key in kinds for r in queues[key]]
+
+        return keep
 
 
 def _merged(item: Any, merge: Node, ctx: dict[str, Any], record: Any) -> Any:
@@ -439,43 +460,11 @@ def render_result(record: dict[str, Any], mode: str = "text") -> Any:
     return result if isinstance(result, dict) else {"result": result}
 
 
-def _answered_filter(
-    is_call: Callable[[Any], bool] | None,
-    call_id: Callable[[Any], Any],
-    call_name: Callable[[Any], Any],
-) -> Callable[[list[Any], list[Any]], tuple[list[Any], list[Any]]]:
-    """``keep(items, records)``: the items kept, each with the record that answers it (None
-    for an item that is no call), and the records that answer no item."""
-
-    def keep(items: list[Any], records: list[Any]) -> tuple[list[Any], list[Any]]:
-        # Queues by key: a turn of many calls without ids (Ollama, Gemini) is matched in
-        # O(calls), where removing names from a list was quadratic.
-        by_id: dict[Any, deque[Any]] = {}
-        by_name: dict[Any, deque[Any]] = {}
-        for record in records:
-            if not isinstance(record, dict):
-                continue
-            rid = record.get("tool_call_id")
-            if rid in (None, ""):
-                by_name.setdefault(_hashable_key(record.get("name")), deque()).append(record)
-            else:
-                by_id.setdefault(rid, deque()).append(record)
-        out: list[tuple[Any, Any]] = []
-        for item in items:
-            if is_call is not None and not is_call(item):
-                out.append((item, None))
-                continue
-            iid = call_id(item)
-            if not _absent(iid) and iid != "":
-                queue = by_id.get(iid)
-            else:
-                queue = by_name.get(_hashable_key(call_name(item)))
-            if queue:
-                out.append((item, queue.popleft()))
-        left = [r for queue in (*by_id.values(), *by_name.values()) for r in queue]
-        return out, left
-
-    return keep
+def _answer_key(call_id: Any, name: Any) -> tuple[str, Any]:
+    """What matches a call and its record: the call id, or, without one, the tool name."""
+    if _absent(call_id) or call_id == "":
+        return ("name", _hashable_key(name))
+    return ("id", call_id)
 
 
 def _hashable_key(value: Any) -> Any:
