@@ -161,8 +161,8 @@ def test_a_default_changed_in_the_schema_changes_what_compiles(monkeypatch, defi
     assert _toy(TOY) == _toy(written_out)
 
 
-# Defaults the wire compiler does not read: the codec's (its compiler keeps the same table,
-# checked below), the fake provider's (compiled by serve), and two every wire writes out.
+# Defaults the wire compiler does not read: the codec's (its compiler reads them from the
+# schema itself), the fake provider's (its test below), and two every wire writes out.
 READ_ELSEWHERE = {"codec", "fences", "healing_rule", "tool_format", "stream", "else", "choice"}
 
 
@@ -182,15 +182,6 @@ def test_every_default_the_schema_states_is_one_a_descriptor_here_leaves_out():
     ]
     assert missing == []
     assert len(_defaulted()) > 40
-
-
-def test_the_codec_reads_the_defaults_the_schema_states():
-    from engine.text.codec import _DEFAULTS
-
-    stated = with_defaults({"codec": {}}, "codec_descriptor")["codec"]
-    assert {k: v for k, v in stated.items() if k in _DEFAULTS} == {
-        k: v for k, v in _DEFAULTS.items() if k in stated
-    }
 
 
 def test_templates_and_results_take_their_defaults_from_the_schema(monkeypatch):
