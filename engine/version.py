@@ -21,23 +21,14 @@ UNKNOWN = "0+unknown"
 def version() -> str:
     """The distribution's version: the checkout's pyproject.toml, else the installed metadata,
     else ``0+unknown`` (never an exception at import)."""
-    return _checkout_version() or _installed_version() or UNKNOWN
-
-
-def _checkout_version() -> str | None:
     pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
     try:
         project = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project", {})
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return None
-    version = project.get("version")
-    if project.get("name") != DISTRIBUTION or not isinstance(version, str):
-        return None
-    return version
-
-
-def _installed_version() -> str | None:
+        project = {}
+    if project.get("name") == DISTRIBUTION and isinstance(project.get("version"), str):
+        return str(project["version"])
     try:
-        return metadata.version(DISTRIBUTION)
+        return metadata.version(DISTRIBUTION) or UNKNOWN
     except metadata.PackageNotFoundError:
-        return None
+        return UNKNOWN

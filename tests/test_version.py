@@ -26,23 +26,25 @@ def test_a_checkout_reports_its_pyproject_version():
     assert isinstance(engine.__version__, str)
 
 
-def test_only_this_distributions_pyproject_counts(elsewhere):
-    assert version_module._checkout_version() is None
+def _missing(name):
+    raise metadata.PackageNotFoundError(name)
+
+
+def test_only_this_distributions_pyproject_counts(elsewhere, monkeypatch):
+    monkeypatch.setattr(metadata, "version", _missing)
+    read = version_module.version.__wrapped__  # uncached
+    assert read() == version_module.UNKNOWN
     (elsewhere / "pyproject.toml").write_text('[project]\nname = "other"\nversion = "9"\n')
-    assert version_module._checkout_version() is None
+    assert read() == version_module.UNKNOWN
     (elsewhere / "pyproject.toml").write_text('[project]\nname = "mcs-formats"\nversion = "2.5"\n')
-    assert version_module._checkout_version() == "2.5"
+    assert read() == "2.5"
     (elsewhere / "pyproject.toml").write_text("not [toml")
-    assert version_module._checkout_version() is None
+    assert read() == version_module.UNKNOWN
 
 
 def test_without_a_checkout_the_installed_metadata_answers(elsewhere, monkeypatch):
     monkeypatch.setattr(metadata, "version", lambda name: {"mcs-formats": "3.1"}[name])
-    assert version_module._checkout_version() is None
-    assert version_module._installed_version() == "3.1"
-
-    def missing(name):
-        raise metadata.PackageNotFoundError(name)
-
-    monkeypatch.setattr(metadata, "version", missing)
-    assert version_module._installed_version() is None
+    read = version_module.version.__wrapped__
+    assert read() == "3.1"
+    monkeypatch.setattr(metadata, "version", _missing)
+    assert read() == version_module.UNKNOWN

@@ -65,10 +65,10 @@ class FoldSpec:
 
 def op_fold(spec: dict[str, Any], ctx: CompileContext) -> Run:
     read = compile_read(spec["from"], ctx.choice_alias)
-    at = spec.get("at", "")
+    at = spec["at"]
     target = Target(at, ctx) if at else None
     base = target.pattern if target is not None else ""
-    concat = frozenset(spec.get("concat", ()))
+    concat = frozenset(spec["concat"])
     display_key = next((k for k in concat if ctx.text_pattern == _under(base, k)), None)
     lists = {
         name: _entry_fold(items_of(base, name), lspec)
@@ -125,7 +125,7 @@ def _entry_fold(pattern: str, spec: dict[str, Any]) -> ListFold:
         identity=tuple(parse_chain(p) for p in spec.get("identity", ())),
         drop=frozenset(spec.get("drop", ())),
         args=parse_chain(spec["args"]) if spec.get("args") else (),
-        concat=frozenset(spec.get("concat", ())),
+        concat=frozenset(spec["concat"]),
         slot_path=spec.get("slot"),
     )
 

@@ -55,6 +55,7 @@ from .ops import (
     op_usage,
 )
 from .paths import items_of, parse_chain, parse_target, pattern, pattern_of
+from .schema import with_defaults
 
 
 class Source(NamedTuple):
@@ -193,7 +194,7 @@ def _paths(raw: Any) -> dict[str, Any]:
 
 
 def _usage_arguments(raw: Any) -> dict[str, Any]:
-    return {"from": raw} if isinstance(raw, str) else _as_given(raw)
+    return with_defaults({"from": raw}, "op_usage") if isinstance(raw, str) else _as_given(raw)
 
 
 def _fold_entries(args: dict[str, Any]) -> Iterator[tuple[tuple[str, ...], str, dict[str, Any]]]:

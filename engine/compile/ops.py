@@ -378,7 +378,7 @@ def _scoped(segments: tuple[Segment, ...], scope: str | None) -> tuple[Segment, 
 def _continues(spec: dict[str, Any]) -> bool:
     """``without_slot: continue``: the wire sends a fragment without its slot key where it
     continues the item opened last (the default, ``skip``, lists such an event as unplaced)."""
-    without: str = spec.get("without_slot", "skip")
+    without: str = spec["without_slot"]
     return without == "continue"
 
 
@@ -418,7 +418,7 @@ def _display_target(target: Target, ctx: CompileContext) -> bool:
 def op_set(spec: dict[str, Any], ctx: CompileContext) -> Run:
     """Replace the value at ``at`` with the event's value at ``from`` (a copy)."""
     read = compile_read(spec["from"], ctx.choice_alias)
-    at = spec.get("at", "")
+    at = spec["at"]
     if at == "":
 
         def set_root(asm: Assembly, ev: Any, ch: Any) -> None:
@@ -469,8 +469,8 @@ def op_merge(spec: dict[str, Any], ctx: CompileContext) -> Run:
     Null fields never erase a value already there; ``except`` names fields left alone.
     """
     read = compile_read(spec["from"], ctx.choice_alias)
-    excluded = frozenset(spec.get("except", ()))
-    at = spec.get("at", "")
+    excluded = frozenset(spec["except"])
+    at = spec["at"]
     target = Target(at, ctx, spec.get("scope"), _continues(spec)) if at else None
 
     def merge(asm: Assembly, ev: Any, ch: Any) -> None:
@@ -557,7 +557,7 @@ def op_open(spec: dict[str, Any], ctx: CompileContext) -> Run:
     if target.rel or not target.segments or target.segments[-1].field is not None:
         raise ValueError("open: 'at' must end with a slot step, e.g. content[index]")
     read = compile_read(spec["from"], ctx.choice_alias) if "from" in spec else _read_nothing
-    return _open(target, read, ctx, "open", spec.get("if_complete", "skip") == "merge")
+    return _open(target, read, ctx, "open", spec["if_complete"] == "merge")
 
 
 def _read_nothing(ev: Any, ch: Any = None) -> None:
@@ -842,7 +842,7 @@ def op_stop_reason(spec: dict[str, Any], ctx: CompileContext) -> Run:
 def op_usage(spec: dict[str, Any], ctx: CompileContext) -> Run:
     """Record the provider's usage object: ``replace`` (the latest wins) or ``merge``."""
     read = compile_read(spec["from"], ctx.choice_alias)
-    merge = spec.get("mode", "replace") == "merge"
+    merge = spec["mode"] == "merge"
 
     def usage(asm: Assembly, ev: Any, ch: Any) -> None:
         value = read(ev, ch)
@@ -876,7 +876,7 @@ def op_error(spec: dict[str, Any], ctx: CompileContext) -> Run:
     wire whose error is the whole event in a shape of its own, beside its ordinary chunks
     (vLLM's ``{"object": "error", "message": ...}`` on an OpenAI-compatible stream), names the
     shape there rather than reading ``from: ""`` on every chunk."""
-    read = compile_read(spec.get("from", ""), ctx.choice_alias)
+    read = compile_read(spec["from"], ctx.choice_alias)
     where = compile_predicate(spec["where"]) if spec.get("where") else None
 
     def error(asm: Assembly, ev: Any, ch: Any) -> None:

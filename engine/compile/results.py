@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model.fragments import copy_json
-from .schema import section_problems, templates_in
+from .schema import section_problems, templates_in, with_defaults
 from .templates import (
     MISSING,
     Template,
@@ -92,7 +92,7 @@ def check_sections(descriptor: dict[str, Any]) -> tuple[CompiledSections, list[T
     ``results`` section is taken as the schema checked it; a section the schema refused
     compiles to what can be read of it (the validator has reported why)."""
     problems: list[TemplateProblem] = []
-    results = descriptor.get("results")
+    results = with_defaults(descriptor.get("results"), "results")
     sections = CompiledSections(
         results=None if results is None else _compile_results(results, problems),
         declarations=_template(descriptor.get("declarations"), "/declarations", problems),
@@ -125,7 +125,7 @@ def _compile_results(spec: Any, problems: list[TemplateProblem]) -> CompiledResu
         assistant=_template(spec.get("assistant"), "/results/assistant", problems),
         result=_template(spec.get("result"), "/results/result", problems),
         message=_template(spec.get("message"), "/results/message", problems),
-        leak_role=spec.get("leak_role", DEFAULT_LEAK_ROLE),
+        leak_role=spec["leak_role"],
         leak_assistant=_template(leak.get("assistant"), "/results/leak/assistant", problems),
         leak_message=_template(leak.get("message"), "/results/leak/message", problems),
     )

@@ -11,6 +11,7 @@ no rule the schema states is written again in code, and no error is worded twice
 
 from __future__ import annotations
 
+import copy
 import datetime
 import functools
 import json
@@ -59,18 +60,10 @@ def schema() -> dict[str, Any]:
 
 
 TEMPLATES = (
-    "/declarations",
-    "/results/assistant",
-    "/results/result",
-    "/results/message",
-    "/results/leak/assistant",
-    "/results/leak/message",
-    "/serve/response",
-    "/serve/error/status",
-    "/serve/error/body",
-    "/serve/error/headers",
-    "/serve/error/kind",
-)
+    "/declarations", "/results/assistant", "/results/result", "/results/message",
+    "/results/leak/assistant", "/results/leak/message", "/serve/response",
+    "/serve/error/status", "/serve/error/body", "/serve/error/headers", "/serve/error/kind"
+)  # fmt: skip
 """Where templates sit: the template compiler reports the problems inside them (every one,
 each at its line), so the schema, which types them for editors, is not asked to repeat it."""
 
@@ -144,6 +137,82 @@ def operation_names() -> list[str]:
     """The operations the schema declares, in its order."""
     return list(schema()["$defs"]["operation_mapping"]["properties"])
 
+# -- defaults: the schema's ``default`` annotations, written in once at load ----------------------
+
+
+def with_defaults(value: Any, definition: str | None = None) -> Any:
+    """A copy of ``value`` (a descriptor, or a value of ``$defs/<definition>``) with every
+    ``default`` the schema states written in where its key is absent, so that the compiler
+    reads ``spec[key]`` and the schema is the one place a default is said. Only what has the
+    schema's shape is filled (a value of the wrong type is the validator's to report); an
+    ``if`` picks its branch as the validator does, and every alternative of a ``oneOf`` or an
+    ``anyOf`` is followed (the schema never defaults one key two ways)."""
+    root = schema()
+    value = copy.deepcopy(value)  # the caller's descriptor stays as written
+    _fill(value, root if definition is None else root["$defs"][definition])
+    return value
+
+
+def _fill(value: Any, node: dict[str, Any]) -> None:
+    for sub in _applying(node, value):
+        if isinstance(value, dict):
+            declared = sub.get("properties", {})
+            for key, prop in declared.items():
+                if key in value:
+                    _fill(value[key], prop)
+                elif (default := _default(prop)) is not None:
+                    value[key] = copy.deepcopy(default)
+            extra = sub.get("additionalProperties")
+            if isinstance(extra, dict):
+                for key in value.keys() - declared.keys():
+                    _fill(value[key], extra)
+        elif isinstance(value, list) and isinstance(sub.get("items"), dict):
+            for item in value:
+                _fill(item, sub["items"])
+
+
+def _applying(node: dict[str, Any], value: Any) -> Iterator[dict[str, Any]]:
+    """``node`` and the subschemas it applies in place to ``value``."""
+    for sub in _in_place(node):
+        yield sub
+        branch = sub.get("then" if _holds(sub["if"], value) else "else") if "if" in sub else None
+        if isinstance(branch, dict):
+            yield from _applying(branch, value)
+
+
+def _in_place(node: dict[str, Any]) -> list[dict[str, Any]]:
+    """``node`` and what it applies in place whatever the value (its ``$ref``, ``allOf``,
+    ``oneOf`` and ``anyOf``), found once per node of the schema (read once: its id names it)."""
+    found = _IN_PLACE.get(id(node))
+    if found is None:
+        subs = [_resolve(node), *node.get("allOf", ()), *node.get("oneOf", ())]
+        found = [node] + [s for sub in subs + node.get("anyOf", []) if sub for s in _in_place(sub)]
+        _IN_PLACE[id(node)] = found
+    return found
+
+
+_IN_PLACE: dict[int, list[dict[str, Any]]] = {}
+
+
+def _default(prop: dict[str, Any] | None) -> Any:
+    """The default a property's schema states, through its ``$ref`` (None: it states none)."""
+    while prop is not None and "default" not in prop:
+        prop = _resolve(prop)
+    return None if prop is None else prop["default"]
+
+
+def _holds(condition: dict[str, Any], value: Any) -> bool:
+    """Does ``value`` meet an ``if`` of the schema (a node of the schema read once, so its id
+    names it)?"""
+    check = _CONDITIONS.get(id(condition))
+    if check is None:
+        check = Draft202012Validator({**condition, "$defs": schema()["$defs"]})
+        _CONDITIONS[id(condition)] = check
+    return check.is_valid(value)
+
+
+_CONDITIONS: dict[int, Draft202012Validator] = {}
+
 # -- the custom formats: paths compiled as the engine compiles them -----------------------------
 
 
@@ -155,32 +224,18 @@ class PathProblem(ValueError):
         self.rule = rule
 
 
-def _path_problem(exc: PathError, prefix: str = "") -> PathProblem:
-    """A path of an old dialect is its own rule, ``old-path``: the message says its new form."""
-    return PathProblem(f"{prefix}{exc}", "old-path" if exc.hint else "path")
+def _parsed(parse: Callable[[str], Any], rule: str, prefix: str = "") -> Callable[[str], None]:
+    """A format checked by parsing the value; with a ``prefix`` (a read or template path), a
+    path of an old dialect is its own rule, ``old-path``, its message saying its new form."""
 
+    def check(value: str) -> None:
+        try:
+            parse(value)
+        except PathError as exc:
+            old = prefix and exc.hint
+            raise PathProblem(f"{prefix}{exc}", "old-path" if old else rule) from None
 
-def _read_path(value: str) -> None:
-    if value == "":
-        return
-    try:
-        read_steps(value)
-    except PathError as exc:
-        raise _path_problem(exc, "not a read path: ") from None
-
-
-def _jmespath(value: str) -> None:
-    try:
-        compile_read({JMESPATH: value})
-    except PathError as exc:
-        raise PathProblem(str(exc), "jmespath") from None
-
-
-def _template_path(value: str) -> None:
-    try:
-        compile_lookup(value)
-    except PathError as exc:
-        raise _path_problem(exc, "not a template path: ") from None
+    return check
 
 
 def _segments(value: str) -> tuple[Segment, ...]:
@@ -213,13 +268,6 @@ def _field_target(value: str) -> None:
     segments = _target(value)
     if not segments or segments[-1].field is None:
         raise PathProblem("must end with a field, e.g. content[index].text", "field-target")
-
-
-def _field_chain(value: str) -> None:
-    try:
-        parse_chain(value)
-    except PathError as exc:
-        raise PathProblem(str(exc), "field-chain") from None
 
 
 def _presence_path(value: Any) -> None:
@@ -261,16 +309,16 @@ def _call_pattern(value: str) -> None:
 
 
 FORMATS = {
-    "read-path": _read_path,
-    "jmespath": _jmespath,
+    "read-path": _parsed(lambda path: path == "" or read_steps(path), "path", "not a read path: "),
+    "jmespath": _parsed(lambda value: compile_read({JMESPATH: value}), "jmespath"),
     "presence-path": _presence_path,
-    "template-path": _template_path,
+    "template-path": _parsed(compile_lookup, "path", "not a template path: "),
     "target-path": _target,
     "item-target": _item_target,
     "field-target": _field_target,
     "pattern": _pattern,
     "call-pattern": _call_pattern,
-    "field-chain": _field_chain,
+    "field-chain": _parsed(parse_chain, "field-chain"),
     "python-regex": _python_regex,
 }
 """The schema's custom ``format`` values and their checks. Editors ignore them."""
@@ -299,38 +347,27 @@ def _validator(definition: str | None = None) -> Draft202012Validator:
 
 # -- schema errors as problems ------------------------------------------------------------------
 
-_JSON_TYPES = (
-    (bool, "boolean"),
-    (int, "integer"),
-    (float, "number"),
-    (str, "string"),
-    (list, "array"),
-    (dict, "object"),
-    (type(None), "null"),
-)
+_JSON_TYPES = {
+    bool: "boolean",
+    int: "integer",
+    float: "number",
+    str: "string",
+    list: "array",
+    dict: "object",
+    type(None): "null",
+}
 
 # Errors whose own wording is better than a subschema's ``errorMessage``.
-_SELF_EXPLAINING = frozenset(
-    {
-        "type",
-        "enum",
-        "const",
-        "required",
-        "additionalProperties",
-        "unevaluatedProperties",
-        "dependentRequired",
-        "format",
-    }
-)
+_SELF_EXPLAINING = frozenset({
+    "type", "enum", "const", "required", "format", "dependentRequired",
+    "additionalProperties", "unevaluatedProperties"
+})  # fmt: skip
 
 
 def _kind(value: Any) -> str:
     if isinstance(value, datetime.date):  # an unquoted 2023-06-01 is a YAML timestamp
         return "a date (quote it)"
-    for cls, name in _JSON_TYPES:
-        if type(value) is cls:
-            return name
-    return type(value).__name__
+    return _JSON_TYPES.get(type(value), type(value).__name__)
 
 
 def _pointer(path: Iterable[Any]) -> str:
@@ -339,8 +376,11 @@ def _pointer(path: Iterable[Any]) -> str:
 
 def _resolve(fragment: dict[str, Any]) -> dict[str, Any] | None:
     ref = fragment.get("$ref")
-    if not isinstance(ref, str) or not ref.startswith("#/"):
-        return None
+    return _referenced(ref) if isinstance(ref, str) and ref.startswith("#/") else None
+
+
+@functools.cache
+def _referenced(ref: str) -> dict[str, Any] | None:
     node: Any = schema()
     for part in ref[2:].split("/"):
         node = node[part.replace("~1", "/").replace("~0", "~")]
@@ -367,87 +407,67 @@ def _is_def(fragment: Any, name: str) -> bool:
 def _problems_of_error(err: ValidationError, where: Where) -> Iterator[Any]:
     """One schema error as problems (an object with three unknown keys gives three)."""
     pointer = _pointer(err.absolute_path)
-    # An error of iter_errors always carries its keyword, value and schema: jsonschema leaves
-    # them unset only on an error built by hand.
+    # An error of iter_errors always carries its keyword and value: jsonschema leaves them
+    # unset only on an error built by hand.
     keyword = cast(str, err.validator)
-    expected_value: Any = err.validator_value
-    rule_schema: Any = err.schema
+    expected: Any = err.validator_value
+    rule: dict[str, Any] = err.schema if isinstance(err.schema, dict) else {}
     instance = err.instance
-    if keyword in ("additionalProperties", "unevaluatedProperties") and isinstance(instance, dict):
-        allowed = _declared_keys(rule_schema, deep=keyword == "unevaluatedProperties")
-        expected = ", ".join(sorted(allowed))
-        is_operation = _is_def(rule_schema, "operation_mapping")
-        moved = rule_schema.get("x-moved", {}) if isinstance(rule_schema, dict) else {}
-        for key in instance:
-            if key in allowed:
-                continue
+    custom = rule.get("errorMessage")
+    if not isinstance(instance, dict) or keyword not in _PER_KEY:
+        yield where.at_value(pointer, *_worded(err, keyword, rule, custom))
+    elif keyword in _UNKNOWN:
+        allowed = _declared_keys(rule, deep=keyword == "unevaluatedProperties")
+        names = ", ".join(sorted(allowed))
+        moved = rule.get("x-moved", {})
+        for key in (key for key in instance if key not in allowed):
             if key in moved:  # a key of before, which the schema says where it went
-                yield where.at_key(
-                    f"{pointer}/{escape(key)}",
-                    f"{key!r} is a key of before: write {moved[key]} (see CHANGELOG.md)",
-                    "moved",
-                )
-            elif is_operation:
-                yield where.at_key(
-                    f"{pointer}/{escape(key)}",
-                    f"unknown operation {key!r}, expected one of: {expected}",
-                    "operation",
-                )
+                said = f"{key!r} is a key of before: write {moved[key]} (see CHANGELOG.md)", "moved"
+            elif _is_def(rule, "operation_mapping"):
+                said = f"unknown operation {key!r}, expected one of: {names}", "operation"
             else:
-                yield where.at_key(
-                    f"{pointer}/{escape(key)}",
-                    f"unknown key {key!r}, expected one of: {expected}",
-                    "unknown-key",
-                )
-        return
-    if keyword == "type":
-        wanted = expected_value
-        wanted = wanted if isinstance(wanted, list) else [wanted]
-        yield where.at_value(
-            pointer, f"expected {' or '.join(wanted)}, got {_kind(instance)}", "type"
-        )
-        return
-    if keyword == "required" and isinstance(instance, dict):
+                said = f"unknown key {key!r}, expected one of: {names}", "unknown-key"
+            yield where.at_key(f"{pointer}/{escape(key)}", *said)
+    elif keyword == "required":
         # A rule that requires a key only in some cases (a results mode) says which.
-        custom = rule_schema.get("errorMessage") if isinstance(rule_schema, dict) else None
-        for key in expected_value:
-            if key not in instance:
-                message = custom if isinstance(custom, str) else f"missing required key {key!r}"
-                yield where.at_key(pointer, message, "required")
-        return
-    if keyword == "dependentRequired" and isinstance(instance, dict):
-        for key, needs in expected_value.items():
-            if key in instance:
-                for need in needs:
-                    if need not in instance:
-                        yield where.at_key(
-                            f"{pointer}/{escape(key)}",
-                            f"{key!r} needs {need!r} beside it",
-                            "dependentRequired",
-                        )
-        return
-    if keyword == "enum" and _is_def(rule_schema, "bare_operation"):
+        for key in (key for key in expected if key not in instance):
+            message = custom if isinstance(custom, str) else f"missing required key {key!r}"
+            yield where.at_key(pointer, message, "required")
+    else:
+        for key, needs in expected.items():
+            for need in (need for need in needs if key in instance and need not in instance):
+                message = f"{key!r} needs {need!r} beside it"
+                yield where.at_key(f"{pointer}/{escape(key)}", message, keyword)
+
+
+_UNKNOWN = ("additionalProperties", "unevaluatedProperties")
+_PER_KEY = (*_UNKNOWN, "required", "dependentRequired")  # a problem per key of the object
+
+
+def _worded(
+    err: ValidationError, keyword: str, rule: dict[str, Any], custom: Any
+) -> tuple[str, str]:
+    """The message and rule of an error at one value."""
+    instance, expected = err.instance, cast(Any, err.validator_value)
+    if keyword == "type":
+        wanted = expected if isinstance(expected, list) else [expected]
+        return f"expected {' or '.join(wanted)}, got {_kind(instance)}", "type"
+    if keyword == "enum" and _is_def(rule, "bare_operation"):
+        names = ", ".join(sorted(operation_names()))
+        message = f"unknown operation {instance!r}, expected one of: {names}"
         if instance in operation_names():
             message = f"operation {instance!r} takes arguments: write {{{instance}: {{...}}}}"
-        else:
-            names = ", ".join(sorted(operation_names()))
-            message = f"unknown operation {instance!r}, expected one of: {names}"
-        yield where.at_value(pointer, message, "operation")
-        return
+        return message, "operation"
     if keyword in ("enum", "const"):
-        choices = expected_value if keyword == "enum" else [expected_value]
+        choices = expected if keyword == "enum" else [expected]
         # A YAML null beside "null" in an enum (`is`) is one choice, shown once.
         shown = ", ".join(dict.fromkeys(_choice(v) for v in choices))
-        yield where.at_value(pointer, f"{instance!r} is not one of: {shown}", keyword)
-        return
+        return f"{instance!r} is not one of: {shown}", keyword
     if keyword == "format" and isinstance(err.cause, PathProblem):
-        yield where.at_value(pointer, str(err.cause), err.cause.rule)
-        return
-    custom = rule_schema.get("errorMessage") if isinstance(rule_schema, dict) else None
+        return str(err.cause), err.cause.rule
     if isinstance(custom, str) and keyword not in _SELF_EXPLAINING:
-        yield where.at_value(pointer, custom, keyword)
-        return
-    yield where.at_value(pointer, _plain_message(err), keyword)
+        return custom, keyword
+    return _plain_message(err), keyword
 
 
 def _choice(value: Any) -> str:
@@ -460,26 +480,24 @@ def _choice(value: Any) -> str:
     return str(value)
 
 
+_WORDING = {
+    "minItems": "expected at least {value} items",
+    "maxItems": "expected at most {value} items",
+    "minProperties": "expected at least {value} keys",
+    "maxProperties": "expected at most {value} key(s)",
+    "minLength": "must not be empty",
+    "uniqueItems": "has repeated items",
+    "minimum": "expected at least {value}, got {instance!r}",
+    "pattern": "{instance!r} does not match {value}",
+}
+
+
 def _plain_message(err: ValidationError) -> str:
     value = err.validator_value
-    keyword = err.validator
-    if keyword == "minItems":
-        return "must not be empty" if value == 1 else f"expected at least {value} items"
-    if keyword == "maxItems":
-        return f"expected at most {value} items"
-    if keyword == "minProperties":
-        return "must not be empty" if value == 1 else f"expected at least {value} keys"
-    if keyword == "maxProperties":
-        return f"expected at most {value} key(s)"
-    if keyword == "minLength":
+    if err.validator in ("minItems", "minProperties") and value == 1:
         return "must not be empty"
-    if keyword == "uniqueItems":
-        return "has repeated items"
-    if keyword == "minimum":
-        return f"expected at least {value}, got {err.instance!r}"
-    if keyword == "pattern":
-        return f"{err.instance!r} does not match {value}"
-    return err.message
+    wording = _WORDING.get(str(err.validator))
+    return err.message if wording is None else wording.format(value=value, instance=err.instance)
 
 
 def schema_problems(data: Any, where: Where, definition: str | None = None) -> list[Any]:

@@ -47,7 +47,7 @@ from typing import Any
 
 from ..transport import eventstream
 from ..transport.captures import CapturedEvent, CaptureError, parse_bytes
-from .schema import section_problems, templates_in
+from .schema import section_problems, templates_in, with_defaults
 from .templates import Template, TemplateProblem, check_template
 
 EVENT_KEY = "_event"
@@ -180,7 +180,7 @@ def _endpoint(spec: Any, pointer: str, problems: list[TemplateProblem]) -> Endpo
         shown = ", ".join(f"{{{name}}}" for name in twice)
         problems.append((f"{pointer}/path", f"{shown} twice: each name is one segment", "path"))
         return None
-    method, header = spec.get("method", "POST"), spec.get("header")
+    method, header = spec["method"], spec.get("header")
     reply = _template(spec, "reply", f"{pointer}/reply", problems)
     header, pattern = header.lower() if isinstance(header, str) else None, _path_pattern(path)
     if not isinstance(stream, bool | dict):
@@ -369,7 +369,7 @@ def check_serve(descriptor: dict[str, Any]) -> tuple[ServeSpec | None, list[Temp
     the schema checked it; what is not of the schema's shape is left to the schema to report,
     so the validator asks this of a section the schema refused and reports both, each at its
     line."""
-    spec = descriptor.get("serve")
+    spec = with_defaults(descriptor.get("serve"), "serve")
     if not isinstance(spec, dict):
         return None, []
     problems: list[TemplateProblem] = []

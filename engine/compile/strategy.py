@@ -26,7 +26,7 @@ from .ops import CompileContext, RuleProblem, Run, TextPlace, any_where
 from .paths import compile_read, is_plain, items_of, parse_chain, pattern_parts
 from .predicates import Predicate, compile_predicate
 from .results import CompiledSections, compile_sections, result_messages, tool_declarations
-from .schema import Pointed, in_template, schema_problems
+from .schema import Pointed, in_template, schema_problems, with_defaults
 from .templates import TemplateError
 from .turn import TurnSpec, compile_turn
 
@@ -654,8 +654,8 @@ def _call_place(
         name=compile_read(spec["name"]),
         id=compile_read(spec["id"]) if spec.get("id") else (lambda item: None),
         args_fields=parse_chain(spec["args"]),
-        args_form=spec.get("args_form", "string"),
-        args_whole=spec.get("args_arrive", "fragments") == "whole",
+        args_form=spec["args_form"],
+        args_whole=spec["args_arrive"] == "whole",
         cut_when=_predicate(spec, "cut_when"),
         single=single,
         held=bool(answered and answered.get("later")),
@@ -705,6 +705,7 @@ class ExtractionStrategy:
     ) -> None:
         self.descriptor = descriptor
         self.source = source
+        descriptor = with_defaults(descriptor)  # the one place defaults are written in
         self.sections = _sections(descriptor, sections, problems)
         self.name: str = descriptor["name"]
         self.title: str = descriptor.get("title", self.name)
@@ -729,12 +730,12 @@ class ExtractionStrategy:
         events = descriptor.get("events", {})
         choice = events.get("choice")
         ctx = CompileContext(
-            choice_alias=(choice.get("alias", "choice") if choice else None),
+            choice_alias=(choice["alias"] if choice else None),
             calls_pattern=calls.pattern if calls else None,
             calls_where=bool(calls and calls.where is not None),
             calls_args=calls.args_fields if calls else (),
             text_pattern=text.pattern if text else None,
-            list_order=events.get("list_order", "slot"),
+            list_order=events["list_order"],
             text_part_where=text.part_where if text else None,
             text_part_field=text.part_field if text else None,
             text_where=text.where if text else None,
@@ -751,7 +752,7 @@ class ExtractionStrategy:
             turn=turn,
             places=tuple(places),
         )
-        self.leaks_into_text = bool(descriptor.get("leaks_into_text", False))
+        self.leaks_into_text: bool = descriptor["leaks_into_text"]
         self.is_wire = "events" in descriptor
         before = len(problems)
         self.program = Program(events, ctx, problems)

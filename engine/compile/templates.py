@@ -67,6 +67,7 @@ from typing import Any
 from ..errors import escape
 from .paths import PathError, compile_lookup
 from .predicates import compile_predicate
+from .schema import with_defaults
 
 
 class _Missing:
@@ -136,6 +137,7 @@ def check_template(spec: Any, pointer: str = "") -> tuple[Template, list[Templat
     document order. A template with problems renders the good parts only: use it only when
     the list is empty."""
     compiler = _Compiler()
+    spec = with_defaults(spec, "template")  # what a construct leaves out, the schema says
     node = compiler.node(spec, pointer)
     return Template(spec, node), compiler.problems
 
@@ -223,12 +225,7 @@ class _Compiler:
         items = [(k, self.node(v, _child(pointer, k))) for k, v in spec.items()]
 
         def render(ctx: dict[str, Any]) -> dict[str, Any]:
-            out = {}
-            for key, node in items:
-                value = node(ctx)
-                if value is not MISSING:
-                    out[key] = value
-            return out
+            return {key: value for key, node in items if (value := node(ctx)) is not MISSING}
 
         return render
 
@@ -278,18 +275,17 @@ class _Compiler:
         if "then" not in spec and "else" not in spec:
             self.fail(pointer, "$if needs then or else")
         test = self.condition(spec["$if"], _child(pointer, "$if"))
-        yes = self.node(spec["then"], _child(pointer, "then")) if "then" in spec else None
-        no = self.node(spec["else"], _child(pointer, "else")) if "else" in spec else None
+        yes = self.node(spec["then"], _child(pointer, "then")) if "then" in spec else _nothing
+        no = self.node(spec["else"], _child(pointer, "else")) if "else" in spec else _nothing
 
         def render(ctx: dict[str, Any]) -> Any:
-            branch = yes if test(ctx) else no
-            return MISSING if branch is None else branch(ctx)
+            return (yes if test(ctx) else no)(ctx)
 
         return render
 
     def each(self, spec: dict[str, Any], pointer: str) -> Node:
         read = self.reader(spec["$each"], _child(pointer, "$each"))
-        name = spec.get("as", "item")
+        name = spec["as"]
         if not isinstance(name, str) or not _NAME.match(name):
             self.fail(_child(pointer, "as"), f"a name, got {name!r}")
         if "$emit" not in spec:
@@ -302,12 +298,8 @@ class _Compiler:
                 return []
             if not isinstance(source, list):
                 source = list(source) if isinstance(source, tuple) else [source]
-            out = []
-            for element in source:
-                value = emit({**ctx, name: element})
-                if value is not MISSING:
-                    out.append(value)
-            return out
+            rendered = (emit({**ctx, name: element}) for element in source)
+            return [value for value in rendered if value is not MISSING]
 
         return render
 
@@ -323,7 +315,7 @@ class _Compiler:
     def result(self, spec: dict[str, Any], pointer: str) -> Node:
         path = spec["$result"]
         read = self.reader("record" if path is None else path, _child(pointer, "$result"))
-        mode = spec.get("as", "text")
+        mode = spec["as"]
         if mode not in _RESULT_MODES:
             self.fail(_child(pointer, "as"), f"one of {', '.join(_RESULT_MODES)}")
 
@@ -343,7 +335,7 @@ class _Compiler:
             field = None
         keep = self.echo_calls(spec.get("calls"), _child(pointer, "calls"))
         drop = self.condition(spec["drop"], _child(pointer, "drop")) if "drop" in spec else None
-        records_read = self.reader(spec.get("records", "records"), _child(pointer, "records"))
+        records_read = self.reader(spec["records"], _child(pointer, "records"))
         merge = None
         if "merge" in spec:
             merge = self.node(spec["merge"], _child(pointer, "merge"))
@@ -379,16 +371,11 @@ class _Compiler:
             if field is None:
                 items = filtered(value, ctx)
                 return MISSING if items == [] else items
-            if not isinstance(value, dict):
-                return value
-            out = dict(value)
-            if field in out:
-                items = filtered(out[field], ctx)
-                if items == []:
-                    del out[field]
-                else:
-                    out[field] = items
-            return out
+            if not isinstance(value, dict) or field not in value:
+                return dict(value) if isinstance(value, dict) else value
+            items = filtered(value[field], ctx)  # a list left empty: the field is removed
+            out = {**value, field: items}
+            return out if items != [] else {k: v for k, v in out.items() if k != field}
 
         return render
 
@@ -412,7 +399,28 @@ class _Compiler:
         )
         call_id = self.reader(calls.get("id", "id"), _child(where_at, "id"))
         call_name = self.reader(calls.get("name", "name"), _child(where_at, "name"))
-        return _answered_filter(is_call, call_id, call_name)
+
+        def keep(items: list[Any], records: list[Any]) -> tuple[list[Any], list[Any]]:
+            """The items kept, each with the record that answers it (None for an item that
+            is no call), and the records that answer no item (those keyed by id first)."""
+            # Queues by key: a turn of many calls without ids (Ollama, Gemini) is matched in
+            # O(calls), where removing names from a list was quadratic.
+            queues: dict[tuple[str, Any], deque[Any]] = {}
+            for record in (r for r in records if isinstance(r, dict)):
+                key = _answer_key(record.get("tool_call_id"), record.get("name"))
+                queues.setdefault(key, deque()).append(record)
+            out: list[tuple[Any, Any]] = []
+            for item in items:
+                if is_call is not None and not is_call(item):
+                    out.append((item, None))
+                    continue
+                queue = queues.get(_answer_key(call_id(item), call_name(item)))
+                if queue:
+                    out.append((item, queue.popleft()))
+            kinds = sorted(queues, key=lambda key: key[0] != "id")
+            return out, [r for key in kinds for r in queues[key]]
+
+        return keep
 
 
 def _merged(item: Any, merge: Node, ctx: dict[str, Any], record: Any) -> Any:
@@ -442,56 +450,21 @@ def _dumps(value: Any) -> str:
 
 def render_result(record: dict[str, Any], mode: str = "text") -> Any:
     """One record's result by the ``$result`` rules (``text`` or ``object``)."""
-    error = record.get("error")
-    failed = error is not None
+    error, result = record.get("error"), record.get("result")
     if mode == "text":
-        if failed:
+        if error is not None:
             return str(error)
-        result = record.get("result")
         return result if isinstance(result, str) else _dumps(result)
-    if failed:
+    if error is not None:
         return {"error": str(error)}
-    result = record.get("result")
     return result if isinstance(result, dict) else {"result": result}
 
 
-def _answered_filter(
-    is_call: Callable[[Any], bool] | None,
-    call_id: Callable[[Any], Any],
-    call_name: Callable[[Any], Any],
-) -> Callable[[list[Any], list[Any]], tuple[list[Any], list[Any]]]:
-    """``keep(items, records)``: the items kept, each with the record that answers it (None
-    for an item that is no call), and the records that answer no item."""
-
-    def keep(items: list[Any], records: list[Any]) -> tuple[list[Any], list[Any]]:
-        # Queues by key: a turn of many calls without ids (Ollama, Gemini) is matched in
-        # O(calls), where removing names from a list was quadratic.
-        by_id: dict[Any, deque[Any]] = {}
-        by_name: dict[Any, deque[Any]] = {}
-        for record in records:
-            if not isinstance(record, dict):
-                continue
-            rid = record.get("tool_call_id")
-            if rid in (None, ""):
-                by_name.setdefault(_hashable_key(record.get("name")), deque()).append(record)
-            else:
-                by_id.setdefault(rid, deque()).append(record)
-        out: list[tuple[Any, Any]] = []
-        for item in items:
-            if is_call is not None and not is_call(item):
-                out.append((item, None))
-                continue
-            iid = call_id(item)
-            if not _absent(iid) and iid != "":
-                queue = by_id.get(iid)
-            else:
-                queue = by_name.get(_hashable_key(call_name(item)))
-            if queue:
-                out.append((item, queue.popleft()))
-        left = [r for queue in (*by_id.values(), *by_name.values()) for r in queue]
-        return out, left
-
-    return keep
+def _answer_key(call_id: Any, name: Any) -> tuple[str, Any]:
+    """What matches a call and its record: the call id, or, without one, the tool name."""
+    if _absent(call_id) or call_id == "":
+        return ("name", _hashable_key(name))
+    return ("id", call_id)
 
 
 def _hashable_key(value: Any) -> Any:

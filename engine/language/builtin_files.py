@@ -15,7 +15,8 @@ from ..compile.schema import data_dir as data_dir  # the CLI reads it here
 
 @functools.cache
 def builtin_paths() -> dict[str, Path]:
-    """The built-in descriptors by name (the file's stem), found once."""
+    """The built-in descriptors by name (the file's stem), found once: what ``extends: NAME``
+    reads (the parent's YAML, never its compiled strategy, which is shared and immutable)."""
     return {path.stem: path for path in data_dir("formats").glob("*.yaml")}
 
 
@@ -25,6 +26,5 @@ def builtin_names() -> list[str]:
 
 
 def builtin_path(name: str) -> Path | None:
-    """The descriptor file of the built-in format ``name``, or None (what ``extends: NAME``
-    reads: the parent's YAML, never its compiled strategy, which is shared and immutable)."""
+    """The descriptor file of the built-in format ``name``, or None."""
     return builtin_paths().get(name)

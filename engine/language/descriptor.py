@@ -18,10 +18,9 @@ from .validate import compile_text
 
 if TYPE_CHECKING:
     from ..compile.strategy import ExtractionStrategy
-    from ..text.strategy import TextStrategy
 
 
-def load_descriptor(path: str | Path) -> ExtractionStrategy | TextStrategy:
+def load_descriptor(path: str | Path) -> ExtractionStrategy:
     """The strategy of the descriptor file at ``path``, compiled by the pass that checks it."""
     path = Path(path)
     text = path.read_text(encoding="utf-8")  # an unreadable file raises, as open() does

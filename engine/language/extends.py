@@ -26,7 +26,6 @@ import copy
 import difflib
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +36,10 @@ KEY = "extends"
 OWN_KEYS = ("name", "title")
 """Keys a child must give itself: a variant is a different format, never its parent again."""
 
+_OWN_MISSING = (
+    "missing required key {key!r} (a descriptor that extends another "
+    "gives its own {key})"
+)
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _PATH_SUFFIXES = (".yaml", ".yml")
 
@@ -47,12 +50,6 @@ class ExtendsError(ValueError):
 
 class _Cycle(ExtendsError):
     """A cycle: its message already names every file on the way."""
-
-
-@dataclass(frozen=True)
-class _Parent:
-    path: Path
-    label: str  # how problems name it: formats/NAME.yaml, or relative to the checked file
 
 
 def is_path(ref: str) -> bool:
@@ -67,19 +64,25 @@ def resolve(data: Any, source: SourceMap, file: str) -> tuple[Any, SourceMap, li
     the full schema would only add noise)."""
     if not isinstance(data, dict) or KEY not in data:
         return data, source, []
-    problems = _own_key_problems(data, source, file)
+    line, col = source.locate("", prefer_key=True)
+    problems = [
+        Problem(file, line, col, "", _OWN_MISSING.format(key=key), "required")
+        for key in OWN_KEYS
+        if data.get(key) is None
+    ]
     home = Path(file).parent
     try:
-        ref = _reference(data[KEY])
-        parent_data, parent_source = _load_parent(ref, home, home, [Path(file).resolve()])
+        parent, parent_source = _load_parent(data[KEY], home, home, [Path(file).resolve()])
     except ExtendsError as exc:
         line, col = source.locate(f"/{KEY}")
         problems.append(Problem(file, line, col, f"/{KEY}", str(exc), KEY))
     if problems:
         return data, source, problems
-    child = {k: v for k, v in data.items() if k != KEY}
-    merged, merged_source = merge(parent_data, parent_source, child, source)
-    return merged, merged_source, []
+    return (*merge(parent, parent_source, _own(data), source), [])
+
+
+def _own(data: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in data.items() if k != KEY}
 
 
 def merge(
@@ -90,25 +93,14 @@ def merge(
     taken: set[str] = set()  # pointers where the child replaced or removed the parent's value
     merged = _merge(parent, child, "", taken)
     out = SourceMap()
-    for table, parent_table, child_table in (
-        (out.values, parent_source.values, child_source.values),
-        (out.keys, parent_source.keys, child_source.keys),
-    ):
-        for pointer, position in parent_table.items():
-            if not _under(pointer, taken):
-                table[pointer] = position
-                _set_origin(out, pointer, parent_source.origins.get(pointer))
-        for pointer, position in child_table.items():
-            table[pointer] = position
-            _set_origin(out, pointer, child_source.origins.get(pointer))
+    for name in ("values", "keys"):
+        kept = {p: at for p, at in getattr(parent_source, name).items() if not _under(p, taken)}
+        setattr(out, name, {**kept, **getattr(child_source, name)})
+    written = child_source.values.keys() | child_source.keys.keys()
+    inherited = parent_source.origins.items()
+    out.origins = {p: o for p, o in inherited if p not in written and not _under(p, taken)}
+    out.origins.update(child_source.origins)
     return merged, out
-
-
-def _set_origin(source: SourceMap, pointer: str, origin: str | None) -> None:
-    if origin is None:
-        source.origins.pop(pointer, None)
-    else:
-        source.origins[pointer] = origin
 
 
 def _merge(
@@ -121,12 +113,11 @@ def _merge(
             out[key] = copy.deepcopy(value)
             continue
         mine = child[key]
-        if mine is None:
-            taken.add(here)
-        elif isinstance(mine, dict) and isinstance(value, dict):
+        if isinstance(mine, dict) and isinstance(value, dict):
             out[key] = _merge(value, mine, here, taken)
-        else:
-            taken.add(here)
+            continue
+        taken.add(here)
+        if mine is not None:  # null removes the key
             out[key] = copy.deepcopy(mine)
     for key, mine in child.items():
         if key not in parent:
@@ -135,107 +126,66 @@ def _merge(
 
 
 def _under(pointer: str, prefixes: set[str]) -> bool:
-    if not prefixes:
-        return False
     probe = pointer
-    while probe:
+    while probe and prefixes:
         if probe in prefixes:
             return True
         probe = probe.rsplit("/", 1)[0]
     return False
 
 
-def _own_key_problems(data: dict[str, Any], source: SourceMap, file: str) -> list[Problem]:
-    out = []
-    for key in OWN_KEYS:
-        if data.get(key) is None:
-            line, col = source.locate("", prefer_key=True)
-            out.append(
-                Problem(
-                    file,
-                    line,
-                    col,
-                    "",
-                    f"missing required key {key!r} (a descriptor that extends another gives its "
-                    f"own {key})",
-                    "required",
-                )
-            )
-    return out
-
-
-def _reference(value: Any) -> str:
-    if isinstance(value, str) and (is_path(value) or _NAME.match(value)):
-        return value
-    raise ExtendsError(
-        f"extends takes a built-in format name (openai_chat) or a path to a .yaml file, "
-        f"got {value!r}"
-    )
-
-
-def _locate_parent(ref: str, folder: Path, home: Path) -> _Parent:
+def _locate_parent(ref: Any, folder: Path, home: Path) -> tuple[Path, str]:
+    """The parent's file, and how problems name it: formats/NAME.yaml, or relative to the
+    checked file's folder (so that it reads the same whichever folder the check runs from)."""
+    if not isinstance(ref, str) or not (is_path(ref) or _NAME.match(ref)):
+        raise ExtendsError(
+            f"extends takes a built-in format name (openai_chat) or a path to a .yaml file, "
+            f"got {ref!r}"
+        )
     if is_path(ref):
         path = folder / ref
+        try:
+            label = Path(os.path.relpath(path, home)).as_posix()
+        except ValueError:  # another drive on Windows
+            label = path.as_posix()
         if not path.is_file():
-            raise ExtendsError(f"no such file {_relative(path, home)}")
-        return _Parent(path, _relative(path, home))
-    from .builtin_files import builtin_names, builtin_path
+            raise ExtendsError(f"no such file {label}")
+        return path, label
+    from .builtin_files import builtin_names, builtin_paths
 
-    builtin = builtin_path(ref)
+    builtin = builtin_paths().get(ref)
     if builtin is None:
         close = difflib.get_close_matches(ref, builtin_names(), n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise ExtendsError(f"no built-in format {ref!r}{hint} (a path must end in .yaml or .yml)")
-    return _Parent(builtin, f"formats/{builtin.name}")
-
-
-def _relative(path: Path, home: Path) -> str:
-    """A parent's label: relative to the checked file's folder, so that it reads the same
-    whichever folder the check runs from."""
-    try:
-        return Path(os.path.relpath(path, home)).as_posix()
-    except ValueError:  # another drive on Windows
-        return path.as_posix()
+    return builtin, f"formats/{builtin.name}"
 
 
 def _load_parent(
-    ref: str, folder: Path, home: Path, chain: list[Path], labels: tuple[str, ...] = ()
+    ref: Any, folder: Path, home: Path, chain: list[Path], labels: tuple[str, ...] = ()
 ) -> tuple[dict[str, Any], SourceMap]:
     """The parent named by ``ref`` (relative to ``folder``), itself resolved, its positions
     labelled with its file. ``chain`` holds the files already on the way, to refuse a cycle."""
-    parent = _locate_parent(ref, folder, home)
+    path, label = _locate_parent(ref, folder, home)
     labels = labels or (chain[0].name,)
-    if parent.path.resolve() in chain:
-        shown = " -> ".join((*labels, parent.label))
-        raise _Cycle(f"a cycle: {shown}")
+    if path.resolve() in chain:
+        raise _Cycle(f"a cycle: {' -> '.join((*labels, label))}")
     try:
-        text = parent.path.read_text(encoding="utf-8")
+        data, source = load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
-        raise ExtendsError(f"cannot read {parent.label}: {exc}") from None
-    try:
-        data, source = load(text)
+        raise ExtendsError(f"cannot read {label}: {exc}") from None
     except YAMLSourceError as exc:
-        raise ExtendsError(f"{parent.label}:{exc.line}:{exc.col}: {exc}") from None
+        raise ExtendsError(f"{label}:{exc.line}:{exc.col}: {exc}") from None
     if not isinstance(data, dict):
-        raise ExtendsError(f"{parent.label} is not a mapping of sections")
-    source = source.inherited_from(parent.label)
+        raise ExtendsError(f"{label} is not a mapping of sections")
+    source = source.inherited_from(label)
     if KEY not in data:
         return data, source
     try:
-        grand_ref = _reference(data[KEY])
-    except ExtendsError as exc:
-        raise ExtendsError(f"in {parent.label}: {exc}") from None
-    try:
-        grand, grand_source = _load_parent(
-            grand_ref,
-            parent.path.parent,
-            home,
-            [*chain, parent.path.resolve()],
-            (*labels, parent.label),
-        )
+        on_the_way = [*chain, path.resolve()]
+        grand = _load_parent(data[KEY], path.parent, home, on_the_way, (*labels, label))
     except _Cycle:
         raise
     except ExtendsError as exc:
-        raise ExtendsError(f"in {parent.label}: {exc}") from None
-    own = {k: v for k, v in data.items() if k != KEY}
-    return merge(grand, grand_source, own, source)
+        raise ExtendsError(f"in {label}: {exc}") from None
+    return merge(*grand, _own(data), source)

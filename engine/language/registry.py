@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 
 @functools.cache
-def _compiled(name: str) -> ExtractionStrategy | TextStrategy:
+def _compiled(name: str) -> ExtractionStrategy:
     return load_descriptor(builtin_paths()[name])
 
 
@@ -44,18 +44,17 @@ def list_formats() -> list[str]:
     return sorted(builtin_paths(), key=lambda n: (header(n).get("order", 99), n))
 
 
-# "mcs_text" is the text codec; every other built-in name is a wire, and so is a descriptor
-# file unless it declares a `codec` of its own (rare). The second signature types those as the
-# wire strategy that a buffer takes, so `LLMStreamBuffer(strategies=[load_format(name)])`
-# checks without a cast; the checker sees "mcs_text" match both (overload-overlap), and the
-# first wins, as it does at a call.
+# "mcs_text" is the text codec, typed as the TextStrategy it is; every other built-in name
+# is a wire, and so is a descriptor file unless it declares a `codec` of its own (rare):
+# typed as the ExtractionStrategy a buffer takes, which a TextStrategy is too, so that
+# `LLMStreamBuffer(strategies=[load_format(name)])` checks without a cast.
 @overload
-def load_format(name_or_path: Literal["mcs_text"]) -> TextStrategy: ...  # type: ignore[overload-overlap]
+def load_format(name_or_path: Literal["mcs_text"]) -> TextStrategy: ...
 @overload
 def load_format(name_or_path: str | Path) -> ExtractionStrategy: ...
 
 
-def load_format(name_or_path: str | Path) -> ExtractionStrategy | TextStrategy:
+def load_format(name_or_path: str | Path) -> ExtractionStrategy:
     """A built-in format by name, or a descriptor file by path."""
     key = str(name_or_path)
     if key in builtin_paths():

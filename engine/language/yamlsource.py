@@ -32,19 +32,17 @@ class SourceMap:
 
     def locate(self, pointer: str, prefer_key: bool = False) -> tuple[int, int]:
         """The closest known position for ``pointer`` (walking up to its parents)."""
-        _, line, col = self.find(pointer, prefer_key)
-        return line, col
+        return self.find(pointer, prefer_key)[1:]
 
     def find(self, pointer: str, prefer_key: bool = False) -> tuple[str | None, int, int]:
         """Like :meth:`locate`, with the label of the file the position is in (None: this
         file's own)."""
+        tables = (self.keys, self.values) if prefer_key else (self.values, self.keys)
         probe = pointer
         while True:
-            table = (self.keys, self.values) if prefer_key else (self.values, self.keys)
-            for t in table:
-                if probe in t:
-                    line, col = t[probe]
-                    return self.origins.get(probe), line, col
+            for table in tables:
+                if probe in table:
+                    return (self.origins.get(probe), *table[probe])
             if not probe:
                 return None, 1, 1
             probe = probe.rsplit("/", 1)[0]
@@ -157,8 +155,12 @@ class DescriptorLoader(yaml.SafeLoader):
 
 
 def _limit(message: str, mark: _Mark | None, pointer: str) -> YAMLSourceError:
-    line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)  # as load() reads a mark
-    return YAMLSourceError(message, line, col, pointer)
+    return YAMLSourceError(message, *_at(mark), pointer)
+
+
+def _at(mark: _Mark | None) -> tuple[int, int]:
+    """A mark's 1-based line and column (no mark: the document's start)."""
+    return (mark.line + 1, mark.column + 1) if mark else (1, 1)
 
 
 DescriptorLoader.yaml_implicit_resolvers = {
@@ -180,26 +182,21 @@ def load(text: str) -> tuple[Any, SourceMap]:
         node = loader.get_single_node()
         data = None if node is None else _build(loader, node, "", source)
     except yaml.MarkedYAMLError as exc:  # syntax, and tags the safe loader refuses
-        mark = exc.problem_mark or exc.context_mark
-        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         problem = exc.problem or str(exc)
         if problem.startswith("but ") and exc.context:
             problem = f"{exc.context}, {problem}"
         elif exc.context and exc.context_mark and exc.problem_mark:
-            where = exc.context_mark
-            problem += f" ({exc.context} from {where.line + 1}:{where.column + 1})"
-        raise YAMLSourceError(f"YAML syntax: {problem}", line, col) from None
+            line, col = _at(exc.context_mark)
+            problem += f" ({exc.context} from {line}:{col})"
+        at = _at(exc.problem_mark or exc.context_mark)
+        raise YAMLSourceError(f"YAML syntax: {problem}", *at) from None
     finally:
         loader.dispose()
     return data, source
 
 
-def _mark(node: yaml.Node) -> tuple[int, int]:
-    return node.start_mark.line + 1, node.start_mark.column + 1
-
-
 def _build(loader: DescriptorLoader, node: yaml.Node, pointer: str, source: SourceMap) -> Any:
-    source.values[pointer] = _mark(node)
+    source.values[pointer] = _at(node.start_mark)
     if isinstance(node, yaml.MappingNode):
         loader.flatten_mapping(node)
         out: dict[str, Any] = {}
@@ -208,9 +205,9 @@ def _build(loader: DescriptorLoader, node: yaml.Node, pointer: str, source: Sour
             if not isinstance(key, str):
                 key = str(key)
             child = f"{pointer}/{escape(key)}"
-            source.keys[child] = _mark(key_node)
+            source.keys[child] = _at(key_node.start_mark)
             if key in out:
-                line, col = _mark(key_node)
+                line, col = _at(key_node.start_mark)
                 raise YAMLSourceError(f"duplicate key {key!r}", line, col, child)
             out[key] = _build(loader, value_node, child, source)
         return out

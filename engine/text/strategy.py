@@ -20,8 +20,9 @@ from .codec import TextCodec
 TEXT = "content"
 
 
-class TextStrategy:
-    """``mcs_text``: calls a model wrote into plain text, in this engine's own codec."""
+class TextStrategy(ExtractionStrategy):
+    """``mcs_text``: calls a model wrote into plain text, in this engine's own codec. A kind
+    of strategy, so that ``load_format`` types every name soundly; it compiles no wire."""
 
     def __init__(
         self,
@@ -44,6 +45,7 @@ class TextStrategy:
 
     is_wire = False
     leaks_into_text = False
+    _serve = None  # no serve section: a codec is no provider
 
     def plain_text_wire(self) -> ExtractionStrategy:
         """The strategy a buffer holding only this codec streams plain text with: a wire
@@ -97,6 +99,9 @@ class TextStrategy:
             return Forming(True, name)
         calls = scanner.complete_calls()
         return Forming(True, calls[0].name) if calls else NOT_FORMING
+
+    def _call_items(self, message: Any) -> list[Any]:
+        return []  # plain text has no call item of a wire's: no incomplete or free-form call
 
     def extract(self, message: Any) -> list[ExtractedCall]:
         calls = self.codec.parse_calls(self._text(message) or "")
