@@ -379,8 +379,7 @@ def _scoped(segments: tuple[Segment, ...], scope: str | None) -> tuple[Segment, 
 def _continues(spec: dict[str, Any]) -> bool:
     """``without_slot: continue``: the wire sends a fragment without its slot key where it
     continues the item opened last (the default, ``skip``, lists such an event as unplaced)."""
-    without: str = spec.get("without_slot", "skip")
-    return without == "continue"
+    return bool(spec.get("without_slot", "skip") == "continue")
 
 
 def last_opened(lst: SlottedList, scope: str | None) -> Any:
@@ -407,10 +406,6 @@ def _at_root(asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
 
 def _itself(item: dict[str, Any], journal: list[Any]) -> dict[str, Any]:
     return item
-
-
-def _display_target(target: Target, ctx: CompileContext) -> bool:
-    return ctx.text_pattern is not None and target.pattern == ctx.text_pattern
 
 
 # --- set, set_once, merge -----------------------------------------------------------------
@@ -698,7 +693,7 @@ def op_append(spec: dict[str, Any], ctx: CompileContext) -> Run:
     """Append the event's string at ``from`` to the string at ``at``."""
     read = compile_read(spec["from"], ctx.choice_alias)
     target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
-    display = _display_target(target, ctx)
+    display = target.pattern == ctx.text_pattern  # its text is display text
     text_where = ctx.text_where
     reasoning, reasoning_where = reasoning_at(ctx, target.pattern)
     last = target.rel[-1]
