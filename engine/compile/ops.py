@@ -581,7 +581,7 @@ def _restate(
         if not merge_complete or value.__class__ is not dict:
             return False
         restated = dig(value, args_fields)
-        if not _is_empty(restated) and not _same_arguments(restated, track.args):
+        if not _is_empty(restated) and not restates(track.args, restated):
             return False
         _merge_into(asm, item, _without_chain(value, args_fields), None, ())
         return True
@@ -601,14 +601,17 @@ def _without_chain(value: dict[str, Any], fields: tuple[str, ...]) -> dict[str, 
     return out
 
 
-def _same_arguments(restated: Any, args: ArgsStream) -> bool:
-    """Are the restated arguments (an object, or its JSON text) the complete ones?"""
-    if restated.__class__ is str:
+def restates(stream: ArgsStream, value: Any) -> bool:
+    """Does ``value`` (an object, or its text) restate the complete arguments of ``stream``
+    whole (a server that repeats a call, a start sent again), rather than bring others?"""
+    if value.__class__ is str:
+        if value.strip() == stream.text.strip():
+            return True
         try:
-            restated = json.loads(restated)
+            value = json.loads(value)
         except ValueError:
             return False
-    return bool(restated == args.value)  # JSON values compared: a bool
+    return bool(value == stream.value)  # JSON values compared: a bool
 
 
 def _merge_into(
