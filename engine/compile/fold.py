@@ -96,7 +96,6 @@ def op_fold(spec: dict[str, Any], ctx: CompileContext) -> Run:
     )
     order = ctx.list_order
 
-
     def run(asm: Assembly, ev: Any, ch: Any) -> None:
         delta = read(ev, ch)
         if delta.__class__ is not dict:

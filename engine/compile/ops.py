@@ -36,7 +36,6 @@ from .paths import (
     FIRST,
     Reader,
     Segment,
-    as_reader,
     compile_read,
     items_of,
     parse_target,
@@ -372,7 +371,7 @@ def _scoped(segments: tuple[Segment, ...], scope: str | None) -> tuple[Segment, 
         value = inner(ev, ch)
         return None if value is None else (scope, value)
 
-    step = replace(segments[last], slot=as_reader(scoped_slot))
+    step = replace(segments[last], slot=scoped_slot)
     return (*segments[:last], step, *segments[last + 1 :])
 
 
@@ -552,11 +551,13 @@ def op_open(spec: dict[str, Any], ctx: CompileContext) -> Run:
     target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
     if target.rel or not target.segments or target.segments[-1].field is not None:
         raise ValueError("open: 'at' must end with a slot step, e.g. content[index]")
-    read = compile_read(spec["from"], ctx.choice_alias) if "from" in spec else _NO_VALUE
+    read = compile_read(spec["from"], ctx.choice_alias) if "from" in spec else _read_nothing
     return _open(target, read, ctx, "open", spec.get("if_complete", "skip") == "merge")
 
 
-_NO_VALUE = as_reader(lambda ev, ch=None: None)  # an ``open`` without ``from``: an empty item
+def _read_nothing(ev: Any, ch: Any = None) -> None:
+    """What an ``open`` without ``from`` reads: nothing, so the item opens empty."""
+    return None
 
 
 def _restate(

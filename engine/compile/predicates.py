@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .paths import compile_get, compile_presence
+from .paths import compile_get, compile_presence, one_field
 
 Predicate = Callable[[Any], bool]
 
@@ -151,7 +151,7 @@ def _plain_has(specs: Any) -> tuple[str, ...] | None:
     for spec in specs:
         if not isinstance(spec, dict) or set(spec) != {"has"}:
             return None
-        field = compile_get(spec["has"]).field
+        field = one_field(spec["has"])
         if field is None:
             return None
         keys.append(field)
@@ -163,5 +163,5 @@ def _one_field_equals(spec: Any) -> tuple[str, Any] | None:
     as display-text predicates run on every item of every chunk."""
     if not isinstance(spec, dict) or set(spec) != {"field", "equals"}:
         return None
-    field = compile_get(spec["field"]).field
+    field = one_field(spec["field"])
     return None if field is None else (field, spec["equals"])

@@ -314,7 +314,9 @@ def _compile(
         if descriptor_kind(data) == "codec_descriptor":
             from ..text.strategy import TextStrategy
 
-            strategy: Any = TextStrategy(data, source=where.file, sections=sections[0])
+            strategy: Any = TextStrategy(
+                data, sections=sections[0], problems=found, source=where.file
+            )
         else:
             strategy = ExtractionStrategy(
                 data, source=where.file, problems=found, sections=sections[0], serve=sections[1]
@@ -326,7 +328,7 @@ def _compile(
         return None, [where.at_value("", f"does not compile: {message}", "compile")], None
     problems = [
         where.at_value(pointer, f"does not compile: {message}", "compile")
-        for pointer, message in found.found
+        for pointer, message in found
     ]
     return strategy, problems, list(getattr(strategy, "rule_facts", ()))
 
