@@ -49,4 +49,4 @@ def test_a_rule_that_does_not_compile_still_has_facts_for_the_flow_checks() -> N
     fmt = engine.ExtractionStrategy(changed, problems=problems)
     (bad,) = [f for f in fmt.rule_facts if f.pointer == "/events/on/response.completed/0/set"]
     assert (bad.at, bad.scope, bad.slot_key) == ("status", "text", None)
-    assert [pointer for pointer, _ in problems.found] == ["/events/on/response.completed/0/set"]
+    assert [pointer for pointer, _ in problems] == ["/events/on/response.completed/0/set"]
