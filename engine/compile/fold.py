@@ -11,7 +11,6 @@ concatenated).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +26,7 @@ from .ops import (
     reasoning_at,
     reasoning_inside,
     report_unplaced,
+    restates,
 )
 from .paths import compile_get, compile_read, items_of, parse_chain
 
@@ -365,7 +365,7 @@ def _merge_entry(
                     put(asm.journal, dest, key, value)
                     continue
                 stream = asm.args_of(item, args)
-                if stream.state == COMPLETE and _restates(stream, value):
+                if stream.state == COMPLETE and restates(stream, value):
                     _skip_restated(asm, item, spec)
                 elif stream.feed(value):
                     asm.calls_dirty = True
@@ -381,19 +381,6 @@ def _merge_entry(
                 append_text(dest, key, value, asm.journal)
             continue
         _set_once(asm.journal, dest, key, value)
-
-
-def _restates(stream: Any, value: Any) -> bool:
-    """Does an argument value that arrives for a call already complete restate it whole (a
-    server that repeats the call in a later chunk), rather than extend it?"""
-    if value.__class__ is str:
-        if value.strip() == stream.text.strip():
-            return True
-        try:
-            return bool(json.loads(value) == stream.value)  # JSON values compared: a bool
-        except ValueError:
-            return False
-    return bool(value == stream.value)
 
 
 def _skip_restated(asm: Assembly, item: dict[str, Any], spec: ListFold) -> None:

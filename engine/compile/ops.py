@@ -378,8 +378,7 @@ def _scoped(segments: tuple[Segment, ...], scope: str | None) -> tuple[Segment, 
 def _continues(spec: dict[str, Any]) -> bool:
     """``without_slot: continue``: the wire sends a fragment without its slot key where it
     continues the item opened last (the default, ``skip``, lists such an event as unplaced)."""
-    without: str = spec["without_slot"]
-    return without == "continue"
+    return bool(spec["without_slot"] == "continue")
 
 
 def last_opened(lst: SlottedList, scope: str | None) -> Any:
@@ -406,10 +405,6 @@ def _at_root(asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
 
 def _itself(item: dict[str, Any], journal: list[Any]) -> dict[str, Any]:
     return item
-
-
-def _display_target(target: Target, ctx: CompileContext) -> bool:
-    return ctx.text_pattern is not None and target.pattern == ctx.text_pattern
 
 
 # --- set, set_once, merge -----------------------------------------------------------------
@@ -587,7 +582,7 @@ def _restate(
         if not merge_complete or value.__class__ is not dict:
             return False
         restated = dig(value, args_fields)
-        if not _is_empty(restated) and not _same_arguments(restated, track.args):
+        if not _is_empty(restated) and not restates(track.args, restated):
             return False
         _merge_into(asm, item, _without_chain(value, args_fields), None, ())
         return True
@@ -607,14 +602,17 @@ def _without_chain(value: dict[str, Any], fields: tuple[str, ...]) -> dict[str, 
     return out
 
 
-def _same_arguments(restated: Any, args: ArgsStream) -> bool:
-    """Are the restated arguments (an object, or its JSON text) the complete ones?"""
-    if restated.__class__ is str:
+def restates(stream: ArgsStream, value: Any) -> bool:
+    """Does ``value`` (an object, or its text) restate the complete arguments of ``stream``
+    whole (a server that repeats a call, a start sent again), rather than bring others?"""
+    if value.__class__ is str:
+        if value.strip() == stream.text.strip():
+            return True
         try:
-            restated = json.loads(restated)
+            value = json.loads(value)
         except ValueError:
             return False
-    return bool(restated == args.value)  # JSON values compared: a bool
+    return bool(value == stream.value)  # JSON values compared: a bool
 
 
 def _merge_into(
@@ -699,7 +697,7 @@ def op_append(spec: dict[str, Any], ctx: CompileContext) -> Run:
     """Append the event's string at ``from`` to the string at ``at``."""
     read = compile_read(spec["from"], ctx.choice_alias)
     target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
-    display = _display_target(target, ctx)
+    display = target.pattern == ctx.text_pattern  # its text is display text
     text_where = ctx.text_where
     reasoning, reasoning_where = reasoning_at(ctx, target.pattern)
     last = target.rel[-1]

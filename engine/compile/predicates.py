@@ -92,8 +92,6 @@ def compile_predicate(spec: dict[str, Any]) -> Predicate:
         simple = _one_field_equals(spec["not"])
         if simple is not None:  # {not: {field: thought, equals: true}}, asked of every part
             field, expected = simple
-            if expected.__class__ is bool:
-                return lambda obj: obj.__class__ is not dict or obj.get(field) is not expected
             same = _equal_to(expected)
             return lambda obj: obj.__class__ is not dict or not same(obj.get(field))
         inner = compile_predicate(spec["not"])
@@ -104,8 +102,6 @@ def compile_predicate(spec: dict[str, Any]) -> Predicate:
     simple = _one_field_equals(spec)
     if simple is not None:
         field, expected = simple
-        if expected.__class__ is bool:
-            return lambda obj: obj.__class__ is dict and obj.get(field) is expected
         same = _equal_to(expected)
         return lambda obj: obj.__class__ is dict and same(obj.get(field))
     get = compile_get(spec["field"])
