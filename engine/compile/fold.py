@@ -310,7 +310,8 @@ def _fold_entry(asm: Assembly, lst: SlottedList, entry: dict[str, Any], spec: Li
             item = lst.put(slot, ingest(entry), asm.journal)
         asm.item_added(spec.pattern, item, slot)
         return
-    put_attr(asm.journal, lst, "last", slot)
+    if slot != lst.last:  # (most entries continue the last item: nothing to journal)
+        put_attr(asm.journal, lst, "last", slot)
     _merge_entry(asm, item, item, entry, spec, 0)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from ..events import (
@@ -21,7 +22,7 @@ from ..events import (
     CallIncomplete,
 )
 from .fragments import Fragments, SlottedList, compact, grow, ingest, make_way, shown_value
-from .journal import put, put_attr, saver, trim
+from .journal import put, put_attr, put_back, trim
 from .jsonscan import AFTER_COMPLETE, ArgsStream
 
 if TYPE_CHECKING:
@@ -51,7 +52,8 @@ class CallTrack:
         self.ended_first = False  # its own end event closed it before the stream's end
 
 
-_SAVE_END = saver("finished", "over", "cut", "end_cause", "usage_event")  # what an end changes
+_END_STATE = ("finished", "over", "cut", "end_cause", "usage_event")  # what an end changes
+_READ_END = attrgetter(*_END_STATE)
 
 
 class Assembly:
@@ -139,7 +141,7 @@ class Assembly:
 
     def _save_end(self) -> None:
         """Journal the end state, before the DONE, the usage or ``close()`` changes it."""
-        _SAVE_END(self.journal, self)
+        self.journal.append((put_back, self, _END_STATE, _READ_END(self)))
 
     def skip(self, reason: str) -> None:
         """An operation could not place what the event carries: say so, never drop it."""

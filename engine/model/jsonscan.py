@@ -19,10 +19,11 @@ from __future__ import annotations
 import json
 import re
 import sys
+from operator import attrgetter
 from typing import Any
 
 from ..events import CAUSE_NOT_JSON, CAUSE_NOT_OBJECT, CAUSE_TOO_DEEP
-from .journal import saver
+from .journal import put_back
 
 # Characters that change scanner state outside / inside a JSON string.
 _OUTSIDE = re.compile(r'["{}\[\]]')
@@ -76,7 +77,7 @@ _SCAN_STATE = (
     "_spilled",
     "reason",
 )
-_SAVE = saver(*_SCAN_STATE)
+_READ = attrgetter(*_SCAN_STATE)
 _SLOTS = (*_SCAN_STATE, "parts", "initial", "form", "owner", "sink", "tracker", "text_key")
 
 
@@ -127,28 +128,11 @@ class ArgsStream:
         self.journal: list[Any] | None = None
 
     def _save(self) -> None:
-        """Journal the scan state, before a change other than a plain append."""
+        """Journal the parts and the scan state, before a change other than a plain append."""
         journal = self.journal
         if journal is not None:
-            self._saved(journal)
-            _SAVE(journal, self)
-
-    def _save_scan(self, journal: list[Any] | None) -> None:
-        """Journal the scan state alone: ``feed`` journaled the parts already."""
-        if journal is not None:
-            _SAVE(journal, self)
-
-    def _saved(self, journal: list[Any]) -> None:
-        """Journal ``parts`` as the list and its length: ``text`` joins into a new list,
-        never the old one, and only the last fragment is ever rewritten (cut at the value)."""
-        parts = self.parts
-        journal.append((self._back, parts, len(parts), parts[-1] if parts else ""))
-
-    def _back(self, parts: list[str], length: int, last: str) -> None:
-        del parts[length:]
-        if parts:
-            parts[-1] = last
-        self.parts = parts
+            journal.append((_cut, self, self.parts, len(self.parts)))
+            journal.append((put_back, self, _SCAN_STATE, _READ(self)))
 
     # -- feeding -------------------------------------------------------------------------
 
@@ -158,13 +142,24 @@ class ArgsStream:
             return self.set_whole(fragment)
         if not fragment:
             return False
-        journal = self.journal
-        if journal is not None:  # the parts, once: a plain append is all most fragments change
-            self._saved(journal)
-        if (self._ended or self.closed) and self.tracker is not None:
-            self._save_scan(journal)
-            if self._refused(fragment):
-                return False
+        if (
+            self._in_string
+            and not self._escape
+            and not self._ended
+            and not self.closed
+            and '"' not in fragment
+            and "\\" not in fragment
+        ):  # inside a string value, and nothing here can end it: most fragments, a plain append
+            journal = self.journal
+            if journal is not None:
+                journal.append((_cut, self, self.parts, len(self.parts)))
+            self.parts.append(fragment)
+            if self.sink is not None:
+                self.sink.fed(fragment)
+            return False
+        self._save()
+        if (self._ended or self.closed) and self.tracker is not None and self._refused(fragment):
+            return False
         self.parts.append(fragment)
         sink = self.sink
         if self.text_key is not None:  # free-form text: nothing to scan, whole once it closes
@@ -176,16 +171,10 @@ class ArgsStream:
                 sink.fed(fragment)
             if self.state == INVALID or not _NOT_SPACE.search(fragment):
                 return False
-            self._save_scan(journal)
             self._regress()  # (a stream no call owns: text after its value spoils it)
             self._invalid(INVALID_TEXT)
             self.value = None
             return True
-        if self._in_string and not self._escape and '"' not in fragment and "\\" not in fragment:
-            if sink is not None:
-                sink.fed(fragment)
-            return False  # inside a string value, and nothing here can end it: most fragments
-        self._save_scan(journal)
         changed = self._scan(fragment)
         if sink is not None:  # the fragment as taken: cut where the value ended (_conclude)
             sink.fed(self.parts[-1])
@@ -515,6 +504,14 @@ class ArgsStream:
         if self._whole is not None:
             return self._whole
         return self.text
+
+
+def _cut(stream: ArgsStream, parts: list[str], length: int) -> None:
+    """Take back the fragments appended since ``parts`` (the stream's list then) had
+    ``length``: ``text`` joins into a new list, never the old one, and the only fragment ever
+    rewritten (cut at the value) is the one a ``feed`` appended, so its length is all it takes."""
+    del parts[length:]
+    stream.parts = parts
 
 
 class TooDeepError(ValueError):

@@ -28,9 +28,10 @@ Invalid text stops the updates and is reported (:attr:`PartialJSON.invalid`, wit
 from __future__ import annotations
 
 import re
+from operator import attrgetter
 from typing import Any
 
-from .journal import put, refill, saver, trim
+from .journal import put, put_back, refill, trim
 from .jsonpath import singular_path
 
 __all__ = ["PartialJSON", "parse_json_path"]
@@ -118,7 +119,7 @@ _SCAN_STATE = (
     "_seen",
     "_continuing",
 )
-_SAVE = saver(*_SCAN_STATE)
+_READ = attrgetter(*_SCAN_STATE)
 
 
 class PartialJSON:
@@ -165,7 +166,7 @@ class PartialJSON:
         lists, changed in place, are copies from then on (the journal keeps the old ones)."""
         journal = self.journal
         if journal is not None:
-            _SAVE(journal, self)
+            journal.append((put_back, self, _SCAN_STATE, _READ(self)))
             self._stack, self._token = list(self._stack), list(self._token)
             self._key_parts = list(self._key_parts)
 
