@@ -27,7 +27,7 @@ from typing import Any
 from ..model.assembly import Assembly
 from ..model.fragments import Fragments, grow, ingest, materialize
 from ..model.journal import count, put, put_attr, trim
-from ..model.jsonpath import Token, normalized, singular_path
+from ..model.jsonpath import Token, normalized, set_at, singular_path
 from ..model.jsonscan import COMPLETE
 from ..model.parts import JoinRule, join_one
 from .ops import (
@@ -258,10 +258,10 @@ def _apply_pieces(asm: Assembly, state: tuple[Any, ...], pieces: Any) -> None:
                     grow(journal, prior, value)
             else:
                 prior = Fragments(value)
-                _set_leaf(journal, args, tokens, prior)
+                set_at(journal, args, tokens, prior)
             put(journal, leaves, tokens, prior if more else None)
         else:
-            _set_leaf(journal, args, tokens, ingest(value))
+            set_at(journal, args, tokens, ingest(value))
             put(journal, leaves, tokens, None)
 
 
@@ -417,36 +417,3 @@ def _misfit(path: str, prefix: tuple[Any, ...], found: str, wanted: str) -> Valu
         f"JSON path {path!r}: {normalized(prefix)} is {found} in the arguments so far; "
         f"the path needs {wanted} there"
     )
-
-
-# -- reading and writing the arguments tree ---------------------------------------------------
-
-
-def _set_leaf(
-    journal: list[Any], root: dict[str, Any], tokens: tuple[Token, ...], value: Any
-) -> None:
-    """Set ``value`` at ``tokens``, creating the containers on the way (journaled); the path
-    was checked, so an index is at most the list's length (== appends)."""
-    node: Any = root
-    for token, nxt in zip(tokens, tokens[1:], strict=False):
-        if token.__class__ is int:
-            child = node[token] if token < len(node) else None
-        else:
-            child = node.get(token)
-        if child is None:
-            child = [] if nxt.__class__ is int else {}
-            _set_in(journal, node, token, child)
-        node = child
-    _set_in(journal, node, tokens[-1], value)
-
-
-def _set_in(journal: list[Any], node: Any, token: Token, value: Any) -> None:
-    """``node[token] = value`` on an object or a list (an index at its length appends)."""
-    if node.__class__ is dict:
-        put(journal, node, token, value)
-    elif token == len(node):
-        trim(journal, node)
-        node.append(value)
-    else:
-        journal.append((node.__setitem__, token, node[token]))
-        node[token] = value

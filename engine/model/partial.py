@@ -31,8 +31,9 @@ import re
 from operator import attrgetter
 from typing import Any
 
+from .fragments import copy_json
 from .journal import put, put_back, refill, trim
-from .jsonpath import singular_path
+from .jsonpath import place_at, set_item, singular_path
 
 __all__ = ["PartialJSON", "parse_json_path"]
 
@@ -469,7 +470,7 @@ class PartialJSON:
         if obj.__class__ is not dict:
             self._stop(None, f"the arguments are a JSON object, not {type(obj).__name__}")
             return
-        self.value.update(_copy(obj))
+        self.value.update(copy_json(obj))
         self._mode = _DONE
         self.closed = True
 
@@ -491,42 +492,17 @@ class PartialJSON:
         except ValueError as bad:
             self._stop(None, str(bad))
             return
-        if not steps:
-            self._stop(None, f"JSON path {path!r} names the arguments themselves, not a member")
+        try:
+            node, last = place_at(journal, self.value, steps)
+        except ValueError as bad:
+            self._stop(None, f"JSON path {path!r}: {bad}")
             return
-        node: Any = self.value
-        for depth, (step, after) in enumerate(zip(steps, steps[1:], strict=False)):
-            node = _child(journal, node, step, [] if after.__class__ is int else {})
-            if node is None:
-                self._stop(
-                    None, f"JSON path {path!r}: no container at {_render(steps[: depth + 1])}"
-                )
-                return
-        last = steps[-1]
-        if not _fits(node, last):
-            self._stop(None, f"JSON path {path!r}: {_render(steps[:-1])} is not the right kind")
-            return
-        if isinstance(last, int):
-            if last < 0:
-                last += len(node)
-                if last < 0:
-                    self._stop(None, f"JSON path {path!r}: the index is before the array's start")
-                    return
-            while len(node) <= last:
-                trim(journal, node)
-                node.append(None)
-        if (
-            item.__class__ is str
-            and self._continuing.get(steps)
-            and (node.get(last) if isinstance(node, dict) else node[last]).__class__ is str
-        ):
+        current = node[last] if isinstance(last, int) else node.get(last)
+        if item.__class__ is str and self._continuing.get(steps) and current.__class__ is str:
             if item:
                 _grow(journal, node, last, item)
-        elif node.__class__ is dict:
-            put(journal, node, last, _copy(item))
         else:
-            journal.append((node.__setitem__, last, node[last]))
-            node[last] = _copy(item)
+            set_item(journal, node, last, copy_json(item))
         put(journal, self._continuing, steps, bool(will_continue))
 
 
@@ -582,63 +558,6 @@ def _number(token: str, at: int) -> Any:
         return int(token)
     except ValueError as too_long:  # json.loads refuses the same (sys.set_int_max_str_digits)
         raise _Invalid(at, str(too_long)) from None
-
-
-def _copy(item: Any) -> Any:
-    """A copy of a JSON value's containers (so that ``value`` shares nothing with the
-    message), without recursion, whatever its depth."""
-    if item.__class__ is not dict and item.__class__ is not list:
-        return item
-    top: Any = {} if item.__class__ is dict else []
-    work: list[tuple[Any, Any]] = [(item, top)]
-    while work:
-        source, target = work.pop()
-        pairs = source.items() if source.__class__ is dict else enumerate(source)
-        for key, child in pairs:
-            if child.__class__ is dict or child.__class__ is list:
-                copied: Any = {} if child.__class__ is dict else []
-                work.append((child, copied))
-                child = copied
-            if target.__class__ is dict:
-                target[key] = child
-            else:
-                target.append(child)
-    return top
-
-
-def _fits(node: Any, step: str | int) -> bool:
-    return node.__class__ is (list if step.__class__ is int else dict)
-
-
-def _child(journal: list[Any], node: Any, step: str | int, empty: Any) -> Any:
-    """The container at ``node[step]``, made (``empty``) where absent or null (journaled);
-    None if the path cannot go through ``node``."""
-    if not _fits(node, step):
-        return None
-    if isinstance(step, int):
-        if step < 0:
-            step += len(node)
-            if step < 0:
-                return None
-        while len(node) <= step:
-            trim(journal, node)
-            node.append(None)
-    child = node.get(step) if isinstance(node, dict) else node[step]
-    if child is None:
-        if node.__class__ is dict:
-            put(journal, node, step, empty)
-        else:
-            journal.append((node.__setitem__, step, None))
-            node[step] = empty
-        child = empty
-    return child if child.__class__ is dict or child.__class__ is list else None
-
-
-def _render(steps: tuple[str | int, ...] | list[str | int]) -> str:
-    out = ["$"]
-    for step in steps:
-        out.append(f"[{step}]" if step.__class__ is int else f"[{step!r}]")
-    return "".join(out)
 
 
 # -- JSON paths (RFC 9535, singular queries) ----------------------------------------------
