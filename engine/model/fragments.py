@@ -61,17 +61,6 @@ class Fragments:
 
     __str__ = joined
 
-    def length(self) -> int:
-        """The length of the string so far, without joining it."""
-        return sum(map(len, self._pieces))
-
-    def last(self) -> str:
-        """The last character of the string so far ("" when it is empty), without joining."""
-        for piece in reversed(self._pieces):
-            if piece:
-                return piece[-1]
-        return ""
-
 
 class SlottedList:
     """Items keyed by the wire's SLOT, kept in the order they were opened.
@@ -81,7 +70,7 @@ class SlottedList:
     keeps the order of first appearance.
     """
 
-    __slots__ = ("items", "by_slot", "_item_at", "get", "meta", "order", "last", "next_int")
+    __slots__ = ("items", "by_slot", "_item_at", "get", "order", "last", "next_int")
 
     def __init__(self, items: list[Any] | None = None, order: str = "slot") -> None:
         self.items: list[dict[str, Any]] = []
@@ -91,7 +80,6 @@ class SlottedList:
         # finds it so: the look-up of a dict kept beside the positions, bound once, so that
         # finding an item is one call into C. (An unhashable SLOT raises TypeError.)
         self.get: Callable[[Any], dict[str, Any] | None] = self._item_at.get
-        self.meta: list[Any] = []  # per-item scratch owned by the interpreter
         self.order = order
         self.last: Any = None  # slot of the most recently opened item
         self.next_int = 0  # the smallest integer above every integer slot (a free slot)
@@ -110,7 +98,6 @@ class SlottedList:
                 self.next_int = slot + 1
             self.by_slot[slot] = len(self.items)
             self.items.append(item)
-            self.meta.append(None)
         else:
             self.items[position] = item
         self._item_at[slot] = item
@@ -124,7 +111,6 @@ class SlottedList:
         else:
             del self.by_slot[slot], self._item_at[slot]
             self.items.pop()
-            self.meta.pop()
         self.last, self.next_int = last, next_int
 
     def free_slot(self) -> int:
@@ -133,14 +119,11 @@ class SlottedList:
         count = len(self.items)
         return self.next_int if self.next_int >= count else count
 
-    def slots(self) -> list[Any]:
+    def ordered(self) -> list[dict[str, Any]]:
         keys = list(self.by_slot)
         if self.order == "slot" and all(type(k) is int for k in keys):
             keys.sort()
-        return keys
-
-    def ordered(self) -> list[dict[str, Any]]:
-        return [self.items[self.by_slot[k]] for k in self.slots()]
+        return [self.items[self.by_slot[k]] for k in keys]
 
     def __len__(self) -> int:
         return len(self.items)

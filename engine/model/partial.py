@@ -51,6 +51,11 @@ _AFTER = 9  # after a value: ',' or the container's closer
 _DONE = 10  # the top-level object closed: only whitespace may follow
 _STOPPED = 11  # invalid or too deep: nothing more is read
 
+# The modes that take one character, what it is, the mode after it, and how an error says it.
+_ONE_CHARACTER = {
+    _COLON: (":", _VALUE, "':' after the member name"),
+    _START: ("{", _KEY_OR_CLOSE, "'{' (arguments are a JSON object)"),
+}
 _WHITESPACE = " \t\n\r"  # json's whitespace; any other space is an error there too
 _NOT_WS = re.compile(r"[^ \t\n\r]")
 _STRING_STOP = re.compile(r'["\\\x00-\x1f]')
@@ -101,6 +106,12 @@ def _grow(journal: list[Any] | None, container: Any, key: Any, piece: str) -> No
 
 def _shrink(container: Any, key: Any, length: int) -> None:
     container[key] = container[key][:length]
+
+
+def _grown(reader: PartialJSON, container: Any, key: Any, length: int, seen: int) -> None:
+    """Take back the fast path's growing of a string (and the characters it counted)."""
+    container[key] = container[key][:length]
+    reader._seen = seen
 
 
 # What a fragment may change of the reader's scan, beside ``value`` (``_save``).
@@ -171,10 +182,6 @@ class PartialJSON:
             self._stack, self._token = list(self._stack), list(self._token)
             self._key_parts = list(self._key_parts)
 
-    def _grown(self, container: Any, key: Any, length: int, seen: int) -> None:
-        container[key] = container[key][:length]
-        self._seen = seen
-
     @property
     def complete(self) -> bool:
         """The text so far is one whole JSON object (and ``value`` is what json.loads gives)."""
@@ -205,15 +212,14 @@ class PartialJSON:
             text = cont[key]
             journal = self.journal
             if journal is not None:
-                journal.append((self._grown, cont, key, len(text), self._seen))
+                journal.append((_grown, self, cont, key, len(text), self._seen))
             cont[key] = None
             text += fragment
             cont[key] = text
             self._seen += len(fragment)
             return
         self._save()
-        if mode >= _DONE:
-            self._after_end(fragment)
+        if mode == _STOPPED:
             return
         if not isinstance(fragment, str):
             self._stop(self._seen, f"a fragment must be text, not {type(fragment).__name__}")
@@ -226,18 +232,6 @@ class PartialJSON:
         except _Invalid as bad:
             self._stop(base + bad.pos, bad.message, bad.reason)
         self._seen += len(fragment)
-
-    def _after_end(self, fragment: Any) -> None:
-        if self._mode == _DONE:
-            if not isinstance(fragment, str):
-                self._stop(self._seen, f"a fragment must be text, not {type(fragment).__name__}")
-                return
-            extra = _NOT_WS.search(fragment)
-            if extra is not None:
-                self._stop(self._seen + extra.start(), "expected nothing after the object")
-                return
-        if isinstance(fragment, str):
-            self._seen += len(fragment)
 
     def _stop(self, offset: int | None, message: str, reason: str = "invalid") -> None:
         """Stop reading; ``offset`` (None for values set by path or whole) names where."""
@@ -291,18 +285,14 @@ class PartialJSON:
                 else:
                     raise _Invalid(pos, f"expected a member name in double quotes, got {c!r}")
                 pos += 1
-            elif mode == _COLON:
-                if c != ":":
-                    raise _Invalid(pos, f"expected ':' after the member name, got {c!r}")
-                self._mode = _VALUE
-                pos += 1
-            elif mode == _START:
-                if c != "{":
-                    raise _Invalid(pos, f"expected '{{' (arguments are a JSON object), got {c!r}")
-                self._mode = _KEY_OR_CLOSE
-                pos += 1
-            else:  # _DONE
+            elif mode == _DONE:
                 raise _Invalid(pos, "expected nothing after the object")
+            else:  # _COLON, _START: one character, then the next mode
+                wanted, then, what = _ONE_CHARACTER[mode]
+                if c != wanted:
+                    raise _Invalid(pos, f"expected {what}, got {c!r}")
+                self._mode = then
+                pos += 1
 
     def _value_start(self, s: str, pos: int, c: str) -> int:
         if c == '"':
@@ -372,20 +362,6 @@ class PartialJSON:
         return pos
 
     def _member_name(self, s: str, pos: int) -> int:
-        m = _STRING_STOP.search(s, pos)
-        if m is None:
-            self._key_parts.append(s[pos:])
-            return len(s)
-        if s[m.start()] == '"':  # the name ends, plain
-            parts = self._key_parts
-            if parts:
-                parts.append(s[pos : m.start()])
-                self._key = "".join(parts)
-                self._key_parts = []
-            else:
-                self._key = s[pos : m.start()]
-            self._mode = _COLON
-            return m.end()
         pieces, pos, ended = self._string(s, pos)
         self._key_parts += pieces
         if ended:
