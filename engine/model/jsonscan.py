@@ -416,24 +416,24 @@ class ArgsStream:
             return False
         self._save()
         self.closed = True
+        if cut:
+            return False
         if self.text_key is not None:  # free-form text: whole once its item is done
-            if cut:
-                return False
             self.state, self.value = COMPLETE, {self.text_key: self.text}
             return True
-        if not cut and self._whole is None and not self._started and self.state == OPEN:
-            if self.parts:  # whitespace only: not "" and not JSON (json.loads rejects it)
-                self._invalid(INVALID_TEXT)
-                return False
-            initial = self.initial if isinstance(self.initial, dict) else {}
-            if nests_deeper(initial, MAX_DEPTH):
-                self._invalid(TOO_DEEP)
-                return False
-            self.state, self.value = COMPLETE, initial
-            if initial and self.sink is not None:  # the start event gave them whole
-                self.sink.whole(initial)
-            return True
-        return False
+        if self._whole is not None or self._started or self.state != OPEN:
+            return False
+        if self.parts:  # whitespace only: not "" and not JSON (json.loads rejects it)
+            self._invalid(INVALID_TEXT)
+            return False
+        initial = self.initial if isinstance(self.initial, dict) else {}
+        if nests_deeper(initial, MAX_DEPTH):
+            self._invalid(TOO_DEEP)
+            return False
+        self.state, self.value = COMPLETE, initial
+        if initial and self.sink is not None:  # the start event gave them whole
+            self.sink.whole(initial)
+        return True
 
     def invalid_cause(self) -> str:
         """Why arguments that will never parse are not a call, finer than ``reason``

@@ -27,6 +27,7 @@ Invalid text stops the updates and is reported (:attr:`PartialJSON.invalid`, wit
 
 from __future__ import annotations
 
+import json
 import re
 from operator import attrgetter
 from typing import Any
@@ -76,8 +77,10 @@ _LITERALS: dict[str, Any] = {
 _LITERAL_OF = {"t": "true", "f": "false", "n": "null", "N": "NaN", "I": "Infinity"}
 _LITERAL_START = frozenset("tfnNI-")  # '-' may begin -Infinity
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
-_HEX4 = re.compile(r"[0-9a-fA-F]{4}")
-_HEX_PREFIX = re.compile(r"[0-9a-fA-F]{0,3}")
+_UNICODE = re.compile(r"\\u[0-9a-fA-F]{4}")
+_CUT_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{0,3})?")  # the rest of a fragment, cut in an escape
+_LOW = re.compile(r"\\u[dD][c-fC-F][0-9a-fA-F]{2}")  # a low surrogate's escape
+_CUT_LOW = re.compile(r"(?:\\(?:u(?:[dD](?:[c-fC-F][0-9a-fA-F]?)?)?)?)?")  # ... cut short
 
 
 class _Invalid(Exception):
@@ -486,42 +489,26 @@ def _escape(s: str, i: int, n: int) -> tuple[str, int] | None:
     """The escape at ``s[i]`` (a backslash): (its text, where it ends); None if cut short.
 
     A high surrogate takes the low one that follows as one character, as json.loads does;
-    followed by anything else it stands alone (a lone surrogate, as json.loads gives it)."""
-    if i + 1 >= n:
-        return None
-    c = s[i + 1]
-    if c != "u":
-        simple = _ESCAPES.get(c)
-        if simple is None:
-            raise _Invalid(i, f"invalid escape '\\{c}'")
+    followed by anything else it stands alone (a lone surrogate, as json.loads gives it).
+    ``\\uXXXX`` is decoded by json.loads itself, which says what json.loads says."""
+    simple = _ESCAPES.get(s[i + 1 : i + 2])
+    if simple is not None:
         return simple, i + 2
-    code = _hex4(s, i + 2, i)
-    if code is None:
-        return None
-    if not 0xD800 <= code <= 0xDBFF:
-        return chr(code), i + 6
-    j = i + 6  # a high surrogate: is a low one next?
-    if j >= n or (s[j] == "\\" and j + 1 >= n):
-        return None
-    if s[j] != "\\" or s[j + 1] != "u":
-        return chr(code), j
-    low = _hex4(s, j + 2, j)
-    if low is None:
-        return None
-    if 0xDC00 <= low <= 0xDFFF:
-        return chr(0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)), j + 6
-    return chr(code), j
-
-
-def _hex4(s: str, at: int, escape: int) -> int | None:
-    digits = s[at : at + 4]
-    if len(digits) < 4:
-        if not _HEX_PREFIX.fullmatch(digits):
-            raise _Invalid(escape, f"invalid \\u escape {s[escape : at + 4]!r}")
-        return None
-    if not _HEX4.fullmatch(digits):
-        raise _Invalid(escape, f"invalid \\u escape {s[escape : at + 4]!r}")
-    return int(digits, 16)
+    unicode = _UNICODE.match(s, i)
+    if unicode is None:
+        if _CUT_ESCAPE.fullmatch(s, i):
+            return None
+        if s[i + 1 : i + 2] == "u":
+            raise _Invalid(i, f"invalid \\u escape {s[i : i + 6]!r}")
+        raise _Invalid(i, f"invalid escape {s[i : i + 2]!r}")
+    end = unicode.end()
+    if s[i + 2] in "dD" and s[i + 3] in "89abAB":  # a high surrogate: is a low one next?
+        if _CUT_LOW.fullmatch(s, end):
+            return None
+        if _LOW.match(s, end):
+            end += 6
+    text: str = json.loads(f'"{s[i:end]}"')
+    return text, end
 
 
 def _number(token: str, at: int) -> Any:
