@@ -166,18 +166,15 @@ class ArgsStream:
             return False
         self.parts.append(fragment)
         sink = self.sink
-        if self.text_key is not None:  # free-form text: nothing to scan, whole once it closes
+        # Nothing to scan: free-form text (whole once it closes), or arguments decided.
+        if self.text_key is not None or self.state == INVALID or self._ended:
             if sink is not None:
                 sink.fed(fragment)
+            if self._ended and self.state != INVALID and _NOT_SPACE.search(fragment):
+                self._regress()  # (a stream no call owns: text after its value spoils it)
+                self._invalid(INVALID_TEXT)
+                return True
             return False
-        if self.state == INVALID or self._ended:
-            if sink is not None:
-                sink.fed(fragment)
-            if self.state == INVALID or not _NOT_SPACE.search(fragment):
-                return False
-            self._regress()  # (a stream no call owns: text after its value spoils it)
-            self._invalid(INVALID_TEXT)
-            return True
         changed = self._scan(fragment)
         if sink is not None:  # the fragment as taken: cut where the value ended (_conclude)
             sink.fed(self.parts[-1])
@@ -383,7 +380,7 @@ class ArgsStream:
                 self._invalid(INVALID_TEXT)
             return True
         self.state, self.value = COMPLETE, value
-        if extra and self.tracker is not None:
+        if extra:  # (only a call's stream cuts: it has a tracker)
             self._spilled = True
             self.tracker.refused(self, extra, AFTER_COMPLETE)
         return True

@@ -74,7 +74,7 @@ _LITERALS: dict[str, Any] = {
     "Infinity": float("inf"),
     "-Infinity": float("-inf"),
 }
-_LITERAL_OF = {"t": "true", "f": "false", "n": "null", "N": "NaN", "I": "Infinity"}
+_LITERAL_OF = {name[: 1 + (name[0] == "-")]: name for name in _LITERALS}  # by its head: "-I"...
 _LITERAL_START = frozenset("tfnNI-")  # '-' may begin -Infinity
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 _UNICODE = re.compile(r"\\u[0-9a-fA-F]{4}")
@@ -418,9 +418,7 @@ class PartialJSON:
         tokens[:] = [token]
         at = pos - (self._token_len - (end - pos))  # where the token began, for errors
         head = token[:2] if token[:1] == "-" else token[:1]
-        literal = _LITERAL_OF.get(head) if head != "-" else None
-        if head == "-I":
-            literal = "-Infinity"
+        literal = _LITERAL_OF.get(head)
         if literal is not None:
             if token.startswith(literal):  # whole: shown now, whatever follows
                 self._end_scalar(_LITERALS[literal])
