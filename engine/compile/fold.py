@@ -17,7 +17,7 @@ from typing import Any
 
 from ..model.assembly import Assembly, append_text, ensure_slotted
 from ..model.fragments import Fragments, SlottedList, dig, grow, ingest, shown_value, slot_misfit
-from ..model.journal import put, put_attr
+from ..model.journal import put
 from ..model.jsonscan import COMPLETE
 from ..model.parts import JoinRule, as_placed, join_parts, string_as_part
 from .ops import (
@@ -311,7 +311,8 @@ def _fold_entry(asm: Assembly, lst: SlottedList, entry: dict[str, Any], spec: Li
         asm.item_added(spec.pattern, item, slot)
         return
     if slot != lst.last:  # (most entries continue the last item: nothing to journal)
-        put_attr(asm.journal, lst, "last", slot)
+        asm.journal.append((setattr, lst, "last", lst.last))  # put_attr, inline: a frame less
+        lst.last = slot
     _merge_entry(asm, item, item, entry, spec, 0)
 
 
