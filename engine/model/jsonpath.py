@@ -81,27 +81,16 @@ def normalized(tokens: tuple[Token, ...]) -> str:
         if token.__class__ is int:
             out.append(f"[{token}]")
         else:
-            out.append("['" + "".join(_normal_char(c) for c in str(token)) + "']")
+            out.append("['" + str(token).translate(_NORMAL_ESCAPES) + "']")
     return "".join(out)
 
 
-_NORMAL_ESCAPES = {
-    "\b": "\\b",
-    "\f": "\\f",
-    "\n": "\\n",
-    "\r": "\\r",
-    "\t": "\\t",
-    "'": "\\'",
-    "\\": "\\\\",
-}
-
-
-def _normal_char(char: str) -> str:
-    """One character of a name in a normalized path (RFC 9535 2.7)."""
-    escaped = _NORMAL_ESCAPES.get(char)
-    if escaped is not None:
-        return escaped
-    return f"\\u{ord(char):04x}" if char < " " else char
+# How a name's characters are escaped in a normalized path (RFC 9535 2.7): these by name, the
+# other control characters as ``\\u00XX``, every other character as itself.
+_NORMAL_ESCAPES = str.maketrans(
+    {chr(code): f"\\u{code:04x}" for code in range(0x20)}
+    | {"\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "'": "\\'", "\\": "\\\\"}
+)
 
 
 def _skip_blank(path: str, pos: int) -> int:
