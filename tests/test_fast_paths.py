@@ -125,9 +125,9 @@ def test_fragments_append_and_join_without_their_pieces():
 
 def test_a_slotted_list_finds_the_item_a_slot_holds_now():
     lst = SlottedList()
-    first = lst.put(1, {"a": 1})
+    first = lst.put(1, {"a": 1}, [])
     assert lst.get(1) is first and lst.get(0) is None
-    second = lst.put(1, {"a": 2})  # a restated item replaces the one at its SLOT
+    second = lst.put(1, {"a": 2}, [])  # a restated item replaces the one at its SLOT
     assert lst.get(1) is second and len(lst) == 1
     with pytest.raises(TypeError):
         lst.get([1])  # no key can hold a list: the walk turns this into its error

@@ -84,15 +84,13 @@ class SlottedList:
         self.last: Any = None  # slot of the most recently opened item
         self.next_int = 0  # the smallest integer above every integer slot (a free slot)
         for position, item in enumerate(items or ()):
-            self.put(position, item)
+            self.put(position, item, [])  # (a list the wire sent, adopted: nothing to undo)
 
-    def put(
-        self, slot: Any, item: dict[str, Any], journal: list[Any] | None = None
-    ) -> dict[str, Any]:
+    def put(self, slot: Any, item: dict[str, Any], journal: list[Any]) -> dict[str, Any]:
+        """``item`` at ``slot`` (a new slot opens at the end), journaled."""
         position = self.by_slot.get(slot)
-        if journal is not None:
-            old = self.items[position] if position is not None else None
-            journal.append((self._unput, slot, old, self.last, self.next_int))
+        old = self.items[position] if position is not None else None
+        journal.append((self._unput, slot, old, self.last, self.next_int))
         if position is None:
             if type(slot) is int and slot >= self.next_int:
                 self.next_int = slot + 1

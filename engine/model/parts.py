@@ -27,9 +27,7 @@ _ABSENT = object()
 class JoinRule:
     key: tuple[str, ...]
     text: tuple[str, ...]
-    string_part: dict[str, Any] | None = (
-        None  # how a bare string delta becomes a part: {type: text}
-    )
+    string_part: dict[str, Any] | None = None  # how a bare string delta becomes a part
     string_field: str = ""  # the field of that part that takes the string (see from_spec)
     blocked_by: tuple[str, ...] = ()  # fields on the incoming part that prevent a join
     attach: tuple[str, ...] = ()  # fields an empty-text part brings onto the run before it
