@@ -180,11 +180,11 @@ def _hex4(path: str, pos: int) -> int:
 def place_at(journal: list[Any], root: Any, tokens: tuple[Token, ...]) -> tuple[Any, Token]:
     """Where the value at ``tokens`` goes under ``root``: its container and its key there.
 
-    The one way down a path that a value is set at (the partial reader's ``set_path``, the
-    extend operation's leaves): the containers on the way made where absent or null, a list
-    padded with null up to the index (a negative index counts from the end), each write
-    journaled. A ValueError, naming the place, where the path meets a value of another kind
-    or an index before a list's start."""
+    The partial reader's way down a path (``set_path``), which takes any place a path can
+    name: the containers on the way made where absent or null, a list padded with null up to
+    the index (a negative index counts from the end), each write journaled. A ValueError,
+    naming the place, where the path meets a value of another kind or an index before a
+    list's start. (The extend operation refuses more: engine.compile.extend_op._set_leaf.)"""
     node: Any = root
     for depth, token in enumerate(tokens):
         held: type = node.__class__  # (compared as a name of its own: ``node`` stays Any)
@@ -212,15 +212,13 @@ def place_at(journal: list[Any], root: Any, tokens: tuple[Token, ...]) -> tuple[
 
 
 def set_item(journal: list[Any], node: Any, key: Token, value: Any) -> None:
-    """``node[key] = value``, journaled, on an object or a list (``key`` in its range)."""
+    """``node[key] = value``, journaled, on an object or a list (an index at its length
+    appends): the one write at a path's last step, for ``place_at`` and the extend operation."""
     if node.__class__ is dict:
         put(journal, node, key, value)
+    elif key == len(node):
+        trim(journal, node)
+        node.append(value)
     else:
         journal.append((node.__setitem__, key, node[key]))
         node[key] = value
-
-
-def set_at(journal: list[Any], root: Any, tokens: tuple[Token, ...], value: Any) -> None:
-    """Set ``value`` at ``tokens`` under ``root`` (see :func:`place_at`), journaled."""
-    node, key = place_at(journal, root, tokens)
-    set_item(journal, node, key, value)
