@@ -15,8 +15,16 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model.assembly import Assembly, append_text, ensure_slotted
-from ..model.fragments import Fragments, SlottedList, dig, ingest, shown_value, slot_misfit
+from ..model.assembly import Assembly, ensure_slotted
+from ..model.fragments import (
+    Fragments,
+    SlottedList,
+    append_text,
+    dig,
+    ingest,
+    shown_value,
+    slot_misfit,
+)
 from ..model.journal import put
 from ..model.jsonscan import COMPLETE
 from ..model.parts import JoinRule, as_placed, join_parts, string_as_part

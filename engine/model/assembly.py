@@ -22,7 +22,7 @@ from ..events import (
     CAUSE_LENGTH,
     CallIncomplete,
 )
-from .fragments import Fragments, SlottedList, compact, dig, grow, ingest, make_way, shown_value
+from .fragments import SlottedList, compact, dig, ingest, make_way, shown_value
 from .journal import put, put_attr, put_back, trim
 from .jsonscan import AFTER_COMPLETE, ArgsStream
 
@@ -353,12 +353,3 @@ def ensure_slotted(
     lst = SlottedList(current if current.__class__ is list else None, order)
     put(journal, parent, field, lst)
     return lst
-
-
-def append_text(parent: dict[str, Any], field: str, piece: str, journal: list[Any]) -> None:
-    current = parent.get(field)
-    if current.__class__ is Fragments:
-        grow(journal, current, piece)
-    else:  # the first piece, after the text the wire sent whole before, if any
-        whole = current if current.__class__ is str else ""
-        put(journal, parent, field, Fragments(whole + piece))

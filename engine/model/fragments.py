@@ -30,6 +30,20 @@ def grow(journal: list[Any], text: Fragments, piece: str) -> None:
     pieces.append(piece)
 
 
+def append_text(parent: dict[str, Any], field: str, piece: str, journal: list[Any]) -> None:
+    """``parent[field]`` grows by ``piece``: its ``Fragments`` (journaled as by :func:`grow`,
+    written out here: this runs on every text delta, and a frame less shows in its cost), or
+    a new one, after the text the wire sent whole before, if any."""
+    current = parent.get(field)
+    if current.__class__ is Fragments:
+        pieces = current._pieces
+        journal.append((_shorten, current, pieces, len(pieces)))
+        pieces.append(piece)
+    else:
+        whole = current if current.__class__ is str else ""
+        put(journal, parent, field, Fragments(whole + piece))
+
+
 def _shorten(text: Fragments, pieces: list[str], length: int) -> None:
     del pieces[length:]
     text._pieces = pieces
