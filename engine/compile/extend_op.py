@@ -28,7 +28,7 @@ from typing import Any
 from ..model.assembly import Assembly
 from ..model.fragments import Fragments, grow, ingest, materialize
 from ..model.journal import count, put, put_attr, trim
-from ..model.jsonpath import Token, normalized, singular_path
+from ..model.jsonpath import Token, normalized, set_item, singular_path
 from ..model.jsonscan import COMPLETE
 from ..model.parts import JoinRule, join_one
 from .ops import (
@@ -301,11 +301,11 @@ def _set_leaf(
         if i == last:
             if child.__class__ in (dict, list):
                 raise _misfit(path, tokens, child, "a value")
-            _set_in(journal, node, token, value)
+            set_item(journal, node, token, value)
             return
         if child is _ABSENT:
             child = [] if tokens[i + 1].__class__ is int else {}
-            _set_in(journal, node, token, child)
+            set_item(journal, node, token, child)
         node = child
 
 
@@ -315,15 +315,3 @@ def _misfit(path: str, prefix: tuple[Any, ...], found: Any, wanted: str) -> Valu
         f"JSON path {path!r}: {normalized(prefix)} is {kind} in the arguments so far; "
         f"the path needs {wanted} there"
     )
-
-
-def _set_in(journal: list[Any], node: Any, token: Token, value: Any) -> None:
-    """``node[token] = value`` on an object or a list (an index at its length appends)."""
-    if node.__class__ is dict:
-        put(journal, node, token, value)
-    elif token == len(node):
-        trim(journal, node)
-        node.append(value)
-    else:
-        journal.append((node.__setitem__, token, node[token]))
-        node[token] = value

@@ -14,9 +14,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model.assembly import Assembly, append_text, ensure_slotted
-from ..model.fragments import Fragments, SlottedList, dig, ingest, shown_value, slot_misfit
-from ..model.journal import put, put_attr
+from ..model.assembly import Assembly, ensure_slotted
+from ..model.fragments import (
+    Fragments,
+    SlottedList,
+    append_text,
+    dig,
+    ingest,
+    shown_value,
+    slot_misfit,
+)
+from ..model.journal import put
 from ..model.jsonscan import COMPLETE
 from ..model.parts import JoinRule, as_placed, join_parts, string_as_part
 from .ops import (
@@ -298,7 +306,9 @@ def _fold_entry(asm: Assembly, lst: SlottedList, entry: dict[str, Any], spec: Li
             item = lst.put(slot, ingest(entry), asm.journal)
         asm.item_added(spec.pattern, item, slot)
         return
-    put_attr(asm.journal, lst, "last", slot)
+    if slot != lst.last:  # (most entries continue the last item: nothing to journal)
+        asm.journal.append((setattr, lst, "last", lst.last))  # put_attr, inline: a frame less
+        lst.last = slot
     _merge_entry(asm, item, item, entry, spec, 0)
 
 

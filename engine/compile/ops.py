@@ -20,9 +20,10 @@ from dataclasses import dataclass, replace
 from dataclasses import field as dataclass_field
 from typing import Any, cast
 
-from ..model.assembly import Assembly, append_text, ensure_slotted
+from ..model.assembly import Assembly, ensure_slotted
 from ..model.fragments import (
     SlottedList,
+    append_text,
     dig,
     ingest,
     make_way,

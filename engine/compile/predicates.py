@@ -102,6 +102,10 @@ def compile_predicate(spec: dict[str, Any]) -> Predicate:
     simple = _one_field_equals(spec)
     if simple is not None:
         field, expected = simple
+        if expected.__class__ is bool:
+            return lambda obj: obj.__class__ is dict and obj.get(field) is expected
+        if expected is None or expected.__class__ is str:  # (asked of every chunk: no 2nd call)
+            return lambda obj: obj.__class__ is dict and obj.get(field) == expected
         same = _equal_to(expected)
         return lambda obj: obj.__class__ is dict and same(obj.get(field))
     get = compile_get(spec["field"])

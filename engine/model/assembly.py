@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from ..events import (
@@ -20,126 +22,89 @@ from ..events import (
     CAUSE_LENGTH,
     CallIncomplete,
 )
-from .fragments import Fragments, SlottedList, compact, grow, ingest, make_way, shown_value
-from .journal import put, put_attr, saver, trim
+from .fragments import SlottedList, compact, dig, ingest, make_way, shown_value
+from .journal import put, put_attr, put_back, trim
 from .jsonscan import AFTER_COMPLETE, ArgsStream
 
 if TYPE_CHECKING:
     from ..compile.strategy import ExtractionStrategy
 
 
+@dataclass(slots=True, eq=False)
 class CallTrack:
     """One item of the message that is a client tool call, and its arguments."""
 
-    __slots__ = ("item", "args", "order", "reported", "slot", "ended_first", "place")
-
-    def __init__(
-        self,
-        item: dict[str, Any],
-        args: ArgsStream,
-        order: int,
-        slot: Any = None,
-        place: Any = None,
-    ) -> None:
-        self.item = item
-        # The calls place it sits at (a ``CallsSpec``): how its name, id and arguments read.
-        self.place = place
-        self.args = args
-        self.order = order
-        self.reported = False  # listed in ``Assembly.incomplete`` already
-        self.slot = slot  # the SLOT the wire keys it by, when the one who opened it knew
-        self.ended_first = False  # its own end event closed it before the stream's end
+    item: dict[str, Any]
+    args: ArgsStream
+    order: int
+    slot: Any = None  # the SLOT the wire keys it by, when the one who opened it knew
+    # The calls place it sits at (a ``CallsSpec``): how its name, id and arguments read.
+    place: Any = None
+    reported: bool = False  # listed in ``Assembly.incomplete`` already
+    ended_first: bool = False  # its own end event closed it before the stream's end
 
 
-_SAVE_END = saver("finished", "over", "cut", "end_cause", "usage_event")  # what an end changes
+_END_STATE = ("finished", "over", "cut", "end_cause", "usage_event")  # what an end changes
+_READ_END = attrgetter(*_END_STATE)
 
 
+@dataclass(slots=True, eq=False)
 class Assembly:
-    __slots__ = (
-        "strategy",
-        "root",
-        "display",
-        "reasoning",
-        "tracks",
-        "calls_dirty",
-        "stop_reason",
-        "usage",
-        "error",
-        "finished",
-        "unknown",
-        "track_of",
-        "open_parts",
-        "calls_regressed",
-        "unplaced",
-        "skipped",
-        "cut",
-        "incomplete",
-        "events",
-        "deferring",
-        "deferred",
-        "held",
-        "over",
-        "usage_event",
-        "end_cause",
-        "seeding",
-        "journal",
-        "event_name",
-    )
+    """The state of one stream (see the module docstring), for the one strategy it follows."""
 
-    def __init__(self, strategy: ExtractionStrategy) -> None:
-        self.strategy = strategy
-        self.root: dict[str, Any] = ingest(strategy.spec.initial_message)
-        self.display: list[str] = []
-        self.reasoning: list[str] = []  # reasoning fragments in stream order (never display)
-        self.tracks: list[CallTrack] = []
-        self.track_of: dict[int, CallTrack] = {}  # id(item) -> its track
-        self.calls_dirty = False
-        self.stop_reason: Any = None
-        self.usage: Any = None
-        self.error: Any = None
-        self.finished = False
-        self.unknown: Counter[str] = Counter()
-        self.open_parts: list[
-            Any
-        ] = []  # calls streaming over several parts (engine.compile.extend_op)
-        self.calls_regressed = False  # a call that was complete no longer is: rebuild
-        # What an operation could not place: the reasons of the chunk being applied (the
-        # buffer stamps them with the chunk's index and name), then the stamped records. Both
-        # stay empty on a stream that places everything, so the happy path pays one test.
-        self.unplaced: list[str] = []
-        self.event_name: Any = None  # the name the dispatcher read of the event it applies
-        self.skipped: list[Any] = []  # engine.records.Skipped
-        self.cut: bool | None = None  # the wire's DONE was a cut (length, error); None: no DONE
-        self.incomplete: list[CallIncomplete] = []  # calls that will never be runnable
-        self.events: Any = None  # engine.stream.recorder.EventRecorder on a buffer with events
-        # Inside an event whose rules go on writing the item they open, ``calls.where`` is
-        # judged once the event is applied (see :func:`judged_after_the_event`): the call
-        # items opened meanwhile wait here (pattern None: an item the event closed, its
-        # arguments final once it is judged: a call that arrived whole is ready at its event).
-        self.deferring = False
-        self.deferred: list[tuple[str | None, dict[str, Any], Any]] = []
-        # The call items of a place the stream may answer after their end (``answered.later``):
-        # tracked only when the stream ends, so that one answered by then never has a fate.
-        self.held: list[tuple[str, dict[str, Any], Any]] = []
-        # The end of the stream is final: nothing more of it is taken (README, "Events":
-        # after the DONE). The DONE makes it so when the descriptor declares nothing that may follow
-        # (``events.after_done``) or when usage came with it; else the first usage after it,
-        # an end marker, the first event no declaration takes, or ``close()`` does.
-        self.over = False
-        self.usage_event: Any = None  # the event whose rules last set the usage
-        # How the stream ended, for the cause of a call cut by it (CallIncomplete.cause):
-        # set at the wire's DONE (a length stop, an error, a normal stop) or at close().
-        self.end_cause: str | None = None
-        self.seeding: tuple[dict[str, Any], Any] | None = (
-            None  # (item, slot) whose args are installed
-        )
-        # What the chunk being applied wrote, to take back if it raises (the buffer drops
-        # it once the chunk went in): records of engine.model.journal.
-        self.journal: list[Any] = []
+    strategy: ExtractionStrategy
+    root: dict[str, Any] = field(init=False)  # the message (the strategy's initial one, copied)
+    display: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)  # in stream order (never display)
+    tracks: list[CallTrack] = field(default_factory=list)
+    track_of: dict[int, CallTrack] = field(default_factory=dict)  # id(item) -> its track
+    calls_dirty: bool = False
+    stop_reason: Any = None
+    usage: Any = None
+    error: Any = None
+    finished: bool = False
+    unknown: Counter[str] = field(default_factory=Counter)
+    # Calls streaming over several parts (engine.compile.extend_op).
+    open_parts: list[Any] = field(default_factory=list)
+    calls_regressed: bool = False  # a call that was complete no longer is: rebuild
+    # What an operation could not place: the reasons of the chunk being applied (the
+    # buffer stamps them with the chunk's index and name), then the stamped records. Both
+    # stay empty on a stream that places everything, so the happy path pays one test.
+    unplaced: list[str] = field(default_factory=list)
+    skipped: list[Any] = field(default_factory=list)  # engine.records.Skipped
+    event_name: Any = None  # the name the dispatcher read of the event it applies
+    cut: bool | None = None  # the wire's DONE was a cut (length, error); None: no DONE
+    incomplete: list[CallIncomplete] = field(default_factory=list)  # never runnable calls
+    events: Any = None  # engine.stream.recorder.EventRecorder on a buffer with events
+    # Inside an event whose rules go on writing the item they open, ``calls.where`` is
+    # judged once the event is applied (see :func:`judged_after_the_event`): the call
+    # items opened meanwhile wait here (pattern None: an item the event closed, its
+    # arguments final once it is judged: a call that arrived whole is ready at its event).
+    deferring: bool = False
+    deferred: list[tuple[str | None, dict[str, Any], Any]] = field(default_factory=list)
+    # The call items of a place the stream may answer after their end (``answered.later``):
+    # tracked only when the stream ends, so that one answered by then never has a fate.
+    held: list[tuple[str, dict[str, Any], Any]] = field(default_factory=list)
+    # The end of the stream is final: nothing more of it is taken (README, "Events":
+    # after the DONE). The DONE makes it so when the descriptor declares nothing that may
+    # follow (``events.after_done``) or when usage came with it; else the first usage after
+    # it, an end marker, the first event no declaration takes, or ``close()`` does.
+    over: bool = False
+    usage_event: Any = None  # the event whose rules last set the usage
+    # How the stream ended, for the cause of a call cut by it (CallIncomplete.cause):
+    # set at the wire's DONE (a length stop, an error, a normal stop) or at close().
+    end_cause: str | None = None
+    seeding: tuple[dict[str, Any], Any] | None = None  # (item, slot) whose args are installed
+    # What the chunk being applied wrote, to take back if it raises (the buffer drops
+    # it once the chunk went in): records of engine.model.journal.
+    journal: list[Any] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.root = ingest(self.strategy.spec.initial_message)
 
     def _save_end(self) -> None:
         """Journal the end state, before the DONE, the usage or ``close()`` changes it."""
-        _SAVE_END(self.journal, self)
+        self.journal.append((put_back, self, _END_STATE, _READ_END(self)))
 
     def skip(self, reason: str) -> None:
         """An operation could not place what the event carries: say so, never drop it."""
@@ -208,24 +173,21 @@ class Assembly:
         if track is not None:
             item, slot = track.item, self.track_slot(track)
             calls = track.place or calls
-        elif self.seeding is not None:
+        else:  # the call being tracked (only a tracked call's stream has a tracker)
+            assert self.seeding is not None
             item, slot = self.seeding
             slot = self.slot_of(item) if slot is None else slot
-        else:  # (never: only a tracked call's stream has a tracker)
-            item, slot = {}, None
         name = calls.name(item) if calls is not None else None
-        call = f"the call {name!r} (slot {slot!r})"
         kind = "text" if what.__class__ is str else "value"
-        if why == AFTER_COMPLETE:
-            self.skip(
-                f"args of {call}: its arguments are complete (their first JSON value); the "
-                f"{kind} after them is not taken: {shown_value(what)}"
-            )
-        else:
-            self.skip(
-                f"args of {call}: it ended with its arguments incomplete and will never run; "
-                f"the {kind} that came after is not taken: {shown_value(what)}"
-            )
+        fate = (
+            f"its arguments are complete (their first JSON value); the {kind} after them"
+            if why == AFTER_COMPLETE
+            else f"it ended with its arguments incomplete and will never run; the {kind} that "
+            "came after"
+        )
+        self.skip(
+            f"args of the call {name!r} (slot {slot!r}): {fate} is not taken: {shown_value(what)}"
+        )
 
     # -- the end of the stream ---------------------------------------------------------------
 
@@ -337,8 +299,7 @@ class Assembly:
         for chain in calls.list_fields if calls is not None else ():
             found: list[Any] = []
             for node in level:
-                for field in chain:
-                    node = node.get(field) if node.__class__ is dict else None
+                node = dig(node, chain)
                 if node.__class__ is SlottedList:
                     for key, position in node.by_slot.items():
                         found.append(node.items[position])
@@ -392,15 +353,3 @@ def ensure_slotted(
     lst = SlottedList(current if current.__class__ is list else None, order)
     put(journal, parent, field, lst)
     return lst
-
-
-def append_text(parent: dict[str, Any], field: str, piece: str, journal: list[Any]) -> None:
-    current = parent.get(field)
-    if current.__class__ is Fragments:
-        grow(journal, current, piece)
-    elif current.__class__ is str and current:
-        frag = Fragments(current)
-        frag.append(piece)
-        put(journal, parent, field, frag)
-    else:
-        put(journal, parent, field, Fragments(piece))

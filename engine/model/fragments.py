@@ -30,6 +30,20 @@ def grow(journal: list[Any], text: Fragments, piece: str) -> None:
     pieces.append(piece)
 
 
+def append_text(parent: dict[str, Any], field: str, piece: str, journal: list[Any]) -> None:
+    """``parent[field]`` grows by ``piece``: its ``Fragments`` (journaled as by :func:`grow`,
+    written out here: this runs on every text delta, and a frame less shows in its cost), or
+    a new one, after the text the wire sent whole before, if any."""
+    current = parent.get(field)
+    if current.__class__ is Fragments:
+        pieces = current._pieces
+        journal.append((_shorten, current, pieces, len(pieces)))
+        pieces.append(piece)
+    else:
+        whole = current if current.__class__ is str else ""
+        put(journal, parent, field, Fragments(whole + piece))
+
+
 def _shorten(text: Fragments, pieces: list[str], length: int) -> None:
     del pieces[length:]
     text._pieces = pieces
@@ -61,17 +75,6 @@ class Fragments:
 
     __str__ = joined
 
-    def length(self) -> int:
-        """The length of the string so far, without joining it."""
-        return sum(map(len, self._pieces))
-
-    def last(self) -> str:
-        """The last character of the string so far ("" when it is empty), without joining."""
-        for piece in reversed(self._pieces):
-            if piece:
-                return piece[-1]
-        return ""
-
 
 class SlottedList:
     """Items keyed by the wire's SLOT, kept in the order they were opened.
@@ -81,7 +84,7 @@ class SlottedList:
     keeps the order of first appearance.
     """
 
-    __slots__ = ("items", "by_slot", "_item_at", "get", "meta", "order", "last", "next_int")
+    __slots__ = ("items", "by_slot", "_item_at", "get", "order", "last", "next_int")
 
     def __init__(self, items: list[Any] | None = None, order: str = "slot") -> None:
         self.items: list[dict[str, Any]] = []
@@ -91,26 +94,22 @@ class SlottedList:
         # finds it so: the look-up of a dict kept beside the positions, bound once, so that
         # finding an item is one call into C. (An unhashable SLOT raises TypeError.)
         self.get: Callable[[Any], dict[str, Any] | None] = self._item_at.get
-        self.meta: list[Any] = []  # per-item scratch owned by the interpreter
         self.order = order
         self.last: Any = None  # slot of the most recently opened item
         self.next_int = 0  # the smallest integer above every integer slot (a free slot)
         for position, item in enumerate(items or ()):
-            self.put(position, item)
+            self.put(position, item, [])  # (a list the wire sent, adopted: nothing to undo)
 
-    def put(
-        self, slot: Any, item: dict[str, Any], journal: list[Any] | None = None
-    ) -> dict[str, Any]:
+    def put(self, slot: Any, item: dict[str, Any], journal: list[Any]) -> dict[str, Any]:
+        """``item`` at ``slot`` (a new slot opens at the end), journaled."""
         position = self.by_slot.get(slot)
-        if journal is not None:
-            old = self.items[position] if position is not None else None
-            journal.append((self._unput, slot, old, self.last, self.next_int))
+        old = self.items[position] if position is not None else None
+        journal.append((self._unput, slot, old, self.last, self.next_int))
         if position is None:
             if type(slot) is int and slot >= self.next_int:
                 self.next_int = slot + 1
             self.by_slot[slot] = len(self.items)
             self.items.append(item)
-            self.meta.append(None)
         else:
             self.items[position] = item
         self._item_at[slot] = item
@@ -124,7 +123,6 @@ class SlottedList:
         else:
             del self.by_slot[slot], self._item_at[slot]
             self.items.pop()
-            self.meta.pop()
         self.last, self.next_int = last, next_int
 
     def free_slot(self) -> int:
@@ -133,14 +131,11 @@ class SlottedList:
         count = len(self.items)
         return self.next_int if self.next_int >= count else count
 
-    def slots(self) -> list[Any]:
+    def ordered(self) -> list[dict[str, Any]]:
         keys = list(self.by_slot)
         if self.order == "slot" and all(type(k) is int for k in keys):
             keys.sort()
-        return keys
-
-    def ordered(self) -> list[dict[str, Any]]:
-        return [self.items[self.by_slot[k]] for k in self.slots()]
+        return [self.items[self.by_slot[k]] for k in keys]
 
     def __len__(self) -> int:
         return len(self.items)

@@ -10,8 +10,6 @@ undo the writes of that one chunk, and nothing outlives the chunk.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from operator import attrgetter
 from typing import Any
 
 ABSENT: Any = object()  # what a key held before it was set: nothing
@@ -44,18 +42,10 @@ def put_attr(journal: list[Any], target: Any, name: str, value: Any) -> None:
     setattr(target, name, value)
 
 
-def saver(*names: str) -> Callable[[list[Any], Any], None]:
-    """A function that journals the attributes ``names`` of an object (its state), read at
-    once (``attrgetter``, in C): for a node whose state is more than one field."""
-    read = attrgetter(*names)
-
-    def save(journal: list[Any], target: Any) -> None:
-        journal.append((_put_back, target, names, read(target)))
-
-    return save
-
-
-def _put_back(target: Any, names: tuple[str, ...], values: tuple[Any, ...]) -> None:
+def put_back(target: Any, names: tuple[str, ...], values: tuple[Any, ...]) -> None:
+    """The record of a node whose state is more than one field: ``(put_back, target, names,
+    read(target))``, ``read`` the ``attrgetter(*names)`` of the node's class (one call into C,
+    no frame of ours)."""
     for name, value in zip(names, values, strict=True):
         setattr(target, name, value)
 

@@ -23,6 +23,10 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import Any
+
+from .fragments import json_kind
+from .journal import put, trim
 
 _NAME_CHARS = "A-Za-z_$\u0080-\ud7ff\ue000-\U0010ffff"
 _SHORTHAND = re.compile(f"[{_NAME_CHARS}][{_NAME_CHARS}0-9-]*")
@@ -77,27 +81,16 @@ def normalized(tokens: tuple[Token, ...]) -> str:
         if token.__class__ is int:
             out.append(f"[{token}]")
         else:
-            out.append("['" + "".join(_normal_char(c) for c in str(token)) + "']")
+            out.append("['" + str(token).translate(_NORMAL_ESCAPES) + "']")
     return "".join(out)
 
 
-_NORMAL_ESCAPES = {
-    "\b": "\\b",
-    "\f": "\\f",
-    "\n": "\\n",
-    "\r": "\\r",
-    "\t": "\\t",
-    "'": "\\'",
-    "\\": "\\\\",
-}
-
-
-def _normal_char(char: str) -> str:
-    """One character of a name in a normalized path (RFC 9535 2.7)."""
-    escaped = _NORMAL_ESCAPES.get(char)
-    if escaped is not None:
-        return escaped
-    return f"\\u{ord(char):04x}" if char < " " else char
+# How a name's characters are escaped in a normalized path (RFC 9535 2.7): these by name, the
+# other control characters as ``\\u00XX``, every other character as itself.
+_NORMAL_ESCAPES = str.maketrans(
+    {chr(code): f"\\u{code:04x}" for code in range(0x20)}
+    | {"\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "'": "\\'", "\\": "\\\\"}
+)
 
 
 def _skip_blank(path: str, pos: int) -> int:
@@ -182,3 +175,50 @@ def _hex4(path: str, pos: int) -> int:
     if match is None:
         raise _bad(path, pos, "\\u takes four hex digits")
     return int(match.group(), 16)
+
+
+def place_at(journal: list[Any], root: Any, tokens: tuple[Token, ...]) -> tuple[Any, Token]:
+    """Where the value at ``tokens`` goes under ``root``: its container and its key there.
+
+    The partial reader's way down a path (``set_path``), which takes any place a path can
+    name: the containers on the way made where absent or null, a list padded with null up to
+    the index (a negative index counts from the end), each write journaled. A ValueError,
+    naming the place, where the path meets a value of another kind or an index before a
+    list's start. (The extend operation refuses more: engine.compile.extend_op._set_leaf.)"""
+    node: Any = root
+    for depth, token in enumerate(tokens):
+        held: type = node.__class__  # (compared as a name of its own: ``node`` stays Any)
+        if held is not (list if token.__class__ is int else dict):
+            kind = "an array" if token.__class__ is int else "an object"
+            where = normalized(tokens[:depth])
+            raise ValueError(f"{where} holds {json_kind(node)}, not {kind}")
+        if isinstance(token, int):
+            if token < 0:
+                token += len(node)
+                if token < 0:
+                    where = normalized(tokens[: depth + 1])
+                    raise ValueError(f"{where}: the index is before the array's start")
+            while len(node) <= token:
+                trim(journal, node)
+                node.append(None)
+        if depth == len(tokens) - 1:
+            return node, token
+        child: Any = node[token] if isinstance(token, int) else node.get(token)
+        if child is None:
+            child = [] if tokens[depth + 1].__class__ is int else {}
+            set_item(journal, node, token, child)
+        node = child
+    raise ValueError("it names the whole value, not a member of it")
+
+
+def set_item(journal: list[Any], node: Any, key: Token, value: Any) -> None:
+    """``node[key] = value``, journaled, on an object or a list (an index at its length
+    appends): the one write at a path's last step, for ``place_at`` and the extend operation."""
+    if node.__class__ is dict:
+        put(journal, node, key, value)
+    elif key == len(node):
+        trim(journal, node)
+        node.append(value)
+    else:
+        journal.append((node.__setitem__, key, node[key]))
+        node[key] = value

@@ -19,10 +19,11 @@ from __future__ import annotations
 import json
 import re
 import sys
+from operator import attrgetter
 from typing import Any
 
 from ..events import CAUSE_NOT_JSON, CAUSE_NOT_OBJECT, CAUSE_TOO_DEEP
-from .journal import saver
+from .journal import put_back
 
 # Characters that change scanner state outside / inside a JSON string.
 _OUTSIDE = re.compile(r'["{}\[\]]')
@@ -76,7 +77,7 @@ _SCAN_STATE = (
     "_spilled",
     "reason",
 )
-_SAVE = saver(*_SCAN_STATE)
+_READ = attrgetter(*_SCAN_STATE)
 _SLOTS = (*_SCAN_STATE, "parts", "initial", "form", "owner", "sink", "tracker", "text_key")
 
 
@@ -96,23 +97,10 @@ class ArgsStream:
         # Free-form text (form "text"): never scanned nor parsed; complete when its item
         # closes, its value then ``{text_key: the text}``.
         self.text_key = text_key if form == "text" else None
-        self.state = OPEN
-        self.value: Any = None  # the parsed object once COMPLETE
         self.closed = False
-        self._depth = 0
-        self._in_string = False
-        self._escape = False
-        self._started = False  # a non-space character has been seen
-        self._ended = False  # the top-level value has closed
-        self._whole: Any = None  # a whole (non-string) value handed over by the wire
-        # Text other than whitespace came after the complete arguments (refused): from then
-        # on nothing more is taken, whitespace neither, so that the text kept (the value
-        # and the whitespace right after it) is the same however the wire split it.
-        self._spilled = False
         # Set by the consumer that emitted this call as complete, and told (``calls_regressed``)
         # when it stops being one; a call nobody has emitted can change without a rebuild.
         self.owner: Any = None
-        self.reason: str | None = None  # INVALID_TEXT or TOO_DEEP once the state is INVALID
         # On a buffer with events: the call's engine.stream.recorder.CallSink, told every fragment,
         # whole value and restart, so that its ``partial`` grows by the fragment only.
         self.sink: Any = None
@@ -125,30 +113,30 @@ class ArgsStream:
         # The assembly's undo journal (engine.model.journal), given by the assembly that
         # holds the stream: each change is journaled first. None: a stream of its own.
         self.journal: list[Any] | None = None
+        self._start()
+
+    def _start(self) -> None:
+        """The scan before the first fragment (at the start, and when the wire restates)."""
+        self.state = OPEN
+        self.value: Any = None  # the parsed object once COMPLETE
+        self.reason: str | None = None  # INVALID_TEXT or TOO_DEEP once the state is INVALID
+        self._depth = 0
+        self._in_string = False
+        self._escape = False
+        self._started = False  # a non-space character has been seen
+        self._ended = False  # the top-level value has closed
+        self._whole: Any = None  # a whole (non-string) value handed over by the wire
+        # Text other than whitespace came after the complete arguments (refused): from then
+        # on nothing more is taken, whitespace neither, so that the text kept (the value
+        # and the whitespace right after it) is the same however the wire split it.
+        self._spilled = False
 
     def _save(self) -> None:
-        """Journal the scan state, before a change other than a plain append."""
+        """Journal the parts and the scan state, before a change other than a plain append."""
         journal = self.journal
         if journal is not None:
-            self._saved(journal)
-            _SAVE(journal, self)
-
-    def _save_scan(self, journal: list[Any] | None) -> None:
-        """Journal the scan state alone: ``feed`` journaled the parts already."""
-        if journal is not None:
-            _SAVE(journal, self)
-
-    def _saved(self, journal: list[Any]) -> None:
-        """Journal ``parts`` as the list and its length: ``text`` joins into a new list,
-        never the old one, and only the last fragment is ever rewritten (cut at the value)."""
-        parts = self.parts
-        journal.append((self._back, parts, len(parts), parts[-1] if parts else ""))
-
-    def _back(self, parts: list[str], length: int, last: str) -> None:
-        del parts[length:]
-        if parts:
-            parts[-1] = last
-        self.parts = parts
+            journal.append((_cut, self, self.parts, len(self.parts)))
+            journal.append((put_back, self, _SCAN_STATE, _READ(self)))
 
     # -- feeding -------------------------------------------------------------------------
 
@@ -158,34 +146,35 @@ class ArgsStream:
             return self.set_whole(fragment)
         if not fragment:
             return False
-        journal = self.journal
-        if journal is not None:  # the parts, once: a plain append is all most fragments change
-            self._saved(journal)
-        if (self._ended or self.closed) and self.tracker is not None:
-            self._save_scan(journal)
-            if self._refused(fragment):
-                return False
+        if (
+            self._in_string
+            and not self._escape
+            and not self._ended
+            and not self.closed
+            and '"' not in fragment
+            and "\\" not in fragment
+        ):  # inside a string value, and nothing here can end it: most fragments, a plain append
+            journal = self.journal
+            if journal is not None:
+                journal.append((_cut, self, self.parts, len(self.parts)))
+            self.parts.append(fragment)
+            if self.sink is not None:
+                self.sink.fed(fragment)
+            return False
+        self._save()
+        if (self._ended or self.closed) and self.tracker is not None and self._refused(fragment):
+            return False
         self.parts.append(fragment)
         sink = self.sink
-        if self.text_key is not None:  # free-form text: nothing to scan, whole once it closes
+        # Nothing to scan: free-form text (whole once it closes), or arguments decided.
+        if self.text_key is not None or self.state == INVALID or self._ended:
             if sink is not None:
                 sink.fed(fragment)
+            if self._ended and self.state != INVALID and _NOT_SPACE.search(fragment):
+                self._regress()  # (a stream no call owns: text after its value spoils it)
+                self._invalid(INVALID_TEXT)
+                return True
             return False
-        if self.state == INVALID or self._ended:
-            if sink is not None:
-                sink.fed(fragment)
-            if self.state == INVALID or not _NOT_SPACE.search(fragment):
-                return False
-            self._save_scan(journal)
-            self._regress()  # (a stream no call owns: text after its value spoils it)
-            self._invalid(INVALID_TEXT)
-            self.value = None
-            return True
-        if self._in_string and not self._escape and '"' not in fragment and "\\" not in fragment:
-            if sink is not None:
-                sink.fed(fragment)
-            return False  # inside a string value, and nothing here can end it: most fragments
-        self._save_scan(journal)
         changed = self._scan(fragment)
         if sink is not None:  # the fragment as taken: cut where the value ended (_conclude)
             sink.fed(self.parts[-1])
@@ -220,7 +209,7 @@ class ArgsStream:
         """A whole value or restated text for a tracked call whose fate is decided: True
         when it is not taken, told to the tracker unless it restates the arguments as they
         are (then there is nothing to tell)."""
-        if self.tracker is None or (self.state != COMPLETE and not self.closed):
+        if self.tracker is None:
             return False
         if not self._restates(value):
             why = AFTER_COMPLETE if self.state == COMPLETE else AFTER_CLOSED
@@ -246,32 +235,20 @@ class ArgsStream:
         """The wire sent the arguments whole, as an object (or other JSON value)."""
         if (self.state == COMPLETE or self.closed) and self._decided(value):
             return False
-        if self.text_key is not None:  # free-form: any value is its text
+        if value.__class__ is str or self.text_key is not None:  # (free-form: any value is text)
             self.reset()
-            return self.feed(value if value.__class__ is str else dumps_any_depth(value))
-        if value.__class__ is str:
-            self.reset()
-            self.feed(value)
-            return True
-        too_deep = (value.__class__ is dict or value.__class__ is list) and nests_deeper(
-            value, MAX_DEPTH
-        )
+            self.feed(value if value.__class__ is str else dumps_any_depth(value))
+            return self.text_key is None
+        too_deep = nests_deeper(value, MAX_DEPTH)
         if too_deep and nests_deeper(value, sys.getrecursionlimit()):
             raise TooDeepError(TOO_DEEP_TO_TAKE)  # before anything moved: the chunk is refused
-        self._save()
-        if self.owner is not None:
-            self._regress()
+        self._hold(value)
         if self.sink is not None:
             self.sink.whole(value)
-        self._whole = value
-        self.parts = []
-        self._ended = True
         if not isinstance(value, dict):
             self._invalid(INVALID_TEXT)
-            self.value = None
         elif too_deep:
             self._invalid(TOO_DEEP)
-            self.value = None
         else:
             self.state, self.value, self.reason = COMPLETE, value, None
         return True
@@ -280,13 +257,18 @@ class ArgsStream:
         """The wire sent the arguments as values, and the stream was cut before they were
         whole (a call streamed over parts): kept to show (``text``, the message), closed,
         never runnable (``incomplete_reason`` ``"cut"``)."""
+        self._hold(value)
+        self.state, self.value, self.reason = OPEN, None, None
+        self.closed = True
+
+    def _hold(self, value: Any) -> None:
+        """The arguments are ``value``, handed over whole (the text so far let go)."""
         self._save()
-        self._regress()
+        if self.owner is not None:  # (the test _regress makes first: a frame less per value)
+            self._regress()
         self._whole = value
         self.parts = []
         self._ended = True
-        self.state, self.value, self.reason = OPEN, None, None
-        self.closed = True
 
     def replace(self, text: Any) -> bool:
         """The wire restated the whole argument text (a ``...done`` event): adopt it."""
@@ -295,16 +277,12 @@ class ArgsStream:
         if (self.state == COMPLETE or self.closed) and self._decided(text):
             return False
         self.reset()
-        if text.__class__ is str:
-            self.feed(text)
-        else:
-            self.set_whole(text)
+        self.feed(text)  # (a value that is not text is set whole)
         return True
 
     def _invalid(self, reason: str) -> None:
         """The arguments can never become a call, and why."""
-        self.state = INVALID
-        self.reason = reason
+        self.state, self.value, self.reason = INVALID, None, reason
 
     def _regress(self) -> None:
         owner = self.owner
@@ -319,16 +297,7 @@ class ArgsStream:
         if self.sink is not None:
             self.sink.reset()
         self.parts = []
-        self.state = OPEN
-        self.reason = None
-        self.value = None
-        self._depth = 0
-        self._in_string = False
-        self._escape = False
-        self._started = False
-        self._ended = False
-        self._whole = None
-        self._spilled = False
+        self._start()
 
     def _scan(self, s: str) -> bool:
         pos = 0
@@ -373,20 +342,17 @@ class ArgsStream:
                 elif c == "{" or c == "[":
                     depth += 1
                     if depth > MAX_DEPTH:
-                        self._depth = depth
-                        self._in_string = False
                         self._invalid(TOO_DEEP)
-                        return True
+                        break
                 else:
                     depth -= 1
                     if depth <= 0:
-                        self._depth = 0
-                        self._in_string = False
                         self._ended = True
-                        return self._conclude(s[pos:])
-        self._depth = depth
-        self._in_string = in_string
-        return False
+                        break
+        self._depth, self._in_string = depth, in_string
+        if self._ended:
+            return self._conclude(s[pos:])
+        return self.state == INVALID
 
     def _conclude(self, rest: str) -> bool:
         """The top-level value closed, ``rest`` the text of the last fragment after it. A
@@ -415,7 +381,7 @@ class ArgsStream:
                 self._invalid(INVALID_TEXT)
             return True
         self.state, self.value = COMPLETE, value
-        if extra and self.tracker is not None:
+        if extra:  # (only a call's stream cuts: it has a tracker)
             self._spilled = True
             self.tracker.refused(self, extra, AFTER_COMPLETE)
         return True
@@ -435,10 +401,6 @@ class ArgsStream:
         """The value the wire handed over whole, or None when the arguments are text."""
         return self._whole
 
-    @property
-    def is_empty(self) -> bool:
-        return self._whole is None and not self._started
-
     def close(self, cut: bool = False) -> bool:
         """The item ended; return True when that made the arguments runnable.
 
@@ -452,24 +414,24 @@ class ArgsStream:
             return False
         self._save()
         self.closed = True
+        if cut:
+            return False
         if self.text_key is not None:  # free-form text: whole once its item is done
-            if cut:
-                return False
             self.state, self.value = COMPLETE, {self.text_key: self.text}
             return True
-        if not cut and self.is_empty and self.state == OPEN:
-            if self.parts:  # whitespace only: not "" and not JSON (json.loads rejects it)
-                self._invalid(INVALID_TEXT)
-                return False
-            initial = self.initial if isinstance(self.initial, dict) else {}
-            if nests_deeper(initial, MAX_DEPTH):
-                self._invalid(TOO_DEEP)
-                return False
-            self.state, self.value = COMPLETE, initial
-            if initial and self.sink is not None:  # the start event gave them whole
-                self.sink.whole(initial)
-            return True
-        return False
+        if self._whole is not None or self._started or self.state != OPEN:
+            return False
+        if self.parts:  # whitespace only: not "" and not JSON (json.loads rejects it)
+            self._invalid(INVALID_TEXT)
+            return False
+        initial = self.initial if isinstance(self.initial, dict) else {}
+        if nests_deeper(initial, MAX_DEPTH):
+            self._invalid(TOO_DEEP)
+            return False
+        self.state, self.value = COMPLETE, initial
+        if initial and self.sink is not None:  # the start event gave them whole
+            self.sink.whole(initial)
+        return True
 
     def invalid_cause(self) -> str:
         """Why arguments that will never parse are not a call, finer than ``reason``
@@ -494,9 +456,7 @@ class ArgsStream:
         ``"too deep"``), or None: complete, or still open."""
         if not self.closed or self.state == COMPLETE:
             return None
-        if self.state == INVALID:
-            return getattr(self, "reason", None) or "invalid"
-        return "cut"
+        return (self.reason or INVALID_TEXT) if self.state == INVALID else "cut"
 
     def materialize(self) -> Any:
         """What the assembled message shows at this field: the text as sent on a string
@@ -506,15 +466,21 @@ class ArgsStream:
         mistaken for a call without arguments."""
         if self.form != "object":  # a JSON text, or free-form text, as sent
             return self.text
-        if not self.closed:
-            if self._whole is not None:
-                return self._whole
-            return self.initial if self.initial is not None else {}
-        if self.state == COMPLETE:
+        if self.closed and self.state == COMPLETE:
             return self.value
         if self._whole is not None:
             return self._whole
+        if not self.closed:
+            return self.initial if self.initial is not None else {}
         return self.text
+
+
+def _cut(stream: ArgsStream, parts: list[str], length: int) -> None:
+    """Take back the fragments appended since ``parts`` (the stream's list then) had
+    ``length``: ``text`` joins into a new list, never the old one, and the only fragment ever
+    rewritten (cut at the value) is the one a ``feed`` appended, so its length is all it takes."""
+    del parts[length:]
+    stream.parts = parts
 
 
 class TooDeepError(ValueError):

@@ -27,11 +27,14 @@ Invalid text stops the updates and is reported (:attr:`PartialJSON.invalid`, wit
 
 from __future__ import annotations
 
+import json
 import re
+from operator import attrgetter
 from typing import Any
 
-from .journal import put, refill, saver, trim
-from .jsonpath import singular_path
+from .fragments import copy_json
+from .journal import put, put_back, refill, trim
+from .jsonpath import place_at, set_item, singular_path
 
 __all__ = ["PartialJSON", "parse_json_path"]
 
@@ -49,6 +52,11 @@ _AFTER = 9  # after a value: ',' or the container's closer
 _DONE = 10  # the top-level object closed: only whitespace may follow
 _STOPPED = 11  # invalid or too deep: nothing more is read
 
+# The modes that take one character, what it is, the mode after it, and how an error says it.
+_ONE_CHARACTER = {
+    _COLON: (":", _VALUE, "':' after the member name"),
+    _START: ("{", _KEY_OR_CLOSE, "'{' (arguments are a JSON object)"),
+}
 _WHITESPACE = " \t\n\r"  # json's whitespace; any other space is an error there too
 _NOT_WS = re.compile(r"[^ \t\n\r]")
 _STRING_STOP = re.compile(r'["\\\x00-\x1f]')
@@ -66,11 +74,13 @@ _LITERALS: dict[str, Any] = {
     "Infinity": float("inf"),
     "-Infinity": float("-inf"),
 }
-_LITERAL_OF = {"t": "true", "f": "false", "n": "null", "N": "NaN", "I": "Infinity"}
+_LITERAL_OF = {name[: 1 + (name[0] == "-")]: name for name in _LITERALS}  # by its head: "-I"...
 _LITERAL_START = frozenset("tfnNI-")  # '-' may begin -Infinity
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
-_HEX4 = re.compile(r"[0-9a-fA-F]{4}")
-_HEX_PREFIX = re.compile(r"[0-9a-fA-F]{0,3}")
+_UNICODE = re.compile(r"\\u[0-9a-fA-F]{4}")
+_CUT_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{0,3})?")  # the rest of a fragment, cut in an escape
+_LOW = re.compile(r"\\u[dD][c-fC-F][0-9a-fA-F]{2}")  # a low surrogate's escape
+_CUT_LOW = re.compile(r"(?:\\(?:u(?:[dD](?:[c-fC-F][0-9a-fA-F]?)?)?)?)?")  # ... cut short
 
 
 class _Invalid(Exception):
@@ -101,6 +111,12 @@ def _shrink(container: Any, key: Any, length: int) -> None:
     container[key] = container[key][:length]
 
 
+def _grown(reader: PartialJSON, container: Any, key: Any, length: int, seen: int) -> None:
+    """Take back the fast path's growing of a string (and the characters it counted)."""
+    container[key] = container[key][:length]
+    reader._seen = seen
+
+
 # What a fragment may change of the reader's scan, beside ``value`` (``_save``).
 _SCAN_STATE = (
     "invalid",
@@ -118,7 +134,7 @@ _SCAN_STATE = (
     "_seen",
     "_continuing",
 )
-_SAVE = saver(*_SCAN_STATE)
+_READ = attrgetter(*_SCAN_STATE)
 
 
 class PartialJSON:
@@ -165,13 +181,9 @@ class PartialJSON:
         lists, changed in place, are copies from then on (the journal keeps the old ones)."""
         journal = self.journal
         if journal is not None:
-            _SAVE(journal, self)
+            journal.append((put_back, self, _SCAN_STATE, _READ(self)))
             self._stack, self._token = list(self._stack), list(self._token)
             self._key_parts = list(self._key_parts)
-
-    def _grown(self, container: Any, key: Any, length: int, seen: int) -> None:
-        container[key] = container[key][:length]
-        self._seen = seen
 
     @property
     def complete(self) -> bool:
@@ -203,15 +215,14 @@ class PartialJSON:
             text = cont[key]
             journal = self.journal
             if journal is not None:
-                journal.append((self._grown, cont, key, len(text), self._seen))
+                journal.append((_grown, self, cont, key, len(text), self._seen))
             cont[key] = None
             text += fragment
             cont[key] = text
             self._seen += len(fragment)
             return
         self._save()
-        if mode >= _DONE:
-            self._after_end(fragment)
+        if mode == _STOPPED:
             return
         if not isinstance(fragment, str):
             self._stop(self._seen, f"a fragment must be text, not {type(fragment).__name__}")
@@ -224,18 +235,6 @@ class PartialJSON:
         except _Invalid as bad:
             self._stop(base + bad.pos, bad.message, bad.reason)
         self._seen += len(fragment)
-
-    def _after_end(self, fragment: Any) -> None:
-        if self._mode == _DONE:
-            if not isinstance(fragment, str):
-                self._stop(self._seen, f"a fragment must be text, not {type(fragment).__name__}")
-                return
-            extra = _NOT_WS.search(fragment)
-            if extra is not None:
-                self._stop(self._seen + extra.start(), "expected nothing after the object")
-                return
-        if isinstance(fragment, str):
-            self._seen += len(fragment)
 
     def _stop(self, offset: int | None, message: str, reason: str = "invalid") -> None:
         """Stop reading; ``offset`` (None for values set by path or whole) names where."""
@@ -289,18 +288,14 @@ class PartialJSON:
                 else:
                     raise _Invalid(pos, f"expected a member name in double quotes, got {c!r}")
                 pos += 1
-            elif mode == _COLON:
-                if c != ":":
-                    raise _Invalid(pos, f"expected ':' after the member name, got {c!r}")
-                self._mode = _VALUE
-                pos += 1
-            elif mode == _START:
-                if c != "{":
-                    raise _Invalid(pos, f"expected '{{' (arguments are a JSON object), got {c!r}")
-                self._mode = _KEY_OR_CLOSE
-                pos += 1
-            else:  # _DONE
+            elif mode == _DONE:
                 raise _Invalid(pos, "expected nothing after the object")
+            else:  # _COLON, _START: one character, then the next mode
+                wanted, then, what = _ONE_CHARACTER[mode]
+                if c != wanted:
+                    raise _Invalid(pos, f"expected {what}, got {c!r}")
+                self._mode = then
+                pos += 1
 
     def _value_start(self, s: str, pos: int, c: str) -> int:
         if c == '"':
@@ -370,20 +365,6 @@ class PartialJSON:
         return pos
 
     def _member_name(self, s: str, pos: int) -> int:
-        m = _STRING_STOP.search(s, pos)
-        if m is None:
-            self._key_parts.append(s[pos:])
-            return len(s)
-        if s[m.start()] == '"':  # the name ends, plain
-            parts = self._key_parts
-            if parts:
-                parts.append(s[pos : m.start()])
-                self._key = "".join(parts)
-                self._key_parts = []
-            else:
-                self._key = s[pos : m.start()]
-            self._mode = _COLON
-            return m.end()
         pieces, pos, ended = self._string(s, pos)
         self._key_parts += pieces
         if ended:
@@ -437,9 +418,7 @@ class PartialJSON:
         tokens[:] = [token]
         at = pos - (self._token_len - (end - pos))  # where the token began, for errors
         head = token[:2] if token[:1] == "-" else token[:1]
-        literal = _LITERAL_OF.get(head) if head != "-" else None
-        if head == "-I":
-            literal = "-Infinity"
+        literal = _LITERAL_OF.get(head)
         if literal is not None:
             if token.startswith(literal):  # whole: shown now, whatever follows
                 self._end_scalar(_LITERALS[literal])
@@ -468,7 +447,7 @@ class PartialJSON:
         if obj.__class__ is not dict:
             self._stop(None, f"the arguments are a JSON object, not {type(obj).__name__}")
             return
-        self.value.update(_copy(obj))
+        self.value.update(copy_json(obj))
         self._mode = _DONE
         self.closed = True
 
@@ -490,42 +469,17 @@ class PartialJSON:
         except ValueError as bad:
             self._stop(None, str(bad))
             return
-        if not steps:
-            self._stop(None, f"JSON path {path!r} names the arguments themselves, not a member")
+        try:
+            node, last = place_at(journal, self.value, steps)
+        except ValueError as bad:
+            self._stop(None, f"JSON path {path!r}: {bad}")
             return
-        node: Any = self.value
-        for depth, (step, after) in enumerate(zip(steps, steps[1:], strict=False)):
-            node = _child(journal, node, step, [] if after.__class__ is int else {})
-            if node is None:
-                self._stop(
-                    None, f"JSON path {path!r}: no container at {_render(steps[: depth + 1])}"
-                )
-                return
-        last = steps[-1]
-        if not _fits(node, last):
-            self._stop(None, f"JSON path {path!r}: {_render(steps[:-1])} is not the right kind")
-            return
-        if isinstance(last, int):
-            if last < 0:
-                last += len(node)
-                if last < 0:
-                    self._stop(None, f"JSON path {path!r}: the index is before the array's start")
-                    return
-            while len(node) <= last:
-                trim(journal, node)
-                node.append(None)
-        if (
-            item.__class__ is str
-            and self._continuing.get(steps)
-            and (node.get(last) if isinstance(node, dict) else node[last]).__class__ is str
-        ):
+        current = node[last] if isinstance(last, int) else node.get(last)
+        if item.__class__ is str and self._continuing.get(steps) and current.__class__ is str:
             if item:
                 _grow(journal, node, last, item)
-        elif node.__class__ is dict:
-            put(journal, node, last, _copy(item))
         else:
-            journal.append((node.__setitem__, last, node[last]))
-            node[last] = _copy(item)
+            set_item(journal, node, last, copy_json(item))
         put(journal, self._continuing, steps, bool(will_continue))
 
 
@@ -533,42 +487,26 @@ def _escape(s: str, i: int, n: int) -> tuple[str, int] | None:
     """The escape at ``s[i]`` (a backslash): (its text, where it ends); None if cut short.
 
     A high surrogate takes the low one that follows as one character, as json.loads does;
-    followed by anything else it stands alone (a lone surrogate, as json.loads gives it)."""
-    if i + 1 >= n:
-        return None
-    c = s[i + 1]
-    if c != "u":
-        simple = _ESCAPES.get(c)
-        if simple is None:
-            raise _Invalid(i, f"invalid escape '\\{c}'")
+    followed by anything else it stands alone (a lone surrogate, as json.loads gives it).
+    ``\\uXXXX`` is decoded by json.loads itself, which says what json.loads says."""
+    simple = _ESCAPES.get(s[i + 1 : i + 2])
+    if simple is not None:
         return simple, i + 2
-    code = _hex4(s, i + 2, i)
-    if code is None:
-        return None
-    if not 0xD800 <= code <= 0xDBFF:
-        return chr(code), i + 6
-    j = i + 6  # a high surrogate: is a low one next?
-    if j >= n or (s[j] == "\\" and j + 1 >= n):
-        return None
-    if s[j] != "\\" or s[j + 1] != "u":
-        return chr(code), j
-    low = _hex4(s, j + 2, j)
-    if low is None:
-        return None
-    if 0xDC00 <= low <= 0xDFFF:
-        return chr(0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)), j + 6
-    return chr(code), j
-
-
-def _hex4(s: str, at: int, escape: int) -> int | None:
-    digits = s[at : at + 4]
-    if len(digits) < 4:
-        if not _HEX_PREFIX.fullmatch(digits):
-            raise _Invalid(escape, f"invalid \\u escape {s[escape : at + 4]!r}")
-        return None
-    if not _HEX4.fullmatch(digits):
-        raise _Invalid(escape, f"invalid \\u escape {s[escape : at + 4]!r}")
-    return int(digits, 16)
+    unicode = _UNICODE.match(s, i)
+    if unicode is None:
+        if _CUT_ESCAPE.fullmatch(s, i):
+            return None
+        if s[i + 1 : i + 2] == "u":
+            raise _Invalid(i, f"invalid \\u escape {s[i : i + 6]!r}")
+        raise _Invalid(i, f"invalid escape {s[i : i + 2]!r}")
+    end = unicode.end()
+    if s[i + 2] in "dD" and s[i + 3] in "89abAB":  # a high surrogate: is a low one next?
+        if _CUT_LOW.fullmatch(s, end):
+            return None
+        if _LOW.match(s, end):
+            end += 6
+    text: str = json.loads(f'"{s[i:end]}"')
+    return text, end
 
 
 def _number(token: str, at: int) -> Any:
@@ -581,63 +519,6 @@ def _number(token: str, at: int) -> Any:
         return int(token)
     except ValueError as too_long:  # json.loads refuses the same (sys.set_int_max_str_digits)
         raise _Invalid(at, str(too_long)) from None
-
-
-def _copy(item: Any) -> Any:
-    """A copy of a JSON value's containers (so that ``value`` shares nothing with the
-    message), without recursion, whatever its depth."""
-    if item.__class__ is not dict and item.__class__ is not list:
-        return item
-    top: Any = {} if item.__class__ is dict else []
-    work: list[tuple[Any, Any]] = [(item, top)]
-    while work:
-        source, target = work.pop()
-        pairs = source.items() if source.__class__ is dict else enumerate(source)
-        for key, child in pairs:
-            if child.__class__ is dict or child.__class__ is list:
-                copied: Any = {} if child.__class__ is dict else []
-                work.append((child, copied))
-                child = copied
-            if target.__class__ is dict:
-                target[key] = child
-            else:
-                target.append(child)
-    return top
-
-
-def _fits(node: Any, step: str | int) -> bool:
-    return node.__class__ is (list if step.__class__ is int else dict)
-
-
-def _child(journal: list[Any], node: Any, step: str | int, empty: Any) -> Any:
-    """The container at ``node[step]``, made (``empty``) where absent or null (journaled);
-    None if the path cannot go through ``node``."""
-    if not _fits(node, step):
-        return None
-    if isinstance(step, int):
-        if step < 0:
-            step += len(node)
-            if step < 0:
-                return None
-        while len(node) <= step:
-            trim(journal, node)
-            node.append(None)
-    child = node.get(step) if isinstance(node, dict) else node[step]
-    if child is None:
-        if node.__class__ is dict:
-            put(journal, node, step, empty)
-        else:
-            journal.append((node.__setitem__, step, None))
-            node[step] = empty
-        child = empty
-    return child if child.__class__ is dict or child.__class__ is list else None
-
-
-def _render(steps: tuple[str | int, ...] | list[str | int]) -> str:
-    out = ["$"]
-    for step in steps:
-        out.append(f"[{step}]" if step.__class__ is int else f"[{step!r}]")
-    return "".join(out)
 
 
 # -- JSON paths (RFC 9535, singular queries) ----------------------------------------------

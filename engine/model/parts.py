@@ -27,9 +27,7 @@ _ABSENT = object()
 class JoinRule:
     key: tuple[str, ...]
     text: tuple[str, ...]
-    string_part: dict[str, Any] | None = (
-        None  # how a bare string delta becomes a part: {type: text}
-    )
+    string_part: dict[str, Any] | None = None  # how a bare string delta becomes a part
     string_field: str = ""  # the field of that part that takes the string (see from_spec)
     blocked_by: tuple[str, ...] = ()  # fields on the incoming part that prevent a join
     attach: tuple[str, ...] = ()  # fields an empty-text part brings onto the run before it
@@ -133,7 +131,11 @@ def join_one(
                     grow(journal, current, value)
                 return last
         where = rule.where if where is None else where
-        _join_into(journal, last, part, rule, where, len(parts) - 1)
+        for key, value in part.items():
+            if key in rule.text:
+                _join_text(journal, last, key, value, rule, (where, len(parts) - 1, key))
+            elif last.get(key) in (None, ""):
+                put(journal, last, key, ingest(value))
         return last
     stored: dict[str, Any] = ingest(part)
     for f in rule.text:
@@ -144,63 +146,31 @@ def join_one(
     return stored
 
 
-def _join_into(
-    journal: list[Any],
-    last: dict[str, Any],
-    part: dict[str, Any],
-    rule: JoinRule,
-    where: Any,
-    index: int,
-) -> None:
-    for key, value in part.items():
-        if key in rule.text:
-            _join_text(journal, last, key, value, rule, where, index)
-        elif last.get(key) in (None, ""):
-            put(journal, last, key, ingest(value))
-
-
 def _join_text(
-    journal: list[Any],
-    last: dict[str, Any],
-    key: str,
-    value: Any,
-    rule: JoinRule,
-    where: Any,
-    index: int,
+    journal: list[Any], last: dict[str, Any], key: str, value: Any, rule: JoinRule, place: Any
 ) -> None:
-    """Continue the text field ``key`` of the run ``last`` (item ``index`` of the list at
-    ``where``) with ``value``: a string appends to text, a list of parts joins a list of parts
-    (Mistral's ``thinking``). A string on a list of parts is placed by the rule's ``string``
-    (a bare string is a text part), without loss; what cannot continue the field (a list on
-    text: the text so far would become a part the stream never showed as one) is a
+    """Continue the text field ``key`` of the run ``last`` (the field at ``place``, see
+    :func:`_place`) with ``value``: a string appends to text, a list of parts joins a list of
+    parts (Mistral's ``thinking``). A string on a list of parts is placed by the rule's
+    ``string`` (a bare string is a text part), without loss; what cannot continue the field (a
+    list on text: the text so far would become a part the stream never showed as one) is a
     ValueError naming the place, what it holds and what came. ``null`` adds nothing."""
     current: Any = last.get(key)  # narrowed by class below, which mypy does not follow
     kind = value.__class__
     held = current.__class__
-    if kind is str:
-        if held is Fragments:
-            if value:
-                grow(journal, current, value)
-            return
-        if current is None or held is str:
-            put(journal, last, key, Fragments((current or "") + value))
-            return
-        if held is list and rule.string_part is not None:
-            string_as_part(journal, current, value, rule, (where, index, key))
-            return
-    elif kind is list:
-        if held is list:
-            join_parts(journal, current, value, rule, None, (where, index, key))
-            return
-        if current is None:
-            put(journal, last, key, ingest(value))
-            return
-    elif current is None:
+    if kind is str and held is Fragments:
+        if value:
+            grow(journal, current, value)
+    elif kind is str and (current is None or held is str):
+        put(journal, last, key, Fragments((current or "") + value))
+    elif current is None:  # a list of parts, or another value, where nothing is yet
         put(journal, last, key, ingest(value))
-        return
-    elif value is None:
-        return
-    raise _text_misfit((where, index, key), current, value, rule)
+    elif kind is str and held is list and rule.string_part is not None:
+        string_as_part(journal, current, value, rule, place)
+    elif kind is list and held is list:
+        join_parts(journal, current, value, rule, None, place)
+    elif value is not None:
+        raise _text_misfit(place, current, value, rule)
 
 
 def as_placed(part: dict[str, Any], stored: dict[str, Any], rule: JoinRule) -> dict[str, Any]:
