@@ -13,21 +13,6 @@ from typing import Any, ClassVar
 
 from .records import FinishReason, Usage
 
-__all__ = [
-    "ArgumentsDelta",
-    "CallIncomplete",
-    "CallReady",
-    "CallStarted",
-    "Event",
-    "ExtractedCall",
-    "Finished",
-    "INCOMPLETE_CAUSES",
-    "INCOMPLETE_REASONS",
-    "ProviderError",
-    "ReasoningDelta",
-    "TextDelta",
-]
-
 # Why a started call will never be runnable (README, "Events": CallIncomplete.reason).
 INCOMPLETE_REASONS = ("cut", "invalid", "too deep")
 

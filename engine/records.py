@@ -10,10 +10,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 
-def _empty_object_schema() -> dict[str, Any]:
-    return {"type": "object", "properties": {}}
-
-
 @dataclass
 class Tool:
     """A tool as every wire declares it: a name, a description and a JSON Schema object for
@@ -30,7 +26,7 @@ class Tool:
 
     name: str
     description: str = ""
-    parameters: dict[str, Any] = field(default_factory=_empty_object_schema)
+    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
     format: dict[str, Any] | None = None
 
 

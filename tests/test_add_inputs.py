@@ -346,3 +346,24 @@ def test_a_driver_on_a_text_codec_buffer_keeps_a_text_only_turn_in_the_history()
     buf.close()
     messages += driver.process_llm_response(buf).messages or []
     assert messages == [{"role": "assistant", "content": "Hello there"}]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'data: {"a":,}',
+        'data: {"a": 1\ndata: ,,}',
+        'event: x\r\ndata: {"a" 1}\r\n\r\n',
+        'data: {"a": [1,]}\r\n',
+    ],
+)
+def test_sse_text_in_a_chunk_is_read_by_the_body_s_decoder(text):
+    """One SSE decoder (issue 17): an SSE line or block handed to ``add`` says of its JSON
+    what ``engine.sse_chunks`` says of the same lines in a body (the column, in the same
+    words), without the body's line number, which a chunk has none of."""
+    with pytest.raises(engine.TransportError) as in_body:
+        list(engine.sse_chunks([text.strip() + "\n\n"]))
+    buf = engine.LLMStreamBuffer()
+    with pytest.raises(engine.ChunkError) as in_chunk:
+        buf.add(text)
+    assert in_chunk.value.reason == in_body.value.reason

@@ -1,14 +1,10 @@
 """The fast paths change nothing but speed.
 
-Compiled objects carry fast paths (a reader's one-field look-up, the
-:class:`engine.compile.paths.Reader`'s ``field``; the dispatcher's first-entry choice), and
-``engine.compile.paths.FAST_PATHS`` turns every one of them off when a descriptor compiles.
-Every golden is replayed, whole and re-split into one-character fragments, by strategies
-compiled both ways, and the outcomes must agree.
-
-That the switch does something is shown, not assumed: one-field readers are compiled through a
-counting wrapper, and with the fast paths on the hot path looks their field up instead of
-calling them, so the calls drop by about one per chunk.
+The fast paths live inside the compiled readers, with no switch: a plain field chain compiles
+to direct look-ups (``ev.get(key)`` for one field, :func:`engine.compile.paths._chain`), and
+every caller calls the reader. Every golden is replayed, whole and re-split into
+one-character fragments, by strategies compiled as they are and by strategies whose chains
+compile to a plain loop over their fields, and the outcomes must agree.
 """
 
 from __future__ import annotations
@@ -23,44 +19,42 @@ from conftest import golden_streams, outcome, read_stream, stream_id
 import engine
 from engine.cli.resplit import every_character, resplit
 from engine.compile import paths
+from engine.compile.strategy import Program
 from engine.language.builtin_files import builtin_path
 from engine.model.fragments import Fragments, SlottedList
 
 STREAMS = golden_streams()
-_CALLS = {True: 0, False: 0}  # calls of one-field readers, by the FAST_PATHS they compiled under
+
+
+def _looped_chain(fields: list[str], on_choice: bool = False) -> Any:
+    """A chain read as a loop over its fields: what the specialised look-ups must equal."""
+
+    def read(ev: Any, ch: Any = None) -> Any:
+        obj = ch if on_choice else ev
+        for field in fields:
+            if not isinstance(obj, dict):
+                return None
+            obj = obj.get(field)
+        return obj
+
+    return read
 
 
 @functools.cache
-def _strategy(fmt: str, fast: bool) -> Any:
-    """The built-in ``fmt`` compiled afresh with the fast paths ``fast``, its one-field
-    readers counting their calls."""
-    real_chain = paths._chain
-
-    def counting_chain(fields: list[str], on_choice: bool = False) -> Any:
-        read = real_chain(fields, on_choice)
-        if on_choice or len(fields) != 1:
-            return read
-
-        def counted(ev: Any, ch: Any = None) -> Any:
-            _CALLS[fast] += 1
-            return read(ev, ch)
-
-        return counted
-
+def _strategy(fmt: str, specialised: bool) -> Any:
+    """The built-in ``fmt`` compiled afresh, its chains specialised or looped."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(paths, "FAST_PATHS", fast)
-        patch.setattr(paths, "_chain", counting_chain)
+        if not specialised:
+            patch.setattr(paths, "_chain", _looped_chain)
         return engine.load_format(builtin_path(fmt))
 
 
-def _replay(events: list, fmt: str, fast: bool) -> tuple[dict, int]:
-    """The outcome of ``events`` and how many one-field reader calls it took."""
-    before = _CALLS[fast]
-    buf = engine.LLMStreamBuffer(strategies=[_strategy(fmt, fast)])
+def _replay(events: list, strategy: Any) -> dict:
+    buf = engine.LLMStreamBuffer(strategies=[strategy])
     for event in copy.deepcopy(events):
         buf.add(event)
     buf.close()
-    return outcome(buf), _CALLS[fast] - before
+    return outcome(buf)
 
 
 def _one_char(events: list, fmt: str) -> list:
@@ -71,44 +65,51 @@ def _one_char(events: list, fmt: str) -> list:
 
 @pytest.mark.parametrize("path", STREAMS, ids=stream_id)
 @pytest.mark.parametrize("split", ["whole", "one_char"])
-def test_the_generic_paths_give_the_same_outcome(path, split):
+def test_the_specialised_look_ups_give_the_looped_outcome(path, split):
     fmt = path.parent.name
     events = read_stream(path)
     if split == "one_char":
         events = _one_char(events, fmt)
-    fast, fast_calls = _replay(events, fmt, True)
-    generic, generic_calls = _replay(events, fmt, False)
-    assert generic == fast
-    assert generic_calls >= fast_calls
+    assert _replay(events, _strategy(fmt, False)) == _replay(events, _strategy(fmt, True))
 
 
-def test_the_switch_turns_the_one_field_look_ups_into_reader_calls():
-    """Over every golden, the generic paths call a one-field reader at least once more per
-    chunk: the look-ups the fast paths make in place of a call (the discriminator of a wire
-    with event names, its choice list, the SLOT of a delta, a fold's source...). Readers with
-    no fast path (an operation's ``from``) are called either way."""
-    chunks = fast_calls = generic_calls = 0
-    for path in STREAMS:
-        events = read_stream(path)
-        chunks += len(events)
-        fast_calls += _replay(events, path.parent.name, True)[1]
-        generic_calls += _replay(events, path.parent.name, False)[1]
-    assert generic_calls - fast_calls >= chunks, (chunks, fast_calls, generic_calls)
+def test_the_dispatcher_reads_through_its_compiled_readers(monkeypatch):
+    """No caller looks a reader's field up in its place: the event name and the choice list
+    of every chunk a wire applies are each one call of the compiled reader (any callable
+    that reads them serves), and there is no global switch of fast paths."""
+    assert not hasattr(paths, "FAST_PATHS")
+    real_apply, counted = Program.apply, []
+    calls: dict[str, int] = {}
+
+    def counted_apply(self: Program, asm: Any, chunk: Any, choice: int) -> None:
+        calls["apply"] += self in counted
+        real_apply(self, asm, chunk, choice)
+
+    def counting(kind: str, read: Any) -> Any:
+        def reader(ev: Any, ch: Any = None) -> Any:
+            calls[kind] += 1
+            return read(ev, ch)
+
+        return reader
+
+    monkeypatch.setattr(Program, "apply", counted_apply)
+    for fmt, kind in (("anthropic_messages", "discriminator"), ("openai_chat", "choice_list")):
+        strategy = engine.load_format(builtin_path(fmt))
+        counted.append(strategy.program)
+        setattr(strategy.program, kind, counting(kind, getattr(strategy.program, kind)))
+        calls.update(apply=0, **{kind: 0})
+        for path in golden_streams([fmt]):
+            events = read_stream(path)
+            assert _replay(events, strategy) == _replay(events, engine.load_format(fmt))
+        assert 0 < calls["apply"] <= calls[kind], (fmt, calls)
 
 
-def test_a_one_field_reader_names_its_field_and_no_other_does():
-    assert paths.compile_read("index").field == "index"
-    assert paths.compile_get("delta").field == "delta"
-    assert paths.compile_read("choice", "choice").field is None  # the choice, not the event
-    for path in ("", "delta.text", "content[0]", "choice.delta", {"jmespath": "a || b"}):
-        assert paths.compile_read(path, "choice").field is None, path
-
-
-def test_with_the_switch_off_no_reader_names_a_field(monkeypatch):
-    monkeypatch.setattr(paths, "FAST_PATHS", False)
+def test_a_one_field_path_is_named_and_no_other_is():
+    assert paths.one_field("index") == "index"
+    for path in ("", "delta.text", "content[0]", {"jmespath": "a || b"}, 3):
+        assert paths.one_field(path) is None, path
     read = paths.compile_read("index")
-    assert read.field is None
-    assert read({"index": 3}, None) == 3  # the generic path reads the same field
+    assert read({"index": 3}) == 3 and read([3]) is None and read({}) is None
 
 
 def test_fragments_append_join_and_measure_without_their_pieces():

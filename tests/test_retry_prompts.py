@@ -21,7 +21,7 @@ from engine.events import INCOMPLETE_CAUSES
 from engine.text.codec import TextCodec
 
 DESCRIPTOR = Path(__file__).resolve().parent.parent / "formats" / "mcs_text.yaml"
-CODEC = TextCodec.from_descriptor(yaml.safe_load(DESCRIPTOR.read_text(encoding="utf-8")))
+CODEC = TextCodec(yaml.safe_load(DESCRIPTOR.read_text(encoding="utf-8")))
 
 # What each cause's prompt must say (and no other prompt says).
 SAYS = {
@@ -84,7 +84,7 @@ def test_a_descriptor_without_the_cause_messages_words_the_reason():
     for cause in INCOMPLETE_CAUSES:
         if cause != "too deep":
             del section[cause]
-    plain = TextCodec.from_descriptor(data)
+    plain = TextCodec(data)
     for cause, reason in REASON_OF.items():
         assert plain.retry_call_incomplete(event(cause, reason)) == plain.retry_call_incomplete(
             "get_weather", reason
@@ -146,7 +146,7 @@ def test_a_problem_text_is_inserted_once_never_read_as_a_placeholder():
 def test_a_descriptor_without_the_schema_message_sends_execution_failed():
     data = copy.deepcopy(yaml.safe_load(DESCRIPTOR.read_text(encoding="utf-8")))
     del data["codec"]["prompt"]["retry"]["schema_invalid"]
-    plain = TextCodec.from_descriptor(data)
+    plain = TextCodec(data)
     prompt = plain.retry_schema_invalid("t", [("/a", "expected a string")])
     assert prompt == plain.retry_execution_failed("t", "/a: expected a string")
 

@@ -30,7 +30,7 @@ def codec() -> TextCodec:
 
 
 def load_codec() -> TextCodec:
-    return TextCodec.from_descriptor(yaml.safe_load(DESCRIPTOR.read_text(encoding="utf-8")))
+    return TextCodec(yaml.safe_load(DESCRIPTOR.read_text(encoding="utf-8")))
 
 
 def feed_all(codec: TextCodec, pieces: list[str]):
@@ -295,7 +295,7 @@ def test_healing(codec: TextCodec, text: str, expected: tuple) -> None:
 def test_healing_is_data(codec: TextCodec) -> None:
     data = yaml.safe_load(DESCRIPTOR.read_text(encoding="utf-8"))
     data["codec"]["healing"] = []
-    plain = TextCodec.from_descriptor(data)
+    plain = TextCodec(data)
     assert plain.parse_calls('{"tool": "a", "arguments": {"x": 1,}}') == []
     assert calls_of(codec, '{"tool": "a", "arguments": {"x": 1,}}') == [("a", {"x": 1})]
 
@@ -361,7 +361,7 @@ def test_a_nested_object_of_a_released_record_is_not_a_call(codec: TextCodec) ->
 def test_bare_detection_can_be_switched_off() -> None:
     data = yaml.safe_load(DESCRIPTOR.read_text(encoding="utf-8"))
     data["codec"]["bare"] = False
-    fenced_only = TextCodec.from_descriptor(data)
+    fenced_only = TextCodec(data)
     assert fenced_only.parse_calls('{"tool": "a"}') == []
     assert [c.name for c in fenced_only.parse_calls('```json\n{"tool": "a"}\n```')] == ["a"]
     scanner = feed_all(fenced_only, ["{"])
@@ -374,7 +374,7 @@ def test_other_delimiters_and_keys_are_data() -> None:
     data["codec"]["delimiters"] = [{"start": "[CALL]", "end": "[/CALL]"}]
     data["codec"]["name_keys"] = ["function"]
     data["codec"]["args_keys"] = ["args"]
-    custom = TextCodec.from_descriptor(data)
+    custom = TextCodec(data)
     text = 'x [CALL]{"function": "f", "args": {"k": 1}}[/CALL] y {"tool": "t"}'
     assert calls_of(custom, text) == [("f", {"k": 1})]
     assert feed_all(custom, ["x [CA"]).releasable() == "x "
@@ -661,31 +661,39 @@ def test_function_description_is_json_with_the_tools(codec: TextCodec) -> None:
     assert ping["parameters"] == {"type": "object", "properties": {}}
 
 
-def _schema_defaults(node: dict) -> dict:
-    return {k: p["default"] for k, p in node["properties"].items() if "default" in p}
-
-
-def test_the_schema_describes_the_defaults_the_codec_applies() -> None:
-    """The code is the one source of a codec section's defaults; the schema's ``default``
-    annotations (what an editor shows) must say the same, key for key."""
+def test_a_section_that_leaves_keys_out_reads_as_the_schema_defaults_say() -> None:
+    """The schema's ``default`` annotations (what an editor shows) are the one source of what
+    a key left out means: the codec applies them."""
     from engine.compile.schema import schema
-    from engine.text import codec as module
 
-    defs = schema()["$defs"]
-    section = _schema_defaults(defs["codec"])
-    section["fences"] = _schema_defaults(defs["codec"]["properties"]["fences"])
-    assert section == module._DEFAULTS
-    tool_format = defs["codec_prompt"]["properties"]["tool_format"]
-    assert _schema_defaults(tool_format) == module._TOOL_FORMAT_DEFAULTS
+    data = yaml.safe_load(DESCRIPTOR.read_text(encoding="utf-8"))
+    prompt = {k: v for k, v in data["codec"]["prompt"].items() if k != "tool_format"}
+    bare = TextCodec({"codec": {"prompt": prompt}})
+    props = schema()["$defs"]["codec"]["properties"]
+    fences = props["fences"]["properties"]
+    assert (bare.name_keys, bare.args_keys, bare.reject_keys, bare.bare) == (
+        tuple(props["name_keys"]["default"]),
+        tuple(props["args_keys"]["default"]),
+        tuple(props["reject_keys"]["default"]),
+        props["bare"]["default"],
+    )
+    assert bare.fence_markers == tuple(fences["markers"]["default"])
+    assert bare.fence_languages == frozenset(fences["languages"]["default"])
+    assert bare.healing == ()
+    delimiter = props["delimiters"]["default"][0]
+    text = f'{delimiter["start"]}{{"tool": "a"}}{delimiter["end"]}'
+    assert calls_of(bare, text) == [("a", {})]
+    tool_format = schema()["$defs"]["codec_prompt"]["properties"]["tool_format"]["properties"]
+    assert bare.prompt.tool_format == {k: p["default"] for k, p in tool_format.items()}
 
 
 def test_a_prompt_without_tool_format_describes_tools_as_the_defaults_say(codec) -> None:
     data = yaml.safe_load(DESCRIPTOR.read_text(encoding="utf-8"))
     del data["codec"]["prompt"]["tool_format"]
-    bare = TextCodec.from_descriptor(data)
+    bare = TextCodec(data)
     assert bare.function_description(TOOLS) == codec.function_description(TOOLS)
     data["codec"]["prompt"]["tool_format"] = {"untyped_parameter": {}, "indent": None}
-    plain = json.loads(TextCodec.from_descriptor(data).function_description(TOOLS))
+    plain = json.loads(TextCodec(data).function_description(TOOLS))
     assert plain["tools"][0]["parameters"]["properties"]["days"] == {"description": "How many"}
 
 
@@ -724,12 +732,14 @@ def test_the_codec_is_immutable(codec: TextCodec) -> None:
         codec.name_keys = ("x",)  # type: ignore[misc]
 
 
-def test_the_schema_describes_the_default_a_healing_rule_replaces_with() -> None:
+def test_a_healing_rule_without_a_replacement_deletes_what_it_matches() -> None:
+    """As the schema's default for ``replacement`` (``""``) says."""
     from engine.compile.schema import schema
-    from engine.text import codec as module
 
-    rule = schema()["$defs"]["healing_rule"]["properties"]
-    assert rule["replacement"]["default"] == module.HEALING_REPLACEMENT
+    assert schema()["$defs"]["healing_rule"]["properties"]["replacement"]["default"] == ""
+    data = yaml.safe_load(DESCRIPTOR.read_text(encoding="utf-8"))
+    data["codec"]["healing"] = [{"pattern": r",(?=\s*\})"}]
+    assert calls_of(TextCodec(data), '{"tool": "a", "arguments": {"x": 1,}}') == [("a", {"x": 1})]
 
 
 # -- a driver's turn: the rules "end" and "anywhere" (issue 16, point 5) -----------------------
@@ -856,3 +866,23 @@ def test_what_is_not_an_incomplete_call_is_text(codec, text) -> None:
     assert scanner.incomplete_calls() == [] and scanner.complete_calls() == []
     scanner.close()
     assert scanner.releasable() == text
+
+
+def test_a_codec_dict_with_a_replacement_its_pattern_cannot_fill_is_refused_at_load() -> None:
+    """A problem no schema sees is refused when the codec compiles, at its JSON pointer (the
+    validator locates it in the file: tests/broken/codec_bad_replacement.yaml), never at the
+    first text it heals, mid-stream."""
+    from engine import DescriptorError
+    from engine.text.strategy import TextStrategy
+
+    data = yaml.safe_load(DESCRIPTOR.read_text(encoding="utf-8"))
+    data["codec"]["healing"][0]["replacement"] = r"\9"
+    with pytest.raises(DescriptorError) as caught:
+        TextStrategy(data, source="mine.yaml")
+    [problem] = caught.value.problems
+    assert (problem.file, problem.pointer, problem.rule) == (
+        "mine.yaml",
+        "/codec/healing/0/replacement",
+        "compile",
+    )
+    assert "invalid group reference 9" in problem.message

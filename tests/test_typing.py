@@ -91,7 +91,7 @@ def test_user_script_runs_on_a_recorded_stream(tmp_path):
     assert lines[-1] == "ran ['Lyon', 'Marseille', 'Lyon', 'Marseille']"
     assert "raw body: ran ['get_weather', 'get_weather'], ignored {}" in lines
     assert text.count("history of 2 message(s)") == 2
-    assert "chunk error at 0: expected a JSON object, got a JSON array" in lines
+    assert "chunk error at 0: expected a JSON object, got a list" in lines
     assert any(line.startswith("problem at ") and "mine.yaml:" in line for line in lines)
     # The events: consume() with a match, the cursors, the async driver and aconsume().
     assert "started 1 get_weather id=toolu_01l0pyMgMJxsFaHSlL4rkfkz" in lines

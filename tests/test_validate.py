@@ -94,6 +94,8 @@ RULES = {
     "section_order": ["order"],
     "bad_template": ["template"],
     "codec_bad_regex": ["required", "regex"],
+    "codec_bad_replacement": ["unknown-key", "compile"],
+    "codec_marker_twice": ["compile"],
     "continuation_without_flag": ["required"],
     "three_problems": ["type", "jmespath", "unknown-key"],
     "args_not_a_chain": ["field-chain"],

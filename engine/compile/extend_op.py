@@ -12,11 +12,12 @@ part, or at the wire's DONE; a call still continuing when the input ends without
 at a DONE that is a length cut, is cut: incomplete, never a call.
 
 Each piece sets one value at an RFC 9535 JSON path (:mod:`engine.model.jsonpath`) of the arguments
-object. Every piece of a chunk is checked before any part of the chunk is taken: a path that cannot
-be read, or that cannot be placed (a list index that would leave a hole, a member of something that
-is not an object, a value over an object already built), raises a ``ValueError`` naming the path,
-and the buffer turns it into a ``ChunkError`` with the chunk's index; nothing of that chunk has
-been applied.
+object. A path that cannot be read, or that cannot be placed (a list index that would leave a hole,
+a member of something that is not an object, a value over an object already built), raises a
+``ValueError`` naming the path where the piece is written, and the buffer turns it into a
+``ChunkError`` with the chunk's index. Nothing of that chunk is taken: every write goes through the
+undo journal (:mod:`engine.model.journal`), and a chunk that raises is taken back whole, so no
+pre-check walks the pieces twice.
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ from .ops import (
     RuleProblem,
     Run,
     Target,
-    fragments_reader,
     reasoning_inside,
 )
 from .paths import compile_read, items_of
@@ -59,9 +59,10 @@ class Continuation:
 
 
 def _continuation(spec: dict[str, Any] | None) -> Continuation | None:
-    """The declared shape, read as the schema requires it: every field name the op needs is
-    the descriptor's (formats/gemini.yaml names Gemini's), none is a default here. Only
-    ``null_value`` is optional: without it, no value field means null."""
+    """The declared shape, read as the schema requires it (its keys are the fields): every
+    field name the op needs is the descriptor's (formats/gemini.yaml names Gemini's), none
+    is a default here. Only ``null_value`` is optional: without it, no value field means
+    null."""
     if not spec:
         return None
     if spec["text_value"] not in spec["values"]:
@@ -71,17 +72,7 @@ def _continuation(spec: dict[str, Any] | None) -> Continuation | None:
             f"({', '.join(map(str, spec['values']))}): the value field whose pieces concatenate "
             "must be one a piece is read from",
         )
-    return Continuation(
-        field=spec["field"],
-        flag=spec["flag"],
-        pieces=spec["pieces"],
-        path=spec["path"],
-        values=tuple(spec["values"]),
-        text_value=spec["text_value"],
-        args=spec["args"],
-        opens=spec["opens"],
-        null_value=spec.get("null_value"),
-    )
+    return Continuation(**{"null_value": None, **spec, "values": tuple(spec["values"])})
 
 
 def op_extend(spec: dict[str, Any], ctx: CompileContext) -> Run:
@@ -90,11 +81,11 @@ def op_extend(spec: dict[str, Any], ctx: CompileContext) -> Run:
     rule = JoinRule.from_spec(spec["join"], spec["at"]) if spec.get("join") else None
     pattern = items_of(target.pattern)
     cont = _continuation(spec.get("continuation"))
-    display_where = _display_where(ctx, target)
+    display = _display_where(ctx, target)
     at_root = target.at_root
     last = target.rel[-1]
     text_where = ctx.text_where  # which parts' text is display text (None: all)
-    reasoning = _reasoning_readers(ctx, target)
+    reasoning = reasoning_inside(ctx, target.pattern)  # inside a part: Gemini's thought text
     if cont is not None and finish_open_parts not in ctx.at_end:
         ctx.at_end.append(finish_open_parts)  # calls still open over parts close at the end
 
@@ -104,11 +95,6 @@ def op_extend(spec: dict[str, Any], ctx: CompileContext) -> Run:
             return
         if incoming.__class__ is not list:
             incoming = [incoming]
-        if cont is not None:
-            for part in incoming:  # only a chunk with a call part has pieces to check
-                if part.__class__ is dict and cont.field in part:
-                    _check_pieces(asm, incoming, cont)  # raises before anything changes
-                    break
         parent = asm.root if at_root else target.field_parent(asm, ev, ch, "extend")
         if parent is None:
             return
@@ -117,8 +103,7 @@ def op_extend(spec: dict[str, Any], ctx: CompileContext) -> Run:
             parts = put(asm.journal, parent, last, [])
         for part in incoming:
             if part.__class__ is not dict:
-                trim(asm.journal, parts)
-                parts.append(ingest(part))
+                _append(asm, parts, ingest(part), None)
                 continue
             if cont is not None:
                 call = part.get(cont.field)
@@ -130,77 +115,56 @@ def op_extend(spec: dict[str, Any], ctx: CompileContext) -> Run:
                 if call.__class__ is dict and call.get(cont.flag):
                     _open(asm, parts, part, call, cont, pattern)
                     continue
-            _take(asm, parts, part, rule, pattern, display_where, text_where, reasoning)
+            take(asm, parts, part)
+
+    def take(asm: Assembly, parts: list[Any], part: dict[str, Any]) -> None:
+        """A whole part: appended (or joined to the part before), its text shown."""
+        if rule is None:
+            stored = _append(asm, parts, ingest(part), pattern)
+        else:
+            before = len(parts)
+            stored = join_one(asm.journal, parts, part, rule)
+            if len(parts) > before:
+                asm.item_added(pattern, stored, before)
+        if display:
+            piece = part.get(display)
+            if piece.__class__ is str and piece and (text_where is None or text_where(stored)):
+                asm.display.append(piece)
+                return
+        for read_reasoning in reasoning:  # never display text: a display piece returned above
+            read_reasoning(part, asm.reasoning)
 
     return extend
 
 
 def _display_where(ctx: CompileContext, target: Target) -> str | None:
+    """The field of an incoming part that is display text (``text``), if the parts are."""
     if ctx.text_pattern is None or not ctx.text_pattern.startswith(f"{target.pattern}[*]."):
         return None
-    field = ctx.text_pattern[len(target.pattern) + 4 :]
-    return field
+    return ctx.text_pattern[len(target.pattern) + 4 :]
 
 
-def _reasoning_readers(ctx: CompileContext, target: Target) -> tuple[Any, ...]:
-    """Readers of the reasoning inside an incoming part (Gemini's thought text)."""
-    inside = reasoning_inside(ctx, target.pattern)
-    return tuple(fragments_reader(rel, where) for rel, where in inside)
-
-
-def _take(
-    asm: Assembly,
-    parts: list[Any],
-    part: dict[str, Any],
-    rule: JoinRule | None,
-    pattern: str,
-    display_field: str | None,
-    text_where: Any,
-    reasoning: tuple[Any, ...],
-) -> None:
-    before = len(parts)
-    if rule is not None:
-        stored = join_one(asm.journal, parts, part, rule)
-    else:
-        stored = ingest(part)
-        trim(asm.journal, parts)
-        parts.append(stored)
-    if len(parts) > before:
+def _append(asm: Assembly, parts: list[Any], stored: Any, pattern: str | None) -> Any:
+    """Append ``stored`` to ``parts`` (journaled), told to the assembly as an item of
+    ``pattern`` (None: a value that is no part object, never an item)."""
+    trim(asm.journal, parts)
+    parts.append(stored)
+    if pattern is not None:
         asm.item_added(pattern, stored, len(parts) - 1)
-    if display_field:
-        piece = part.get(display_field)
-        if piece.__class__ is str and piece and (text_where is None or text_where(stored)):
-            asm.display.append(piece)
-            return
-    for read in reasoning:  # never display text: a display piece returned above
-        read(part, asm.reasoning)
+    return stored
 
 
 def _open(
-    asm: Assembly,
-    parts: list[Any],
-    part: dict[str, Any],
-    call: dict[str, Any],
-    cont: Continuation,
-    pattern: str,
+    asm: Assembly, parts: list[Any], part: Any, call: Any, cont: Continuation, pattern: str
 ) -> None:
     """A call part with the flag: the call's arguments stream in the parts that follow."""
     kept = {k: v for k, v in call.items() if k not in (cont.flag, cont.pieces)}
-    stored = {**ingest({k: v for k, v in part.items() if k != cont.field}), cont.field: kept}
-    trim(asm.journal, parts)
-    parts.append(stored)
-    asm.item_added(pattern, stored, len(parts) - 1)
+    whole = {**ingest({k: v for k, v in part.items() if k != cont.field}), cont.field: kept}
+    stored = _append(asm, parts, whole, pattern)
     track = asm.track_of.get(id(stored))
     if track is not None:
         track.args.reset()  # its arguments are still streaming
-    sink = track.args.sink if track is not None else None
-    state: tuple[dict[str, Any], Continuation, dict[str, Any], dict[str, Any], Any] = (
-        stored,
-        cont,
-        {},
-        {},
-        sink,
-    )
+    state: tuple[Any, ...] = (stored, cont, {}, {}, track.args.sink if track else None)
     trim(asm.journal, asm.open_parts)
     asm.open_parts.append(state)
     _apply_pieces(asm, state, call.get(cont.pieces))
@@ -228,29 +192,33 @@ def _continue(
 
 
 def _apply_pieces(asm: Assembly, state: tuple[Any, ...], pieces: Any) -> None:
-    """Set each piece's value at its JSON path (checked by :func:`_check_pieces`). A string
-    piece that continues the previous piece of its leaf (that one had the flag) is appended to
-    it: the leaf is kept as :class:`Fragments`, and ``leaves`` (every path set so far) holds
-    it while it may continue, so a long string streamed in small pieces costs O(piece), not
-    a copy of its prefix nor a walk down to its leaf."""
+    """Set each piece's value at its JSON path. A string piece that continues the previous
+    piece of its leaf (that one had the flag) is appended to it: the leaf is kept as
+    :class:`Fragments`, and ``leaves`` (every path set so far) holds it while it may continue,
+    so a long string streamed in small pieces costs O(piece), not a copy of its prefix nor a
+    walk down to its leaf. A malformed piece raises a ValueError where it is met: what the
+    chunk wrote before it is undone with the chunk (the journal), so nothing of it is taken."""
     if not pieces:
         return
     _stored, cont, args, leaves, sink = state
-    for piece in pieces:
+    if pieces.__class__ is not list:
+        raise ValueError(f"{cont.pieces} must be a list, got {type(pieces).__name__}")
+    journal = asm.journal
+    for n, piece in enumerate(pieces):
+        path = piece.get(cont.path) if piece.__class__ is dict else None
+        if path.__class__ is not str:
+            raise _malformed(cont, n, piece)
+        tokens = singular_path(path)
         for name in cont.values:  # the first value field that holds a value
             value = piece.get(name)
             if value is not None:
                 break
         else:
             if cont.null_value is None or cont.null_value not in piece:
-                count(asm.journal, asm.unknown, f"{cont.pieces} piece without a value")
+                count(journal, asm.unknown, f"{cont.pieces} piece without a value")
                 continue
             name, value = cont.null_value, None
-        tokens = singular_path(piece[cont.path])
         more = piece.get(cont.flag)
-        if sink is not None:  # a buffer with events: the call's ``partial`` takes the piece
-            sink.path(piece[cont.path], value, bool(more) and name == cont.text_value)
-        journal = asm.journal
         if name == cont.text_value and value.__class__ is str:
             prior = leaves.get(tokens)
             if prior is not None:  # the piece before at this leaf said more would follow
@@ -258,11 +226,19 @@ def _apply_pieces(asm: Assembly, state: tuple[Any, ...], pieces: Any) -> None:
                     grow(journal, prior, value)
             else:
                 prior = Fragments(value)
-                _set_leaf(journal, args, tokens, prior)
+                _set_leaf(journal, args, tokens, prior, path)
             put(journal, leaves, tokens, prior if more else None)
         else:
-            _set_leaf(journal, args, tokens, ingest(value))
+            _set_leaf(journal, args, tokens, ingest(value), path)
             put(journal, leaves, tokens, None)
+        if sink is not None:  # a buffer with events: the call's ``partial`` takes the piece
+            sink.path(path, value, bool(more) and name == cont.text_value)
+
+
+def _malformed(cont: Continuation, n: int, piece: Any) -> ValueError:
+    if piece.__class__ is not dict:
+        return ValueError(f"{cont.pieces}[{n}] must be an object")
+    return ValueError(f"{cont.pieces}[{n}] has no {cont.path} (a JSON path string)")
 
 
 def finish_open_parts(asm: Assembly, cut: bool = False) -> None:
@@ -294,150 +270,51 @@ def finish_open_parts(asm: Assembly, cut: bool = False) -> None:
                 asm.calls_dirty = True
 
 
-# -- checking a chunk's pieces before any is applied ---------------------------------------
-
-
-def _check_pieces(asm: Assembly, incoming: list[Any], cont: Continuation) -> None:
-    """Follow the chunk's parts as ``extend`` will route them, and check every argument piece
-    against the arguments as the pieces before it leave them: a ValueError naming the path
-    before anything changes. Parts that carry no call object cost one look-up; a piece that
-    sets a leaf set before (a string streamed in pieces) costs a set look-up."""
-    field, flag, opens, pieces_field = cont.field, cont.flag, cont.opens, cont.pieces
-    if asm.open_parts:
-        state = asm.open_parts[-1]
-        root, leaves = state[2], state[3]  # the open call's arguments and the leaves set
-    else:
-        root = leaves = None
-    shadow: _Shadow | None = None
-    for part in incoming:
-        if part.__class__ is not dict:
-            continue
-        call = part.get(field)
-        if call.__class__ is not dict:
-            root = None
-            continue
-        if root is None or call.get(opens):
-            if not call.get(flag):
-                root = None  # a whole call (or another part): nothing streams
-                continue
-            root, leaves, shadow = {}, {}, None
-        pieces = call.get(pieces_field)
-        if pieces:
-            if pieces.__class__ is not list:
-                raise ValueError(f"{pieces_field} must be a list, got {type(pieces).__name__}")
-            for n, piece in enumerate(pieces):
-                path = piece.get(cont.path) if piece.__class__ is dict else None
-                if path.__class__ is not str:
-                    raise _malformed(cont, n, piece)
-                tokens = singular_path(path)
-                if tokens not in leaves:  # a leaf set before takes a value again
-                    if shadow is None or shadow.root is not root:
-                        shadow = _Shadow(root, leaves)
-                    shadow.place(tokens, path)
-        if not call.get(flag):
-            root = None
-
-
-def _malformed(cont: Continuation, n: int, piece: Any) -> ValueError:
-    if piece.__class__ is not dict:
-        return ValueError(f"{cont.pieces}[{n}] must be an object")
-    return ValueError(f"{cont.pieces}[{n}] has no {cont.path} (a JSON path string)")
-
-
-_OBJECT, _LIST, _VALUE = "an object", "a list", "a value"
-
-
-def _shape_of(node: Any) -> tuple[str, int] | None:
-    if node is _ABSENT:
-        return None
-    if node.__class__ is dict:
-        return (_OBJECT, 0)
-    if node.__class__ is list:
-        return (_LIST, len(node))
-    return (_VALUE, 0)
-
-
-class _Shadow:
-    """The arguments of one call as a chunk's pieces will leave them: the real tree, read
-    only, plus what the chunk's earlier pieces create (by path prefix). ``leaves`` are the
-    paths a piece has set already (the call's ``continuing``): a value there always fits, as
-    no piece ever turns a value into a container or back."""
-
-    __slots__ = ("root", "leaves", "made")
-
-    def __init__(self, root: dict[str, Any], leaves: dict[str, Any]) -> None:
-        self.root = root
-        self.leaves = leaves
-        self.made: dict[tuple[Any, ...], tuple[str, int]] = {}
-
-    def place(self, tokens: tuple[Token, ...], path: str) -> None:
-        """Would setting a value at ``tokens`` fit? A ValueError naming the path if not."""
-        if not tokens:
-            raise ValueError(f"JSON path {path!r} is the arguments object, not a place in it")
-        made = self.made
-        node: Any = self.root
-        kind, length = _OBJECT, 0
-        last = len(tokens) - 1
-        for i, token in enumerate(tokens):
-            if token.__class__ is int:
-                if kind is not _LIST:
-                    raise _misfit(path, tokens[:i], kind, "a list")
-                if token > length:
-                    raise ValueError(
-                        f"JSON path {path!r}: index {token} would leave a hole in "
-                        f"{normalized(tokens[:i])}, which holds {length} item(s)"
-                    )
-                if token == length:
-                    made[tokens[:i]] = (_LIST, length + 1)
-                child = node[token] if node.__class__ is list and token < len(node) else _ABSENT
-            else:
-                if kind is not _OBJECT:
-                    raise _misfit(path, tokens[:i], kind, "an object")
-                child = node.get(token, _ABSENT) if node.__class__ is dict else _ABSENT
-            prefix = tokens[: i + 1]
-            shape = made.get(prefix) if made else None
-            if shape is None:
-                shape = _shape_of(child)
-            if i == last:
-                if shape is not None and shape[0] is not _VALUE:
-                    raise _misfit(path, prefix, shape[0], "a value")
-                made[prefix] = (_VALUE, 0)
-                return
-            need = _LIST if tokens[i + 1].__class__ is int else _OBJECT
-            if shape is None:
-                shape = made[prefix] = (need, 0)
-            elif shape[0] is not need:
-                raise _misfit(path, prefix, shape[0], need)
-            kind, length = shape
-            node = child
-
-
-def _misfit(path: str, prefix: tuple[Any, ...], found: str, wanted: str) -> ValueError:
-    return ValueError(
-        f"JSON path {path!r}: {normalized(prefix)} is {found} in the arguments so far; "
-        f"the path needs {wanted} there"
-    )
-
-
-# -- reading and writing the arguments tree ---------------------------------------------------
+# -- writing the arguments tree ---------------------------------------------------------------
 
 
 def _set_leaf(
-    journal: list[Any], root: dict[str, Any], tokens: tuple[Token, ...], value: Any
+    journal: list[Any], root: dict[str, Any], tokens: tuple[Token, ...], value: Any, path: str
 ) -> None:
-    """Set ``value`` at ``tokens``, creating the containers on the way (journaled); the path
-    was checked, so an index is at most the list's length (== appends)."""
+    """Set ``value`` at ``tokens``, creating the containers on the way (journaled). A path
+    that cannot be placed (a list index that would leave a hole, a member of something that
+    is not an object, a value over an object or a list) raises a ValueError naming ``path``
+    before this write; the containers made on the way are undone with the chunk."""
+    if not tokens:
+        raise ValueError(f"JSON path {path!r} is the arguments object, not a place in it")
     node: Any = root
-    for token, nxt in zip(tokens, tokens[1:], strict=False):
+    last = len(tokens) - 1
+    for i, token in enumerate(tokens):
         if token.__class__ is int:
-            child = node[token] if token < len(node) else None
+            if node.__class__ is not list:
+                raise _misfit(path, tokens[:i], node, "a list")
+            if token > len(node):
+                raise ValueError(
+                    f"JSON path {path!r}: index {token} would leave a hole in "
+                    f"{normalized(tokens[:i])}, which holds {len(node)} item(s)"
+                )
+            child = node[token] if token < len(node) else _ABSENT
         else:
-            child = node.get(token)
-        if child is None:
-            child = [] if nxt.__class__ is int else {}
+            if node.__class__ is not dict:
+                raise _misfit(path, tokens[:i], node, "an object")
+            child = node.get(token, _ABSENT)
+        if i == last:
+            if child.__class__ in (dict, list):
+                raise _misfit(path, tokens, child, "a value")
+            _set_in(journal, node, token, value)
+            return
+        if child is _ABSENT:
+            child = [] if tokens[i + 1].__class__ is int else {}
             _set_in(journal, node, token, child)
         node = child
-    _set_in(journal, node, tokens[-1], value)
+
+
+def _misfit(path: str, prefix: tuple[Any, ...], found: Any, wanted: str) -> ValueError:
+    kind = {dict: "an object", list: "a list"}.get(found.__class__, "a value")
+    return ValueError(
+        f"JSON path {path!r}: {normalized(prefix)} is {kind} in the arguments so far; "
+        f"the path needs {wanted} there"
+    )
 
 
 def _set_in(journal: list[Any], node: Any, token: Token, value: Any) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model.assembly import Assembly, append_text, ensure_slotted
-from ..model.fragments import Fragments, SlottedList, dig, grow, ingest, shown_value, slot_misfit
+from ..model.fragments import Fragments, SlottedList, dig, ingest, shown_value, slot_misfit
 from ..model.journal import put, put_attr
 from ..model.jsonscan import COMPLETE
 from ..model.parts import JoinRule, as_placed, join_parts, string_as_part
@@ -24,7 +24,6 @@ from .ops import (
     CompileContext,
     Run,
     Target,
-    fragments_reader,
     reasoning_at,
     reasoning_inside,
     report_unplaced,
@@ -70,39 +69,17 @@ def op_fold(spec: dict[str, Any], ctx: CompileContext) -> Run:
     target = Target(at, ctx) if at else None
     base = target.pattern if target is not None else ""
     concat = frozenset(spec.get("concat", ()))
-    display_key = None
-    for key in concat:
-        if ctx.text_pattern == (f"{base}.{key}" if base else key):
-            display_key = key
-    lists = {}
-    for name, lspec in (spec.get("lists") or {}).items():
-        pattern = items_of(base, name)
-        args = parse_chain(lspec["args"]) if lspec.get("args") else ()
-        identity = tuple(parse_chain(p) for p in lspec.get("identity", ()))
-        lists[name] = ListFold(
-            pattern=pattern,
-            slot=compile_get(lspec["slot"]) if lspec.get("slot") else None,
-            without_slot=lspec.get("without_slot", "continue"),
-            identity=identity,
-            drop=frozenset(lspec.get("drop", ())),
-            args=args,
-            concat=frozenset(lspec.get("concat", ())),
-            slot_path=lspec.get("slot"),
-        )
+    display_key = next((k for k in concat if ctx.text_pattern == _under(base, k)), None)
+    lists = {
+        name: _entry_fold(items_of(base, name), lspec)
+        for name, lspec in (spec.get("lists") or {}).items()
+    }
     objects = {
-        name: ListFold(
-            pattern=f"{base}.{name}" if base else name,
-            slot=None,
-            without_slot="continue",
-            identity=(),
-            drop=frozenset(),
-            args=parse_chain(ospec["args"]) if ospec.get("args") else (),
-            concat=frozenset(ospec.get("concat", ())),
-        )
+        name: _entry_fold(_under(base, name), ospec)
         for name, ospec in (spec.get("objects") or {}).items()
     }
     parts = {
-        k: JoinRule.from_spec(v, f"{at}.{k}" if at else k)
+        k: JoinRule.from_spec(v, _under(at, k))
         for k, v in (spec.get("parts") or {}).items()
     }
     reasoning_keys, reasoning_parts = _reasoning(ctx, base, concat, parts)
@@ -119,10 +96,8 @@ def op_fold(spec: dict[str, Any], ctx: CompileContext) -> Run:
     )
     order = ctx.list_order
 
-    one_field = read.field  # ``message``: one field of the event, looked up in place
-
     def run(asm: Assembly, ev: Any, ch: Any) -> None:
-        delta = ev.get(one_field) if one_field is not None else read(ev, ch)
+        delta = read(ev, ch)
         if delta.__class__ is not dict:
             return
         dest = asm.root if target is None else target.locate_item(asm, ev, ch, True)
@@ -135,6 +110,26 @@ def op_fold(spec: dict[str, Any], ctx: CompileContext) -> Run:
     return run
 
 
+def _under(base: str, key: str) -> str:
+    """The pattern of the field ``key`` of the objects at ``base`` (``""``: the root)."""
+    return f"{base}.{key}" if base else key
+
+
+def _entry_fold(pattern: str, spec: dict[str, Any]) -> ListFold:
+    """How the entries of one list of a delta (or its one object: no slot, no identity, no
+    fields dropped) merge, as the descriptor's ``lists`` or ``objects`` entry says."""
+    return ListFold(
+        pattern=pattern,
+        slot=compile_get(spec["slot"]) if spec.get("slot") else None,
+        without_slot=spec.get("without_slot", "continue"),
+        identity=tuple(parse_chain(p) for p in spec.get("identity", ())),
+        drop=frozenset(spec.get("drop", ())),
+        args=parse_chain(spec["args"]) if spec.get("args") else (),
+        concat=frozenset(spec.get("concat", ())),
+        slot_path=spec.get("slot"),
+    )
+
+
 def _reasoning(
     ctx: CompileContext, base: str, concat: frozenset[Any], parts: dict[str, Any]
 ) -> tuple[Any, ...]:
@@ -142,14 +137,14 @@ def _reasoning(
     inside (Mistral's ``{type: thinking, thinking: [{type: text, text}]}``)."""
     keys = {}
     for key in concat | frozenset(parts):
-        is_reasoning, where = reasoning_at(ctx, f"{base}.{key}" if base else key)
+        is_reasoning, where = reasoning_at(ctx, _under(base, key))
         if is_reasoning:
             keys[key] = where
     inside = {}
     for key in parts:
-        readers = reasoning_inside(ctx, f"{base}.{key}" if base else key)
+        readers = reasoning_inside(ctx, _under(base, key))
         if readers:
-            inside[key] = tuple(fragments_reader(rel, where) for rel, where in readers)
+            inside[key] = readers
     return keys, inside
 
 
@@ -172,10 +167,7 @@ def fold_delta(
                         _reason_part(asm, spec.reasoning_parts[key], value, spec.parts[key])
             elif value.__class__ is str:
                 if value:
-                    if current.__class__ is Fragments:  # the usual case: no call of ours
-                        grow(asm.journal, current, value)
-                    else:
-                        append_text(dest, key, value, asm.journal)
+                    append_text(dest, key, value, asm.journal)
                     if key == spec.display_key:
                         asm.display.append(value)
                     elif key in spec.reasoning_keys:
@@ -184,15 +176,11 @@ def fold_delta(
                             asm.reasoning.append(value)
                 elif dest.get(key) is None:
                     put(asm.journal, dest, key, "")
-            elif value is None:
-                if key not in dest:
-                    put(asm.journal, dest, key, None)
             else:
                 _set_once(asm.journal, dest, key, value)
         elif key in lists:
             if value is None:
-                if key not in dest:
-                    put(asm.journal, dest, key, None)
+                _set_once(asm.journal, dest, key, value)
                 continue
             entries = value if value.__class__ is list else [value]
             lst = dest.get(key)

@@ -19,6 +19,11 @@ the rules by an operation's name:
   ``args-unwritten`` check), and ``opens`` / ``slot_keyed``: how it addresses an item by its
   slot key (the ``slot-key`` check).
 
+When a rule compiles, its entry reads these once from its arguments into the rule's
+:class:`Facts`, which the compiled strategy keeps (``rule_facts``): the dispatcher, the
+validator's flow checks and ``streamed_fields`` / ``done_fields`` read them, never the rules'
+YAML again.
+
 The table is built here, from the operations' own modules (:mod:`engine.compile.ops`,
 :mod:`engine.compile.fold`, :mod:`engine.compile.extend_op`); importing an operation's module
 registers nothing.
@@ -30,7 +35,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from ..errors import escape
 from .extend_op import op_extend
 from .fold import op_fold
 from .ops import (
@@ -50,7 +54,7 @@ from .ops import (
     op_stop_reason,
     op_usage,
 )
-from .paths import items_of, parse_chain, parse_target, pattern
+from .paths import items_of, parse_chain, parse_target, pattern, pattern_of
 
 
 class Source(NamedTuple):
@@ -73,12 +77,22 @@ def _from(args: dict[str, Any]) -> Source | None:
     return Source(path) if isinstance(path, str) and path else None
 
 
-def _nothing(args: dict[str, Any]) -> tuple[Any, ...]:
-    return ()
+class Facts(NamedTuple):
+    """A rule's facts, read once from its arguments when it compiles and carried beside its
+    effect (``CompileContext.facts``, then ``ExtractionStrategy.rule_facts``): what the
+    dispatcher, the validator's flow checks and the re-split tools know of a rule, so that
+    none of them walks the descriptor's rules again."""
 
-
-def _no(args: dict[str, Any]) -> bool:
-    return False
+    name: str  # its operation
+    pointer: str  # the JSON pointer of its operation in the descriptor
+    source: Source | None  # the read path without which it does nothing (guarded: ``when``)
+    streamed: tuple[Streamed, ...]  # the event fields whose strings it concatenates
+    ends: tuple[str, ...]  # the event fields whose value makes the event the wire's DONE
+    writes_args: tuple[str, ...]  # the patterns of call arguments it writes
+    opens: str | None  # the pattern of the item it opens (None: it opens none)
+    at: str | None  # the target it addresses an item by slot key with (None: it does not)
+    scope: Any  # its ``scope``
+    slot_key: tuple[str, str] | None  # (the list's pattern, the slot path) at ``at``'s last slot
 
 
 @dataclass(frozen=True)
@@ -91,10 +105,10 @@ class Operation:
     bare: bool = False  # may be written as its bare name (``- finish``)
     arguments: Callable[[Any], dict[str, Any]] = _as_given
     source: Callable[[dict[str, Any]], Source | None] = _from
-    streamed: Callable[[dict[str, Any]], tuple[Streamed, ...]] = _nothing
-    ends: Callable[[dict[str, Any]], tuple[str, ...]] = _nothing
-    writes_args: Callable[[dict[str, Any]], tuple[str, ...]] = _nothing
-    opens: Callable[[dict[str, Any]], bool] = _no  # opens the item its ``at`` addresses by slot key
+    streamed: Callable[[dict[str, Any]], tuple[Streamed, ...]] = lambda args: ()
+    ends: Callable[[dict[str, Any]], tuple[str, ...]] = lambda args: ()
+    writes_args: Callable[[dict[str, Any]], tuple[str, ...]] = lambda args: ()
+    opens: Callable[[dict[str, Any]], bool] = lambda args: False  # opens the item at ``at``
     slot_keyed: bool = True  # its ``at`` addresses an item by the slot key the event carries
 
     @property
@@ -102,16 +116,42 @@ class Operation:
         """Its fragment of the descriptor schema."""
         return f"#/$defs/op_{self.name}"
 
+    def facts(self, args: dict[str, Any], ctx: CompileContext, pointer: str) -> Facts:
+        """The facts of a rule of this operation with the arguments ``args`` (``when``, its
+        guard, among them), recorded in ``ctx.facts`` before it compiles: a rule that then
+        fails to compile is still seen by the flow checks, which may say why."""
+        at, when = args.get("at"), args.get("when")
+        keyed = at if self.slot_keyed and isinstance(at, str) else None
+        slot_key = None
+        if keyed is not None:
+            segments = parse_target(keyed)
+            slots = [i for i, seg in enumerate(segments) if seg.field is None]
+            if slots:
+                last = slots[-1]
+                slot_key = (pattern_of(segments[: last + 1]), segments[last].slot_path or "")
+        facts = Facts(
+            self.name,
+            pointer,
+            Source(when, True) if when is not None else self.source(args),
+            self.streamed(args),
+            self.ends(args),
+            self.writes_args(args),
+            pattern(at, ctx.choice_alias) if self.opens(args) else None,
+            keyed,
+            args.get("scope"),
+            slot_key,
+        )
+        ctx.facts.append(facts)
+        return facts
+
 
 # -- what each operation declares ------------------------------------------------------------
 
 
-def _set_source(args: dict[str, Any]) -> Source | None:
+def _set_opens(args: dict[str, Any]) -> bool:
     """A ``set`` of a whole item (``at`` ends with a slot) opens it, event value or not."""
-    at = args.get("at", "")
-    if isinstance(at, str) and at and parse_target(at)[-1].field is None:
-        return None
-    return _from(args)
+    at = args.get("at")
+    return isinstance(at, str) and bool(at) and parse_target(at)[-1].field is None
 
 
 def _error_source(args: dict[str, Any]) -> Source | None:
@@ -125,11 +165,6 @@ def _error_source(args: dict[str, Any]) -> Source | None:
     return Source(field) if isinstance(field, str) and field and "." not in field else None
 
 
-def _set_opens(args: dict[str, Any]) -> bool:
-    at = args.get("at")
-    return isinstance(at, str) and bool(at) and parse_target(at)[-1].field is None
-
-
 def _read_streamed(args: dict[str, Any]) -> tuple[Streamed, ...]:
     path = args.get("from")
     return ((path, ()),) if isinstance(path, str) else ()
@@ -138,6 +173,18 @@ def _read_streamed(args: dict[str, Any]) -> tuple[Streamed, ...]:
 def _args_written(args: dict[str, Any]) -> tuple[str, ...]:
     at = args.get("at")
     return (pattern(at),) if isinstance(at, str) else ()
+
+
+def _ends_at(key: str) -> Callable[[dict[str, Any]], tuple[str, ...]]:
+    """The DONE is the value at the path the argument ``key`` names: a ``finish`` rule's
+    ``when`` (a finish reason, ``done: true``; a bare ``finish`` is its event's name, no
+    field), an ``error`` rule's ``from`` (``""``, the whole event, is no one field)."""
+
+    def ends(args: dict[str, Any]) -> tuple[str, ...]:
+        path = args.get(key)
+        return (path,) if isinstance(path, str) and path else ()
+
+    return ends
 
 
 def _paths(raw: Any) -> dict[str, Any]:
@@ -149,45 +196,30 @@ def _usage_arguments(raw: Any) -> dict[str, Any]:
     return {"from": raw} if isinstance(raw, str) else _as_given(raw)
 
 
+def _fold_entries(args: dict[str, Any]) -> Iterator[tuple[tuple[str, ...], str, dict[str, Any]]]:
+    """A ``fold``'s lists and objects: the fields from its delta to an entry, the pattern of
+    the entries in the message, and how they fold."""
+    base = pattern(args.get("at", ""))
+    for name, spec in (args.get("lists") or {}).items():
+        if isinstance(spec, dict):
+            yield (name, "*"), items_of(base, name), spec
+    for name, spec in (args.get("objects") or {}).items():
+        if isinstance(spec, dict):
+            yield (name,), f"{base}.{name}" if base else name, spec
+
+
 def _fold_streamed(args: dict[str, Any]) -> tuple[Streamed, ...]:
     base = args.get("from", "")
     found: list[Streamed] = [(base, (key,)) for key in args.get("concat", ())]
-    for name, lspec in (args.get("lists") or {}).items():
-        if lspec.get("args"):
-            found.append((base, (name, "*", *parse_chain(lspec["args"]))))
-        found.extend((base, (name, "*", key)) for key in lspec.get("concat", ()))
-    for name, ospec in (args.get("objects") or {}).items():
-        if ospec.get("args"):
-            found.append((base, (name, *parse_chain(ospec["args"]))))
-        found.extend((base, (name, key)) for key in ospec.get("concat", ()))
+    for fields, _, spec in _fold_entries(args):
+        if spec.get("args"):
+            found.append((base, (*fields, *parse_chain(spec["args"]))))
+        found.extend((base, (*fields, key)) for key in spec.get("concat", ()))
     return tuple(found)
 
 
-def _finish_ends(args: dict[str, Any]) -> tuple[str, ...]:
-    """``finish: {when: PATH}``: the value at PATH (a finish reason, ``done: true``) is the
-    DONE; a bare ``finish`` is its event's name, no field."""
-    when = args.get("when")
-    return (when,) if isinstance(when, str) and when else ()
-
-
-def _error_ends(args: dict[str, Any]) -> tuple[str, ...]:
-    """``error: {from: PATH}``: an error payload there ends the stream (``""``, the whole
-    event, is no one field)."""
-    path = args.get("from")
-    return (path,) if isinstance(path, str) and path else ()
-
-
 def _fold_args_written(args: dict[str, Any]) -> tuple[str, ...]:
-    base = pattern(args.get("at", ""))
-    out = []
-    for name, lspec in (args.get("lists") or {}).items():
-        if isinstance(lspec, dict) and lspec.get("args"):
-            written = items_of(base, name)
-            out.append(f"{written}.{lspec['args']}")
-    for name, ospec in (args.get("objects") or {}).items():
-        if isinstance(ospec, dict) and ospec.get("args"):
-            out.append(f"{base}.{name}.{ospec['args']}" if base else f"{name}.{ospec['args']}")
-    return tuple(out)
+    return tuple(f"{at}.{spec['args']}" for _, at, spec in _fold_entries(args) if spec.get("args"))
 
 
 # -- the table -------------------------------------------------------------------------------
@@ -197,7 +229,7 @@ _ENTRIES = (
         "set",
         op_set,
         "replace the value at `at` with the event's value at `from`",
-        source=_set_source,
+        source=lambda args: None if _set_opens(args) else _from(args),
         opens=_set_opens,
     ),
     Operation("set_once", op_set_once, "set the value at `at` unless it holds one already"),
@@ -264,52 +296,16 @@ _ENTRIES = (
         op_finish,
         "the wire's DONE (with `when`: only if that path holds a true value)",
         bare=True,  # a bare ``finish`` (or ``finish: true``) takes nothing
-        ends=_finish_ends,
+        ends=_ends_at("when"),
     ),
     Operation(
         "error",
         op_error,
         "keep a provider error's payload and end the stream",
         source=_error_source,
-        ends=_error_ends,
+        ends=_ends_at("from"),
     ),
 )
 
 OPERATIONS: dict[str, Operation] = {entry.name: entry for entry in _ENTRIES}
 """Every operation of the language, by its YAML key."""
-
-
-# -- the rules of a descriptor, as the table sees them ---------------------------------------
-
-
-def rule_lists(events: Any) -> Iterator[tuple[str, list[Any]]]:
-    """Every list of rules in an ``events`` section, with its JSON pointer."""
-    if not isinstance(events, dict):
-        return
-    if isinstance(events.get("every"), list):
-        yield "/events/every", events["every"]
-    table = events.get("on")
-    if not isinstance(table, dict):
-        return
-    for name, rules in table.items():
-        base = f"/events/on/{escape(name)}"
-        if isinstance(rules, list):
-            yield base, rules
-        elif isinstance(rules, dict) and isinstance(rules.get("on"), dict):
-            for sub, sub_rules in rules["on"].items():
-                if isinstance(sub_rules, list):
-                    yield f"{base}/on/{escape(sub)}", sub_rules
-
-
-def operation_rules(events: Any) -> Iterator[tuple[str, str, dict[str, Any]]]:
-    """Every rule of a known operation: the pointer of its operation (of the entry, for a bare
-    name), the name, and its arguments in the entry's one mapping shape."""
-    for base, rules in rule_lists(events):
-        for i, rule in enumerate(rules):
-            if isinstance(rule, str) and rule in OPERATIONS:
-                yield f"{base}/{i}", rule, OPERATIONS[rule].arguments(None)
-            elif isinstance(rule, dict) and len(rule) == 1:
-                ((name, raw),) = rule.items()
-                if name in OPERATIONS:
-                    pointer = f"{base}/{i}/{escape(name)}"
-                    yield pointer, name, OPERATIONS[name].arguments(raw)

@@ -22,10 +22,8 @@ from typing import Any, cast
 
 from ..model.assembly import Assembly, append_text, ensure_slotted
 from ..model.fragments import (
-    Fragments,
     SlottedList,
     dig,
-    grow,
     ingest,
     make_way,
     shown_value,
@@ -38,7 +36,6 @@ from .paths import (
     FIRST,
     Reader,
     Segment,
-    as_reader,
     compile_read,
     items_of,
     parse_target,
@@ -80,6 +77,9 @@ class CompileContext:
     # What ends with the stream: each operation that keeps state open across events adds
     # the function that closes it, ``end(assembly, cut)`` (see ``ExtractionStrategy.at_end``).
     at_end: list[Any] = dataclass_field(default_factory=list)
+    # The facts of every rule compiled, in order (``operations.Facts``), as the table reads
+    # them from the rule's arguments: the validator's flow checks and the re-split read them.
+    facts: list[Any] = dataclass_field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -102,17 +102,17 @@ def reasoning_at(ctx: CompileContext, pattern: str) -> tuple[bool, Any]:
     return True, any_where([place.where for place in places])
 
 
-def reasoning_inside(ctx: CompileContext, list_pattern: str) -> list[tuple[str, Any]]:
-    """The reasoning places inside the items of the list at ``list_pattern`` (whole parts
-    appended or joined there): each place's path relative to an item (``text``,
-    ``thinking[*].text``) and its ``where``."""
+def reasoning_inside(ctx: CompileContext, list_pattern: str) -> tuple[Any, ...]:
+    """Readers of the reasoning inside the items of the list at ``list_pattern`` (whole parts
+    appended or joined there), one per reasoning place there: each reads the place's path
+    relative to an item (``text``, ``thinking[*].text``), where its ``where`` holds."""
     prefix = f"{list_pattern}[*]."
     inside = []
     for place in ctx.reasoning:
         if place.pattern.startswith(prefix):
             ctx.reasoning_streamed.add(place.pattern)
-            inside.append((place.pattern[len(prefix) :], place.where))
-    return inside
+            inside.append(fragments_reader(place.pattern[len(prefix) :], place.where))
+    return tuple(inside)
 
 
 def fragments_reader(rel: str, where: Any) -> Callable[[Any, list[Any]], None]:
@@ -158,7 +158,6 @@ class Target:
 
     __slots__ = (
         "segments",
-        "last",
         "item_patterns",
         "pattern",
         "rel",
@@ -166,7 +165,6 @@ class Target:
         "locate_item",
         "parent_of_field",
         "at_root",
-        "slot_field",
         "path",
         "scope",
         "continuing",
@@ -183,7 +181,6 @@ class Target:
     rel: tuple[str, ...]
     locate_item: Callable[[Assembly, Any, Any, bool], Any]
     parent_of_field: Callable[[dict[str, Any], list[Any]], dict[str, Any]]
-    slot_field: str | None
 
     def __init__(
         self, path: str, ctx: CompileContext, scope: str | None = None, continuing: bool = False
@@ -216,11 +213,6 @@ class Target:
         self.parent_of_field = _itself if len(self.rel) <= 1 else self._walk_rel
         # ``role``: the field's parent is the message itself, with no walk at all.
         self.at_root = not slots and len(self.rel) == 1
-        # The first SLOT's reader's fast path: one field of the event (``index``) is looked up
-        # in place of the call (a scoped SLOT's reader has none).
-        first_slot = self.segments[slots[0]].slot if slots else None
-        scoped_first = scope is not None and len(slots) == 1
-        self.slot_field = None if scoped_first else getattr(first_slot, "field", None)
         self.last_slot = slots[-1] if slots else -1
         if continuing:
             if not slots:
@@ -293,9 +285,7 @@ class Target:
 
     def _one_slot(self, asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
         """``field[slot]...``: the item of the slotted list at the root's ``field``."""
-        field = self.slot_field
-        slot = ev.get(field) if field is not None else self.segments[1].slot(ev, ch)
-        return self._item(asm, asm.root, 0, slot, create)
+        return self._item(asm, asm.root, 0, self.segments[1].slot(ev, ch), create)
 
     def _two_slots(self, asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
         """``field[slot].field[slot]...`` (Responses' ``output[i].content[j]``): the item of
@@ -310,23 +300,26 @@ class Target:
         told to the assembly) when ``create`` and absent."""
         if slot is None:
             return None
-        field = self.segments[at].field
-        lst = node.get(field)
-        if lst.__class__ is not SlottedList:
-            if not create and lst is None:
-                return None
-            lst = ensure_slotted(node, field, self.order, asm.journal)
+        lst = self._list(asm, node, at, create)
+        if lst is None:
+            return None
         try:
             item = lst.get(slot)
         except TypeError:  # a list or an object as the SLOT (no cost until one comes)
             raise self.slot_misfit(at + 1, slot) from None
-        if item is not None:
+        if item is not None or not create:
             return item
-        if not create:
-            return None
         item = lst.put(slot, {}, asm.journal)
         asm.item_added(self.item_patterns[at + 1], item, slot)
         return item
+
+    def _list(self, asm: Assembly, node: dict[str, Any], at: int, create: bool) -> Any:
+        """The slotted list at ``node[segments[at].field]`` (made when ``create``)."""
+        field = self.segments[at].field
+        lst = node.get(field)
+        if lst.__class__ is SlottedList or (lst is None and not create):
+            return lst
+        return ensure_slotted(node, field, self.order, asm.journal)
 
     def _walk(self, asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
         """The innermost slotted item on the path (or the root when there is none)."""
@@ -339,34 +332,21 @@ class Target:
         or, without ``create``, the way is not there."""
         node: Any = asm.root
         segs = self.segments
-        for i in range(end):
-            seg = segs[i]
-            if seg.field is not None:
-                child = node.get(seg.field)
-                if segs[i + 1].field is None:  # a slot step follows: a slotted list
-                    if child.__class__ is not SlottedList:
-                        if not create and child is None:
-                            return None
-                        child = ensure_slotted(node, seg.field, self.order, asm.journal)
-                elif child.__class__ is not dict:
-                    if not create:
-                        return None
-                    child = put(asm.journal, node, seg.field, {})
-                node = child
+        i = 0
+        while i < end and node is not None:
+            if segs[i + 1].field is None:  # a slotted list, and (within ``end``) its item
+                if i + 1 == end:
+                    return self._list(asm, node, i, create)
+                node = self._item(asm, node, i, segs[i + 1].slot(ev, ch), create)
+                i += 2
                 continue
-            slot = seg.slot(ev, ch)
-            if slot is None:
-                return None
-            try:
-                item = node.get(slot)
-            except TypeError:  # a list or an object as the SLOT
-                raise self.slot_misfit(i, slot) from None
-            if item is None:
+            child = node.get(segs[i].field)
+            if child.__class__ is not dict:
                 if not create:
                     return None
-                item = node.put(slot, {}, asm.journal)
-                asm.item_added(self.item_patterns[i], item, slot)
-            node = item
+                child = put(asm.journal, node, segs[i].field, {})
+            node = child
+            i += 1
         return node
 
     def _walk_rel(self, item: dict[str, Any], journal: list[Any]) -> dict[str, Any]:
@@ -391,7 +371,7 @@ def _scoped(segments: tuple[Segment, ...], scope: str | None) -> tuple[Segment, 
         value = inner(ev, ch)
         return None if value is None else (scope, value)
 
-    step = replace(segments[last], slot=as_reader(scoped_slot))
+    step = replace(segments[last], slot=scoped_slot)
     return (*segments[:last], step, *segments[last + 1 :])
 
 
@@ -456,17 +436,10 @@ def op_set(spec: dict[str, Any], ctx: CompileContext) -> Run:
         return _open(target, read, ctx, "set")
     last = target.rel[-1]
 
-    def set_field(asm: Assembly, ev: Any, ch: Any) -> None:
-        value = read(ev, ch)
-        if value is None:
-            return
-        item = target.locate_item(asm, ev, ch, True)
-        if item is not None:
-            put(asm.journal, target.parent_of_field(item, asm.journal), last, ingest(value))
-        else:
-            report_unplaced(asm, "set", target, ev, ch)
+    def set_field(asm: Assembly, item: dict[str, Any], value: Any) -> None:
+        put(asm.journal, target.parent_of_field(item, asm.journal), last, ingest(value))
 
-    return set_field
+    return _into_item("set", read, target, set_field)
 
 
 def op_set_once(spec: dict[str, Any], ctx: CompileContext) -> Run:
@@ -513,13 +486,7 @@ def op_merge(spec: dict[str, Any], ctx: CompileContext) -> Run:
             if item is None:
                 report_unplaced(asm, "merge", target, ev, ch)
                 return
-            if target.rel:
-                parent = target.parent_of_field(item, asm.journal)
-                dest = parent.get(target.rel[-1])
-                if dest.__class__ is not dict:
-                    dest = put(asm.journal, parent, target.rel[-1], {})
-            else:
-                dest = item
+            dest = make_way(item, target.rel, asm.journal)
         for key, val in value.items():
             if key in excluded or (val is None and dest.get(key) is not None):
                 continue
@@ -535,13 +502,7 @@ def _not_an_object(value: Any) -> str:
 # --- open, close --------------------------------------------------------------------------
 
 
-def _open(
-    target: Target,
-    read: Reader,
-    ctx: CompileContext,
-    op: str = "open",
-    merge_complete: bool = False,
-) -> Run:
+def _open(target: Target, read: Reader, ctx: CompileContext, op: str, merge: bool = False) -> Run:
     """Open the item at ``target``: an item at a free SLOT starts from the event's object;
     one already there is the same item restated, and is merged (see :func:`_restate`), so that
     a start sent twice is one item and one call."""
@@ -577,7 +538,7 @@ def _open(
     def restate(asm: Assembly, lst: SlottedList, slot: Any, value: Any) -> None:
         existing = lst.get(slot)
         assert existing is not None, "restated only where an item is open"
-        if _restate(asm, existing, value, args_fields, merge_complete):
+        if _restate(asm, existing, value, args_fields, merge):
             put_attr(asm.journal, lst, "last", slot)
             if id(existing) not in asm.track_of:
                 asm.item_added(pattern, existing, slot)  # what it carries may make it a call
@@ -595,13 +556,13 @@ def op_open(spec: dict[str, Any], ctx: CompileContext) -> Run:
     target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
     if target.rel or not target.segments or target.segments[-1].field is not None:
         raise ValueError("open: 'at' must end with a slot step, e.g. content[index]")
-    read = (
-        compile_read(spec.get("from", ""), ctx.choice_alias)
-        if "from" in spec
-        else as_reader(lambda ev, ch=None: None)
-    )
-    merge_complete = spec.get("if_complete", "skip") == "merge"
-    return _open(target, read, ctx, "open", merge_complete)
+    read = compile_read(spec["from"], ctx.choice_alias) if "from" in spec else _read_nothing
+    return _open(target, read, ctx, "open", spec.get("if_complete", "skip") == "merge")
+
+
+def _read_nothing(ev: Any, ch: Any = None) -> None:
+    """What an ``open`` without ``from`` reads: nothing, so the item opens empty."""
+    return None
 
 
 def _restate(
@@ -628,10 +589,10 @@ def _restate(
         restated = dig(value, args_fields)
         if not _is_empty(restated) and not _same_arguments(restated, track.args):
             return False
-        _merge_restated(asm, item, _without_chain(value, args_fields), None, ())
+        _merge_into(asm, item, _without_chain(value, args_fields), None, ())
         return True
     if value.__class__ is dict:
-        _merge_restated(asm, item, value, track, args_fields)
+        _merge_into(asm, item, value, track, args_fields)
     return True
 
 
@@ -656,32 +617,41 @@ def _same_arguments(restated: Any, args: ArgsStream) -> bool:
     return bool(restated == args.value)  # JSON values compared: a bool
 
 
-def _merge_restated(
+def _merge_into(
     asm: Assembly,
     node: dict[str, Any],
     value: dict[str, Any],
     track: Any,
     args_fields: tuple[str, ...],
+    final: bool = False,
 ) -> None:
+    """The one merger of a restated item into ``node``: a start sent again (``open``) or the
+    final item a ``close`` carries (``final``). The arguments at ``args_fields`` (with
+    ``track``) and any argument stream go through their stream (whole arguments replace
+    fragments); a shorter list never replaces streamed items. A restated start never erases
+    (an empty value, "", {}, [] or null, leaves what is there) and merges its objects in;
+    the final item's word is the last one, each field replaced (but along the arguments)."""
     for key, val in value.items():
         current = node.get(key)
         on_args = track is not None and bool(args_fields) and key == args_fields[0]
         if on_args and len(args_fields) == 1:
-            if not _is_empty(val) and track.args.replace(val):
+            if (final or not _is_empty(val)) and track.args.replace(val):
                 asm.calls_dirty = True
             continue
-        if _is_empty(val) and current is not None:
+        if not final and _is_empty(val) and current is not None:
             continue
-        if val.__class__ is dict and current.__class__ is dict:
-            _merge_restated(asm, current, val, track if on_args else None, args_fields[1:])
+        if val.__class__ is dict and current.__class__ is dict and (on_args or not final):
+            _merge_into(asm, current, val, track if on_args else None, args_fields[1:], final)
         elif current.__class__ is ArgsStream:
             if current.replace(val):
                 asm.calls_dirty = True
-        elif current.__class__ is SlottedList and val.__class__ is list:
-            if len(val) >= len(current):
-                put(asm.journal, node, key, ingest(val))
-        else:
+        elif not _shorter(val, current):  # never lose streamed items to a shorter restatement
             put(asm.journal, node, key, ingest(val))
+
+
+def _shorter(val: Any, current: Any) -> bool:
+    """A list restating a slotted list's items with fewer of them."""
+    return current.__class__ is SlottedList and val.__class__ is list and len(val) < len(current)
 
 
 def _is_empty(value: Any) -> bool:
@@ -693,18 +663,17 @@ def op_close(spec: dict[str, Any], ctx: CompileContext) -> Run:
     JSON text); with ``from``, first adopt the fields of the final item the event carries."""
     target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
     read = compile_read(spec["from"], ctx.choice_alias) if "from" in spec else None
-    args_fields = ctx.calls_args
 
     def close(asm: Assembly, ev: Any, ch: Any) -> None:
         item = target.locate_item(asm, ev, ch, read is not None)
         if item is None:
             report_unplaced(asm, "close", target, ev, ch)
             return
-        if read is not None:
-            final = read(ev, ch)
-            if final.__class__ is dict:
-                _adopt(asm, item, final, args_fields)
         track = asm.track_of.get(id(item))
+        restated = read(ev, ch) if read is not None else None
+        if restated.__class__ is dict:  # the arguments of the place it sits at
+            fields = track.place.args_fields if track is not None else ()
+            _merge_into(asm, item, restated, track, fields, final=True)
         if track is None and asm.deferring:  # opened by this event: closed once judged
             asm.deferred.append((None, item, None))
         streams = [track.args] if track is not None else list(_streams_in(item))
@@ -713,45 +682,6 @@ def op_close(spec: dict[str, Any], ctx: CompileContext) -> Run:
                 asm.calls_dirty = True
 
     return close
-
-
-def _adopt(
-    asm: Assembly, item: dict[str, Any], final: dict[str, Any], args_fields: tuple[str, ...]
-) -> None:
-    """Take the fields of a restated final item; the arguments go through their stream."""
-    track = asm.track_of.get(id(item))
-    if track is not None and track.place is not None:
-        args_fields = track.place.args_fields  # the arguments of the place it sits at
-    for key, val in final.items():
-        if track is not None and args_fields and key == args_fields[0]:
-            if len(args_fields) == 1:
-                if track.args.replace(val):
-                    asm.calls_dirty = True
-                continue
-            if val.__class__ is dict and args_fields[1] in val:
-                sub = item.get(key)
-                for k2, v2 in val.items():
-                    if k2 == args_fields[1]:
-                        if track.args.replace(v2):
-                            asm.calls_dirty = True
-                    elif sub.__class__ is dict:
-                        put(asm.journal, sub, k2, ingest(v2))
-                continue
-        current = item.get(key)
-        if current.__class__ in (Fragments, SlottedList, ArgsStream):
-            if current.__class__ is ArgsStream:
-                current.replace(val)
-                continue
-            # (Only a slotted list has a length to compare: a list restating streamed text
-            # replaces it below, as any other restated value does.)
-            shorter = (
-                current.__class__ is SlottedList
-                and val.__class__ is list
-                and len(val) < len(current)
-            )
-            if shorter:
-                continue  # never lose streamed items to a shorter restatement
-        put(asm.journal, item, key, ingest(val))
 
 
 def _streams_in(node: Any) -> Iterator[ArgsStream]:
@@ -789,11 +719,7 @@ def op_append(spec: dict[str, Any], ctx: CompileContext) -> Run:
             report_unplaced(asm, "append", target, ev, ch)
             return
         parent = item if shallow else target.parent_of_field(item, asm.journal)
-        current = parent.get(last)
-        if current.__class__ is Fragments:  # the usual case: no call of ours
-            grow(asm.journal, current, piece)
-        else:
-            append_text(parent, last, piece, asm.journal)
+        append_text(parent, last, piece, asm.journal)
         if display and (text_where is None or text_where(item)):
             asm.display.append(piece)
         elif reasoning and (reasoning_where is None or reasoning_where(item)):
@@ -802,11 +728,10 @@ def op_append(spec: dict[str, Any], ctx: CompileContext) -> Run:
     return append
 
 
-def _into_item(op: str, spec: dict[str, Any], ctx: CompileContext, target: Target, act: Act) -> Run:
+def _into_item(op: str, read: Reader, target: Target, act: Act) -> Run:
     """The shape of an operation that puts what the event carries into the item at ``at``:
     read ``from`` (absent: nothing to do), find or open the item (none: the event is listed
     as unplaced), then ``act(assembly, item, value)``."""
-    read = compile_read(spec["from"], ctx.choice_alias)
 
     def into_item(asm: Assembly, ev: Any, ch: Any) -> None:
         value = read(ev, ch)
@@ -843,7 +768,7 @@ def _into_args(
         if take(asm.args_of(item, rel), value):
             asm.calls_dirty = True
 
-    return _into_item(op, spec, ctx, target, into_args)
+    return _into_item(op, compile_read(spec["from"], ctx.choice_alias), target, into_args)
 
 
 def op_push(spec: dict[str, Any], ctx: CompileContext) -> Run:
@@ -886,7 +811,7 @@ def op_push(spec: dict[str, Any], ctx: CompileContext) -> Run:
                 "the value is not added"
             )
 
-    return _into_item("push", spec, ctx, target, push)
+    return _into_item("push", compile_read(spec["from"], ctx.choice_alias), target, push)
 
 
 # --- turn-level fields, DONE, errors ------------------------------------------------------

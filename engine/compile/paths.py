@@ -44,40 +44,20 @@ the prefix; a value that is no string, or does not start with the prefix, reads 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, cast
+from typing import Any
 
 import jmespath
 
-FAST_PATHS = True
-"""Whether compiled objects take their fast paths (a reader's :attr:`Reader.field`, the
-dispatcher's first-entry choice). Off, every one of them takes its generic path: the same
-results, more calls. Read when a descriptor compiles, so a test that turns it off compiles
-its strategies afresh (tests/test_fast_paths.py replays every golden both ways)."""
-
-
-class Reader(Protocol):
-    """A compiled read: ``reader(event, choice)`` is the value there, or None.
-
-    ``field`` is its fast path: the one plain field of the event it reads (``index``,
-    ``delta``, ``candidates``), else None. Reads run on every chunk and a call costs a tenth
-    of a chunk's budget, so a caller on the hot path may look that field up in place of the
-    call (``ev.get(reader.field)``), the same value without knowing the path it came from.
-    None on every reader while :data:`FAST_PATHS` is off."""
-
-    field: str | None
-
-    def __call__(self, ev: Any, ch: Any = None, /) -> Any: ...
-
-
-def as_reader(read: Callable[..., Any], field: str | None = None) -> Reader:
-    """``read`` as a :class:`Reader`: a function that reads ``field`` of the event when
-    ``field`` is given, else none that a look-up can replace."""
-    read.__dict__["field"] = field if FAST_PATHS else None
-    return cast(Reader, read)
+Reader = Callable[..., Any]
+"""A compiled read: ``reader(event, choice=None)`` is the value there, or None. Reads run on
+every chunk and a call costs a tenth of a chunk's budget, so the reader is its own fast path:
+a plain field chain compiles to the direct look-ups of :func:`_chain` (``ev.get(key)`` for one
+field), and its callers call it, never a second copy of that look-up."""
 
 
 JMESPATH = "jmespath"
@@ -112,9 +92,7 @@ class PathError(ValueError):
         hint: str | None = None,
     ) -> None:
         super().__init__(message)
-        self.column = column
-        self.in_slot = in_slot
-        self.hint = hint
+        self.column, self.in_slot, self.hint = column, in_slot, hint
 
 
 @dataclass(frozen=True)
@@ -156,6 +134,14 @@ def parse(path: str) -> tuple[Step, ...]:
         pos += 1
         if pos == n:
             raise PathError("path ends with '.'", pos)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(path: str) -> tuple[Step, ...]:
+    """:func:`parse` once per path string: a load asks for the steps of one path in each of
+    its forms (the schema's check, the read or target compiled, its pattern, the validator's
+    flow checks), and the steps are immutable, so the first parse serves them all."""
+    return parse(path)
 
 
 def _bracket(inner: str, column: int) -> Step:
@@ -225,14 +211,14 @@ def old_form(path: Any, form: str = "read") -> str | None:
 def _reads(path: str) -> bool:
     """In the one language already, as a read (fields and ``[n]``)."""
     try:
-        return all(step.kind in ("field", "index") for step in parse(path))
+        return all(step.kind in ("field", "index") for step in _parsed(path))
     except PathError:
         return False
 
 
 def _parses(path: str) -> bool:
     try:
-        parse(path)
+        _parsed(path)
     except PathError:
         return False
     return True
@@ -263,7 +249,7 @@ def read_steps(path: str, form: str = "read") -> tuple[Step, ...]:
     """The steps of a read path string (fields and ``[n]``), the old forms named (``form``:
     ``read``, where a JMESPath may be written with its marker, or ``template``)."""
     try:
-        steps = parse(path)
+        steps = _parsed(path)
     except PathError as exc:
         raise _with_hint(exc, path, form) from None
     for step in steps:
@@ -290,7 +276,7 @@ def parse_chain(path: str) -> tuple[str, ...]:
     if _PLAIN.match(path):
         return tuple(path.split("."))
     try:
-        steps = parse(path)
+        steps = _parsed(path)
     except PathError as exc:
         raise PathError(
             f"expected a field chain such as function.arguments (fields joined by '.'): {exc}",
@@ -304,17 +290,15 @@ def parse_chain(path: str) -> tuple[str, ...]:
     )
 
 
+def one_field(path: Any) -> str | None:
+    """The one plain field a read path names (``index``, ``delta``), else None: where a
+    compiled test looks that key up itself (a predicate's ``{field: F, equals: V}``)."""
+    return path if isinstance(path, str) and _FIELD_ONLY.match(path) else None
+
+
 def compile_read(path: str | dict[str, Any], choice_alias: str | None = None) -> Reader:
     """Compile a read path (a string, ``{jmespath: expr}``, ``{path: P, strip_prefix: S}``,
-    ``{first: [READ, ...]}`` or the constant ``{value: V}``) into ``reader(event, choice)``;
-    one plain field of the event itself (not the choice alias) is the reader's ``field``."""
-    one_field = None
-    if isinstance(path, str) and _FIELD_ONLY.match(path) and path != choice_alias:
-        one_field = path
-    return as_reader(_compile_read(path, choice_alias), one_field)
-
-
-def _compile_read(path: str | dict[str, Any], choice_alias: str | None) -> Callable[..., Any]:
+    ``{first: [READ, ...]}`` or the constant ``{value: V}``) into ``reader(event, choice)``."""
     if isinstance(path, dict):
         if STRIP_PREFIX in path:
             return _compile_strip_prefix(path, choice_alias)
@@ -331,23 +315,15 @@ def _compile_read(path: str | dict[str, Any], choice_alias: str | None) -> Calla
             return _chain(fields[1:], on_choice=True) if len(fields) > 1 else _the_choice
         return _chain(fields)
     steps = _walk_keys(path)
+    rest = steps[1:]
     if choice_alias is not None and steps[0] == choice_alias:
-        rest = steps[1:]
         return lambda ev, ch: _walk(ch, rest)
-
-    def walk(ev: Any, ch: Any = None) -> Any:
-        return _walk(ev, steps)
-
-    return walk
+    return lambda ev, ch=None: _walk(ev, steps)
 
 
-def compile_get(path: str | dict[str, Any]) -> Reader:
-    """Compile a read path over one object (an assembled item or message).
-
-    Every reader takes the choice as an optional second argument, so a reader of the object
-    itself is its own getter: no wrapper call on the hot path."""
-    # Compiled without a choice alias, every reader's second argument is optional.
-    return compile_read(path)
+compile_get = compile_read
+"""A read path over one object (an assembled item or message): a read without a choice alias,
+whose second argument (the choice) is optional, so that it is its own getter."""
 
 
 def compile_lookup(path: str) -> Callable[[Any], Any]:
@@ -407,11 +383,7 @@ def _compile_jmespath(path: dict[str, Any], choice_alias: str | None) -> Callabl
         search = lambda obj: _without_nulls(expression.search(obj))  # noqa: E731
     if choice_alias is not None:
         return lambda ev, ch: search({**ev, choice_alias: ch} if ch is not None else ev)
-
-    def search_event(ev: Any, ch: Any = None) -> Any:
-        return search(ev)
-
-    return search_event
+    return lambda ev, ch=None: search(ev)
 
 
 def _without_nulls(value: Any) -> Any:
@@ -448,16 +420,11 @@ def _compile_constant(spec: dict[str, Any]) -> Callable[..., Any]:
 
 def _compile_strip_prefix(spec: dict[str, Any], choice_alias: str | None) -> Callable[..., Any]:
     """What follows ``strip_prefix`` in the string at ``path`` (absent when the value is no
-    string or does not start with it): one field read and a ``startswith``, no expression."""
-    extra = sorted(set(spec) - {"path", STRIP_PREFIX})
-    if extra:
-        raise PathError(f"a strip_prefix read takes path and strip_prefix, not {extra[0]!r}")
-    prefix, inner = spec.get(STRIP_PREFIX), spec.get("path")
-    if not isinstance(prefix, str) or not prefix:
-        raise PathError("strip_prefix: the prefix to take off is a non-empty string")
-    if not isinstance(inner, str):
-        raise PathError("strip_prefix: `path` is the read path of the string to take apart")
-    read = compile_read(inner, choice_alias)
+    string or does not start with it): one field read and a ``startswith``, no expression.
+    The schema (``$defs/strip_prefix_read``) holds it to its two keys, a non-empty prefix and
+    a read path, for a file and a dict alike (ExtractionStrategy asks a dict of it first)."""
+    prefix = spec[STRIP_PREFIX]
+    read = compile_read(spec["path"], choice_alias)
     size = len(prefix)
 
     def strip(ev: Any, ch: Any = None) -> Any:
@@ -508,9 +475,7 @@ def _chain(fields: list[str], on_choice: bool = False) -> Callable[..., Any]:
             a, b = fields
 
             def choice2(ev: Any, ch: Any) -> Any:
-                if ch.__class__ is not dict:
-                    return None
-                ch = ch.get(a)
+                ch = ch.get(a) if ch.__class__ is dict else None
                 return ch.get(b) if ch.__class__ is dict else None
 
             return choice2
@@ -527,9 +492,7 @@ def _chain(fields: list[str], on_choice: bool = False) -> Callable[..., Any]:
         a, b = fields
 
         def get2(obj: Any, _ch: Any = None) -> Any:
-            if obj.__class__ is not dict:
-                return None
-            obj = obj.get(a)
+            obj = obj.get(a) if obj.__class__ is dict else None
             return obj.get(b) if obj.__class__ is dict else None
 
         return get2
@@ -537,12 +500,8 @@ def _chain(fields: list[str], on_choice: bool = False) -> Callable[..., Any]:
         a, b, c = fields
 
         def get3(obj: Any, _ch: Any = None) -> Any:
-            if obj.__class__ is not dict:
-                return None
-            obj = obj.get(a)
-            if obj.__class__ is not dict:
-                return None
-            obj = obj.get(b)
+            obj = obj.get(a) if obj.__class__ is dict else None
+            obj = obj.get(b) if obj.__class__ is dict else None
             return obj.get(c) if obj.__class__ is dict else None
 
         return get3
@@ -571,7 +530,7 @@ def parse_target(path: str, choice_alias: str | None = None) -> tuple[Segment, .
     """The target form: ``a.b[slot].c`` (or a pattern's ``a[*].b``) as segments; ``""`` is
     the message root. An index ``[n]`` names no item of a slotted list and is refused."""
     segments: list[Segment] = []
-    for step in parse(path):
+    for step in _parsed(path):
         if step.kind == "field":
             segments.append(Segment(field=step.text))
         elif step.kind == "every":

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .paths import compile_get, compile_presence
+from .paths import compile_get, compile_presence, one_field
 
 Predicate = Callable[[Any], bool]
 
@@ -84,17 +84,10 @@ def compile_predicate(spec: dict[str, Any]) -> Predicate:
                 return False
 
             return has_any
-        parts = [compile_predicate(p) for p in spec["any"]]
-        if len(parts) == 2:
-            first, second = parts
-            return lambda obj: first(obj) or second(obj)
-        return lambda obj: any(p(obj) for p in parts)
-    if "all" in spec:
-        parts = [compile_predicate(p) for p in spec["all"]]
-        if len(parts) == 2:  # a call's ``where`` asked of every whole call: no generator
-            first, second = parts
-            return lambda obj: first(obj) and second(obj)
-        return lambda obj: all(p(obj) for p in parts)
+    for key, quantifier in (("any", any), ("all", all)):
+        if key in spec:
+            parts = [compile_predicate(p) for p in spec[key]]
+            return lambda obj: quantifier(p(obj) for p in parts)
     if "not" in spec:
         simple = _one_field_equals(spec["not"])
         if simple is not None:  # {not: {field: thought, equals: true}}, asked of every part
@@ -162,7 +155,7 @@ def _plain_has(specs: Any) -> tuple[str, ...] | None:
     for spec in specs:
         if not isinstance(spec, dict) or set(spec) != {"has"}:
             return None
-        field = compile_get(spec["has"]).field
+        field = one_field(spec["has"])
         if field is None:
             return None
         keys.append(field)
@@ -174,5 +167,5 @@ def _one_field_equals(spec: Any) -> tuple[str, Any] | None:
     as display-text predicates run on every item of every chunk."""
     if not isinstance(spec, dict) or set(spec) != {"field", "equals"}:
         return None
-    field = compile_get(spec["field"]).field
+    field = one_field(spec["field"])
     return None if field is None else (field, spec["equals"])

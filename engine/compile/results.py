@@ -70,10 +70,8 @@ def compile_sections(descriptor: dict[str, Any]) -> CompiledSections:
     The descriptor may not have come through the validator (a strategy built from a dict), so
     its ``results`` section is first asked of the schema, which states what the section may
     hold (:func:`schema_problems`); the compile then trusts it, as after the validator."""
-    problems = schema_problems(descriptor.get("results"))
-    if problems:
-        raise TemplateError(problems)
-    sections, problems = check_sections(descriptor)
+    sections, compiled = check_sections(descriptor)
+    problems = schema_problems(descriptor.get("results")) or compiled
     if problems:
         raise TemplateError(problems)
     return sections
@@ -95,17 +93,17 @@ def check_sections(descriptor: dict[str, Any]) -> tuple[CompiledSections, list[T
     compiles to what can be read of it (the validator has reported why)."""
     problems: list[TemplateProblem] = []
     results = descriptor.get("results")
-    declarations = descriptor.get("declarations")
     sections = CompiledSections(
         results=None if results is None else _compile_results(results, problems),
-        declarations=(
-            None if declarations is None else _template(declarations, "/declarations", problems)
-        ),
+        declarations=_template(descriptor.get("declarations"), "/declarations", problems),
     )
     return sections, problems
 
 
-def _template(spec: Any, pointer: str, problems: list[TemplateProblem]) -> Template:
+def _template(spec: Any, pointer: str, problems: list[TemplateProblem]) -> Template | None:
+    """The template ``spec`` compiled (None when there is none), its problems added."""
+    if spec is None:
+        return None
     template, found = check_template(spec, pointer)
     problems.extend(found)
     return template
@@ -121,21 +119,15 @@ def _compile_results(spec: Any, problems: list[TemplateProblem]) -> CompiledResu
     mode = spec.get("mode", "one_message" if "message" in spec else "per_call")
     if mode == "restate" and "assistant" in spec:
         _check_restate(spec["assistant"], problems)
-    leak = spec.get("leak")
-    if not isinstance(leak, dict):
-        leak = {}
-
-    def opt(value: Any, pointer: str) -> Template | None:
-        return None if value is None else _template(value, pointer, problems)
-
+    leak = spec["leak"] if isinstance(spec.get("leak"), dict) else {}
     return CompiledResults(
         mode=mode,
-        assistant=opt(spec.get("assistant"), "/results/assistant"),
-        result=opt(spec.get("result"), "/results/result"),
-        message=opt(spec.get("message"), "/results/message"),
+        assistant=_template(spec.get("assistant"), "/results/assistant", problems),
+        result=_template(spec.get("result"), "/results/result", problems),
+        message=_template(spec.get("message"), "/results/message", problems),
         leak_role=spec.get("leak_role", DEFAULT_LEAK_ROLE),
-        leak_assistant=opt(leak.get("assistant"), "/results/leak/assistant"),
-        leak_message=opt(leak.get("message"), "/results/leak/message"),
+        leak_assistant=_template(leak.get("assistant"), "/results/leak/assistant", problems),
+        leak_message=_template(leak.get("message"), "/results/leak/message", problems),
     )
 
 
@@ -322,7 +314,7 @@ def leak_result_messages(strategy: Any, text: str, records: Iterable[Any]) -> li
     where its descriptor declares them (``results.leak``)."""
     records = list(records)
     spec = sections_of(strategy).results
-    role = DEFAULT_LEAK_ROLE if spec is None else spec.leak_role
+    role = leak_role(strategy)
     generic = text_result_messages(text, records, role)
     if not records:  # a text-only turn: the assistant's text alone, answering nothing
         generic = generic[:1]

@@ -220,8 +220,7 @@ class Framing:
     exception_suffix: str | None = None
 
     def frames(self, events: list[RecordedEvent]) -> Iterator[bytes]:
-        for event in events:
-            yield self.frame(event)
+        yield from map(self.frame, events)
         if self.done is not None:
             yield self._sse(None, self.done)
 
@@ -356,8 +355,10 @@ def compile_serve(descriptor: dict[str, Any]) -> ServeSpec | None:
     problems = sorted(set(problems + found))
     if problems:
         raise ServeError(problems)
-    if compiled is None:  # the schema passed it, so every part has its shape: not expected
-        raise ServeError([("/serve", "a part of the section could not be read", "serve")])
+    # The schema passed it: every part has its shape (endpoints, framing and response are
+    # required, each endpoint's path a string and its stream a boolean or an object), and a
+    # path's name given twice is a problem raised above, so every part was read.
+    assert compiled is not None
     return compiled
 
 
@@ -385,15 +386,14 @@ def check_serve(descriptor: dict[str, Any]) -> tuple[ServeSpec | None, list[Temp
     headers = spec.get("headers", {})
     if not endpoints or None in endpoints or framing is None or response is None:
         return None, problems
-    compiled = ServeSpec(
+    return ServeSpec(
         endpoints=tuple(e for e in endpoints if e is not None),
         framing=framing,
         headers=dict(headers) if isinstance(headers, dict) else {},
         response=response,
         error=error,
         accept=tuple((kind, f) for kind, f in alternatives if f is not None),
-    )
-    return compiled, problems
+    ), problems
 
 
 def _error_reply(spec: Any, problems: list[TemplateProblem]) -> ErrorReply | None:

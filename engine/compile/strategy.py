@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from os.path import commonprefix
 from typing import Any, NamedTuple
 
 from ..errors import DescriptorError, Problem, escape
@@ -20,11 +21,11 @@ from ..model.fragments import copy_json, dig, make_way, materialize, shown_value
 from ..model.journal import count, put, put_attr
 from ..model.jsonscan import MAX_DEPTH, ArgsStream, dumps_any_depth, first_value, nests_deeper
 from . import paths
-from .operations import OPERATIONS, Source, operation_rules
+from .operations import OPERATIONS, Source
 from .ops import CompileContext, RuleProblem, Run, TextPlace, any_where
-from .paths import compile_get, compile_read, is_plain, items_of, parse_chain, pattern_parts
+from .paths import compile_read, is_plain, items_of, parse_chain, pattern_parts
 from .predicates import Predicate, compile_predicate
-from .results import CompiledSections, compile_sections
+from .results import CompiledSections, compile_sections, result_messages, tool_declarations
 from .schema import Pointed, in_template, schema_problems
 from .templates import TemplateError
 from .turn import TurnSpec, compile_turn
@@ -67,6 +68,10 @@ class CallsSpec:
     # are tracked then, those answered by then never (engine.model.assembly, ``held``).
     held: bool = False
 
+    def is_cut(self, item: dict[str, Any]) -> bool:
+        """Does the whole message mark this call item as cut short (``cut_when``)?"""
+        return self.cut_when is not None and self.cut_when(item)
+
     @property
     def free_form(self) -> bool:
         """Its calls' input is free-form text (``args_form: text``), not JSON."""
@@ -92,51 +97,40 @@ class CallsSpec:
         where = self.where
         return [(slot, item) for slot, item in found if where is None or where(item)]
 
-    def install_args(self, item: dict[str, Any], tracker: Any = None) -> ArgsStream:
+    def install_args(self, item: dict[str, Any], tracker: Any) -> ArgsStream:
         """Put an :class:`ArgsStream` at the item's args field, seeded with what is there;
         ``tracker`` (the assembly tracking the call, see ArgsStream.tracker) is set before
         the seed, which may already carry more than the call's first JSON value. Its writes
         go to the tracker's journal (engine.model.journal)."""
-        journal = tracker.journal if tracker is not None else []
-        key = self.args_fields[-1]
+        journal, key = tracker.journal, self.args_fields[-1]
         parent = make_way(item, self.args_fields[:-1], journal)
         current = parent.get(key)
         if current.__class__ is ArgsStream:  # the item's first entry brought arguments
-            if self.args_form == "text" and current.text_key is None:
-                # made before the item was known as a free-form call: its text read again
-                current = new_args_stream("text", current.text, text_key=key)
-                put(journal, parent, key, current)
-            put_attr(journal, current, "tracker", tracker)
-            return current
+            if self.args_form != "text" or current.text_key is not None:
+                put_attr(journal, current, "tracker", tracker)
+                return current
+            current = current.text  # made before the item was known as a free-form call
         stream = new_args_stream(self.args_form, current, tracker, self.args_whole, key)
         put(journal, parent, key, stream)
         return stream
 
 
 def new_args_stream(
-    form: str,
-    current: Any,
-    tracker: Any = None,
-    whole: bool = False,
-    text_key: str | None = None,
+    form: str, current: Any, tracker: Any = None, whole: bool = False, text_key: str | None = None
 ) -> ArgsStream:
     """The one maker of an argument stream, for what an item holds at its args field
     (``current``, None when nothing): free-form text (``text_key`` its field) fed what is
     there; arguments that arrive ``whole`` set whole (absent: a call without arguments); an
     object-form start's object kept as its ``initial``; text fed; a value set whole.
     ``tracker`` (see ArgsStream.tracker) is set before the seed."""
-    if current.__class__ is ArgsStream:
-        return current
     keep = not whole and form == "object" and current.__class__ is not str
     stream = ArgsStream(form, initial=current if keep else None, text_key=text_key)
     stream.tracker = tracker
     if current is None or keep:
         if whole:
             stream.set_whole({})
-    elif form == "text":
+    elif form == "text" or (current.__class__ is str and not whole):
         stream.feed(current if current.__class__ is str else dumps_any_depth(current))
-    elif current.__class__ is str and not whole:
-        stream.feed(current)
     else:
         stream.set_whole(current)
     return stream
@@ -158,7 +152,6 @@ class Spec:
     initial_message: dict[str, Any]
     calls: CallsSpec | None  # the first place of the calls (``calls`` itself)
     text: TextSpec | None
-    leaks_into_text: bool
     sentinels: frozenset[str]
     # Stop reasons that mean a length limit cut the output: at such a DONE, open items are cut
     # (``finish_reasons.length``).
@@ -194,7 +187,6 @@ class Program:
         "ignored",
         "choice_list",
         "choice_key",
-        "first_is_choice",
         "accept",
         "after_done",
     )
@@ -205,13 +197,10 @@ class Program:
         if isinstance(disc, dict) and "field" in disc:  # not a {jmespath: ...} read
             self.wrapped = bool(disc.get("or_wrapped"))
             disc = disc["field"]
-        self.discriminator = compile_get(disc) if disc else None
+        self.discriminator = compile_read(disc) if disc else None
         choice = events.get("choice")
-        self.choice_list = compile_get(choice["list"]) if choice else None
+        self.choice_list = compile_read(choice["list"]) if choice else None
         self.choice_key = choice["key"] if choice else None
-        # The fast path of :meth:`choose`: the first entry is the usual choice, checked before
-        # the search (in :meth:`apply`, which runs on every chunk, where a call costs).
-        self.first_is_choice = paths.FAST_PATHS
         self.every = tuple(compile_ops(events.get("every", []), ctx, problems, "/events/every"))
         self.table = _compile_table(events.get("on", {}), ctx, problems)
         self.ignored = frozenset(events.get("ignore", ()))
@@ -219,8 +208,7 @@ class Program:
         # rejects runs no rule and is counted with the events no rule handles. Without it a
         # wire with no discriminator would hand any chunk to its ``every`` rules, and another
         # wire's event would go through them without a trace.
-        accept = events.get("accept")
-        self.accept = compile_predicate(accept) if accept else None
+        self.accept = _predicate(events, "accept")
         self.after_done = self._compile_after_done(events, problems)
 
     def _compile_after_done(
@@ -255,30 +243,24 @@ class Program:
                     problems.add(pointer, f"after_done: {exc}")
         if not names and not tests:
             return None
-        frozen = frozenset(names)
+        return lambda chunk, name: name in names or any(test(chunk) for test in tests)
 
-        def follows(chunk: Any, name: str | None) -> bool:
-            return (bool(frozen) and name in frozen) or any(test(chunk) for test in tests)
-
-        return follows
-
-    def _payload(self, chunk: dict[str, Any]) -> Any:
-        """What the rules of ``chunk`` read, as :meth:`apply` finds it: the chunk, or the
-        value of its one key on a wrapped wire (``{"<event name>": {...}}``). Cold."""
-        discriminator = self.discriminator
-        if discriminator is None or not self.wrapped or len(chunk) != 1:
-            return chunk
-        if discriminator(chunk) is not None:
-            return chunk
-        (payload,) = chunk.values()
-        return payload
+    def _named(self, chunk: dict[str, Any]) -> tuple[Any, Any]:
+        """The event's name (None on a wire without event names) and what its rules read, as
+        :meth:`apply` finds them: the chunk, or the value of its one key on a wrapped wire
+        (``{"<event name>": {...}}``). Cold: apply reads them in place."""
+        name = None if self.discriminator is None else self.discriminator(chunk)
+        if name is None and self.wrapped and len(chunk) == 1:
+            ((name, payload),) = chunk.items()
+            return name, payload
+        return name, chunk
 
     def of_another_choice(self, chunk: Any, choice: int) -> bool:
         """Is this an event of another choice than ``choice`` (an n>1 stream): its choice
         list holds entries and none is ``choice``? Cold: asked only after the DONE."""
         if self.choice_list is None or chunk.__class__ is not dict:
             return False
-        payload = self._payload(chunk)
+        payload = self._named(chunk)[1]
         if payload.__class__ is not dict:
             return False
         entries = self.choice_list(payload)
@@ -298,23 +280,18 @@ class Program:
     def event_name(self, chunk: Any) -> str | None:
         """The event's name as the discriminator reads it (``content_block_delta``), None on a
         wire without event names. Cold: it names a skipped event, never runs per chunk."""
-        if self.discriminator is None or chunk.__class__ is not dict:
-            return None
-        name = self.discriminator(chunk)
-        if name is None and self.wrapped and len(chunk) == 1:
-            (name,) = chunk
+        name = self._named(chunk)[0] if chunk.__class__ is dict else None
         return None if name is None else str(name)
 
     def apply(self, asm: Assembly, chunk: dict[str, Any], choice: int) -> None:
-        # Runs on every chunk, where a call is a tenth of the budget: the readers' one-field
-        # fast paths are taken here (see :class:`engine.compile.paths.Reader`).
+        # Runs on every chunk: each read is one call of a compiled reader, itself the fast path
+        # (see :data:`engine.compile.paths.Reader`).
         discriminator = self.discriminator
         name: Any  # what the wire put at the discriminator: any JSON value, or None
         if discriminator is None:
             name, payload = None, chunk
         else:
-            field = discriminator.field
-            name = chunk.get(field) if field is not None else discriminator(chunk)
+            name = discriminator(chunk)
             if name is None and self.wrapped and len(chunk) == 1:
                 ((name, payload),) = chunk.items()
             else:
@@ -324,20 +301,11 @@ class Program:
             count(asm.journal, asm.unknown, str(name))
             return
         ch = None
-        choice_list = self.choice_list
-        if choice_list is not None:
-            field = choice_list.field
-            entries = payload.get(field) if field is not None else choice_list(payload)
-            if entries.__class__ is list and entries:
-                first = entries[0]
-                if (
-                    self.first_is_choice
-                    and first.__class__ is dict
-                    and first.get(self.choice_key, 0) == choice
-                ):
-                    ch = first
-                else:
-                    ch = self.choose(entries, choice)
+        if self.choice_list is not None:
+            entries = self.choice_list(payload)
+            ch = entries[0] if entries.__class__ is list and entries else None
+            if ch.__class__ is not dict or ch.get(self.choice_key, 0) != choice:
+                ch = self.choose(entries, choice)  # the usual choice, the first, is tested first
         if ch is None and self.accept is not None and not self.accept(chunk):
             # Not this wire's (a chunk that carries the followed choice always is: only the
             # others are asked, so the usual chunk pays one test).
@@ -346,7 +314,7 @@ class Program:
             return
         for op in self.every:
             op(asm, payload, ch)
-        if self.discriminator is None:
+        if discriminator is None:
             return
         try:
             rules = self.table.get(name)
@@ -378,23 +346,23 @@ class SubTable:
     def __init__(
         self, spec: dict[str, Any], ctx: CompileContext, problems: Problems, base: str
     ) -> None:
-        self.discriminator = compile_get(spec["discriminator"])
-        table = {
-            k: tuple(compile_ops(v, ctx, problems, f"{base}/on/{escape(k)}"))
-            for k, v in spec["on"].items()
-        }
-        self.table = _with_patterns(table, problems, f"{base}/on")
+        self.discriminator = compile_read(spec["discriminator"])
+        self.table = _compile_table(spec["on"], ctx, problems, f"{base}/on")
 
 
-def _compile_table(on: dict[str, Any], ctx: CompileContext, problems: Problems) -> dict[str, Any]:
+def _compile_table(
+    on: dict[str, Any], ctx: CompileContext, problems: Problems, base: str = "/events/on"
+) -> dict[str, Any]:
+    """A rule table (at ``base``): each name's rules, or a :class:`SubTable` (whose own
+    table, the schema's ``sub_table``, holds rules only)."""
     table: dict[str, Any] = {}
     for name, rules in on.items():
-        base = f"/events/on/{escape(name)}"
+        at = f"{base}/{escape(name)}"
         if isinstance(rules, dict):
-            table[name] = SubTable(rules, ctx, problems, base)
+            table[name] = SubTable(rules, ctx, problems, at)
         else:
-            table[name] = tuple(compile_ops(rules or [], ctx, problems, base))
-    return _with_patterns(table, problems, "/events/on")
+            table[name] = tuple(compile_ops(rules or [], ctx, problems, at))
+    return _with_patterns(table, problems, base)
 
 
 WILDCARD = "*"
@@ -445,23 +413,16 @@ def _with_patterns(table: dict[str, Any], problems: Problems, base: str) -> dict
     return PatternTable(table, patterns) if patterns else table
 
 
-class Problems:
-    """What compiling a descriptor refused, each at the JSON pointer of the value at fault.
+class Problems(list[tuple[str, str]]):
+    """What compiling a descriptor refused, each ``(pointer, message)`` at the JSON pointer
+    of the value at fault.
 
     One compile finds them all (a rule that does not compile leaves the others to compile);
     whoever asked for the strategy decides what they mean: the validator locates them in the
     YAML source, a direct ``ExtractionStrategy(data)`` raises the first."""
 
-    __slots__ = ("found",)
-
-    def __init__(self) -> None:
-        self.found: list[tuple[str, str]] = []
-
     def add(self, pointer: str, message: str) -> None:
-        self.found.append((pointer, message))
-
-    def __bool__(self) -> bool:
-        return bool(self.found)
+        self.append((pointer, message))
 
 
 class Rule(NamedTuple):
@@ -481,10 +442,10 @@ def compile_ops(rules: list[Any], ctx: CompileContext, problems: Problems, base:
         name, raw = (rule, None) if isinstance(rule, str) else next(iter(rule.items()))
         pointer = f"{base}/{i}/{escape(name)}"
         try:
-            out.append(compile_rule(name, raw, ctx))
+            out.append(compile_rule(name, raw, ctx, pointer))
         except RuleProblem as exc:
             problems.add(pointer + "".join(f"/{escape(key)}" for key in exc.keys), str(exc))
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, LookupError, TypeError) as exc:
             problems.add(pointer, f"{name}: {exc}")
     runs = by_source_key(out, ctx)
     if any(_opens_a_call(rule.opens, ctx) for rule in out[:-1]):
@@ -503,19 +464,18 @@ def _opens_a_call(pattern: str | None, ctx: CompileContext) -> bool:
     return pattern.startswith(calls) and pattern[len(calls) :][:1] in ("", ".", "[")
 
 
-def compile_rule(name: str, raw: Any, ctx: CompileContext) -> Rule:
+def compile_rule(name: str, raw: Any, ctx: CompileContext, pointer: str = "") -> Rule:
     """One rule through its operation's entry; a ``when`` in its arguments guards it."""
     entry = OPERATIONS[name]
     args = entry.arguments(raw)
+    facts = entry.facts(args, ctx, pointer)
     when_path = args.get("when")
     if when_path is not None:  # a copy: the descriptor's own mapping is never changed
         args = {k: v for k, v in args.items() if k != "when"}
     op = entry.compile(args, ctx)
-    opens = paths.pattern(args["at"], ctx.choice_alias) if entry.opens(args) else None
-    if when_path is None:
-        return Rule(op, entry.source(args), opens)
-    when = compile_read(when_path, ctx.choice_alias)
-    return Rule(_guarded(op, when), Source(when_path, True), opens)
+    if when_path is not None:
+        op = _guarded(op, compile_read(when_path, ctx.choice_alias))
+    return Rule(op, facts.source, facts.opens)
 
 
 def by_source_key(rules: list[Rule], ctx: CompileContext) -> list[Run]:
@@ -530,20 +490,16 @@ def by_source_key(rules: list[Rule], ctx: CompileContext) -> list[Run]:
     the declared order always holds.
     """
     ops = [rule.run for rule in rules]
-    sources = [rule.source for rule in rules]
-    if len(ops) < 2 or not all(s and s.path and is_plain(s.path) for s in sources):
+    sources = [r.source for r in rules if r.source and r.source.path and is_plain(r.source.path)]
+    if len(ops) < 2 or len(sources) < len(ops):
         return ops
-    alias = ctx.choice_alias
     rooted = []  # (reads the choice, field chain under that root)
     for source in sources:
-        assert source is not None  # every source is a plain path (checked above)
-        chain = source.path.split(".")
-        on_choice = alias is not None and chain[0] == alias
-        if on_choice:
-            chain = chain[1:]
-        if not chain:
-            return ops
-        rooted.append((on_choice, chain))
+        chain = parse_chain(source.path)
+        on_choice = chain[0] == ctx.choice_alias
+        rooted.append((on_choice, chain[1:] if on_choice else chain))
+    if not all(chain for _, chain in rooted):
+        return ops
     if len({on_choice for on_choice, _ in rooted}) == 1:
         keyed = _keyed_under_common_prefix(ops, rooted, ctx)
         if keyed is not None:
@@ -552,7 +508,6 @@ def by_source_key(rules: list[Rule], ctx: CompileContext) -> list[Run]:
     entries = tuple(
         (on_choice, chain[0], len(chain) == 1 and source.must_be_true, op)
         for (on_choice, chain), source, op in zip(rooted, sources, ops, strict=True)
-        if source is not None
     )
 
     def present_only(asm: Assembly, ev: Any, ch: Any) -> None:
@@ -571,19 +526,13 @@ def _keyed_under_common_prefix(
     read of that object, then the rules of the key it holds."""
     on_choice = rooted[0][0]
     chains = [chain for _, chain in rooted]
-    prefix = chains[0][:-1]
-    for chain in chains[1:]:
-        common = 0
-        while common < min(len(prefix), len(chain) - 1) and prefix[common] == chain[common]:
-            common += 1
-        prefix = prefix[:common]
+    prefix = commonprefix([chain[:-1] for chain in chains])  # the object every source is in
     if not prefix:
         return None
     alias = ctx.choice_alias
     assert alias is not None or not on_choice, "a source reads the choice only through its alias"
     path = ".".join([alias, *prefix] if alias is not None and on_choice else prefix)
     under = compile_read(path, ctx.choice_alias)
-    field = under.field  # ``delta``: one field of the event, looked up in place
     depth = len(prefix)
     keyed = tuple((chain[depth], op) for chain, op in zip(chains, ops, strict=True))
     by_key: dict[str, tuple[Run, ...]] = {}
@@ -591,17 +540,15 @@ def _keyed_under_common_prefix(
         by_key[key] = (*by_key.get(key, ()), op)
 
     def dispatch(asm: Assembly, ev: Any, ch: Any) -> None:
-        sub = ev.get(field) if field is not None else under(ev, ch)
-        if sub.__class__ is not dict:
-            return
-        if len(sub) == 1:
+        sub = under(ev, ch)
+        if sub.__class__ is dict and len(sub) == 1:  # the usual event: one source present
             for key in sub:
                 for op in by_key.get(key, ()):
                     op(asm, ev, ch)
-            return
-        for key, op in keyed:  # several sources present: the declared order
-            if key in sub:
-                op(asm, ev, ch)
+        elif sub.__class__ is dict:
+            for key, op in keyed:  # several sources present: the declared order
+                if key in sub:
+                    op(asm, ev, ch)
 
     return dispatch
 
@@ -622,10 +569,7 @@ def _reasoning_places(spec: Any) -> tuple[TextPlace, ...]:
         return ()
     places = spec if isinstance(spec, list) else [spec]
     return tuple(
-        TextPlace(
-            pattern=paths.pattern(place["at"]),
-            where=compile_predicate(place["where"]) if place.get("where") else None,
-        )
+        TextPlace(pattern=paths.pattern(place["at"]), where=_predicate(place, "where"))
         for place in places
     )
 
@@ -667,13 +611,9 @@ def _message_reader(places: tuple[TextPlace, ...]) -> Callable[[dict[str, Any], 
     for place in places:
         wheres.setdefault(place.pattern, []).append(place.where)
     at = {pattern: any_where(found) for pattern, found in wheres.items()}
-    prefixes = set()
-    for pattern in at:
-        for i, char in enumerate(pattern):
-            if char in ".[":
-                prefixes.add(pattern[:i])
-                if char == "[":
-                    prefixes.add(pattern[: i + 3])
+    steps_of = [paths.parse_target(pattern) for pattern in at]
+    # the patterns the walk goes down: every step of a declared one but its last
+    prefixes = {paths.pattern_of(steps[:k]) for steps in steps_of for k in range(1, len(steps))}
 
     def visit(node: Any, item: Any, pattern: str, out: list[Any]) -> None:
         if isinstance(node, list):
@@ -700,12 +640,9 @@ def _call_place(
     """One place of the calls: ``calls`` itself (the items of a list), or one of
     ``calls.also``, which may also be a single object at a field chain (``single``)."""
     pattern, chains, tail = pattern_parts(spec["at"])
-    single: tuple[str, ...] = ()
-    if tail:
-        if single_allowed and not chains:
-            single = tail
-        else:
-            problems.add(f"{pointer}/at", "calls.at must end with [*]")
+    single = tail if single_allowed and not chains else ()
+    if tail and not single:
+        problems.add(f"{pointer}/at", "calls.at must end with [*]")
     where = spec.get("where")
     answered = spec.get("answered")
     if answered:  # the stream's own calls are no client's: never calls, however they end
@@ -715,12 +652,12 @@ def _call_place(
         pattern=pattern,
         list_fields=chains,
         where=compile_predicate(where) if where else None,
-        name=compile_get(spec["name"]),
-        id=compile_get(spec["id"]) if spec.get("id") else (lambda item: None),
+        name=compile_read(spec["name"]),
+        id=compile_read(spec["id"]) if spec.get("id") else (lambda item: None),
         args_fields=parse_chain(spec["args"]),
         args_form=spec.get("args_form", "string"),
         args_whole=spec.get("args_arrive", "fragments") == "whole",
-        cut_when=compile_predicate(spec["cut_when"]) if spec.get("cut_when") else None,
+        cut_when=_predicate(spec, "cut_when"),
         single=single,
         held=bool(answered and answered.get("later")),
     )
@@ -761,7 +698,7 @@ class ExtractionStrategy:
         self._compile(descriptor, source, found, sections)
         if problems is None and found:
             raise DescriptorError(
-                [Problem(file, 0, 0, at, message, "compile") for at, message in found.found]
+                [Problem(file, 0, 0, at, message, "compile") for at, message in found]
             )
 
     def _compile(
@@ -772,14 +709,11 @@ class ExtractionStrategy:
         self.sections = _sections(descriptor, sections, problems)
         self.name: str = descriptor["name"]
         self.title: str = descriptor.get("title", self.name)
-        calls_spec = descriptor.get("calls")
-        calls = None
-        places: list[CallsSpec] = []
-        if calls_spec:
-            calls = _call_place(calls_spec, "/calls", problems, single_allowed=False)
-            places.append(calls)
-            for i, also in enumerate(calls_spec.get("also") or ()):
-                places.append(_call_place(also, f"/calls/also/{i}", problems, True))
+        calls_spec = descriptor.get("calls") or {}
+        places = [_call_place(calls_spec, "/calls", problems, False)] if calls_spec else []
+        for i, also in enumerate(calls_spec.get("also") or ()):
+            places.append(_call_place(also, f"/calls/also/{i}", problems, True))
+        calls = places[0] if places else None
         text_spec = descriptor.get("text")
         text = None
         if text_spec:
@@ -788,10 +722,8 @@ class ExtractionStrategy:
             text = TextSpec(
                 pattern=pattern,
                 list_fields=chains + (tail,),
-                where=compile_predicate(text_spec["where"]) if text_spec.get("where") else None,
-                part_where=compile_predicate(parts_spec["where"])
-                if parts_spec and parts_spec.get("where")
-                else None,
+                where=_predicate(text_spec, "where"),
+                part_where=_predicate(parts_spec, "where"),
                 part_field=parts_spec["field"] if parts_spec else None,
             )
         reasoning = _reasoning_places(descriptor.get("reasoning"))
@@ -814,34 +746,28 @@ class ExtractionStrategy:
             initial_message=descriptor.get("message", {}) or {},
             calls=calls,
             text=text,
-            leaks_into_text=bool(descriptor.get("leaks_into_text", False)),
             sentinels=frozenset(descriptor.get("done_sentinels", ())),
             length_stops=turn.length_stops,
             reasoning=reasoning,
             turn=turn,
             places=tuple(places),
         )
-        self.leaks_into_text = self.spec.leaks_into_text
+        self.leaks_into_text = bool(descriptor.get("leaks_into_text", False))
         self.is_wire = "events" in descriptor
-        before = len(problems.found)
+        before = len(problems)
         self.program = Program(events, ctx, problems)
-        # What the rules stream is known only when every rule compiled.
-        rules_compiled = len(problems.found) == before
         # Nothing may follow the DONE (no ``events.after_done``): the DONE ends it all.
         self.nothing_follows = self.program.after_done is None
         self.at_end = tuple(ctx.at_end)
-        listed = isinstance(descriptor.get("reasoning"), list)
-        if rules_compiled:
+        self.rule_facts = tuple(ctx.facts)
+        if len(problems) == before:  # what the rules stream is known when all compiled
+            listed = isinstance(descriptor.get("reasoning"), list)
             _check_reasoning_streamed(reasoning, ctx, problems, listed)
         self._reasoning_read = _message_reader(reasoning)
         recognize = descriptor.get("recognize", {})
         self._recognize_chunk = compile_predicate(recognize["chunk"])
-        self._recognize_message = (
-            compile_predicate(recognize["message"]) if recognize.get("message") else None
-        )
-        self._recognize_error = (
-            compile_predicate(recognize["error"]) if recognize.get("error") else None
-        )
+        self._recognize_message = _predicate(recognize, "message")
+        self._recognize_error = _predicate(recognize, "error")
 
     def __repr__(self) -> str:
         return f"<ExtractionStrategy {self.name}>"
@@ -852,9 +778,8 @@ class ExtractionStrategy:
         """Is ``shape`` (one chunk, or a whole assembled message) of this wire?"""
         if not isinstance(shape, dict):
             return False
-        if self._recognize_chunk(shape):
-            return True
-        return self._recognize_message is not None and self._recognize_message(shape)
+        message = self._recognize_message
+        return self._recognize_chunk(shape) or (message is not None and message(shape))
 
     def recognizes_chunk(self, chunk: Any) -> bool:
         return isinstance(chunk, dict) and self._recognize_chunk(chunk)
@@ -899,18 +824,16 @@ class ExtractionStrategy:
         object wire) instead of its raw text, which the API would refuse (an object wire's
         ``input`` must be an object). Its error result says what was wrong; the message
         itself is unchanged. Without such a call, ``message`` itself."""
-        if not self.spec.places or not self.incomplete_calls(message):
+        if not self.incomplete_calls(message):
             return message
         copy = json.loads(json.dumps(message))  # plain JSON: the assembled message is
         for calls, _, item in self._call_items(copy):
-            if calls.free_form:
-                continue  # free-form text is never refused
-            empty: Any = "{}" if calls.args_form == "string" else {}
             raw = dig(item, calls.args_fields)
-            if raw is not None and parse_arguments(raw, calls.args_form) is None:
-                parent = dig(item, calls.args_fields[:-1]) if calls.args_fields[:-1] else item
-                if isinstance(parent, dict):
-                    parent[calls.args_fields[-1]] = empty
+            if calls.free_form or raw is None or parse_arguments(raw, calls.args_form) is not None:
+                continue  # free-form text is never refused
+            parent = dig(item, calls.args_fields[:-1])
+            if isinstance(parent, dict):
+                parent[calls.args_fields[-1]] = "{}" if calls.args_form == "string" else {}
         return copy
 
     def free_form_ids(self, message: Any) -> list[Any]:
@@ -932,21 +855,13 @@ class ExtractionStrategy:
     def extract(self, message: Any) -> list[ExtractedCall]:
         out: list[ExtractedCall] = []
         for calls, _, item in self._call_items(message):
-            if calls.cut_when is not None and calls.cut_when(item):
+            if calls.is_cut(item):
                 continue  # cut short: incomplete_calls() reports it
-            name = calls.name(item)
-            raw = dig(item, calls.args_fields)
-            args = calls.arguments_of(item)
+            name, args = calls.name(item), calls.arguments_of(item)
             if isinstance(name, str) and name and args is not None:
                 # The message's own object is copied: a client may edit what it was handed.
-                out.append(
-                    ExtractedCall(
-                        name,
-                        copy_json(args) if args is raw else args,
-                        calls.id(item),
-                        free_form=calls.free_form,
-                    )
-                )
+                args = copy_json(args) if args is dig(item, calls.args_fields) else args
+                out.append(ExtractedCall(name, args, calls.id(item), free_form=calls.free_form))
         return out
 
     def incomplete_calls(self, message: Any) -> list[CallIncomplete]:
@@ -958,14 +873,11 @@ class ExtractionStrategy:
         arguments are not among them: there is nothing that failed to parse."""
         out = []
         for calls, slot, item in self._call_items(message):
-            if calls.free_form and not (calls.cut_when is not None and calls.cut_when(item)):
-                continue  # free-form text: whole in a whole message, never invalid
-            raw = dig(item, calls.args_fields)
-            cut = calls.cut_when is not None and calls.cut_when(item)
-            if not cut and (raw is None or parse_arguments(raw, calls.args_form) is not None):
+            raw, cut = dig(item, calls.args_fields), calls.is_cut(item)
+            # free-form text is whole in a whole message, never invalid
+            if not cut and (calls.free_form or raw is None or calls.arguments_of(item) is not None):
                 continue
-            if raw is None:
-                raw = ""
+            raw = "" if raw is None else raw
             name, call_id = calls.name(item), calls.id(item)
             reason, cause = ("cut", None) if cut else _never_parsed(raw, calls.args_form)
             out.append(
@@ -985,7 +897,7 @@ class ExtractionStrategy:
         if text is None or not isinstance(message, dict):
             return ""
         *chains, tail = text.list_fields
-        items = _walk(message, tuple(chains)) if chains else [message]
+        items = [item for _, item in _walk_at(message, tuple(chains))]
         pieces = []
         for item in items:
             if chains and text.where is not None and not text.where(item):
@@ -1013,14 +925,10 @@ class ExtractionStrategy:
     def result_messages(self, message: Any, records: list[Any]) -> list[dict[str, Any]]:
         """The native history for these calls: the assistant turn and the results, keyed by
         call id, as the descriptor's ``results`` section declares them."""
-        from .results import result_messages
-
         return result_messages(self, message, records)
 
     def tool_declarations(self, tools: list[Any]) -> Any:
         """The wire's request fragment declaring these tools (``declarations`` section)."""
-        from .results import tool_declarations
-
         return tool_declarations(self, tools)
 
     # -- streams -------------------------------------------------------------------------------
@@ -1030,10 +938,9 @@ class ExtractionStrategy:
         entry) whose strings an operation concatenates (what each declares in the table:
         ``append``, ``args``, ``fold``'s concat keys and lists). Tools and property tests use
         it to re-split a stream's fragments without knowing the wire."""
-        events = self.descriptor.get("events", {})
         found: list[tuple[str, ...]] = []
-        for _, name, args in operation_rules(events):
-            for path, tail in OPERATIONS[name].streamed(args):
+        for facts in self.rule_facts:
+            for path, tail in facts.streamed:
                 fields = self._field_chain(path) if isinstance(path, str) else None
                 if fields is not None:
                     found.append((*fields, *tail))
@@ -1044,10 +951,9 @@ class ExtractionStrategy:
         ``error`` rule's ``from``), as field chains like ``streamed_fields``'. A re-split
         keeps them on the last piece of an event only: a DONE copied into the first piece
         would end the stream before the rest of the event, which no provider sends."""
-        events = self.descriptor.get("events", {})
         found = []
-        for _, name, args in operation_rules(events):
-            for path in OPERATIONS[name].ends(args):
+        for facts in self.rule_facts:
+            for path in facts.ends:
                 fields = self._field_chain(path)
                 if fields:
                     found.append(fields)
@@ -1083,6 +989,12 @@ class ExtractionStrategy:
         return message
 
 
+def _predicate(section: dict[str, Any] | None, key: str) -> Predicate | None:
+    """The predicate a section declares at ``key``, None when it (or the section) has none."""
+    spec = section.get(key) if section else None
+    return compile_predicate(spec) if spec else None
+
+
 def _of_a_dict(pointer: str, message: str, rule: str) -> bool:
     """A schema problem that refuses a descriptor given as a dict: any but a top-level key
     it lacks (a dict need not carry a file's header, ``title``, ``docs``, nor every section)
@@ -1114,10 +1026,8 @@ def parse_arguments(raw: Any, form: str = "string") -> dict[str, Any] | None:
         if not raw.strip():
             return {} if raw == "" and form == "string" else None
         text = raw.lstrip(" \t\n\r")
-        if form != "string" or not text.startswith("{"):
-            text = raw  # (never a call; json.loads says so)
-        try:
-            raw = json.loads(text) if text is raw else first_value(text)
+        try:  # anything but an object's text on a string wire is never a call: loads says so
+            raw = first_value(text) if form == "string" and text[:1] == "{" else json.loads(raw)
         except (ValueError, RecursionError):  # RecursionError: deeper than the parser reads
             return None
     if isinstance(raw, dict) and not nests_deeper(raw, MAX_DEPTH):
@@ -1140,10 +1050,6 @@ def _never_parsed(raw: Any, form: str) -> tuple[str, str | None]:
     if reason is None or reason == "cut":
         return "cut", None
     return reason, stream.invalid_cause()
-
-
-def _walk(message: dict[str, Any], chains: tuple[tuple[str, ...], ...]) -> list[dict[str, Any]]:
-    return [item for _, item in _walk_at(message, chains)]
 
 
 def _walk_at(message: Any, chains: tuple[tuple[str, ...], ...]) -> list[tuple[Any, dict[str, Any]]]:

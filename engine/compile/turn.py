@@ -16,8 +16,8 @@ read from them when asked, never per chunk.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any
 
 from ..model.jsonscan import COMPLETE
 from ..records import FINISH_REASONS, FinishReason, Usage
@@ -25,20 +25,10 @@ from .paths import PathError, compile_read
 
 if TYPE_CHECKING:
     from ..model.assembly import Assembly
+    from .strategy import Problems
 
-# The counts of a Usage, in its field order: what a ``token_usage`` section may declare.
-COUNTS = (
-    "input_tokens",
-    "output_tokens",
-    "total_tokens",
-    "reasoning_tokens",
-    "cached_input_tokens",
-)
-
-
-class _Problems(Protocol):
-    def add(self, pointer: str, message: str) -> None: ...
-
+COUNTS = tuple(f.name for f in fields(Usage))
+"""The counts of a Usage, in its field order: what a ``token_usage`` section may declare."""
 
 Count = Callable[[Any], "int | None"]
 
@@ -86,15 +76,11 @@ class TurnSpec:
 
 def _has_runnable_call(asm: Assembly) -> bool:
     """Does the turn hold a client call whose arguments are complete and whose name came?"""
-    for track in asm.tracks:
-        if track.args.state == COMPLETE:
-            name = track.place.name(track.item)
-            if name.__class__ is str and name:
-                return True
-    return False
+    names = (track.place.name(track.item) for track in asm.tracks if track.args.state == COMPLETE)
+    return any(name.__class__ is str and name for name in names)
 
 
-def compile_turn(descriptor: dict[str, Any], problems: _Problems) -> TurnSpec:
+def compile_turn(descriptor: dict[str, Any], problems: Problems) -> TurnSpec:
     """Both sections of ``descriptor``, each problem at the pointer of its value."""
     return TurnSpec(
         reasons=_reasons(descriptor.get("finish_reasons") or {}, problems),
@@ -102,7 +88,7 @@ def compile_turn(descriptor: dict[str, Any], problems: _Problems) -> TurnSpec:
     )
 
 
-def _reasons(section: dict[str, Any], problems: _Problems) -> dict[str, FinishReason]:
+def _reasons(section: dict[str, Any], problems: Problems) -> dict[str, FinishReason]:
     """raw -> word; a raw value under two words is a problem (which would it mean?)."""
     out: dict[str, FinishReason] = {}
     for word in FINISH_REASONS:
@@ -119,7 +105,7 @@ def _reasons(section: dict[str, Any], problems: _Problems) -> dict[str, FinishRe
     return out
 
 
-def _counts(section: dict[str, Any], problems: _Problems) -> tuple[tuple[str, Count], ...]:
+def _counts(section: dict[str, Any], problems: Problems) -> tuple[tuple[str, Count], ...]:
     """(Usage field, reader) for each count declared: a read path, or ``{sum: [paths]}``;
     a path that is no read is a problem at its pointer (the others still compile)."""
     out: list[tuple[str, Count]] = []

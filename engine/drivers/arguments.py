@@ -26,6 +26,7 @@ import jsonschema
 from jsonschema.exceptions import SchemaError
 from jsonschema.protocols import Validator
 
+from ..errors import escape
 from ..records import Tool
 
 # A failing argument: the JSON pointer of the value (``""`` for the arguments object) and
@@ -37,7 +38,7 @@ _MAX_PROBLEMS = 10  # a prompt names at most this many; a model fixes the first 
 
 def _pointer(path: Any) -> str:
     """RFC 6901 pointer of a jsonschema error path (``deque(['a', 0])`` -> ``/a/0``)."""
-    return "".join("/" + str(step).replace("~", "~0").replace("/", "~1") for step in path)
+    return "".join("/" + escape(str(step)) for step in path)
 
 
 class ArgumentsSchema:
@@ -157,28 +158,16 @@ def _regex(definition: Any) -> re.Pattern[str] | None:
 # error walk stays jsonschema's. tests/test_tool_loop.py checks that both agree.
 
 _Check = Callable[[Any], bool]
+# ``format`` is an annotation in every draft unless a format checker asserts it.
 _ANNOTATIONS = frozenset(
-    {
-        "$schema",
-        "$id",
-        "$comment",
-        "title",
-        "description",
-        "default",
-        "examples",
-        "format",
-        "readOnly",
-        "writeOnly",
-        "deprecated",
-    }
-)  # ``format`` is an annotation in every draft unless a format checker asserts it
-_FAST_DRAFTS = frozenset(
-    {
-        jsonschema.Draft6Validator,
-        jsonschema.Draft7Validator,
-        jsonschema.Draft201909Validator,
-        jsonschema.Draft202012Validator,
-    }
+    {"$schema", "$id", "$comment", "title", "description", "default", "examples", "format",
+     "readOnly", "writeOnly", "deprecated"}
+)
+_FAST_DRAFTS = (
+    jsonschema.Draft6Validator,
+    jsonschema.Draft7Validator,
+    jsonschema.Draft201909Validator,
+    jsonschema.Draft202012Validator,
 )
 
 
@@ -265,18 +254,21 @@ def _additional(value: Any, schema: dict[str, Any]) -> _Check:
     return lambda v: v.__class__ is not dict or all(rest(x) for n, x in v.items() if n not in known)
 
 
-def _required(value: Any, schema: dict[str, Any]) -> _Check:
-    if value.__class__ is not list or not all(n.__class__ is str for n in value):
+def _strings(value: Any) -> list[str]:
+    """A keyword's list of strings; anything else has no fast path."""
+    if value.__class__ is not list or not all(x.__class__ is str for x in value):
         raise _NoFastPath
-    names = tuple(value)
+    return value
+
+
+def _required(value: Any, schema: dict[str, Any]) -> _Check:
+    names = tuple(_strings(value))
     return lambda v: v.__class__ is not dict or all(n in v for n in names)
 
 
 def _enum(value: Any, schema: dict[str, Any]) -> _Check:
     # Strings only: JSON equality of other values (1 == 1.0, True != 1) is jsonschema's.
-    if value.__class__ is not list or not all(x.__class__ is str for x in value):
-        raise _NoFastPath
-    allowed = frozenset(value)
+    allowed = frozenset(_strings(value))
     return lambda v: v.__class__ is str and v in allowed
 
 

@@ -216,15 +216,11 @@ def _failed(call: ExtractedCall, exc: Exception) -> _Outcome:
     return ToolCallRecord(call.name, call.arguments, None, error, call.id, exc), exc
 
 
-def _cancelled(call: ExtractedCall) -> _Outcome:
-    return ToolCallRecord(call.name, call.arguments, None, "cancelled", call.id), "cancelled"
-
-
 def _rejected(name: Any, arguments: dict[str, Any], call_id: Any, error: str) -> _Outcome:
     return ToolCallRecord(name, arguments, None, error, call_id), _Rejected(error)
 
 
-def _refuse_awaitable(result: Any) -> Any:
+def _not_awaitable(result: Any) -> Any:
     """The sync path never puts a coroutine into a result (nor into the history sent to the
     model): an awaitable is refused, and a coroutine closed, so that it never runs half and
     Python never warns that it was not awaited."""
@@ -491,14 +487,14 @@ class BaseDriver:
     def _plan_text(self, text: str, fmt: Any, codec: TextCodec) -> _Round:
         """A whole text (a ``str``, or a message's text in the fall-through), read as a
         stream of it would be under this driver's ``text_calls``: the calls that may run run
-        (this driver's, when ``_runnable_text_call`` says so), and the would-be calls that
+        (this driver's), and the would-be calls that
         cannot (cut, invalid) are reported and answered."""
         scanner = codec.scan_turn(text, self._text_calls)
         owned = self._owned()
         found = scanner.complete_calls()
         calls = [ExtractedCall(c.name, c.arguments, None, c.end) for c in found]
         plan = _Round()
-        mine = [c for c in calls if c.name in owned and self._runnable_text_call(c)]
+        mine = [c for c in calls if c.name in owned]
         batch = plan.add(mine, lambda rs: result_messages(fmt, text, rs))
         self._answer_unknown(batch, [c for c in calls if c.name not in owned], owned)
         never = scanner.incomplete_calls()
@@ -513,12 +509,6 @@ class BaseDriver:
                 plan.incomplete.append(event)
         self._answer_incomplete(batch, plan.incomplete)
         return plan
-
-    def _runnable_text_call(self, call: ExtractedCall) -> bool:
-        """May this text call run: its tool is this driver's? (Its arguments are checked
-        against the tool's schema when it runs, as every call's are: one that fails is
-        answered with an error, not shown as text.)"""
-        return call.name in self._owned()
 
     def _plan_native(
         self,
@@ -564,13 +554,19 @@ class BaseDriver:
             batch.answered.append(_rejected(call.name, {}, call.id, error))
 
     def _view_of(self, buf: LLMStreamBuffer) -> _StreamView:
+        """What this driver knows of ``buf``, remembered from its first round on. The native
+        backup is read then, once per stream: its codec scans the buffer's display text."""
         view = self._view
         if view is None or view.buf() is not buf:
             if self._views is None:
                 self._views = weakref.WeakKeyDictionary()
             view = self._views.get(buf)
             if view is None:
-                view = self._views[buf] = self._new_view(buf)
+                backup = self.get_native_backup_strategy()
+                if backup is not None and buf.codec is None:
+                    buf.attach_codec(_codec_of(backup), self._text_calls)
+                view = _StreamView(weakref.ref(buf), self, scans=backup is not None)
+                self._views[buf] = view
             self._view = view
         return view
 
@@ -644,14 +640,6 @@ class BaseDriver:
         name never streamed (it may have been this driver's, as a forming call is)?"""
         return call.name is None or owns(call.name)
 
-    def _new_view(self, buf: LLMStreamBuffer) -> _StreamView:
-        """Start remembering ``buf``. The native backup is read here, once per stream: its
-        codec scans the buffer's display text."""
-        backup = self.get_native_backup_strategy()
-        if backup is not None and buf.codec is None:
-            buf.attach_codec(_codec_of(backup), self._text_calls)
-        return _StreamView(weakref.ref(buf), self, scans=backup is not None)
-
     def _plan_text_calls(
         self,
         buf: LLMStreamBuffer,
@@ -678,7 +666,7 @@ class BaseDriver:
                     mine.append(call)
                 else:
                     unknown.append(call.name)
-            elif self._runnable_text_call(call) and buf.consume_text_call(call):
+            elif buf.consume_text_call(call):  # (its arguments are checked when it runs)
                 mine.append(call)
         if ended:
             for never in buf.text_incomplete():  # those that would have run: this driver's
@@ -736,7 +724,8 @@ class BaseDriver:
     def _checked(self, call: ExtractedCall) -> _Outcome | None:
         """None when ``call`` may run; else its answer: its arguments failed the tool's
         schema, or a free-form call's text input its ``format`` (never a JSON Schema)."""
-        tool = self._tool(call.name) if self._validate else None
+        tools = self.list_tools() if self._validate else []
+        tool = next((tool for tool in tools if tool.name == call.name), None)
         if tool is None:
             return None
         if call.free_form:
@@ -748,26 +737,19 @@ class BaseDriver:
         error = self.codec.retry_schema_invalid(call.name, problems)
         return _rejected(call.name, call.arguments, call.id, error)
 
-    def _tool(self, name: str) -> Tool | None:
-        return next((tool for tool in self.list_tools() if tool.name == name), None)
-
     def _outcome(self, call: ExtractedCall) -> _Outcome:
         """Run one of this driver's calls here and now; a raise becomes an error record."""
         refused = self._checked(call)
-        if refused is not None:
-            return refused
         try:
-            return _ran(call, _refuse_awaitable(self.execute_tool(call.name, _args(call))))
+            return refused or _ran(call, _not_awaitable(self.execute_tool(call.name, _args(call))))
         except Exception as exc:  # a tool's failure is reported, never raised
             return _failed(call, exc)
 
     async def _aoutcome(self, call: ExtractedCall) -> _Outcome:
         """:meth:`_outcome` on the event loop (see :meth:`_aexecute_tool`)."""
         refused = self._checked(call)
-        if refused is not None:
-            return refused
         try:
-            return _ran(call, await self._aexecute_tool(call.name, _args(call)))
+            return refused or _ran(call, await self._aexecute_tool(call.name, _args(call)))
         except Exception as exc:  # a tool's failure is reported, never raised
             return _failed(call, exc)
 
@@ -797,7 +779,9 @@ class BaseDriver:
         except asyncio.CancelledError as exc:
             cancelled = exc
         outcomes = [
-            _cancelled(call) if task.cancelled() else task.result()
+            (ToolCallRecord(call.name, call.arguments, None, "cancelled", call.id), "cancelled")
+            if task.cancelled()
+            else task.result()
             for call, task in zip(calls, tasks, strict=True)
         ]
         return outcomes, cancelled
@@ -806,50 +790,39 @@ class BaseDriver:
 
     def _report(self, plan: _Round, outcomes: list[_Outcome]) -> DriverResponse:
         """The round's response: each batch's records and history in call order (the calls
-        run, then those answered without running), then the calls that will never run."""
+        run, then those answered without running), then the calls that will never run. The
+        first failure is what the model is told: why a call was refused, or its raise."""
         response = plan.response
         at = 0
         for batch in plan.batches:
-            ran = outcomes[at : at + len(batch.calls)]
+            done = [*outcomes[at : at + len(batch.calls)], *batch.answered]
             at += len(batch.calls)
-            self._merge(response, self._batch_response([*ran, *batch.answered], batch.history))
+            ran = [r for r, why in done if why.__class__ is not _Rejected]
+            response.call_executed |= any(r.error is None for r in ran)
+            response.call_failed |= any(r.error is not None for r in ran)
+            failed = next(((r.name, why) for r, why in done if why is not None), None)
+            if response.retry_prompt is None and failed is not None:
+                response.retry_prompt = self._told(*failed)
+            if batch.history is not None:
+                _extend(response, "messages", batch.history([record for record, _ in done]))
+            _extend(response, "executed_calls", ran)
+            refused = [r for r, why in done if why.__class__ is _Rejected]
+            _extend(response, "rejected_calls", refused)
         if plan.incomplete:
-            prompt = self.codec.retry_call_incomplete(plan.incomplete[0])
-            more = DriverResponse(retry_prompt=prompt, incomplete_calls=plan.incomplete)
-            self._merge(response, more)
+            if response.retry_prompt is None:
+                response.retry_prompt = self.codec.retry_call_incomplete(plan.incomplete[0])
+            _extend(response, "incomplete_calls", plan.incomplete)
         return response
 
-    def _batch_response(self, outcomes: list[_Outcome], history: _History | None) -> DriverResponse:
-        ran = [r for r, why in outcomes if why.__class__ is not _Rejected]
-        refused = [r for r, why in outcomes if why.__class__ is _Rejected]
-        records = [record for record, _ in outcomes]
-        # The first failure is what the model is told: why a call was refused, or its raise.
-        failures = (
-            why.error if type(why) is _Rejected else self.codec.retry_execution_failed(r.name, why)
-            for r, why in outcomes
-            if why is not None
-        )
-        prompt = next(failures, None)
-        return DriverResponse(
-            call_executed=any(r.error is None for r in ran),
-            call_failed=any(r.error is not None for r in ran),
-            retry_prompt=prompt,
-            messages=history(records) if history is not None else [],
-            executed_calls=ran,
-            rejected_calls=refused,
-        )
+    def _told(self, name: str, why: Any) -> str:
+        """What the model is told of a call that failed: why it was refused, or its raise."""
+        return why.error if type(why) is _Rejected else self.codec.retry_execution_failed(name, why)
 
-    @staticmethod
-    def _merge(into: DriverResponse, more: DriverResponse) -> None:
-        into.call_executed |= more.call_executed
-        into.call_failed |= more.call_failed
-        into.call_pending |= more.call_pending
-        if into.retry_prompt is None:
-            into.retry_prompt = more.retry_prompt
-        for name in ("messages", "executed_calls", "rejected_calls", "incomplete_calls"):
-            extra = getattr(more, name)
-            if extra:
-                setattr(into, name, [*(getattr(into, name) or []), *extra])
+
+def _extend(response: DriverResponse, name: str, more: list[Any]) -> None:
+    """One of the response's lists, ``more`` added (None while nothing was)."""
+    if more:
+        setattr(response, name, [*(getattr(response, name) or []), *more])
 
 
 def _native_history(strategy: Any, message: Any, said: bool) -> _History:

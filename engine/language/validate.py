@@ -17,10 +17,12 @@ three passes; every problem found is reported, sorted by position, as
    ``calls.at`` without ``[*]``, an index where a value is installed at a field, a healing
    pattern that is not a regular expression;
 2. what a schema cannot say: ``name`` equals the file's stem, sections in the schema's order
-   (as the file writes them), every operation known to the engine, the ``results`` and
+   (as the file writes them), the ``results`` and
    ``declarations`` templates (checked by :mod:`engine.compile.templates`, every problem at its
    pointer; the schema types templates too, and where both see a problem in one part of a
    template the compiler's wording is the one reported);
+   (the schema's operations are the engine's table: ``tests/test_validate.py`` holds them
+   equal, so an operation the schema allows always compiles);
 3. the descriptor is compiled (a wire, or the text codec), so that whatever the checks above
    miss is still a reported problem and never a traceback at load; this runs even when they
    found problems, so that every problem is said at once (a compile problem at a place they
@@ -45,9 +47,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..compile.operations import OPERATIONS, operation_rules, rule_lists
-from ..compile.paths import PathError, items_of, parse_target, pattern, pattern_of
-from ..compile.schema import in_template, operation_names, schema, schema_problems
+from ..compile.operations import Facts
+from ..compile.paths import PathError, items_of, pattern
+from ..compile.schema import in_template, schema, schema_problems
+from ..compile.schema import operation_names as operation_names  # tests read it here
 from ..compile.schema import schema_path as schema_path  # the CLI and tests read it here
 from ..errors import Problem, escape
 from .extends import KEY as EXTENDS
@@ -130,28 +133,6 @@ def _order_problems(data: dict[str, Any], where: _Locator, kind: str) -> list[Pr
     return out
 
 
-def _engine_problems(data: dict[str, Any], where: _Locator) -> list[Problem]:
-    """Operations the schema allows but the engine's table lacks (schema and engine out of
-    step: a developer's problem, said where it shows)."""
-    out = []
-    for base, rules in rule_lists(data.get("events")):
-        for i, rule in enumerate(rules):
-            if isinstance(rule, str):
-                name, pointer = rule, f"{base}/{i}"
-            elif isinstance(rule, dict) and len(rule) == 1:
-                (name,) = rule
-                pointer = f"{base}/{i}/{escape(name)}"
-            else:
-                continue
-            if name in operation_names() and name not in OPERATIONS:
-                out.append(
-                    where.at_key(
-                        pointer, f"operation {name!r} is not implemented by the engine", "operation"
-                    )
-                )
-    return out
-
-
 def _template_problems(
     data: dict[str, Any], where: _Locator, results_checked: bool
 ) -> tuple[Any, list[Problem]]:
@@ -201,7 +182,7 @@ def _beside(problem: Problem, by: list[Problem]) -> bool:
 # -- what can be known of the flow when the descriptor loads ------------------------------------
 
 
-def _args_flow(data: dict[str, Any], where: _Locator) -> list[Problem]:
+def _args_flow(data: dict[str, Any], facts: list[Facts], where: _Locator) -> list[Problem]:
     """Where the rules write the calls' arguments, against what ``calls`` says of them:
 
     - ``calls.args`` streams fragments (the default ``args_arrive``) but no operation writes
@@ -222,9 +203,9 @@ def _args_flow(data: dict[str, Any], where: _Locator) -> list[Problem]:
         if isinstance(place, dict) and all(isinstance(place.get(k), str) for k in ("at", "args"))
     ]
     writers = [
-        (f"{pointer}/at" if name in ("args", "args_final") else pointer, name, path)
-        for pointer, name, spec in operation_rules(data.get("events"))
-        for path in OPERATIONS[name].writes_args(spec)
+        (f"{rule.pointer}/at" if rule.name in ("args", "args_final") else rule.pointer, rule, path)
+        for rule in facts
+        for path in rule.writes_args
     ]
     fields: dict[str, set[str]] = {}
     for _, place in places:
@@ -253,8 +234,8 @@ def _args_flow(data: dict[str, Any], where: _Locator) -> list[Problem]:
             )
             out += [
                 where.at_value(at, message, "args-whole")
-                for at, name, path in writers
-                if path == wanted and name == "args"
+                for at, rule, path in writers
+                if path == wanted and rule.name == "args"
             ]
         elif wanted not in written:
             message = (
@@ -266,44 +247,30 @@ def _args_flow(data: dict[str, Any], where: _Locator) -> list[Problem]:
     return out
 
 
-def _slot_keys(data: dict[str, Any], where: _Locator) -> list[Problem]:
+def _slot_keys(facts: list[Facts], where: _Locator) -> list[Problem]:
     """A rule that addresses an item of a list by a slot key (and ``scope``) with which no
     rule opens that list's items: the items it looks for are opened under another key, so
     every event it handles would be skipped (or start an item apart from them)."""
     opened: dict[str, set[tuple[Any, str]]] = {}
-    addressed: list[tuple[str, str, tuple[Any, str], str]] = []
     out = []
-    for pointer, name, spec in operation_rules(data.get("events")):
-        at = spec.get("at")
-        if not isinstance(at, str) or not OPERATIONS[name].slot_keyed:
+    for rule in facts:
+        if rule.at is not None and rule.slot_key is None and rule.scope is not None:
+            message = f"a scope keys a SLOT, and {rule.at!r} has no slot step to scope"
+            out.append(where.at_value(f"{rule.pointer}/scope", message, "slot-key"))
+        elif rule.slot_key is not None and rule.opens is not None:
+            opened.setdefault(rule.slot_key[0], set()).add((rule.scope, rule.slot_key[1]))
+    for rule in facts:
+        if rule.slot_key is None:
             continue
-        segments = parse_target(at)
-        slots = [i for i, seg in enumerate(segments) if seg.field is None]
-        if not slots:
-            if spec.get("scope") is not None:
-                out.append(
-                    where.at_value(
-                        f"{pointer}/scope",
-                        f"a scope keys a SLOT, and {at!r} has no slot step to scope",
-                        "slot-key",
-                    )
-                )
-            continue
-        last = slots[-1]
-        list_pattern = pattern_of(segments[: last + 1])
-        key = (spec.get("scope"), segments[last].slot_path or "")
-        if OPERATIONS[name].opens(spec):
-            opened.setdefault(list_pattern, set()).add(key)
-        addressed.append((pointer, list_pattern, key, at))
-    for pointer, list_pattern, key, at in addressed:
+        list_pattern, key = rule.slot_key[0], (rule.scope, rule.slot_key[1])
         keys = opened.get(list_pattern)
         if not keys or key in keys:
             continue
         shown = ", ".join(sorted(_key_text(k) for k in keys))
         out.append(
             where.at_value(
-                f"{pointer}/at",
-                f"slot key {_key_text(key)} of {at!r}: no rule opens an item of "
+                f"{rule.pointer}/at",
+                f"slot key {_key_text(key)} of {rule.at!r}: no rule opens an item of "
                 f"{list_pattern} by it (they open by {shown}); its events would find no item",
                 "slot-key",
             )
@@ -316,28 +283,28 @@ def _key_text(key: tuple[Any, str]) -> str:
     return f"[{path}]" if scope is None else f"[{path}] in scope {scope!r}"
 
 
-def _flow_problems(data: dict[str, Any], where: _Locator, checked_first: bool) -> list[Problem]:
-    """What the schema cannot see across sections, found before any stream runs; asked of a
-    descriptor the checks before refused too (``checked_first``), where a value of the wrong
-    shape ends the flow check: it is already reported."""
-    if descriptor_kind(data) != "wire_descriptor" or not isinstance(data.get("events"), dict):
+def _flow_problems(
+    data: dict[str, Any], facts: list[Facts] | None, where: _Locator
+) -> list[Problem]:
+    """What the schema cannot see across sections, found before any stream runs, from the
+    facts of the rules as they compiled (a rule that did not compile is still there); none
+    when the compile stopped before the rules, on a fault the checks before have said."""
+    events = data.get("events")
+    if facts is None or descriptor_kind(data) != "wire_descriptor" or not isinstance(events, dict):
         return []
     try:
-        return _args_flow(data, where) + _slot_keys(data, where)
-    except PathError:  # a bad path is reported by the schema pass; compiling says the rest
+        return _args_flow(data, facts, where) + _slot_keys(facts, where)
+    except PathError:  # a bad ``calls.at`` is reported by the schema pass
         return []
-    except (AttributeError, TypeError, KeyError):
-        if checked_first:
-            return []
-        raise
 
 
 def _compile(
     data: dict[str, Any], where: _Locator, sections: Any, checked_first: bool
-) -> tuple[Any, list[Problem]]:
-    """The one compile of a checked descriptor: its strategy, and every problem the compiler
+) -> tuple[Any, list[Problem], list[Facts] | None]:
+    """The one compile of a checked descriptor: its strategy, every problem the compiler
     found at the pointer of the value at fault (a rule that does not compile, a reasoning
-    place no rule streams), which the checks before it cannot see. Run even when those
+    place no rule streams), which the checks before it cannot see, and its rules' facts for
+    the flow checks (None when the compile stopped before its rules). Run even when those
     checks found problems (``checked_first``): every problem is said at once, but a compile
     that stops on a value of the wrong shape says nothing they have not."""
     from ..compile.strategy import ExtractionStrategy, Problems
@@ -347,21 +314,23 @@ def _compile(
         if descriptor_kind(data) == "codec_descriptor":
             from ..text.strategy import TextStrategy
 
-            strategy: Any = TextStrategy(data, source=where.file, sections=sections[0])
+            strategy: Any = TextStrategy(
+                data, sections=sections[0], problems=found, source=where.file
+            )
         else:
             strategy = ExtractionStrategy(
                 data, source=where.file, problems=found, sections=sections[0], serve=sections[1]
             )
     except Exception as exc:  # noqa: BLE001 - whatever the compiler refuses is a problem
         if checked_first:
-            return None, []
+            return None, [], None
         message = str(exc) or exc.__class__.__name__
-        return None, [where.at_value("", f"does not compile: {message}", "compile")]
+        return None, [where.at_value("", f"does not compile: {message}", "compile")], None
     problems = [
         where.at_value(pointer, f"does not compile: {message}", "compile")
-        for pointer, message in found.found
+        for pointer, message in found
     ]
-    return (None if problems else strategy), problems
+    return strategy, problems, list(getattr(strategy, "rule_facts", ()))
 
 
 # -- entry points -------------------------------------------------------------------------------
@@ -398,18 +367,14 @@ def compile_text(
     if isinstance(data, dict):
         problems += _name_problems(data, file, where)
         problems += _order_problems(written, where, descriptor_kind(data))
-        problems += _engine_problems(data, where)
         in_results = any(p.pointer.startswith(("/results", "/declarations")) for p in problems)
         sections, templates = _template_problems(data, where, in_results)
         serve, served = _serve_problems(data, where)
         templates += served
         inside = [p for p in checked if in_template(p.pointer) and not _covered(p, templates)]
         problems += templates + inside
-        checked_first = bool(problems)
-        problems += [
-            p for p in _flow_problems(data, where, checked_first) if not _beside(p, problems)
-        ]
-        strategy, found = _compile(data, where, (sections, serve), checked_first or bool(problems))
+        strategy, found, facts = _compile(data, where, (sections, serve), bool(problems))
+        problems += [p for p in _flow_problems(data, facts, where) if not _beside(p, problems)]
         problems += [p for p in found if not _beside(p, problems)]
     return data, _unique(problems), (None if problems else strategy)
 

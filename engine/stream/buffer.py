@@ -42,14 +42,15 @@ from typing import Any
 
 from ..compile.strategy import NOT_FORMING, ExtractionStrategy, Forming
 from ..errors import ChunkError, UnknownFormatError
-from ..events import CallIncomplete, Event, ExtractedCall
+from ..events import CallIncomplete, Event, ExtractedCall, TextDelta
 from ..model.assembly import Assembly
 from ..model.fragments import copy_json
 from ..model.journal import undo
 from ..model.jsonscan import COMPLETE, TooDeepError
 from ..records import FinishReason, Skipped, Usage
 from ..text.codec import text_call_cause
-from .chunks import SKIP, Sentinel, decode
+from ..transport.sse import SSEDecoder
+from .chunks import SKIP, Sentinel, decode, error_text, utf8
 from .display import DisplayCursors
 from .rounds import NO_FORMING, TEXT_CALL_HELD, RoundState, forming_of
 
@@ -68,14 +69,11 @@ class LLMStreamBuffer:
         "_completed",
         "_display",
         "_emitted",
-        "_emitted_order",
         "_forming_at",
         "_forming_pub",
         "_index",
-        "_needs_sort",
         "_new_at",
         "_pending",
-        "_pending_at",
         "_pending_end",
         "_plain",
         "_ready_orders",
@@ -108,11 +106,12 @@ class LLMStreamBuffer:
         self.choice = choice
         self._strategy: ExtractionStrategy | None = None
         self._asm: Assembly | None = None
-        self._pending: list[dict[str, Any]] = []  # chunks seen before the wire was resolved
-        self._pending_at: list[int] = []  # their indexes, for what they could not place
+        # Chunks seen before the wire was resolved, with their indexes (to say what they
+        # could not place).
+        self._pending: list[tuple[int, dict[str, Any]]] = []
         self._pending_end = False
         self._index = 0  # position of the next chunk, for error messages
-        self._sse: dict[str, Any] = {}
+        self._sse = SSEDecoder()  # SSE lines a chunk at a time: an event: line names the next
         self.codec: Any = None  # the text codec scanning display text (attach_codec)
         self._text_rule: str | None = None  # the rule it scans the turn under (attach_codec)
         # The events (engine.stream.recorder), on a buffer made with events=True: None
@@ -125,10 +124,8 @@ class LLMStreamBuffer:
     def _reset_view(self) -> None:
         self._round = RoundState()  # the drivers' round state (engine.stream.rounds)
         self._calls: list[ExtractedCall] = []
-        self._emitted: set[int] = set()  # track indexes already in _calls
-        self._emitted_order: list[int] = []
+        self._emitted: dict[int, ExtractedCall] = {}  # track index -> its call in _calls
         self._scan_from = 0
-        self._needs_sort = False
         self._forming_pub = NO_FORMING  # forming()'s own cache (the drivers': the round's)
         self._forming_at = 0  # tracks before this index are ready or incomplete (forming())
         self._completed: list[tuple[int, ExtractedCall]] = []  # (track order, call), in the
@@ -160,7 +157,9 @@ class LLMStreamBuffer:
         if chunk.__class__ is dict:  # the common case, without a call
             event = chunk
         elif self._plain is not None and isinstance(chunk, (str, bytes, bytearray)):
-            event = self._plain_text(chunk, index)
+            # A text chunk of a plain text stream: taken as it is (its whitespace is text),
+            # never read as JSON or SSE.
+            event = self._plain.text_chunk(chunk if isinstance(chunk, str) else utf8(chunk, index))
         else:
             event = decode(chunk, index, self._sse)
             if event is SKIP:
@@ -177,11 +176,11 @@ class LLMStreamBuffer:
         try:
             self._apply(asm, event)
         except Exception as exc:  # (anything else, KeyboardInterrupt, is undone and on its way)
-            raise self._misfit(index, exc) from exc
+            raise self._misfit(asm, index, exc) from exc
         if asm.unplaced:  # the happy path pays this one test
             self._stamp_skipped(asm, index)
         if rec is not None:
-            self._commit()
+            self._commit(asm)
 
     def _apply(self, asm: Assembly, event: dict[str, Any]) -> None:
         """Apply ``event``'s rules, all or nothing: what they wrote is journaled
@@ -202,18 +201,6 @@ class LLMStreamBuffer:
         asm.journal.clear()
         asm.usage_event = None  # "usage came with the DONE" is a fact of one event, read in it
 
-    def _plain_text(self, chunk: str | bytes | bytearray, index: int) -> dict[str, Any]:
-        """A text chunk of a plain text stream, as the plain-text wire's event: taken as it
-        is (its whitespace is text), never read as JSON or SSE."""
-        if not isinstance(chunk, str):
-            try:
-                chunk = bytes(chunk).decode("utf-8")
-            except UnicodeDecodeError as exc:
-                reason = f"bytes are not UTF-8 ({exc.reason} at byte {exc.start})"
-                raise ChunkError(index, reason) from None
-        text_chunk: dict[str, Any] = self._plain.text_chunk(chunk)
-        return text_chunk
-
     def _after_the_end(self, asm: Assembly, event: dict[str, Any], index: int) -> bool:
         """After the wire's DONE (README, "Events": after the DONE): is ``event`` left out? What the
         descriptor declares may follow (``events.after_done``) is taken while the end is not
@@ -221,14 +208,14 @@ class LLMStreamBuffer:
         listed); any other event changes nothing, is listed in ``skipped()``, and makes the
         end final. Per chunk this costs the one test of ``finished`` in ``add``."""
         program = asm.strategy.program
-        name = self._event_name(event)
+        name = _event_name(asm, event)
         if not asm.over and program.after_done is not None and program.after_done(event, name):
             return False
         if program.of_another_choice(event, self.choice):
             return True
         asm.over = True
         asm.skipped.append(Skipped(index, name, AFTER_THE_END))
-        self._commit()
+        self._commit(asm)
         return True
 
     def _stamp_skipped(self, asm: Assembly, index: int) -> None:
@@ -238,35 +225,29 @@ class LLMStreamBuffer:
         asm.skipped.extend(Skipped(index, name, reason) for reason in asm.unplaced)
         asm.unplaced.clear()
 
-    def _misfit(self, index: int, exc: BaseException) -> ChunkError:
+    @staticmethod
+    def _misfit(asm: Assembly, index: int, exc: BaseException) -> ChunkError:
         if isinstance(exc, TooDeepError):
             return ChunkError(index, str(exc))
-        try:
-            reason = str(exc) or "no detail"
-        except Exception:  # an exception whose own message fails
-            reason = "no detail"
-        if len(reason) > 500:  # an error message names the fault, it never carries the chunk
-            reason = reason[:497] + "..."
-        wire = self._strategy.name if self._strategy is not None else "the wire"
+        reason = error_text(exc, 500) or "no detail"
+        wire = asm.strategy.name
         return ChunkError(index, f"event does not fit {wire}: {type(exc).__name__}: {reason}")
 
     def _add_unresolved(self, event: dict[str, Any], index: int) -> None:
         """Before the wire is resolved: resolve it on this event or keep the event. An event
         that resolves the wire but does not fit it leaves the wire unresolved, as before."""
-        pending, pending_at, pending_end = self._pending, self._pending_at, self._pending_end
+        pending, pending_end = self._pending, self._pending_end
         told = len(self._rec.out) if self._rec is not None else 0
         asm = self._resolve(event)
         if asm is None:
-            self._pending.append(event)
-            self._pending_at.append(index)
+            self._pending.append((index, event))
             return
         try:
             self._apply(asm, event)
         except BaseException as exc:
-            misfit = self._misfit(index, exc)
+            misfit = self._misfit(asm, index, exc)
             self._strategy, self._asm = None, None
-            self._pending, self._pending_at = pending, pending_at
-            self._pending_end = pending_end
+            self._pending, self._pending_end = pending, pending_end
             self._display = DisplayCursors(self.codec)  # nothing was shown of the undone
             if self._rec is not None:  # the replayed earlier chunks are undone too
                 self._record_events(self._rec.out[:told])
@@ -275,7 +256,7 @@ class LLMStreamBuffer:
             raise misfit from exc
         if asm.unplaced:
             self._stamp_skipped(asm, index)
-        self._commit()
+        self._commit(asm)
 
     def _take_sentinel(self, sentinel: str, index: int) -> None:
         """An end marker (``data: [DONE]``): the DONE of the wire that declares it, and the end
@@ -290,7 +271,7 @@ class LLMStreamBuffer:
             self._pending_end = True  # remembered: the wire it ends is not known yet
         else:
             self._asm.finish()
-            self._commit()
+            self._commit(self._asm)
 
     def _end_markers(self) -> frozenset[str]:
         """The end markers of this buffer's strategies and of every built-in wire."""
@@ -313,12 +294,11 @@ class LLMStreamBuffer:
         asm = self._asm = strategy.new_assembly()
         asm.events = self._rec
         pending, self._pending = self._pending, []
-        indexes, self._pending_at = self._pending_at, []
-        for at, earlier in zip(indexes, pending, strict=True):
+        for at, earlier in pending:
             self._replay_pending(asm, at, earlier)
         if self._pending_end:
             asm.finish()
-            self._commit()
+            self._commit(asm)
         return asm
 
     def _replay_pending(self, asm: Assembly, index: int, earlier: dict[str, Any]) -> None:
@@ -328,19 +308,11 @@ class LLMStreamBuffer:
         try:
             self._apply(asm, earlier)
         except Exception:
-            asm.unknown[str(self._event_name(earlier))] += 1
+            asm.unknown[str(_event_name(asm, earlier))] += 1
             return
         if asm.unplaced:
             self._stamp_skipped(asm, index)
-        self._commit()
-
-    def _event_name(self, event: dict[str, Any]) -> Any:
-        if self._strategy is None:
-            return None
-        try:
-            return self._strategy.program.event_name(event)
-        except Exception:
-            return None
+        self._commit(asm)
 
     def close(self) -> None:
         """End of input: close whatever is still open; nothing stays held after this."""
@@ -354,7 +326,7 @@ class LLMStreamBuffer:
                 )
             return
         self._asm.end_input()
-        self._commit()
+        self._commit(self._asm)
         self._display.compact(self._asm.display)
 
     def hold(self) -> None:
@@ -365,9 +337,8 @@ class LLMStreamBuffer:
         """Forget the stream so far, keeping the resolved wire: its chunks are counted again
         from 0, and an SSE ``event:`` line of the old stream names nothing of the new one."""
         self._index = 0
-        self._sse = {}
+        self._sse = SSEDecoder()
         self._pending = []
-        self._pending_at = []
         self._reset_view()
         if self._rec is not None:
             self._record_events(self._rec.out)  # what was recorded is still handed out
@@ -392,11 +363,7 @@ class LLMStreamBuffer:
         return self._closed
 
     def is_finished(self) -> bool:
-        return (
-            self._asm is not None
-            and self._asm.finished
-            or (self._asm is None and self._pending_end)
-        )
+        return self._asm.finished if self._asm is not None else self._pending_end
 
     def forming(self) -> Forming:
         """Is a call coming: one has started and is neither ready nor incomplete (false
@@ -427,8 +394,7 @@ class LLMStreamBuffer:
         asm.calls_dirty = False
         if asm.calls_regressed:
             asm.calls_regressed = False
-            self._emitted.clear()
-            self._emitted_order = []
+            self._emitted = {}
             self._calls = []
             self._scan_from = 0
         # Each call is built once, its arguments sharing nothing with the message (a client may
@@ -437,6 +403,7 @@ class LLMStreamBuffer:
         # once. Each call reads as its place says (``calls`` or ``calls.also``).
         tracks = asm.tracks
         emitted = self._emitted
+        out_of_order = False
         for index in range(self._scan_from, len(tracks)):
             track = tracks[index]
             if index in emitted or track.args.state != COMPLETE:
@@ -447,8 +414,8 @@ class LLMStreamBuffer:
                 asm.calls_dirty = True  # the name may still arrive
                 continue
             call_id = place.id(track.item)
-            if self._calls and self._emitted_order and self._emitted_order[-1] > index:
-                self._needs_sort = True
+            if emitted and next(reversed(emitted)) > index:  # (the last is the greatest)
+                out_of_order = True
             args = track.args
             value = args.value
             if args.form == "object" or args.whole_value() is not None:
@@ -456,18 +423,15 @@ class LLMStreamBuffer:
             call = ExtractedCall(name, value, call_id or None, free_form=args.form == "text")
             self._calls.append(call)
             track.args.owner = asm
-            self._emitted_order.append(index)
-            emitted.add(index)
+            emitted[index] = call
             if index not in self._ready_orders:  # completed now (a rebuild lists it again)
                 self._ready_orders.add(index)
                 self._completed.append((index, call))
         while self._scan_from in emitted:
             self._scan_from += 1
-        if self._needs_sort:
-            pairs = sorted(zip(self._emitted_order, self._calls, strict=True), key=lambda p: p[0])
-            self._emitted_order = [p[0] for p in pairs]
-            self._calls = [p[1] for p in pairs]
-            self._needs_sort = False
+        if out_of_order:
+            self._emitted = dict(sorted(emitted.items()))
+            self._calls = list(self._emitted.values())
         return self._calls
 
     def new_calls(self) -> list[ExtractedCall]:
@@ -496,12 +460,9 @@ class LLMStreamBuffer:
         if self._asm is not None:
             self._asm.events = rec
 
-    def _commit(self) -> None:
+    def _commit(self, asm: Assembly) -> None:
         """What was just applied is in (the journal of a DONE or ``close()`` dropped too):
         record its events, on a buffer with events."""
-        asm = self._asm
-        if asm is None:
-            return
         asm.journal.clear()
         rec = self._rec
         if rec is not None:
@@ -579,10 +540,7 @@ class LLMStreamBuffer:
             return
         if rec.text_ready:
             rec.text_calls_ready()
-        new = self._release()
-        if new:
-            self._display.for_text.append(new)
-            rec.text_released(new)
+        self._release_to_events()
         if asm.over:
             rec.finish(asm)
 
@@ -591,19 +549,12 @@ class LLMStreamBuffer:
         known from the wire's DONE or ``close()`` on; ``[]`` before. A copy. On a driver's
         buffer, the text calls that would have run but cannot come after the native ones, once
         the driver's round at the end has reported them."""
-        if self._asm is None:
-            return []
-        reported = self._round.reported
-        if reported:
-            return [*self._asm.incomplete, *reported]
-        return list(self._asm.incomplete)
+        return [*self._asm.incomplete, *self._round.reported] if self._asm is not None else []
 
     def as_dict(self) -> dict[str, Any]:
         """The provider's ``stream=false`` message, as far as streamed."""
         asm = self._asm
-        if asm is None:
-            return {}
-        return asm.strategy.message_of(asm)
+        return asm.strategy.message_of(asm) if asm is not None else {}
 
     @property
     def stop_reason(self) -> str | None:
@@ -616,9 +567,7 @@ class LLMStreamBuffer:
         ``finish_reasons``): "stop", "length", "tool_calls", "content_filter", "error" or
         "other"; None until the wire's DONE, and for a stream that never sent one."""
         asm = self._asm
-        if asm is None:
-            return None
-        return asm.strategy.spec.turn.finish_reason(asm)
+        return asm.strategy.spec.turn.finish_reason(asm) if asm is not None else None
 
     @property
     def usage(self) -> dict[str, Any] | None:
@@ -630,9 +579,7 @@ class LLMStreamBuffer:
         """The usage as :class:`engine.Usage`, one meaning on every wire (the descriptor's
         ``token_usage``); None when the wire sent no usage."""
         asm = self._asm
-        if asm is None:
-            return None
-        return asm.strategy.spec.turn.token_usage(asm.usage)
+        return asm.strategy.spec.turn.token_usage(asm.usage) if asm is not None else None
 
     # -- a context manager: the block is the stream ------------------------------------------
 
@@ -645,20 +592,6 @@ class LLMStreamBuffer:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self._close_at_exit(exc)
-
-    async def __aenter__(self) -> LLMStreamBuffer:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._close_at_exit(exc)
-
-    def _close_at_exit(self, exc: BaseException | None) -> None:
         """``close()`` at the end of a ``with`` block (unless closed already). When the block
         raised, a close that finds no wire (UnknownFormatError) does not mask its exception:
         the block's exception propagates, the close's is dropped."""
@@ -669,6 +602,17 @@ class LLMStreamBuffer:
             return
         with contextlib.suppress(UnknownFormatError):
             self.close()
+
+    async def __aenter__(self) -> LLMStreamBuffer:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.__exit__(exc_type, exc, tb)
 
     @property
     def error(self) -> Any:
@@ -692,17 +636,20 @@ class LLMStreamBuffer:
 
     def text(self) -> str:
         """Display text released since the last call ("" while held)."""
-        rec = self._rec
-        if rec is not None and self.codec is not None:
-            new = self._release()  # events see it too; what they released comes first
-            if new:
-                rec.text_released(new)
+        if self._rec is not None and self.codec is not None:
+            self._release_to_events()  # events see it too; what they released comes first
             cursors = self._display
-            if cursors.for_text:
-                new = "".join(cursors.for_text) + new
-                cursors.for_text = []
+            new, cursors.for_text = "".join(cursors.for_text), []
             return new
         return self._release()
+
+    def _release_to_events(self) -> None:
+        """The display text released now, told as an event and kept for ``text()`` (neither
+        reader takes from the other)."""
+        new = self._release()
+        if new:
+            self._display.for_text.append(new)
+            self._rec.out.append(TextDelta(new))
 
     def _release(self) -> str:
         """``text()``: the display text released now, by the codec's scanner if one scans."""
@@ -716,9 +663,7 @@ class LLMStreamBuffer:
 
     def get_content(self) -> str:
         """All display text so far."""
-        if self._asm is None:
-            return ""
-        return self._display.content(self._asm.display)
+        return self._display.content(self._asm.display) if self._asm is not None else ""
 
     # -- what drivers read: the stream's state, the scan of its display text -----------------
     #
@@ -881,3 +826,11 @@ def _plain_text_wire(strategies: list[Any]) -> Any:
     if not strategies or any(getattr(s, "is_wire", False) for s in strategies):
         return None
     return next((s for s in strategies if callable(getattr(s, "plain_text_wire", None))), None)
+
+
+def _event_name(asm: Assembly, event: dict[str, Any]) -> Any:
+    """The name of an event no rule has read (None where its name cannot be read)."""
+    try:
+        return asm.strategy.program.event_name(event)
+    except Exception:
+        return None

@@ -9,10 +9,11 @@ did not send.
 
 Whatever comes, only a :class:`ChunkError` leaves: an SDK object whose own dump raises is one
 (naming the chunk and the method), and so is a string holding several SSE events (a raw
-body belongs to ``engine.sse_chunks``, which cuts it into events). A block is read by the
-one SSE reader of the engine (:mod:`engine.transport.sse`), so that a block means here what it
-means in a body; text only reads as a block when every line of it is an SSE line, so that
-JSON text written over several lines stays JSON text.
+body belongs to ``engine.sse_chunks``, which cuts it into events). SSE lines and blocks are
+read by the one SSE decoder of the engine (:mod:`engine.transport.sse`, one per buffer, fed a
+chunk at a time), so that they mean here what they mean in a body, and a JSON error is
+worded as there; text only reads as SSE when every line of it is an SSE line, so that JSON
+text written over several lines (alone, or after one ``data:``) stays JSON text.
 
 Depth. A dict chunk is not walked for its depth: a walk of every chunk (iterative, so that
 any depth is measured) costs about what the whole loop costs per chunk today (2 us against
@@ -31,32 +32,27 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 from typing import Any
 
 from ..errors import ChunkError, TransportError
-from ..transport.sse import SSEDecoder, decode_event
+from ..model.fragments import json_kind
+from ..transport.sse import LINE_BREAK, SSEDecoder, decode_event
 
 SKIP = object()  # SSE framing with no payload of its own
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 class Sentinel(str):
     """A non-JSON end marker such as OpenAI's ``data: [DONE]``."""
 
 
-def decode(chunk: Any, index: int, sse_state: dict[str, Any]) -> Any:
+def decode(chunk: Any, index: int, sse: SSEDecoder) -> Any:
     """Return a dict, a :class:`Sentinel`, or :data:`SKIP`; raise :class:`ChunkError`."""
     if chunk.__class__ is dict:
         return chunk
     if isinstance(chunk, (bytes, bytearray, memoryview)):
-        try:
-            chunk = bytes(chunk).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            reason = f"bytes are not UTF-8 ({exc.reason} at byte {exc.start})"
-            raise ChunkError(index, reason) from None
+        chunk = utf8(chunk, index)
     if isinstance(chunk, str):
-        return _decode_text(chunk, index, sse_state)
+        return _decode_text(chunk, index, sse)
     if isinstance(chunk, dict):
         return dict(chunk)
     try:
@@ -74,15 +70,21 @@ def decode(chunk: Any, index: int, sse_state: dict[str, Any]) -> Any:
     return as_fields
 
 
+def error_text(exc: BaseException, limit: int) -> str:
+    """What ``exc`` says, cut to ``limit`` characters (an error message names the fault, it
+    never carries the chunk); "" when its own message fails."""
+    try:
+        said = str(exc)
+    except Exception:
+        return ""
+    return said if len(said) <= limit else said[: limit - 3] + "..."
+
+
 def _dump_failed(chunk: Any, exc: Exception) -> str:
     """What to say of an SDK object whose dump raised: its type, the method, the error (cut:
     the SDK's message may be long, and its ``str`` may itself fail)."""
     method = "model_dump()" if callable(getattr(chunk, "model_dump", None)) else "to_dict()"
-    try:
-        said = str(exc)
-    except Exception:
-        said = ""
-    said = said if len(said) <= 200 else said[:197] + "..."
+    said = error_text(exc, 200)
     return (
         f"the SDK object ({type(chunk).__name__}) could not be read: its {method} raised "
         f"{type(exc).__name__}" + (f": {said}" if said else "")
@@ -92,55 +94,25 @@ def _dump_failed(chunk: Any, exc: Exception) -> str:
 _SSE_FIELDS = ("data:", "event:", "id:", "retry:", ":")
 
 
-def _decode_text(text: str, index: int, sse_state: dict[str, Any]) -> Any:
-    stripped = text.strip()
-    if ("\n" in stripped or "\r" in stripped) and stripped.startswith(_SSE_FIELDS):
-        block = _sse_block(stripped, index, sse_state)
-        if block is not None:
-            return block
-    if not stripped or stripped.startswith(":"):
-        return SKIP
-    name = None
-    if stripped.startswith(("event:", "id:", "retry:")):
-        field, _, field_value = stripped.partition(":")
-        if field == "event":
-            sse_state["event"] = field_value.strip()
-        return SKIP
-    if stripped.startswith("data:"):
-        stripped = stripped[5:].strip()
-        name = sse_state.pop("event", None)
-        if not stripped.startswith(("{", "[")):
-            return Sentinel(stripped)
+def utf8(chunk: bytes | bytearray | memoryview, index: int) -> str:
+    """The text of a bytes chunk; a ChunkError naming the byte where it is not UTF-8."""
     try:
-        value = json.loads(stripped)
-    except ValueError as exc:
-        if not stripped.startswith("{"):
-            # Not JSON, and not an object cut short: an end marker such as ``[DONE]`` (with or
-            # without its ``data:``), which only the buffer can tell from a stray text.
-            return Sentinel(stripped)
-        raise ChunkError(index, f"not valid JSON: {exc}") from None
-    except RecursionError:
-        raise ChunkError(
-            index, "JSON nested deeper than the JSON parser reads; expected a JSON object"
-        ) from None
-    if not isinstance(value, dict):
-        raise ChunkError(index, f"expected a JSON object, got a JSON {_json_kind(value)}")
-    if name and "type" not in value and "_event" not in value:
-        value = {"_event": name, **value}
-    return value
+        return bytes(chunk).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        reason = f"bytes are not UTF-8 ({exc.reason} at byte {exc.start})"
+        raise ChunkError(index, reason) from None
 
 
-def _sse_block(text: str, index: int, sse_state: dict[str, Any]) -> Any:
-    """A whole SSE event block in one string: its event, decoded as a body's event is; None
-    when some line is not an SSE line (then the text is read as a line, as before)."""
-    lines = _LINE_BREAK.split(text)
+def _decode_text(text: str, index: int, sse: SSEDecoder) -> Any:
+    """Text whose lines are all SSE lines, read by the body's SSE decoder (the buffer keeps
+    one, so that an ``event:`` line names the next chunk's data); any other text is JSON
+    text, or an end marker, alone or after one ``data:`` field."""
+    stripped = text.strip()
+    lines = LINE_BREAK.split(stripped)
     if not all(not line or line.startswith(_SSE_FIELDS) for line in lines):
-        return None
-    events = SSEDecoder().feed(text + "\n\n")  # the block's own end: its blank line
+        return _json_text(stripped.removeprefix("data:").strip(), index)
+    events = sse.feed(stripped + "\n") + sse.dispatch()
     if not events:  # comments, or an ``event:`` or ``id:`` line with no data yet
-        for line in lines:
-            if line.startswith("event:"):
-                sse_state["event"] = line[6:].strip()
         return SKIP
     if len(events) > 1:
         raise ChunkError(
@@ -148,31 +120,33 @@ def _sse_block(text: str, index: int, sse_state: dict[str, Any]) -> Any:
             f"one string held {len(events)} SSE events; add() takes one event at a time: "
             "for a raw HTTP body, iterate engine.sse_chunks(pieces) and add() each chunk",
         )
-    (event,) = events
-    pending = sse_state.pop("event", None)
-    if not event.name and pending:
-        event.name = pending
     try:
-        value, is_json = decode_event(event)
-    except TransportError as exc:
-        raise ChunkError(index, f"not valid JSON in the SSE event's data: {exc}") from None
-    if not is_json:
-        return Sentinel(event.text.strip())
+        value, is_json = decode_event(events[0])
+    except TransportError as exc:  # located in the chunk's own words: it has no body line
+        raise ChunkError(index, exc.reason) from None
+    return _an_object(value, index) if is_json else Sentinel(events[0].text.strip())
+
+
+def _json_text(text: str, index: int) -> Any:
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        if not text.startswith("{"):
+            # Not JSON, and not an object cut short: an end marker such as ``[DONE]``, which
+            # only the buffer can tell from a stray text.
+            return Sentinel(text)
+        raise ChunkError(index, f"not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ChunkError(
+            index, "JSON nested deeper than the JSON parser reads; expected a JSON object"
+        ) from None
+    return _an_object(value, index)
+
+
+def _an_object(value: Any, index: int) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise ChunkError(index, f"expected a JSON object, got a JSON {_json_kind(value)}")
+        raise ChunkError(index, f"expected a JSON object, got {json_kind(value)}")
     return value
-
-
-def _json_kind(value: Any) -> str:
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, str):
-        return "string"
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    return "number"
 
 
 def sdk_fields(obj: Any) -> dict[str, Any] | None:

@@ -230,8 +230,7 @@ class EventRecorder:
         """The calls that will never be runnable, then the DONE."""
         out = self.out
         if len(asm.incomplete) != self.incomplete_at:
-            for event in asm.incomplete[self.incomplete_at :]:
-                out.append(event)
+            out += asm.incomplete[self.incomplete_at :]
             self.incomplete_at = len(asm.incomplete)
             for sink in self.sinks:
                 if sink.track.reported:
@@ -285,14 +284,10 @@ class EventRecorder:
         sink.slot = asm.track_slot(sink.track)
         known_id = call_id if call_id.__class__ is str and call_id else None
         self.out.append(CallStarted(sink.slot, name, known_id))
-        if sink.early:
-            self._early(sink)
-
-    def _early(self, sink: CallSink) -> None:
-        """The growth before the name, as one delta right after ``CallStarted``."""
-        text = "".join(sink.early_text) if sink.early_text else None
-        sink.early, sink.early_text = False, []
-        self.out.append(_delta(sink.slot, text, sink.value))
+        if sink.early:  # the growth before the name: one delta right after CallStarted
+            text = "".join(sink.early_text) if sink.early_text else None
+            sink.early, sink.early_text = False, []
+            self.out.append(_delta(sink.slot, text, sink.value))
 
     def _ready(self, asm: Assembly, completed: list[Any]) -> None:
         sinks = self.sinks
@@ -309,10 +304,6 @@ class EventRecorder:
         self.ready_at = len(completed)
 
     # -- the text calls, on a driver's buffer: told as the drivers' rounds decide ---------------
-
-    def text_released(self, new: str) -> None:
-        """Released display text, as a TextDelta."""
-        self.out.append(TextDelta(new))
 
     def take_back_text(self) -> int:
         """A codec comes (``attach_codec``): the TextDeltas recorded but not handed out yet

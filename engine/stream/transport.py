@@ -34,23 +34,57 @@ Piece = bytes | bytearray | memoryview | str
 BytesPiece = bytes | bytearray | memoryview
 
 
-class _Once:
-    """A wrapper that may be iterated once: its pieces are an iterator the first pass used up,
-    and a second pass would end a stream that is already ended (or silently yield nothing)."""
+class _Body:
+    """A body's chunks, from its pieces, as a decoder completes them (``_chunks``) and at its
+    end (``_end``): iterated once, sync or async as its pieces are (a second pass would end a
+    stream that is already ended, or silently yield nothing)."""
 
     _started = False
+
+    def __init__(self, pieces: Iterable[Any] | AsyncIterable[Any]) -> None:
+        self._pieces: Any = pieces  # iterated as it is: one kind of loop takes it
 
     def _start(self) -> None:
         if self._started:
             raise RuntimeError("these chunks were already iterated: wrap the pieces again")
         self._started = True
 
+    def _chunks(self, piece: Any) -> Iterator[Any]:
+        """The chunks ``piece`` completes, one at a time: one that does not decode raises
+        after those before it were yielded."""
+        raise NotImplementedError
 
-class _SSEState(_Once):
-    """What an SSE body said beside its events."""
+    def _end(self) -> Iterable[Any]:
+        raise NotImplementedError
 
-    def __init__(self) -> None:
+    def __iter__(self) -> Iterator[Any]:
+        self._start()
+        for piece in self._pieces:
+            yield from self._chunks(piece)
+        yield from self._end()
+
+    async def __aiter__(self) -> AsyncIterator[Any]:
+        self._start()
+        async for piece in self._pieces:
+            for chunk in self._chunks(piece):
+                yield chunk
+        for chunk in self._end():
+            yield chunk
+
+
+class SSEChunks(_Body):
+    """The chunks of an SSE body, from its pieces (bytes or str, split anywhere), and what it
+    said beside its events."""
+
+    def __init__(self, pieces: Iterable[Piece] | AsyncIterable[Piece]) -> None:
+        super().__init__(pieces)
         self._decoder = SSEDecoder()
+
+    def _chunks(self, piece: Piece) -> Iterator[Any]:
+        return map(event_chunk, self._decoder.feed(piece))
+
+    def _end(self) -> Iterable[Any]:
+        return map(event_chunk, self._decoder.end())
 
     @property
     def ignored_fields(self) -> dict[str, int]:
@@ -70,75 +104,23 @@ class _SSEState(_Once):
         return self._decoder.retry
 
 
-class SSEChunks(_SSEState):
-    """The chunks of an SSE body, from its pieces (bytes or str, split anywhere)."""
-
-    def __init__(self, pieces: Iterable[Piece]) -> None:
-        super().__init__()
-        self._pieces = pieces
-
-    def __iter__(self) -> Iterator[Any]:
-        self._start()
-        feed = self._decoder.feed
-        for piece in self._pieces:
-            for event in feed(piece):
-                yield event_chunk(event)
-        for event in self._decoder.end():
-            yield event_chunk(event)
-
-
-class AsyncSSEChunks(_SSEState):
-    """:class:`SSEChunks` over an async iterable of pieces: ``async for chunk in ...``."""
-
-    def __init__(self, pieces: AsyncIterable[Piece]) -> None:
-        super().__init__()
-        self._pieces = pieces
-
-    async def __aiter__(self) -> AsyncIterator[Any]:
-        self._start()
-        feed = self._decoder.feed
-        async for piece in self._pieces:
-            for event in feed(piece):
-                yield event_chunk(event)
-        for event in self._decoder.end():
-            yield event_chunk(event)
-
-
-class EventStreamChunks(_Once):
+class EventStreamChunks(_Body):
     """The chunks of an AWS event stream body (``application/vnd.amazon.eventstream``), from
     its byte pieces split anywhere; both CRCs of every message checked."""
 
-    def __init__(self, pieces: Iterable[BytesPiece]) -> None:
-        self._pieces = pieces
+    def __init__(self, pieces: Iterable[BytesPiece] | AsyncIterable[BytesPiece]) -> None:
+        super().__init__(pieces)
+        self._decoder = MessageDecoder()
+        self._number = 0  # messages so far, to name one in an error
 
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        self._start()
-        decoder = MessageDecoder()
-        feed = decoder.feed
-        number = 0
-        for piece in self._pieces:
-            for message in feed(piece):
-                number += 1
-                yield message_chunk(number, message)[2]
-        decoder.end()
+    def _chunks(self, piece: BytesPiece) -> Iterator[Any]:
+        for message in self._decoder.feed(piece):
+            self._number += 1
+            yield message_chunk(self._number, message)[2]
 
-
-class AsyncEventStreamChunks(_Once):
-    """:class:`EventStreamChunks` over an async iterable of byte pieces."""
-
-    def __init__(self, pieces: AsyncIterable[BytesPiece]) -> None:
-        self._pieces = pieces
-
-    async def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
-        self._start()
-        decoder = MessageDecoder()
-        feed = decoder.feed
-        number = 0
-        async for piece in self._pieces:
-            for message in feed(piece):
-                number += 1
-                yield message_chunk(number, message)[2]
-        decoder.end()
+    def _end(self) -> Iterable[Any]:
+        self._decoder.end()
+        return ()
 
 
 def sse_chunks(pieces: Iterable[Piece]) -> SSEChunks:
@@ -148,10 +130,10 @@ def sse_chunks(pieces: Iterable[Piece]) -> SSEChunks:
     return SSEChunks(pieces)
 
 
-def asse_chunks(pieces: AsyncIterable[Piece]) -> AsyncSSEChunks:
+def asse_chunks(pieces: AsyncIterable[Piece]) -> SSEChunks:
     """:func:`sse_chunks` over an async iterable (``resp.aiter_bytes()``), for
     ``buf.aconsume``."""
-    return AsyncSSEChunks(pieces)
+    return SSEChunks(pieces)
 
 
 def eventstream_chunks(pieces: Iterable[BytesPiece]) -> EventStreamChunks:
@@ -160,6 +142,6 @@ def eventstream_chunks(pieces: Iterable[BytesPiece]) -> EventStreamChunks:
     return EventStreamChunks(pieces)
 
 
-def aeventstream_chunks(pieces: AsyncIterable[BytesPiece]) -> AsyncEventStreamChunks:
+def aeventstream_chunks(pieces: AsyncIterable[BytesPiece]) -> EventStreamChunks:
     """:func:`eventstream_chunks` over an async iterable, for ``buf.aconsume``."""
-    return AsyncEventStreamChunks(pieces)
+    return EventStreamChunks(pieces)

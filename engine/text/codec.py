@@ -28,15 +28,18 @@ import json
 import re
 from collections import deque
 from collections.abc import Iterable, Mapping
+from contextlib import suppress
 from dataclasses import dataclass, field
-from typing import Any, Protocol, cast
+from functools import partial
+from typing import Any, Protocol, TypeGuard, cast
 
+from ..compile.schema import schema
+from ..compile.strategy import Problems
+from ..errors import DescriptorError, Problem
 from ..events import (
     CAUSE_NOT_JSON,
     CAUSE_NOT_OBJECT,
     CAUSE_TOO_DEEP,
-    INCOMPLETE_CAUSES,
-    INCOMPLETE_REASONS,
     CallIncomplete,
 )
 from ..model.jsonscan import INVALID_TEXT, MAX_DEPTH, TOO_DEEP, nests_deeper
@@ -57,11 +60,12 @@ class TextCall:
     start: int
     end: int
     # A call that would have run but never can (a turn's scanner only, see TextScanner):
-    # ``"cut"`` (the text ended inside it) or ``"invalid"`` (its JSON closed but is no call
-    # object: it does not parse, or its arguments are not an object); ``raw`` its JSON text.
-    # ``arguments`` is then what of them had streamed (``{}`` for an invalid one).
-    reason: str | None = None
+    # ``raw`` its JSON text, and ``reason`` ``"cut"`` (the text ended inside it) or
+    # ``"invalid"`` (its JSON closed but is no call object: it does not parse, or its
+    # arguments are not an object). ``arguments`` is then what of them had streamed (``{}``
+    # for an invalid one).
     raw: str = ""
+    reason: str | None = None
 
 
 def text_call_cause(reason: str | None, raw: str, ended: str | None) -> str | None:
@@ -89,61 +93,52 @@ class ToolLike(Protocol):
 
 # -- the codec ---------------------------------------------------------------------------------
 
-_REASON, _FENCE, _DELIM = 0, 1, 2  # marker kinds
+_FENCE, _DELIM, _REASON = 0, 1, 2  # marker kinds
+_SPANS = ("delimiters", "reasoning")  # the sections of the spans a marker pair opens
 
 
 @dataclass(frozen=True)
 class _Marker:
     text: str
     kind: int
+    pointer: str  # where the descriptor writes it
     end: str = ""  # the end marker of a delimiter or a reasoning span
 
 
 @dataclass(frozen=True)
 class _Prompt:
+    """The prompt section as the schema checked it, the defaults of ``tool_format`` filled in."""
+
     system_template: str
     call_example: str
-    list_key: str
-    fields: tuple[tuple[str, str], ...]  # (key written, tool attribute read)
-    indent: int | None
-    untyped_parameter: tuple[tuple[str, Any], ...]  # items, so that the codec is hashable
-    execution_failed: str
-    unknown_tool: str
-    no_tool_field: str
-    call_incomplete: tuple[tuple[str, str], ...] = ()  # (reason or cause, message), hashable
-    # retry.schema_invalid: (message, problem, root), or None (execution_failed stands in)
-    schema_invalid: tuple[str, str, str] | None = None
+    tool_format: Mapping[str, Any]
+    retry: Mapping[str, Any]
 
 
-# What a codec section (and its prompt's tool_format) means where it leaves a key out. The
-# code is the one source of these values; the schema's `default` annotations describe them for
-# editors, and tests/test_textcodec.py checks that the two say the same.
-HEALING_REPLACEMENT = ""  # a healing rule without one deletes what its pattern matches
-_DEFAULTS: dict[str, Any] = {
-    "name_keys": ["tool", "name"],
-    "args_keys": ["arguments", "parameters"],
-    "reject_keys": [],
-    "bare": True,
-    "fences": {"languages": ["json", ""], "markers": ["```"]},
-    "delimiters": [{"start": "<tool_call>", "end": "</tool_call>"}],
-    "reasoning": [{"start": "<think>", "end": "</think>"}],
-    "healing": [],
-}
-_TOOL_FORMAT_DEFAULTS: dict[str, Any] = {
-    "list_key": "tools",
-    "fields": {"name": "name", "description": "description", "parameters": "parameters"},
-    "indent": 2,
-    "untyped_parameter": {"type": "string"},
-}
+def _defaults(*steps: str) -> dict[str, Any]:
+    """What the keys of the schema object at ``steps`` (under ``$defs``) mean where a codec
+    section leaves them out: the schema's ``default`` annotations, the one place that says
+    them (an editor shows them, the codec applies them)."""
+    node = schema()["$defs"]
+    for step in steps:
+        node = node[step]
+    return {key: p["default"] for key, p in node["properties"].items() if "default" in p}
+
 
 # JSON Schema keywords that say what a parameter is; a property with none of them is untyped.
 _TYPING_KEYWORDS = frozenset(
     ("type", "$ref", "anyOf", "oneOf", "allOf", "enum", "const", "properties", "items")
 )
 
+_ONE_SPAN = "a marker starts one span only (the scanner would never read the other)"
+
 _PLACEHOLDER = re.compile(
     r"\{(tools|call_example|tool_name|error|available|problems|pointer|message)\}"
 )
+
+
+def _length(marker: _Marker) -> int:
+    return len(marker.text)
 
 
 def _any_of(chars: set[str]) -> re.Pattern[str]:
@@ -157,85 +152,82 @@ def _fill(template: str, **values: str) -> str:
     return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), template)
 
 
-@dataclass(frozen=True)
 class TextCodec:
     """The compiled text codec: immutable and shared; per-stream state is a
-    :class:`TextScanner`. Build it with :meth:`from_descriptor`."""
+    :class:`TextScanner`. Compiled from a descriptor's ``codec`` section.
 
-    name_keys: tuple[str, ...]
-    args_keys: tuple[str, ...]
-    reject_keys: tuple[str, ...]
-    bare: bool
-    fence_languages: frozenset[str]
-    fence_markers: tuple[str, ...]
-    delimiters: tuple[tuple[str, str], ...]
-    reasoning: tuple[tuple[str, str], ...]
-    healing: tuple[tuple[re.Pattern[str], str], ...] = field(repr=False)
-    prompt: _Prompt = field(repr=False)
-    # The scanner's tables, derived once from the fields above.
-    _markers: dict[str, tuple[_Marker, ...]] = field(init=False, repr=False, compare=False)
-    _trigger: re.Pattern[str] = field(init=False, repr=False, compare=False)
-    _marker_trigger: re.Pattern[str] = field(init=False, repr=False, compare=False)
-    _all_markers: tuple[str, ...] = field(init=False, repr=False, compare=False)
-    _skip_res: dict[tuple[str, ...], re.Pattern[str]] = field(init=False, repr=False, compare=False)
-    _lang_prefixes: frozenset[str] = field(init=False, repr=False, compare=False)
+    Regexes and marker tables are built here, once. The section is taken as the schema checked
+    it (``schemas/format.schema.json``, the one place that says what a codec section may hold;
+    the engine's loader never compiles a section the schema refuses). What no schema can say
+    is found here, each problem at the JSON pointer of its value (added to ``problems``, which
+    the validator locates in the file; without, raised as a
+    :class:`~engine.errors.DescriptorError`, ``source`` naming the dict): a healing replacement
+    its pattern cannot fill (it would raise mid-stream, at the first text it heals), and a
+    marker that starts two spans (the scanner would read only one).
+    """
 
-    # -- construction ---------------------------------------------------------------------
-
-    @classmethod
-    def from_descriptor(cls, data: Mapping[str, Any]) -> TextCodec:
-        """Compile the ``codec`` section of a descriptor (or the section itself).
-
-        Regexes and marker tables are built here, once. The section is taken as the schema
-        checked it (``schemas/format.schema.json``, the one place that says what a codec
-        section may hold; the engine's loader never compiles a section the schema refuses),
-        so nothing of it is checked again here.
-        """
-        section = data.get("codec", data)
-        conf = {**_DEFAULTS, **section}
-        fences = {**_DEFAULTS["fences"], **(conf["fences"] or {})}
-        pairs = {
-            key: tuple((p["start"], p["end"]) for p in conf[key] or [])
-            for key in ("delimiters", "reasoning")
-        }
-        healing = [
-            (re.compile(rule["pattern"]), rule.get("replacement", HEALING_REPLACEMENT))
-            for rule in conf["healing"] or []
+    def __init__(
+        self, data: Mapping[str, Any], problems: Problems | None = None, source: str | None = None
+    ) -> None:
+        found = Problems() if problems is None else problems
+        conf = {**_defaults("codec"), **data["codec"]}
+        fences = {**_defaults("codec", "properties", "fences"), **(conf.get("fences") or {})}
+        self.name_keys: tuple[str, ...] = tuple(conf["name_keys"])
+        self.args_keys: tuple[str, ...] = tuple(conf["args_keys"])
+        self.reject_keys: tuple[str, ...] = tuple(conf["reject_keys"])
+        self.bare: bool = conf["bare"]
+        self.fence_languages = frozenset(lang.lower() for lang in fences["languages"])
+        self.fence_markers: tuple[str, ...] = tuple(fences["markers"])
+        healing = []
+        for i, rule in enumerate(conf["healing"] or []):
+            pattern = re.compile(rule["pattern"])
+            replacement = rule.get("replacement", _defaults("healing_rule")["replacement"])
+            try:
+                pattern.sub(replacement, "")  # (the replacement is read even where none matches)
+            except re.error as exc:
+                pointer = f"/codec/healing/{i}/replacement"
+                found.add(pointer, f"not a replacement for its pattern: {exc}")
+            healing.append((pattern, replacement))
+        self.healing = tuple(healing)
+        # The scanner's tables: the markers (fences, delimiters, reasoning: their kinds in
+        # order) by their first character, and the characters that may start something.
+        written = [("fences/markers", [(m, "") for m in fences["markers"]])]
+        written += [(key, [(p["start"], p["end"]) for p in conf[key] or []]) for key in _SPANS]
+        markers = [
+            _Marker(start, kind, f"/codec/{key}/{i}" + ("/start" if end else ""), end)
+            for kind, (key, pairs) in enumerate(written)
+            for i, (start, end) in enumerate(pairs)
         ]
-        return cls(
-            name_keys=tuple(conf["name_keys"]),
-            args_keys=tuple(conf["args_keys"]),
-            reject_keys=tuple(conf["reject_keys"]),
-            bare=bool(conf["bare"]),
-            fence_languages=frozenset(lang.lower() for lang in fences["languages"]),
-            fence_markers=tuple(fences["markers"]),
-            delimiters=pairs["delimiters"],
-            reasoning=pairs["reasoning"],
-            healing=tuple(healing),
-            prompt=_compile_prompt(conf["prompt"]),
+        self._markers: dict[str, tuple[_Marker, ...]] = {}
+        starts: dict[str, str] = {}
+        for m in markers:
+            self._markers[m.text[0]] = (*self._markers.get(m.text[0], ()), m)
+            if m.text in starts:
+                found.add(m.pointer, f"{m.text!r} already starts {starts[m.text]}: {_ONE_SPAN}")
+            starts.setdefault(m.text, m.pointer.removesuffix("/start"))
+        self._trigger = _any_of(set(self._markers) | ({"{", "["} if self.bare else set()))
+        self._marker_trigger = _any_of(set(self._markers))  # a bare `{` is no start here
+        self._all_markers = tuple(m.text for m in markers)
+        # Where a code fence or a reasoning span ends: the only thing looked for inside it.
+        skips = [(m.end,) for m in markers if m.kind == _REASON] + [self.fence_markers]
+        self._skip_res = {ends: re.compile("|".join(map(re.escape, ends))) for ends in skips}
+        named = [lang for lang in self.fence_languages if lang]
+        self._lang_prefixes = frozenset(g[:k] for g in named for k in range(1, len(g) + 1))
+        if problems is None and found:
+            file = source or "<descriptor>"
+            raise DescriptorError([Problem(file, 0, 0, *at, "compile") for at in found])
+        section = conf["prompt"]
+        tool_format = _defaults("codec_prompt", "properties", "tool_format")
+        tool_format.update(section.get("tool_format") or {})
+        # Last: from here on the codec is frozen (__setattr__).
+        self.prompt = _Prompt(
+            section["system_template"], section["call_example"], tool_format, section["retry"]
         )
 
-    def __post_init__(self) -> None:
-        markers = [_Marker(m, _FENCE) for m in self.fence_markers]
-        markers += [_Marker(s, _DELIM, e) for s, e in self.delimiters]
-        markers += [_Marker(s, _REASON, e) for s, e in self.reasoning]
-        by_char: dict[str, tuple[_Marker, ...]] = {}
-        for m in markers:
-            by_char[m.text[0]] = (*by_char.get(m.text[0], ()), m)
-        triggers = set(by_char) | ({"{", "["} if self.bare else set())
-        # Where a code fence or a reasoning span ends: the only thing looked for inside it.
-        skip_res: dict[tuple[str, ...], re.Pattern[str]] = {
-            (e,): re.compile(re.escape(e)) for _, e in self.reasoning
-        }
-        skip_res[self.fence_markers] = re.compile("|".join(map(re.escape, self.fence_markers)))
-        named = [lang for lang in self.fence_languages if lang]
-        set_ = object.__setattr__
-        set_(self, "_markers", by_char)
-        set_(self, "_trigger", _any_of(triggers))
-        set_(self, "_marker_trigger", _any_of(set(by_char)))  # a bare `{` is no start here
-        set_(self, "_all_markers", tuple(m.text for m in markers))
-        set_(self, "_skip_res", skip_res)
-        set_(self, "_lang_prefixes", frozenset(g[:k] for g in named for k in range(1, len(g) + 1)))
+    def __setattr__(self, name: str, value: Any) -> None:
+        if hasattr(self, "prompt"):
+            raise AttributeError(f"the text codec is immutable and shared: {name}")
+        object.__setattr__(self, name, value)
 
     # -- parsing --------------------------------------------------------------------------
 
@@ -278,39 +270,32 @@ class TextCodec:
         try:
             return json.loads(text, strict=False)
         except ValueError:
-            pass
-        healed = text
+            healed = text
         for pattern, replacement in self.healing:
             healed = pattern.sub(replacement, healed)
-        if healed == text:
-            return None
-        try:
-            return json.loads(healed, strict=False)
-        except ValueError:
-            return None
+        if healed != text:
+            with suppress(ValueError):
+                return json.loads(healed, strict=False)
+        return None
 
     def _call_of(self, value: Any) -> tuple[str, dict[str, Any]] | None:
         """(name, arguments) when ``value`` is a call object, else None."""
         if value.__class__ is not dict or not value:
             return None
-        first = next(iter(value))
-        name = value[first]
+        first, name = next(iter(value.items()))
         if first not in self.name_keys or not isinstance(name, str) or not name:
             return None
         if any(key in value for key in self.reject_keys):
             return None
-        for key in self.args_keys:
-            if key in value:
-                args = value[key]
-                if args is None:
-                    return name, {}
-                if isinstance(args, str):  # OpenAI's leak shape: arguments as JSON text
-                    try:
-                        args = json.loads(args)
-                    except ValueError:
-                        return None
-                return (name, args) if args.__class__ is dict else None
-        return name, {}
+        args = next((value[key] for key in self.args_keys if key in value), None)
+        if args is None:  # no arguments key, or null: a call without arguments
+            return name, {}
+        if isinstance(args, str):  # the arguments written as JSON text (a leak shape)
+            try:
+                args = json.loads(args)
+            except ValueError:
+                return None
+        return (name, args) if args.__class__ is dict else None
 
     def _calls_of(self, text: str) -> tuple[list[tuple[str, dict[str, Any]]], str]:
         """The calls a closed candidate holds (one object, or an array of call objects), and
@@ -338,22 +323,18 @@ class TextCodec:
     def function_description(self, tools: Iterable[ToolLike]) -> str:
         """The tools as the model is told about them: a JSON document, ``{"tools": [...]}``
         by default, so that the model sees its tools in the same notation it calls them in."""
-        p = self.prompt
+        fmt = self.prompt.tool_format
         listed = []
         for tool in tools:
             entry: dict[str, Any] = {}
-            for key, attribute in p.fields:
-                if isinstance(tool, Mapping):
-                    value = tool.get(attribute)
-                else:
-                    value = getattr(tool, attribute, None)
+            read = tool.get if isinstance(tool, Mapping) else partial(getattr, tool)
+            for key, attribute in fmt["fields"].items():
+                value = read(attribute, None)
                 if attribute == "parameters":
                     value = self._parameters(value)
-                elif value is None:
-                    value = ""
-                entry[key] = value
+                entry[key] = "" if value is None else value
             listed.append(entry)
-        return json.dumps({p.list_key: listed}, indent=p.indent, ensure_ascii=False)
+        return json.dumps({fmt["list_key"]: listed}, indent=fmt["indent"], ensure_ascii=False)
 
     def _parameters(self, schema: Any) -> dict[str, Any]:
         """A tool's parameter schema as described: always an object schema, and a property
@@ -364,7 +345,7 @@ class TextCodec:
         out = dict(schema)
         props = out.get("properties")
         if isinstance(props, Mapping):
-            default = dict(self.prompt.untyped_parameter)
+            default = self.prompt.tool_format["untyped_parameter"]
             out["properties"] = {
                 key: (
                     prop
@@ -378,22 +359,20 @@ class TextCodec:
     def system_message(self, tools: Iterable[ToolLike]) -> str:
         """The system message that asks the model for this codec's calls."""
         p = self.prompt
-        return _fill(
-            p.system_template,
-            tools=self.function_description(tools),
-            call_example=p.call_example,
-        )
+        tools_text = self.function_description(tools)
+        return _fill(p.system_template, tools=tools_text, call_example=p.call_example)
 
     def retry_execution_failed(self, tool_name: str, error: Any) -> str:
         """What to tell the model after its call of ``tool_name`` raised ``error``."""
-        return _fill(self.prompt.execution_failed, tool_name=tool_name, error=str(error))
+        return _fill(self.prompt.retry["execution_failed"], tool_name=tool_name, error=str(error))
 
     def retry_unknown_tool(self, tool_name: str, available: Iterable[Any]) -> str:
         """What to tell the model after it called a tool nobody has. ``available`` holds tool
         names or tools. Only a composition that knows every tool (an Orchestrator) may say
         this: a single driver cannot know that another one does not own the name."""
         names = [a if isinstance(a, str) else str(getattr(a, "name", a)) for a in available]
-        return _fill(self.prompt.unknown_tool, tool_name=tool_name, available=", ".join(names))
+        template = self.prompt.retry["unknown_tool"]
+        return _fill(template, tool_name=tool_name, available=", ".join(names))
 
     def retry_call_incomplete(
         self,
@@ -411,12 +390,8 @@ class TextCodec:
             name, reason, cause = call.name, call.reason, call.cause
         else:
             name = call
-        templates = dict(self.prompt.call_incomplete)
-        template = (
-            (templates.get(cause) if cause is not None else None)
-            or templates.get(reason or "")
-            or templates["invalid"]
-        )
+        templates = self.prompt.retry["call_incomplete"]
+        template = templates.get(cause) or templates.get(reason) or templates["invalid"]
         return _fill(template, tool_name=name or "(no name)")
 
     def retry_schema_invalid(self, tool_name: str, problems: Iterable[tuple[str, str]]) -> str:
@@ -425,54 +400,20 @@ class TextCodec:
         line of its own (the pointer ``""``, the arguments object itself, as the
         descriptor's ``root`` says). A descriptor without ``schema_invalid`` sends
         ``execution_failed`` with the problems as its error."""
-        section = self.prompt.schema_invalid
+        section = self.prompt.retry.get("schema_invalid")
         pairs = list(problems)
         if section is None:
             error = "; ".join(f"{pointer or '/'}: {message}" for pointer, message in pairs)
             return self.retry_execution_failed(tool_name, error)
-        message, problem, root = section
         lines = "\n".join(
-            _fill(problem, pointer=pointer or root, message=str(text)) for pointer, text in pairs
+            _fill(section["problem"], pointer=pointer or section["root"], message=str(text))
+            for pointer, text in pairs
         )
-        return _fill(message, tool_name=tool_name, problems=lines)
+        return _fill(section["message"], tool_name=tool_name, problems=lines)
 
     def retry_no_tool_field(self) -> str:
         """What to tell the model after it wrote a JSON reply that names no tool."""
-        return _fill(self.prompt.no_tool_field, call_example=self.prompt.call_example)
-
-
-def _compile_prompt(section: Mapping[str, Any]) -> _Prompt:
-    """The prompt section as the schema checked it, each key it leaves out of ``tool_format``
-    taken from :data:`_TOOL_FORMAT_DEFAULTS`."""
-    fmt = {**_TOOL_FORMAT_DEFAULTS, **(section.get("tool_format") or {})}
-    retry = section["retry"]
-    schema = retry.get("schema_invalid")  # (message, problem, root), where there is one
-    return _Prompt(
-        system_template=section["system_template"],
-        call_example=section["call_example"],
-        list_key=fmt["list_key"],
-        fields=tuple(fmt["fields"].items()),
-        indent=fmt["indent"],
-        untyped_parameter=tuple(fmt["untyped_parameter"].items()),
-        execution_failed=retry["execution_failed"],
-        unknown_tool=retry["unknown_tool"],
-        no_tool_field=retry["no_tool_field"],
-        call_incomplete=_incomplete_templates(retry["call_incomplete"]),
-        schema_invalid=(schema["message"], schema["problem"], schema["root"]) if schema else None,
-    )
-
-
-def _incomplete_templates(section: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
-    """``retry.call_incomplete``: one message for each reason a call can end unrunnable,
-    and one for each finer cause the descriptor words (the others fall back to their
-    reason's)."""
-    reasons = tuple((reason, section[reason]) for reason in INCOMPLETE_REASONS)
-    causes = tuple(
-        (cause, section[cause])
-        for cause in INCOMPLETE_CAUSES
-        if cause in section and cause not in INCOMPLETE_REASONS
-    )
-    return reasons + causes
+        return _fill(self.prompt.retry["no_tool_field"], call_example=self.prompt.call_example)
 
 
 # -- the scanner -------------------------------------------------------------------------------
@@ -490,7 +431,8 @@ _CLOSER = 3  # the value closed: waiting for the closing fence or end delimiter
 _BROKEN = 4  # a named call's JSON broke inside its delimiters: waiting for its end delimiter
 
 # JSON validator states.
-_S_TOP, _S_VALUE, _S_ITEM, _S_KEY, _S_COLON, _S_AFTER, _S_STRING, _S_NUMBER, _S_LITERAL = range(9)
+# (A value is awaited at the start, after a colon, and in an array: `]` may close it there.)
+_S_VALUE, _S_KEY, _S_COLON, _S_AFTER, _S_STRING, _S_NUMBER, _S_LITERAL = range(7)
 
 # The first-key watch: the strict prefix a call must follow while it is held without a name.
 _W_DONE = 0  # nothing to check (named, or released)
@@ -529,7 +471,6 @@ class _AlwaysMatches(Protocol):
 _WS = cast(_AlwaysMatches, re.compile(r"[ \t\n\r]*"))
 _STR_STOP = re.compile(r'["\\]')
 _NUMBER = cast(_AlwaysMatches, re.compile(r"[-+0-9.eE]*"))
-_LANG_CHAR = re.compile(r"[A-Za-z0-9_+#.-]")
 _TOOL_NAME = re.compile(r"[\w.:/-]+")  # a name a broken call is still held for
 _LITERALS = {"t": "true", "f": "false", "n": "null"}
 
@@ -544,18 +485,18 @@ class _Candidate:
     end_marker: str = ""
     parts: list[str] = field(default_factory=list)  # held text of earlier feeds
     dead: bool = False  # released: its text flows, it is tracked only to find its end
-    lang: list[str] = field(default_factory=list)
+    lang: str = ""  # a fence's language so far
     lang_done: bool = False
     vstart: int = -1
     vend: int = -1
     stack: list[str] = field(default_factory=list)
-    state: int = _S_TOP
+    state: int = _S_VALUE
     escape: bool = False
     key: bool = False  # the string being read is a key
     literal: str = ""
     watch: int = _W_DONE
     collect: list[str] = field(default_factory=list)
-    name: str | None = None
+    name: str = ""  # the tool name, once its string closed
     is_array: bool = False
     closer: str = ""  # closing marker matched so far
 
@@ -673,7 +614,7 @@ class TextScanner:
         array has no name while forming: its first call does not speak for the others."""
         c = self._cand
         if c is not None and not c.dead:
-            return True, None if c.is_array else c.name
+            return True, None if c.is_array else c.name or None
         return self._tail_held, None
 
     @property
@@ -739,12 +680,8 @@ class TextScanner:
         if self._tail:  # a broken call's marker prefix: its text too
             self._push(self._tail)
             self._tail, self._tail_held = "", False
-        if c.phase in (_LANG, _OPEN) and c.kind == _FENCE:
-            self._cand = None
-            self._enter_skip(self._codec.fence_markers)
-        elif c.phase == _OPEN:
-            self._cand = None
-            self._mode = _TEXT
+        if c.phase in (_LANG, _OPEN):  # no JSON opened yet: there is no end to follow
+            self._drop(c)
 
     def finish(self) -> None:
         """The turn's text is all in (its wire's DONE, or the end of input), and nothing is
@@ -756,18 +693,11 @@ class TextScanner:
             return
         self._finished = True
         c = self._cand
-        if (
-            c is not None
-            and not c.dead
-            and self._rule is not None
-            and c.name
-            and not c.is_array
-            and c.phase != _BROKEN
-        ):
+        if self._would_run(c) and c.phase != _BROKEN:
             held = "".join(c.parts)
             raw = held[c.vstart - c.start :] if c.vstart >= c.start else ""
             args, why = _cut_call(self._codec, raw)
-            call = TextCall(c.name, args, c.start, self._total, why, raw)
+            call = TextCall(c.name, args, c.start, self._total, raw, why)
             self._hold(_Group(c.start, self._total, [call], held, True, why, c.kind == _BARE))
             self._cand = None  # held as a call, not let go as text
         self._let_go()
@@ -815,8 +745,7 @@ class TextScanner:
             return not self._groups  # no candidate, no held tail: quiet() but for groups
         if self._tail:
             s, s_abs = self._tail + fragment, self._tail_abs
-            self._tail = ""
-            self._tail_held = False
+            self._tail, self._tail_held = "", False
         else:
             s, s_abs = fragment, base
         n = len(s)
@@ -835,10 +764,8 @@ class TextScanner:
         c = self._cand
         if c is not None and not c.dead:  # (a broken call may keep a marker prefix as tail)
             c.parts.append(s[max(c.start - s_abs, 0) : self._tail_abs - s_abs if self._tail else n])
-        elif self._tail_held:
-            self._emit(s, s_abs, self._tail_abs)
         else:
-            self._emit(s, s_abs, s_abs + n)
+            self._emit(s, s_abs, self._tail_abs if self._tail_held else s_abs + n)
         return self.quiet()
 
     # -- internals: output --------------------------------------------------------------------
@@ -862,8 +789,7 @@ class TextScanner:
             self._push(self._tail)
         self._cand = None
         self._mode = _TEXT
-        self._tail = ""
-        self._tail_held = False
+        self._tail, self._tail_held = "", False  # (the tail, a marker prefix, is text now)
         self._emitted = self._total
 
     def _other_text(self, bare_only: bool = False) -> None:
@@ -898,31 +824,35 @@ class TextScanner:
         """The candidate is no call: its ``held`` text (up to ``upto``) is shown, and the rest
         of it flows as text, tracked only to find its end."""
         self._push(held)
-        c.parts = []
-        c.dead = True
-        c.watch = _W_DONE
+        c.parts, c.dead, c.watch = [], True, _W_DONE  # released: its parts shown, not watched
         self._emitted = upto
         self._other_text()
 
+    def _would_run(self, c: _Candidate | None) -> TypeGuard[_Candidate]:
+        """A named call (not an array) forming under a turn's rule: if it ends unrunnable
+        (cut, broken, no call object) it is a call that cannot run, not prose."""
+        rule = self._rule
+        return c is not None and not c.dead and not c.is_array and bool(c.name) and rule is not None
+
     def _decide(self, call: Any, consumed: bool) -> None:
-        end = getattr(call, "end", None)
-        for g_index, g in enumerate(self._groups):
-            if g.end != end:
-                continue
+        said = tuple(getattr(call, key, None) for key in ("end", "name", "arguments"))
+        for g in self._groups:  # (their spans are disjoint: one ends where the call does)
             for k, candidate in enumerate(g.calls):
-                if (
-                    g.open[k]
-                    and candidate.name == getattr(call, "name", None)
-                    and candidate.arguments == getattr(call, "arguments", None)
-                ):
+                if g.open[k] and (g.end, candidate.name, candidate.arguments) == said:
                     g.open[k] = False
                     g.consumed = g.consumed or consumed
                     if not any(g.open):
-                        del self._groups[g_index]
+                        self._groups.remove(g)
                     return
-            return
 
     # -- internals: modes ---------------------------------------------------------------------
+
+    def _drop(self, c: _Candidate) -> None:
+        """No candidate from here: text follows, or the body of a fence (code)."""
+        self._cand = None
+        self._mode = _TEXT
+        if c.kind == _FENCE:
+            self._enter_skip(self._codec.fence_markers)
 
     def _enter_skip(self, ends: tuple[str, ...]) -> None:
         self._mode = _SKIP
@@ -959,21 +889,15 @@ class TextScanner:
                 self._other_text()  # prose between the calls, or before a bare `{`
             if m is None:
                 return n
-            best: _Marker | None = None
-            waiting = False
-            held = False
-            for mk in markers.get(s[j], ()):
-                if s.startswith(mk.text, j):
-                    if best is None or len(mk.text) > len(best.text):
-                        best = mk
-                elif n - j < len(mk.text) and mk.text.startswith(s[j:]):
-                    waiting = True
-                    held = held or mk.kind != _REASON
+            here = markers.get(s[j], ())
+            waiting = [mk.kind for mk in here if len(mk.text) > n - j and mk.text.startswith(s[j:])]
             if waiting:
                 # A marker may still complete: wait for more text. Only a marker that may
                 # start a call is held; a reasoning tag is shown meanwhile.
+                held = any(kind != _REASON for kind in waiting)
                 self._tail, self._tail_abs, self._tail_held = s[j:], s_abs + j, held
                 return n
+            best = max((mk for mk in here if s.startswith(mk.text, j)), key=_length, default=None)
             abs_j = s_abs + j
             if best is not None:
                 if best.kind == _REASON:
@@ -1006,18 +930,14 @@ class TextScanner:
 
     # -- internals: the candidate -------------------------------------------------------------
 
-    def _give_up(self, c: _Candidate, s: str, s_abs: int, at: int, then_skip: bool) -> int:
+    def _give_up(self, c: _Candidate, s: str, s_abs: int, at: int) -> int:
         """The candidate is no call: release its text up to ``at`` (an index into ``s``) and
-        go on from there, in a code fence's body or as text."""
+        go on from there, as text, or in the body of a fence (one that holds no call is code)."""
         if not c.dead:
             self._push(self._held_text(c, s, s_abs, s_abs + at))
             self._emitted = s_abs + at
         self._other_text()  # its text was no call
-        self._cand = None
-        if then_skip:
-            self._enter_skip(self._codec.fence_markers)
-        else:
-            self._mode = _TEXT
+        self._drop(c)
         return at
 
     def _finish(self, c: _Candidate, s: str, s_abs: int, end: int) -> int:
@@ -1035,11 +955,11 @@ class TextScanner:
         if found:
             calls = [TextCall(name, args, c.start, end_abs) for name, args in found]
             self._hold(_Group(c.start, end_abs, calls, text, bound, None, bare))
-        elif self._rule is not None and c.name and not c.is_array:
+        elif self._would_run(c):
             # Named, closed, and still no call object: a call that cannot run, which the
             # model is told of if it ends the turn (its text is the model's call, not prose).
             # It waits for the end of the turn under either rule: reported only if it ends it.
-            call = TextCall(c.name, {}, c.start, end_abs, why, raw)
+            call = TextCall(c.name, {}, c.start, end_abs, raw, why)
             self._hold(_Group(c.start, end_abs, [call], text, True, why, bare))
         else:
             self._other_text()
@@ -1055,17 +975,13 @@ class TextScanner:
             ch = s[i]
             if ch == " " or ch == "\t":
                 c.lang_done = c.lang_done or bool(c.lang)
-            elif ch in "\r\n{[":
-                if "".join(c.lang).lower() in codec.fence_languages:
-                    c.phase = _OPEN
-                    return i
-                return self._give_up(c, s, s_abs, i, then_skip=True)
-            elif not c.lang_done and _LANG_CHAR.match(ch):
-                c.lang.append(ch)
-                if "".join(c.lang).lower() not in codec._lang_prefixes:
-                    return self._give_up(c, s, s_abs, i, then_skip=True)
-            else:
-                return self._give_up(c, s, s_abs, i, then_skip=True)
+            elif ch in "\r\n{[" and c.lang.lower() in codec.fence_languages:
+                c.phase = _OPEN
+                return i
+            elif not c.lang_done and (c.lang + ch).lower() in codec._lang_prefixes:
+                c.lang += ch
+            else:  # another language (its line end too), or text after the language
+                return self._give_up(c, s, s_abs, i)
             i += 1
         return n
 
@@ -1078,7 +994,7 @@ class TextScanner:
             c.phase = _VALUE
             c.vstart = s_abs + i
             return i
-        return self._give_up(c, s, s_abs, i, then_skip=c.kind == _FENCE)
+        return self._give_up(c, s, s_abs, i)
 
     def _phase_broken(self, c: _Candidate, s: str, i: int, s_abs: int) -> int:
         """A broken call: its end delimiter closes it (an invalid call); the start of any
@@ -1091,7 +1007,7 @@ class TextScanner:
             if marker == c.end_marker:
                 c.vend = s_abs + k
                 return self._finish(c, s, s_abs, k + len(marker))
-            return self._give_up(c, s, s_abs, k, then_skip=False)
+            return self._give_up(c, s, s_abs, k)
         return self._keep_suffix(s, i, s_abs, ends, held=True) if not c.dead else len(s)
 
     def _phase_closer(self, c: _Candidate, s: str, i: int, s_abs: int) -> int:
@@ -1105,7 +1021,7 @@ class TextScanner:
                     break
             so_far = c.closer + s[i]
             if not any(x.startswith(so_far) for x in closers):
-                return self._give_up(c, s, s_abs, i, then_skip=c.kind == _FENCE)
+                return self._give_up(c, s, s_abs, i)
             c.closer = so_far
             i += 1
             if so_far in closers:
@@ -1119,25 +1035,17 @@ class TextScanner:
         if outcome == _FAIL:
             # Cannot be a call: show it now, but follow its JSON to its end without scanning
             # inside it, so that a record's nested object is not taken for a call.
-            if not c.dead:
-                self._flow(c, self._held_text(c, s, s_abs, s_abs + i), s_abs + i)
-            c.watch = _W_DONE
+            # (Only a watched candidate fails: a released one is watched no more.)
+            self._flow(c, self._held_text(c, s, s_abs, s_abs + i), s_abs + i)
             return i
         if outcome == _BREAK:
-            if (
-                self._rule is not None
-                and c.kind == _DELIM
-                and not c.dead
-                and not c.is_array
-                and c.name
-                and _TOOL_NAME.fullmatch(c.name)
-            ):
+            if self._would_run(c) and c.kind == _DELIM and _TOOL_NAME.fullmatch(c.name):
                 # A named call whose JSON broke (an unescaped quote, a stray character): held
                 # to its end delimiter, then a call that cannot run, reported if it ends the
                 # turn. Any other marker before that delimiter makes it text.
                 c.phase = _BROKEN
                 return i
-            return self._give_up(c, s, s_abs, i, then_skip=c.kind == _FENCE)
+            return self._give_up(c, s, s_abs, i)
         c.vend = s_abs + i
         if c.kind == _BARE:
             return self._finish(c, s, s_abs, i)
@@ -1158,51 +1066,40 @@ class TextScanner:
             st = c.state
             if st == _S_STRING:
                 w = c.watch
-                if w == _W_KEY:
-                    ch = s[i]
-                    if ch == '"':
-                        if "".join(c.collect) not in name_keys:
-                            return i, _FAIL
-                        c.watch = _W_COLON
-                        c.state = _S_COLON
-                        i += 1
-                        continue
-                    c.collect.append(ch)
-                    key = "".join(c.collect)
-                    if ch == "\\" or not any(k.startswith(key) for k in name_keys):
-                        return i, _FAIL
-                    i += 1
-                    continue
-                if c.escape:
+                if c.escape:  # the character after a backslash
                     c.escape = False
                     if w == _W_NAME:
                         c.collect.append(s[i])
                     i += 1
                     continue
                 m = _STR_STOP.search(s, i)
-                if m is None:
-                    if w == _W_NAME:
-                        c.collect.append(s[i:])
-                    return n, _MORE
-                j = m.start()
-                if w == _W_NAME and j > i:
+                j = n if m is None else m.start()
+                if w in (_W_KEY, _W_NAME):
                     c.collect.append(s[i:j])
+                if w == _W_KEY:  # the first key stays a name key's prefix, unescaped
+                    key = "".join(c.collect)
+                    if s.startswith("\\", j) or not any(k.startswith(key) for k in name_keys):
+                        return i, _FAIL
+                if m is None:
+                    return n, _MORE
                 if s[j] == "\\":
                     c.escape = True
                     if w == _W_NAME:
                         c.collect.append("\\")
                     i = j + 1
                     continue
-                if w == _W_NAME:
+                if w == _W_KEY:
+                    if key not in name_keys:
+                        return j, _FAIL
+                    c.watch = _W_COLON
+                elif w == _W_NAME:
                     try:
                         name = json.loads('"' + "".join(c.collect) + '"', strict=False)
                     except ValueError:
                         name = ""
                     if not name:
                         return j, _FAIL
-                    c.name = name
-                    c.watch = _W_DONE
-                    c.collect = []
+                    c.name, c.watch, c.collect = name, _W_DONE, []
                 c.state = _S_COLON if c.key else _S_AFTER
                 i = j + 1
                 continue
@@ -1227,15 +1124,7 @@ class TextScanner:
                     return n, _MORE
                 ch = s[i]
             w = c.watch
-            if st == _S_TOP:
-                # The candidate's first character, `{` or `[`.
-                stack.append(ch)
-                c.is_array = ch == "["
-                c.state = _S_ITEM if c.is_array else _S_KEY
-                if not c.dead:
-                    c.watch = _W_FIRST_ITEM if c.is_array else _W_KEY_WAIT
-                i += 1
-            elif st == _S_KEY:
+            if st == _S_KEY:
                 if w == _W_KEY_WAIT and ch != '"':
                     return i, _FAIL
                 if ch == '"':
@@ -1252,21 +1141,22 @@ class TextScanner:
                 if w == _W_COLON:
                     c.watch = _W_NAME_WAIT
                 i += 1
-            elif st in (_S_VALUE, _S_ITEM):
-                if w == _W_NAME_WAIT and ch != '"':
-                    return i, _FAIL
-                if w == _W_FIRST_ITEM and ch != "{":
+            elif st == _S_VALUE:
+                if (w == _W_NAME_WAIT and ch != '"') or (w == _W_FIRST_ITEM and ch != "{"):
                     return i, _FAIL
                 if ch == "{" or ch == "[":
-                    stack.append(ch)
-                    c.state = _S_KEY if ch == "{" else _S_ITEM
-                    if w == _W_FIRST_ITEM:  # (a `{`: any other item failed above)
+                    if not stack:  # the candidate's first character
+                        c.is_array = ch == "["
+                        c.watch = _W_FIRST_ITEM if c.is_array else _W_KEY_WAIT
+                    elif w == _W_FIRST_ITEM:  # (a `{`: any other item failed above)
                         c.watch = _W_KEY_WAIT
+                    stack.append(ch)
+                    c.state = _S_KEY if ch == "{" else _S_VALUE
                     i += 1
                 elif ch == '"':
                     _open_string(c, False, w == _W_NAME_WAIT, _W_NAME)
                     i += 1
-                elif ch == "]" and st == _S_ITEM:  # `[]`, or a trailing comma
+                elif ch == "]" and stack[-1] == "[":  # `[]`, or a trailing comma
                     c.state = _S_AFTER
                 elif ch in "-0123456789":
                     c.state = _S_NUMBER
@@ -1277,7 +1167,7 @@ class TextScanner:
                     return i, _BREAK
             else:  # _S_AFTER: a value inside a container has ended
                 if ch == ",":
-                    c.state = _S_KEY if stack[-1] == "{" else _S_ITEM
+                    c.state = _S_KEY if stack[-1] == "{" else _S_VALUE
                     i += 1
                 elif ch == "}" or ch == "]":
                     if stack[-1] != ("{" if ch == "}" else "["):

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..compile.results import compile_sections
-from ..compile.strategy import NOT_FORMING, ExtractionStrategy, Forming
+from ..compile.results import compile_sections, result_messages
+from ..compile.strategy import NOT_FORMING, ExtractionStrategy, Forming, Problems
 from ..events import ExtractedCall
 from .codec import TextCodec
 
@@ -23,20 +23,27 @@ TEXT = "content"
 class TextStrategy:
     """``mcs_text``: calls a model wrote into plain text, in this engine's own codec."""
 
-    is_wire = False
-    leaks_into_text = False
-
     def __init__(
-        self, descriptor: dict[str, Any], source: str | None = None, *, sections: Any = None
+        self,
+        descriptor: dict[str, Any],
+        *,
+        sections: Any = None,
+        problems: Problems | None = None,
+        source: str | None = None,
     ) -> None:
+        """Compile ``descriptor``; ``sections`` and ``problems`` as for an
+        :class:`~engine.compile.strategy.ExtractionStrategy` (the validator's one pass)."""
         self.descriptor = descriptor
         self.source = source
         # Its results (compiled with it, or by the validating pass): they die with it.
         self.sections = compile_sections(descriptor) if sections is None else sections
         self.name: str = descriptor["name"]
         self.title: str = descriptor.get("title", self.name)
-        self.codec = TextCodec.from_descriptor(descriptor)
+        self.codec = TextCodec(descriptor, problems, source)
         self._plain: ExtractionStrategy | None = None
+
+    is_wire = False
+    leaks_into_text = False
 
     def plain_text_wire(self) -> ExtractionStrategy:
         """The strategy a buffer holding only this codec streams plain text with: a wire
@@ -69,28 +76,22 @@ class TextStrategy:
     def _text(message: Any) -> str | None:
         if isinstance(message, str):
             return message
-        content = message.get("content") if isinstance(message, dict) else None
+        content = message.get(TEXT) if isinstance(message, dict) else None
         return content if isinstance(content, str) else None
 
     def recognizes(self, shape: Any) -> bool:
         """Any plain text, or a message whose content is a string."""
         return self._text(shape) is not None
 
-    def recognizes_chunk(self, chunk: Any) -> bool:
+    def _never(self, chunk: Any) -> bool:
+        """Plain text has no chunks of a wire: none is recognized, an error or a DONE."""
         return False
 
-    def recognizes_error(self, chunk: Any) -> bool:
-        return False
-
-    def is_stream_complete(self, chunk: Any) -> bool:
-        return False
+    recognizes_chunk = recognizes_error = is_stream_complete = _never
 
     def forming(self, message: Any) -> Forming:
-        text = self._text(message)
-        if not text:
-            return NOT_FORMING
         scanner = self.codec.new_scanner()
-        scanner.feed(text)
+        scanner.feed(self._text(message) or "")
         forming, name = scanner.forming()
         if forming:
             return Forming(True, name)
@@ -98,10 +99,7 @@ class TextStrategy:
         return Forming(True, calls[0].name) if calls else NOT_FORMING
 
     def extract(self, message: Any) -> list[ExtractedCall]:
-        text = self._text(message)
-        if not text:
-            return []
-        calls = self.codec.parse_calls(text)
+        calls = self.codec.parse_calls(self._text(message) or "")
         return [ExtractedCall(c.name, c.arguments, None, c.end) for c in calls]
 
     def content_text(self, message: Any) -> str:
@@ -112,8 +110,6 @@ class TextStrategy:
         return ""
 
     def result_messages(self, message: Any, records: list[Any]) -> list[dict[str, Any]]:
-        from ..compile.results import result_messages
-
         return result_messages(self, self.content_text(message), records)
 
     def tool_declarations(self, tools: list[Any]) -> Any:

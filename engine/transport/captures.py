@@ -52,13 +52,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import TransportError
-from .eventstream import EventStreamError, decode_messages, looks_like_eventstream, message_chunk
-from .sse import SSEDecoder, SSEEvent, decode_event
+from .eventstream import EventStreamError, MessageDecoder, looks_like_eventstream, message_chunk
+from .sse import LINE_BREAK, SSEDecoder, SSEEvent, decode_event
 
 STDIN = "-"
 STDIN_LABEL = "<stdin>"
 
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")  # the SSE spec's end-of-line (and JSON Lines' too)
 _SSE_FIRST_LINE = re.compile(r"^(?::|(?:event|data|id|retry)(?::|$))")
 
 
@@ -115,18 +114,13 @@ def label(path: str | Path) -> str:
 
 def _read_bytes(path: str | Path, file: str) -> bytes:
     try:
-        if str(path) == STDIN:
-            raw = sys.stdin.buffer.read()
-        else:
-            with open(path, "rb") as handle:
-                raw = handle.read()
+        return sys.stdin.buffer.read() if str(path) == STDIN else Path(path).read_bytes()
     except FileNotFoundError:
         raise CaptureError(file, "no such file") from None
     except IsADirectoryError:
         raise CaptureError(file, "a folder, not a stream file") from None
     except OSError as exc:
         raise CaptureError(file, f"cannot read: {exc.strerror or exc}") from None
-    return raw
 
 
 def _decoded(raw: bytes, file: str) -> str:
@@ -140,7 +134,7 @@ def _decoded(raw: bytes, file: str) -> str:
 def parse_capture(text: str, file: str) -> list[CapturedEvent]:
     """The events of ``text``, told from its first non-blank line: an SSE capture or JSON
     Lines. ``file`` names the stream in errors."""
-    lines = _LINE_BREAK.split(text.removeprefix("\ufeff"))
+    lines = LINE_BREAK.split(text.removeprefix("\ufeff"))
     if lines and lines[-1] == "":  # the text's final line break ends a line, not starts one
         lines.pop()
     first = next((line for line in lines if line.strip()), "")
@@ -198,8 +192,10 @@ def parse_eventstream(raw: bytes, file: str) -> list[CapturedEvent]:
     An event message's ``:event-type`` (an exception message's ``:exception-type``) travels
     as ``_event``, the payload's first key, as the golden files record Bedrock's frames. An
     event's ``line`` is its message's ordinal (1-based); errors name the byte offset."""
+    decoder = MessageDecoder()
     try:
-        messages = decode_messages(raw)
+        messages = decoder.feed(raw)
+        decoder.end()
     except EventStreamError as exc:
         raise CaptureError(file, f"{exc} (an AWS event stream message)") from None
     events = []

@@ -36,24 +36,18 @@ _PRELUDE_LENGTH = 12  # total length, headers length, prelude CRC
 _MESSAGE_CRC_LENGTH = 4
 
 
-def encode_headers(headers: Iterable[tuple[str, str]]) -> bytes:
-    """Encode string headers in the given order."""
-    out = bytearray()
+def encode_message(headers: Iterable[tuple[str, str]], payload: bytes) -> bytes:
+    """One complete event stream message: prelude, prelude CRC, headers (strings, in the
+    given order), payload, message CRC."""
+    raw_headers = bytearray()
     for name, value in headers:
-        raw_name = name.encode("utf-8")
-        raw_value = value.encode("utf-8")
+        raw_name, raw_value = name.encode("utf-8"), value.encode("utf-8")
         if len(raw_name) > 255:
             raise ValueError(f"header name too long: {name!r}")
         if len(raw_value) > 0xFFFF:
             raise ValueError(f"header value too long for {name!r}")
-        out += struct.pack(">B", len(raw_name)) + raw_name
-        out += struct.pack(">BH", _HEADER_TYPE_STRING, len(raw_value)) + raw_value
-    return bytes(out)
-
-
-def encode_message(headers: Iterable[tuple[str, str]], payload: bytes) -> bytes:
-    """One complete event stream message: prelude, prelude CRC, headers, payload, message CRC."""
-    raw_headers = encode_headers(headers)
+        raw_headers += struct.pack(">B", len(raw_name)) + raw_name
+        raw_headers += struct.pack(">BH", _HEADER_TYPE_STRING, len(raw_value)) + raw_value
     total = _PRELUDE_LENGTH + len(raw_headers) + len(payload) + _MESSAGE_CRC_LENGTH
     prelude = struct.pack(">II", total, len(raw_headers))
     head = prelude + struct.pack(">I", zlib.crc32(prelude) & 0xFFFFFFFF)
@@ -72,16 +66,12 @@ def exception_message(exception_type: str, payload: bytes | str | Mapping[str, A
 
 
 def _json_message(kind: str, name: str, payload: bytes | str | Mapping[str, Any]) -> bytes:
-    headers = [(f":{kind}-type", name), (":content-type", "application/json")]
-    return encode_message([*headers, (":message-type", kind)], _payload_bytes(payload))
-
-
-def _payload_bytes(payload: bytes | str | Mapping[str, Any]) -> bytes:
-    if isinstance(payload, bytes):
-        return payload
     if isinstance(payload, str):
-        return payload.encode("utf-8")
-    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        payload = payload.encode("utf-8")
+    elif not isinstance(payload, bytes):
+        payload = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    headers = [(f":{kind}-type", name), (":content-type", "application/json")]
+    return encode_message([*headers, (":message-type", kind)], payload)
 
 
 # -- decoding: pieces of a stream, or a whole capture (``mcs-formats replay`` reads one) -------
@@ -114,7 +104,7 @@ def looks_like_eventstream(raw: bytes) -> bool:
 class MessageDecoder:
     """Byte pieces of an event stream in (:meth:`feed`), split anywhere; each message out as
     the piece that completes it arrives, both CRCs checked; :meth:`end` at the end of the
-    stream. The whole-capture reader (:func:`decode_messages`) is this, fed once.
+    stream. The whole-capture reader (``engine.transport.captures``) is this, fed once.
 
     The prelude is checked as soon as its 12 bytes are in, so a stream that is not an event
     stream fails at once, not after a length it claims. Cost: the bytes not yet a whole
@@ -162,16 +152,6 @@ class MessageDecoder:
             raise EventStreamError(self._offset, f"a message cut short ({left} bytes left)")
         (total,) = struct.unpack_from(">I", self._pending, 0)
         raise EventStreamError(self._offset, f"a message of {total} bytes cut short at {left}")
-
-
-def decode_messages(raw: bytes) -> list[Message]:
-    """Every message of ``raw``: (its byte offset, its headers, its payload), both CRCs
-    checked. A message cut short, or one whose CRC or headers do not check, raises
-    :class:`EventStreamError` naming the byte where it starts."""
-    decoder = MessageDecoder()
-    out = decoder.feed(raw)
-    decoder.end()
-    return out
 
 
 def _checked_prelude(raw: bytearray, at: int, offset: int) -> int:

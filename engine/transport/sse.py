@@ -46,7 +46,7 @@ from typing import Any
 from ..errors import TransportError
 
 EVENT_KEY = "_event"
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")  # the spec's end of line
+LINE_BREAK = re.compile(r"\r\n|\r|\n")  # the spec's end of line
 _BOM = "\ufeff"
 
 
@@ -65,8 +65,7 @@ class SSEEvent:
     @property
     def text(self) -> str:
         """The data fields joined with LF, as the spec builds the event's data."""
-        data = self.data
-        return data[0] if len(data) == 1 else "\n".join(data)
+        return "\n".join(self.data)
 
     @property
     def line(self) -> int:
@@ -129,23 +128,19 @@ class SSEDecoder:
             if not text:
                 return []
         if "\r" in text:
-            lines = _LINE_BREAK.split(text)
+            lines = LINE_BREAK.split(text)
             self._after_cr = text[-1] == "\r"
         else:
             lines = text.split("\n")
         tail = lines.pop()  # what follows the last line end: the start of a line, or ""
         partial = self._partial
-        if not lines:
-            if tail:
-                partial.append(tail)
-            return []
-        if partial:
+        if lines and partial:
             partial.append(lines[0])
             lines[0] = "".join(partial)
             partial.clear()
         if tail:
             partial.append(tail)
-        return self._lines(lines)
+        return self._lines(lines) if lines else []
 
     def _decode(self, piece: bytes | bytearray | memoryview) -> str:
         """The characters ``piece`` completes; a character cut at its end waits for the next
@@ -199,8 +194,16 @@ class SSEDecoder:
 
     def _ignore(self, field: str, line: str, number: int) -> None:
         if self.strict_fields and field not in ("id", "retry"):
-            raise TransportError(_not_a_field(line), line=number)
+            lines = "event:, data:, id:, retry:, a `:` comment, or an empty line ending the event"
+            reason = f"expected an SSE line ({lines}), got {_shown(line)}"
+            raise TransportError(reason, line=number)
         self.ignored_fields[field] = self.ignored_fields.get(field, 0) + 1
+
+    def dispatch(self) -> list[SSEEvent]:
+        """The event fed so far, as a blank line would end it; none while it has no data, and
+        then its name waits for the data (``buf.add`` takes SSE lines a chunk at a time: a
+        chunk's data is its event, an ``event:`` line alone names the next chunk's)."""
+        return self._lines([""]) if self._event.data else []
 
     # -- the end ---------------------------------------------------------------------------
 
@@ -224,25 +227,15 @@ class SSEDecoder:
                 raise TransportError(f"{reason} ({_shown(rest)})", line=self._line + 1)
             out = self._lines([rest])
         event = self._event
-        if event.data:
-            if not self.dispatch_at_end:
-                lines = f"{len(event.data)} data line(s) from line {event.line}"
-                reason = f"the stream ended inside an event: {lines}, not ended by a blank line"
-                raise TransportError(reason, line=self._line)
-            out.append(event)
-        self._event = SSEEvent()
-        return out
+        if event.data and not self.dispatch_at_end:
+            lines = f"{len(event.data)} data line(s) from line {event.line}"
+            reason = f"the stream ended inside an event: {lines}, not ended by a blank line"
+            raise TransportError(reason, line=self._line)
+        return out + self.dispatch()
 
 
 def _shown(text: str) -> str:
     return repr(text if len(text) <= 60 else text[:57] + "...")
-
-
-def _not_a_field(line: str) -> str:
-    return (
-        "expected an SSE line (event:, data:, id:, retry:, a `:` comment, or an empty line "
-        f"ending the event), got {_shown(line)}"
-    )
 
 
 def decode_event(event: SSEEvent) -> tuple[Any, bool]:
