@@ -422,7 +422,7 @@ DEEP = '{"a": ' + "[" * 600 + "]" * 600 + "}"
     [
         ('{"a": ', "cut"),
         ('{"ticker": "AAPL"', "cut"),
-        ('{"a": 1}}', "invalid"),
+        ('{"a" 1}', "invalid"),  # ('{"a": 1}}' is a call: its first value, as streamed)
         ("[1, 2]", "invalid"),
         (" ", "invalid"),
         (DEEP, "too deep"),
