@@ -468,6 +468,24 @@ def test_version_prints_the_distributions_version():
     assert engine.__version__ == _pyproject_version()
 
 
+def test_a_command_other_than_serve_does_not_import_the_server():
+    """Every child of this suite, and every command a user types, pays what the CLI imports at
+    its start: the fake provider's HTTP server (engine.cli.serve_http, http.server) is
+    imported by ``serve`` alone."""
+    probe = (
+        "import sys\n"
+        "from engine.cli import main\n"
+        "code = main(['list'])\n"
+        "print(code, sorted(m for m in sys.modules if m.endswith(('serve_http', 'http.server'))))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, env=ENV, capture_output=True, text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "0 []"
+
+
 def _pyproject_version() -> str:
     import tomllib
 

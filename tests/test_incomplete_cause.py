@@ -10,6 +10,8 @@ it (not JSON, not an object, too deep), None for text that stops short.
 from __future__ import annotations
 
 import copy
+import json
+from functools import cache
 
 import pytest
 from conftest import GOLDEN, golden_streams, read_stream, stream_id
@@ -97,14 +99,23 @@ def test_a_call_whose_own_end_came_inside_it_ended_there_not_at_the_connection(p
 
 
 def _error_event(fmt_name: str):
-    """The first event of a golden of this wire that sets ``buf.error``."""
+    """The first event of a golden of this wire that sets ``buf.error`` (a new dict each
+    time: the tests hand it to their buffers)."""
+    found = _error_event_json(fmt_name)
+    return None if found is None else json.loads(found)
+
+
+@cache
+def _error_event_json(fmt_name: str) -> str | None:
+    """Found once per wire: every cuttable stream of the wire asks, at collection too."""
     fmt = engine.load_format(fmt_name)
     for path in golden_streams([fmt_name]):
         buf = engine.LLMStreamBuffer(strategies=[fmt])
         for event in read_stream(path):
+            text = json.dumps(event)
             buf.add(event)
             if buf.error is not None:
-                return event
+                return text
     return None
 
 

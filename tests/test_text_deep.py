@@ -12,6 +12,7 @@ codec; the native verdict is taken from a recorded OpenAI Chat call stream.
 from __future__ import annotations
 
 import json
+from functools import cache
 
 import pytest
 from conftest import drive, read_stream
@@ -47,8 +48,11 @@ def cut(depth: int) -> str:
     return '{"a": ' + "[" * (depth - 1)
 
 
+@cache
 def native(arguments: str) -> str | None:
-    """The native path's verdict: None when the call runs, else its incomplete reason."""
+    """The native path's verdict: None when the call runs, else its incomplete reason. The
+    same for every wire (it is OpenAI Chat's), so taken once per arguments: it costs more than
+    the wire's own turns (a 100,000-deep call through the native scanner)."""
     path = next(p for p in TEXT_WIRE_CALLS if p.parent.name == "openai_chat")
     fmt = engine.load_format("openai_chat")
     events, replaced = with_arguments(fmt, read_stream(path), arguments)

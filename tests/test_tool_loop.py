@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from functools import cache
 
 import jsonschema
 import pytest
@@ -34,8 +35,11 @@ def _streams_with_calls() -> list:
 CALL_STREAMS = _streams_with_calls()
 
 
+@cache
 def _text_stream(wire: str):
-    """A recorded text-only turn of ``wire`` that ends normally (no error, no call)."""
+    """A recorded text-only turn of ``wire`` that ends normally (no error, no call): found
+    once per wire (each of the wire's call streams pairs with it; the search replays the
+    wire's streams in turn, at collection, on every worker)."""
     for path in golden_streams([wire]):
         buf = replay(read_stream(path), wire)
         if buf.get_content() and not buf.calls() and not buf.incomplete_calls() and not buf.error:

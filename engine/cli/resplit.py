@@ -16,10 +16,11 @@ first piece would end the stream before the rest, which is then after the stream
 
 from __future__ import annotations
 
-import copy
 import random
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
+
+from ..model.fragments import copy_json
 
 Chain = tuple[str, ...]
 # cuts(n): where to cut a string of n characters (each taken modulo n; 0 and repeats ignored)
@@ -69,8 +70,10 @@ def split_event(
     a no-op), so order is kept and nothing is counted twice; so do the values at the
     ``done`` chains (earlier copies carry null there: not yet done). An event with no
     streamed string of two characters or more is returned as it is. ``event`` is not
-    changed."""
-    event = copy.deepcopy(event)
+    changed. (The copies are the engine's JSON copy, not the standard library's deep copy:
+    a re-split stream takes one copy of its event a piece, and the deep copy's generality was
+    most of what re-splitting cost the property tests.)"""
+    event = copy_json(event)
     found = [leaf for chain in fields for leaf in leaves(event, chain)]
     if not found:
         return [event]
@@ -81,7 +84,7 @@ def split_event(
     out = []
     for i, piece in enumerate(pieces):
         container[key] = piece
-        piece_event = copy.deepcopy(event)
+        piece_event = copy_json(event)
         if i < len(pieces) - 1:
             others = [
                 leaf

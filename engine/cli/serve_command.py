@@ -20,7 +20,6 @@ import sys
 from typing import Any
 
 from .common import EXIT_OK, EXIT_USAGE, CLIError, _load_strategy
-from .serve_http import FakeProvider, ServeSetupError, is_loopback, listing, load_recordings
 
 
 def add_serve_command(sub: Any) -> None:
@@ -44,6 +43,10 @@ def add_serve_command(sub: Any) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    # The server is imported here, not with the parser: every other command's start (each
+    # test's child process too) would pay for http.server and the serve floor it never uses.
+    from .serve_http import FakeProvider, ServeSetupError, is_loopback, load_recordings
+
     if not is_loopback(args.host):
         raise CLIError(f"--host {args.host}: only a loopback address is served", EXIT_USAGE)
     if not 0 <= args.port <= 65535:
@@ -74,6 +77,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def _announce(provider: Any, recordings: list[Any]) -> None:
     """The URL, one line a stream (flushed: a client waits for them), then the notes."""
+    from .serve_http import listing
+
     print(f"serving on {provider.url}")
     for line in listing(provider):
         print(line)
