@@ -503,31 +503,25 @@ def _plain_message(err: ValidationError) -> str:
 def schema_problems(data: Any, where: Where, definition: str | None = None) -> list[Any]:
     """All schema errors of ``data`` (the whole descriptor, or a value checked against
     ``$defs/<definition>``), best first, each worded once and placed by ``where``."""
-    out: list[Any] = []
-    for err in _best_errors(data, definition):
-        out.extend(_problems_of_error(err, where))
-    return out
+    return [p for err in _best_errors(data, definition) for p in _problems_of_error(err, where)]
 
 
 def _best_errors(data: Any, definition: str | None) -> list[ValidationError]:
-    """The schema errors worth saying, best first: at a value of the wrong type only that,
-    and no pattern where a custom format says more."""
+    """The schema errors worth saying, best first: at a value of the wrong type only that
+    (the outermost type check, which names every type allowed there), and no pattern where
+    a custom format (which says more) checks the value in its place."""
     errors = sorted(_validator(definition).iter_errors(data), key=relevance, reverse=True)
-    type_errors: dict[str, ValidationError] = {}
-    for err in errors:
-        if err.validator == "type":
-            pointer = _pointer(err.absolute_path)
-            known = type_errors.get(pointer)
-            # The outermost type check names every type allowed there.
-            if known is None or len(err.absolute_schema_path) < len(known.absolute_schema_path):
-                type_errors[pointer] = err
-    # A custom format says more than the pattern that editors check in its place.
-    formats = {_pointer(e.absolute_path) for e in errors if e.validator == "format"}
-    best = []
-    for err in errors:
-        pointer = _pointer(err.absolute_path)
-        if pointer in type_errors and err is not type_errors[pointer]:
-            continue
-        if err.validator != "pattern" or pointer not in formats:
-            best.append(err)
-    return best
+    placed = [(err, _pointer(err.absolute_path)) for err in errors]
+    typed: dict[str, ValidationError] = {}
+    for err, at in placed:
+        known = typed.get(at)
+        if err.validator == "type" and (
+            known is None or len(err.absolute_schema_path) < len(known.absolute_schema_path)
+        ):
+            typed[at] = err
+    formats = {at for err, at in placed if err.validator == "format"}
+    return [
+        err
+        for err, at in placed
+        if typed.get(at, err) is err and (err.validator != "pattern" or at not in formats)
+    ]
