@@ -119,16 +119,11 @@ def _order_problems(data: dict[str, Any], where: _Locator, kind: str) -> list[Pr
     order = {key: i for i, key in enumerate(section_order(kind))}
     out = []
     latest: str | None = None
-    for key in data:
-        if key not in order:
-            continue  # an unknown key is the schema's to report
+    for key in (key for key in data if key in order):  # an unknown key is the schema's
         if latest is not None and order[key] < order[latest]:
-            out.append(
-                where.at_key(
-                    f"/{escape(key)}", f"section {key!r} belongs before {latest!r}", "order"
-                )
-            )
-        elif latest is None or order[key] > order[latest]:
+            message = f"section {key!r} belongs before {latest!r}"
+            out.append(where.at_key(f"/{escape(key)}", message, "order"))
+        else:  # keys are unique: a later key is further on
             latest = key
     return out
 
@@ -144,12 +139,8 @@ def _template_problems(
     from ..compile.results import check_sections
 
     sections, found = check_sections(data)
-    problems = [
-        where.at_value(pointer, message, rule)
-        for pointer, message, rule in found
-        if not results_checked or in_template(pointer)
-    ]
-    return (None if found else sections), problems
+    kept = [p for p in found if not results_checked or in_template(p[0])]
+    return (None if found else sections), [where.at_value(*problem) for problem in kept]
 
 
 def _covered(problem: Problem, by: list[Problem]) -> bool:
@@ -158,17 +149,6 @@ def _covered(problem: Problem, by: list[Problem]) -> bool:
     return any(
         p.pointer.startswith(problem.pointer) or problem.pointer.startswith(p.pointer) for p in by
     )
-
-
-def _serve_problems(data: dict[str, Any], where: _Locator) -> tuple[Any, list[Problem]]:
-    """What the schema cannot say of the ``serve`` section (its templates, a path's
-    ``{name}`` twice), checked by its own compiler: every problem, each at its line, with the
-    section it compiled, which the strategy keeps. Asked of a section the schema refused too:
-    the compiler reads only what has the schema's shape."""
-    from ..compile.serve import check_serve
-
-    serve, found = check_serve(data)
-    return serve, [where.at_value(pointer, message, rule) for pointer, message, rule in found]
 
 
 def _beside(problem: Problem, by: list[Problem]) -> bool:
@@ -267,14 +247,11 @@ def _slot_keys(facts: list[Facts], where: _Locator) -> list[Problem]:
         if not keys or key in keys:
             continue
         shown = ", ".join(sorted(_key_text(k) for k in keys))
-        out.append(
-            where.at_value(
-                f"{rule.pointer}/at",
-                f"slot key {_key_text(key)} of {rule.at!r}: no rule opens an item of "
-                f"{list_pattern} by it (they open by {shown}); its events would find no item",
-                "slot-key",
-            )
+        message = (
+            f"slot key {_key_text(key)} of {rule.at!r}: no rule opens an item of "
+            f"{list_pattern} by it (they open by {shown}); its events would find no item"
         )
+        out.append(where.at_value(f"{rule.pointer}/at", message, "slot-key"))
     return out
 
 
@@ -351,6 +328,8 @@ def compile_text(
     """Check and compile a descriptor's YAML text in one pass: :func:`validate_text`'s data
     and problems, and the strategy compiled on the way (None when there is a problem), so
     that a descriptor that loads is compiled once."""
+    from ..compile.serve import check_serve
+
     try:
         written, source = load(text)
     except YAMLSourceError as exc:
@@ -369,8 +348,10 @@ def compile_text(
         problems += _order_problems(written, where, descriptor_kind(data))
         in_results = any(p.pointer.startswith(("/results", "/declarations")) for p in problems)
         sections, templates = _template_problems(data, where, in_results)
-        serve, served = _serve_problems(data, where)
-        templates += served
+        # What the schema cannot say of ``serve`` (its templates, a path's ``{name}`` twice),
+        # from its compiler, which reads only what has the schema's shape.
+        serve, served = check_serve(data)
+        templates += [where.at_value(*problem) for problem in served]
         inside = [p for p in checked if in_template(p.pointer) and not _covered(p, templates)]
         problems += templates + inside
         strategy, found, facts = _compile(data, where, (sections, serve), bool(problems))
