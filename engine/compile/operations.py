@@ -176,21 +176,11 @@ def _args_written(args: dict[str, Any]) -> tuple[str, ...]:
     return (pattern(at),) if isinstance(at, str) else ()
 
 
-def _ends_at(key: str) -> Callable[[dict[str, Any]], tuple[str, ...]]:
-    """The DONE is the value at the path the argument ``key`` names: a ``finish`` rule's
-    ``when`` (a finish reason, ``done: true``; a bare ``finish`` is its event's name, no
-    field), an ``error`` rule's ``from`` (``""``, the whole event, is no one field)."""
-
-    def ends(args: dict[str, Any]) -> tuple[str, ...]:
-        path = args.get(key)
-        return (path,) if isinstance(path, str) and path else ()
-
-    return ends
-
-
-def _paths(raw: Any) -> dict[str, Any]:
-    """``stop_reason: PATH`` or ``[PATH, ...]``: the first non-null of the paths."""
-    return {"from": raw}
+def _field(path: Any) -> tuple[str, ...]:
+    """The one event field a path names (``""``, the whole event, is no one field): where
+    the DONE is for a ``finish`` rule's ``when`` (a finish reason, ``done: true``; a bare
+    ``finish`` is its event's name, no field) and an ``error`` rule's ``from``."""
+    return (path,) if isinstance(path, str) and path else ()
 
 
 def _usage_arguments(raw: Any) -> dict[str, Any]:
@@ -283,7 +273,7 @@ _ENTRIES = (
         "stop_reason",
         op_stop_reason,
         "record the provider's stop reason (the first non-null of the paths)",
-        arguments=_paths,
+        arguments=lambda raw: {"from": raw},  # PATH or [PATH, ...]: the first non-null
         source=lambda args: Source(args["from"]) if isinstance(args["from"], str) else None,
     ),
     Operation(
@@ -297,14 +287,14 @@ _ENTRIES = (
         op_finish,
         "the wire's DONE (with `when`: only if that path holds a true value)",
         bare=True,  # a bare ``finish`` (or ``finish: true``) takes nothing
-        ends=_ends_at("when"),
+        ends=lambda args: _field(args.get("when")),
     ),
     Operation(
         "error",
         op_error,
         "keep a provider error's payload and end the stream",
         source=_error_source,
-        ends=_ends_at("from"),
+        ends=lambda args: _field(args.get("from")),
     ),
 )
 
