@@ -157,10 +157,6 @@ def _nothing(ctx: dict[str, Any]) -> Any:
     return MISSING
 
 
-def _false(obj: Any) -> bool:
-    return False
-
-
 # --- compilation ---------------------------------------------------------------------------
 
 
@@ -172,19 +168,19 @@ class _Compiler:
         self.problems: list[TemplateProblem] = []
 
     def fail(self, pointer: str, message: str, rule: str = "template") -> Node:
+        """Record a problem; the part compiles to :func:`_nothing` (falsy, as a condition)."""
         self.problems.append((pointer, message, rule))
         return _nothing
 
     def reader(self, path: Any, pointer: str) -> Callable[[Any], Any]:
         """A context path (the read form of :mod:`engine.compile.paths`: fields and ``[n]``)."""
         if not isinstance(path, str) or not path:
-            self.fail(pointer, f"a path must be a non-empty string, got {path!r}")
-            return _nothing
+            return self.fail(pointer, f"a path must be a non-empty string, got {path!r}")
         try:
             return compile_lookup(path)
         except PathError as exc:
-            self.fail(pointer, f"path {path!r}: {exc}", "old-path" if exc.hint else "template")
-            return _nothing
+            rule = "old-path" if exc.hint else "template"
+            return self.fail(pointer, f"path {path!r}: {exc}", rule)
 
     def node(self, spec: Any, pointer: str) -> Node:
         if isinstance(spec, dict):
@@ -245,10 +241,8 @@ class _Compiler:
             try:
                 return compile_predicate(cond)
             except (ValueError, KeyError, TypeError) as exc:
-                self.fail(pointer, f"not a predicate: {exc}")
-                return _false
-        self.fail(pointer, f"a condition is a path or a predicate mapping, got {cond!r}")
-        return _false
+                return self.fail(pointer, f"not a predicate: {exc}")
+        return self.fail(pointer, f"a condition is a path or a predicate mapping, got {cond!r}")
 
     def path(self, spec: dict[str, Any], pointer: str) -> Node:
         read = self.reader(spec["$path"], _child(pointer, "$path"))
@@ -321,9 +315,7 @@ class _Compiler:
 
         def render(ctx: dict[str, Any]) -> Any:
             record = read(ctx)
-            if not isinstance(record, dict):
-                return MISSING
-            return render_result(record, mode)
+            return render_result(record, mode) if isinstance(record, dict) else MISSING
 
         return render
 
