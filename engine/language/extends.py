@@ -109,19 +109,16 @@ def _merge(
     out = {}
     for key, value in parent.items():
         here = f"{pointer}/{escape(key)}"
+        mine = child.get(key)
         if key not in child:
             out[key] = copy.deepcopy(value)
-            continue
-        mine = child[key]
-        if isinstance(mine, dict) and isinstance(value, dict):
+        elif isinstance(mine, dict) and isinstance(value, dict):
             out[key] = _merge(value, mine, here, taken)
-            continue
-        taken.add(here)
-        if mine is not None:  # null removes the key
-            out[key] = copy.deepcopy(mine)
-    for key, mine in child.items():
-        if key not in parent:
-            out[key] = copy.deepcopy(mine)
+        else:
+            taken.add(here)
+            if mine is not None:  # null removes the key
+                out[key] = copy.deepcopy(mine)
+    out.update((key, copy.deepcopy(mine)) for key, mine in child.items() if key not in parent)
     return out
 
 

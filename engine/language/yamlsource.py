@@ -201,14 +201,11 @@ def _build(loader: DescriptorLoader, node: yaml.Node, pointer: str, source: Sour
         loader.flatten_mapping(node)
         out: dict[str, Any] = {}
         for key_node, value_node in node.value:
-            key = loader.construct_object(key_node, deep=True)
-            if not isinstance(key, str):
-                key = str(key)
+            key = str(loader.construct_object(key_node, deep=True))  # a key 1 reads as "1"
             child = f"{pointer}/{escape(key)}"
             source.keys[child] = _at(key_node.start_mark)
             if key in out:
-                line, col = _at(key_node.start_mark)
-                raise YAMLSourceError(f"duplicate key {key!r}", line, col, child)
+                raise YAMLSourceError(f"duplicate key {key!r}", *source.keys[child], child)
             out[key] = _build(loader, value_node, child, source)
         return out
     if isinstance(node, yaml.SequenceNode):
