@@ -20,7 +20,7 @@ import engine
 from engine.cli.resplit import every_character, resplit
 from engine.compile import paths
 from engine.compile.strategy import Program
-from engine.language.builtin_files import builtin_path
+from engine.language.builtin_files import builtin_paths
 from engine.model.fragments import Fragments, SlottedList, dig
 
 STREAMS = golden_streams()
@@ -39,7 +39,7 @@ def _strategy(fmt: str, specialised: bool) -> Any:
     with pytest.MonkeyPatch.context() as patch:
         if not specialised:
             patch.setattr(paths, "_chain", _looped_chain)
-        return engine.load_format(builtin_path(fmt))
+        return engine.load_format(builtin_paths()[fmt])
 
 
 def _replay(events: list, strategy: Any) -> dict:
@@ -87,7 +87,7 @@ def test_the_dispatcher_reads_through_its_compiled_readers(monkeypatch):
 
     monkeypatch.setattr(Program, "apply", counted_apply)
     for fmt, kind in (("anthropic_messages", "discriminator"), ("openai_chat", "choice_list")):
-        strategy = engine.load_format(builtin_path(fmt))
+        strategy = engine.load_format(builtin_paths()[fmt])
         counted.append(strategy.program)
         setattr(strategy.program, kind, counting(kind, getattr(strategy.program, kind)))
         calls.update(apply=0, **{kind: 0})

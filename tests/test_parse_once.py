@@ -13,7 +13,7 @@ from typing import Any
 
 import engine
 from engine.compile import paths
-from engine.language.builtin_files import builtin_path
+from engine.language.builtin_files import builtin_paths
 
 
 def test_loading_every_built_in_parses_each_path_string_once(monkeypatch):
@@ -28,7 +28,7 @@ def test_loading_every_built_in_parses_each_path_string_once(monkeypatch):
         paths._parsed.cache_clear()
     monkeypatch.setattr(paths, "parse", counting_parse)
     for name in engine.list_formats():
-        engine.load_format(builtin_path(name))  # afresh: validated and compiled
+        engine.load_format(builtin_paths()[name])  # afresh: validated and compiled
     assert len(parsed) > 50  # the built-ins' paths went through the parser
     twice = {path: n for path, n in parsed.items() if n > 1}
     assert not twice, twice

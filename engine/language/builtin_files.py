@@ -23,8 +23,3 @@ def builtin_paths() -> dict[str, Path]:
 def builtin_names() -> list[str]:
     """The built-in format names, without compiling them (a cheap look-up for suggestions)."""
     return sorted(builtin_paths())
-
-
-def builtin_path(name: str) -> Path | None:
-    """The descriptor file of the built-in format ``name``, or None."""
-    return builtin_paths().get(name)
