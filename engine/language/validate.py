@@ -109,9 +109,8 @@ def _name_problems(data: dict[str, Any], file: str, where: _Locator) -> list[Pro
     path = Path(file)
     if not isinstance(name, str) or path.suffix not in (".yaml", ".yml") or name == path.stem:
         return []
-    return [
-        where.at_value("/name", f"name {name!r} must equal the file's stem {path.stem!r}", "name")
-    ]
+    message = f"name {name!r} must equal the file's stem {path.stem!r}"
+    return [where.at_value("/name", message, "name")]
 
 
 def _order_problems(data: dict[str, Any], where: _Locator, kind: str) -> list[Problem]:
@@ -365,8 +364,7 @@ def _unique(problems: list[Problem]) -> list[Problem]:
     ``not``, say) may report the same message at the same place, which reads as a repeat."""
     seen: dict[tuple[Any, ...], Problem] = {}
     for problem in sorted(set(problems), key=_position):
-        key = (problem.file, problem.line, problem.col, problem.pointer, problem.message)
-        seen.setdefault(key, problem)
+        seen.setdefault((problem.file, *_position(problem)), problem)
     return list(seen.values())
 
 
