@@ -123,13 +123,11 @@ class Operation:
         fails to compile is still seen by the flow checks, which may say why."""
         at, when = args.get("at"), args.get("when")
         keyed = at if self.slot_keyed and isinstance(at, str) else None
-        slot_key = None
-        if keyed is not None:
-            segments = parse_target(keyed)
-            slots = [i for i, seg in enumerate(segments) if seg.field is None]
-            if slots:
-                last = slots[-1]
-                slot_key = (pattern_of(segments[: last + 1]), segments[last].slot_path or "")
+        segments = parse_target(keyed) if keyed is not None else ()
+        last = max((i for i, seg in enumerate(segments) if seg.field is None), default=-1)
+        slot_key = None  # at the last slot step: the list's pattern, and its slot path
+        if last >= 0:
+            slot_key = (pattern_of(segments[: last + 1]), segments[last].slot_path or "")
         facts = Facts(
             self.name,
             pointer,
