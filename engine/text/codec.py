@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol, TypeGuard, cast
 
-from ..compile.schema import schema
+from ..compile.schema import with_defaults
 from ..compile.strategy import Problems
 from ..errors import DescriptorError, Problem
 from ..events import (
@@ -115,16 +115,6 @@ class _Prompt:
     retry: Mapping[str, Any]
 
 
-def _defaults(*steps: str) -> dict[str, Any]:
-    """What the keys of the schema object at ``steps`` (under ``$defs``) mean where a codec
-    section leaves them out: the schema's ``default`` annotations, the one place that says
-    them (an editor shows them, the codec applies them)."""
-    node = schema()["$defs"]
-    for step in steps:
-        node = node[step]
-    return {key: p["default"] for key, p in node["properties"].items() if "default" in p}
-
-
 # JSON Schema keywords that say what a parameter is; a property with none of them is untyped.
 _TYPING_KEYWORDS = frozenset(
     ("type", "$ref", "anyOf", "oneOf", "allOf", "enum", "const", "properties", "items")
@@ -166,8 +156,12 @@ class TextCodec:
         self, data: Mapping[str, Any], problems: Problems | None = None, source: str | None = None
     ) -> None:
         found = Problems() if problems is None else problems
-        conf = {**_defaults("codec"), **data["codec"]}
-        fences = {**_defaults("codec", "properties", "fences"), **(conf.get("fences") or {})}
+        # The schema's defaults written in, the objects it defaults inside (which it gives
+        # no default of their own) present so that theirs are too.
+        codec = data["codec"]
+        prompt = {"tool_format": {}, **codec["prompt"]}
+        conf = with_defaults({"fences": {}, **codec, "prompt": prompt}, "codec")
+        fences = conf["fences"]
         self.name_keys: tuple[str, ...] = tuple(conf["name_keys"])
         self.args_keys: tuple[str, ...] = tuple(conf["args_keys"])
         self.reject_keys: tuple[str, ...] = tuple(conf["reject_keys"])
@@ -175,9 +169,9 @@ class TextCodec:
         self.fence_languages = frozenset(lang.lower() for lang in fences["languages"])
         self.fence_markers: tuple[str, ...] = tuple(fences["markers"])
         healing = []
-        for i, rule in enumerate(conf["healing"] or []):
+        for i, rule in enumerate(conf["healing"]):
             pattern = re.compile(rule["pattern"])
-            replacement = rule.get("replacement", _defaults("healing_rule")["replacement"])
+            replacement = rule["replacement"]
             try:
                 pattern.sub(replacement, "")  # (the replacement is read even where none matches)
             except re.error as exc:
@@ -188,7 +182,7 @@ class TextCodec:
         # The scanner's tables: the markers (fences, delimiters, reasoning: their kinds in
         # order) by their first character, and the characters that may start something.
         written = [("fences/markers", [(m, "") for m in fences["markers"]])]
-        written += [(key, [(p["start"], p["end"]) for p in conf[key] or []]) for key in _SPANS]
+        written += [(key, [(p["start"], p["end"]) for p in conf[key]]) for key in _SPANS]
         markers = [
             _Marker(start, kind, f"/codec/{key}/{i}" + ("/start" if end else ""), end)
             for kind, (key, pairs) in enumerate(written)
@@ -212,13 +206,9 @@ class TextCodec:
         if problems is None and found:
             file = source or "<descriptor>"
             raise DescriptorError([Problem(file, 0, 0, *at, "compile") for at in found])
-        section = conf["prompt"]
-        tool_format = _defaults("codec_prompt", "properties", "tool_format")
-        tool_format.update(section.get("tool_format") or {})
+        p = conf["prompt"]
         # Last: from here on the codec is frozen (__setattr__).
-        self.prompt = _Prompt(
-            section["system_template"], section["call_example"], tool_format, section["retry"]
-        )
+        self.prompt = _Prompt(p["system_template"], p["call_example"], p["tool_format"], p["retry"])
 
     def __setattr__(self, name: str, value: Any) -> None:
         if hasattr(self, "prompt"):
