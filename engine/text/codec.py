@@ -230,10 +230,11 @@ class TextCodec:
         :class:`TextScanner`). ``lead``: nothing but whitespace came before ``offset``."""
         return TextScanner(self, offset, rule=rule, lead=lead)
 
-    def scan_turn(self, text: str, rule: str = "end") -> TextScanner:
-        """A whole turn's text scanned under a driver's ``rule`` and finished: its
-        ``complete_calls()`` are those the rule lets run, its ``incomplete_calls()`` those
-        that would have run but cannot, as a stream of the same text would give them."""
+    def scan_turn(self, text: str, rule: str | None = "end") -> TextScanner:
+        """A whole turn's text scanned under a driver's ``rule`` (None: no rule, as
+        :meth:`parse_calls` reads) and finished: its ``complete_calls()`` are those the rule
+        lets run, its ``incomplete_calls()`` those that would have run but cannot, as a
+        stream of the same text would give them."""
         scanner = TextScanner(self, rule=rule)
         scanner.feed(text)
         scanner.finish()
@@ -246,9 +247,7 @@ class TextCodec:
         skipped, arrays giving several calls, healing applied. A call is complete only when its
         object (and its closing fence or delimiter) closed; a fragment cut at the end is none.
         """
-        scanner = TextScanner(self)
-        scanner.feed(text)
-        return scanner.complete_calls()
+        return self.scan_turn(text, None).complete_calls()
 
     def _load(self, text: str) -> Any:
         """Parse a candidate, healing it if it does not parse as written; None on failure
@@ -269,9 +268,8 @@ class TextCodec:
         if value.__class__ is not dict or not value:
             return None
         first, name = next(iter(value.items()))
-        if first not in self.name_keys or not isinstance(name, str) or not name:
-            return None
-        if any(key in value for key in self.reject_keys):
+        named = first in self.name_keys and isinstance(name, str) and name
+        if not named or any(key in value for key in self.reject_keys):
             return None
         args = next((value[key] for key in self.args_keys if key in value), None)
         if args is None:  # no arguments key, or null: a call without arguments
@@ -290,11 +288,7 @@ class TextCodec:
         included), else ``"invalid"``."""
         try:
             value = self._load(text)
-            found = (
-                [self._call_of(v) for v in value]
-                if value.__class__ is list
-                else [self._call_of(value)]
-            )
+            found = [self._call_of(v) for v in (value if value.__class__ is list else [value])]
         except RecursionError:
             return [], TOO_DEEP
         calls = [call for call in found if call is not None]
@@ -332,13 +326,9 @@ class TextCodec:
         props = out.get("properties")
         if isinstance(props, Mapping):
             default = self.prompt.tool_format["untyped_parameter"]
+            given = {key: p if isinstance(p, Mapping) else {} for key, p in props.items()}
             out["properties"] = {
-                key: (
-                    prop
-                    if isinstance(prop, Mapping) and any(k in prop for k in _TYPING_KEYWORDS)
-                    else {**default, **(prop if isinstance(prop, Mapping) else {})}
-                )
-                for key, prop in props.items()
+                k: p if _TYPING_KEYWORDS & p.keys() else {**default, **p} for k, p in given.items()
             }
         return out
 
