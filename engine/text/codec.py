@@ -170,8 +170,7 @@ class TextCodec:
         self.fence_markers: tuple[str, ...] = tuple(fences["markers"])
         healing = []
         for i, rule in enumerate(conf["healing"]):
-            pattern = re.compile(rule["pattern"])
-            replacement = rule["replacement"]
+            pattern, replacement = re.compile(rule["pattern"]), rule["replacement"]
             try:
                 pattern.sub(replacement, "")  # (the replacement is read even where none matches)
             except re.error as exc:
@@ -394,30 +393,25 @@ class TextCodec:
 
 # -- the scanner -------------------------------------------------------------------------------
 
-# Scanner modes.
-_TEXT = 0  # ordinary text: looking for a call's start, a fence or reasoning
-_SKIP = 1  # reasoning or a code fence: shown, not scanned, until its end marker
-_CAND = 2  # inside a candidate call
+# Scanner modes: ordinary text (looking for a call's start, a fence or reasoning); reasoning
+# or a code fence (shown, not scanned, until its end marker); inside a candidate call.
+_TEXT, _SKIP, _CAND = range(3)
 
-# Candidate phases.
-_LANG = 0  # after a fence marker: reading the language
-_OPEN = 1  # after a fence or start delimiter: waiting for `{` or `[`
-_VALUE = 2  # inside the JSON value
-_CLOSER = 3  # the value closed: waiting for the closing fence or end delimiter
-_BROKEN = 4  # a named call's JSON broke inside its delimiters: waiting for its end delimiter
+# Candidate phases: after a fence marker, reading the language; after a fence or start
+# delimiter, waiting for `{` or `[`; inside the JSON value; the value closed, waiting for the
+# closing fence or end delimiter; a named call's JSON broke inside its delimiters, waiting
+# for its end delimiter.
+_LANG, _OPEN, _VALUE, _CLOSER, _BROKEN = range(5)
 
 # JSON validator states.
 # (A value is awaited at the start, after a colon, and in an array: `]` may close it there.)
 _S_VALUE, _S_KEY, _S_COLON, _S_AFTER, _S_STRING, _S_NUMBER, _S_LITERAL = range(7)
 
 # The first-key watch: the strict prefix a call must follow while it is held without a name.
-_W_DONE = 0  # nothing to check (named, or released)
-_W_FIRST_ITEM = 1  # top-level array: its first item must be an object
-_W_KEY_WAIT = 2  # the object's first key must come
-_W_KEY = 3  # inside the first key: must stay a prefix of a name key
-_W_COLON = 4  # after the name key
-_W_NAME_WAIT = 5  # the name's value must be a string
-_W_NAME = 6  # inside the name string
+# In order: nothing to check (named, or released); a top-level array, whose first item must be
+# an object; the object's first key must come; inside the first key, which must stay a prefix
+# of a name key; after the name key; the name's value must be a string; inside the name string.
+_W_DONE, _W_FIRST_ITEM, _W_KEY_WAIT, _W_KEY, _W_COLON, _W_NAME_WAIT, _W_NAME = range(7)
 
 # Outcomes of a validator run.
 _MORE, _COMPLETE, _BREAK, _FAIL = range(4)
