@@ -1042,10 +1042,10 @@ class TextScanner:
             st = c.state
             if st == _S_STRING:
                 w = c.watch
-                if c.escape:  # the character after a backslash
+                if c.escape:  # the character after a backslash (the name keeps both)
                     c.escape = False
                     if w == _W_NAME:
-                        c.collect.append(s[i])
+                        c.collect.append("\\" + s[i])
                     i += 1
                     continue
                 m = _STR_STOP.search(s, i)
@@ -1060,8 +1060,6 @@ class TextScanner:
                     return n, _MORE
                 if s[j] == "\\":
                     c.escape = True
-                    if w == _W_NAME:
-                        c.collect.append("\\")
                     i = j + 1
                     continue
                 if w == _W_KEY:
