@@ -251,10 +251,9 @@ class TextCodec:
     def _load(self, text: str) -> Any:
         """Parse a candidate, healing it if it does not parse as written; None on failure
         (a RecursionError, nesting past what the parser reads, goes to :meth:`_calls_of`)."""
-        try:
+        with suppress(ValueError):
             return json.loads(text, strict=False)
-        except ValueError:
-            healed = text
+        healed = text
         for pattern, replacement in self.healing:
             healed = pattern.sub(replacement, healed)
         if healed != text:
@@ -274,10 +273,8 @@ class TextCodec:
         if args is None:  # no arguments key, or null: a call without arguments
             return name, {}
         if isinstance(args, str):  # the arguments written as JSON text (a leak shape)
-            try:
+            with suppress(ValueError):  # (text that does not parse stays text: no call)
                 args = json.loads(args)
-            except ValueError:
-                return None
         return (name, args) if args.__class__ is dict else None
 
     def _calls_of(self, text: str) -> tuple[list[tuple[str, dict[str, Any]]], str]:
