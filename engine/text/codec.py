@@ -533,9 +533,10 @@ class TextScanner:
         self, codec: TextCodec, offset: int = 0, *, rule: str | None = None, lead: bool = True
     ) -> None:
         self._codec = codec
-        self._rule = rule
         self._all_bound = rule == "end"  # every call waits for the end of the turn
-        self._bare_lead = rule is not None  # bare JSON only as the first thing of the turn
+        # A turn's rule: bare JSON only as the first thing of the turn, and a named call
+        # that ends unrunnable is a call that cannot run (_would_run).
+        self._bare_lead = rule is not None
         self._lead = lead  # nothing but whitespace and reasoning fed so far
         self._trigger = codec._trigger if lead or not self._bare_lead else codec._marker_trigger
         self._finished = False  # finish(): the turn's text is all in
@@ -798,8 +799,7 @@ class TextScanner:
     def _would_run(self, c: _Candidate | None) -> TypeGuard[_Candidate]:
         """A named call (not an array) forming under a turn's rule: if it ends unrunnable
         (cut, broken, no call object) it is a call that cannot run, not prose."""
-        rule = self._rule
-        return c is not None and not c.dead and not c.is_array and bool(c.name) and rule is not None
+        return self._bare_lead and c is not None and not c.dead and not c.is_array and bool(c.name)
 
     def _decide(self, call: Any, consumed: bool) -> None:
         said = tuple(getattr(call, key, None) for key in ("end", "name", "arguments"))
