@@ -886,3 +886,28 @@ def test_a_codec_dict_with_a_replacement_its_pattern_cannot_fill_is_refused_at_l
         "compile",
     )
     assert "invalid group reference 9" in problem.message
+
+
+def test_a_codec_dict_given_to_extraction_strategy_is_refused_at_its_codec_section() -> None:
+    """A codec is no wire: ``engine.ExtractionStrategy`` refuses one with a located problem
+    (the section that makes it a codec, and the class that compiles it), not a KeyError of
+    the wire sections it lacks."""
+    import engine
+
+    data = yaml.safe_load(DESCRIPTOR.read_text(encoding="utf-8"))
+    with pytest.raises(engine.DescriptorError) as caught:
+        engine.ExtractionStrategy(data, source="mine.yaml")
+    [problem] = caught.value.problems
+    assert (problem.file, problem.pointer, problem.rule) == ("mine.yaml", "/codec", "compile")
+    assert "TextStrategy" in problem.message
+
+
+@pytest.mark.parametrize("cut", range(1, 30))
+def test_an_escaped_tool_name_is_decoded_whatever_the_split(codec: TextCodec, cut: int) -> None:
+    """The name string is collected as written, escapes included, and decoded once it
+    closes: a split at (or just after) a backslash names the same tool."""
+    text = '<tool_call>{"tool": "a\\u0062\\"c", "arguments": {}'
+    scanner = codec.new_scanner()
+    scanner.feed(text[:cut])
+    scanner.feed(text[cut:])
+    assert scanner.forming() == (True, 'ab"c')

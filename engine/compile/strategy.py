@@ -44,6 +44,7 @@ class Forming:
 
 NOT_FORMING = Forming(False)
 NOT_COMPILED = object()  # a section the strategy compiles when first asked for it
+_CODEC = "a text codec, no wire: engine.text.strategy.TextStrategy compiles it"
 
 
 @dataclass(frozen=True)
@@ -693,6 +694,8 @@ class ExtractionStrategy:
             checked = [p for p in schema_problems(descriptor, Pointed()) if _of_a_dict(*p)]
             if checked:
                 raise DescriptorError([Problem(file, 0, 0, *problem) for problem in checked])
+            if "codec" in descriptor:  # no wire: what compiles a codec is engine.text's
+                raise DescriptorError([Problem(file, 0, 0, "/codec", _CODEC, "compile")])
         found = Problems() if problems is None else problems
         self._compile(descriptor, source, found, sections)
         if problems is None and found:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol, TypeGuard, cast
 
-from ..compile.schema import schema
+from ..compile.schema import with_defaults
 from ..compile.strategy import Problems
 from ..errors import DescriptorError, Problem
 from ..events import (
@@ -115,16 +115,6 @@ class _Prompt:
     retry: Mapping[str, Any]
 
 
-def _defaults(*steps: str) -> dict[str, Any]:
-    """What the keys of the schema object at ``steps`` (under ``$defs``) mean where a codec
-    section leaves them out: the schema's ``default`` annotations, the one place that says
-    them (an editor shows them, the codec applies them)."""
-    node = schema()["$defs"]
-    for step in steps:
-        node = node[step]
-    return {key: p["default"] for key, p in node["properties"].items() if "default" in p}
-
-
 # JSON Schema keywords that say what a parameter is; a property with none of them is untyped.
 _TYPING_KEYWORDS = frozenset(
     ("type", "$ref", "anyOf", "oneOf", "allOf", "enum", "const", "properties", "items")
@@ -166,8 +156,12 @@ class TextCodec:
         self, data: Mapping[str, Any], problems: Problems | None = None, source: str | None = None
     ) -> None:
         found = Problems() if problems is None else problems
-        conf = {**_defaults("codec"), **data["codec"]}
-        fences = {**_defaults("codec", "properties", "fences"), **(conf.get("fences") or {})}
+        # The schema's defaults written in, the objects it defaults inside (which it gives
+        # no default of their own) present so that theirs are too.
+        codec = data["codec"]
+        prompt = {"tool_format": {}, **codec["prompt"]}
+        conf = with_defaults({"fences": {}, **codec, "prompt": prompt}, "codec")
+        fences = conf["fences"]
         self.name_keys: tuple[str, ...] = tuple(conf["name_keys"])
         self.args_keys: tuple[str, ...] = tuple(conf["args_keys"])
         self.reject_keys: tuple[str, ...] = tuple(conf["reject_keys"])
@@ -175,9 +169,8 @@ class TextCodec:
         self.fence_languages = frozenset(lang.lower() for lang in fences["languages"])
         self.fence_markers: tuple[str, ...] = tuple(fences["markers"])
         healing = []
-        for i, rule in enumerate(conf["healing"] or []):
-            pattern = re.compile(rule["pattern"])
-            replacement = rule.get("replacement", _defaults("healing_rule")["replacement"])
+        for i, rule in enumerate(conf["healing"]):
+            pattern, replacement = re.compile(rule["pattern"]), rule["replacement"]
             try:
                 pattern.sub(replacement, "")  # (the replacement is read even where none matches)
             except re.error as exc:
@@ -188,7 +181,7 @@ class TextCodec:
         # The scanner's tables: the markers (fences, delimiters, reasoning: their kinds in
         # order) by their first character, and the characters that may start something.
         written = [("fences/markers", [(m, "") for m in fences["markers"]])]
-        written += [(key, [(p["start"], p["end"]) for p in conf[key] or []]) for key in _SPANS]
+        written += [(key, [(p["start"], p["end"]) for p in conf[key]]) for key in _SPANS]
         markers = [
             _Marker(start, kind, f"/codec/{key}/{i}" + ("/start" if end else ""), end)
             for kind, (key, pairs) in enumerate(written)
@@ -212,13 +205,9 @@ class TextCodec:
         if problems is None and found:
             file = source or "<descriptor>"
             raise DescriptorError([Problem(file, 0, 0, *at, "compile") for at in found])
-        section = conf["prompt"]
-        tool_format = _defaults("codec_prompt", "properties", "tool_format")
-        tool_format.update(section.get("tool_format") or {})
+        p = conf["prompt"]
         # Last: from here on the codec is frozen (__setattr__).
-        self.prompt = _Prompt(
-            section["system_template"], section["call_example"], tool_format, section["retry"]
-        )
+        self.prompt = _Prompt(p["system_template"], p["call_example"], p["tool_format"], p["retry"])
 
     def __setattr__(self, name: str, value: Any) -> None:
         if hasattr(self, "prompt"):
@@ -240,10 +229,11 @@ class TextCodec:
         :class:`TextScanner`). ``lead``: nothing but whitespace came before ``offset``."""
         return TextScanner(self, offset, rule=rule, lead=lead)
 
-    def scan_turn(self, text: str, rule: str = "end") -> TextScanner:
-        """A whole turn's text scanned under a driver's ``rule`` and finished: its
-        ``complete_calls()`` are those the rule lets run, its ``incomplete_calls()`` those
-        that would have run but cannot, as a stream of the same text would give them."""
+    def scan_turn(self, text: str, rule: str | None = "end") -> TextScanner:
+        """A whole turn's text scanned under a driver's ``rule`` (None: no rule, as
+        :meth:`parse_calls` reads) and finished: its ``complete_calls()`` are those the rule
+        lets run, its ``incomplete_calls()`` those that would have run but cannot, as a
+        stream of the same text would give them."""
         scanner = TextScanner(self, rule=rule)
         scanner.feed(text)
         scanner.finish()
@@ -256,17 +246,14 @@ class TextCodec:
         skipped, arrays giving several calls, healing applied. A call is complete only when its
         object (and its closing fence or delimiter) closed; a fragment cut at the end is none.
         """
-        scanner = TextScanner(self)
-        scanner.feed(text)
-        return scanner.complete_calls()
+        return self.scan_turn(text, None).complete_calls()
 
     def _load(self, text: str) -> Any:
         """Parse a candidate, healing it if it does not parse as written; None on failure
         (a RecursionError, nesting past what the parser reads, goes to :meth:`_calls_of`)."""
-        try:
+        with suppress(ValueError):
             return json.loads(text, strict=False)
-        except ValueError:
-            healed = text
+        healed = text
         for pattern, replacement in self.healing:
             healed = pattern.sub(replacement, healed)
         if healed != text:
@@ -279,18 +266,15 @@ class TextCodec:
         if value.__class__ is not dict or not value:
             return None
         first, name = next(iter(value.items()))
-        if first not in self.name_keys or not isinstance(name, str) or not name:
-            return None
-        if any(key in value for key in self.reject_keys):
+        named = first in self.name_keys and isinstance(name, str) and name
+        if not named or any(key in value for key in self.reject_keys):
             return None
         args = next((value[key] for key in self.args_keys if key in value), None)
         if args is None:  # no arguments key, or null: a call without arguments
             return name, {}
         if isinstance(args, str):  # the arguments written as JSON text (a leak shape)
-            try:
+            with suppress(ValueError):  # (text that does not parse stays text: no call)
                 args = json.loads(args)
-            except ValueError:
-                return None
         return (name, args) if args.__class__ is dict else None
 
     def _calls_of(self, text: str) -> tuple[list[tuple[str, dict[str, Any]]], str]:
@@ -300,11 +284,7 @@ class TextCodec:
         included), else ``"invalid"``."""
         try:
             value = self._load(text)
-            found = (
-                [self._call_of(v) for v in value]
-                if value.__class__ is list
-                else [self._call_of(value)]
-            )
+            found = [self._call_of(v) for v in (value if value.__class__ is list else [value])]
         except RecursionError:
             return [], TOO_DEEP
         calls = [call for call in found if call is not None]
@@ -342,13 +322,9 @@ class TextCodec:
         props = out.get("properties")
         if isinstance(props, Mapping):
             default = self.prompt.tool_format["untyped_parameter"]
+            given = {key: p if isinstance(p, Mapping) else {} for key, p in props.items()}
             out["properties"] = {
-                key: (
-                    prop
-                    if isinstance(prop, Mapping) and any(k in prop for k in _TYPING_KEYWORDS)
-                    else {**default, **(prop if isinstance(prop, Mapping) else {})}
-                )
-                for key, prop in props.items()
+                k: p if _TYPING_KEYWORDS & p.keys() else {**default, **p} for k, p in given.items()
             }
         return out
 
@@ -414,30 +390,25 @@ class TextCodec:
 
 # -- the scanner -------------------------------------------------------------------------------
 
-# Scanner modes.
-_TEXT = 0  # ordinary text: looking for a call's start, a fence or reasoning
-_SKIP = 1  # reasoning or a code fence: shown, not scanned, until its end marker
-_CAND = 2  # inside a candidate call
+# Scanner modes: ordinary text (looking for a call's start, a fence or reasoning); reasoning
+# or a code fence (shown, not scanned, until its end marker); inside a candidate call.
+_TEXT, _SKIP, _CAND = range(3)
 
-# Candidate phases.
-_LANG = 0  # after a fence marker: reading the language
-_OPEN = 1  # after a fence or start delimiter: waiting for `{` or `[`
-_VALUE = 2  # inside the JSON value
-_CLOSER = 3  # the value closed: waiting for the closing fence or end delimiter
-_BROKEN = 4  # a named call's JSON broke inside its delimiters: waiting for its end delimiter
+# Candidate phases: after a fence marker, reading the language; after a fence or start
+# delimiter, waiting for `{` or `[`; inside the JSON value; the value closed, waiting for the
+# closing fence or end delimiter; a named call's JSON broke inside its delimiters, waiting
+# for its end delimiter.
+_LANG, _OPEN, _VALUE, _CLOSER, _BROKEN = range(5)
 
 # JSON validator states.
 # (A value is awaited at the start, after a colon, and in an array: `]` may close it there.)
 _S_VALUE, _S_KEY, _S_COLON, _S_AFTER, _S_STRING, _S_NUMBER, _S_LITERAL = range(7)
 
 # The first-key watch: the strict prefix a call must follow while it is held without a name.
-_W_DONE = 0  # nothing to check (named, or released)
-_W_FIRST_ITEM = 1  # top-level array: its first item must be an object
-_W_KEY_WAIT = 2  # the object's first key must come
-_W_KEY = 3  # inside the first key: must stay a prefix of a name key
-_W_COLON = 4  # after the name key
-_W_NAME_WAIT = 5  # the name's value must be a string
-_W_NAME = 6  # inside the name string
+# In order: nothing to check (named, or released); a top-level array, whose first item must be
+# an object; the object's first key must come; inside the first key, which must stay a prefix
+# of a name key; after the name key; the name's value must be a string; inside the name string.
+_W_DONE, _W_FIRST_ITEM, _W_KEY_WAIT, _W_KEY, _W_COLON, _W_NAME_WAIT, _W_NAME = range(7)
 
 # Outcomes of a validator run.
 _MORE, _COMPLETE, _BREAK, _FAIL = range(4)
@@ -562,9 +533,10 @@ class TextScanner:
         self, codec: TextCodec, offset: int = 0, *, rule: str | None = None, lead: bool = True
     ) -> None:
         self._codec = codec
-        self._rule = rule
         self._all_bound = rule == "end"  # every call waits for the end of the turn
-        self._bare_lead = rule is not None  # bare JSON only as the first thing of the turn
+        # A turn's rule: bare JSON only as the first thing of the turn, and a named call
+        # that ends unrunnable is a call that cannot run (_would_run).
+        self._bare_lead = rule is not None
         self._lead = lead  # nothing but whitespace and reasoning fed so far
         self._trigger = codec._trigger if lead or not self._bare_lead else codec._marker_trigger
         self._finished = False  # finish(): the turn's text is all in
@@ -827,8 +799,7 @@ class TextScanner:
     def _would_run(self, c: _Candidate | None) -> TypeGuard[_Candidate]:
         """A named call (not an array) forming under a turn's rule: if it ends unrunnable
         (cut, broken, no call object) it is a call that cannot run, not prose."""
-        rule = self._rule
-        return c is not None and not c.dead and not c.is_array and bool(c.name) and rule is not None
+        return self._bare_lead and c is not None and not c.dead and not c.is_array and bool(c.name)
 
     def _decide(self, call: Any, consumed: bool) -> None:
         said = tuple(getattr(call, key, None) for key in ("end", "name", "arguments"))
@@ -1068,10 +1039,10 @@ class TextScanner:
             st = c.state
             if st == _S_STRING:
                 w = c.watch
-                if c.escape:  # the character after a backslash
+                if c.escape:  # the character after a backslash (the name keeps both)
                     c.escape = False
                     if w == _W_NAME:
-                        c.collect.append(s[i])
+                        c.collect.append("\\" + s[i])
                     i += 1
                     continue
                 m = _STR_STOP.search(s, i)
@@ -1086,8 +1057,6 @@ class TextScanner:
                     return n, _MORE
                 if s[j] == "\\":
                     c.escape = True
-                    if w == _W_NAME:
-                        c.collect.append("\\")
                     i = j + 1
                     continue
                 if w == _W_KEY:
