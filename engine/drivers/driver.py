@@ -505,7 +505,7 @@ class BaseDriver:
             event = CallIncomplete(
                 ("text", slots.index(call)), call.name, None, call.raw, reason, cause
             )
-            if self._reports(owned.__contains__, event):
+            if self._claims(owned.__contains__, event.name):
                 plan.incomplete.append(event)
         self._answer_incomplete(batch, plan.incomplete)
         return plan
@@ -522,7 +522,7 @@ class BaseDriver:
         answered with an error result, and the history is the assistant turn with every
         result."""
         plan = _Round()
-        plan.incomplete = [c for c in incomplete if self._reports(owned.__contains__, c)]
+        plan.incomplete = [c for c in incomplete if self._claims(owned.__contains__, c.name)]
         history = _native_history(strategy, message, True)
         self._batch(plan, calls, owned.__contains__, history, plan.incomplete)
         return plan
@@ -611,7 +611,7 @@ class BaseDriver:
             return DriverResponse()  # the turn was handled: a round after it finds nothing
         view.native_done += len(native)
         view.incomplete_done += len(incomplete)
-        reported = [c for c in incomplete if self._reports(view.owns, c)]
+        reported = [c for c in incomplete if self._claims(view.owns, c.name)]
         plan.incomplete = reported
         if view.turn_sent:
             return plan
@@ -633,12 +633,6 @@ class BaseDriver:
         history = _native_history(strategy, buf.as_dict(), said)
         self._batch(plan, native, view.owns, history, plan.incomplete)
         return plan
-
-    @staticmethod
-    def _reports(owns: Callable[[Any], bool], call: CallIncomplete) -> bool:
-        """Is this incomplete call this driver's to report: one of its tools, or one whose
-        name never streamed (it may have been this driver's, as a forming call is)?"""
-        return call.name is None or owns(call.name)
 
     def _plan_text_calls(
         self,
@@ -662,7 +656,7 @@ class BaseDriver:
             if not view.owns(call.name):
                 # At the turn's end, a driver that answers unknown tools (an Orchestrator)
                 # takes the call to answer it; any other leaves it as text.
-                if ended and self._holds_text(view, call.name) and buf.consume_text_call(call):
+                if ended and self._claims(view.owns, call.name) and buf.consume_text_call(call):
                     mine.append(call)
                 else:
                     unknown.append(call.name)
@@ -670,8 +664,7 @@ class BaseDriver:
                 mine.append(call)
         if ended:
             for never in buf.text_incomplete():  # those that would have run: this driver's
-                probe = CallIncomplete(None, never.name, None, never.raw, never.reason or "")
-                if self._reports(view.owns, probe):
+                if self._claims(view.owns, never.name):
                     # Now one of the stream's incomplete calls, which the round reports.
                     event = buf.report_text_incomplete(never)
                     if event is not None:
@@ -689,7 +682,7 @@ class BaseDriver:
         # break, and the text is then read again from the next marker inside it, where a
         # call of this driver's may begin (shown, it could no longer run). Once complete, a
         # call of another's tool flows (``waiting`` holds only those this driver may run).
-        holds = bool(forming) or any(self._holds_text(view, name) for name in waiting)
+        holds = bool(forming) or any(self._claims(view.owns, name) for name in waiting)
         if forming and self._text_calls == "anywhere":
             name = forming.tool_name
             if name is not None and not view.owns(name):
@@ -700,11 +693,12 @@ class BaseDriver:
         self._note_unknown_text(plan.response, unknown)
         return []
 
-    def _holds_text(self, view: _StreamView, name: str | None) -> bool:
-        """Does this driver hold a text call of ``name`` (None: not streamed yet) until it is
-        decided: one it may run. (An Orchestrator holds every one: it tells the model of a
-        call of a tool nobody owns, once the call ends the turn.)"""
-        return name is None or view.owns(name)
+    def _claims(self, owns: Callable[[Any], bool], name: str | None) -> bool:
+        """Is a call of ``name`` this driver's to hold (a text call, until it is decided) and
+        to report (an incomplete call): one of its tools, or one whose name has not streamed
+        (None: it may be this driver's, as a forming call is)? (An Orchestrator claims every
+        one: it tells the model of a call of a tool nobody owns.)"""
+        return name is None or owns(name)
 
     def _note_unknown_text(self, response: DriverResponse, names: list[str]) -> None:
         """A text call of a tool this driver does not own flows as text: another driver's,
@@ -897,15 +891,9 @@ class Orchestrator(BaseDriver):
             return await super()._aexecute_tool(tool_name, arguments)
         return await self._owner(tool_name)._aexecute_tool(tool_name, arguments)
 
-    @staticmethod
-    def _reports(owns: Callable[[Any], bool], call: CallIncomplete) -> bool:
-        """Knowing every tool, an Orchestrator reports every incomplete call (one of a tool
-        nobody owns too: the model still has to be told that it did not run)."""
-        return True
-
-    def _holds_text(self, view: _StreamView, name: str | None) -> bool:
-        """Every text call waits for its decision: one of a tool nobody owns is told to the
-        model, if it ends the turn."""
+    def _claims(self, owns: Callable[[Any], bool], name: str | None) -> bool:
+        """Knowing every tool, an Orchestrator holds every text call until it is decided and
+        reports every incomplete call: the model is told of a call of a tool nobody owns."""
         return True
 
     def _note_unknown_text(self, response: DriverResponse, names: list[str]) -> None:
