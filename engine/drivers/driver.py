@@ -320,18 +320,20 @@ class BaseDriver:
         self._backup = strategy
         for view in (self._views or {}).values():
             view.scans = strategy is not None
-            buf = view.buf()
-            if strategy is not None and buf is not None and buf.codec is None:
-                buf.attach_codec(_codec_of(strategy), self._text_calls)
+            self._scan(view.buf(), strategy)
 
     def new_stream_buffer(self, events: bool = False) -> LLMStreamBuffer:
         """A buffer over this driver's wires, its text scanned by the native backup
         (``events``: it records events, read with ``buf.events()`` after each round)."""
         buf = LLMStreamBuffer(strategies=self.extraction_strategies(), events=events)
-        backup = self.get_native_backup_strategy()
-        if backup is not None:
-            buf.attach_codec(_codec_of(backup), self._text_calls)
+        self._scan(buf, self.get_native_backup_strategy())
         return buf
+
+    def _scan(self, buf: LLMStreamBuffer | None, backup: Any) -> None:
+        """The ``backup`` strategy's codec scans ``buf``'s display text for calls (a buffer
+        keeps the codec it has: the first driver's)."""
+        if backup is not None and buf is not None and buf.codec is None:
+            buf.attach_codec(_codec_of(backup), self._text_calls)
 
     def get_function_description(self) -> str:
         """The tools as the text codec describes them to the model."""
@@ -462,8 +464,7 @@ class BaseDriver:
         )
 
     def _plan_message(self, message: dict[str, Any]) -> DriverResponse | _Round:
-        strategies = self.extraction_strategies()
-        strategy = next((s for s in strategies if s.recognizes(message)), None)
+        strategy = next((s for s in self.extraction_strategies() if s.recognizes(message)), None)
         if strategy is None:  # no wire's shape: a plain {role, content} message
             content = message.get("content")
             if not isinstance(content, str):
@@ -475,8 +476,8 @@ class BaseDriver:
             if calls or strategy.forming(message) or not strategy.leaks_into_text:
                 never = getattr(strategy, "incomplete_calls", None)  # a strategy of the user's
                 incomplete = never(message) if never else []
-                return self._plan_native(strategy, message, calls, incomplete, set(self._owned()))
-            as_came = self._plan_native(strategy, message, [], [], set())
+                return self._plan_native(strategy, message, calls, incomplete, self._owned())
+            as_came = self._plan_native(strategy, message, [], [], frozenset())
             backup = self.get_native_backup_strategy()
             if backup is None:
                 return as_came
@@ -490,24 +491,19 @@ class BaseDriver:
         (this driver's), and the would-be calls that
         cannot (cut, invalid) are reported and answered."""
         scanner = codec.scan_turn(text, self._text_calls)
-        owned = self._owned()
-        found = scanner.complete_calls()
-        calls = [ExtractedCall(c.name, c.arguments, None, c.end) for c in found]
-        plan = _Round()
-        mine = [c for c in calls if c.name in owned]
-        batch = plan.add(mine, lambda rs: result_messages(fmt, text, rs))
-        self._answer_unknown(batch, [c for c in calls if c.name not in owned], owned)
-        never = scanner.incomplete_calls()
+        owns = self._owned().__contains__
+        found, never = scanner.complete_calls(), scanner.incomplete_calls()
         slots = sorted([*found, *never], key=lambda c: c.start)  # ("text", n) in text order
+        plan = _Round()
         for call in never:
-            reason = call.reason or "invalid"
-            cause = text_call_cause(reason, call.raw, None)
-            event = CallIncomplete(
-                ("text", slots.index(call)), call.name, None, call.raw, reason, cause
-            )
-            if self._claims(owned.__contains__, event.name):
+            if self._claims(owns, call.name):
+                reason = call.reason or "invalid"
+                cause = text_call_cause(reason, call.raw, None)
+                slot = ("text", slots.index(call))
+                event = CallIncomplete(slot, call.name, None, call.raw, reason, cause)
                 plan.incomplete.append(event)
-        self._answer_incomplete(batch, plan.incomplete)
+        calls = [ExtractedCall(c.name, c.arguments, None, c.end) for c in found]
+        self._batch(plan, calls, owns, lambda rs: result_messages(fmt, text, rs), plan.incomplete)
         return plan
 
     def _plan_native(
@@ -516,15 +512,15 @@ class BaseDriver:
         message: Any,
         calls: list[ExtractedCall],
         incomplete: list[CallIncomplete],
-        owned: Any,
+        owned: frozenset[str],
     ) -> _Round:
         """A whole native turn: this driver's calls run, the incomplete ones it reports are
         answered with an error result, and the history is the assistant turn with every
         result."""
         plan = _Round()
-        plan.incomplete = [c for c in incomplete if self._claims(owned.__contains__, c.name)]
-        history = _native_history(strategy, message, True)
-        self._batch(plan, calls, owned.__contains__, history, plan.incomplete)
+        owns = owned.__contains__
+        plan.incomplete = [c for c in incomplete if self._claims(owns, c.name)]
+        self._batch(plan, calls, owns, _native_history(strategy, message, True), plan.incomplete)
         return plan
 
     def _batch(
@@ -538,10 +534,10 @@ class BaseDriver:
         """A batch answered in one ``history``: this driver's ``calls`` to run, those of
         tools it does not own for ``_answer_unknown``, and the ``incomplete`` ones answered."""
         batch = plan.add([c for c in calls if owns(c.name)], history)
-        self._answer_unknown(batch, [c for c in calls if not owns(c.name)], None)
+        self._answer_unknown(batch, [c for c in calls if not owns(c.name)])
         self._answer_incomplete(batch, incomplete)
 
-    def _answer_unknown(self, batch: _Batch, calls: list[ExtractedCall], owned: Any) -> None:
+    def _answer_unknown(self, batch: _Batch, calls: list[ExtractedCall]) -> None:
         """Calls of tools this driver does not own are another driver's: left alone (out of
         its history). Only a driver that knows every tool (an Orchestrator) answers them."""
 
@@ -563,8 +559,7 @@ class BaseDriver:
             view = self._views.get(buf)
             if view is None:
                 backup = self.get_native_backup_strategy()
-                if backup is not None and buf.codec is None:
-                    buf.attach_codec(_codec_of(backup), self._text_calls)
+                self._scan(buf, backup)
                 view = _StreamView(weakref.ref(buf), self, scans=backup is not None)
                 self._views[buf] = view
             self._view = view
@@ -607,12 +602,11 @@ class BaseDriver:
         if view.scans and not quiet:
             texts = self._plan_text_calls(buf, view, True, plan)
             incomplete = [*incomplete, *plan.incomplete]  # the text calls it reported, last
-        if not native and not incomplete and not texts and not plan.batches and view.turn_sent:
+        if not native and not incomplete and not texts and view.turn_sent:
             return DriverResponse()  # the turn was handled: a round after it finds nothing
         view.native_done += len(native)
         view.incomplete_done += len(incomplete)
-        reported = [c for c in incomplete if self._claims(view.owns, c.name)]
-        plan.incomplete = reported
+        plan.incomplete = reported = [c for c in incomplete if self._claims(view.owns, c.name)]
         if view.turn_sent:
             return plan
         view.turn_sent = True
@@ -900,10 +894,10 @@ class Orchestrator(BaseDriver):
         if names and response.retry_prompt is None:
             response.retry_prompt = self.codec.retry_unknown_tool(names[0], sorted(self._owned()))
 
-    def _answer_unknown(self, batch: _Batch, calls: list[ExtractedCall], owned: Any) -> None:
+    def _answer_unknown(self, batch: _Batch, calls: list[ExtractedCall]) -> None:
         if not calls:
             return
-        available = sorted(self._owned() if owned is None else owned)
+        available = sorted(self._owned())
         for call in calls:
             error = self.codec.retry_unknown_tool(call.name, available)
             batch.answered.append(_rejected(call.name, call.arguments, call.id, error))
