@@ -171,11 +171,10 @@ class _Batch:
     """Calls answered together in one history: ``calls`` this driver runs (their arguments
     checked first), ``answered`` calls it answers with an error result without running them
     (a tool nobody owns, for a driver that knows every tool; an incomplete call), and
-    ``history``, how the records become the native history (None: the records go into no
-    history, the assistant turn was sent already)."""
+    ``history``, how the records become the native history."""
 
     calls: list[ExtractedCall]
-    history: _History | None
+    history: _History
     answered: list[_Outcome] = field(default_factory=list)
 
 
@@ -190,11 +189,6 @@ class _Round:
     response: DriverResponse = field(default_factory=DriverResponse)
     batches: list[_Batch] = field(default_factory=list)
     incomplete: list[CallIncomplete] = field(default_factory=list)
-
-    def add(self, calls: list[ExtractedCall], history: _History | None) -> _Batch:
-        batch = _Batch(calls, history)
-        self.batches.append(batch)
-        return batch
 
     def calls(self) -> list[ExtractedCall]:
         """Every call to run, batch after batch: the order of the records."""
@@ -277,10 +271,8 @@ class BaseDriver:
         validate_arguments: bool = True,
         text_calls: str = "end",
     ) -> None:
-        if text_strategy is not None:
-            self._text = text_strategy
-        if strategies is not None:
-            self._strategies = list(strategies)
+        self._text = text_strategy
+        self._strategies = None if strategies is None else list(strategies)
         self._validate = validate_arguments
         if text_calls not in TEXT_CALLS:
             allowed = ", ".join(repr(v) for v in TEXT_CALLS)
@@ -533,7 +525,8 @@ class BaseDriver:
     ) -> None:
         """A batch answered in one ``history``: this driver's ``calls`` to run, those of
         tools it does not own for ``_answer_unknown``, and the ``incomplete`` ones answered."""
-        batch = plan.add([c for c in calls if owns(c.name)], history)
+        batch = _Batch([c for c in calls if owns(c.name)], history)
+        plan.batches.append(batch)
         self._answer_unknown(batch, [c for c in calls if not owns(c.name)])
         self._answer_incomplete(batch, incomplete)
 
@@ -623,8 +616,7 @@ class BaseDriver:
                 history: _History = functools.partial(result_messages, strategy, rest)
                 self._batch(plan, texts, view.owns, history, in_text)
             return plan
-        said = bool(buf.get_content())
-        history = _native_history(strategy, buf.as_dict(), said)
+        history = _native_history(strategy, buf.as_dict(), bool(buf.get_content()))
         self._batch(plan, native, view.owns, history, plan.incomplete)
         return plan
 
@@ -669,7 +661,7 @@ class BaseDriver:
             start, end = view.covered, mine[-1].end or 0
             text, strategy = buf.get_content()[start:end], buf.strategy
             view.covered = end
-            plan.add(mine, lambda rs: result_messages(strategy, text, rs))
+            self._batch(plan, mine, view.owns, lambda rs: result_messages(strategy, text, rs), [])
         forming = buf.text_forming()
         waiting = buf.text_waiting()
         # A call still forming is held whoever's tool it names: until it closes it may still
@@ -791,8 +783,7 @@ class BaseDriver:
             failed = next(((r.name, why) for r, why in done if why is not None), None)
             if response.retry_prompt is None and failed is not None:
                 response.retry_prompt = self._told(*failed)
-            if batch.history is not None:
-                _extend(response, "messages", batch.history([record for record, _ in done]))
+            _extend(response, "messages", batch.history([record for record, _ in done]))
             _extend(response, "executed_calls", ran)
             refused = [r for r, why in done if why.__class__ is _Rejected]
             _extend(response, "rejected_calls", refused)
