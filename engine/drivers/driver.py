@@ -171,11 +171,10 @@ class _Batch:
     """Calls answered together in one history: ``calls`` this driver runs (their arguments
     checked first), ``answered`` calls it answers with an error result without running them
     (a tool nobody owns, for a driver that knows every tool; an incomplete call), and
-    ``history``, how the records become the native history (None: the records go into no
-    history, the assistant turn was sent already)."""
+    ``history``, how the records become the native history."""
 
     calls: list[ExtractedCall]
-    history: _History | None
+    history: _History
     answered: list[_Outcome] = field(default_factory=list)
 
 
@@ -190,11 +189,6 @@ class _Round:
     response: DriverResponse = field(default_factory=DriverResponse)
     batches: list[_Batch] = field(default_factory=list)
     incomplete: list[CallIncomplete] = field(default_factory=list)
-
-    def add(self, calls: list[ExtractedCall], history: _History | None) -> _Batch:
-        batch = _Batch(calls, history)
-        self.batches.append(batch)
-        return batch
 
     def calls(self) -> list[ExtractedCall]:
         """Every call to run, batch after batch: the order of the records."""
@@ -277,10 +271,8 @@ class BaseDriver:
         validate_arguments: bool = True,
         text_calls: str = "end",
     ) -> None:
-        if text_strategy is not None:
-            self._text = text_strategy
-        if strategies is not None:
-            self._strategies = list(strategies)
+        self._text = text_strategy
+        self._strategies = None if strategies is None else list(strategies)
         self._validate = validate_arguments
         if text_calls not in TEXT_CALLS:
             allowed = ", ".join(repr(v) for v in TEXT_CALLS)
@@ -320,18 +312,20 @@ class BaseDriver:
         self._backup = strategy
         for view in (self._views or {}).values():
             view.scans = strategy is not None
-            buf = view.buf()
-            if strategy is not None and buf is not None and buf.codec is None:
-                buf.attach_codec(_codec_of(strategy), self._text_calls)
+            self._scan(view.buf(), strategy)
 
     def new_stream_buffer(self, events: bool = False) -> LLMStreamBuffer:
         """A buffer over this driver's wires, its text scanned by the native backup
         (``events``: it records events, read with ``buf.events()`` after each round)."""
         buf = LLMStreamBuffer(strategies=self.extraction_strategies(), events=events)
-        backup = self.get_native_backup_strategy()
-        if backup is not None:
-            buf.attach_codec(_codec_of(backup), self._text_calls)
+        self._scan(buf, self.get_native_backup_strategy())
         return buf
+
+    def _scan(self, buf: LLMStreamBuffer | None, backup: Any) -> None:
+        """The ``backup`` strategy's codec scans ``buf``'s display text for calls (a buffer
+        keeps the codec it has: the first driver's)."""
+        if backup is not None and buf is not None and buf.codec is None:
+            buf.attach_codec(_codec_of(backup), self._text_calls)
 
     def get_function_description(self) -> str:
         """The tools as the text codec describes them to the model."""
@@ -462,8 +456,7 @@ class BaseDriver:
         )
 
     def _plan_message(self, message: dict[str, Any]) -> DriverResponse | _Round:
-        strategies = self.extraction_strategies()
-        strategy = next((s for s in strategies if s.recognizes(message)), None)
+        strategy = next((s for s in self.extraction_strategies() if s.recognizes(message)), None)
         if strategy is None:  # no wire's shape: a plain {role, content} message
             content = message.get("content")
             if not isinstance(content, str):
@@ -475,8 +468,8 @@ class BaseDriver:
             if calls or strategy.forming(message) or not strategy.leaks_into_text:
                 never = getattr(strategy, "incomplete_calls", None)  # a strategy of the user's
                 incomplete = never(message) if never else []
-                return self._plan_native(strategy, message, calls, incomplete, set(self._owned()))
-            as_came = self._plan_native(strategy, message, [], [], set())
+                return self._plan_native(strategy, message, calls, incomplete, self._owned())
+            as_came = self._plan_native(strategy, message, [], [], frozenset())
             backup = self.get_native_backup_strategy()
             if backup is None:
                 return as_came
@@ -490,24 +483,19 @@ class BaseDriver:
         (this driver's), and the would-be calls that
         cannot (cut, invalid) are reported and answered."""
         scanner = codec.scan_turn(text, self._text_calls)
-        owned = self._owned()
-        found = scanner.complete_calls()
-        calls = [ExtractedCall(c.name, c.arguments, None, c.end) for c in found]
-        plan = _Round()
-        mine = [c for c in calls if c.name in owned]
-        batch = plan.add(mine, lambda rs: result_messages(fmt, text, rs))
-        self._answer_unknown(batch, [c for c in calls if c.name not in owned], owned)
-        never = scanner.incomplete_calls()
+        owns = self._owned().__contains__
+        found, never = scanner.complete_calls(), scanner.incomplete_calls()
         slots = sorted([*found, *never], key=lambda c: c.start)  # ("text", n) in text order
+        plan = _Round()
         for call in never:
-            reason = call.reason or "invalid"
-            cause = text_call_cause(reason, call.raw, None)
-            event = CallIncomplete(
-                ("text", slots.index(call)), call.name, None, call.raw, reason, cause
-            )
-            if self._reports(owned.__contains__, event):
+            if self._claims(owns, call.name):
+                reason = call.reason or "invalid"
+                cause = text_call_cause(reason, call.raw, None)
+                slot = ("text", slots.index(call))
+                event = CallIncomplete(slot, call.name, None, call.raw, reason, cause)
                 plan.incomplete.append(event)
-        self._answer_incomplete(batch, plan.incomplete)
+        calls = [ExtractedCall(c.name, c.arguments, None, c.end) for c in found]
+        self._batch(plan, calls, owns, lambda rs: result_messages(fmt, text, rs), plan.incomplete)
         return plan
 
     def _plan_native(
@@ -516,15 +504,15 @@ class BaseDriver:
         message: Any,
         calls: list[ExtractedCall],
         incomplete: list[CallIncomplete],
-        owned: Any,
+        owned: frozenset[str],
     ) -> _Round:
         """A whole native turn: this driver's calls run, the incomplete ones it reports are
         answered with an error result, and the history is the assistant turn with every
         result."""
         plan = _Round()
-        plan.incomplete = [c for c in incomplete if self._reports(owned.__contains__, c)]
-        history = _native_history(strategy, message, True)
-        self._batch(plan, calls, owned.__contains__, history, plan.incomplete)
+        owns = owned.__contains__
+        plan.incomplete = [c for c in incomplete if self._claims(owns, c.name)]
+        self._batch(plan, calls, owns, _native_history(strategy, message, True), plan.incomplete)
         return plan
 
     def _batch(
@@ -537,11 +525,12 @@ class BaseDriver:
     ) -> None:
         """A batch answered in one ``history``: this driver's ``calls`` to run, those of
         tools it does not own for ``_answer_unknown``, and the ``incomplete`` ones answered."""
-        batch = plan.add([c for c in calls if owns(c.name)], history)
-        self._answer_unknown(batch, [c for c in calls if not owns(c.name)], None)
+        batch = _Batch([c for c in calls if owns(c.name)], history)
+        plan.batches.append(batch)
+        self._answer_unknown(batch, [c for c in calls if not owns(c.name)])
         self._answer_incomplete(batch, incomplete)
 
-    def _answer_unknown(self, batch: _Batch, calls: list[ExtractedCall], owned: Any) -> None:
+    def _answer_unknown(self, batch: _Batch, calls: list[ExtractedCall]) -> None:
         """Calls of tools this driver does not own are another driver's: left alone (out of
         its history). Only a driver that knows every tool (an Orchestrator) answers them."""
 
@@ -563,8 +552,7 @@ class BaseDriver:
             view = self._views.get(buf)
             if view is None:
                 backup = self.get_native_backup_strategy()
-                if backup is not None and buf.codec is None:
-                    buf.attach_codec(_codec_of(backup), self._text_calls)
+                self._scan(buf, backup)
                 view = _StreamView(weakref.ref(buf), self, scans=backup is not None)
                 self._views[buf] = view
             self._view = view
@@ -607,12 +595,11 @@ class BaseDriver:
         if view.scans and not quiet:
             texts = self._plan_text_calls(buf, view, True, plan)
             incomplete = [*incomplete, *plan.incomplete]  # the text calls it reported, last
-        if not native and not incomplete and not texts and not plan.batches and view.turn_sent:
+        if not native and not incomplete and not texts and view.turn_sent:
             return DriverResponse()  # the turn was handled: a round after it finds nothing
         view.native_done += len(native)
         view.incomplete_done += len(incomplete)
-        reported = [c for c in incomplete if self._reports(view.owns, c)]
-        plan.incomplete = reported
+        plan.incomplete = reported = [c for c in incomplete if self._claims(view.owns, c.name)]
         if view.turn_sent:
             return plan
         view.turn_sent = True
@@ -629,16 +616,9 @@ class BaseDriver:
                 history: _History = functools.partial(result_messages, strategy, rest)
                 self._batch(plan, texts, view.owns, history, in_text)
             return plan
-        said = bool(buf.get_content())
-        history = _native_history(strategy, buf.as_dict(), said)
+        history = _native_history(strategy, buf.as_dict(), bool(buf.get_content()))
         self._batch(plan, native, view.owns, history, plan.incomplete)
         return plan
-
-    @staticmethod
-    def _reports(owns: Callable[[Any], bool], call: CallIncomplete) -> bool:
-        """Is this incomplete call this driver's to report: one of its tools, or one whose
-        name never streamed (it may have been this driver's, as a forming call is)?"""
-        return call.name is None or owns(call.name)
 
     def _plan_text_calls(
         self,
@@ -662,7 +642,7 @@ class BaseDriver:
             if not view.owns(call.name):
                 # At the turn's end, a driver that answers unknown tools (an Orchestrator)
                 # takes the call to answer it; any other leaves it as text.
-                if ended and self._holds_text(view, call.name) and buf.consume_text_call(call):
+                if ended and self._claims(view.owns, call.name) and buf.consume_text_call(call):
                     mine.append(call)
                 else:
                     unknown.append(call.name)
@@ -670,8 +650,7 @@ class BaseDriver:
                 mine.append(call)
         if ended:
             for never in buf.text_incomplete():  # those that would have run: this driver's
-                probe = CallIncomplete(None, never.name, None, never.raw, never.reason or "")
-                if self._reports(view.owns, probe):
+                if self._claims(view.owns, never.name):
                     # Now one of the stream's incomplete calls, which the round reports.
                     event = buf.report_text_incomplete(never)
                     if event is not None:
@@ -682,14 +661,14 @@ class BaseDriver:
             start, end = view.covered, mine[-1].end or 0
             text, strategy = buf.get_content()[start:end], buf.strategy
             view.covered = end
-            plan.add(mine, lambda rs: result_messages(strategy, text, rs))
+            self._batch(plan, mine, view.owns, lambda rs: result_messages(strategy, text, rs), [])
         forming = buf.text_forming()
         waiting = buf.text_waiting()
         # A call still forming is held whoever's tool it names: until it closes it may still
         # break, and the text is then read again from the next marker inside it, where a
         # call of this driver's may begin (shown, it could no longer run). Once complete, a
         # call of another's tool flows (``waiting`` holds only those this driver may run).
-        holds = bool(forming) or any(self._holds_text(view, name) for name in waiting)
+        holds = bool(forming) or any(self._claims(view.owns, name) for name in waiting)
         if forming and self._text_calls == "anywhere":
             name = forming.tool_name
             if name is not None and not view.owns(name):
@@ -700,11 +679,12 @@ class BaseDriver:
         self._note_unknown_text(plan.response, unknown)
         return []
 
-    def _holds_text(self, view: _StreamView, name: str | None) -> bool:
-        """Does this driver hold a text call of ``name`` (None: not streamed yet) until it is
-        decided: one it may run. (An Orchestrator holds every one: it tells the model of a
-        call of a tool nobody owns, once the call ends the turn.)"""
-        return name is None or view.owns(name)
+    def _claims(self, owns: Callable[[Any], bool], name: str | None) -> bool:
+        """Is a call of ``name`` this driver's to hold (a text call, until it is decided) and
+        to report (an incomplete call): one of its tools, or one whose name has not streamed
+        (None: it may be this driver's, as a forming call is)? (An Orchestrator claims every
+        one: it tells the model of a call of a tool nobody owns.)"""
+        return name is None or owns(name)
 
     def _note_unknown_text(self, response: DriverResponse, names: list[str]) -> None:
         """A text call of a tool this driver does not own flows as text: another driver's,
@@ -803,8 +783,7 @@ class BaseDriver:
             failed = next(((r.name, why) for r, why in done if why is not None), None)
             if response.retry_prompt is None and failed is not None:
                 response.retry_prompt = self._told(*failed)
-            if batch.history is not None:
-                _extend(response, "messages", batch.history([record for record, _ in done]))
+            _extend(response, "messages", batch.history([record for record, _ in done]))
             _extend(response, "executed_calls", ran)
             refused = [r for r, why in done if why.__class__ is _Rejected]
             _extend(response, "rejected_calls", refused)
@@ -897,25 +876,19 @@ class Orchestrator(BaseDriver):
             return await super()._aexecute_tool(tool_name, arguments)
         return await self._owner(tool_name)._aexecute_tool(tool_name, arguments)
 
-    @staticmethod
-    def _reports(owns: Callable[[Any], bool], call: CallIncomplete) -> bool:
-        """Knowing every tool, an Orchestrator reports every incomplete call (one of a tool
-        nobody owns too: the model still has to be told that it did not run)."""
-        return True
-
-    def _holds_text(self, view: _StreamView, name: str | None) -> bool:
-        """Every text call waits for its decision: one of a tool nobody owns is told to the
-        model, if it ends the turn."""
+    def _claims(self, owns: Callable[[Any], bool], name: str | None) -> bool:
+        """Knowing every tool, an Orchestrator holds every text call until it is decided and
+        reports every incomplete call: the model is told of a call of a tool nobody owns."""
         return True
 
     def _note_unknown_text(self, response: DriverResponse, names: list[str]) -> None:
         if names and response.retry_prompt is None:
             response.retry_prompt = self.codec.retry_unknown_tool(names[0], sorted(self._owned()))
 
-    def _answer_unknown(self, batch: _Batch, calls: list[ExtractedCall], owned: Any) -> None:
+    def _answer_unknown(self, batch: _Batch, calls: list[ExtractedCall]) -> None:
         if not calls:
             return
-        available = sorted(self._owned() if owned is None else owned)
+        available = sorted(self._owned())
         for call in calls:
             error = self.codec.retry_unknown_tool(call.name, available)
             batch.answered.append(_rejected(call.name, call.arguments, call.id, error))

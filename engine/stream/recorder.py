@@ -28,17 +28,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..events import (
-    ArgumentsDelta,
-    CallIncomplete,
-    CallReady,
-    CallStarted,
-    Event,
-    Finished,
-    ProviderError,
-    ReasoningDelta,
-    TextDelta,
-)
+from .. import events
+from ..events import ArgumentsDelta, CallIncomplete, CallReady, CallStarted, TextDelta
 from ..model.journal import put, put_attr, trim
 from ..model.partial import PartialJSON
 
@@ -158,8 +149,8 @@ class EventRecorder:
     )
 
     def __init__(self) -> None:
-        self.out: list[Event] = []  # recorded, not yet handed out by events()
-        self.pending: list[Event] = []  # the deltas of the chunk being applied (see commit)
+        self.out: list[events.Event] = []  # recorded, not yet handed out by events()
+        self.pending: list[events.Event] = []  # the deltas of the chunk being applied (see commit)
         self.sinks: list[CallSink] = []  # by track order
         self.unstarted: list[CallSink] = []  # tracked, no name yet (see _starts)
         self.reasoning_at = 0
@@ -210,7 +201,7 @@ class EventRecorder:
             out.append(event)
         reasoning = asm.reasoning
         if len(reasoning) != self.reasoning_at:
-            out.append(ReasoningDelta("".join(reasoning[self.reasoning_at :])))
+            out.append(events.ReasoningDelta("".join(reasoning[self.reasoning_at :])))
             self.reasoning_at = len(reasoning)
         if self.unstarted:
             self._starts(asm)
@@ -247,10 +238,10 @@ class EventRecorder:
             return
         self.finished = True
         if asm.error is not None:
-            self.out.append(ProviderError(asm.error))
+            self.out.append(events.ProviderError(asm.error))
         turn = asm.strategy.spec.turn
         self.out.append(
-            Finished(
+            events.Finished(
                 asm.stop_reason if asm.finished else None,
                 asm.usage,
                 turn.finish_reason(asm),

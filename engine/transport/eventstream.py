@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..errors import TransportError
+from .sse import EVENT_KEY
 
 _HEADER_TYPE_STRING = 7
 _PRELUDE_LENGTH = 12  # total length, headers length, prelude CRC
@@ -79,7 +80,6 @@ def _json_message(kind: str, name: str, payload: bytes | str | Mapping[str, Any]
 _HEADER_SIZES = {2: 1, 3: 2, 4: 4, 5: 8, 8: 8, 9: 16}  # fixed-size value types: byte .. uuid
 _HEADER_SIZED = (6, 7)  # byte array, string: a u16 length, then the bytes
 _OVERHEAD = _PRELUDE_LENGTH + _MESSAGE_CRC_LENGTH
-EVENT_KEY = "_event"
 
 Message = tuple[int, dict[str, object], bytes]
 """A decoded message: (the byte offset where it starts in the stream, its headers, its
