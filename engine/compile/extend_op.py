@@ -129,8 +129,11 @@ def op_extend(spec: dict[str, Any], ctx: CompileContext) -> Run:
         if display:
             piece = part.get(display)
             if piece.__class__ is str and piece and (text_where is None or text_where(stored)):
+                asm.journal.append((list.pop, asm.display))
                 asm.display.append(piece)
                 return
+        if reasoning:
+            trim(asm.journal, asm.reasoning)
         for read_reasoning in reasoning:  # never display text: a display piece returned above
             read_reasoning(part, asm.reasoning)
 

@@ -23,8 +23,9 @@ from ..model.fragments import (
     ingest,
     shown_value,
     slot_misfit,
+    unappend,
 )
-from ..model.journal import put
+from ..model.journal import put, trim
 from ..model.jsonscan import COMPLETE
 from ..model.parts import JoinRule, as_placed, join_parts, string_as_part
 from .ops import (
@@ -36,7 +37,7 @@ from .ops import (
     report_unplaced,
     restates,
 )
-from .paths import compile_get, compile_read, items_of, parse_chain
+from .paths import compile_get, compile_read, items_of, one_field, parse_chain
 
 
 @dataclass(frozen=True)
@@ -103,9 +104,12 @@ def op_fold(spec: dict[str, Any], ctx: CompileContext) -> Run:
         reasoning_parts=reasoning_parts,
     )
     order = ctx.list_order
+    field_name = one_field(spec["from"])  # ``message``: looked up in place, a frame less
+    if field_name == ctx.choice_alias:
+        field_name = None  # (the choice itself, read from the choice)
 
     def run(asm: Assembly, ev: Any, ch: Any) -> None:
-        delta = read(ev, ch)
+        delta = ev.get(field_name) if field_name is not None else read(ev, ch)
         if delta.__class__ is not dict:
             return
         dest = asm.root if target is None else target.locate_item(asm, ev, ch, True)
@@ -170,17 +174,25 @@ def fold_delta(
                 if value:
                     part = string_as_part(asm.journal, current, value, spec.parts[key])
                     if key == spec.display_key and _shows(spec, part):
+                        asm.journal.append((list.pop, asm.display))
                         asm.display.append(value)
                     elif key in spec.reasoning_parts:
                         _reason_part(asm, spec.reasoning_parts[key], value, spec.parts[key])
             elif value.__class__ is str:
                 if value:
-                    append_text(dest, key, value, asm.journal)
+                    journal = asm.journal
+                    if current.__class__ is Fragments:  # the usual delta: no frame of ours
+                        journal.append((unappend, current, current.append))
+                        current.append(value)
+                    else:
+                        append_text(dest, key, value, journal)
                     if key == spec.display_key:
+                        journal.append((list.pop, asm.display))
                         asm.display.append(value)
                     elif key in spec.reasoning_keys:
                         where = spec.reasoning_keys[key]
                         if where is None or where(dest):
+                            journal.append((list.pop, asm.reasoning))
                             asm.reasoning.append(value)
                 elif dest.get(key) is None:
                     put(asm.journal, dest, key, "")
@@ -251,10 +263,12 @@ def _fold_parts(
         if show and field_name is not None and _shows(spec, stored):
             piece = part.get(field_name)
             if piece.__class__ is str and piece:
+                asm.journal.append((list.pop, asm.display))
                 asm.display.append(piece)
                 return
         if readers:
             placed = as_placed(part, stored, rule)
+            trim(asm.journal, asm.reasoning)
             for read in readers:
                 read(placed, asm.reasoning)
 
@@ -265,6 +279,7 @@ def _reason_part(asm: Assembly, readers: tuple[Any, ...], text: str, rule: JoinR
     """A bare string delta on a parts key that is not display text: reasoning where a
     reasoning place reads the part the string stands for (``rule.string``)."""
     part = {**(rule.string_part or {}), rule.string_field: text}
+    trim(asm.journal, asm.reasoning)
     for read in readers:
         read(part, asm.reasoning)
 

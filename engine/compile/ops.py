@@ -22,6 +22,7 @@ from typing import Any, cast
 
 from ..model.assembly import Assembly, ensure_slotted
 from ..model.fragments import (
+    Fragments,
     SlottedList,
     append_text,
     dig,
@@ -29,6 +30,7 @@ from ..model.fragments import (
     make_way,
     shown_value,
     slot_misfit,
+    unappend,
 )
 from ..model.fragments import json_kind as _json_kind
 from ..model.journal import put, put_attr, refill, trim
@@ -39,6 +41,7 @@ from .paths import (
     Segment,
     compile_read,
     items_of,
+    one_field,
     parse_target,
     pattern_of,
 )
@@ -170,6 +173,7 @@ class Target:
         "scope",
         "continuing",
         "last_slot",
+        "slot_field",
     )
 
     # Which step of a target is a field (``field`` set) and which a slot (``slot`` set) is
@@ -214,6 +218,9 @@ class Target:
         self.parent_of_field = _itself if len(self.rel) <= 1 else self._walk_rel
         # ``role``: the field's parent is the message itself, with no walk at all.
         self.at_root = not slots and len(self.rel) == 1
+        # ``content[index]``: the first SLOT, one field of the event, looked up in place.
+        first = self.segments[1].slot_path if slots[:1] == [1] and scope is None else None
+        self.slot_field = None if first == ctx.choice_alias else one_field(first)
         self.last_slot = slots[-1] if slots else -1
         if continuing:
             if not slots:
@@ -286,7 +293,9 @@ class Target:
 
     def _one_slot(self, asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
         """``field[slot]...``: the item of the slotted list at the root's ``field``."""
-        return self._item(asm, asm.root, 0, self.segments[1].slot(ev, ch), create)
+        field = self.slot_field
+        slot = ev.get(field) if field is not None else self.segments[1].slot(ev, ch)
+        return self._item(asm, asm.root, 0, slot, create)
 
     def _two_slots(self, asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
         """``field[slot].field[slot]...`` (Responses' ``output[i].content[j]``): the item of
@@ -301,9 +310,12 @@ class Target:
         told to the assembly) when ``create`` and absent."""
         if slot is None:
             return None
-        lst = self._list(asm, node, at, create)
-        if lst is None:
-            return None
+        field = self.segments[at].field
+        lst = node.get(field)
+        if lst.__class__ is not SlottedList:  # (``_list``, inline: this runs on every event)
+            if lst is None and not create:
+                return None
+            lst = ensure_slotted(node, field, self.order, asm.journal)
         try:
             item = lst.get(slot)
         except TypeError:  # a list or an object as the SLOT (no cost until one comes)
@@ -717,11 +729,19 @@ def op_append(spec: dict[str, Any], ctx: CompileContext) -> Run:
         if item is None:
             report_unplaced(asm, "append", target, ev, ch)
             return
-        parent = item if shallow else target.parent_of_field(item, asm.journal)
-        append_text(parent, last, piece, asm.journal)
+        journal = asm.journal
+        parent = item if shallow else target.parent_of_field(item, journal)
+        current = parent.get(last)
+        if current.__class__ is Fragments:  # the usual delta: no frame of ours
+            journal.append((unappend, current, current.append))
+            current.append(piece)
+        else:
+            append_text(parent, last, piece, journal)
         if display and (text_where is None or text_where(item)):
+            journal.append((list.pop, asm.display))
             asm.display.append(piece)
         elif reasoning and (reasoning_where is None or reasoning_where(item)):
+            journal.append((list.pop, asm.reasoning))
             asm.reasoning.append(piece)
 
     return append

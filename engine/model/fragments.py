@@ -17,17 +17,16 @@ from __future__ import annotations
 
 import reprlib
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from .journal import put
 from .jsonscan import TOO_DEEP_TO_TAKE, ArgsStream, TooDeepError
 
 
 def grow(journal: list[Any], text: Fragments, piece: str) -> None:
-    """``text.append(piece)``, journaled."""
-    pieces = text._pieces
-    journal.append((_shorten, text, pieces, len(pieces)))
-    pieces.append(piece)
+    """``text.append(piece)``, journaled (the record :func:`append_text` writes out)."""
+    journal.append((unappend, text, text.append))
+    text.append(piece)
 
 
 def append_text(parent: dict[str, Any], field: str, piece: str, journal: list[Any]) -> None:
@@ -36,18 +35,23 @@ def append_text(parent: dict[str, Any], field: str, piece: str, journal: list[An
     a new one, after the text the wire sent whole before, if any."""
     current = parent.get(field)
     if current.__class__ is Fragments:
-        pieces = current._pieces
-        journal.append((_shorten, current, pieces, len(pieces)))
-        pieces.append(piece)
+        journal.append((unappend, current, current.append))
+        current.append(piece)
     else:
         whole = current if current.__class__ is str else ""
         put(journal, parent, field, Fragments(whole + piece))
 
 
-def _shorten(text: Fragments, pieces: list[str], length: int) -> None:
-    del pieces[length:]
+def unappend(text: Fragments, append: Callable[[str], None]) -> None:
+    """The undo of ``append(piece)`` on ``text``: the record keeps the bound ``append`` (its
+    list is its ``__self__``), not the list's length, so that the journaled append calls no
+    builtin (``len``); records are undone last first, and ``joined`` gives ``text`` a new
+    list rather than changing the one appended to, so the last piece of that list is the
+    record's piece."""
+    pieces: list[str] = cast(Any, append).__self__  # a bound method: its list
+    pieces.pop()
     text._pieces = pieces
-    text.append = pieces.append
+    text.append = append
 
 
 class Fragments:

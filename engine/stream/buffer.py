@@ -173,15 +173,14 @@ class LLMStreamBuffer:
             return
         if asm.finished and self._after_the_end(asm, event, index):
             return
-        shown, reasoned = len(asm.display), len(asm.reasoning)
         try:  # what _apply does, inline: a frame less on every chunk
             asm.strategy.program.apply(asm, event, self.choice)
         except BaseException as exc:
-            self._undo(asm, shown, reasoned)
+            self._undo(asm)
             if isinstance(exc, Exception):  # (anything else, KeyboardInterrupt, on its way)
                 raise self._misfit(asm, index, exc) from exc
             raise
-        asm.journal.clear()
+        del asm.journal[:]  # (no method call: this runs on every chunk)
         asm.usage_event = None  # "usage came with the DONE" is a fact of one event, read in it
         if asm.unplaced:  # the happy path pays this one test
             self._stamp_skipped(asm, index)
@@ -192,20 +191,18 @@ class LLMStreamBuffer:
         """Apply ``event``'s rules, all or nothing: what they wrote is journaled
         (engine.model.journal) and undone if any of them raises, whatever the exception,
         which then propagates; once they all ran, the journal is dropped."""
-        shown, reasoned = len(asm.display), len(asm.reasoning)
         try:
             asm.strategy.program.apply(asm, event, self.choice)
         except BaseException:
-            self._undo(asm, shown, reasoned)
+            self._undo(asm)
             raise
         asm.journal.clear()
         asm.usage_event = None
 
-    def _undo(self, asm: Assembly, shown: int, reasoned: int) -> None:
-        """Take back the event being applied: its journal, and the display and reasoning
-        text past the lengths they had before it."""
+    def _undo(self, asm: Assembly) -> None:
+        """Take back the event being applied: its journal (which also holds what it added to
+        the display and reasoning text)."""
         undo(asm.journal)
-        del asm.display[shown:], asm.reasoning[reasoned:]
         asm.unplaced.clear()
         asm.deferring, asm.deferred, asm.seeding = False, [], None  # (inside an event only)
         if self._rec is not None:
