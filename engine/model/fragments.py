@@ -282,19 +282,15 @@ def make_way(node: dict[str, Any], fields: tuple[str, ...], journal: list[Any]) 
 
 def json_kind(value: Any) -> str:
     """``a string``, ``a number``...: how a wrong value is named in a reason or an error."""
-    if value.__class__ is bool:
-        return "a boolean"
-    if value.__class__ in (int, float):
-        return "a number"
-    if value.__class__ in (str, Fragments):
-        return "a string"
-    if value.__class__ in (list, SlottedList):
-        return "a list"
-    if value.__class__ in (dict, ArgsStream):
-        return "an object"
-    if value is None:
-        return "null"
-    return type(value).__name__
+    return _KINDS.get(value.__class__) or type(value).__name__
+
+
+# By the value's own class (a subclass is named by its type, as the wire never sends one).
+_KINDS: dict[type, str] = {
+    bool: "a boolean", int: "a number", float: "a number", type(None): "null",
+    str: "a string", Fragments: "a string", list: "a list", SlottedList: "a list",
+    dict: "an object", ArgsStream: "an object",
+}
 
 
 def shown_value(value: Any, limit: int = 40) -> str:
