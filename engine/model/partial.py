@@ -463,14 +463,9 @@ class PartialJSON:
         self._save()
         journal = self.journal if self.journal is not None else []
         try:
-            steps = parse_json_path(path)
+            steps, node, last = place_at(journal, self.value, path)
         except ValueError as bad:
             self._stop(None, str(bad))
-            return
-        try:
-            node, last = place_at(journal, self.value, steps)
-        except ValueError as bad:
-            self._stop(None, f"JSON path {path!r}: {bad}")
             return
         current = node[last] if isinstance(last, int) else node.get(last)
         if item.__class__ is str and self._continuing.get(steps) and current.__class__ is str:
