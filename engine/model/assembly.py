@@ -301,15 +301,13 @@ class Assembly:
             for node in level:
                 node = dig(node, chain)
                 if node.__class__ is SlottedList:
-                    for key, position in node.by_slot.items():
-                        found.append(node.items[position])
-                        if node.items[position] is item:
-                            slot = key
-                elif node.__class__ is list:
-                    for position, entry in enumerate(node):
-                        found.append(entry)
-                        if entry is item:
-                            slot = position
+                    entries = [(key, node.items[at]) for key, at in node.by_slot.items()]
+                else:
+                    entries = list(enumerate(node)) if node.__class__ is list else []
+                for key, entry in entries:
+                    found.append(entry)
+                    if entry is item:
+                        slot = key
             level = found
         return slot
 
@@ -318,13 +316,10 @@ def judged_after_the_event(runs: list[Any]) -> Callable[[Assembly, Any, Any], No
     """The rules of one event, run so that ``calls.where`` is judged on each item they open
     as it stands once every rule of the event has run: a flag a later rule sets (a type, a
     name) counts, and one that a later rule clears does too. Compiled only for a rule list in
-    which a rule that may open a call item is followed by others."""
+    which a rule that may open a call item is followed by others: an event's own list, which
+    runs at the top of ``Program.apply``, never inside another (so never nested)."""
 
     def judged(asm: Assembly, ev: Any, ch: Any) -> None:
-        if asm.deferring:  # (never nested; kept safe all the same)
-            for run in runs:
-                run(asm, ev, ch)
-            return
         asm.deferring = True
         try:
             for run in runs:

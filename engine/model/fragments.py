@@ -173,30 +173,26 @@ def materialize(node: Any) -> Any:
         cls = node.__class__
         if cls is dict:
             return {k: materialize(v) for k, v in node.items()}
-        if cls is Fragments:
-            return str(node)
-        if cls is SlottedList:
-            return [materialize(item) for item in node.ordered()]
         if cls is list:
             return [materialize(v) for v in node]
-        if cls is ArgsStream:
-            return ingest(node.materialize())
-        return node
+        plain = _PLAIN.get(cls)
+        return node if plain is None else materialize(plain(node))
     except RecursionError:  # a wire value nested deeper than the stack: copied without it
-        return copy_any_depth(node, _materialize_children)
+        return copy_any_depth(node, _plain)
 
 
-def _materialize_children(node: Any) -> Any:
-    cls = node.__class__
-    if cls is dict or cls is list:
-        return node
-    if cls is SlottedList:
-        return node.ordered()
-    if cls is Fragments:
-        return str(node)
-    if cls is ArgsStream:
-        return node.materialize()
-    return node
+# What a growing node stands for, as plain values (still to copy): a slotted list its items
+# in order, a text its string, an argument stream the value the message shows.
+_PLAIN: dict[type, Callable[[Any], Any]] = {
+    SlottedList: SlottedList.ordered,
+    Fragments: Fragments.joined,
+    ArgsStream: ArgsStream.materialize,
+}
+
+
+def _plain(node: Any) -> Any:
+    plain = _PLAIN.get(node.__class__)
+    return node if plain is None else plain(node)
 
 
 def _copy(value: Any) -> Any:
@@ -232,41 +228,33 @@ def copy_json(value: Any) -> Any:
     try:
         return _copy(value)
     except RecursionError:
-        return copy_any_depth(value, _as_is)
+        return copy_any_depth(value, lambda node: node)
 
 
-def _as_is(node: Any) -> Any:
-    return node
-
-
-def copy_any_depth(root: Any, children: Any) -> Any:
+def copy_any_depth(root: Any, children: Callable[[Any], Any]) -> Any:
     """Copy dicts and lists all the way down without recursion, whatever the depth.
 
     ``children(node)`` says what a node holds: a dict or list to copy (the node itself, or
-    what it stands for, as a slotted list's items), or a leaf to keep as it is."""
+    what it stands for, as a slotted list's items), or a leaf to keep as it is. Each copy is
+    filled whole when its turn comes (its containers empty, filled in their turn), so that
+    keys and items keep their order."""
     top = children(root)
     if top.__class__ is not dict and top.__class__ is not list:
         return top
-    out: Any = {} if top.__class__ is dict else []
-    stack = [(out, iter(top.items() if top.__class__ is dict else top))]
+    out: Any = top.__class__()
+    stack = [(top, out)]
     while stack:
-        dest, entries = stack[-1]
-        is_dict = dest.__class__ is dict
-        for entry in entries:
-            key, child = entry if is_dict else (None, entry)
-            node = children(child)
-            copy: Any = node
-            if node.__class__ is dict or node.__class__ is list:
-                copy = {} if node.__class__ is dict else []
-            if is_dict:
-                dest[key] = copy
+        node, dest = stack.pop()
+        for key, child in node.items() if node.__class__ is dict else enumerate(node):
+            child = children(child)
+            if child.__class__ is dict or child.__class__ is list:
+                copy: Any = child.__class__()
+                stack.append((child, copy))
+                child = copy
+            if dest.__class__ is dict:
+                dest[key] = child
             else:
-                dest.append(copy)
-            if copy is not node:
-                stack.append((copy, iter(node.items() if node.__class__ is dict else node)))
-                break
-        else:
-            stack.pop()
+                dest.append(child)
     return out
 
 
@@ -298,19 +286,15 @@ def make_way(node: dict[str, Any], fields: tuple[str, ...], journal: list[Any]) 
 
 def json_kind(value: Any) -> str:
     """``a string``, ``a number``...: how a wrong value is named in a reason or an error."""
-    if value.__class__ is bool:
-        return "a boolean"
-    if value.__class__ in (int, float):
-        return "a number"
-    if value.__class__ in (str, Fragments):
-        return "a string"
-    if value.__class__ in (list, SlottedList):
-        return "a list"
-    if value.__class__ in (dict, ArgsStream):
-        return "an object"
-    if value is None:
-        return "null"
-    return type(value).__name__
+    return _KINDS.get(value.__class__) or type(value).__name__
+
+
+# By the value's own class (a subclass is named by its type, as the wire never sends one).
+_KINDS: dict[type, str] = {
+    bool: "a boolean", int: "a number", float: "a number", type(None): "null",
+    str: "a string", Fragments: "a string", list: "a list", SlottedList: "a list",
+    dict: "an object", ArgsStream: "an object",
+}
 
 
 def shown_value(value: Any, limit: int = 40) -> str:

@@ -76,13 +76,11 @@ def singular_path(path: str, negative: bool = False) -> tuple[Token, ...]:
 
 def normalized(tokens: tuple[Token, ...]) -> str:
     """The RFC 9535 normalized path of ``tokens`` (``$['a'][0]``), for messages."""
-    out = ["$"]
-    for token in tokens:
-        if token.__class__ is int:
-            out.append(f"[{token}]")
-        else:
-            out.append("['" + str(token).translate(_NORMAL_ESCAPES) + "']")
-    return "".join(out)
+    steps = (
+        f"[{token}]" if token.__class__ is int else f"['{str(token).translate(_NORMAL_ESCAPES)}']"
+        for token in tokens
+    )
+    return "$" + "".join(steps)
 
 
 # How a name's characters are escaped in a normalized path (RFC 9535 2.7): these by name, the
@@ -94,9 +92,7 @@ _NORMAL_ESCAPES = str.maketrans(
 
 
 def _skip_blank(path: str, pos: int) -> int:
-    while pos < len(path) and path[pos] in _BLANK:
-        pos += 1
-    return pos
+    return len(path) - len(path[pos:].lstrip(_BLANK))  # (a path is short, and read once)
 
 
 def _selector(path: str, pos: int, negative: bool) -> tuple[Token, int]:
@@ -177,38 +173,42 @@ def _hex4(path: str, pos: int) -> int:
     return int(match.group(), 16)
 
 
-def place_at(journal: list[Any], root: Any, tokens: tuple[Token, ...]) -> tuple[Any, Token]:
-    """Where the value at ``tokens`` goes under ``root``: its container and its key there.
+def place_at(journal: list[Any], root: Any, path: str) -> tuple[tuple[Token, ...], Any, Token]:
+    """Where the value at the JSON path ``path`` goes under ``root``: its steps (read by
+    :func:`singular_path`, negative indexes counting from the end), its container and its
+    key there.
 
     The partial reader's way down a path (``set_path``), which takes any place a path can
     name: the containers on the way made where absent or null, a list padded with null up to
     the index (a negative index counts from the end), each write journaled. A ValueError,
     naming the place, where the path meets a value of another kind or an index before a
     list's start. (The extend operation refuses more: engine.compile.extend_op._set_leaf.)"""
+    tokens = singular_path(path, negative=True)
     node: Any = root
     for depth, token in enumerate(tokens):
         held: type = node.__class__  # (compared as a name of its own: ``node`` stays Any)
         if held is not (list if token.__class__ is int else dict):
             kind = "an array" if token.__class__ is int else "an object"
             where = normalized(tokens[:depth])
-            raise ValueError(f"{where} holds {json_kind(node)}, not {kind}")
+            raise ValueError(f"JSON path {path!r}: {where} holds {json_kind(node)}, not {kind}")
         if isinstance(token, int):
             if token < 0:
                 token += len(node)
                 if token < 0:
                     where = normalized(tokens[: depth + 1])
-                    raise ValueError(f"{where}: the index is before the array's start")
+                    where += ": the index is before the array's start"
+                    raise ValueError(f"JSON path {path!r}: {where}")
             while len(node) <= token:
                 trim(journal, node)
                 node.append(None)
         if depth == len(tokens) - 1:
-            return node, token
+            return tokens, node, token
         child: Any = node[token] if isinstance(token, int) else node.get(token)
         if child is None:
             child = [] if tokens[depth + 1].__class__ is int else {}
             set_item(journal, node, token, child)
         node = child
-    raise ValueError("it names the whole value, not a member of it")
+    raise ValueError(f"JSON path {path!r}: it names the whole value, not a member of it")
 
 
 def set_item(journal: list[Any], node: Any, key: Token, value: Any) -> None:

@@ -318,37 +318,30 @@ class ArgsStream:
             self._escape = False
             pos += 1
         while pos < n:
+            m = (_INSIDE if in_string else _OUTSIDE).search(s, pos)
+            if m is None:
+                break
+            c = m.group()
+            pos = m.end()
             if in_string:
-                m = _INSIDE.search(s, pos)
-                if m is None:
-                    break
-                if m.group() == "\\":
-                    if m.end() >= n:
-                        self._escape = True
-                        pos = n
-                        break
-                    pos = m.end() + 1
-                    continue
-                in_string = False
-                pos = m.end()
-            else:
-                m = _OUTSIDE.search(s, pos)
-                if m is None:
-                    break
-                c = m.group()
-                pos = m.end()
                 if c == '"':
-                    in_string = True
-                elif c == "{" or c == "[":
-                    depth += 1
-                    if depth > MAX_DEPTH:
-                        self._invalid(TOO_DEEP)
-                        break
+                    in_string = False
+                elif pos < n:  # an escape: the character after the backslash is skipped
+                    pos += 1
                 else:
-                    depth -= 1
-                    if depth <= 0:
-                        self._ended = True
-                        break
+                    self._escape = True
+            elif c == '"':
+                in_string = True
+            elif c == "{" or c == "[":
+                depth += 1
+                if depth > MAX_DEPTH:
+                    self._invalid(TOO_DEEP)
+                    break
+            else:
+                depth -= 1
+                if depth <= 0:
+                    self._ended = True
+                    break
         self._depth, self._in_string = depth, in_string
         if self._ended:
             return self._conclude(s[pos:])
@@ -529,22 +522,16 @@ def dumps_any_depth(value: Any) -> str:
         item = stack.pop()
         if item.__class__ is _Token:
             out.append(item)
-        elif isinstance(item, dict):
-            out.append("{")
-            stack.append(_Token("}"))
-            entries = list(item.items())
+        elif isinstance(item, (dict, list, tuple)):
+            is_dict = isinstance(item, dict)
+            out.append("{" if is_dict else "[")
+            stack.append(_Token("}" if is_dict else "]"))
+            entries = list(item.items() if isinstance(item, dict) else enumerate(item))
             for position in range(len(entries) - 1, -1, -1):
                 key, child = entries[position]
                 stack.append(child)
-                key_text = json.dumps(key if isinstance(key, str) else str(key), ensure_ascii=False)
-                stack.append(_Token((", " if position else "") + key_text + ": "))
-        elif isinstance(item, (list, tuple)):
-            out.append("[")
-            stack.append(_Token("]"))
-            for position in range(len(item) - 1, -1, -1):
-                stack.append(item[position])
-                if position:
-                    stack.append(_Token(", "))
+                key = json.dumps(key if isinstance(key, str) else str(key), ensure_ascii=False)
+                stack.append(_Token((", " if position else "") + (key + ": " if is_dict else "")))
         else:
             out.append(json.dumps(item, ensure_ascii=False))
     return "".join(out)

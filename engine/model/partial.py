@@ -356,10 +356,9 @@ class PartialJSON:
             self._mode = _AFTER
             return end + 1
         pieces, pos, ended = self._string(s, pos)
-        if pieces:
-            piece = pieces[0] if len(pieces) == 1 else "".join(pieces)
-            if piece:
-                _grow(self.journal, self._cont, self._key, piece)
+        piece = "".join(pieces)  # (one piece: that very string, not a copy)
+        if piece:
+            _grow(self.journal, self._cont, self._key, piece)
         if ended:
             self._mode = _AFTER
         return pos
@@ -368,8 +367,7 @@ class PartialJSON:
         pieces, pos, ended = self._string(s, pos)
         self._key_parts += pieces
         if ended:
-            parts = self._key_parts
-            self._key = parts[0] if len(parts) == 1 else "".join(parts)
+            self._key = "".join(self._key_parts)
             self._key_parts = []
             self._mode = _COLON
         return pos
@@ -465,14 +463,9 @@ class PartialJSON:
         self._save()
         journal = self.journal if self.journal is not None else []
         try:
-            steps = parse_json_path(path)
+            steps, node, last = place_at(journal, self.value, path)
         except ValueError as bad:
             self._stop(None, str(bad))
-            return
-        try:
-            node, last = place_at(journal, self.value, steps)
-        except ValueError as bad:
-            self._stop(None, f"JSON path {path!r}: {bad}")
             return
         current = node[last] if isinstance(last, int) else node.get(last)
         if item.__class__ is str and self._continuing.get(steps) and current.__class__ is str:
