@@ -18,7 +18,6 @@ import engine
 from engine.compile.results import (
     compile_sections,
     leak_result_messages,
-    leak_role,
     result_messages,
     text_result_messages,
     tool_declarations,
@@ -789,7 +788,6 @@ def test_text_result_messages_generic_shape():
 )
 def test_leaked_call_results_per_wire(name, expected):
     fmt = wire(name)
-    assert leak_role(fmt) == "user"
     assert leak_result_messages(fmt, "call", RECORDS) == expected
     # a str message is a leaked call
     assert result_messages(fmt, "call", RECORDS) == expected

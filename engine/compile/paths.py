@@ -296,13 +296,10 @@ def compile_read(path: str | dict[str, Any], choice_alias: str | None = None) ->
         if CONSTANT in path:
             return _compile_constant(path)
         return _compile_jmespath(path, choice_alias)
-    if path == "":
-        return _whole_event
-    if _PLAIN.match(path):
-        fields = path.split(".")
-        if choice_alias is not None and fields[0] == choice_alias:
-            return _chain(fields[1:], on_choice=True) if len(fields) > 1 else _the_choice
-        return _chain(fields)
+    if path == "" or _PLAIN.match(path):
+        fields = path.split(".") if path else []
+        on_choice = bool(fields) and fields[0] == choice_alias
+        return _chain(fields[1:] if on_choice else fields, on_choice)
     steps = _walk_keys(path)
     rest = steps[1:]
     if choice_alias is not None and steps[0] == choice_alias:
@@ -425,14 +422,6 @@ def _compile_strip_prefix(spec: dict[str, Any], choice_alias: str | None) -> Cal
     return strip
 
 
-def _whole_event(ev: Any, ch: Any = None) -> Any:
-    return ev
-
-
-def _the_choice(ev: Any, ch: Any) -> Any:
-    return ch
-
-
 def _jmespath_reason(exc: Exception) -> str:
     """One short line: jmespath's own messages span lines and repeat the expression."""
     if isinstance(exc, jmespath.exceptions.IncompleteExpressionError):
@@ -451,51 +440,31 @@ def _jmespath_reason(exc: Exception) -> str:
 def _chain(fields: list[str], on_choice: bool = False) -> Callable[..., Any]:
     """Direct look-ups for a plain chain, from the event or (``on_choice``) from the choice.
 
-    Specialised for the short chains of the hot path: each read is one call, no loop."""
-    if on_choice:
-        if len(fields) == 1:
-            (a,) = fields
-
-            def choice1(ev: Any, ch: Any) -> Any:
-                return ch.get(a) if ch.__class__ is dict else None
-
-            return choice1
-        if len(fields) == 2:
-            a, b = fields
-
-            def choice2(ev: Any, ch: Any) -> Any:
-                ch = ch.get(a) if ch.__class__ is dict else None
-                return ch.get(b) if ch.__class__ is dict else None
-
-            return choice2
-        inner = _chain(fields)
-        return lambda ev, ch: inner(ch, None)
+    Specialised for the short chains of the hot path: each read is one call, no loop. One
+    factory serves both roots: the root is picked by a closed-over flag, never by a second
+    call (an event-side reader is also a one-argument getter of an item)."""
+    if not fields:
+        return lambda ev, ch=None: ch if on_choice else ev
     if len(fields) == 1:
         (a,) = fields
 
-        def get1(obj: Any, _ch: Any = None) -> Any:
+        def get1(ev: Any, ch: Any = None) -> Any:
+            obj = ch if on_choice else ev
             return obj.get(a) if obj.__class__ is dict else None
 
         return get1
     if len(fields) == 2:
         a, b = fields
 
-        def get2(obj: Any, _ch: Any = None) -> Any:
+        def get2(ev: Any, ch: Any = None) -> Any:
+            obj = ch if on_choice else ev
             obj = obj.get(a) if obj.__class__ is dict else None
             return obj.get(b) if obj.__class__ is dict else None
 
         return get2
-    if len(fields) == 3:
-        a, b, c = fields
 
-        def get3(obj: Any, _ch: Any = None) -> Any:
-            obj = obj.get(a) if obj.__class__ is dict else None
-            obj = obj.get(b) if obj.__class__ is dict else None
-            return obj.get(c) if obj.__class__ is dict else None
-
-        return get3
-
-    def get_n(obj: Any, _ch: Any = None) -> Any:
+    def get_n(ev: Any, ch: Any = None) -> Any:
+        obj = ch if on_choice else ev
         for field in fields:
             if obj.__class__ is not dict:
                 return None

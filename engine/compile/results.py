@@ -273,12 +273,6 @@ def tool_declarations(strategy: Any, tools: Iterable[Any]) -> Any:
     return copy_json(template.render({"tools": views}, {}))
 
 
-def leak_role(strategy: Any) -> str:
-    """The role a strategy's wire uses for results of a call that leaked into text."""
-    spec = sections_of(strategy).results
-    return DEFAULT_LEAK_ROLE if spec is None else spec.leak_role
-
-
 def results_text(records: Iterable[Any]) -> str:
     """The results of ``records`` as one plain text, one paragraph a call."""
     parts = []
@@ -314,7 +308,7 @@ def leak_result_messages(strategy: Any, text: str, records: Iterable[Any]) -> li
     where its descriptor declares them (``results.leak``)."""
     records = list(records)
     spec = sections_of(strategy).results
-    role = leak_role(strategy)
+    role = DEFAULT_LEAK_ROLE if spec is None else spec.leak_role
     generic = text_result_messages(text, records, role)
     if not records:  # a text-only turn: the assistant's text alone, answering nothing
         generic = generic[:1]

@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from os.path import commonprefix
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from ..errors import DescriptorError, Problem, escape
 from ..events import CallIncomplete, ExtractedCall
@@ -42,6 +42,7 @@ class Forming:
         return self.forming
 
 
+T = TypeVar("T")
 NOT_FORMING = Forming(False)
 NOT_COMPILED = object()  # a section the strategy compiles when first asked for it
 _CODEC = "a text codec, no wire: engine.text.strategy.TextStrategy compiles it"
@@ -196,7 +197,7 @@ class Program:
         disc = events.get("discriminator")
         self.wrapped = False
         if isinstance(disc, dict) and "field" in disc:  # not a {jmespath: ...} read
-            self.wrapped = bool(disc.get("or_wrapped"))
+            self.wrapped = disc["or_wrapped"]
             disc = disc["field"]
         self.discriminator = compile_read(disc) if disc else None
         choice = events.get("choice")
@@ -238,10 +239,7 @@ class Program:
                     )
                 names.add(entry)
             elif isinstance(entry, dict):
-                try:
-                    tests.append(compile_predicate(entry))
-                except (ValueError, KeyError, TypeError) as exc:
-                    problems.add(pointer, f"after_done: {exc}")
+                tests += problems.compiled(pointer, "after_done", compile_predicate, entry)
         if not names and not tests:
             return None
         return lambda chunk, name: name in names or any(test(chunk) for test in tests)
@@ -425,6 +423,15 @@ class Problems(list[tuple[str, str]]):
     def add(self, pointer: str, message: str) -> None:
         self.append((pointer, message))
 
+    def compiled(self, pointer: str, what: str, compile: Callable[[Any], T], spec: Any) -> list[T]:
+        """``[compile(spec)]``, or ``[]`` with its refusal added at ``pointer`` (``what: why``),
+        so that the rest of the section still compiles (a list: the caller adds it to its own)."""
+        try:
+            return [compile(spec)]
+        except (ValueError, LookupError, TypeError) as exc:
+            self.add(pointer, f"{what}: {exc}")
+        return []
+
 
 class Rule(NamedTuple):
     """A compiled rule and its facts: its effect, the source its operation's entry declares,
@@ -462,7 +469,8 @@ def _opens_a_call(pattern: str | None, ctx: CompileContext) -> bool:
     calls = ctx.calls_pattern
     if pattern is None or calls is None or not ctx.calls_where:
         return False
-    return pattern.startswith(calls) and pattern[len(calls) :][:1] in ("", ".", "[")
+    steps = paths.parse_target(calls)
+    return paths.parse_target(pattern)[: len(steps)] == steps
 
 
 def compile_rule(name: str, raw: Any, ctx: CompileContext, pointer: str = "") -> Rule:
@@ -659,7 +667,7 @@ def _call_place(
         args_whole=spec["args_arrive"] == "whole",
         cut_when=_predicate(spec, "cut_when"),
         single=single,
-        held=bool(answered and answered.get("later")),
+        held=bool(answered and answered["later"]),
     )
 
 
@@ -731,7 +739,7 @@ class ExtractionStrategy:
             )
         reasoning = _reasoning_places(descriptor.get("reasoning"))
         events = descriptor.get("events", {})
-        choice = events.get("choice")
+        self._choice = choice = events.get("choice")
         ctx = CompileContext(
             choice_alias=(choice["alias"] if choice else None),
             calls_pattern=calls.pattern if calls else None,
@@ -746,7 +754,7 @@ class ExtractionStrategy:
         )
         turn = compile_turn(descriptor, problems)
         self.spec = Spec(
-            initial_message=descriptor.get("message", {}) or {},
+            initial_message=descriptor.get("message") or {},
             calls=calls,
             text=text,
             sentinels=frozenset(descriptor.get("done_sentinels", ())),
@@ -964,13 +972,12 @@ class ExtractionStrategy:
     def _field_chain(self, path: str) -> tuple[str, ...] | None:
         """A read path as a field chain in the event (the choice alias as its list and
         ``*``); None for a JMESPath, which names no one field."""
-        choice = self.descriptor.get("events", {}).get("choice")
-        alias = choice.get("alias", "choice") if choice else None
-        if not is_plain(path) or not is_plain(choice["list"] if alias else ""):
+        choice = self._choice  # as compiled: its alias written in where the descriptor has none
+        if not is_plain(path) or not is_plain(choice["list"] if choice else ""):
             return None
-        fields = tuple(path.split(".")) if path else ()
-        if alias and fields and fields[0] == alias:
-            fields = (*choice["list"].split("."), "*", *fields[1:])
+        fields = parse_chain(path) if path else ()
+        if choice and fields and fields[0] == choice["alias"]:
+            fields = (*parse_chain(choice["list"]), "*", *fields[1:])
         return fields
 
     def serve_spec(self) -> Any:

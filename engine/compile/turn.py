@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..model.jsonscan import COMPLETE
 from ..records import FINISH_REASONS, FinishReason, Usage
-from .paths import PathError, compile_read
+from .paths import compile_read
 
 if TYPE_CHECKING:
     from ..model.assembly import Assembly
@@ -118,10 +118,7 @@ def _counts(section: dict[str, Any], problems: Problems) -> tuple[tuple[str, Cou
         readers = []
         for i, path in enumerate(paths):
             pointer = f"/token_usage/{name}/sum/{i}" if summed else f"/token_usage/{name}"
-            try:
-                readers.append(compile_read(path))
-            except (PathError, ValueError, TypeError) as exc:
-                problems.add(pointer, f"token_usage.{name}: {exc}")
+            readers += problems.compiled(pointer, f"token_usage.{name}", compile_read, path)
         out.append((name, _summed(readers)))
     return tuple(out)
 

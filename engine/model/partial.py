@@ -80,7 +80,7 @@ _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r"
 _UNICODE = re.compile(r"\\u[0-9a-fA-F]{4}")
 _CUT_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{0,3})?")  # the rest of a fragment, cut in an escape
 _LOW = re.compile(r"\\u[dD][c-fC-F][0-9a-fA-F]{2}")  # a low surrogate's escape
-_CUT_LOW = re.compile(r"(?:\\(?:u(?:[dD](?:[c-fC-F][0-9a-fA-F]?)?)?)?)?")  # ... cut short
+_CUT_LOW = re.compile(r"(?:\\(?:u[0-9a-fA-F]{0,3})?)?")  # any escape cut short after a high one
 
 
 class _Invalid(Exception):
