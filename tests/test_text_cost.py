@@ -47,7 +47,8 @@ def _replay(path: Path) -> tuple[list[str], int, list[str]]:
             grown[0] += local["parent"].get(local["field"]).__class__ is Fragments
         elif event == "call" and code.co_filename == PATHS and code.co_name == "get1":
             caller = frame.f_back.f_code  # (a one-field reader: a frame for one look-up)
-            if (caller.co_filename, caller.co_name) in WALKS:
+            on_event = not frame.f_locals["on_choice"]  # (a choice's field is no event key)
+            if on_event and (caller.co_filename, caller.co_name) in WALKS:
                 readers.append(caller.co_name)
 
     for chunk in read_stream(path):
