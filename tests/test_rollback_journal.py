@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import importlib.util
 import json
 import sys
@@ -77,35 +78,10 @@ def test_the_first_chunk_after_reset_is_chunk_0(chunks):
 # -- a chunk that raises after its rules wrote ------------------------------------------------
 
 
-class _Boom(Exception):
-    pass
-
-
-class _Poisoned:
-    """A wire's compiled rules, counting the events they apply; once ``armed``, the next
-    event raises after all its rules wrote (the worst case for an undo: everything to take
-    back), the event itself as sent."""
-
-    def __init__(self, program: Any) -> None:
-        self.program = program
-        self.applied = 0
-        self.armed = False
-
-    def apply(self, asm: Any, event: dict, choice: int) -> None:
-        self.applied += 1
-        self.program.apply(asm, event, choice)
-        if self.armed:
-            self.armed = False
-            raise _Boom("after its rules wrote")
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.program, name)
-
-
 def _poisoned(wire: str) -> engine.ExtractionStrategy:
-    strategy = engine.ExtractionStrategy(engine.load_format(wire).descriptor)
-    strategy.program = _Poisoned(strategy.program)
-    return strategy
+    """``wire`` with rules that, once ``program.armed``, raise after all of a chunk's rules
+    wrote: tools/bench_memory.py's rejecting rules, which count the events they apply."""
+    return _bench_memory().rejecting(wire)
 
 
 def _told(events: list) -> list:
@@ -144,7 +120,7 @@ def test_a_rejected_chunk_tells_no_event_and_leaves_partial_and_the_scanners_as_
         if at and buf.format is not None and not buf.is_finished():
             before = outcome(buf)
             strategy.program.armed = True
-            with pytest.raises(engine.ChunkError, match="_Boom"):
+            with pytest.raises(engine.ChunkError, match="Rejected"):
                 buf.add(copy.deepcopy(ev))
             assert buf.events() == []
             assert all(partial == kept for partial, kept in held.values())
@@ -180,7 +156,7 @@ def test_a_client_that_refills_one_dict_for_every_chunk_gets_the_message_after_a
     for at, event in enumerate(events):
         if at == half:
             strategy.program.armed = True
-            with pytest.raises(engine.ChunkError, match="_Boom"):
+            with pytest.raises(engine.ChunkError, match="Rejected"):
                 _refilled(buf, chunk, event)
         _refilled(buf, chunk, event)
     buf.close()
@@ -207,7 +183,7 @@ def test_a_rejected_chunk_applies_only_itself(accepted):
     program = strategy.program
     applied = program.applied
     program.armed = True
-    with pytest.raises(engine.ChunkError, match="_Boom"):
+    with pytest.raises(engine.ChunkError, match="Rejected"):
         buf.add(dict(chunks[-1]))
     assert program.applied - applied == 1
     assert buf.get_content() == "".join(f"w{i} " for i in range(accepted))
@@ -254,6 +230,7 @@ def _argument_chunks(n: int) -> list[dict]:
     return [*out, chunk({}, "tool_calls")]
 
 
+@functools.cache
 def _bench_memory() -> Any:
     """tools/bench_memory.py, whose measure of what a finished buffer keeps the test uses."""
     path = ROOT / "tools" / "bench_memory.py"

@@ -63,27 +63,42 @@ def kept(wire: str, lines: list[str], events: bool) -> tuple[int, int]:
     return held, message
 
 
-class _Rejecting:
-    """A wire's compiled rules; once armed, the next event raises after its rules wrote."""
+class Rejected(Exception):
+    """What an armed :class:`Rejecting` raises: the chunk's rules all wrote before it."""
+
+
+class Rejecting:
+    """A wire's compiled rules, counting the events they apply; once ``armed``, the next
+    event raises after all its rules wrote (the worst case for an undo: everything to take
+    back). tests/test_rollback_journal.py rejects its chunks with it too."""
 
     def __init__(self, program: Any) -> None:
         self.program = program
+        self.applied = 0
         self.armed = False
 
     def apply(self, asm: Any, event: dict, choice: int) -> None:
+        self.applied += 1
         self.program.apply(asm, event, choice)
         if self.armed:
             self.armed = False
-            raise RuntimeError("rejected after its rules wrote")
+            raise Rejected("after its rules wrote")
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.program, name)
 
 
+def rejecting(wire: str) -> engine.ExtractionStrategy:
+    """A fresh compile of the built-in ``wire`` whose rules are a :class:`Rejecting`."""
+    strategy = engine.ExtractionStrategy(engine.load_format(wire).descriptor)
+    strategy.program = Rejecting(strategy.program)
+    return strategy
+
+
 def rejected(wire: str, chunks: list[dict], accepted: int, times: int) -> float:
     """Seconds one rejected chunk takes after ``accepted`` chunks (the median of ``times``)."""
-    strategy = engine.ExtractionStrategy(engine.load_format(wire).descriptor)
-    program = strategy.program = _Rejecting(strategy.program)
+    strategy = rejecting(wire)
+    program = strategy.program
     buf = engine.LLMStreamBuffer(strategies=[strategy])
     for chunk in chunks[:accepted]:
         buf.add(chunk)

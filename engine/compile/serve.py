@@ -47,10 +47,10 @@ from typing import Any
 
 from ..transport import eventstream
 from ..transport.captures import CapturedEvent, CaptureError, parse_bytes
+from ..transport.sse import EVENT_KEY
 from .schema import section_problems, templates_in, with_defaults
 from .templates import Template, TemplateProblem, check_template
 
-EVENT_KEY = "_event"
 _ERROR_TEMPLATES = ("body", "status", "headers", "kind")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?:=([^{}]+))?\}")
 _LEADING_EVENT_KEY = re.compile(r'^\s*\{\s*"_event"\s*:\s*"(?:[^"\\]|\\.)*"\s*(,\s*)?')
