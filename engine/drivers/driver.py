@@ -31,6 +31,7 @@ import inspect
 import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 from ..compile.results import result_messages
@@ -152,17 +153,14 @@ class _StreamView:
 _History = Callable[[list[ToolCallRecord]], list[dict[str, Any]]]
 
 
-@dataclass(slots=True)
-class _Rejected:
-    """Why a call was answered without running: its arguments failed the tool's schema
-    (``problems``), or nobody owns its tool, or it never became runnable. ``error`` is the
-    text its error result and the retry prompt carry to the model."""
-
-    error: str
+class _Refused(str):
+    """Why a call was answered without running: its arguments failed the tool's schema, or
+    nobody owns its tool, or it never became runnable; the text its error result and the
+    retry prompt carry to the model."""
 
 
 # A call's outcome: its record, and why it failed: the exception it raised, "cancelled", a
-# _Rejected (it never ran), or None (it ran).
+# _Refused (it never ran), or None (it ran).
 _Outcome = tuple[ToolCallRecord, Any]
 
 
@@ -211,7 +209,7 @@ def _failed(call: ExtractedCall, exc: Exception) -> _Outcome:
 
 
 def _rejected(name: Any, arguments: dict[str, Any], call_id: Any, error: str) -> _Outcome:
-    return ToolCallRecord(name, arguments, None, error, call_id), _Rejected(error)
+    return ToolCallRecord(name, arguments, None, error, call_id), _Refused(error)
 
 
 def _not_awaitable(result: Any) -> Any:
@@ -465,11 +463,11 @@ class BaseDriver:
             plan = self._plan_text(content, self.text_strategy, self.codec)
         else:
             calls = strategy.extract(message)
+            history = _native_history(strategy, message, True)
             if calls or strategy.forming(message) or not strategy.leaks_into_text:
                 never = getattr(strategy, "incomplete_calls", None)  # a strategy of the user's
-                incomplete = never(message) if never else []
-                return self._plan_native(strategy, message, calls, incomplete, self._owned())
-            as_came = self._plan_native(strategy, message, [], [], frozenset())
+                return self._whole(calls, never(message) if never else [], history)
+            as_came = self._whole([], [], history)
             backup = self.get_native_backup_strategy()
             if backup is None:
                 return as_came
@@ -483,36 +481,25 @@ class BaseDriver:
         (this driver's), and the would-be calls that
         cannot (cut, invalid) are reported and answered."""
         scanner = codec.scan_turn(text, self._text_calls)
-        owns = self._owned().__contains__
         found, never = scanner.complete_calls(), scanner.incomplete_calls()
         slots = sorted([*found, *never], key=lambda c: c.start)  # ("text", n) in text order
-        plan = _Round()
+        incomplete = []
         for call in never:
-            if self._claims(owns, call.name):
-                reason = call.reason or "invalid"
-                cause = text_call_cause(reason, call.raw, None)
-                slot = ("text", slots.index(call))
-                event = CallIncomplete(slot, call.name, None, call.raw, reason, cause)
-                plan.incomplete.append(event)
+            reason = call.reason or "invalid"
+            cause = text_call_cause(reason, call.raw, None)
+            slot = ("text", slots.index(call))
+            incomplete.append(CallIncomplete(slot, call.name, None, call.raw, reason, cause))
         calls = [ExtractedCall(c.name, c.arguments, None, c.end) for c in found]
-        self._batch(plan, calls, owns, lambda rs: result_messages(fmt, text, rs), plan.incomplete)
-        return plan
+        return self._whole(calls, incomplete, functools.partial(result_messages, fmt, text))
 
-    def _plan_native(
-        self,
-        strategy: Any,
-        message: Any,
-        calls: list[ExtractedCall],
-        incomplete: list[CallIncomplete],
-        owned: frozenset[str],
+    def _whole(
+        self, calls: list[ExtractedCall], incomplete: list[CallIncomplete], history: _History
     ) -> _Round:
-        """A whole native turn: this driver's calls run, the incomplete ones it reports are
-        answered with an error result, and the history is the assistant turn with every
-        result."""
-        plan = _Round()
-        owns = owned.__contains__
-        plan.incomplete = [c for c in incomplete if self._claims(owns, c.name)]
-        self._batch(plan, calls, owns, _native_history(strategy, message, True), plan.incomplete)
+        """A whole turn: this driver's calls run, the incomplete ones it reports are answered
+        with an error result, and ``history`` answers them all."""
+        owns = self._owned().__contains__
+        plan = _Round(incomplete=[c for c in incomplete if self._claims(owns, c.name)])
+        self._batch(plan, calls, owns, history, plan.incomplete)
         return plan
 
     def _batch(
@@ -527,20 +514,18 @@ class BaseDriver:
         tools it does not own for ``_answer_unknown``, and the ``incomplete`` ones answered."""
         batch = _Batch([c for c in calls if owns(c.name)], history)
         plan.batches.append(batch)
-        self._answer_unknown(batch, [c for c in calls if not owns(c.name)])
-        self._answer_incomplete(batch, incomplete)
-
-    def _answer_unknown(self, batch: _Batch, calls: list[ExtractedCall]) -> None:
-        """Calls of tools this driver does not own are another driver's: left alone (out of
-        its history). Only a driver that knows every tool (an Orchestrator) answers them."""
-
-    def _answer_incomplete(self, batch: _Batch, calls: list[CallIncomplete]) -> None:
-        """Each call that will never run is answered with an error result saying why, so
-        that every call id of the assistant turn has its result (the turn then carries its
-        arguments as the API accepts them: ``answerable``)."""
+        # A call of a tool this driver does not own is another driver's: left alone (out of
+        # its history), unless it tells the model the tool does not exist (``_unknown``).
         for call in calls:
-            error = self.codec.retry_call_incomplete(call)
-            batch.answered.append(_rejected(call.name, {}, call.id, error))
+            error = None if owns(call.name) else self._unknown(call.name)
+            if error is not None:
+                batch.answered.append(_rejected(call.name, call.arguments, call.id, error))
+        # Each call that will never run is answered with an error result saying why, so that
+        # every call id of the assistant turn has its result (the turn then carries its
+        # arguments as the API accepts them: ``answerable``).
+        for never in incomplete:
+            error = self.codec.retry_call_incomplete(never)
+            batch.answered.append(_rejected(never.name, {}, never.id, error))
 
     def _view_of(self, buf: LLMStreamBuffer) -> _StreamView:
         """What this driver knows of ``buf``, remembered from its first round on. The native
@@ -639,45 +624,42 @@ class BaseDriver:
         mine = []
         unknown = []
         for call in buf.text_calls():
-            if not view.owns(call.name):
-                # At the turn's end, a driver that answers unknown tools (an Orchestrator)
-                # takes the call to answer it; any other leaves it as text.
-                if ended and self._claims(view.owns, call.name) and buf.consume_text_call(call):
-                    mine.append(call)
-                else:
-                    unknown.append(call.name)
-            elif buf.consume_text_call(call):  # (its arguments are checked when it runs)
+            owned = view.owns(call.name)  # (its arguments are checked when it runs)
+            # At the turn's end, a driver that answers unknown tools (an Orchestrator) takes
+            # the call to answer it; any other leaves it as text.
+            takes = owned or (ended and self._claims(view.owns, call.name))
+            if takes and buf.consume_text_call(call):
                 mine.append(call)
+            elif not owned:
+                unknown.append(call.name)
         if ended:
-            for never in buf.text_incomplete():  # those that would have run: this driver's
-                if self._claims(view.owns, never.name):
-                    # Now one of the stream's incomplete calls, which the round reports.
-                    event = buf.report_text_incomplete(never)
-                    if event is not None:
-                        plan.incomplete.append(event)
-            self._note_unknown_text(plan.response, unknown)
-            return mine
-        if mine:
-            start, end = view.covered, mine[-1].end or 0
-            text, strategy = buf.get_content()[start:end], buf.strategy
-            view.covered = end
-            self._batch(plan, mine, view.owns, lambda rs: result_messages(strategy, text, rs), [])
-        forming = buf.text_forming()
-        waiting = buf.text_waiting()
-        # A call still forming is held whoever's tool it names: until it closes it may still
-        # break, and the text is then read again from the next marker inside it, where a
-        # call of this driver's may begin (shown, it could no longer run). Once complete, a
-        # call of another's tool flows (``waiting`` holds only those this driver may run).
-        holds = bool(forming) or any(self._claims(view.owns, name) for name in waiting)
-        if forming and self._text_calls == "anywhere":
-            name = forming.tool_name
+            # Those that would have run, this driver's: now the stream's incomplete calls,
+            # which the round reports.
+            never = [n for n in buf.text_incomplete() if self._claims(view.owns, n.name)]
+            events = [buf.report_text_incomplete(n) for n in never]
+            plan.incomplete += [event for event in events if event is not None]
+        else:
+            if mine:
+                end = mine[-1].end or 0
+                text = buf.get_content()[view.covered : end]
+                view.covered = end
+                history = functools.partial(result_messages, buf.strategy, text)
+                self._batch(plan, mine, view.owns, history, [])
+            forming = buf.text_forming()
+            # A call still forming is held whoever's tool it names: until it closes it may
+            # still break, and the text is then read again from the next marker inside it,
+            # where a call of this driver's may begin (shown, it could no longer run). Once
+            # complete, a call of another's tool flows (``text_waiting()`` holds only those
+            # this driver may run).
+            if forming or any(self._claims(view.owns, name) for name in buf.text_waiting()):
+                buf.hold_text_call()  # the calls' text only: the prose before them flows now
+                plan.response.call_pending = True
+            name = forming.tool_name if forming and self._text_calls == "anywhere" else None
             if name is not None and not view.owns(name):
                 unknown.append(name)
-        if holds:
-            buf.hold_text_call()  # the calls' text only: the prose before them flows now
-            plan.response.call_pending = True
-        self._note_unknown_text(plan.response, unknown)
-        return []
+        if unknown and plan.response.retry_prompt is None:
+            plan.response.retry_prompt = self._unknown(unknown[0])
+        return mine
 
     def _claims(self, owns: Callable[[Any], bool], name: str | None) -> bool:
         """Is a call of ``name`` this driver's to hold (a text call, until it is decided) and
@@ -686,9 +668,11 @@ class BaseDriver:
         one: it tells the model of a call of a tool nobody owns.)"""
         return name is None or owns(name)
 
-    def _note_unknown_text(self, response: DriverResponse, names: list[str]) -> None:
-        """A text call of a tool this driver does not own flows as text: another driver's,
-        as far as this one knows. Only an Orchestrator tells the model it does not exist."""
+    def _unknown(self, name: str) -> str | None:
+        """What the model is told of its call of a tool this driver does not own: nothing,
+        the call is another driver's as far as this one knows (a text call flows as text).
+        Only an Orchestrator, which knows every tool, tells it the tool does not exist."""
+        return None
 
     # -- run -------------------------------------------------------------------------------------
 
@@ -773,35 +757,30 @@ class BaseDriver:
         run, then those answered without running), then the calls that will never run. The
         first failure is what the model is told: why a call was refused, or its raise."""
         response = plan.response
-        at = 0
+        run = iter(outcomes)
+        done: list[_Outcome] = []
         for batch in plan.batches:
-            done = [*outcomes[at : at + len(batch.calls)], *batch.answered]
-            at += len(batch.calls)
-            ran = [r for r, why in done if why.__class__ is not _Rejected]
-            response.call_executed |= any(r.error is None for r in ran)
-            response.call_failed |= any(r.error is not None for r in ran)
-            failed = next(((r.name, why) for r, why in done if why is not None), None)
-            if response.retry_prompt is None and failed is not None:
-                response.retry_prompt = self._told(*failed)
-            _extend(response, "messages", batch.history([record for record, _ in done]))
-            _extend(response, "executed_calls", ran)
-            refused = [r for r, why in done if why.__class__ is _Rejected]
-            _extend(response, "rejected_calls", refused)
+            records = [*islice(run, len(batch.calls)), *batch.answered]
+            response.messages += batch.history([record for record, _ in records])
+            done += records
+        ran = [record for record, why in done if why.__class__ is not _Refused]
+        response.call_executed = any(record.error is None for record in ran)
+        response.call_failed = any(record.error is not None for record in ran)
+        response.executed_calls = ran or None
+        refused = [record for record, why in done if why.__class__ is _Refused]
+        response.rejected_calls = refused or None
+        failed = next(((record.name, why) for record, why in done if why is not None), None)
+        if response.retry_prompt is None and failed is not None:
+            response.retry_prompt = self._told(*failed)
         if plan.incomplete:
             if response.retry_prompt is None:
                 response.retry_prompt = self.codec.retry_call_incomplete(plan.incomplete[0])
-            _extend(response, "incomplete_calls", plan.incomplete)
+            response.incomplete_calls = plan.incomplete
         return response
 
     def _told(self, name: str, why: Any) -> str:
         """What the model is told of a call that failed: why it was refused, or its raise."""
-        return why.error if type(why) is _Rejected else self.codec.retry_execution_failed(name, why)
-
-
-def _extend(response: DriverResponse, name: str, more: list[Any]) -> None:
-    """One of the response's lists, ``more`` added (None while nothing was)."""
-    if more:
-        setattr(response, name, [*(getattr(response, name) or []), *more])
+        return str(why) if type(why) is _Refused else self.codec.retry_execution_failed(name, why)
 
 
 def _native_history(strategy: Any, message: Any, said: bool) -> _History:
@@ -881,14 +860,5 @@ class Orchestrator(BaseDriver):
         reports every incomplete call: the model is told of a call of a tool nobody owns."""
         return True
 
-    def _note_unknown_text(self, response: DriverResponse, names: list[str]) -> None:
-        if names and response.retry_prompt is None:
-            response.retry_prompt = self.codec.retry_unknown_tool(names[0], sorted(self._owned()))
-
-    def _answer_unknown(self, batch: _Batch, calls: list[ExtractedCall]) -> None:
-        if not calls:
-            return
-        available = sorted(self._owned())
-        for call in calls:
-            error = self.codec.retry_unknown_tool(call.name, available)
-            batch.answered.append(_rejected(call.name, call.arguments, call.id, error))
+    def _unknown(self, name: str) -> str | None:
+        return self.codec.retry_unknown_tool(name, sorted(self._owned()))
