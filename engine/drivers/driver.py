@@ -32,7 +32,7 @@ import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Any
+from typing import Any, cast
 
 from ..compile.results import result_messages
 from ..compile.strategy import ExtractionStrategy, Forming
@@ -195,8 +195,7 @@ class _Round:
 
 def _args(call: ExtractedCall) -> dict[str, Any]:
     """The arguments a tool gets: its own copy, so that it cannot change the record's."""
-    args: dict[str, Any] = copy_json(call.arguments)  # a copy of a dict is a dict
-    return args
+    return cast("dict[str, Any]", copy_json(call.arguments))  # a copy of a dict is a dict
 
 
 def _ran(call: ExtractedCall, result: Any) -> _Outcome:
@@ -417,7 +416,24 @@ class BaseDriver:
         plan = self._plan(llm_response)
         if isinstance(plan, DriverResponse):
             return plan
-        outcomes, cancelled = await self._aoutcomes(plan.calls())
+        # The calls run concurrently. A cancelled round: ``gather`` cancels every task still
+        # running and completes only once all have ended, so each task is then finished (its
+        # outcome stands) or cancelled (recorded as failed, ``"cancelled"``). A tool that
+        # cancels itself while the round goes on is recorded the same way and the round goes
+        # on. The records are in call order.
+        calls = plan.calls()
+        tasks = [asyncio.ensure_future(self._aoutcome(call)) for call in calls]
+        cancelled = None
+        try:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        except asyncio.CancelledError as exc:
+            cancelled = exc  # raised once the round is reported
+        outcomes = [
+            (ToolCallRecord(call.name, call.arguments, None, "cancelled", call.id), "cancelled")
+            if task.cancelled()
+            else task.result()
+            for call, task in zip(calls, tasks, strict=True)
+        ]
         response = self._report(plan, outcomes)
         if cancelled is not None:
             vars(cancelled)["response"] = response  # an attribute CancelledError does not declare
@@ -548,11 +564,9 @@ class BaseDriver:
         completed, the forming call and its name unchanged, the text codec holding nothing)
         the round is a handful of identity checks: a client runs it on every chunk."""
         view = self._view_of(buf)
-        native, ended, forming, quiet, incomplete = buf.changes(
-            view.native_done, view.incomplete_done
-        )
+        native, ended, forming, quiet, never = buf.changes(view.native_done, view.incomplete_done)
         if ended:
-            return self._plan_ended(buf, view, native, quiet, incomplete)
+            return self._plan_ended(buf, view, native, quiet, never)
         if len(native) != view.checked or native is not view.native or forming is not view.forming:
             view.look(native, forming)
         if view.scans and not quiet:
@@ -576,10 +590,8 @@ class BaseDriver:
         nothing is pending any more. (``native``, ``quiet`` and ``incomplete``: what changed
         since the driver's mark, ``LLMStreamBuffer.changes``.)"""
         plan = _Round()
-        texts: list[ExtractedCall] = []
-        if view.scans and not quiet:
-            texts = self._plan_text_calls(buf, view, True, plan)
-            incomplete = [*incomplete, *plan.incomplete]  # the text calls it reported, last
+        texts = self._plan_text_calls(buf, view, True, plan) if view.scans and not quiet else []
+        incomplete = [*incomplete, *plan.incomplete]  # the text calls it reported, last
         if not native and not incomplete and not texts and view.turn_sent:
             return DriverResponse()  # the turn was handled: a round after it finds nothing
         view.native_done += len(native)
@@ -606,11 +618,7 @@ class BaseDriver:
         return plan
 
     def _plan_text_calls(
-        self,
-        buf: LLMStreamBuffer,
-        view: _StreamView,
-        ended: bool,
-        plan: _Round,
+        self, buf: LLMStreamBuffer, view: _StreamView, ended: bool, plan: _Round
     ) -> list[ExtractedCall]:
         """Text calls (the buffer offers them only in a turn without a native call): this
         driver's complete ones that may run now are claimed (their text is never shown):
@@ -726,30 +734,6 @@ class BaseDriver:
         result = await asyncio.to_thread(execute, tool_name, arguments)
         return await result if inspect.isawaitable(result) else result
 
-    async def _aoutcomes(
-        self, calls: list[ExtractedCall]
-    ) -> tuple[list[_Outcome], asyncio.CancelledError | None]:
-        """Run ``calls`` concurrently; their outcomes in call order, and the CancelledError
-        when the round was cancelled (raised by the caller once the round is reported).
-
-        A cancelled round: ``gather`` cancels every task still running and completes only
-        once all have ended, so each task is then finished (its outcome stands) or
-        cancelled (recorded as failed, ``"cancelled"``). A tool that cancels itself while
-        the round goes on is recorded the same way and the round goes on."""
-        tasks = [asyncio.ensure_future(self._aoutcome(call)) for call in calls]
-        cancelled = None
-        try:
-            await asyncio.gather(*tasks, return_exceptions=True)
-        except asyncio.CancelledError as exc:
-            cancelled = exc
-        outcomes = [
-            (ToolCallRecord(call.name, call.arguments, None, "cancelled", call.id), "cancelled")
-            if task.cancelled()
-            else task.result()
-            for call, task in zip(calls, tasks, strict=True)
-        ]
-        return outcomes, cancelled
-
     # -- report ----------------------------------------------------------------------------------
 
     def _report(self, plan: _Round, outcomes: list[_Outcome]) -> DriverResponse:
@@ -819,13 +803,12 @@ class Orchestrator(BaseDriver):
         owners: dict[str, BaseDriver] = {}
         for driver in self.drivers:
             for tool in driver.list_tools():
-                other = owners.get(tool.name)
-                if other is not None and other is not driver:
+                other = owners.setdefault(tool.name, driver)
+                if other is not driver:
                     raise ValueError(
                         f"tool {tool.name!r} is owned by both {type(other).__name__} and "
                         f"{type(driver).__name__}"
                     )
-                owners[tool.name] = driver
         return owners
 
     def list_tools(self) -> list[Tool]:
