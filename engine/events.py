@@ -99,11 +99,16 @@ class ExtractedCall:
 
 def _json_ready(value: Any) -> Any:
     """A field's value as JSON has it: tuples (a text call's slot) become lists, a call
-    ``{name, arguments, id}``; dicts and lists are copied (a ``partial`` keeps changing)."""
+    ``{name, arguments, id}``, a Usage its fields; dicts and lists are copied (a ``partial``
+    keeps changing)."""
     if isinstance(value, tuple | list):
         return [_json_ready(v) for v in value]
     if isinstance(value, dict):
         return {k: _json_ready(v) for k, v in value.items()}
+    if value.__class__ is ExtractedCall:
+        return _json_ready({"name": value.name, "arguments": value.arguments, "id": value.id})
+    if value.__class__ is Usage:
+        return {u.name: getattr(value, u.name) for u in fields(value)}
     return value
 
 
@@ -116,15 +121,8 @@ class Event:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict, ``"type"`` the class name, then the fields in declared order."""
-        out: dict[str, Any] = {"type": type(self).__name__}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if value.__class__ is ExtractedCall:
-                value = {"name": value.name, "arguments": value.arguments, "id": value.id}
-            elif value.__class__ is Usage:
-                value = {u.name: getattr(value, u.name) for u in fields(value)}
-            out[f.name] = _json_ready(value)
-        return out
+        values = {f.name: _json_ready(getattr(self, f.name)) for f in fields(self)}
+        return {"type": type(self).__name__, **values}
 
 
 @dataclass(frozen=True, slots=True)

@@ -123,10 +123,8 @@ def free_form_problems(tool: Tool, arguments: Any) -> list[ArgumentProblem]:
     checked (the whole input must match it, read by Python's ``re``; a definition ``re``
     cannot compile is not checked); any other format (any text, a ``lark`` grammar, for
     which no parser is at hand) passes unchecked."""
-    fmt = tool.format
-    if not isinstance(fmt, dict) or fmt.get("syntax") != "regex":
-        return []
-    pattern = _regex(fmt.get("definition"))
+    fmt = tool.format if isinstance(tool.format, dict) else {}
+    pattern = _regex(fmt.get("definition")) if fmt.get("syntax") == "regex" else None
     if pattern is None:
         return []
     ((key, text),) = arguments.items() if len(arguments) == 1 else ((None, None),)
@@ -207,21 +205,17 @@ def fast_check(schema: Any, draft: type) -> _Check | None:
 
 
 def _compile(schema: Any) -> _Check:
-    if schema is True:
-        return lambda v: True
-    if schema is False:
-        return lambda v: False
+    if schema is True or schema is False:
+        return lambda v: schema  # a boolean schema is its own answer
     if schema.__class__ is not dict:
         raise _NoFastPath
-    checks: list[_Check] = []
-    for key, value in schema.items():
-        if key in _ANNOTATIONS:
-            continue
-        make = _KEYWORDS.get(key)
-        if make is None:
-            raise _NoFastPath
-        checks.append(make(value, schema))
-    return _joined(checks, all)
+    keywords = [(_KEYWORDS.get(k, _beyond), v) for k, v in schema.items() if k not in _ANNOTATIONS]
+    return _joined([make(value, schema) for make, value in keywords], all)
+
+
+def _beyond(value: Any, schema: dict[str, Any]) -> _Check:
+    """A keyword the fast path does not read."""
+    raise _NoFastPath
 
 
 def _joined(checks: list[_Check], join: Callable[[Iterable[bool]], bool]) -> _Check:
