@@ -31,7 +31,6 @@ import inspect
 import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from itertools import islice
 from typing import Any, cast
 
 from ..compile.results import result_messages
@@ -149,7 +148,7 @@ class _StreamView:
         self.pending = self.native_mine or self.forming_mine
 
 
-# A batch's records -> its history.
+# A round's records -> its history.
 _History = Callable[[list[ToolCallRecord]], list[dict[str, Any]]]
 
 
@@ -165,32 +164,20 @@ _Outcome = tuple[ToolCallRecord, Any]
 
 
 @dataclass(slots=True, eq=False)
-class _Batch:
-    """Calls answered together in one history: ``calls`` this driver runs (their arguments
-    checked first), ``answered`` calls it answers with an error result without running them
-    (a tool nobody owns, for a driver that knows every tool; an incomplete call), and
-    ``history``, how the records become the native history."""
-
-    calls: list[ExtractedCall]
-    history: _History
-    answered: list[_Outcome] = field(default_factory=list)
-
-
-@dataclass(slots=True, eq=False)
 class _Round:
     """A round's plan: everything decided before any tool runs, so that the sync and the
     async path share it and differ only in how the calls run. ``response`` holds the flags
-    decided already (``call_pending``); ``batches`` the calls to run or answer, each batch
-    with how its history is built from its records; ``incomplete`` the calls that will never
-    run, to report."""
+    decided already (``call_pending``); ``calls`` those this driver runs (their arguments
+    checked first), ``answered`` those it answers with an error result without running them
+    (a tool nobody owns, for a driver that knows every tool; an incomplete call), all in one
+    ``history``, how their records become the native history (None: the round sends none);
+    ``incomplete`` the calls that will never run, to report."""
 
     response: DriverResponse = field(default_factory=DriverResponse)
-    batches: list[_Batch] = field(default_factory=list)
+    calls: list[ExtractedCall] = field(default_factory=list)
+    answered: list[_Outcome] = field(default_factory=list)
+    history: _History | None = None
     incomplete: list[CallIncomplete] = field(default_factory=list)
-
-    def calls(self) -> list[ExtractedCall]:
-        """Every call to run, batch after batch: the order of the records."""
-        return [call for batch in self.batches for call in batch.calls]
 
 
 def _args(call: ExtractedCall) -> dict[str, Any]:
@@ -387,7 +374,7 @@ class BaseDriver:
         plan = self._plan(llm_response)
         if isinstance(plan, DriverResponse):
             return plan  # nothing to run or report: most rounds of a stream
-        return self._report(plan, [self._outcome(call) for call in plan.calls()])
+        return self._report(plan, [self._outcome(call) for call in plan.calls])
 
     async def aprocess_llm_response(
         self, llm_response: str | dict[str, Any] | LLMStreamBuffer
@@ -421,7 +408,7 @@ class BaseDriver:
         # outcome stands) or cancelled (recorded as failed, ``"cancelled"``). A tool that
         # cancels itself while the round goes on is recorded the same way and the round goes
         # on. The records are in call order.
-        calls = plan.calls()
+        calls = plan.calls
         tasks = [asyncio.ensure_future(self._aoutcome(call)) for call in calls]
         cancelled = None
         try:
@@ -489,7 +476,7 @@ class BaseDriver:
                 return as_came
             plan = self._plan_text(strategy.content_text(message), strategy, _codec_of(backup))
         # The text's calls, if it has any that run or are answered; else the turn as it came.
-        return plan if plan.calls() or plan.batches[0].answered else as_came
+        return plan if plan.calls or plan.answered else as_came
 
     def _plan_text(self, text: str, fmt: Any, codec: TextCodec) -> _Round:
         """A whole text (a ``str``, or a message's text in the fall-through), read as a
@@ -526,22 +513,23 @@ class BaseDriver:
         history: _History,
         incomplete: list[CallIncomplete],
     ) -> None:
-        """A batch answered in one ``history``: this driver's ``calls`` to run, those of
-        tools it does not own for ``_answer_unknown``, and the ``incomplete`` ones answered."""
-        batch = _Batch([c for c in calls if owns(c.name)], history)
-        plan.batches.append(batch)
+        """The round's calls, answered in one ``history``: this driver's ``calls`` to run,
+        those of tools it does not own answered if ``_unknown`` says so, and the
+        ``incomplete`` ones answered."""
+        plan.calls = [c for c in calls if owns(c.name)]
+        plan.history = history
         # A call of a tool this driver does not own is another driver's: left alone (out of
         # its history), unless it tells the model the tool does not exist (``_unknown``).
         for call in calls:
             error = None if owns(call.name) else self._unknown(call.name)
             if error is not None:
-                batch.answered.append(_rejected(call.name, call.arguments, call.id, error))
+                plan.answered.append(_rejected(call.name, call.arguments, call.id, error))
         # Each call that will never run is answered with an error result saying why, so that
         # every call id of the assistant turn has its result (the turn then carries its
         # arguments as the API accepts them: ``answerable``).
         for never in incomplete:
             error = self.codec.retry_call_incomplete(never)
-            batch.answered.append(_rejected(never.name, {}, never.id, error))
+            plan.answered.append(_rejected(never.name, {}, never.id, error))
 
     def _view_of(self, buf: LLMStreamBuffer) -> _StreamView:
         """What this driver knows of ``buf``, remembered from its first round on. The native
@@ -737,16 +725,13 @@ class BaseDriver:
     # -- report ----------------------------------------------------------------------------------
 
     def _report(self, plan: _Round, outcomes: list[_Outcome]) -> DriverResponse:
-        """The round's response: each batch's records and history in call order (the calls
-        run, then those answered without running), then the calls that will never run. The
+        """The round's response: its records and history in call order (the calls run, then
+        those answered without running), then the calls that will never run. The
         first failure is what the model is told: why a call was refused, or its raise."""
         response = plan.response
-        run = iter(outcomes)
-        done: list[_Outcome] = []
-        for batch in plan.batches:
-            records = [*islice(run, len(batch.calls)), *batch.answered]
-            response.messages += batch.history([record for record, _ in records])
-            done += records
+        done = [*outcomes, *plan.answered]
+        if plan.history is not None:
+            response.messages = plan.history([record for record, _ in done])
         ran = [record for record, why in done if why.__class__ is not _Refused]
         response.call_executed = any(record.error is None for record in ran)
         response.call_failed = any(record.error is not None for record in ran)
