@@ -46,11 +46,10 @@ from test_drivers import (
 
 import engine
 from engine import BaseDriver, CallIncomplete, DriverResponse, Orchestrator, Tool
-from engine.drivers.driver import default_codec
 
 pytestmark = pytest.mark.filterwarnings("error")  # a "never awaited" warning fails a test
 
-CODEC = default_codec()
+CODEC = BaseDriver().codec  # the built-in text codec
 SLEEP = 0.2
 PARALLEL = GOLDEN / "openai_chat" / "oai_py_parallel_tools_a.jsonl"  # two calls, one batch
 WEATHER, STOCK = "GetWeatherArgs", "get_stock_price"  # its calls, in call order

@@ -22,9 +22,8 @@ from hypothesis import strategies as st
 
 import engine
 from engine import BaseDriver, DriverResponse, LLMStreamBuffer, Orchestrator, Tool
-from engine.drivers.driver import default_codec
 
-CODEC = default_codec()
+CODEC = BaseDriver().codec  # the built-in text codec
 
 
 class Echo(BaseDriver):

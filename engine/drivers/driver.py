@@ -67,11 +67,6 @@ class DriverResponse:
     rejected_calls: list[ToolCallRecord] | None = None
 
 
-def default_codec() -> TextCodec:
-    """The built-in text codec (``formats/mcs_text.yaml``), compiled once and shared."""
-    return text_strategy().codec
-
-
 def _codec_of(strategy: Any) -> TextCodec:
     """The codec of a text strategy (``engine.text.strategy.TextStrategy``), or a codec."""
     codec = getattr(strategy, "codec", strategy)
@@ -194,8 +189,9 @@ def _failed(call: ExtractedCall, exc: Exception) -> _Outcome:
     return ToolCallRecord(call.name, call.arguments, None, error, call.id, exc), exc
 
 
-def _rejected(name: Any, arguments: dict[str, Any], call_id: Any, error: str) -> _Outcome:
-    return ToolCallRecord(name, arguments, None, error, call_id), _Refused(error)
+def _rejected(call: Any, arguments: Any, error: str) -> _Outcome:
+    """A call (an ExtractedCall or a CallIncomplete) answered with ``error`` without running."""
+    return ToolCallRecord(call.name, arguments, None, error, call.id), _Refused(error)
 
 
 def _not_awaitable(result: Any) -> Any:
@@ -520,16 +516,13 @@ class BaseDriver:
         plan.history = history
         # A call of a tool this driver does not own is another driver's: left alone (out of
         # its history), unless it tells the model the tool does not exist (``_unknown``).
-        for call in calls:
-            error = None if owns(call.name) else self._unknown(call.name)
-            if error is not None:
-                plan.answered.append(_rejected(call.name, call.arguments, call.id, error))
+        others = [(c, self._unknown(c.name)) for c in calls if not owns(c.name)]
+        plan.answered = [_rejected(c, c.arguments, told) for c, told in others if told is not None]
         # Each call that will never run is answered with an error result saying why, so that
         # every call id of the assistant turn has its result (the turn then carries its
         # arguments as the API accepts them: ``answerable``).
-        for never in incomplete:
-            error = self.codec.retry_call_incomplete(never)
-            plan.answered.append(_rejected(never.name, {}, never.id, error))
+        retry = self.codec.retry_call_incomplete
+        plan.answered += [_rejected(never, {}, retry(never)) for never in incomplete]
 
     def _view_of(self, buf: LLMStreamBuffer) -> _StreamView:
         """What this driver knows of ``buf``, remembered from its first round on. The native
@@ -550,36 +543,28 @@ class BaseDriver:
     def _plan_stream(self, buf: LLMStreamBuffer) -> DriverResponse | _Round:
         """One round. While the stream runs and nothing new arrived for this driver (no call
         completed, the forming call and its name unchanged, the text codec holding nothing)
-        the round is a handful of identity checks: a client runs it on every chunk."""
+        the round is a handful of identity checks: a client runs it on every chunk.
+
+        A round at or after the end of input (the wire's DONE, or ``close()`` on a stream
+        that never sent its DONE: no sibling can still stream either way) runs the native
+        batch, this driver's calls of it, or the text calls that end the turn; the stream's
+        assistant turn goes into the history once, answering every call of this driver's;
+        nothing is pending any more. (``native``, ``quiet`` and ``never``: what changed since
+        the driver's mark, ``LLMStreamBuffer.changes``.)"""
         view = self._view_of(buf)
         native, ended, forming, quiet, never = buf.changes(view.native_done, view.incomplete_done)
-        if ended:
-            return self._plan_ended(buf, view, native, quiet, never)
-        if len(native) != view.checked or native is not view.native or forming is not view.forming:
-            view.look(native, forming)
-        if view.scans and not quiet:
-            plan = _Round(DriverResponse(call_pending=view.pending))
-            self._plan_text_calls(buf, view, False, plan)
-            return plan
-        return DriverResponse(call_pending=True) if view.pending else DriverResponse()
-
-    def _plan_ended(
-        self,
-        buf: LLMStreamBuffer,
-        view: _StreamView,
-        native: list[ExtractedCall],
-        quiet: bool,
-        incomplete: list[CallIncomplete],
-    ) -> DriverResponse | _Round:
-        """A round at or after the end of input: the wire's DONE, or ``close()`` on a stream
-        that never sent its DONE (no sibling can still stream either way). The native batch
-        runs, this driver's calls of it, or the text calls that end the turn; the stream's
-        assistant turn goes into the history once, answering every call of this driver's;
-        nothing is pending any more. (``native``, ``quiet`` and ``incomplete``: what changed
-        since the driver's mark, ``LLMStreamBuffer.changes``.)"""
+        if not ended:
+            grown = len(native) != view.checked or native is not view.native
+            if grown or forming is not view.forming:
+                view.look(native, forming)
+            if view.scans and not quiet:
+                plan = _Round(DriverResponse(call_pending=view.pending))
+                self._plan_text_calls(buf, view, False, plan)
+                return plan
+            return DriverResponse(call_pending=True) if view.pending else DriverResponse()
         plan = _Round()
         texts = self._plan_text_calls(buf, view, True, plan) if view.scans and not quiet else []
-        incomplete = [*incomplete, *plan.incomplete]  # the text calls it reported, last
+        incomplete = [*never, *plan.incomplete]  # the text calls it reported, last
         if not native and not incomplete and not texts and view.turn_sent:
             return DriverResponse()  # the turn was handled: a round after it finds nothing
         view.native_done += len(native)
@@ -695,7 +680,7 @@ class BaseDriver:
         if not problems:
             return None
         error = self.codec.retry_schema_invalid(call.name, problems)
-        return _rejected(call.name, call.arguments, call.id, error)
+        return _rejected(call, call.arguments, error)
 
     def _outcome(self, call: ExtractedCall) -> _Outcome:
         """Run one of this driver's calls here and now; a raise becomes an error record."""
