@@ -114,6 +114,12 @@ def _validator(schema_text: str) -> tuple[Validator, _Check | None]:
     return cls(schema), fast_check(schema, cls)
 
 
+def problems_of(tool: Tool, arguments: Any, free_form: bool = False) -> list[ArgumentProblem]:
+    """What in a call's ``arguments`` fails its tool: its ``parameters`` (JSON Schema), or,
+    for a free-form call (its input is text), its ``format``; ``[]`` when they pass."""
+    return free_form_problems(tool, arguments) if free_form else schema_of(tool).problems(arguments)
+
+
 # -- free-form calls: their input against the tool's format ------------------------------------
 
 

@@ -41,7 +41,7 @@ from ..model.fragments import copy_json
 from ..records import Tool, ToolCallRecord
 from ..stream.buffer import LLMStreamBuffer
 from ..text.codec import TextCodec, text_call_cause
-from .arguments import free_form_problems, schema_of
+from .arguments import problems_of, schema_of
 
 __all__ = ["BaseDriver", "DriverResponse", "Orchestrator", "Tool", "ToolCallRecord"]
 
@@ -80,11 +80,9 @@ _DEFAULT = object()  # "the driver's own text strategy", for the native backup
 TEXT_CALLS = ("end", "anywhere")
 
 
-@functools.cache
-def _builtin_text_strategy() -> Any:
-    """The built-in text strategy, looked up once: a driver asks for it every round, and the
-    registry's look-up walks every built-in."""
-    return text_strategy()
+# The built-in text strategy, looked up once: a driver asks for it every round, and the
+# registry's look-up walks every built-in.
+_builtin_text_strategy = functools.cache(text_strategy)
 
 
 @dataclass(slots=True, eq=False, weakref_slot=True)
@@ -115,7 +113,6 @@ class _StreamView:
     native_mine: bool = False  # one of them is this driver's
     forming: Forming | None = None
     forming_mine: bool = False  # ``forming`` is this driver's, or its name is unknown yet
-    pending: bool = False  # the round's ``call_pending`` for native calls
     native_done: int = 0  # buf.calls() before this index were handled by this driver
     incomplete_done: int = 0  # buf.incomplete_calls() before this index were reported
     turn_sent: bool = False  # the stream's assistant turn is in this driver's history
@@ -128,9 +125,10 @@ class _StreamView:
         return owned
 
     def look(self, native: list[ExtractedCall], forming: Forming) -> None:
-        """Something changed: is a native call of this driver's on its way (``pending``)?
-        Either a complete one waiting for the batch to end, or the forming one, when it is
-        this driver's or its name has not streamed yet."""
+        """Something changed: is a native call of this driver's on its way (the round's
+        ``call_pending`` for native calls: ``native_mine or forming_mine``)? Either a complete
+        one waiting for the batch to end, or the forming one, when it is this driver's or its
+        name has not streamed yet."""
         if native is not self.native or len(native) < self.checked:
             self.native, self.checked, self.native_mine = native, 0, False
         if not self.native_mine and len(native) > self.checked:
@@ -140,7 +138,6 @@ class _StreamView:
             name = forming.tool_name
             self.forming = forming
             self.forming_mine = bool(forming) and (name is None or self.owns(name))
-        self.pending = self.native_mine or self.forming_mine
 
 
 # A round's records -> its history.
@@ -557,11 +554,12 @@ class BaseDriver:
             grown = len(native) != view.checked or native is not view.native
             if grown or forming is not view.forming:
                 view.look(native, forming)
+            pending = view.native_mine or view.forming_mine
             if view.scans and not quiet:
-                plan = _Round(DriverResponse(call_pending=view.pending))
+                plan = _Round(DriverResponse(call_pending=pending))
                 self._plan_text_calls(buf, view, False, plan)
                 return plan
-            return DriverResponse(call_pending=True) if view.pending else DriverResponse()
+            return DriverResponse(call_pending=True) if pending else DriverResponse()
         plan = _Round()
         texts = self._plan_text_calls(buf, view, True, plan) if view.scans and not quiet else []
         incomplete = [*never, *plan.incomplete]  # the text calls it reported, last
@@ -570,11 +568,9 @@ class BaseDriver:
         view.native_done += len(native)
         view.incomplete_done += len(incomplete)
         plan.incomplete = reported = [c for c in incomplete if self._claims(view.owns, c.name)]
-        if view.turn_sent:
-            return plan
-        view.turn_sent = True
+        sent, view.turn_sent = view.turn_sent, True
         strategy = buf.strategy
-        if strategy is None:
+        if sent or strategy is None:
             return plan
         in_text = [c for c in reported if _text_slot(c.slot)]
         if texts or in_text or (view.covered and not native and not reported):
@@ -673,10 +669,7 @@ class BaseDriver:
         tool = next((tool for tool in tools if tool.name == call.name), None)
         if tool is None:
             return None
-        if call.free_form:
-            problems = free_form_problems(tool, call.arguments)
-        else:
-            problems = schema_of(tool).problems(call.arguments)
+        problems = problems_of(tool, call.arguments, call.free_form)
         if not problems:
             return None
         error = self.codec.retry_schema_invalid(call.name, problems)
