@@ -363,7 +363,14 @@ class BaseDriver:
         An ``execute_tool`` that returns an awaitable is not awaited: that call fails with
         the same advice, and a coroutine is closed unrun.
         """
-        self._refuse_async_tools()
+        if self._has_async_tools():
+            # A programmer's error is raised, never sent to the model: the sync path cannot
+            # run an ``async def`` tool, so it refuses before any cursor moves.
+            raise TypeError(
+                f"{type(self).__name__}.execute_tool is an async def: process_llm_response "
+                "does not await, so nothing of this round ran; use "
+                "`await driver.aprocess_llm_response(...)`"
+            )
         plan = self._plan(llm_response)
         if isinstance(plan, DriverResponse):
             return plan  # nothing to run or report: most rounds of a stream
@@ -419,16 +426,6 @@ class BaseDriver:
             vars(cancelled)["response"] = response  # an attribute CancelledError does not declare
             raise cancelled
         return response
-
-    def _refuse_async_tools(self) -> None:
-        """A programmer's error is raised, never sent to the model: the sync path cannot run
-        an ``async def`` tool, so it refuses before any cursor moves."""
-        if self._has_async_tools():
-            raise TypeError(
-                f"{type(self).__name__}.execute_tool is an async def: process_llm_response "
-                "does not await, so nothing of this round ran; use "
-                "`await driver.aprocess_llm_response(...)`"
-            )
 
     def _has_async_tools(self) -> bool:
         return inspect.iscoroutinefunction(self.execute_tool)
