@@ -588,13 +588,13 @@ class BaseDriver:
     ) -> list[ExtractedCall]:
         """Text calls (the buffer offers them only in a turn without a native call): this
         driver's complete ones that may run now are claimed (their text is never shown):
-        under ``text_calls="end"`` those that end the turn, at its end (returned: the round
-        that ends the turn answers them with the turn); under ``"anywhere"`` a delimited or
-        fenced one as soon as it is complete (run in this round, with the text since the
-        last history). While one this driver may run forms, or waits for the turn's end,
-        its text is held (from its possible start: what precedes it still flows in this
-        round). At the end, the would-be calls that end the turn but cannot run (cut,
-        invalid) become the stream's incomplete calls, which the round reports."""
+        under ``text_calls="end"`` those that end the turn, at its end (the round that ends
+        the turn answers them with the turn); under ``"anywhere"`` a delimited or fenced one
+        as soon as it is complete (run in this round, with the text since the last history).
+        Every call claimed is returned. While one this driver may run forms, or waits for
+        the turn's end, its text is held (from its possible start: what precedes it still
+        flows in this round). At the end, the would-be calls that end the turn but cannot
+        run (cut, invalid) become the stream's incomplete calls, which the round reports."""
         mine = []
         unknown = []
         for call in buf.text_calls():
