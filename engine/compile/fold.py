@@ -35,7 +35,6 @@ from .ops import (
     reasoning_at,
     reasoning_inside,
     report_unplaced,
-    restates,
 )
 from .paths import compile_get, compile_read, items_of, one_field, parse_chain
 
@@ -390,7 +389,7 @@ def _merge_entry(
                     put(asm.journal, dest, key, value)
                     continue
                 stream = asm.args_of(item, args)
-                if stream.state == COMPLETE and restates(stream, value):
+                if stream.state == COMPLETE and stream.restates(value):
                     _skip_restated(asm, item, spec)
                 elif stream.feed(value):
                     asm.calls_dirty = True
