@@ -24,27 +24,20 @@ from .paths import compile_get, compile_presence, one_field
 
 Predicate = Callable[[Any], bool]
 
-_KINDS: tuple[tuple[type, str], ...] = (
-    (bool, "boolean"),  # before int: a bool is an int in Python, not a number in JSON
-    (str, "string"),
-    (int, "number"),
-    (float, "number"),
-    (dict, "object"),
-    (list, "list"),
-    (type(None), "null"),
-)
-_EXACT: dict[type, str] = dict(_KINDS)  # what a chunk's values are, by their own class
+# By a value's own class: a bool before an int (a bool is an int in Python, not a number in
+# JSON), as a subclass is tested in this order.
+_KINDS: dict[type, str] = {
+    bool: "boolean", str: "string", int: "number", float: "number", dict: "object",
+    list: "list", type(None): "null",
+}
 
 
 def json_kind(value: Any) -> str | None:
     """The JSON kind of ``value`` (``"number"`` for an int or a float, not for a bool)."""
-    exact = _EXACT.get(value.__class__)
-    if exact is not None:
-        return exact
-    for cls, kind in _KINDS:
-        if isinstance(value, cls):
-            return kind
-    return None
+    kind = _KINDS.get(value.__class__)
+    if kind is None:  # a subclass (a mapping type of the client's): the first class it is
+        kind = next((name for cls, name in _KINDS.items() if isinstance(value, cls)), None)
+    return kind
 
 
 def json_equal(value: Any, expected: Any) -> bool:
