@@ -28,14 +28,7 @@ from ..model.fragments import (
 from ..model.journal import put, trim
 from ..model.jsonscan import COMPLETE
 from ..model.parts import JoinRule, as_placed, join_parts, string_as_part
-from .ops import (
-    CompileContext,
-    Run,
-    Target,
-    reasoning_at,
-    reasoning_inside,
-    report_unplaced,
-)
+from .ops import CompileContext, Run, Target, reasoning_at, reasoning_inside, report_unplaced
 from .paths import compile_get, compile_read, items_of, one_field, parse_chain
 
 

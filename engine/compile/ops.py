@@ -474,14 +474,11 @@ def _open(target: Target, read: Reader, ctx: CompileContext, op: str, merge: boo
     def open_item(asm: Assembly, ev: Any, ch: Any) -> None:
         value = read(ev, ch)
         slot = last_seg.slot(ev, ch)
-        if slot is None:
+        if slot is not None:
+            lst = target.walk(asm, ev, ch, True, target.last_slot)  # the way created
+        else:  # the wire may continue the item opened last: it is restated
             found = target.continued(asm, ev, ch) if target.continuing else None
-            if found is None:
-                report_unplaced(asm, op, target, ev, ch)
-            else:  # the wire continues the item opened last: it is restated
-                restate(asm, found[0], found[1], value)
-            return
-        lst = target.walk(asm, ev, ch, True, target.last_slot)  # the way created
+            lst, slot = found if found is not None else (None, None)
         if lst is None:
             report_unplaced(asm, op, target, ev, ch)
             return
@@ -489,17 +486,11 @@ def _open(target: Target, read: Reader, ctx: CompileContext, op: str, merge: boo
             existing = lst.get(slot)
         except TypeError:  # a list or an object as the SLOT
             raise target.slot_misfit(target.last_slot, slot) from None
-        if existing is not None:
-            restate(asm, lst, slot, value)
-            return
-        item = ingest(value) if value.__class__ is dict else {}
-        lst.put(slot, item, asm.journal)
-        asm.item_added(pattern, item, slot)
-
-    def restate(asm: Assembly, lst: SlottedList, slot: Any, value: Any) -> None:
-        existing = lst.get(slot)
-        assert existing is not None, "restated only where an item is open"
-        if _restate(asm, existing, value, args_fields, merge):
+        if existing is None:
+            item = ingest(value) if value.__class__ is dict else {}
+            lst.put(slot, item, asm.journal)
+            asm.item_added(pattern, item, slot)
+        elif _restate(asm, existing, value, args_fields, merge):
             put_attr(asm.journal, lst, "last", slot)
             if id(existing) not in asm.track_of:
                 asm.item_added(pattern, existing, slot)  # what it carries may make it a call
@@ -775,18 +766,14 @@ def op_push(spec: dict[str, Any], ctx: CompileContext) -> Run:
 # --- turn-level fields, DONE, errors ------------------------------------------------------
 
 
-def _first_of(paths: Any, ctx: CompileContext) -> Reader:
-    """One path, or the first non-null of a list of them (a ``first`` read)."""
-    if isinstance(paths, list):
-        paths = {FIRST: paths} if len(paths) > 1 else paths[0]
-    return compile_read(paths, ctx.choice_alias)
-
-
 def op_stop_reason(spec: dict[str, Any], ctx: CompileContext) -> Run:
     """Record the provider's raw stop reason (the first non-null of the paths ``from``), as
     text: a wire that sends a number (a protobuf enum's, in JSON) gives its JSON text, so
     that ``buf.stop_reason`` is a str and a descriptor's ``finish_reasons`` can name it."""
-    read = _first_of(spec["from"], ctx)
+    paths = spec["from"]  # one path, or the first non-null of a list of them (a ``first`` read)
+    if isinstance(paths, list):
+        paths = {FIRST: paths} if len(paths) > 1 else paths[0]
+    read = compile_read(paths, ctx.choice_alias)
 
     def stop_reason(asm: Assembly, ev: Any, ch: Any) -> None:
         value = read(ev, ch)
@@ -807,11 +794,8 @@ def op_usage(spec: dict[str, Any], ctx: CompileContext) -> Run:
         if value is None:
             return
         if merge and asm.usage.__class__ is dict and value.__class__ is dict:
-            merged = dict(asm.usage)
-            merged.update({k: v for k, v in value.items() if v is not None})
-            put_attr(asm.journal, asm, "usage", merged)
-        else:
-            put_attr(asm.journal, asm, "usage", ingest(value))
+            value = {**asm.usage, **{k: v for k, v in value.items() if v is not None}}
+        put_attr(asm.journal, asm, "usage", ingest(value))
         asm.took_usage(ev)
 
     return usage
