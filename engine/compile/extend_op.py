@@ -203,6 +203,7 @@ def _apply_pieces(asm: Assembly, state: tuple[Any, ...], pieces: Any) -> None:
         if path.__class__ is not str:
             raise ValueError(f"{cont.pieces}[{n}] has no {cont.path} (a JSON path string)")
         tokens = singular_path(path)
+        value: Any = None
         for name in cont.values:  # the first value field that holds a value
             value = piece.get(name)
             if value is not None:
@@ -213,18 +214,14 @@ def _apply_pieces(asm: Assembly, state: tuple[Any, ...], pieces: Any) -> None:
                 continue
             name, value = cont.null_value, None
         more = piece.get(cont.flag)
-        if name == cont.text_value and value.__class__ is str:
-            prior = leaves.get(tokens)
-            if prior is not None:  # the piece before at this leaf said more would follow
-                if value:
-                    grow(journal, prior, value)
-            else:
-                prior = Fragments(value)
-                _set_leaf(journal, args, tokens, prior, path)
-            put(journal, leaves, tokens, prior if more else None)
-        else:
-            _set_leaf(journal, args, tokens, ingest(value), path)
-            put(journal, leaves, tokens, None)
+        text = name == cont.text_value and value.__class__ is str
+        prior = leaves.get(tokens) if text else None
+        if prior is None:
+            prior = Fragments(value) if text else ingest(value)
+            _set_leaf(journal, args, tokens, prior, path)
+        elif value:  # the piece before at this leaf said more would follow
+            grow(journal, prior, value)
+        put(journal, leaves, tokens, prior if text and more else None)
         if sink is not None:  # a buffer with events: the call's ``partial`` takes the piece
             sink.path(path, value, bool(more) and name == cont.text_value)
 

@@ -157,8 +157,19 @@ class Target:
     """A compiled target path: walks (and creates) the way to where an operation writes."""
 
     __slots__ = (
-        "segments", "item_patterns", "pattern", "rel", "way", "order", "locate_item", "at_root",
-        "path", "scope", "continuing", "last_slot", "slot_field",
+        "segments",
+        "item_patterns",
+        "pattern",
+        "rel",
+        "way",
+        "order",
+        "locate_item",
+        "at_root",
+        "path",
+        "scope",
+        "continuing",
+        "last_slot",
+        "slot_field",
     )
 
     # Which step of a target is a field (``field`` set) and which a slot (``slot`` set) is
@@ -358,13 +369,14 @@ def _continues(spec: dict[str, Any]) -> bool:
 
 def last_opened(lst: SlottedList, scope: str | None) -> Any:
     """The SLOT of the item ``lst`` opened last (in ``scope``, when the list is scoped)."""
-    last = lst.last
-    if scope is None or (last.__class__ is tuple and len(last) == 2 and last[0] == scope):
-        return last
-    for key in reversed(lst.by_slot):
-        if key.__class__ is tuple and len(key) == 2 and key[0] == scope:
-            return key
-    return None
+    if scope is None or _in_scope(lst.last, scope):
+        return lst.last
+    return next((slot for slot in reversed(lst.by_slot) if _in_scope(slot, scope)), None)
+
+
+def _in_scope(slot: Any, scope: str) -> bool:
+    """Is ``slot`` the SLOT of an item opened in ``scope`` (keyed ``(scope, value)``)?"""
+    return slot.__class__ is tuple and len(slot) == 2 and slot[0] == scope
 
 
 def report_unplaced(asm: Assembly, op: str, target: Target, ev: Any, ch: Any) -> None:
@@ -541,22 +553,11 @@ def _restate(
         restated = dig(value, args_fields)
         if not _is_empty(restated) and not track.args.restates(restated):
             return False
-        _merge_into(asm, item, _without_chain(value, args_fields), None, ())
+        _merge_into(asm, item, value, track, args_fields, keep_args=True)
         return True
     if value.__class__ is dict:
         _merge_into(asm, item, value, track, args_fields)
     return True
-
-
-def _without_chain(value: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
-    """A copy of ``value`` without the field at the chain ``fields`` (the arguments)."""
-    if not fields:
-        return value
-    head, rest = fields[0], fields[1:]
-    out = {k: v for k, v in value.items() if k != head}
-    if rest and value.get(head).__class__ is dict:
-        out[head] = _without_chain(value[head], rest)
-    return out
 
 
 def _merge_into(
@@ -566,24 +567,27 @@ def _merge_into(
     track: Any,
     args_fields: tuple[str, ...],
     final: bool = False,
+    keep_args: bool = False,
 ) -> None:
     """The one merger of a restated item into ``node``: a start sent again (``open``) or the
     final item a ``close`` carries (``final``). The arguments at ``args_fields`` (with
-    ``track``) and any argument stream go through their stream (whole arguments replace
-    fragments); a shorter list never replaces streamed items. A restated start never erases
-    (an empty value, "", {}, [] or null, leaves what is there) and merges its objects in;
-    the final item's word is the last one, each field replaced (but along the arguments)."""
+    ``track``; ``keep_args``: left as they are) and any argument stream go through their
+    stream (whole arguments replace fragments); a shorter list never replaces streamed items.
+    A restated start never erases (an empty value, "", {}, [] or null, leaves what is there)
+    and merges its objects in; the final item's word is the last one, each field replaced
+    (but along the arguments)."""
     for key, val in value.items():
         current = node.get(key)
         on_args = track is not None and bool(args_fields) and key == args_fields[0]
         if on_args and len(args_fields) == 1:
-            if (final or not _is_empty(val)) and track.args.replace(val):
+            if not keep_args and (final or not _is_empty(val)) and track.args.replace(val):
                 asm.calls_dirty = True
             continue
         if not final and _is_empty(val) and current is not None:
             continue
         if val.__class__ is dict and current.__class__ is dict and (on_args or not final):
-            _merge_into(asm, current, val, track if on_args else None, args_fields[1:], final)
+            track_on = track if on_args else None
+            _merge_into(asm, current, val, track_on, args_fields[1:], final, keep_args)
         elif current.__class__ is ArgsStream:
             if current.replace(val):
                 asm.calls_dirty = True
@@ -711,10 +715,9 @@ def _into_args(
     """Hand the event's value to the argument stream of the call at ``at`` (``take`` says
     how: a fragment fed, or the whole text adopted)."""
     target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
-    rel = target.rel
 
     def into_args(asm: Assembly, item: dict[str, Any], value: Any) -> None:
-        if take(asm.args_of(item, rel), value):
+        if take(asm.args_of(item, target.rel), value):
             asm.calls_dirty = True
 
     return _into_item(op, compile_read(spec["from"], ctx.choice_alias), target, into_args)

@@ -18,7 +18,7 @@ by member, as deep as the descriptor's value goes (a chunk's value may nest 100,
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from .paths import compile_get, compile_presence, one_field
 
@@ -144,15 +144,10 @@ def compile_predicate(spec: dict[str, Any]) -> Predicate:
 
 def _plain_has(specs: Any) -> tuple[str, ...] | None:
     """The fields of a list of ``{has: F}`` predicates, each F one plain field; else None."""
-    keys = []
-    for spec in specs:
-        if not isinstance(spec, dict) or set(spec) != {"has"}:
-            return None
-        field = one_field(spec["has"])
-        if field is None:
-            return None
-        keys.append(field)
-    return tuple(keys)
+    if not all(isinstance(spec, dict) and set(spec) == {"has"} for spec in specs):
+        return None
+    keys = tuple(one_field(spec["has"]) for spec in specs)
+    return None if None in keys else cast(tuple[str, ...], keys)
 
 
 def _one_field_equals(spec: Any) -> tuple[str, Any] | None:
