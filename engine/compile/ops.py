@@ -169,7 +169,7 @@ class Target:
         "scope",
         "continuing",
         "last_slot",
-        "slot_field",
+        "slot_fields",
     )
 
     # Which step of a target is a field (``field`` set) and which a slot (``slot`` set) is
@@ -198,17 +198,16 @@ class Target:
         # their own (``role``: the root itself; ``content[index].text``: one slotted list).
         if not slots:
             self.locate_item = _at_root
-        elif slots == [1]:
-            self.locate_item = self._one_slot
-        elif slots == [1, 3]:
-            self.locate_item = self._two_slots
+        elif slots in ([1], [1, 3]):
+            self.locate_item = self._first_slots
         else:
             self.locate_item = partial(self.walk, end=self.last_slot + 1)
         # ``role``: the field's parent is the message itself, with no walk at all.
         self.at_root = not slots and len(self.rel) == 1
-        # ``content[index]``: the first SLOT, one field of the event, looked up in place.
-        first = segments[1].slot_path if slots[:1] == [1] and scope is None else None
-        self.slot_field = None if first == ctx.choice_alias else one_field(first)
+        # ``content[index]``: the SLOTs of the first two slot steps, each one field of the
+        # event (not of the choice, nor scoped), looked up in place.
+        fields = [segments[i].slot_path if i in slots and scope is None else None for i in (1, 3)]
+        self.slot_fields = tuple(None if f == ctx.choice_alias else one_field(f) for f in fields)
         if continuing:
             if not slots:
                 raise ValueError(
@@ -278,19 +277,17 @@ class Target:
         where = f"{self.segments[step - 1].field}[{self.segments[step].slot_path}]"
         return slot_misfit(where, self.segments[step].slot_path, slot)
 
-    def _one_slot(self, asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
-        """``field[slot]...``: the item of the slotted list at the root's ``field``."""
-        field = self.slot_field
+    def _first_slots(self, asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
+        """``field[slot]...``: the item of the slotted list at the root's ``field``; and for
+        ``field[slot].field[slot]...`` (Responses' ``output[i].content[j]``), the item of the
+        slotted list inside it."""
+        field, inner = self.slot_fields
         slot = ev.get(field) if field is not None else self.segments[1].slot(ev, ch)
-        return self._item(asm, asm.root, 0, slot, create)
-
-    def _two_slots(self, asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
-        """``field[slot].field[slot]...`` (Responses' ``output[i].content[j]``): the item of
-        the slotted list inside the item of the root's slotted list."""
-        outer = self._one_slot(asm, ev, ch, create)
-        if outer is None:
-            return None
-        return self._item(asm, outer, 2, self.segments[3].slot(ev, ch), create)
+        item = self._item(asm, asm.root, 0, slot, create)
+        if item is None or self.last_slot == 1:
+            return item
+        slot = ev.get(inner) if inner is not None else self.segments[3].slot(ev, ch)
+        return self._item(asm, item, 2, slot, create)
 
     def _item(self, asm: Assembly, node: dict[str, Any], at: int, slot: Any, create: bool) -> Any:
         """The item at ``slot`` of the slotted list ``node[segments[at].field]``, opened (and
