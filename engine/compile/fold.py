@@ -127,10 +127,7 @@ def op_fold(spec: dict[str, Any], ctx: CompileContext) -> Run:
                         put(journal, dest, key, "")
                 else:
                     _set_once(journal, dest, key, value)
-            elif key in lists:
-                if value is None:
-                    _set_once(journal, dest, key, value)
-                    continue
+            elif key in lists and value is not None:  # (a null one is set once, as any value)
                 lst = dest.get(key)
                 if lst.__class__ is not SlottedList:
                     lst = ensure_slotted(dest, key, order, journal)

@@ -428,9 +428,7 @@ def op_set_once(spec: dict[str, Any], ctx: CompileContext) -> Run:
         if value is None or value == "":
             return
         parent = asm.root if target.at_root else target.field_parent(asm, ev, ch, "set_once")
-        if parent is None:
-            return
-        if parent.get(last) in (None, ""):
+        if parent is not None and parent.get(last) in (None, ""):
             put(asm.journal, parent, last, ingest(value))
 
     return set_once
@@ -472,16 +470,18 @@ def _not_an_object(value: Any) -> str:
 # --- open, close --------------------------------------------------------------------------
 
 
-def _open(target: Target, read: Reader, ctx: CompileContext, op: str, merge: bool = False) -> Run:
-    """Open the item at ``target``: an item at a free SLOT starts from the event's object;
-    one already there is the same item restated, and is merged (see :func:`_restate`), so that
-    a start sent twice is one item and one call."""
+def _open(
+    target: Target, read: Reader | None, ctx: CompileContext, op: str, merge: bool = False
+) -> Run:
+    """Open the item at ``target``: an item at a free SLOT starts from the event's object
+    (no ``read``: the item opens empty); one already there is the same item restated, and is
+    merged (see :func:`_restate`), so that a start sent twice is one item and one call."""
     *_, last_seg = target.segments
     pattern = target.item_patterns[target.last_slot]
     args_fields = ctx.calls_args if pattern == ctx.calls_pattern else ()
 
     def open_item(asm: Assembly, ev: Any, ch: Any) -> None:
-        value = read(ev, ch)
+        value = read(ev, ch) if read is not None else None
         slot = last_seg.slot(ev, ch)
         if slot is not None:
             lst = target.walk(asm, ev, ch, True, target.last_slot)  # the way created
@@ -517,13 +517,8 @@ def op_open(spec: dict[str, Any], ctx: CompileContext) -> Run:
     target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
     if target.rel or not target.segments:
         raise ValueError("open: 'at' must end with a slot step, e.g. content[index]")
-    read = compile_read(spec["from"], ctx.choice_alias) if "from" in spec else _read_nothing
+    read = compile_read(spec["from"], ctx.choice_alias) if "from" in spec else None
     return _open(target, read, ctx, "open", spec["if_complete"] == "merge")
-
-
-def _read_nothing(ev: Any, ch: Any = None) -> None:
-    """What an ``open`` without ``from`` reads: nothing, so the item opens empty."""
-    return None
 
 
 def _restate(
