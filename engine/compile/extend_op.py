@@ -111,27 +111,24 @@ def op_extend(spec: dict[str, Any], ctx: CompileContext) -> Run:
                 if call.__class__ is dict and call.get(cont.flag):
                     _open(asm, parts, part, call, cont, pattern)
                     continue
-            take(asm, parts, part)
-
-    def take(asm: Assembly, parts: list[Any], part: dict[str, Any]) -> None:
-        """A whole part: appended (or joined to the part before), its text shown."""
-        if rule is None:
-            stored = _append(asm, parts, ingest(part), pattern)
-        else:
-            before = len(parts)
-            stored = join_one(asm.journal, parts, part, rule)
-            if len(parts) > before:
-                asm.item_added(pattern, stored, before)
-        if display:
-            piece = part.get(display)
-            if piece.__class__ is str and piece and (text_where is None or text_where(stored)):
-                asm.journal.append((list.pop, asm.display))
-                asm.display.append(piece)
-                return
-        if reasoning:
-            trim(asm.journal, asm.reasoning)
-        for read_reasoning in reasoning:  # never display text: a display piece returned above
-            read_reasoning(part, asm.reasoning)
+            # A whole part: appended (or joined to the part before), its text shown.
+            if rule is None:
+                stored = _append(asm, parts, ingest(part), pattern)
+            else:
+                before = len(parts)
+                stored = join_one(asm.journal, parts, part, rule)
+                if len(parts) > before:
+                    asm.item_added(pattern, stored, before)
+            if display:
+                piece = part.get(display)
+                if piece.__class__ is str and piece and (text_where is None or text_where(stored)):
+                    asm.journal.append((list.pop, asm.display))
+                    asm.display.append(piece)
+                    continue
+            if reasoning:
+                trim(asm.journal, asm.reasoning)
+            for read_reasoning in reasoning:  # never display text: a display piece went on above
+                read_reasoning(part, asm.reasoning)
 
     return extend
 

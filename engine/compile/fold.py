@@ -54,15 +54,9 @@ def op_fold(spec: dict[str, Any], ctx: CompileContext) -> Run:
     base = target.pattern if target is not None else ""
     concat = frozenset(spec["concat"])
     display_key = next((k for k in concat if ctx.text_pattern == _under(base, k)), None)
-    lists = {
-        name: _entry_fold(items_of(base, name), lspec)
-        for name, lspec in (spec.get("lists") or {}).items()
-    }
-    objects = {
-        name: _entry_fold(_under(base, name), ospec)
-        for name, ospec in (spec.get("objects") or {}).items()
-    }
-    parts = {k: JoinRule.from_spec(v, _under(at, k)) for k, v in (spec.get("parts") or {}).items()}
+    lists = {name: _entry_fold(items_of(base, name), how) for name, how in _named(spec, "lists")}
+    objects = {name: _entry_fold(_under(base, name), how) for name, how in _named(spec, "objects")}
+    parts = {name: JoinRule.from_spec(how, _under(at, name)) for name, how in _named(spec, "parts")}
     strings = concat | frozenset(parts)  # the keys whose strings concatenate (parts' too)
     # Concat keys that are reasoning (key -> which messages hold it, None: all), and parts
     # keys whose parts hold reasoning inside (key -> readers of an incoming part's fragments:
@@ -168,6 +162,11 @@ def op_fold(spec: dict[str, Any], ctx: CompileContext) -> Run:
         join_parts(asm.journal, current, value, rule, on_part)
 
     return run
+
+
+def _named(spec: dict[str, Any], key: str) -> Any:
+    """A fold's ``lists``, ``objects`` or ``parts``: (field name, how it folds) pairs."""
+    return (spec.get(key) or {}).items()
 
 
 def _under(base: str, key: str) -> str:
