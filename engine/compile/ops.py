@@ -701,15 +701,13 @@ def op_args_final(spec: dict[str, Any], ctx: CompileContext) -> Run:
     return _into_args("args_final", spec, ctx, ArgsStream.replace)
 
 
-def _into_args(
-    op: str, spec: dict[str, Any], ctx: CompileContext, take: Callable[..., bool]
-) -> Run:
-    """Hand the event's value to the argument stream of the call at ``at`` (``take`` says
-    how: a fragment fed, or the whole text adopted)."""
+def _into_args(op: str, spec: dict[str, Any], ctx: CompileContext, how: Callable[..., bool]) -> Run:
+    """Hand the event's value to the argument stream of the call at ``at``, ``how`` the
+    stream takes it: a fragment fed, or the whole text adopted."""
     target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
 
     def into_args(asm: Assembly, item: dict[str, Any], value: Any) -> None:
-        if take(asm.args_of(item, target.rel), value):
+        if how(asm.args_of(item, target.rel), value):
             asm.calls_dirty = True
 
     return _into_item(op, compile_read(spec["from"], ctx.choice_alias), target, into_args)
