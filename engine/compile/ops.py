@@ -207,7 +207,7 @@ class Target:
         # ``content[index]``: the SLOTs of the first two slot steps, each one field of the
         # event (not of the choice, nor scoped), looked up in place.
         fields = [segments[i].slot_path if i in slots and scope is None else None for i in (1, 3)]
-        self.slot_fields = tuple(None if f == ctx.choice_alias else one_field(f) for f in fields)
+        self.slot_fields = tuple(None if p == ctx.choice_alias else one_field(p) for p in fields)
         if continuing:
             if not slots:
                 raise ValueError(
