@@ -129,7 +129,15 @@ def op_fold(spec: dict[str, Any], ctx: CompileContext) -> Run:
                     if entry.__class__ is dict:
                         _fold_entry(asm, lst, entry, lists[key])
             elif key in objects and value.__class__ is dict:
-                _fold_object(asm, dest, key, value, objects[key])
+                # Its first delta makes the item, told to the assembly once it holds that
+                # delta (so that ``calls.where`` reads what it carries); later ones merge in.
+                item = dest.get(key)
+                if item.__class__ is dict:
+                    _merge_entry(asm, item, item, value, objects[key], 0)
+                    continue
+                item = put(journal, dest, key, {})
+                _merge_entry(asm, item, item, value, objects[key], 0)
+                asm.item_added(objects[key].pattern, item)
             else:
                 _set_once(journal, dest, key, value)
 
@@ -187,20 +195,6 @@ def _entry_fold(pattern: str, spec: dict[str, Any]) -> ListFold:
         concat=frozenset(spec["concat"]),
         slot_path=spec.get("slot"),
     )
-
-
-def _fold_object(
-    asm: Assembly, dest: dict[str, Any], key: str, value: dict[str, Any], spec: ListFold
-) -> None:
-    """An ``objects`` field: its first delta makes the item (told to the assembly once it
-    holds that delta, so that ``calls.where`` reads what it carries), later ones merge in."""
-    item = dest.get(key)
-    if item.__class__ is dict:
-        _merge_entry(asm, item, item, value, spec, 0)
-        return
-    item = put(asm.journal, dest, key, {})
-    _merge_entry(asm, item, item, value, spec, 0)
-    asm.item_added(spec.pattern, item)
 
 
 def _reason_part(asm: Assembly, readers: tuple[Any, ...], text: str, rule: JoinRule) -> None:
@@ -311,7 +305,13 @@ def _merge_entry(
                     continue
                 stream = asm.args_of(item, args)
                 if stream.state == COMPLETE and stream.restates(value):
-                    _skip_restated(asm, item, spec)
+                    track = asm.track_of.get(id(item))
+                    name = track.place.name(item) if track is not None else None
+                    asm.skip(
+                        f"fold {spec.pattern}: the entry restates the arguments of the call "
+                        f"{shown_value(name, 200)}, which are complete already; the "
+                        "restatement is not taken"
+                    )
                 elif stream.feed(value):
                     asm.calls_dirty = True
                 continue
@@ -327,11 +327,3 @@ def _merge_entry(
             continue
         _set_once(asm.journal, dest, key, value)
 
-
-def _skip_restated(asm: Assembly, item: dict[str, Any], spec: ListFold) -> None:
-    track = asm.track_of.get(id(item))
-    name = track.place.name(item) if track is not None else None
-    asm.skip(
-        f"fold {spec.pattern}: the entry restates the arguments of the call "
-        f"{shown_value(name, 200)}, which are complete already; the restatement is not taken"
-    )

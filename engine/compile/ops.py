@@ -156,22 +156,6 @@ def any_where(wheres: list[Any]) -> Any:
 class Target:
     """A compiled target path: walks (and creates) the way to where an operation writes."""
 
-    __slots__ = (
-        "segments",
-        "item_patterns",
-        "pattern",
-        "rel",
-        "way",
-        "order",
-        "locate_item",
-        "at_root",
-        "path",
-        "scope",
-        "continuing",
-        "last_slot",
-        "slot_fields",
-    )
-
     # Which step of a target is a field (``field`` set) and which a slot (``slot`` set) is
     # known by position, from parse_target's grammar, and a target's slots always have a
     # reader (``[*]`` is refused in a write path). The checker cannot follow positions, so the
@@ -234,7 +218,11 @@ class Target:
         opened last, for an event without the SLOT; None when there is none (nothing is
         created on the way: an event with nothing to continue changes nothing)."""
         lst = self.walk(asm, ev, ch, False, self.last_slot)
-        slot = None if lst is None else last_opened(lst, self.scope)
+        if lst is None:
+            return None
+        slot, scope = lst.last, self.scope  # (in a scoped list: the last opened in the scope)
+        if scope is not None and not _in_scope(slot, scope):
+            slot = next((slot for slot in reversed(lst.by_slot) if _in_scope(slot, scope)), None)
         return None if slot is None else (lst, slot)
 
     def field_parent(self, asm: Assembly, ev: Any, ch: Any, op: str) -> dict[str, Any] | None:
@@ -362,13 +350,6 @@ def _continues(spec: dict[str, Any]) -> bool:
     """``without_slot: continue``: the wire sends a fragment without its slot key where it
     continues the item opened last (the default, ``skip``, lists such an event as unplaced)."""
     return bool(spec["without_slot"] == "continue")
-
-
-def last_opened(lst: SlottedList, scope: str | None) -> Any:
-    """The SLOT of the item ``lst`` opened last (in ``scope``, when the list is scoped)."""
-    if scope is None or _in_scope(lst.last, scope):
-        return lst.last
-    return next((slot for slot in reversed(lst.by_slot) if _in_scope(slot, scope)), None)
 
 
 def _in_scope(slot: Any, scope: str) -> bool:

@@ -99,8 +99,7 @@ def compile_predicate(spec: dict[str, Any]) -> Predicate:
             return lambda obj: obj.__class__ is dict and obj.get(field) is expected
         if expected is None or expected.__class__ is str:  # (asked of every chunk: no 2nd call)
             return lambda obj: obj.__class__ is dict and obj.get(field) == expected
-        same = _equal_to(expected)
-        return lambda obj: obj.__class__ is dict and same(obj.get(field))
+        return lambda obj: obj.__class__ is dict and json_equal(obj.get(field), expected)
     get = compile_get(spec["field"])
     # The test of the value at ``field``, one per form; the object's own test comes last.
     if "equals" in spec:
