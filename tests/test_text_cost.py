@@ -26,13 +26,13 @@ STREAMS = golden_streams()
 ENGINE = str(Path(engine.__file__).parent)
 BUFFER = f"{ENGINE}/stream/buffer.py"
 PATHS = f"{ENGINE}/compile/paths.py"
-WALKS = {(f"{ENGINE}/compile/fold.py", "run"), (f"{ENGINE}/compile/ops.py", "_one_slot")}
+WALKS = {(f"{ENGINE}/compile/fold.py", "run"), (f"{ENGINE}/compile/ops.py", "_first_slots")}
 
 
 def _replay(path: Path) -> tuple[list[str], int, list[str]]:
     """Over a recorded stream once resolved: the C functions ``add``'s own frame called, how
     many times ``append_text`` was entered with a text already there, and the callers of
-    the one-field reader that are a fold's run or a target's one-slot walk."""
+    the one-field reader that are a fold's run or a target's walk of its first slots."""
     buf = engine.LLMStreamBuffer(strategies=[engine.load_format(format_of(path))])
     called: list[str] = []
     grown = [0]

@@ -31,13 +31,7 @@ from ..model.journal import count, put, put_attr, trim
 from ..model.jsonpath import Token, normalized, set_item, singular_path
 from ..model.jsonscan import COMPLETE
 from ..model.parts import JoinRule, join_one
-from .ops import (
-    CompileContext,
-    RuleProblem,
-    Run,
-    Target,
-    reasoning_inside,
-)
+from .ops import CompileContext, RuleProblem, Run, Target, reasoning_inside
 from .paths import compile_read, items_of
 
 _ABSENT = object()
@@ -81,7 +75,9 @@ def op_extend(spec: dict[str, Any], ctx: CompileContext) -> Run:
     rule = JoinRule.from_spec(spec["join"], spec["at"]) if spec.get("join") else None
     pattern = items_of(target.pattern)
     cont = _continuation(spec.get("continuation"))
-    display = _display_where(ctx, target)
+    inner = f"{target.pattern}[*]."  # the field of an incoming part that is display text
+    text = ctx.text_pattern or ""
+    display = text[len(inner) :] if text.startswith(inner) else None
     at_root = target.at_root
     last = target.rel[-1]
     text_where = ctx.text_where  # which parts' text is display text (None: all)
@@ -115,36 +111,26 @@ def op_extend(spec: dict[str, Any], ctx: CompileContext) -> Run:
                 if call.__class__ is dict and call.get(cont.flag):
                     _open(asm, parts, part, call, cont, pattern)
                     continue
-            take(asm, parts, part)
-
-    def take(asm: Assembly, parts: list[Any], part: dict[str, Any]) -> None:
-        """A whole part: appended (or joined to the part before), its text shown."""
-        if rule is None:
-            stored = _append(asm, parts, ingest(part), pattern)
-        else:
-            before = len(parts)
-            stored = join_one(asm.journal, parts, part, rule)
-            if len(parts) > before:
-                asm.item_added(pattern, stored, before)
-        if display:
-            piece = part.get(display)
-            if piece.__class__ is str and piece and (text_where is None or text_where(stored)):
-                asm.journal.append((list.pop, asm.display))
-                asm.display.append(piece)
-                return
-        if reasoning:
-            trim(asm.journal, asm.reasoning)
-        for read_reasoning in reasoning:  # never display text: a display piece returned above
-            read_reasoning(part, asm.reasoning)
+            # A whole part: appended (or joined to the part before), its text shown.
+            if rule is None:
+                stored = _append(asm, parts, ingest(part), pattern)
+            else:
+                before = len(parts)
+                stored = join_one(asm.journal, parts, part, rule)
+                if len(parts) > before:
+                    asm.item_added(pattern, stored, before)
+            if display:
+                piece = part.get(display)
+                if piece.__class__ is str and piece and (text_where is None or text_where(stored)):
+                    asm.journal.append((list.pop, asm.display))
+                    asm.display.append(piece)
+                    continue
+            if reasoning:
+                trim(asm.journal, asm.reasoning)
+            for read_reasoning in reasoning:  # never display text: a display piece went on above
+                read_reasoning(part, asm.reasoning)
 
     return extend
-
-
-def _display_where(ctx: CompileContext, target: Target) -> str | None:
-    """The field of an incoming part that is display text (``text``), if the parts are."""
-    if ctx.text_pattern is None or not ctx.text_pattern.startswith(f"{target.pattern}[*]."):
-        return None
-    return ctx.text_pattern[len(target.pattern) + 4 :]
 
 
 def _append(asm: Assembly, parts: list[Any], stored: Any, pattern: str | None) -> Any:
@@ -208,10 +194,13 @@ def _apply_pieces(asm: Assembly, state: tuple[Any, ...], pieces: Any) -> None:
         raise ValueError(f"{cont.pieces} must be a list, got {type(pieces).__name__}")
     journal = asm.journal
     for n, piece in enumerate(pieces):
-        path = piece.get(cont.path) if piece.__class__ is dict else None
+        if piece.__class__ is not dict:
+            raise ValueError(f"{cont.pieces}[{n}] must be an object")
+        path = piece.get(cont.path)
         if path.__class__ is not str:
-            raise _malformed(cont, n, piece)
+            raise ValueError(f"{cont.pieces}[{n}] has no {cont.path} (a JSON path string)")
         tokens = singular_path(path)
+        value: Any = None
         for name in cont.values:  # the first value field that holds a value
             value = piece.get(name)
             if value is not None:
@@ -222,26 +211,16 @@ def _apply_pieces(asm: Assembly, state: tuple[Any, ...], pieces: Any) -> None:
                 continue
             name, value = cont.null_value, None
         more = piece.get(cont.flag)
-        if name == cont.text_value and value.__class__ is str:
-            prior = leaves.get(tokens)
-            if prior is not None:  # the piece before at this leaf said more would follow
-                if value:
-                    grow(journal, prior, value)
-            else:
-                prior = Fragments(value)
-                _set_leaf(journal, args, tokens, prior, path)
-            put(journal, leaves, tokens, prior if more else None)
-        else:
-            _set_leaf(journal, args, tokens, ingest(value), path)
-            put(journal, leaves, tokens, None)
+        text = name == cont.text_value and value.__class__ is str
+        prior = leaves.get(tokens) if text else None
+        if prior is None:
+            prior = Fragments(value) if text else ingest(value)
+            _set_leaf(journal, args, tokens, prior, path)
+        elif value:  # the piece before at this leaf said more would follow
+            grow(journal, prior, value)
+        put(journal, leaves, tokens, prior if text and more else None)
         if sink is not None:  # a buffer with events: the call's ``partial`` takes the piece
             sink.path(path, value, bool(more) and name == cont.text_value)
-
-
-def _malformed(cont: Continuation, n: int, piece: Any) -> ValueError:
-    if piece.__class__ is not dict:
-        return ValueError(f"{cont.pieces}[{n}] must be an object")
-    return ValueError(f"{cont.pieces}[{n}] has no {cont.path} (a JSON path string)")
 
 
 def finish_open_parts(asm: Assembly, cut: bool = False) -> None:

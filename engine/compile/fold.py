@@ -11,7 +11,7 @@ concatenated).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..model.assembly import Assembly, ensure_slotted
@@ -28,15 +28,7 @@ from ..model.fragments import (
 from ..model.journal import put, trim
 from ..model.jsonscan import COMPLETE
 from ..model.parts import JoinRule, as_placed, join_parts, string_as_part
-from .ops import (
-    CompileContext,
-    Run,
-    Target,
-    reasoning_at,
-    reasoning_inside,
-    report_unplaced,
-    restates,
-)
+from .ops import CompileContext, Run, Target, reasoning_at, reasoning_inside, report_unplaced
 from .paths import compile_get, compile_read, items_of, one_field, parse_chain
 
 
@@ -55,23 +47,6 @@ class ListFold:
     slot_path: str | None = None  # the entry's SLOT field as declared (for an error)
 
 
-@dataclass(frozen=True)
-class FoldSpec:
-    concat: frozenset[str]
-    lists: dict[str, ListFold] = field(default_factory=dict)
-    # Fields whose object is one item (not a list of them): merged like a list's entry, its
-    # arguments streamed; the assembly is told of it once, as it is of a list's new item.
-    objects: dict[str, ListFold] = field(default_factory=dict)
-    display_key: str | None = None  # the concat key that is display text at this level
-    parts: dict[str, JoinRule] = field(default_factory=dict)  # concat keys that may be parts
-    display_part: Any = None  # predicate: which parts of the display key are display text
-    display_field: str | None = None  # the display parts' text field (see op_fold)
-    # Concat keys at this level that are reasoning: key -> which messages hold it (None: all).
-    reasoning_keys: dict[str, Any] = field(default_factory=dict)
-    # Parts keys whose parts hold reasoning: key -> readers of an incoming part's fragments.
-    reasoning_parts: dict[str, tuple[Any, ...]] = field(default_factory=dict)
-
-
 def op_fold(spec: dict[str, Any], ctx: CompileContext) -> Run:
     read = compile_read(spec["from"], ctx.choice_alias)
     at = spec["at"]
@@ -79,30 +54,26 @@ def op_fold(spec: dict[str, Any], ctx: CompileContext) -> Run:
     base = target.pattern if target is not None else ""
     concat = frozenset(spec["concat"])
     display_key = next((k for k in concat if ctx.text_pattern == _under(base, k)), None)
-    lists = {
-        name: _entry_fold(items_of(base, name), lspec)
-        for name, lspec in (spec.get("lists") or {}).items()
-    }
-    objects = {
-        name: _entry_fold(_under(base, name), ospec)
-        for name, ospec in (spec.get("objects") or {}).items()
-    }
-    parts = {
-        k: JoinRule.from_spec(v, _under(at, k))
-        for k, v in (spec.get("parts") or {}).items()
-    }
-    reasoning_keys, reasoning_parts = _reasoning(ctx, base, concat, parts)
-    fold = FoldSpec(
-        concat=concat | frozenset(parts),
-        lists=lists,
-        objects=objects,
-        display_key=display_key,
-        parts=parts,
-        display_part=ctx.text_part_where,
-        display_field=_display_field(ctx, parts.get(display_key) if display_key else None),
-        reasoning_keys=reasoning_keys,
-        reasoning_parts=reasoning_parts,
-    )
+    lists = {name: _entry_fold(items_of(base, name), how) for name, how in _named(spec, "lists")}
+    objects = {name: _entry_fold(_under(base, name), how) for name, how in _named(spec, "objects")}
+    parts = {name: JoinRule.from_spec(how, _under(at, name)) for name, how in _named(spec, "parts")}
+    strings = concat | frozenset(parts)  # the keys whose strings concatenate (parts' too)
+    # Concat keys that are reasoning (key -> which messages hold it, None: all), and parts
+    # keys whose parts hold reasoning inside (key -> readers of an incoming part's fragments:
+    # Mistral's ``{type: thinking, thinking: [{type: text, text}]}``).
+    reasoning_keys = {}
+    for key in strings:
+        is_reasoning, where = reasoning_at(ctx, _under(base, key))
+        if is_reasoning:
+            reasoning_keys[key] = where
+    inside = {key: reasoning_inside(ctx, _under(base, key)) for key in parts}
+    reasoning_parts = {key: found for key, found in inside.items() if found}
+    shown = ctx.text_part_where  # which parts of the display key are display text
+    # The display parts' text field: ``text.parts.field`` where the descriptor declares it,
+    # else the first text field of the display key's join rule (the descriptor's names both).
+    display_field = ctx.text_part_field
+    if display_field is None and display_key in parts:
+        display_field = parts[display_key].text[0]
     order = ctx.list_order
     field_name = one_field(spec["from"])  # ``message``: looked up in place, a frame less
     if field_name == ctx.choice_alias:
@@ -113,13 +84,97 @@ def op_fold(spec: dict[str, Any], ctx: CompileContext) -> Run:
         if delta.__class__ is not dict:
             return
         dest = asm.root if target is None else target.locate_item(asm, ev, ch, True)
-        if dest is not None:
-            fold_delta(asm, dest, delta, fold, order)
-        else:
+        if dest is None:
             assert target is not None, "the root is always there"
             report_unplaced(asm, "fold", target, ev, ch)
+            return
+        journal = asm.journal
+        for key, value in delta.items():
+            if key in strings:
+                current = dest.get(key)
+                if value.__class__ is list and key in parts:
+                    fold_parts(asm, dest, key, value)
+                elif current.__class__ is list and value.__class__ is str and key in parts:
+                    if value:
+                        part = string_as_part(journal, current, value, parts[key])
+                        if key == display_key and (shown is None or shown(part)):
+                            journal.append((list.pop, asm.display))
+                            asm.display.append(value)
+                        elif key in reasoning_parts:
+                            _reason_part(asm, reasoning_parts[key], value, parts[key])
+                elif value.__class__ is str:
+                    if value:
+                        if current.__class__ is Fragments:  # the usual delta: no frame of ours
+                            journal.append((unappend, current, current.append))
+                            current.append(value)
+                        else:
+                            append_text(dest, key, value, journal)
+                        if key == display_key:
+                            journal.append((list.pop, asm.display))
+                            asm.display.append(value)
+                        elif key in reasoning_keys:
+                            where = reasoning_keys[key]
+                            if where is None or where(dest):
+                                journal.append((list.pop, asm.reasoning))
+                                asm.reasoning.append(value)
+                    elif current is None:
+                        put(journal, dest, key, "")
+                else:
+                    _set_once(journal, dest, key, value)
+            elif key in lists and value is not None:  # (a null one is set once, as any value)
+                lst = dest.get(key)
+                if lst.__class__ is not SlottedList:
+                    lst = ensure_slotted(dest, key, order, journal)
+                for entry in value if value.__class__ is list else [value]:
+                    if entry.__class__ is dict:
+                        _fold_entry(asm, lst, entry, lists[key])
+            elif key in objects and value.__class__ is dict:
+                # Its first delta makes the item, told to the assembly once it holds that
+                # delta (so that ``calls.where`` reads what it carries); later ones merge in.
+                item = dest.get(key)
+                if item.__class__ is dict:
+                    _merge_entry(asm, item, item, value, objects[key], 0)
+                    continue
+                item = put(journal, dest, key, {})
+                _merge_entry(asm, item, item, value, objects[key], 0)
+                asm.item_added(objects[key].pattern, item)
+            else:
+                _set_once(journal, dest, key, value)
+
+    def fold_parts(asm: Assembly, dest: dict[str, Any], key: str, value: list[Any]) -> None:
+        """A list delta on a content-like key: typed parts that join (Mistral's content
+        chunks). Text that arrived earlier as plain strings becomes the first text part."""
+        rule = parts[key]
+        current = dest.get(key)
+        if current.__class__ is not list:
+            earlier = str(current) if current is not None else ""
+            current = put(asm.journal, dest, key, [])
+            if earlier:
+                string_as_part(asm.journal, current, earlier, rule)
+        text_field = display_field if key == display_key else None
+        readers = reasoning_parts.get(key, ())
+
+        def on_part(stored: dict[str, Any], part: dict[str, Any]) -> None:
+            if text_field is not None and (shown is None or shown(stored)):
+                piece = part.get(text_field)
+                if piece.__class__ is str and piece:
+                    asm.journal.append((list.pop, asm.display))
+                    asm.display.append(piece)
+                    return
+            if readers:
+                placed = as_placed(part, stored, rule)
+                trim(asm.journal, asm.reasoning)
+                for read in readers:
+                    read(placed, asm.reasoning)
+
+        join_parts(asm.journal, current, value, rule, on_part)
 
     return run
+
+
+def _named(spec: dict[str, Any], key: str) -> Any:
+    """A fold's ``lists``, ``objects`` or ``parts``: (field name, how it folds) pairs."""
+    return (spec.get(key) or {}).items()
 
 
 def _under(base: str, key: str) -> str:
@@ -140,139 +195,6 @@ def _entry_fold(pattern: str, spec: dict[str, Any]) -> ListFold:
         concat=frozenset(spec["concat"]),
         slot_path=spec.get("slot"),
     )
-
-
-def _reasoning(
-    ctx: CompileContext, base: str, concat: frozenset[Any], parts: dict[str, Any]
-) -> tuple[Any, ...]:
-    """Which concat keys are reasoning strings, and which parts keys hold parts with reasoning
-    inside (Mistral's ``{type: thinking, thinking: [{type: text, text}]}``)."""
-    keys = {}
-    for key in concat | frozenset(parts):
-        is_reasoning, where = reasoning_at(ctx, _under(base, key))
-        if is_reasoning:
-            keys[key] = where
-    inside = {}
-    for key in parts:
-        readers = reasoning_inside(ctx, _under(base, key))
-        if readers:
-            inside[key] = readers
-    return keys, inside
-
-
-def fold_delta(
-    asm: Assembly, dest: dict[str, Any], delta: dict[str, Any], spec: FoldSpec, order: str
-) -> None:
-    concat = spec.concat
-    lists = spec.lists
-    for key, value in delta.items():
-        if key in concat:
-            current = dest.get(key)
-            if value.__class__ is list and key in spec.parts:
-                _fold_parts(asm, dest, key, value, spec)
-            elif current.__class__ is list and value.__class__ is str and key in spec.parts:
-                if value:
-                    part = string_as_part(asm.journal, current, value, spec.parts[key])
-                    if key == spec.display_key and _shows(spec, part):
-                        asm.journal.append((list.pop, asm.display))
-                        asm.display.append(value)
-                    elif key in spec.reasoning_parts:
-                        _reason_part(asm, spec.reasoning_parts[key], value, spec.parts[key])
-            elif value.__class__ is str:
-                if value:
-                    journal = asm.journal
-                    if current.__class__ is Fragments:  # the usual delta: no frame of ours
-                        journal.append((unappend, current, current.append))
-                        current.append(value)
-                    else:
-                        append_text(dest, key, value, journal)
-                    if key == spec.display_key:
-                        journal.append((list.pop, asm.display))
-                        asm.display.append(value)
-                    elif key in spec.reasoning_keys:
-                        where = spec.reasoning_keys[key]
-                        if where is None or where(dest):
-                            journal.append((list.pop, asm.reasoning))
-                            asm.reasoning.append(value)
-                elif dest.get(key) is None:
-                    put(asm.journal, dest, key, "")
-            else:
-                _set_once(asm.journal, dest, key, value)
-        elif key in lists:
-            if value is None:
-                _set_once(asm.journal, dest, key, value)
-                continue
-            entries = value if value.__class__ is list else [value]
-            lst = dest.get(key)
-            if lst.__class__ is not SlottedList:
-                lst = ensure_slotted(dest, key, order, asm.journal)
-            lfold = lists[key]
-            for entry in entries:
-                if entry.__class__ is dict:
-                    _fold_entry(asm, lst, entry, lfold)
-        elif key in spec.objects and value.__class__ is dict:
-            _fold_object(asm, dest, key, value, spec.objects[key])
-        else:
-            _set_once(asm.journal, dest, key, value)
-
-
-def _fold_object(
-    asm: Assembly, dest: dict[str, Any], key: str, value: dict[str, Any], spec: ListFold
-) -> None:
-    """An ``objects`` field: its first delta makes the item (told to the assembly once it
-    holds that delta, so that ``calls.where`` reads what it carries), later ones merge in."""
-    item = dest.get(key)
-    if item.__class__ is dict:
-        _merge_entry(asm, item, item, value, spec, 0)
-        return
-    item = put(asm.journal, dest, key, {})
-    _merge_entry(asm, item, item, value, spec, 0)
-    asm.item_added(spec.pattern, item)
-
-
-def _shows(spec: FoldSpec, part: dict[str, Any]) -> bool:
-    return spec.display_part is None or spec.display_part(part)
-
-
-def _display_field(ctx: CompileContext, rule: JoinRule | None) -> str | None:
-    """The field of a display part that holds its text: ``text.parts.field`` where the
-    descriptor declares it, else the first text field of the display key's join rule; both
-    are the descriptor's names, never one assumed here."""
-    if ctx.text_part_field is not None:
-        return ctx.text_part_field
-    return rule.text[0] if rule is not None else None
-
-
-def _fold_parts(
-    asm: Assembly, dest: dict[str, Any], key: str, value: list[Any], spec: FoldSpec
-) -> None:
-    """A list delta on a content-like key: typed parts that join (Mistral's content chunks).
-    Text that arrived earlier as plain strings becomes the first text part."""
-    rule = spec.parts[key]
-    current = dest.get(key)
-    if current.__class__ is not list:
-        earlier = str(current) if current is not None else ""
-        current = put(asm.journal, dest, key, [])
-        if earlier:
-            string_as_part(asm.journal, current, earlier, rule)
-    field_name = spec.display_field
-    show = key == spec.display_key and field_name is not None
-    readers = spec.reasoning_parts.get(key, ())
-
-    def on_part(stored: dict[str, Any], part: dict[str, Any]) -> None:
-        if show and field_name is not None and _shows(spec, stored):
-            piece = part.get(field_name)
-            if piece.__class__ is str and piece:
-                asm.journal.append((list.pop, asm.display))
-                asm.display.append(piece)
-                return
-        if readers:
-            placed = as_placed(part, stored, rule)
-            trim(asm.journal, asm.reasoning)
-            for read in readers:
-                read(placed, asm.reasoning)
-
-    join_parts(asm.journal, current, value, rule, on_part)
 
 
 def _reason_part(asm: Assembly, readers: tuple[Any, ...], text: str, rule: JoinRule) -> None:
@@ -306,7 +228,7 @@ def _fold_entry(asm: Assembly, lst: SlottedList, entry: dict[str, Any], spec: Li
             where = f"{spec.pattern[:-3]}[{spec.slot_path}]"
             raise slot_misfit(where, spec.slot_path, slot) from None
     elif spec.without_slot == "new" or lst.last is None:
-        slot, item = _next_free_slot(lst), None
+        slot, item = lst.free_slot(), None
     else:
         slot = _slot_without_key(lst, entry, spec, asm)
         item = lst.get(slot)
@@ -330,31 +252,23 @@ def _fold_entry(asm: Assembly, lst: SlottedList, entry: dict[str, Any], spec: Li
 def _slot_without_key(
     lst: SlottedList, entry: dict[str, Any], spec: ListFold, asm: Assembly
 ) -> Any:
-    """An entry that names no SLOT continues the open item, unless it starts a new one: it
+    """An entry that names no SLOT (``without_slot: continue``, an item open) continues the
+    open item, unless it starts a new one: it
     brings a value of the first identity field (the call id) that differs from the open
     item's, or it brings any identity while the open item's arguments are already complete.
     An id or name merely repeated on every fragment therefore never splits a call."""
-    if spec.without_slot == "continue" and lst.last is not None:
-        open_item = lst.get(lst.last)
-        new = False
-        if spec.identity:
-            strong = _dig(entry, spec.identity[0])
-            known = _dig(open_item, spec.identity[0])
-            if strong not in (None, "") and known not in (None, "") and strong != known:
-                new = True
-            elif strong in (None, "") or known in (None, ""):
-                brings = any(_dig(entry, chain) not in (None, "") for chain in spec.identity)
-                track = asm.track_of.get(id(open_item))
-                new = brings and track is not None and track.args.state == COMPLETE
-        if not new:
-            return lst.last
-    return _next_free_slot(lst)
-
-
-def _next_free_slot(lst: SlottedList) -> Any:
-    """The first integer SLOT no item holds (items may sit at keys the wire chose)."""
-    count = len(lst.items)
-    return lst.next_int if lst.next_int >= count else count
+    open_item = lst.get(lst.last)
+    if spec.identity:
+        strong = _dig(entry, spec.identity[0])
+        known = _dig(open_item, spec.identity[0])
+        if strong not in (None, "") and known not in (None, ""):
+            if strong != known:
+                return lst.free_slot()
+        elif any(_dig(entry, chain) not in (None, "") for chain in spec.identity):
+            track = asm.track_of.get(id(open_item))
+            if track is not None and track.args.state == COMPLETE:
+                return lst.free_slot()
+    return lst.last
 
 
 def _dig(obj: Any, chain: tuple[str, ...]) -> Any:
@@ -390,8 +304,14 @@ def _merge_entry(
                     put(asm.journal, dest, key, value)
                     continue
                 stream = asm.args_of(item, args)
-                if stream.state == COMPLETE and restates(stream, value):
-                    _skip_restated(asm, item, spec)
+                if stream.state == COMPLETE and stream.restates(value):
+                    track = asm.track_of.get(id(item))
+                    name = track.place.name(item) if track is not None else None
+                    asm.skip(
+                        f"fold {spec.pattern}: the entry restates the arguments of the call "
+                        f"{shown_value(name, 200)}, which are complete already; the "
+                        "restatement is not taken"
+                    )
                 elif stream.feed(value):
                     asm.calls_dirty = True
                 continue
@@ -407,12 +327,3 @@ def _merge_entry(
             continue
         _set_once(asm.journal, dest, key, value)
 
-
-def _skip_restated(asm: Assembly, item: dict[str, Any], spec: ListFold) -> None:
-    track = asm.track_of.get(id(item))
-    name = track.place.name(item) if track is not None else None
-    asm.skip(
-        f"fold {spec.pattern}: the entry restates the arguments of the call "
-        f"{shown_value(name, 200)}, which are "
-        "complete already; the restatement is not taken"
-    )

@@ -102,7 +102,6 @@ class Operation:
 
     name: str
     compile: Callable[[dict[str, Any], CompileContext], Run]
-    doc: str
     bare: bool = False  # may be written as its bare name (``- finish``)
     arguments: Callable[[Any], dict[str, Any]] = _as_given
     source: Callable[[dict[str, Any]], Source | None] = _from
@@ -151,6 +150,11 @@ def _set_opens(args: dict[str, Any]) -> bool:
     """A ``set`` of a whole item (``at`` ends with a slot) opens it, event value or not."""
     at = args.get("at")
     return isinstance(at, str) and bool(at) and parse_target(at)[-1].field is None
+
+
+def _set_source(args: dict[str, Any]) -> Source | None:
+    """An item opened by a ``set`` opens whatever the event holds: no source then."""
+    return None if _set_opens(args) else _from(args)
 
 
 def _error_source(args: dict[str, Any]) -> Source | None:
@@ -213,87 +217,47 @@ def _fold_args_written(args: dict[str, Any]) -> tuple[str, ...]:
 
 # -- the table -------------------------------------------------------------------------------
 
+# Each entry's comment says what its operation does (its compiler's docstring says how).
 _ENTRIES = (
+    # replace the value at `at` with the event's value at `from` (a whole item: open it)
+    Operation("set", op_set, source=_set_source, opens=_set_opens),
+    # set the value at `at` unless it holds one already
+    Operation("set_once", op_set_once),
+    # copy the fields of the event's object into the one at `at`
+    Operation("merge", op_merge),
+    # open the item at the slotted `at`, from the event's object
+    Operation("open", op_open, source=lambda args: None, opens=lambda args: True),
+    # the item at `at` is complete
+    Operation("close", op_close, source=lambda args: None),
+    # append the event's string to the string at `at`
+    Operation("append", op_append, streamed=_read_streamed),
+    # feed an argument fragment to the call at `at`
+    Operation("args", op_args, streamed=_read_streamed, writes_args=_args_written),
+    # adopt the whole argument text of the call at `at`: a value, never a fragment to concatenate
+    Operation("args_final", op_args_final, writes_args=_args_written),
+    # add the event's value as a new element of the list at `at`
+    Operation("push", op_push),
+    # merge the event's delta into the message (concat strings, merge lists by slot)
     Operation(
-        "set",
-        op_set,
-        "replace the value at `at` with the event's value at `from`",
-        source=lambda args: None if _set_opens(args) else _from(args),
-        opens=_set_opens,
+        "fold", op_fold, streamed=_fold_streamed, writes_args=_fold_args_written, slot_keyed=False
     ),
-    Operation("set_once", op_set_once, "set the value at `at` unless it holds one already"),
-    Operation("merge", op_merge, "copy the fields of the event's object into the one at `at`"),
-    Operation(
-        "open",
-        op_open,
-        "open the item at the slotted `at`, from the event's object",
-        source=lambda args: None,
-        opens=lambda args: True,
-    ),
-    Operation("close", op_close, "the item at `at` is complete", source=lambda args: None),
-    Operation(
-        "append",
-        op_append,
-        "append the event's string to the string at `at`",
-        streamed=_read_streamed,
-    ),
-    Operation(
-        "args",
-        op_args,
-        "feed an argument fragment to the call at `at`",
-        streamed=_read_streamed,
-        writes_args=_args_written,
-    ),
-    # The whole argument text, restated: a value, never a fragment to concatenate.
-    Operation(
-        "args_final",
-        op_args_final,
-        "adopt the whole argument text of the call at `at`",
-        writes_args=_args_written,
-    ),
-    Operation("push", op_push, "add the event's value as a new element of the list at `at`"),
-    Operation(
-        "fold",
-        op_fold,
-        "merge the event's delta into the message (concat strings, merge lists by slot)",
-        streamed=_fold_streamed,
-        writes_args=_fold_args_written,
-        slot_keyed=False,
-    ),
-    # Whole parts, each taken as it comes (or joined to the part before): none is a fragment.
-    Operation(
-        "extend",
-        op_extend,
-        "append the event's whole parts to the list at `at`",
-        slot_keyed=False,
-    ),
+    # append the event's whole parts to the list at `at`: each taken as it comes (or joined to
+    # the part before), none is a fragment
+    Operation("extend", op_extend, slot_keyed=False),
+    # record the provider's stop reason (PATH or [PATH, ...]: the first non-null of the paths)
     Operation(
         "stop_reason",
         op_stop_reason,
-        "record the provider's stop reason (the first non-null of the paths)",
-        arguments=lambda raw: {"from": raw},  # PATH or [PATH, ...]: the first non-null
+        arguments=lambda raw: {"from": raw},
         source=lambda args: Source(args["from"]) if isinstance(args["from"], str) else None,
     ),
-    Operation(
-        "usage",
-        op_usage,
-        "record the provider's usage object",
-        arguments=_usage_arguments,
-    ),
-    Operation(
-        "finish",
-        op_finish,
-        "the wire's DONE (with `when`: only if that path holds a true value)",
-        bare=True,  # a bare ``finish`` (or ``finish: true``) takes nothing
-        ends=lambda args: _field(args.get("when")),
-    ),
-    Operation(
-        "error",
-        op_error,
-        "keep a provider error's payload and end the stream",
-        source=_error_source,
-        ends=lambda args: _field(args.get("from")),
-    ),
+    # record the provider's usage object
+    Operation("usage", op_usage, arguments=_usage_arguments),
+    # the wire's DONE (with `when`: only if that path holds a true value); a bare ``finish``
+    # (or ``finish: true``) takes nothing
+    Operation("finish", op_finish, bare=True, ends=lambda args: _field(args.get("when"))),
+    # keep a provider error's payload and end the stream
+    Operation("error", op_error, source=_error_source, ends=lambda args: _field(args.get("from"))),
 )
 
 OPERATIONS: dict[str, Operation] = {entry.name: entry for entry in _ENTRIES}

@@ -18,6 +18,7 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from dataclasses import field as dataclass_field
+from functools import partial
 from typing import Any, cast
 
 from ..model.assembly import Assembly, ensure_slotted
@@ -108,43 +109,38 @@ def reasoning_at(ctx: CompileContext, pattern: str) -> tuple[bool, Any]:
 
 def reasoning_inside(ctx: CompileContext, list_pattern: str) -> tuple[Any, ...]:
     """Readers of the reasoning inside the items of the list at ``list_pattern`` (whole parts
-    appended or joined there), one per reasoning place there: each reads the place's path
-    relative to an item (``text``, ``thinking[*].text``), where its ``where`` holds."""
+    appended or joined there), one per reasoning place there: ``read(part, out)`` appends to
+    ``out`` every non-empty string at the place's path relative to an item (``text``,
+    ``thinking[*].text``), as it arrived, where its ``where`` holds."""
     prefix = f"{list_pattern}[*]."
     inside = []
     for place in ctx.reasoning:
         if place.pattern.startswith(prefix):
             ctx.reasoning_streamed.add(place.pattern)
-            inside.append(fragments_reader(place.pattern[len(prefix) :], place.where))
+            steps = tuple(seg.field for seg in parse_target(place.pattern[len(prefix) :]))
+            inside.append(partial(_fragments, steps, place.where))  # (no frame of its own)
     return tuple(inside)
 
 
-def fragments_reader(rel: str, where: Any) -> Callable[[Any, list[Any]], None]:
-    """A reader that appends to ``out`` every non-empty string at the relative pattern ``rel``
-    (``text``, ``thinking[*].text``) of a part, as it arrived, where ``where`` holds on the
-    innermost item of the pattern (the part itself when ``rel`` has no ``[*]``)."""
-    steps = tuple(seg.field for seg in parse_target(rel))  # None: each entry of a list
-
-    def read(part: Any, out: list[Any]) -> None:
-        _fragments(part, part, steps, 0, where, out)
-
-    return read
-
-
 def _fragments(
-    node: Any, item: Any, steps: tuple[Any, ...], i: int, where: Any, out: list[Any]
+    steps: tuple[Any, ...], where: Any, node: Any, out: list[Any], i: int = 0, item: Any = None
 ) -> None:
+    """The strings at ``steps`` (None: each entry of a list) under ``node``, where ``where``
+    holds on the innermost item of the pattern (the part itself, ``item`` None, until a
+    ``[*]`` step picks an entry inside it)."""
     step = steps[i]
     if step is None:
         if node.__class__ is list:
             for entry in node:
-                _fragments(entry, entry, steps, i + 1, where, out)
+                _fragments(steps, where, entry, out, i + 1, entry)
         return
     if node.__class__ is not dict:
         return
+    if item is None:
+        item = node
     value = node.get(step)
     if i + 1 < len(steps):
-        _fragments(value, item, steps, i + 1, where, out)
+        _fragments(steps, where, value, out, i + 1, item)
     elif value.__class__ is str and value and (where is None or where(item)):
         out.append(value)
 
@@ -160,68 +156,42 @@ def any_where(wheres: list[Any]) -> Any:
 class Target:
     """A compiled target path: walks (and creates) the way to where an operation writes."""
 
-    __slots__ = (
-        "segments",
-        "item_patterns",
-        "pattern",
-        "rel",
-        "order",
-        "locate_item",
-        "parent_of_field",
-        "at_root",
-        "path",
-        "scope",
-        "continuing",
-        "last_slot",
-        "slot_field",
-    )
-
     # Which step of a target is a field (``field`` set) and which a slot (``slot`` set) is
     # known by position, from parse_target's grammar, and a target's slots always have a
     # reader (``[*]`` is refused in a write path). The checker cannot follow positions, so the
-    # walks, which run on every event, read steps and their patterns as Any rather than
-    # narrowing each one per event.
+    # walks, which run on every event, read steps as Any rather than narrowing each one.
     segments: tuple[Any, ...]
-    item_patterns: tuple[Any, ...]  # the list pattern at each slot step, None at a field
-    rel: tuple[str, ...]
     locate_item: Callable[[Assembly, Any, Any, bool], Any]
-    parent_of_field: Callable[[dict[str, Any], list[Any]], dict[str, Any]]
 
     def __init__(
         self, path: str, ctx: CompileContext, scope: str | None = None, continuing: bool = False
     ) -> None:
-        self.path = path
-        self.scope = scope
-        self.continuing = continuing
-        self.segments = _scoped(parse_target(path, ctx.choice_alias), scope)
-        self.pattern = pattern_of(self.segments)
+        self.path, self.scope, self.continuing = path, scope, continuing
+        segments = parse_target(path, ctx.choice_alias)
+        slots = [i for i, seg in enumerate(segments) if seg.field is None]
+        self.last_slot = slots[-1] if slots else -1
+        self.segments = _scoped(segments, scope, self.last_slot)
+        self.pattern = pattern_of(segments)
         self.order = ctx.list_order
         # For each slot step, the pattern of the list it indexes (to recognise call lists).
-        patterns = []
-        for i, seg in enumerate(self.segments):
-            patterns.append(pattern_of(self.segments[: i + 1]) if seg.field is None else None)
-        self.item_patterns = tuple(patterns)
-        # Fields after the innermost slot: the path inside the item.
-        last_slot = max((i for i, s in enumerate(self.segments) if s.field is None), default=-1)
-        self.rel = tuple(cast(str, s.field) for s in self.segments[last_slot + 1 :])
+        self.item_patterns = {i: pattern_of(segments[: i + 1]) for i in slots}
+        # Fields after the innermost slot: the path inside the item; ``way``, to the last one.
+        self.rel = tuple(cast(str, seg.field) for seg in segments[self.last_slot + 1 :])
+        self.way = self.rel[:-1]
         # The walk runs on every event: the two shapes nearly every rule has get a walk of
         # their own (``role``: the root itself; ``content[index].text``: one slotted list).
-        slots = [i for i, s in enumerate(self.segments) if s.field is None]
         if not slots:
             self.locate_item = _at_root
-        elif slots == [1]:
-            self.locate_item = self._one_slot
-        elif slots == [1, 3]:
-            self.locate_item = self._two_slots
+        elif slots in ([1], [1, 3]):
+            self.locate_item = self._first_slots
         else:
-            self.locate_item = self._walk
-        self.parent_of_field = _itself if len(self.rel) <= 1 else self._walk_rel
+            self.locate_item = partial(self.walk, end=self.last_slot + 1)
         # ``role``: the field's parent is the message itself, with no walk at all.
         self.at_root = not slots and len(self.rel) == 1
-        # ``content[index]``: the first SLOT, one field of the event, looked up in place.
-        first = self.segments[1].slot_path if slots[:1] == [1] and scope is None else None
-        self.slot_field = None if first == ctx.choice_alias else one_field(first)
-        self.last_slot = slots[-1] if slots else -1
+        # ``content[index]``: the SLOTs of the first two slot steps, each one field of the
+        # event (not of the choice, nor scoped), looked up in place.
+        fields = [segments[i].slot_path if i in slots and scope is None else None for i in (1, 3)]
+        self.slot_fields = tuple(None if p == ctx.choice_alias else one_field(p) for p in fields)
         if continuing:
             if not slots:
                 raise ValueError(
@@ -247,8 +217,12 @@ class Target:
         """The list of the addressed item and the SLOT of the item it (in this target's scope)
         opened last, for an event without the SLOT; None when there is none (nothing is
         created on the way: an event with nothing to continue changes nothing)."""
-        lst = self.walk(asm, ev, ch, self.last_slot, False)
-        slot = None if lst is None else last_opened(lst, self.scope)
+        lst = self.walk(asm, ev, ch, False, self.last_slot)
+        if lst is None:
+            return None
+        slot, scope = lst.last, self.scope  # (in a scoped list: the last opened in the scope)
+        if scope is not None and not _in_scope(slot, scope):
+            slot = next((slot for slot in reversed(lst.by_slot) if _in_scope(slot, scope)), None)
         return None if slot is None else (lst, slot)
 
     def field_parent(self, asm: Assembly, ev: Any, ch: Any, op: str) -> dict[str, Any] | None:
@@ -258,12 +232,12 @@ class Target:
         if item is None:
             report_unplaced(asm, op, self, ev, ch)
             return None
-        return self.parent_of_field(item, asm.journal)
+        return make_way(item, self.way, asm.journal)
 
     def explain(self, asm: Assembly, ev: Any, ch: Any) -> str:
         """Why ``locate_item`` found no item for this event (cold: only for a skip): the first
         slot step the walk stops at."""
-        for i, seg in enumerate(self.segments[: len(self.segments) - len(self.rel)]):
+        for i, seg in enumerate(self.segments[: self.last_slot + 1]):
             if seg.field is not None:
                 continue
             slot = seg.slot(ev, ch)
@@ -275,7 +249,7 @@ class Target:
                         f"{self.segments[i - 1].field}{scope} is open to continue"
                     )
                 return f"the event has no slot key {seg.slot_path!r}"
-            if self.walk(asm, ev, ch, i + 1, False) is None:
+            if self.walk(asm, ev, ch, False, i + 1) is None:
                 return f"no item is open at {self.shown(i, slot)}"
         return "the way to it is not an object"
 
@@ -291,19 +265,17 @@ class Target:
         where = f"{self.segments[step - 1].field}[{self.segments[step].slot_path}]"
         return slot_misfit(where, self.segments[step].slot_path, slot)
 
-    def _one_slot(self, asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
-        """``field[slot]...``: the item of the slotted list at the root's ``field``."""
-        field = self.slot_field
+    def _first_slots(self, asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
+        """``field[slot]...``: the item of the slotted list at the root's ``field``; and for
+        ``field[slot].field[slot]...`` (Responses' ``output[i].content[j]``), the item of the
+        slotted list inside it."""
+        field, inner = self.slot_fields
         slot = ev.get(field) if field is not None else self.segments[1].slot(ev, ch)
-        return self._item(asm, asm.root, 0, slot, create)
-
-    def _two_slots(self, asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
-        """``field[slot].field[slot]...`` (Responses' ``output[i].content[j]``): the item of
-        the slotted list inside the item of the root's slotted list."""
-        outer = self._one_slot(asm, ev, ch, create)
-        if outer is None:
-            return None
-        return self._item(asm, outer, 2, self.segments[3].slot(ev, ch), create)
+        item = self._item(asm, asm.root, 0, slot, create)
+        if item is None or self.last_slot == 1:
+            return item
+        slot = ev.get(inner) if inner is not None else self.segments[3].slot(ev, ch)
+        return self._item(asm, item, 2, slot, create)
 
     def _item(self, asm: Assembly, node: dict[str, Any], at: int, slot: Any, create: bool) -> Any:
         """The item at ``slot`` of the slotted list ``node[segments[at].field]``, opened (and
@@ -312,7 +284,7 @@ class Target:
             return None
         field = self.segments[at].field
         lst = node.get(field)
-        if lst.__class__ is not SlottedList:  # (``_list``, inline: this runs on every event)
+        if lst.__class__ is not SlottedList:  # (as in ``walk``, inline: this runs on every event)
             if lst is None and not create:
                 return None
             lst = ensure_slotted(node, field, self.order, asm.journal)
@@ -326,19 +298,7 @@ class Target:
         asm.item_added(self.item_patterns[at + 1], item, slot)
         return item
 
-    def _list(self, asm: Assembly, node: dict[str, Any], at: int, create: bool) -> Any:
-        """The slotted list at ``node[segments[at].field]`` (made when ``create``)."""
-        field = self.segments[at].field
-        lst = node.get(field)
-        if lst.__class__ is SlottedList or (lst is None and not create):
-            return lst
-        return ensure_slotted(node, field, self.order, asm.journal)
-
-    def _walk(self, asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
-        """The innermost slotted item on the path (or the root when there is none)."""
-        return self.walk(asm, ev, ch, len(self.segments) - len(self.rel), create)
-
-    def walk(self, asm: Assembly, ev: Any, ch: Any, end: int, create: bool) -> Any:
+    def walk(self, asm: Assembly, ev: Any, ch: Any, create: bool, end: int) -> Any:
         """The one walk of a target: the node after its first ``end`` steps (the item at a
         slot step, the slotted list at a field before one), the way created when ``create``
         (each item opened told to the assembly); None when the event lacks a SLOT on the way
@@ -347,34 +307,33 @@ class Target:
         segs = self.segments
         i = 0
         while i < end and node is not None:
-            if segs[i + 1].field is None:  # a slotted list, and (within ``end``) its item
-                if i + 1 == end:
-                    return self._list(asm, node, i, create)
+            field = segs[i].field
+            if segs[i + 1].field is not None:
+                child = node.get(field)
+                if child.__class__ is not dict:
+                    if not create:
+                        return None
+                    child = put(asm.journal, node, field, {})
+                node = child
+                i += 1
+            elif i + 1 < end:  # a slotted list's item
                 node = self._item(asm, node, i, segs[i + 1].slot(ev, ch), create)
                 i += 2
-                continue
-            child = node.get(segs[i].field)
-            if child.__class__ is not dict:
-                if not create:
-                    return None
-                child = put(asm.journal, node, segs[i].field, {})
-            node = child
-            i += 1
+            else:  # the slotted list itself
+                lst = node.get(field)
+                if lst.__class__ is SlottedList or (lst is None and not create):
+                    return lst
+                return ensure_slotted(node, field, self.order, asm.journal)
         return node
 
-    def _walk_rel(self, item: dict[str, Any], journal: list[Any]) -> dict[str, Any]:
-        """The dict holding the last field of ``rel`` inside ``item``, the way created."""
-        return make_way(item, self.rel[:-1], journal)
 
-
-def _scoped(segments: tuple[Segment, ...], scope: str | None) -> tuple[Segment, ...]:
-    """With a declared ``scope``, the SLOT of the addressed item (the last slot step) is keyed
-    by ``(scope, value)``: items of one list opened in different scopes never meet, however
-    their ids collide (a text part "0" and a tool call "0"). Without one, a list has one
-    scope, the wire's own index, as before."""
+def _scoped(segments: tuple[Segment, ...], scope: str | None, last: int) -> tuple[Segment, ...]:
+    """With a declared ``scope``, the SLOT of the addressed item (the last slot step, ``last``)
+    is keyed by ``(scope, value)``: items of one list opened in different scopes never meet,
+    however their ids collide (a text part "0" and a tool call "0"). Without one, a list has
+    one scope, the wire's own index, as before."""
     if scope is None:
         return segments
-    last = max((i for i, s in enumerate(segments) if s.field is None), default=-1)
     if last < 0:
         raise ValueError("scope: the path has no slot step to scope, e.g. content[id]")
     inner = segments[last].slot
@@ -384,8 +343,7 @@ def _scoped(segments: tuple[Segment, ...], scope: str | None) -> tuple[Segment, 
         value = inner(ev, ch)
         return None if value is None else (scope, value)
 
-    step = replace(segments[last], slot=scoped_slot)
-    return (*segments[:last], step, *segments[last + 1 :])
+    return (*segments[:last], replace(segments[last], slot=scoped_slot), *segments[last + 1 :])
 
 
 def _continues(spec: dict[str, Any]) -> bool:
@@ -394,17 +352,9 @@ def _continues(spec: dict[str, Any]) -> bool:
     return bool(spec["without_slot"] == "continue")
 
 
-def last_opened(lst: SlottedList, scope: str | None) -> Any:
-    """The SLOT of the item ``lst`` opened last (in ``scope``, when the list is scoped)."""
-    last = lst.last
-    if scope is None:
-        return last
-    if last.__class__ is tuple and len(last) == 2 and last[0] == scope:
-        return last
-    for key in reversed(lst.by_slot):
-        if key.__class__ is tuple and len(key) == 2 and key[0] == scope:
-            return key
-    return None
+def _in_scope(slot: Any, scope: str) -> bool:
+    """Is ``slot`` the SLOT of an item opened in ``scope`` (keyed ``(scope, value)``)?"""
+    return slot.__class__ is tuple and len(slot) == 2 and slot[0] == scope
 
 
 def report_unplaced(asm: Assembly, op: str, target: Target, ev: Any, ch: Any) -> None:
@@ -414,10 +364,6 @@ def report_unplaced(asm: Assembly, op: str, target: Target, ev: Any, ch: Any) ->
 
 def _at_root(asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
     return asm.root
-
-
-def _itself(item: dict[str, Any], journal: list[Any]) -> dict[str, Any]:
-    return item
 
 
 # --- set, set_once, merge -----------------------------------------------------------------
@@ -445,7 +391,7 @@ def op_set(spec: dict[str, Any], ctx: CompileContext) -> Run:
     last = target.rel[-1]
 
     def set_field(asm: Assembly, item: dict[str, Any], value: Any) -> None:
-        put(asm.journal, target.parent_of_field(item, asm.journal), last, ingest(value))
+        put(asm.journal, make_way(item, target.way, asm.journal), last, ingest(value))
 
     return _into_item("set", read, target, set_field)
 
@@ -463,9 +409,7 @@ def op_set_once(spec: dict[str, Any], ctx: CompileContext) -> Run:
         if value is None or value == "":
             return
         parent = asm.root if target.at_root else target.field_parent(asm, ev, ch, "set_once")
-        if parent is None:
-            return
-        if parent.get(last) in (None, ""):
+        if parent is not None and parent.get(last) in (None, ""):
             put(asm.journal, parent, last, ingest(value))
 
     return set_once
@@ -479,7 +423,7 @@ def op_merge(spec: dict[str, Any], ctx: CompileContext) -> Run:
     read = compile_read(spec["from"], ctx.choice_alias)
     excluded = frozenset(spec["except"])
     at = spec["at"]
-    target = Target(at, ctx, spec.get("scope"), _continues(spec)) if at else None
+    target = Target(at, ctx, spec.get("scope"), _continues(spec))  # (``""``: the message)
 
     def merge(asm: Assembly, ev: Any, ch: Any) -> None:
         value = read(ev, ch)
@@ -487,14 +431,11 @@ def op_merge(spec: dict[str, Any], ctx: CompileContext) -> Run:
             if value is not None:
                 asm.skip(f"merge {at or '(the whole message)'}: {_not_an_object(value)}")
             return
-        if target is None:
-            dest: Any = asm.root
-        else:
-            item = target.locate_item(asm, ev, ch, True)
-            if item is None:
-                report_unplaced(asm, "merge", target, ev, ch)
-                return
-            dest = make_way(item, target.rel, asm.journal)
+        item = target.locate_item(asm, ev, ch, True)
+        if item is None:
+            report_unplaced(asm, "merge", target, ev, ch)
+            return
+        dest = make_way(item, target.rel, asm.journal)
         for key, val in value.items():
             if key in excluded or (val is None and dest.get(key) is not None):
                 continue
@@ -510,49 +451,42 @@ def _not_an_object(value: Any) -> str:
 # --- open, close --------------------------------------------------------------------------
 
 
-def _open(target: Target, read: Reader, ctx: CompileContext, op: str, merge: bool = False) -> Run:
-    """Open the item at ``target``: an item at a free SLOT starts from the event's object;
-    one already there is the same item restated, and is merged (see :func:`_restate`), so that
-    a start sent twice is one item and one call."""
+def _open(
+    target: Target, read: Reader | None, ctx: CompileContext, op: str, merge: bool = False
+) -> Run:
+    """Open the item at ``target``: an item at a free SLOT starts from the event's object
+    (no ``read``: the item opens empty); one already there is the same item restated, and is
+    merged (see :func:`_restate`), so that a start sent twice is one item and one call."""
     *_, last_seg = target.segments
-    pattern = target.item_patterns[-1]
+    pattern = target.item_patterns[target.last_slot]
     args_fields = ctx.calls_args if pattern == ctx.calls_pattern else ()
 
     def open_item(asm: Assembly, ev: Any, ch: Any) -> None:
-        value = read(ev, ch)
+        value = read(ev, ch) if read is not None else None
         slot = last_seg.slot(ev, ch)
-        if slot is None:
+        if slot is not None:
+            lst = target.walk(asm, ev, ch, True, target.last_slot)  # the way created
+        else:  # the wire may continue the item opened last: it is restated
             found = target.continued(asm, ev, ch) if target.continuing else None
-            if found is None:
-                report_unplaced(asm, op, target, ev, ch)
-            else:  # the wire continues the item opened last: it is restated
-                restate(asm, found[0], found[1], value)
-            return
-        lst = target.walk(asm, ev, ch, len(target.segments) - 1, True)  # the way created
+            lst, slot = found if found is not None else (None, None)
         if lst is None:
             report_unplaced(asm, op, target, ev, ch)
             return
         try:
             existing = lst.get(slot)
         except TypeError:  # a list or an object as the SLOT
-            raise target.slot_misfit(len(target.segments) - 1, slot) from None
-        if existing is not None:
-            restate(asm, lst, slot, value)
-            return
-        item = ingest(value) if value.__class__ is dict else {}
-        lst.put(slot, item, asm.journal)
-        asm.item_added(pattern, item, slot)
-
-    def restate(asm: Assembly, lst: SlottedList, slot: Any, value: Any) -> None:
-        existing = lst.get(slot)
-        assert existing is not None, "restated only where an item is open"
-        if _restate(asm, existing, value, args_fields, merge):
+            raise target.slot_misfit(target.last_slot, slot) from None
+        if existing is None:
+            item = ingest(value) if value.__class__ is dict else {}
+            lst.put(slot, item, asm.journal)
+            asm.item_added(pattern, item, slot)
+        elif _restate(asm, existing, value, args_fields, merge):
             put_attr(asm.journal, lst, "last", slot)
             if id(existing) not in asm.track_of:
                 asm.item_added(pattern, existing, slot)  # what it carries may make it a call
         else:
             asm.skip(
-                f"{op} {target.path}: {target.shown(len(target.segments) - 1, slot)} is a call "
+                f"{op} {target.path}: {target.shown(target.last_slot, slot)} is a call "
                 "whose arguments are complete already; the restated item is not taken"
             )
 
@@ -562,15 +496,10 @@ def _open(target: Target, read: Reader, ctx: CompileContext, op: str, merge: boo
 def op_open(spec: dict[str, Any], ctx: CompileContext) -> Run:
     """Open a new item at the slotted path ``at``, starting from the event's ``from`` object."""
     target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
-    if target.rel or not target.segments or target.segments[-1].field is not None:
+    if target.rel or not target.segments:
         raise ValueError("open: 'at' must end with a slot step, e.g. content[index]")
-    read = compile_read(spec["from"], ctx.choice_alias) if "from" in spec else _read_nothing
+    read = compile_read(spec["from"], ctx.choice_alias) if "from" in spec else None
     return _open(target, read, ctx, "open", spec["if_complete"] == "merge")
-
-
-def _read_nothing(ev: Any, ch: Any = None) -> None:
-    """What an ``open`` without ``from`` reads: nothing, so the item opens empty."""
-    return None
 
 
 def _restate(
@@ -595,37 +524,13 @@ def _restate(
         if not merge_complete or value.__class__ is not dict:
             return False
         restated = dig(value, args_fields)
-        if not _is_empty(restated) and not restates(track.args, restated):
+        if not _is_empty(restated) and not track.args.restates(restated):
             return False
-        _merge_into(asm, item, _without_chain(value, args_fields), None, ())
+        _merge_into(asm, item, value, track, args_fields, keep_args=True)
         return True
     if value.__class__ is dict:
         _merge_into(asm, item, value, track, args_fields)
     return True
-
-
-def _without_chain(value: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
-    """A copy of ``value`` without the field at the chain ``fields`` (the arguments)."""
-    if not fields:
-        return value
-    head, rest = fields[0], fields[1:]
-    out = {k: v for k, v in value.items() if k != head}
-    if rest and value.get(head).__class__ is dict:
-        out[head] = _without_chain(value[head], rest)
-    return out
-
-
-def restates(stream: ArgsStream, value: Any) -> bool:
-    """Does ``value`` (an object, or its text) restate the complete arguments of ``stream``
-    whole (a server that repeats a call, a start sent again), rather than bring others?"""
-    if value.__class__ is str:
-        if value.strip() == stream.text.strip():
-            return True
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return False
-    return bool(value == stream.value)  # JSON values compared: a bool
 
 
 def _merge_into(
@@ -635,24 +540,27 @@ def _merge_into(
     track: Any,
     args_fields: tuple[str, ...],
     final: bool = False,
+    keep_args: bool = False,
 ) -> None:
     """The one merger of a restated item into ``node``: a start sent again (``open``) or the
     final item a ``close`` carries (``final``). The arguments at ``args_fields`` (with
-    ``track``) and any argument stream go through their stream (whole arguments replace
-    fragments); a shorter list never replaces streamed items. A restated start never erases
-    (an empty value, "", {}, [] or null, leaves what is there) and merges its objects in;
-    the final item's word is the last one, each field replaced (but along the arguments)."""
+    ``track``; ``keep_args``: left as they are) and any argument stream go through their
+    stream (whole arguments replace fragments); a shorter list never replaces streamed items.
+    A restated start never erases (an empty value, "", {}, [] or null, leaves what is there)
+    and merges its objects in; the final item's word is the last one, each field replaced
+    (but along the arguments)."""
     for key, val in value.items():
         current = node.get(key)
         on_args = track is not None and bool(args_fields) and key == args_fields[0]
         if on_args and len(args_fields) == 1:
-            if (final or not _is_empty(val)) and track.args.replace(val):
+            if not keep_args and (final or not _is_empty(val)) and track.args.replace(val):
                 asm.calls_dirty = True
             continue
         if not final and _is_empty(val) and current is not None:
             continue
         if val.__class__ is dict and current.__class__ is dict and (on_args or not final):
-            _merge_into(asm, current, val, track if on_args else None, args_fields[1:], final)
+            track_on = track if on_args else None
+            _merge_into(asm, current, val, track_on, args_fields[1:], final, keep_args)
         elif current.__class__ is ArgsStream:
             if current.replace(val):
                 asm.calls_dirty = True
@@ -713,8 +621,7 @@ def op_append(spec: dict[str, Any], ctx: CompileContext) -> Run:
     display = target.pattern == ctx.text_pattern  # its text is display text
     text_where = ctx.text_where
     reasoning, reasoning_where = reasoning_at(ctx, target.pattern)
-    last = target.rel[-1]
-    shallow = len(target.rel) == 1
+    last, way = target.rel[-1], target.way
 
     def append(asm: Assembly, ev: Any, ch: Any) -> None:
         piece = read(ev, ch)
@@ -730,7 +637,7 @@ def op_append(spec: dict[str, Any], ctx: CompileContext) -> Run:
             report_unplaced(asm, "append", target, ev, ch)
             return
         journal = asm.journal
-        parent = item if shallow else target.parent_of_field(item, journal)
+        parent = make_way(item, way, journal) if way else item
         current = parent.get(last)
         if current.__class__ is Fragments:  # the usual delta: no frame of ours
             journal.append((unappend, current, current.append))
@@ -775,16 +682,13 @@ def op_args_final(spec: dict[str, Any], ctx: CompileContext) -> Run:
     return _into_args("args_final", spec, ctx, ArgsStream.replace)
 
 
-def _into_args(
-    op: str, spec: dict[str, Any], ctx: CompileContext, take: Callable[..., bool]
-) -> Run:
-    """Hand the event's value to the argument stream of the call at ``at`` (``take`` says
-    how: a fragment fed, or the whole text adopted)."""
+def _into_args(op: str, spec: dict[str, Any], ctx: CompileContext, how: Callable[..., bool]) -> Run:
+    """Hand the event's value to the argument stream of the call at ``at``, ``how`` the
+    stream takes it: a fragment fed, or the whole text adopted."""
     target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
-    rel = target.rel
 
     def into_args(asm: Assembly, item: dict[str, Any], value: Any) -> None:
-        if take(asm.args_of(item, rel), value):
+        if how(asm.args_of(item, target.rel), value):
             asm.calls_dirty = True
 
     return _into_item(op, compile_read(spec["from"], ctx.choice_alias), target, into_args)
@@ -804,7 +708,7 @@ def op_push(spec: dict[str, Any], ctx: CompileContext) -> Run:
     keys = tuple(spec.get("update_by", ()))
 
     def push(asm: Assembly, item: dict[str, Any], value: Any) -> None:
-        parent = target.parent_of_field(item, asm.journal)
+        parent = make_way(item, target.way, asm.journal)
         current = parent.get(last)
         if keys and value.__class__ is dict and all(value.get(k) is not None for k in keys):
             elements = current.items if current.__class__ is SlottedList else current
@@ -836,18 +740,14 @@ def op_push(spec: dict[str, Any], ctx: CompileContext) -> Run:
 # --- turn-level fields, DONE, errors ------------------------------------------------------
 
 
-def _first_of(paths: Any, ctx: CompileContext) -> Reader:
-    """One path, or the first non-null of a list of them (a ``first`` read)."""
-    if isinstance(paths, list):
-        paths = {FIRST: paths} if len(paths) > 1 else paths[0]
-    return compile_read(paths, ctx.choice_alias)
-
-
 def op_stop_reason(spec: dict[str, Any], ctx: CompileContext) -> Run:
     """Record the provider's raw stop reason (the first non-null of the paths ``from``), as
     text: a wire that sends a number (a protobuf enum's, in JSON) gives its JSON text, so
     that ``buf.stop_reason`` is a str and a descriptor's ``finish_reasons`` can name it."""
-    read = _first_of(spec["from"], ctx)
+    paths = spec["from"]  # one path, or the first non-null of a list of them (a ``first`` read)
+    if isinstance(paths, list):
+        paths = {FIRST: paths} if len(paths) > 1 else paths[0]
+    read = compile_read(paths, ctx.choice_alias)
 
     def stop_reason(asm: Assembly, ev: Any, ch: Any) -> None:
         value = read(ev, ch)
@@ -868,11 +768,8 @@ def op_usage(spec: dict[str, Any], ctx: CompileContext) -> Run:
         if value is None:
             return
         if merge and asm.usage.__class__ is dict and value.__class__ is dict:
-            merged = dict(asm.usage)
-            merged.update({k: v for k, v in value.items() if v is not None})
-            put_attr(asm.journal, asm, "usage", merged)
-        else:
-            put_attr(asm.journal, asm, "usage", ingest(value))
+            value = {**asm.usage, **{k: v for k, v in value.items() if v is not None}}
+        put_attr(asm.journal, asm, "usage", ingest(value))
         asm.took_usage(ev)
 
     return usage

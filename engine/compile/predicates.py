@@ -18,33 +18,26 @@ by member, as deep as the descriptor's value goes (a chunk's value may nest 100,
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from .paths import compile_get, compile_presence, one_field
 
 Predicate = Callable[[Any], bool]
 
-_KINDS: tuple[tuple[type, str], ...] = (
-    (bool, "boolean"),  # before int: a bool is an int in Python, not a number in JSON
-    (str, "string"),
-    (int, "number"),
-    (float, "number"),
-    (dict, "object"),
-    (list, "list"),
-    (type(None), "null"),
-)
-_EXACT: dict[type, str] = dict(_KINDS)  # what a chunk's values are, by their own class
+# By a value's own class: a bool before an int (a bool is an int in Python, not a number in
+# JSON), as a subclass is tested in this order.
+_KINDS: dict[type, str] = {
+    bool: "boolean", str: "string", int: "number", float: "number", dict: "object",
+    list: "list", type(None): "null",
+}
 
 
 def json_kind(value: Any) -> str | None:
     """The JSON kind of ``value`` (``"number"`` for an int or a float, not for a bool)."""
-    exact = _EXACT.get(value.__class__)
-    if exact is not None:
-        return exact
-    for cls, kind in _KINDS:
-        if isinstance(value, cls):
-            return kind
-    return None
+    kind = _KINDS.get(value.__class__)
+    if kind is None:  # a subclass (a mapping type of the client's): the first class it is
+        kind = next((name for cls, name in _KINDS.items() if isinstance(value, cls)), None)
+    return kind
 
 
 def json_equal(value: Any, expected: Any) -> bool:
@@ -106,8 +99,7 @@ def compile_predicate(spec: dict[str, Any]) -> Predicate:
             return lambda obj: obj.__class__ is dict and obj.get(field) is expected
         if expected is None or expected.__class__ is str:  # (asked of every chunk: no 2nd call)
             return lambda obj: obj.__class__ is dict and obj.get(field) == expected
-        same = _equal_to(expected)
-        return lambda obj: obj.__class__ is dict and same(obj.get(field))
+        return lambda obj: obj.__class__ is dict and json_equal(obj.get(field), expected)
     get = compile_get(spec["field"])
     # The test of the value at ``field``, one per form; the object's own test comes last.
     if "equals" in spec:
@@ -151,15 +143,10 @@ def compile_predicate(spec: dict[str, Any]) -> Predicate:
 
 def _plain_has(specs: Any) -> tuple[str, ...] | None:
     """The fields of a list of ``{has: F}`` predicates, each F one plain field; else None."""
-    keys = []
-    for spec in specs:
-        if not isinstance(spec, dict) or set(spec) != {"has"}:
-            return None
-        field = one_field(spec["has"])
-        if field is None:
-            return None
-        keys.append(field)
-    return tuple(keys)
+    if not all(isinstance(spec, dict) and set(spec) == {"has"} for spec in specs):
+        return None
+    keys = tuple(one_field(spec["has"]) for spec in specs)
+    return None if None in keys else cast(tuple[str, ...], keys)
 
 
 def _one_field_equals(spec: Any) -> tuple[str, Any] | None:

@@ -211,12 +211,12 @@ class ArgsStream:
         are (then there is nothing to tell)."""
         if self.tracker is None:
             return False
-        if not self._restates(value):
+        if not self.restates(value):
             why = AFTER_COMPLETE if self.state == COMPLETE else AFTER_CLOSED
             self.tracker.refused(self, value, why)
         return True
 
-    def _restates(self, value: Any) -> bool:
+    def restates(self, value: Any) -> bool:
         """Does ``value`` (text, or a whole value) say what the stream holds?"""
         if value.__class__ is str:
             if self._whole is None and value.strip() == self.text.strip():
