@@ -117,16 +117,10 @@ class Assembly:
     ) -> None:
         """An item was opened in a slotted list (at ``slot``, when the caller has it at
         hand); start tracking it if it is a call (a held place's: once ``released``)."""
-        spec = self.strategy.spec
-        calls = spec.calls
-        if calls is None:
-            return
-        if pattern != calls.pattern and all(p.pattern != pattern for p in spec.places):
-            return
         if self.deferring:
             self.deferred.append((pattern, item, slot))
             return
-        place = spec.place_of(pattern, item)
+        place = self.strategy.spec.place_of(pattern, item)
         if place is None:
             return
         if place.held and not released:
@@ -290,25 +284,23 @@ class Assembly:
     def slot_of(self, item: dict[str, Any], calls: Any = None) -> Any:
         """The SLOT the wire keys this call item by (its position for a plain list), found
         by walking the lists of its calls place: asked only for a call that ends incomplete."""
+        calls = calls or self.strategy.spec.calls
         if calls is None:
-            calls = self.strategy.spec.calls
-        elif calls.single:
+            return None
+        if calls.single:
             return calls.pattern
         level: list[Any] = [self.root]
         slot: Any = None
-        for chain in calls.list_fields if calls is not None else ():
-            found: list[Any] = []
+        for chain in calls.list_fields:
+            found: list[tuple[Any, Any]] = []
             for node in level:
                 node = dig(node, chain)
-                if node.__class__ is SlottedList:
-                    entries = [(key, node.items[at]) for key, at in node.by_slot.items()]
-                else:
-                    entries = list(enumerate(node)) if node.__class__ is list else []
-                for key, entry in entries:
-                    found.append(entry)
-                    if entry is item:
-                        slot = key
-            level = found
+                if node.__class__ is SlottedList:  # (its slots are in the order of its items)
+                    found += zip(node.by_slot, node.items, strict=True)
+                elif node.__class__ is list:
+                    found += enumerate(node)
+            slot = next((key for key, entry in found if entry is item), slot)
+            level = [entry for _, entry in found]
         return slot
 
 

@@ -71,7 +71,6 @@ _SCAN_STATE = (
     "_depth",
     "_in_string",
     "_escape",
-    "_started",
     "_ended",
     "_whole",
     "_spilled",
@@ -120,10 +119,9 @@ class ArgsStream:
         self.state = OPEN
         self.value: Any = None  # the parsed object once COMPLETE
         self.reason: str | None = None  # INVALID_TEXT or TOO_DEEP once the state is INVALID
-        self._depth = 0
+        self._depth = 0  # (0 before the first character that is not whitespace)
         self._in_string = False
         self._escape = False
-        self._started = False  # a non-space character has been seen
         self._ended = False  # the top-level value has closed
         self._whole: Any = None  # a whole (non-string) value handed over by the wire
         # Text other than whitespace came after the complete arguments (refused): from then
@@ -303,11 +301,10 @@ class ArgsStream:
         pos = 0
         n = len(s)
         depth = self._depth
-        if not self._started:
+        if not depth:
             m = _NOT_SPACE.search(s)
             if m is None:
                 return False
-            self._started = True
             pos = m.start()
             if s[pos] != "{":
                 # A top-level value that is not an object is never a call.
@@ -412,7 +409,7 @@ class ArgsStream:
         if self.text_key is not None:  # free-form text: whole once its item is done
             self.state, self.value = COMPLETE, {self.text_key: self.text}
             return True
-        if self._whole is not None or self._started or self.state != OPEN:
+        if self._whole is not None or self._depth or self.state != OPEN:
             return False
         if self.parts:  # whitespace only: not "" and not JSON (json.loads rejects it)
             self._invalid(INVALID_TEXT)
