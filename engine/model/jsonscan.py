@@ -163,19 +163,15 @@ class ArgsStream:
         if (self._ended or self.closed) and self.tracker is not None and self._refused(fragment):
             return False
         self.parts.append(fragment)
-        sink = self.sink
-        # Nothing to scan: free-form text (whole once it closes), or arguments decided.
-        if self.text_key is not None or self.state == INVALID or self._ended:
-            if sink is not None:
-                sink.fed(fragment)
-            if self._ended and self.state != INVALID and _NOT_SPACE.search(fragment):
-                self._regress()  # (a stream no call owns: text after its value spoils it)
+        if self.text_key is None and self.state != INVALID and not self._ended:
+            changed = self._scan(fragment)
+        else:  # nothing to scan: free-form text (whole once it closes), or arguments decided
+            changed = self._ended and self.state != INVALID and bool(_NOT_SPACE.search(fragment))
+            if changed:  # (a stream no call owns: text after its value spoils it)
+                self._regress()
                 self._invalid(INVALID_TEXT)
-                return True
-            return False
-        changed = self._scan(fragment)
-        if sink is not None:  # the fragment as taken: cut where the value ended (_conclude)
-            sink.fed(self.parts[-1])
+        if self.sink is not None:  # the fragment as taken: cut where the value ended (_conclude)
+            self.sink.fed(self.parts[-1])
         return changed
 
     def _refused(self, fragment: str) -> bool:
@@ -488,16 +484,18 @@ TOO_DEEP_TO_TAKE = (
 
 def nests_deeper(value: Any, limit: int) -> bool:
     """Do dicts and lists nest deeper than ``limit`` in ``value`` (the top one counted)?
-    Without recursion, so that any depth is measured; it stops at the first branch too deep."""
-    if not isinstance(value, (dict, list)):
+    Without recursion, so that any depth is measured; it stops at the first branch too deep.
+    Plain dicts and lists, as the wire's values are (``ingest`` copies only those, by class
+    too, and a class test costs no call per node)."""
+    if value.__class__ is not dict and value.__class__ is not list:
         return False
     stack = [(value, 1)]
     while stack:
         node, depth = stack.pop()
         if depth > limit:
             return True
-        for child in node.values() if isinstance(node, dict) else node:
-            if isinstance(child, (dict, list)):
+        for child in node.values() if node.__class__ is dict else node:
+            if child.__class__ is dict or child.__class__ is list:
                 stack.append((child, depth + 1))
     return False
 

@@ -89,7 +89,6 @@ class _Invalid(Exception):
     def __init__(self, pos: int, message: str, reason: str = "invalid") -> None:
         super().__init__(message)
         self.pos = pos
-        self.message = message
         self.reason = reason
 
 
@@ -233,7 +232,7 @@ class PartialJSON:
         try:
             self._read(text)
         except _Invalid as bad:
-            self._stop(base + bad.pos, bad.message, bad.reason)
+            self._stop(base + bad.pos, str(bad), bad.reason)
         self._seen += len(fragment)
 
     def _stop(self, offset: int | None, message: str, reason: str = "invalid") -> None:
