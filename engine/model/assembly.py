@@ -15,13 +15,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
-from ..events import (
-    CAUSE_CONNECTION,
-    CAUSE_DONE,
-    CAUSE_ERROR,
-    CAUSE_LENGTH,
-    CallIncomplete,
-)
+from ..events import CAUSE_CONNECTION, CAUSE_DONE, CAUSE_ERROR, CAUSE_LENGTH, CallIncomplete
 from .fragments import SlottedList, compact, dig, ingest, make_way, shown_value
 from .journal import put, put_attr, put_back, trim
 from .jsonscan import AFTER_COMPLETE, ArgsStream

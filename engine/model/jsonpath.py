@@ -33,9 +33,7 @@ _NAME_CHARS = "A-Za-z_$\u0080-\ud7ff\ue000-\U0010ffff"
 _SHORTHAND = re.compile(f"[{_NAME_CHARS}][{_NAME_CHARS}0-9-]*")
 _INDEX = re.compile(r"-?[0-9]+")
 # A quoted name, up to the quote that closes it (an escaped character never does).
-_QUOTED = {
-    quote: re.compile(rf"{quote}((?:[^{quote}\\]|\\.)*){quote}", re.S) for quote in "'\""
-}
+_QUOTED = {quote: re.compile(rf"{quote}((?:[^{quote}\\]|\\.)*){quote}", re.S) for quote in "'\""}
 _SINGLE_QUOTED = re.compile(r'\\.|"', re.S)  # in a single-quoted name: an escape, or "
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _BLANK = " \t\n\r"

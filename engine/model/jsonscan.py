@@ -19,11 +19,9 @@ from __future__ import annotations
 import json
 import re
 import sys
-from operator import attrgetter
 from typing import Any
 
 from ..events import CAUSE_NOT_JSON, CAUSE_NOT_OBJECT, CAUSE_TOO_DEEP
-from .journal import put_back
 
 # Characters that change scanner state outside / inside a JSON string.
 _OUTSIDE = re.compile(r'["{}\[\]]')
@@ -63,31 +61,12 @@ COMPLETE = 1  # parsed to a JSON object
 INVALID = 2  # can never become a JSON object
 
 
-# What a chunk may change of an argument stream's scan, beside its fragments (``_save``).
-_SCAN_STATE = (
-    "state",
-    "value",
-    "closed",
-    "_depth",
-    "_in_string",
-    "_escape",
-    "_ended",
-    "_whole",
-    "_spilled",
-    "reason",
-)
-_READ = attrgetter(*_SCAN_STATE)
-_SLOTS = (*_SCAN_STATE, "parts", "initial", "form", "owner", "sink", "tracker", "text_key")
-
-
 class ArgsStream:
     """The arguments of one call (one SLOT), streamed as JSON text or given whole.
 
     ``initial`` is what the start event carried for an object-form wire (Anthropic's
     ``input: {}``); it is shown until the item closes and is never a prefix of the text.
     """
-
-    __slots__ = (*_SLOTS, "journal")
 
     def __init__(self, form: str, initial: Any = None, text_key: str | None = None) -> None:
         self.parts: list[str] = []
@@ -130,11 +109,13 @@ class ArgsStream:
         self._spilled = False
 
     def _save(self) -> None:
-        """Journal the parts and the scan state, before a change other than a plain append."""
+        """Journal the parts and the stream's state, before a change other than a plain
+        append: its fields all at once (``__dict__``), so that no list of names kept beside
+        the class can miss one; the parts list, changed in place, by its length."""
         journal = self.journal
         if journal is not None:
             journal.append((_cut, self, self.parts, len(self.parts)))
-            journal.append((put_back, self, _SCAN_STATE, _READ(self)))
+            journal.append((self.__dict__.update, self.__dict__.copy()))
 
     # -- feeding -------------------------------------------------------------------------
 

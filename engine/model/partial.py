@@ -29,11 +29,10 @@ from __future__ import annotations
 
 import json
 import re
-from operator import attrgetter
 from typing import Any
 
 from .fragments import copy_json
-from .journal import put, put_back, refill, trim
+from .journal import put, refill, trim
 from .jsonpath import place_at, set_item, singular_path
 
 __all__ = ["PartialJSON", "parse_json_path"]
@@ -116,26 +115,6 @@ def _grown(reader: PartialJSON, container: Any, key: Any, length: int, seen: int
     reader._seen = seen
 
 
-# What a fragment may change of the reader's scan, beside ``value`` (``_save``).
-_SCAN_STATE = (
-    "invalid",
-    "reason",
-    "error",
-    "closed",
-    "_mode",
-    "_cont",
-    "_key",
-    "_stack",
-    "_pending",
-    "_token",
-    "_token_len",
-    "_key_parts",
-    "_seen",
-    "_continuing",
-)
-_READ = attrgetter(*_SCAN_STATE)
-
-
 class PartialJSON:
     """The arguments of one call, read incrementally into one dict updated in place.
 
@@ -147,8 +126,6 @@ class PartialJSON:
     ``max_depth`` (None: no limit) stops the reader, with reason ``"too deep"``, when a
     container would open beyond it; the reader itself never recurses, whatever the depth.
     """
-
-    __slots__ = ("value", *_SCAN_STATE, "_max_depth", "journal")
 
     def __init__(self, max_depth: int | None = None) -> None:
         self.value: dict[str, Any] = {}
@@ -176,11 +153,13 @@ class PartialJSON:
         self._continuing: dict[tuple[str | int, ...], bool] = {}
 
     def _save(self) -> None:
-        """Journal the scanner's state, before a change other than a string growing; its
-        lists, changed in place, are copies from then on (the journal keeps the old ones)."""
+        """Journal the scanner's state, before a change other than a string growing: its
+        fields all at once (``__dict__``), so that no list of names kept beside the class can
+        miss one; its lists, changed in place, are copies from then on (the journal keeps the
+        old ones)."""
         journal = self.journal
         if journal is not None:
-            journal.append((put_back, self, _SCAN_STATE, _READ(self)))
+            journal.append((self.__dict__.update, self.__dict__.copy()))
             self._stack, self._token = list(self._stack), list(self._token)
             self._key_parts = list(self._key_parts)
 
