@@ -238,11 +238,8 @@ def copy_any_depth(root: Any, children: Callable[[Any], Any]) -> Any:
     what it stands for, as a slotted list's items), or a leaf to keep as it is. Each copy is
     filled whole when its turn comes (its containers empty, filled in their turn), so that
     keys and items keep their order."""
-    top = children(root)
-    if top.__class__ is not dict and top.__class__ is not list:
-        return top
-    out: Any = top.__class__()
-    stack = [(top, out)]
+    out: list[Any] = []  # the copy of [root]
+    stack: list[tuple[Any, Any]] = [([root], out)]
     while stack:
         node, dest = stack.pop()
         for key, child in node.items() if node.__class__ is dict else enumerate(node):
@@ -255,7 +252,7 @@ def copy_any_depth(root: Any, children: Callable[[Any], Any]) -> Any:
                 dest[key] = child
             else:
                 dest.append(child)
-    return out
+    return out[0]
 
 
 # A JSON value's copy: dicts and lists copied all the way down, leaves (immutable scalars, or a

@@ -22,6 +22,7 @@ import sys
 from typing import Any
 
 from ..events import CAUSE_NOT_JSON, CAUSE_NOT_OBJECT, CAUSE_TOO_DEEP
+from .journal import put_attr
 
 # Characters that change scanner state outside / inside a JSON string.
 _OUTSIDE = re.compile(r'["{}\[\]]')
@@ -260,11 +261,9 @@ class ArgsStream:
         self.state, self.value, self.reason = INVALID, None, reason
 
     def _regress(self) -> None:
-        owner = self.owner
-        if self.state == COMPLETE and owner is not None:
-            if self.journal is not None:
-                self.journal.append((setattr, owner, "calls_regressed", owner.calls_regressed))
-            owner.calls_regressed = True
+        # (an owner is a buffer that emitted the call: the stream is its assembly's, journaled)
+        if self.state == COMPLETE and self.owner is not None and self.journal is not None:
+            put_attr(self.journal, self.owner, "calls_regressed", True)
 
     def reset(self) -> None:
         self._save()
@@ -348,9 +347,8 @@ class ArgsStream:
                 self._invalid(INVALID_TEXT)
             return True
         self.state, self.value = COMPLETE, value
-        if extra:  # (only a call's stream cuts: it has a tracker)
-            self._spilled = True
-            self.tracker.refused(self, extra, AFTER_COMPLETE)
+        if extra:  # refused as text after the arguments (only a call's stream cuts: a tracker's)
+            self._refused(extra)
         return True
 
     # -- reading -------------------------------------------------------------------------
@@ -407,14 +405,14 @@ class ArgsStream:
         (O(text)), so that the scan per fragment stays as it is."""
         if self.reason == TOO_DEEP:
             return CAUSE_TOO_DEEP
-        if self._whole is not None:
-            return CAUSE_NOT_JSON if isinstance(self._whole, dict) else CAUSE_NOT_OBJECT
-        try:
-            value, _ = _FIRST_VALUE.raw_decode(self.text.lstrip(" \t\n\r"))
-        except RecursionError:  # an array nested past the parser: JSON, not an object
-            return CAUSE_NOT_OBJECT
-        except ValueError:
-            return CAUSE_NOT_JSON
+        value = self._whole
+        if value is None:
+            try:
+                value = first_value(self.text.lstrip(" \t\n\r"))
+            except RecursionError:  # an array nested past the parser: JSON, not an object
+                return CAUSE_NOT_OBJECT
+            except ValueError:
+                return CAUSE_NOT_JSON
         return CAUSE_NOT_JSON if isinstance(value, dict) else CAUSE_NOT_OBJECT
 
     @property
