@@ -88,7 +88,7 @@ class Assembly:
     # How the stream ended, for the cause of a call cut by it (CallIncomplete.cause):
     # set at the wire's DONE (a length stop, an error, a normal stop) or at close().
     end_cause: str | None = None
-    seeding: tuple[dict[str, Any], Any] | None = None  # (item, slot) whose args are installed
+    seeding: tuple[dict[str, Any], Any, Any] | None = None  # (item, slot, place): args installed
     # What the chunk being applied wrote, to take back if it raises (the buffer drops
     # it once the chunk went in): records of engine.model.journal.
     journal: list[Any] = field(default_factory=list)
@@ -123,7 +123,7 @@ class Assembly:
             return
         if place.single and slot is None:
             slot = place.pattern
-        self.seeding = (item, slot)
+        self.seeding = (item, slot, place)
         args = place.install_args(item, self)
         self.seeding = None
         args.journal = self.journal
@@ -156,16 +156,14 @@ class Assembly:
         one fate per call). Listed as skipped, never dropped silently. (Cold: only for a
         wire that sends more than a call's arguments; the call is found by its stream, or
         is the one being tracked, whose seed this is.)"""
-        calls = self.strategy.spec.calls
         track = next((t for t in reversed(self.tracks) if t.args is stream), None)
         if track is not None:
-            item, slot = track.item, self.track_slot(track)
-            calls = track.place or calls
+            item, slot, place = track.item, self.track_slot(track), track.place
         else:  # the call being tracked (only a tracked call's stream has a tracker)
             assert self.seeding is not None
-            item, slot = self.seeding
-            slot = self.slot_of(item) if slot is None else slot
-        name = calls.name(item) if calls is not None else None
+            item, slot, place = self.seeding
+            slot = self.slot_of(item, place) if slot is None else slot
+        name = place.name(item)
         kind = "text" if what.__class__ is str else "value"
         fate = (
             f"its arguments are complete (their first JSON value); the {kind} after them"
@@ -230,8 +228,7 @@ class Assembly:
         for end in self.strategy.at_end:  # what operations keep open (the extend op's parts)
             end(self, cut)
         for track in self.tracks:
-            args = track.args
-            if not args.closed and args.close(cut):
+            if track.args.close(cut):  # (False for arguments closed already)
                 self.calls_dirty = True
         self._note_incomplete()
         compact(self.root)  # the stream's end: its texts are joined once

@@ -491,21 +491,17 @@ def dumps_any_depth(value: Any) -> str:
     except RecursionError:
         pass
     out: list[str] = []
-    stack: list[Any] = [value]
+    stack: list[Any] = [value]  # what is left to write, last first: values and tokens
     while stack:
         item = stack.pop()
-        if item.__class__ is _Token:
-            out.append(item)
-        elif isinstance(item, (dict, list, tuple)):
-            is_dict = isinstance(item, dict)
-            out.append("{" if is_dict else "[")
-            stack.append(_Token("}" if is_dict else "]"))
-            entries = list(item.items() if isinstance(item, dict) else enumerate(item))
-            for position in range(len(entries) - 1, -1, -1):
-                key, child = entries[position]
-                stack.append(child)
-                key = json.dumps(key if isinstance(key, str) else str(key), ensure_ascii=False)
-                stack.append(_Token((", " if position else "") + (key + ": " if is_dict else "")))
-        else:
-            out.append(json.dumps(item, ensure_ascii=False))
+        if item.__class__ is _Token or not isinstance(item, (dict, list, tuple)):
+            out.append(item if item.__class__ is _Token else json.dumps(item, ensure_ascii=False))
+            continue
+        is_dict = isinstance(item, dict)
+        pieces: list[Any] = [_Token("{" if is_dict else "[")]
+        entries = item.items() if isinstance(item, dict) else enumerate(item)
+        for position, (key, child) in enumerate(entries):
+            name = json.dumps(key if isinstance(key, str) else str(key), ensure_ascii=False)
+            pieces += (_Token((", " if position else "") + (name + ": " if is_dict else "")), child)
+        stack += reversed([*pieces, _Token("}" if is_dict else "]")])
     return "".join(out)
