@@ -128,7 +128,7 @@ class Assembly:
         self.seeding = None
         args.journal = self.journal
         track = CallTrack(item, args, len(self.tracks), slot, place)
-        trim(self.journal, self.tracks)
+        self.journal.append((self.tracks.__delitem__, slice(track.order, None)))  # (trim's)
         self.tracks.append(track)
         put(self.journal, self.track_of, id(item), track)
         if args.state != 0:

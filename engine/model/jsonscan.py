@@ -239,7 +239,8 @@ class ArgsStream:
 
     def _hold(self, value: Any) -> None:
         """The arguments are ``value``, handed over whole (the text so far let go)."""
-        self._save()
+        if self.journal is not None:  # (not a stream's seed: a frame less per whole call)
+            self._save()
         if self.owner is not None:  # (the test _regress makes first: a frame less per value)
             self._regress()
         self._whole = value
