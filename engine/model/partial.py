@@ -65,14 +65,8 @@ _SCALAR_START = frozenset("-0123456789tfnNI")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 _NUMBER_PREFIX = re.compile(r"-?(?:(?:0|[1-9][0-9]*)(?:\.[0-9]*)?(?:(?<=[0-9])[eE][-+]?[0-9]*)?)?")
 _PREFIX_CHECKED = 64  # a longer unfinished number is checked once, when it ends
-_LITERALS: dict[str, Any] = {
-    "true": True,
-    "false": False,
-    "null": None,
-    "NaN": float("nan"),
-    "Infinity": float("inf"),
-    "-Infinity": float("-inf"),
-}
+_LITERAL_NAMES = ("true", "false", "null", "NaN", "Infinity", "-Infinity")
+_LITERALS: dict[str, Any] = {name: json.loads(name) for name in _LITERAL_NAMES}  # as json reads
 _LITERAL_OF = {name[: 1 + (name[0] == "-")]: name for name in _LITERALS}  # by its head: "-I"...
 _LITERAL_START = frozenset("tfnNI-")  # '-' may begin -Infinity
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
@@ -283,10 +277,8 @@ class PartialJSON:
         if c == "{" or c == "[":
             self._open({} if c == "{" else [], pos)
             return pos + 1
-        if c in _SCALAR_START:
+        if c in _SCALAR_START:  # (its token is empty: every scalar that ends empties it)
             self._mode = _SCALAR
-            self._token = []
-            self._token_len = 0
             return self._scalar(s, pos)
         raise _Invalid(pos, f"expected a JSON value, got {c!r}")
 
