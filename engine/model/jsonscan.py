@@ -161,25 +161,21 @@ class ArgsStream:
         is taken (JSON allows it); anything else after them, and any fragment once the item
         closed with them open, is told to the tracker and not taken (True)."""
         assert self.tracker is not None
-        if self.state == COMPLETE:
-            extra = _NOT_SPACE.search(fragment)
-            if self._spilled:
-                if extra is not None:
-                    self.tracker.refused(self, fragment, AFTER_COMPLETE)
-                return True
-            if extra is None:
-                return False
-            self._spilled = True
-            if extra.start():  # the whitespace before the text is the arguments' still
-                self.parts.append(fragment[: extra.start()])
-                if self.sink is not None:
-                    self.sink.fed(fragment[: extra.start()])
-            self.tracker.refused(self, fragment[extra.start() :], AFTER_COMPLETE)
-            return True
-        if self.closed:
-            self.tracker.refused(self, fragment, AFTER_CLOSED)
-            return True
-        return False  # not JSON though its braces closed, the item open: its raw text grows
+        if self.state != COMPLETE:  # open, it grows (not JSON though its braces closed)
+            if self.closed:
+                self.tracker.refused(self, fragment, AFTER_CLOSED)
+            return self.closed
+        extra = _NOT_SPACE.search(fragment)
+        if extra is None:  # whitespace: taken, unless text was refused before it
+            return self._spilled
+        at = 0 if self._spilled else extra.start()
+        if at:  # the whitespace before the first text refused is the arguments' still
+            self.parts.append(fragment[:at])
+            if self.sink is not None:
+                self.sink.fed(fragment[:at])
+        self._spilled = True
+        self.tracker.refused(self, fragment[at:], AFTER_COMPLETE)
+        return True
 
     def _decided(self, value: Any) -> bool:
         """A whole value or restated text for a tracked call whose fate is decided: True
