@@ -240,8 +240,7 @@ class Assembly:
             if reason is None or track.reported:
                 continue
             put_attr(self.journal, track, "reported", True)
-            calls = track.place
-            name, call_id = calls.name(track.item), calls.id(track.item)
+            name, call_id = track.place.name(track.item), track.place.id(track.item)
             trim(self.journal, self.incomplete)
             self.incomplete.append(
                 CallIncomplete(

@@ -132,8 +132,7 @@ class SlottedList:
     def free_slot(self) -> int:
         """The first integer SLOT above every item's (items may sit at keys the wire chose):
         where a value added without a SLOT of its own goes, after all that is there."""
-        count = len(self.items)
-        return self.next_int if self.next_int >= count else count
+        return max(self.next_int, len(self.items))
 
     def ordered(self) -> list[dict[str, Any]]:
         keys = list(self.by_slot)

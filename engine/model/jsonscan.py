@@ -217,12 +217,10 @@ class ArgsStream:
         self._hold(value)
         if self.sink is not None:
             self.sink.whole(value)
-        if not isinstance(value, dict):
-            self._invalid(INVALID_TEXT)
-        elif too_deep:
-            self._invalid(TOO_DEEP)
-        else:
+        if isinstance(value, dict) and not too_deep:
             self.state, self.value, self.reason = COMPLETE, value, None
+        else:
+            self._invalid(TOO_DEEP if isinstance(value, dict) else INVALID_TEXT)
         return True
 
     def cut_whole(self, value: Any) -> None:
