@@ -15,13 +15,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
-from ..events import (
-    CAUSE_CONNECTION,
-    CAUSE_DONE,
-    CAUSE_ERROR,
-    CAUSE_LENGTH,
-    CallIncomplete,
-)
+from ..events import CAUSE_CONNECTION, CAUSE_DONE, CAUSE_ERROR, CAUSE_LENGTH, CallIncomplete
 from .fragments import SlottedList, compact, dig, ingest, make_way, shown_value
 from .journal import put, put_attr, put_back, trim
 from .jsonscan import AFTER_COMPLETE, ArgsStream
@@ -94,7 +88,7 @@ class Assembly:
     # How the stream ended, for the cause of a call cut by it (CallIncomplete.cause):
     # set at the wire's DONE (a length stop, an error, a normal stop) or at close().
     end_cause: str | None = None
-    seeding: tuple[dict[str, Any], Any] | None = None  # (item, slot) whose args are installed
+    seeding: tuple[dict[str, Any], Any, Any] | None = None  # (item, slot, place): args installed
     # What the chunk being applied wrote, to take back if it raises (the buffer drops
     # it once the chunk went in): records of engine.model.journal.
     journal: list[Any] = field(default_factory=list)
@@ -117,16 +111,10 @@ class Assembly:
     ) -> None:
         """An item was opened in a slotted list (at ``slot``, when the caller has it at
         hand); start tracking it if it is a call (a held place's: once ``released``)."""
-        spec = self.strategy.spec
-        calls = spec.calls
-        if calls is None:
-            return
-        if pattern != calls.pattern and all(p.pattern != pattern for p in spec.places):
-            return
         if self.deferring:
             self.deferred.append((pattern, item, slot))
             return
-        place = spec.place_of(pattern, item)
+        place = self.strategy.spec.place_of(pattern, item)
         if place is None:
             return
         if place.held and not released:
@@ -135,12 +123,12 @@ class Assembly:
             return
         if place.single and slot is None:
             slot = place.pattern
-        self.seeding = (item, slot)
+        self.seeding = (item, slot, place)
         args = place.install_args(item, self)
         self.seeding = None
         args.journal = self.journal
         track = CallTrack(item, args, len(self.tracks), slot, place)
-        trim(self.journal, self.tracks)
+        self.journal.append((self.tracks.__delitem__, slice(track.order, None)))  # (trim's)
         self.tracks.append(track)
         put(self.journal, self.track_of, id(item), track)
         if args.state != 0:
@@ -168,16 +156,14 @@ class Assembly:
         one fate per call). Listed as skipped, never dropped silently. (Cold: only for a
         wire that sends more than a call's arguments; the call is found by its stream, or
         is the one being tracked, whose seed this is.)"""
-        calls = self.strategy.spec.calls
         track = next((t for t in reversed(self.tracks) if t.args is stream), None)
         if track is not None:
-            item, slot = track.item, self.track_slot(track)
-            calls = track.place or calls
+            item, slot, place = track.item, self.track_slot(track), track.place
         else:  # the call being tracked (only a tracked call's stream has a tracker)
             assert self.seeding is not None
-            item, slot = self.seeding
-            slot = self.slot_of(item) if slot is None else slot
-        name = calls.name(item) if calls is not None else None
+            item, slot, place = self.seeding
+            slot = self.slot_of(item, place) if slot is None else slot
+        name = place.name(item)
         kind = "text" if what.__class__ is str else "value"
         fate = (
             f"its arguments are complete (their first JSON value); the {kind} after them"
@@ -242,8 +228,7 @@ class Assembly:
         for end in self.strategy.at_end:  # what operations keep open (the extend op's parts)
             end(self, cut)
         for track in self.tracks:
-            args = track.args
-            if not args.closed and args.close(cut):
+            if track.args.close(cut):  # (False for arguments closed already)
                 self.calls_dirty = True
         self._note_incomplete()
         compact(self.root)  # the stream's end: its texts are joined once
@@ -255,8 +240,7 @@ class Assembly:
             if reason is None or track.reported:
                 continue
             put_attr(self.journal, track, "reported", True)
-            calls = track.place
-            name, call_id = calls.name(track.item), calls.id(track.item)
+            name, call_id = track.place.name(track.item), track.place.id(track.item)
             trim(self.journal, self.incomplete)
             self.incomplete.append(
                 CallIncomplete(
@@ -290,25 +274,23 @@ class Assembly:
     def slot_of(self, item: dict[str, Any], calls: Any = None) -> Any:
         """The SLOT the wire keys this call item by (its position for a plain list), found
         by walking the lists of its calls place: asked only for a call that ends incomplete."""
+        calls = calls or self.strategy.spec.calls
         if calls is None:
-            calls = self.strategy.spec.calls
-        elif calls.single:
+            return None
+        if calls.single:
             return calls.pattern
         level: list[Any] = [self.root]
         slot: Any = None
-        for chain in calls.list_fields if calls is not None else ():
-            found: list[Any] = []
+        for chain in calls.list_fields:
+            found: list[tuple[Any, Any]] = []
             for node in level:
                 node = dig(node, chain)
-                if node.__class__ is SlottedList:
-                    entries = [(key, node.items[at]) for key, at in node.by_slot.items()]
-                else:
-                    entries = list(enumerate(node)) if node.__class__ is list else []
-                for key, entry in entries:
-                    found.append(entry)
-                    if entry is item:
-                        slot = key
-            level = found
+                if node.__class__ is SlottedList:  # (its slots are in the order of its items)
+                    found += zip(node.by_slot, node.items, strict=True)
+                elif node.__class__ is list:
+                    found += enumerate(node)
+            slot = next((key for key, entry in found if entry is item), slot)
+            level = [entry for _, entry in found]
         return slot
 
 

@@ -132,8 +132,7 @@ class SlottedList:
     def free_slot(self) -> int:
         """The first integer SLOT above every item's (items may sit at keys the wire chose):
         where a value added without a SLOT of its own goes, after all that is there."""
-        count = len(self.items)
-        return self.next_int if self.next_int >= count else count
+        return max(self.next_int, len(self.items))
 
     def ordered(self) -> list[dict[str, Any]]:
         keys = list(self.by_slot)
@@ -238,11 +237,8 @@ def copy_any_depth(root: Any, children: Callable[[Any], Any]) -> Any:
     what it stands for, as a slotted list's items), or a leaf to keep as it is. Each copy is
     filled whole when its turn comes (its containers empty, filled in their turn), so that
     keys and items keep their order."""
-    top = children(root)
-    if top.__class__ is not dict and top.__class__ is not list:
-        return top
-    out: Any = top.__class__()
-    stack = [(top, out)]
+    out: list[Any] = []  # the copy of [root]
+    stack: list[tuple[Any, Any]] = [([root], out)]
     while stack:
         node, dest = stack.pop()
         for key, child in node.items() if node.__class__ is dict else enumerate(node):
@@ -255,7 +251,7 @@ def copy_any_depth(root: Any, children: Callable[[Any], Any]) -> Any:
                 dest[key] = child
             else:
                 dest.append(child)
-    return out
+    return out[0]
 
 
 # A JSON value's copy: dicts and lists copied all the way down, leaves (immutable scalars, or a

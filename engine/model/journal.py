@@ -51,12 +51,9 @@ def put_back(target: Any, names: tuple[str, ...], values: tuple[Any, ...]) -> No
 
 
 def trim(journal: list[Any], items: list[Any]) -> None:
-    """Before something is appended to ``items``: the record that takes it back."""
-    journal.append((_trim, items, len(items)))
-
-
-def _trim(items: list[Any], length: int) -> None:
-    del items[length:]
+    """Before something is appended to ``items``: the record that takes it back (``del
+    items[length:]``, by the list's own method: no frame of ours when it is undone)."""
+    journal.append((items.__delitem__, slice(len(items), None)))
 
 
 def refill(journal: list[Any], node: dict[Any, Any]) -> None:

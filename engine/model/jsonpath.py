@@ -21,6 +21,7 @@ which names no place in a list still being built, unless the caller counts from 
 
 from __future__ import annotations
 
+import json
 import re
 from functools import lru_cache
 from typing import Any
@@ -31,9 +32,11 @@ from .journal import put, trim
 _NAME_CHARS = "A-Za-z_$\u0080-\ud7ff\ue000-\U0010ffff"
 _SHORTHAND = re.compile(f"[{_NAME_CHARS}][{_NAME_CHARS}0-9-]*")
 _INDEX = re.compile(r"-?[0-9]+")
-_HEX4 = re.compile(r"[0-9A-Fa-f]{4}")
+# A quoted name, up to the quote that closes it (an escaped character never does).
+_QUOTED = {quote: re.compile(rf"{quote}((?:[^{quote}\\]|\\.)*){quote}", re.S) for quote in "'\""}
+_SINGLE_QUOTED = re.compile(r'\\.|"', re.S)  # in a single-quoted name: an escape, or "
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 _BLANK = " \t\n\r"
-_ESCAPES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "/": "/", "\\": "\\"}
 _MAX_INDEX = 2**53 - 1
 
 Token = str | int
@@ -118,59 +121,36 @@ def _selector(path: str, pos: int, negative: bool) -> tuple[Token, int]:
 
 
 def _name(path: str, pos: int) -> tuple[str, int]:
-    """A quoted member name from ``path[pos]`` (its quote) on: the name and the offset past it."""
+    """A quoted member name from ``path[pos]`` (its quote) on: the name and the offset past it.
+
+    Its escapes are JSON's (RFC 9535 2.3.1.1), with the quote that delimits the name escaped
+    and the other one not: read as the JSON string they make, by ``json.loads``, which also
+    refuses control characters and joins a surrogate pair; a surrogate left alone is refused."""
     quote = path[pos]
-    out: list[str] = []
-    pos += 1
-    while True:
-        if pos >= len(path):
-            raise _bad(path, pos, f"the name is not closed by {quote}")
-        char = path[pos]
-        if char == quote:
-            return "".join(out), pos + 1
-        if char == "\\":
-            escape = path[pos + 1 : pos + 2]
-            if escape == quote:
-                out.append(quote)
-                pos += 2
-            elif escape in _ESCAPES:
-                out.append(_ESCAPES[escape])
-                pos += 2
-            elif escape == "u":
-                text, pos = _unicode_escape(path, pos)
-                out.append(text)
-            else:
-                raise _bad(path, pos, f"invalid escape \\{escape} in a {quote}-quoted name")
-        elif char < " ":
-            raise _bad(path, pos, f"control character {char!r} must be escaped")
-        elif "\ud800" <= char <= "\udfff":
-            raise _bad(path, pos, "a lone surrogate is not a character")
-        else:
-            out.append(char)
-            pos += 1
-
-
-def _unicode_escape(path: str, pos: int) -> tuple[str, int]:
-    """``\\uXXXX`` at ``pos``, or a surrogate pair ``\\uD8xx\\uDCxx``: the character and the
-    offset past it."""
-    high = _hex4(path, pos)
-    if 0xDC00 <= high <= 0xDFFF:
-        raise _bad(path, pos, "a low surrogate escape without its high surrogate")
-    if not 0xD800 <= high <= 0xDBFF:
-        return chr(high), pos + 6
-    if path[pos + 6 : pos + 8] != "\\u":
-        raise _bad(path, pos, "a high surrogate escape must be followed by its low surrogate")
-    low = _hex4(path, pos + 6)
-    if not 0xDC00 <= low <= 0xDFFF:
-        raise _bad(path, pos + 6, "a high surrogate escape must be followed by its low surrogate")
-    return chr(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00)), pos + 12
-
-
-def _hex4(path: str, pos: int) -> int:
-    match = _HEX4.match(path, pos + 2)
+    match = _QUOTED[quote].match(path, pos)
     if match is None:
-        raise _bad(path, pos, "\\u takes four hex digits")
-    return int(match.group(), 16)
+        raise _bad(path, pos, f"the name is not closed by {quote}")
+    body = match.group(1)
+    if quote == "'":  # the same name between double quotes (_SWAPPED)
+        body = _SINGLE_QUOTED.sub(_as_double_quoted, body)
+    try:
+        name: str = json.loads(f'"{body}"')
+    except json.JSONDecodeError as bad:
+        what = bad.msg.removesuffix(" at")  # ("Invalid control character at": where is ours)
+        raise _bad(path, pos, f"the quoted name is not a JSON string: {what}") from None
+    if _SURROGATE.search(name):
+        raise _bad(path, pos, "a lone surrogate is not a character")
+    return name, match.end()
+
+
+def _as_double_quoted(found: re.Match[str]) -> str:
+    text = found.group()
+    return _SWAPPED.get(text, text)
+
+
+# The quotes' parts swapped: an escaped ' is the quote itself, " is escaped, and \" (which
+# only a double-quoted name may hold) the \' that JSON refuses as it refuses \" here.
+_SWAPPED = {"\\'": "'", '"': '\\"', '\\"': "\\'"}
 
 
 def place_at(journal: list[Any], root: Any, path: str) -> tuple[tuple[Token, ...], Any, Token]:

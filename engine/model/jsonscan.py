@@ -19,11 +19,10 @@ from __future__ import annotations
 import json
 import re
 import sys
-from operator import attrgetter
 from typing import Any
 
 from ..events import CAUSE_NOT_JSON, CAUSE_NOT_OBJECT, CAUSE_TOO_DEEP
-from .journal import put_back
+from .journal import put_attr
 
 # Characters that change scanner state outside / inside a JSON string.
 _OUTSIDE = re.compile(r'["{}\[\]]')
@@ -63,32 +62,12 @@ COMPLETE = 1  # parsed to a JSON object
 INVALID = 2  # can never become a JSON object
 
 
-# What a chunk may change of an argument stream's scan, beside its fragments (``_save``).
-_SCAN_STATE = (
-    "state",
-    "value",
-    "closed",
-    "_depth",
-    "_in_string",
-    "_escape",
-    "_started",
-    "_ended",
-    "_whole",
-    "_spilled",
-    "reason",
-)
-_READ = attrgetter(*_SCAN_STATE)
-_SLOTS = (*_SCAN_STATE, "parts", "initial", "form", "owner", "sink", "tracker", "text_key")
-
-
 class ArgsStream:
     """The arguments of one call (one SLOT), streamed as JSON text or given whole.
 
     ``initial`` is what the start event carried for an object-form wire (Anthropic's
     ``input: {}``); it is shown until the item closes and is never a prefix of the text.
     """
-
-    __slots__ = (*_SLOTS, "journal")
 
     def __init__(self, form: str, initial: Any = None, text_key: str | None = None) -> None:
         self.parts: list[str] = []
@@ -120,10 +99,9 @@ class ArgsStream:
         self.state = OPEN
         self.value: Any = None  # the parsed object once COMPLETE
         self.reason: str | None = None  # INVALID_TEXT or TOO_DEEP once the state is INVALID
-        self._depth = 0
+        self._depth = 0  # (0 before the first character that is not whitespace)
         self._in_string = False
         self._escape = False
-        self._started = False  # a non-space character has been seen
         self._ended = False  # the top-level value has closed
         self._whole: Any = None  # a whole (non-string) value handed over by the wire
         # Text other than whitespace came after the complete arguments (refused): from then
@@ -132,11 +110,13 @@ class ArgsStream:
         self._spilled = False
 
     def _save(self) -> None:
-        """Journal the parts and the scan state, before a change other than a plain append."""
+        """Journal the parts and the stream's state, before a change other than a plain
+        append: its fields all at once (``__dict__``), so that no list of names kept beside
+        the class can miss one; the parts list, changed in place, by its length."""
         journal = self.journal
         if journal is not None:
             journal.append((_cut, self, self.parts, len(self.parts)))
-            journal.append((put_back, self, _SCAN_STATE, _READ(self)))
+            journal.append((self.__dict__.update, self.__dict__.copy()))
 
     # -- feeding -------------------------------------------------------------------------
 
@@ -165,19 +145,15 @@ class ArgsStream:
         if (self._ended or self.closed) and self.tracker is not None and self._refused(fragment):
             return False
         self.parts.append(fragment)
-        sink = self.sink
-        # Nothing to scan: free-form text (whole once it closes), or arguments decided.
-        if self.text_key is not None or self.state == INVALID or self._ended:
-            if sink is not None:
-                sink.fed(fragment)
-            if self._ended and self.state != INVALID and _NOT_SPACE.search(fragment):
-                self._regress()  # (a stream no call owns: text after its value spoils it)
+        if self.text_key is None and self.state != INVALID and not self._ended:
+            changed = self._scan(fragment)
+        else:  # nothing to scan: free-form text (whole once it closes), or arguments decided
+            changed = self._ended and self.state != INVALID and bool(_NOT_SPACE.search(fragment))
+            if changed:  # (a stream no call owns: text after its value spoils it)
+                self._regress()
                 self._invalid(INVALID_TEXT)
-                return True
-            return False
-        changed = self._scan(fragment)
-        if sink is not None:  # the fragment as taken: cut where the value ended (_conclude)
-            sink.fed(self.parts[-1])
+        if self.sink is not None:  # the fragment as taken: cut where the value ended (_conclude)
+            self.sink.fed(self.parts[-1])
         return changed
 
     def _refused(self, fragment: str) -> bool:
@@ -185,25 +161,21 @@ class ArgsStream:
         is taken (JSON allows it); anything else after them, and any fragment once the item
         closed with them open, is told to the tracker and not taken (True)."""
         assert self.tracker is not None
-        if self.state == COMPLETE:
-            extra = _NOT_SPACE.search(fragment)
-            if self._spilled:
-                if extra is not None:
-                    self.tracker.refused(self, fragment, AFTER_COMPLETE)
-                return True
-            if extra is None:
-                return False
-            self._spilled = True
-            if extra.start():  # the whitespace before the text is the arguments' still
-                self.parts.append(fragment[: extra.start()])
-                if self.sink is not None:
-                    self.sink.fed(fragment[: extra.start()])
-            self.tracker.refused(self, fragment[extra.start() :], AFTER_COMPLETE)
-            return True
-        if self.closed:
-            self.tracker.refused(self, fragment, AFTER_CLOSED)
-            return True
-        return False  # not JSON though its braces closed, the item open: its raw text grows
+        if self.state != COMPLETE:  # open, it grows (not JSON though its braces closed)
+            if self.closed:
+                self.tracker.refused(self, fragment, AFTER_CLOSED)
+            return self.closed
+        extra = _NOT_SPACE.search(fragment)
+        if extra is None:  # whitespace: taken, unless text was refused before it
+            return self._spilled
+        at = 0 if self._spilled else extra.start()
+        if at:  # the whitespace before the first text refused is the arguments' still
+            self.parts.append(fragment[:at])
+            if self.sink is not None:
+                self.sink.fed(fragment[:at])
+        self._spilled = True
+        self.tracker.refused(self, fragment[at:], AFTER_COMPLETE)
+        return True
 
     def _decided(self, value: Any) -> bool:
         """A whole value or restated text for a tracked call whose fate is decided: True
@@ -245,12 +217,10 @@ class ArgsStream:
         self._hold(value)
         if self.sink is not None:
             self.sink.whole(value)
-        if not isinstance(value, dict):
-            self._invalid(INVALID_TEXT)
-        elif too_deep:
-            self._invalid(TOO_DEEP)
-        else:
+        if isinstance(value, dict) and not too_deep:
             self.state, self.value, self.reason = COMPLETE, value, None
+        else:
+            self._invalid(TOO_DEEP if isinstance(value, dict) else INVALID_TEXT)
         return True
 
     def cut_whole(self, value: Any) -> None:
@@ -263,7 +233,8 @@ class ArgsStream:
 
     def _hold(self, value: Any) -> None:
         """The arguments are ``value``, handed over whole (the text so far let go)."""
-        self._save()
+        if self.journal is not None:  # (not a stream's seed: a frame less per whole call)
+            self._save()
         if self.owner is not None:  # (the test _regress makes first: a frame less per value)
             self._regress()
         self._whole = value
@@ -285,11 +256,9 @@ class ArgsStream:
         self.state, self.value, self.reason = INVALID, None, reason
 
     def _regress(self) -> None:
-        owner = self.owner
-        if self.state == COMPLETE and owner is not None:
-            if self.journal is not None:
-                self.journal.append((setattr, owner, "calls_regressed", owner.calls_regressed))
-            owner.calls_regressed = True
+        # (an owner is a buffer that emitted the call: the stream is its assembly's, journaled)
+        if self.state == COMPLETE and self.owner is not None and self.journal is not None:
+            put_attr(self.journal, self.owner, "calls_regressed", True)
 
     def reset(self) -> None:
         self._save()
@@ -303,11 +272,10 @@ class ArgsStream:
         pos = 0
         n = len(s)
         depth = self._depth
-        if not self._started:
+        if not depth:
             m = _NOT_SPACE.search(s)
             if m is None:
                 return False
-            self._started = True
             pos = m.start()
             if s[pos] != "{":
                 # A top-level value that is not an object is never a call.
@@ -374,9 +342,8 @@ class ArgsStream:
                 self._invalid(INVALID_TEXT)
             return True
         self.state, self.value = COMPLETE, value
-        if extra:  # (only a call's stream cuts: it has a tracker)
-            self._spilled = True
-            self.tracker.refused(self, extra, AFTER_COMPLETE)
+        if extra:  # refused as text after the arguments (only a call's stream cuts: a tracker's)
+            self._refused(extra)
         return True
 
     # -- reading -------------------------------------------------------------------------
@@ -412,7 +379,7 @@ class ArgsStream:
         if self.text_key is not None:  # free-form text: whole once its item is done
             self.state, self.value = COMPLETE, {self.text_key: self.text}
             return True
-        if self._whole is not None or self._started or self.state != OPEN:
+        if self._whole is not None or self._depth or self.state != OPEN:
             return False
         if self.parts:  # whitespace only: not "" and not JSON (json.loads rejects it)
             self._invalid(INVALID_TEXT)
@@ -433,14 +400,14 @@ class ArgsStream:
         (O(text)), so that the scan per fragment stays as it is."""
         if self.reason == TOO_DEEP:
             return CAUSE_TOO_DEEP
-        if self._whole is not None:
-            return CAUSE_NOT_JSON if isinstance(self._whole, dict) else CAUSE_NOT_OBJECT
-        try:
-            value, _ = _FIRST_VALUE.raw_decode(self.text.lstrip(" \t\n\r"))
-        except RecursionError:  # an array nested past the parser: JSON, not an object
-            return CAUSE_NOT_OBJECT
-        except ValueError:
-            return CAUSE_NOT_JSON
+        value = self._whole
+        if value is None:
+            try:
+                value = first_value(self.text.lstrip(" \t\n\r"))
+            except RecursionError:  # an array nested past the parser: JSON, not an object
+                return CAUSE_NOT_OBJECT
+            except ValueError:
+                return CAUSE_NOT_JSON
         return CAUSE_NOT_JSON if isinstance(value, dict) else CAUSE_NOT_OBJECT
 
     @property
@@ -491,16 +458,18 @@ TOO_DEEP_TO_TAKE = (
 
 def nests_deeper(value: Any, limit: int) -> bool:
     """Do dicts and lists nest deeper than ``limit`` in ``value`` (the top one counted)?
-    Without recursion, so that any depth is measured; it stops at the first branch too deep."""
-    if not isinstance(value, (dict, list)):
+    Without recursion, so that any depth is measured; it stops at the first branch too deep.
+    Plain dicts and lists, as the wire's values are (``ingest`` copies only those, by class
+    too, and a class test costs no call per node)."""
+    if value.__class__ is not dict and value.__class__ is not list:
         return False
     stack = [(value, 1)]
     while stack:
         node, depth = stack.pop()
         if depth > limit:
             return True
-        for child in node.values() if isinstance(node, dict) else node:
-            if isinstance(child, (dict, list)):
+        for child in node.values() if node.__class__ is dict else node:
+            if child.__class__ is dict or child.__class__ is list:
                 stack.append((child, depth + 1))
     return False
 
@@ -517,21 +486,17 @@ def dumps_any_depth(value: Any) -> str:
     except RecursionError:
         pass
     out: list[str] = []
-    stack: list[Any] = [value]
+    stack: list[Any] = [value]  # what is left to write, last first: values and tokens
     while stack:
         item = stack.pop()
-        if item.__class__ is _Token:
-            out.append(item)
-        elif isinstance(item, (dict, list, tuple)):
-            is_dict = isinstance(item, dict)
-            out.append("{" if is_dict else "[")
-            stack.append(_Token("}" if is_dict else "]"))
-            entries = list(item.items() if isinstance(item, dict) else enumerate(item))
-            for position in range(len(entries) - 1, -1, -1):
-                key, child = entries[position]
-                stack.append(child)
-                key = json.dumps(key if isinstance(key, str) else str(key), ensure_ascii=False)
-                stack.append(_Token((", " if position else "") + (key + ": " if is_dict else "")))
-        else:
-            out.append(json.dumps(item, ensure_ascii=False))
+        if item.__class__ is _Token or not isinstance(item, (dict, list, tuple)):
+            out.append(item if item.__class__ is _Token else json.dumps(item, ensure_ascii=False))
+            continue
+        is_dict = isinstance(item, dict)
+        pieces: list[Any] = [_Token("{" if is_dict else "[")]
+        entries = item.items() if isinstance(item, dict) else enumerate(item)
+        for position, (key, child) in enumerate(entries):
+            name = json.dumps(key if isinstance(key, str) else str(key), ensure_ascii=False)
+            pieces += (_Token((", " if position else "") + (name + ": " if is_dict else "")), child)
+        stack += reversed([*pieces, _Token("}" if is_dict else "]")])
     return "".join(out)

@@ -29,11 +29,10 @@ from __future__ import annotations
 
 import json
 import re
-from operator import attrgetter
 from typing import Any
 
 from .fragments import copy_json
-from .journal import put, put_back, refill, trim
+from .journal import put, refill, trim
 from .jsonpath import place_at, set_item, singular_path
 
 __all__ = ["PartialJSON", "parse_json_path"]
@@ -66,14 +65,8 @@ _SCALAR_START = frozenset("-0123456789tfnNI")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 _NUMBER_PREFIX = re.compile(r"-?(?:(?:0|[1-9][0-9]*)(?:\.[0-9]*)?(?:(?<=[0-9])[eE][-+]?[0-9]*)?)?")
 _PREFIX_CHECKED = 64  # a longer unfinished number is checked once, when it ends
-_LITERALS: dict[str, Any] = {
-    "true": True,
-    "false": False,
-    "null": None,
-    "NaN": float("nan"),
-    "Infinity": float("inf"),
-    "-Infinity": float("-inf"),
-}
+_LITERAL_NAMES = ("true", "false", "null", "NaN", "Infinity", "-Infinity")
+_LITERALS: dict[str, Any] = {name: json.loads(name) for name in _LITERAL_NAMES}  # as json reads
 _LITERAL_OF = {name[: 1 + (name[0] == "-")]: name for name in _LITERALS}  # by its head: "-I"...
 _LITERAL_START = frozenset("tfnNI-")  # '-' may begin -Infinity
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
@@ -89,7 +82,6 @@ class _Invalid(Exception):
     def __init__(self, pos: int, message: str, reason: str = "invalid") -> None:
         super().__init__(message)
         self.pos = pos
-        self.message = message
         self.reason = reason
 
 
@@ -117,26 +109,6 @@ def _grown(reader: PartialJSON, container: Any, key: Any, length: int, seen: int
     reader._seen = seen
 
 
-# What a fragment may change of the reader's scan, beside ``value`` (``_save``).
-_SCAN_STATE = (
-    "invalid",
-    "reason",
-    "error",
-    "closed",
-    "_mode",
-    "_cont",
-    "_key",
-    "_stack",
-    "_pending",
-    "_token",
-    "_token_len",
-    "_key_parts",
-    "_seen",
-    "_continuing",
-)
-_READ = attrgetter(*_SCAN_STATE)
-
-
 class PartialJSON:
     """The arguments of one call, read incrementally into one dict updated in place.
 
@@ -148,8 +120,6 @@ class PartialJSON:
     ``max_depth`` (None: no limit) stops the reader, with reason ``"too deep"``, when a
     container would open beyond it; the reader itself never recurses, whatever the depth.
     """
-
-    __slots__ = ("value", *_SCAN_STATE, "_max_depth", "journal")
 
     def __init__(self, max_depth: int | None = None) -> None:
         self.value: dict[str, Any] = {}
@@ -177,11 +147,13 @@ class PartialJSON:
         self._continuing: dict[tuple[str | int, ...], bool] = {}
 
     def _save(self) -> None:
-        """Journal the scanner's state, before a change other than a string growing; its
-        lists, changed in place, are copies from then on (the journal keeps the old ones)."""
+        """Journal the scanner's state, before a change other than a string growing: its
+        fields all at once (``__dict__``), so that no list of names kept beside the class can
+        miss one; its lists, changed in place, are copies from then on (the journal keeps the
+        old ones)."""
         journal = self.journal
         if journal is not None:
-            journal.append((put_back, self, _SCAN_STATE, _READ(self)))
+            journal.append((self.__dict__.update, self.__dict__.copy()))
             self._stack, self._token = list(self._stack), list(self._token)
             self._key_parts = list(self._key_parts)
 
@@ -233,7 +205,7 @@ class PartialJSON:
         try:
             self._read(text)
         except _Invalid as bad:
-            self._stop(base + bad.pos, bad.message, bad.reason)
+            self._stop(base + bad.pos, str(bad), bad.reason)
         self._seen += len(fragment)
 
     def _stop(self, offset: int | None, message: str, reason: str = "invalid") -> None:
@@ -305,10 +277,8 @@ class PartialJSON:
         if c == "{" or c == "[":
             self._open({} if c == "{" else [], pos)
             return pos + 1
-        if c in _SCALAR_START:
+        if c in _SCALAR_START:  # (its token is empty: every scalar that ends empties it)
             self._mode = _SCALAR
-            self._token = []
-            self._token_len = 0
             return self._scalar(s, pos)
         raise _Invalid(pos, f"expected a JSON value, got {c!r}")
 

@@ -214,7 +214,6 @@ def string_as_part(
     journal: list[Any], parts: list[Any], text: str, rule: JoinRule, where: Any = None
 ) -> dict[str, Any]:
     """A bare string delta on a parts list joins the last text part, or starts one."""
-    part = {**(rule.string_part or {}), rule.string_field: text}
-    join_parts(journal, parts, [part], rule, None, where)
-    joined: dict[str, Any] = parts[-1]  # the text part it joined or started
-    return joined
+    return join_one(
+        journal, parts, {**(rule.string_part or {}), rule.string_field: text}, rule, where
+    )
