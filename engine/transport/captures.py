@@ -196,10 +196,10 @@ def parse_eventstream(raw: bytes, file: str) -> list[CapturedEvent]:
     except EventStreamError as exc:
         raise CaptureError(file, f"{exc} (an AWS event stream message)") from None
     events = []
-    for number, message in enumerate(messages, 1):
+    for message in messages:
         try:
-            name, data, value = message_chunk(number, message)
+            name, data, value = message_chunk(message)
         except EventStreamError as exc:
             raise CaptureError(file, str(exc)) from None
-        events.append(CapturedEvent(number, value, data, name))
+        events.append(CapturedEvent(message[0], value, data, name))
     return events

@@ -27,7 +27,7 @@ or inside a UTF-8 character was cut, so that is an error saying what was left; a
 by an editor loses its final blank line, so ``dispatch_at_end`` takes the text left as a last
 line and dispatches the last event.
 
-:func:`event_chunk` turns an event into what ``buf.add`` takes, the one rule for a live
+:func:`decode_event` turns an event into what ``buf.add`` takes, the one rule for a live
 stream and a capture: the JSON payload (its ``event:`` name as ``"_event"`` where the payload
 has no ``type`` of its own, as the buffer does with SSE lines), or, for data that is not JSON
 (``data: [DONE]``), the SSE line it was, so that the buffer decides whether it ends the wire.
@@ -259,8 +259,3 @@ def decode_event(event: SSEEvent) -> tuple[Any, bool]:
     if name and value.__class__ is dict and "type" not in value and EVENT_KEY not in value:
         value = {EVENT_KEY: name, **value}
     return value, True
-
-
-def event_chunk(event: SSEEvent) -> Any:
-    """What ``buf.add`` takes for ``event`` (:func:`decode_event`, without the flag)."""
-    return decode_event(event)[0]
