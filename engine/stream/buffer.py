@@ -185,11 +185,14 @@ class LLMStreamBuffer:
     def _apply(self, asm: Assembly, event: dict[str, Any], index: int) -> None:
         """Apply ``event`` (of chunk ``index``), all or nothing: what its rules wrote is
         journaled (engine.model.journal) and undone if any of them raises, whatever the
-        exception, which then propagates; once they all ran, it is committed."""
+        exception, which then propagates (an Exception as the chunk's ChunkError); once they
+        all ran, it is committed."""
         try:
             asm.strategy.program.apply(asm, event, self.choice)
-        except BaseException:
+        except BaseException as exc:
             self._undo(asm)
+            if isinstance(exc, Exception):  # (anything else, KeyboardInterrupt, on its way)
+                raise self._misfit(asm, index, exc) from exc
             raise
         asm.usage_event = None
         self._commit(asm, index)
@@ -239,16 +242,13 @@ class LLMStreamBuffer:
             return
         try:
             self._apply(asm, event, index)
-        except BaseException as exc:
-            misfit = self._misfit(asm, index, exc)
+        except BaseException:
             self._asm = None
             self._pending, self._pending_end = pending, pending_end
             self._display = DisplayCursors(self.codec)  # nothing was shown of the undone
             if self._rec is not None:  # the replayed earlier chunks are undone too
                 self._record_events(self._rec.out[:told])
-            if not isinstance(exc, Exception):
-                raise
-            raise misfit from exc
+            raise
 
     def _take_sentinel(self, sentinel: str, index: int) -> None:
         """An end marker (``data: [DONE]``): the DONE of the wire that declares it, and the end
@@ -290,7 +290,7 @@ class LLMStreamBuffer:
             # being added: it is undone and counted with the events no rule handles.
             try:
                 self._apply(asm, earlier, at)
-            except Exception:
+            except ChunkError:
                 asm.unknown[str(_event_name(asm, earlier))] += 1
         if self._pending_end:
             asm.finish()

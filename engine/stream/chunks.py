@@ -46,9 +46,8 @@ class Sentinel(str):
 
 
 def decode(chunk: Any, index: int, sse: SSEDecoder) -> Any:
-    """Return a dict, a :class:`Sentinel`, or :data:`SKIP`; raise :class:`ChunkError`."""
-    if chunk.__class__ is dict:
-        return chunk
+    """Return a dict, a :class:`Sentinel`, or :data:`SKIP`; raise :class:`ChunkError` (a
+    chunk of the class dict itself never comes here: ``add`` takes it as it is)."""
     if isinstance(chunk, (bytes, bytearray, memoryview)):
         chunk = utf8(chunk, index)
     if isinstance(chunk, str):

@@ -44,21 +44,6 @@ class DisplayCursors:
     has not handed out yet, handed out first by its next call.
     """
 
-    __slots__ = (
-        "drained_at",
-        "fed",
-        "for_text",
-        "joined",
-        "joined_at",
-        "late",
-        "quiet_at",
-        "scan_closed",
-        "scanner",
-        "shown",
-        "told",
-        "told_chars",
-    )
-
     def __init__(self, codec: TextCodec | None = None, rule: str | None = None) -> None:
         self.shown = 0
         self.told = 0

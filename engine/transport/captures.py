@@ -101,7 +101,12 @@ def parse_bytes(raw: bytes, file: str) -> list[CapturedEvent]:
     """The events of a stream's bytes, whichever of the three it is (told from the content)."""
     if looks_like_eventstream(raw):
         return parse_eventstream(raw, file)
-    return parse_capture(_decoded(raw, file), file)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise CaptureError(file, f"not UTF-8 text: {exc.reason}", line) from None
+    return parse_capture(text, file)
 
 
 def label(path: str | Path) -> str:
@@ -118,14 +123,6 @@ def _read_bytes(path: str | Path, file: str) -> bytes:
         raise CaptureError(file, "a folder, not a stream file") from None
     except OSError as exc:
         raise CaptureError(file, f"cannot read: {exc.strerror or exc}") from None
-
-
-def _decoded(raw: bytes, file: str) -> str:
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        raise CaptureError(file, f"not UTF-8 text: {exc.reason}", line) from None
 
 
 def parse_capture(text: str, file: str) -> list[CapturedEvent]:

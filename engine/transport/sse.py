@@ -77,22 +77,6 @@ class SSEDecoder:
     """Pieces of an SSE body in (:meth:`feed`), the events they complete out; :meth:`end` at
     the end of the body. See the module docstring for the rules and the two options."""
 
-    __slots__ = (
-        "strict_fields",
-        "dispatch_at_end",
-        "last_event_id",
-        "retry",
-        "ignored_fields",
-        "_event",
-        "_line",
-        "_partial",
-        "_after_cr",
-        "_at_start",
-        "_held",
-        "_bytes_in",
-        "_failed",
-    )
-
     def __init__(self, *, strict_fields: bool = False, dispatch_at_end: bool = False) -> None:
         self.strict_fields = strict_fields
         self.dispatch_at_end = dispatch_at_end
@@ -119,14 +103,10 @@ class SSEDecoder:
             return []
         if self._at_start:
             self._at_start = False
-            if text[0] == _BOM:
-                text = text[1:]
-        if self._after_cr:
+            text = text.removeprefix(_BOM)
+        if self._after_cr:  # the CR that ended the last piece and an LF starting this: one end
             self._after_cr = False
-            if text[:1] == "\n":  # the CR that ended the last piece and this LF: one line end
-                text = text[1:]
-            if not text:
-                return []
+            text = text.removeprefix("\n")
         if "\r" in text:
             lines = LINE_BREAK.split(text)
             self._after_cr = text[-1] == "\r"
