@@ -75,7 +75,6 @@ class LLMStreamBuffer:
         "_pending",
         "_pending_end",
         "_plain",
-        "_ready_orders",
         "_rec",
         "_round",
         "_scan_from",
@@ -125,8 +124,8 @@ class LLMStreamBuffer:
         self._scan_from = 0
         self._forming_pub = NO_FORMING  # forming()'s own cache (the drivers': the round's)
         self._forming_at = 0  # tracks before this index are ready or incomplete (forming())
-        self._completed: list[tuple[int, ExtractedCall]] = []  # (track order, call), in the
-        self._ready_orders: set[int] = set()  # order calls completed, each once (new_calls)
+        # (track order, call), in the order calls completed, each once (new_calls)
+        self._completed: list[tuple[int, ExtractedCall]] = []
         self._new_at = 0  # new_calls()' cursor into _completed
         self._closed = False
         # Where text(), the events, get_content() and the codec's scan have got to in the
@@ -374,9 +373,7 @@ class LLMStreamBuffer:
         asm.calls_dirty = False
         if asm.calls_regressed:
             asm.calls_regressed = False
-            self._emitted = {}
-            self._calls = []
-            self._scan_from = 0
+            self._emitted, self._calls, self._scan_from = {}, [], 0
         # Each call is built once, its arguments sharing nothing with the message (a client may
         # edit what it was handed: README, "With a driver"): parsed from text they are the call's
         # alone; a value the message holds (an object wire's input, arguments sent whole) is copied,
@@ -393,20 +390,19 @@ class LLMStreamBuffer:
             if name.__class__ is not str or not name:
                 asm.calls_dirty = True  # the name may still arrive
                 continue
-            call_id = place.id(track.item)
             if emitted and next(reversed(emitted)) > index:  # (the last is the greatest)
                 out_of_order = True
             args = track.args
             value = args.value
             if args.form == "object" or args.whole_value() is not None:
                 value = copy_json(value)  # the message holds it: the call gets its own
-            call = ExtractedCall(name, value, call_id or None, free_form=args.form == "text")
+            call_id = place.id(track.item) or None
+            call = ExtractedCall(name, value, call_id, free_form=args.form == "text")
             self._calls.append(call)
-            track.args.owner = asm
             emitted[index] = call
-            if index not in self._ready_orders:  # completed now (a rebuild lists it again)
-                self._ready_orders.add(index)
+            if args.owner is None:  # first handed out: completed now (a rebuild lists it again)
                 self._completed.append((index, call))
+            args.owner = asm
         while self._scan_from in emitted:
             self._scan_from += 1
         if out_of_order:
