@@ -617,8 +617,7 @@ class LLMStreamBuffer:
         """Display text released since the last call ("" while held)."""
         if self._rec is not None and self.codec is not None:
             self._release_to_events()  # events see it too; what they released comes first
-            cursors = self._display
-            new, cursors.for_text = "".join(cursors.for_text), []
+            new, self._display.for_text = "".join(self._display.for_text), []
             return new
         return self._release()
 

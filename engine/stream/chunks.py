@@ -158,14 +158,13 @@ def sdk_fields(obj: Any) -> dict[str, Any] | None:
             value = _wire_json(dump(exclude_unset=True, by_alias=True, mode="python"))
         except TypeError:
             value = dump()
-        return value if isinstance(value, dict) else None
-    to_dict = getattr(obj, "to_dict", None)
-    if callable(to_dict):
+    elif callable(to_dict := getattr(obj, "to_dict", None)):
         value = to_dict()
-        return value if isinstance(value, dict) else None
-    if hasattr(obj, "__dict__") and not isinstance(obj, type):
+    elif hasattr(obj, "__dict__") and not isinstance(obj, type):
         return {k: v for k, v in vars(obj).items() if not k.startswith("_")}
-    return None
+    else:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 _JSON_LEAVES = (str, int, float, bool, type(None))

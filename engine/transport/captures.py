@@ -94,7 +94,15 @@ def read_capture(path: str | Path) -> list[CapturedEvent]:
     """The events of the stream at ``path`` (``-``: stdin): JSON Lines, an SSE capture, or a
     binary AWS event stream capture (Bedrock's ``converse-stream`` body)."""
     file = label(path)
-    return parse_bytes(_read_bytes(path, file), file)
+    try:
+        raw = sys.stdin.buffer.read() if str(path) == STDIN else Path(path).read_bytes()
+    except FileNotFoundError:
+        raise CaptureError(file, "no such file") from None
+    except IsADirectoryError:
+        raise CaptureError(file, "a folder, not a stream file") from None
+    except OSError as exc:
+        raise CaptureError(file, f"cannot read: {exc.strerror or exc}") from None
+    return parse_bytes(raw, file)
 
 
 def parse_bytes(raw: bytes, file: str) -> list[CapturedEvent]:
@@ -112,17 +120,6 @@ def parse_bytes(raw: bytes, file: str) -> list[CapturedEvent]:
 def label(path: str | Path) -> str:
     """How messages name the stream: the path as given, ``<stdin>`` for ``-``."""
     return STDIN_LABEL if str(path) == STDIN else str(path)
-
-
-def _read_bytes(path: str | Path, file: str) -> bytes:
-    try:
-        return sys.stdin.buffer.read() if str(path) == STDIN else Path(path).read_bytes()
-    except FileNotFoundError:
-        raise CaptureError(file, "no such file") from None
-    except IsADirectoryError:
-        raise CaptureError(file, "a folder, not a stream file") from None
-    except OSError as exc:
-        raise CaptureError(file, f"cannot read: {exc.strerror or exc}") from None
 
 
 def parse_capture(text: str, file: str) -> list[CapturedEvent]:

@@ -149,7 +149,7 @@ class SSEDecoder:
                 if event.data:
                     out.append(event)
                     event = SSEEvent()
-                elif event.name:
+                else:
                     event.name = ""  # an event without data is not dispatched: its name goes
                 continue
             if line[0] == ":":
