@@ -216,12 +216,12 @@ def _decode_headers(raw: bytes, at: int) -> dict[str, object]:
             pos += 1
             if kind not in _HEADER_SIZES:
                 raise EventStreamError(at, f"header {name!r}: unknown value type {kind}")
-            sized = _HEADER_SIZES[kind]
-            if sized is None:
-                (sized,) = struct.unpack_from(">H", raw, pos)
+            length = _HEADER_SIZES[kind]
+            if length is None:
+                (length,) = struct.unpack_from(">H", raw, pos)
                 pos += 2
-            value = raw[pos : pos + sized]
-            pos += sized
+            value = raw[pos : pos + length]
+            pos += length
             if kind == _HEADER_TYPE_STRING:
                 headers[name] = value.decode("utf-8")
             else:  # a boolean's value is its type (0: true); the others' raw bytes
