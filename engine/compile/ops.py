@@ -639,17 +639,20 @@ def op_append(spec: dict[str, Any], ctx: CompileContext) -> Run:
         journal = asm.journal
         parent = make_way(item, way, journal) if way else item
         current = parent.get(last)
-        if current.__class__ is Fragments:  # the usual delta: no frame of ours
-            journal.append((unappend, current, current.append))
+        shown = None  # the display or reasoning list the piece goes to as well
+        if display and (text_where is None or text_where(item)):
+            shown = asm.display
+        elif reasoning and (reasoning_where is None or reasoning_where(item)):
+            shown = asm.reasoning
+        if current.__class__ is Fragments:  # the usual delta: one record, no frame of ours
+            journal.append((unappend, current, current.append, shown))
             current.append(piece)
         else:
             append_text(parent, last, piece, journal)
-        if display and (text_where is None or text_where(item)):
-            journal.append((list.pop, asm.display))
-            asm.display.append(piece)
-        elif reasoning and (reasoning_where is None or reasoning_where(item)):
-            journal.append((list.pop, asm.reasoning))
-            asm.reasoning.append(piece)
+            if shown is not None:
+                journal.append((list.pop, shown))
+        if shown is not None:
+            shown.append(piece)
 
     return append
 

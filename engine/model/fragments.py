@@ -42,12 +42,15 @@ def append_text(parent: dict[str, Any], field: str, piece: str, journal: list[An
         put(journal, parent, field, Fragments(whole + piece))
 
 
-def unappend(text: Fragments, append: Callable[[str], None]) -> None:
+def unappend(text: Fragments, append: Callable[[str], None], also: list[str] | None = None) -> None:
     """The undo of ``append(piece)`` on ``text``: the record keeps the bound ``append`` (its
     list is its ``__self__``), not the list's length, so that the journaled append calls no
     builtin (``len``); records are undone last first, and ``joined`` gives ``text`` a new
     list rather than changing the one appended to, so the last piece of that list is the
-    record's piece."""
+    record's piece. ``also``: the display or reasoning list the piece was appended to as
+    well (one record for both: a text delta's)."""
+    if also is not None:
+        also.pop()
     pieces: list[str] = cast(Any, append).__self__  # a bound method: its list
     pieces.pop()
     text._pieces = pieces

@@ -34,7 +34,6 @@ as it was.
 
 from __future__ import annotations
 
-import contextlib
 from collections import Counter
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from types import TracebackType
@@ -76,12 +75,10 @@ class LLMStreamBuffer:
         "_pending",
         "_pending_end",
         "_plain",
-        "_ready_orders",
         "_rec",
         "_round",
         "_scan_from",
         "_sse",
-        "_strategy",
         "_text_rule",
         "choice",
         "codec",
@@ -104,14 +101,8 @@ class LLMStreamBuffer:
         # the codec's plain-text wire (engine.text.strategy). None on every other buffer.
         self._plain: Any = _plain_text_wire(self.strategies)
         self.choice = choice
-        self._strategy: ExtractionStrategy | None = None
         self._asm: Assembly | None = None
-        # Chunks seen before the wire was resolved, with their indexes (to say what they
-        # could not place).
-        self._pending: list[tuple[int, dict[str, Any]]] = []
         self._pending_end = False
-        self._index = 0  # position of the next chunk, for error messages
-        self._sse = SSEDecoder()  # SSE lines a chunk at a time: an event: line names the next
         self.codec: Any = None  # the text codec scanning display text (attach_codec)
         self._text_rule: str | None = None  # the rule it scans the turn under (attach_codec)
         # The events (engine.stream.recorder), on a buffer made with events=True: None
@@ -122,14 +113,19 @@ class LLMStreamBuffer:
             self._record_events()
 
     def _reset_view(self) -> None:
+        # Chunks seen before the wire was resolved, with their indexes (to say what they
+        # could not place).
+        self._pending: list[tuple[int, dict[str, Any]]] = []
+        self._index = 0  # position of the next chunk, for error messages
+        self._sse = SSEDecoder()  # SSE lines a chunk at a time: an event: line names the next
         self._round = RoundState()  # the drivers' round state (engine.stream.rounds)
         self._calls: list[ExtractedCall] = []
         self._emitted: dict[int, ExtractedCall] = {}  # track index -> its call in _calls
         self._scan_from = 0
         self._forming_pub = NO_FORMING  # forming()'s own cache (the drivers': the round's)
         self._forming_at = 0  # tracks before this index are ready or incomplete (forming())
-        self._completed: list[tuple[int, ExtractedCall]] = []  # (track order, call), in the
-        self._ready_orders: set[int] = set()  # order calls completed, each once (new_calls)
+        # (track order, call), in the order calls completed, each once (new_calls)
+        self._completed: list[tuple[int, ExtractedCall]] = []
         self._new_at = 0  # new_calls()' cursor into _completed
         self._closed = False
         # Where text(), the events, get_content() and the codec's scan have got to in the
@@ -182,22 +178,23 @@ class LLMStreamBuffer:
             raise
         del asm.journal[:]  # (no method call: this runs on every chunk)
         asm.usage_event = None  # "usage came with the DONE" is a fact of one event, read in it
-        if asm.unplaced:  # the happy path pays this one test
-            self._stamp_skipped(asm, index)
-        if rec is not None:
-            self._commit(asm)
+        if asm.unplaced or rec is not None:  # the happy path without events pays this test
+            self._commit(asm, index)
 
-    def _apply(self, asm: Assembly, event: dict[str, Any]) -> None:
-        """Apply ``event``'s rules, all or nothing: what they wrote is journaled
-        (engine.model.journal) and undone if any of them raises, whatever the exception,
-        which then propagates; once they all ran, the journal is dropped."""
+    def _apply(self, asm: Assembly, event: dict[str, Any], index: int) -> None:
+        """Apply ``event`` (of chunk ``index``), all or nothing: what its rules wrote is
+        journaled (engine.model.journal) and undone if any of them raises, whatever the
+        exception, which then propagates (an Exception as the chunk's ChunkError); once they
+        all ran, it is committed."""
         try:
             asm.strategy.program.apply(asm, event, self.choice)
-        except BaseException:
+        except BaseException as exc:
             self._undo(asm)
+            if isinstance(exc, Exception):  # (anything else, KeyboardInterrupt, on its way)
+                raise self._misfit(asm, index, exc) from exc
             raise
-        asm.journal.clear()
         asm.usage_event = None
+        self._commit(asm, index)
 
     def _undo(self, asm: Assembly) -> None:
         """Take back the event being applied: its journal (which also holds what it added to
@@ -225,13 +222,6 @@ class LLMStreamBuffer:
         self._commit(asm)
         return True
 
-    def _stamp_skipped(self, asm: Assembly, index: int) -> None:
-        """Record what the rules of chunk ``index`` could not place, located and named as the
-        dispatcher read the event's name."""
-        name = None if asm.event_name is None else str(asm.event_name)
-        asm.skipped.extend(Skipped(index, name, reason) for reason in asm.unplaced)
-        asm.unplaced.clear()
-
     @staticmethod
     def _misfit(asm: Assembly, index: int, exc: BaseException) -> ChunkError:
         if isinstance(exc, TooDeepError):
@@ -250,20 +240,14 @@ class LLMStreamBuffer:
             self._pending.append((index, event))
             return
         try:
-            self._apply(asm, event)
-        except BaseException as exc:
-            misfit = self._misfit(asm, index, exc)
-            self._strategy, self._asm = None, None
+            self._apply(asm, event, index)
+        except BaseException:
+            self._asm = None
             self._pending, self._pending_end = pending, pending_end
             self._display = DisplayCursors(self.codec)  # nothing was shown of the undone
             if self._rec is not None:  # the replayed earlier chunks are undone too
                 self._record_events(self._rec.out[:told])
-            if not isinstance(exc, Exception):
-                raise
-            raise misfit from exc
-        if asm.unplaced:
-            self._stamp_skipped(asm, index)
-        self._commit(asm)
+            raise
 
     def _take_sentinel(self, sentinel: str, index: int) -> None:
         """An end marker (``data: [DONE]``): the DONE of the wire that declares it, and the end
@@ -297,29 +281,20 @@ class LLMStreamBuffer:
             strategy = next((s for s in strategies if s.recognizes_error(event)), None)
         if strategy is None:
             return None
-        self._strategy = strategy
         asm = self._asm = strategy.new_assembly()
         asm.events = self._rec
         pending, self._pending = self._pending, []
         for at, earlier in pending:
-            self._replay_pending(asm, at, earlier)
+            # Never recognised, so one that does not fit the wire is not an error of the chunk
+            # being added: it is undone and counted with the events no rule handles.
+            try:
+                self._apply(asm, earlier, at)
+            except ChunkError:
+                asm.unknown[str(_event_name(asm, earlier))] += 1
         if self._pending_end:
             asm.finish()
             self._commit(asm)
         return asm
-
-    def _replay_pending(self, asm: Assembly, index: int, earlier: dict[str, Any]) -> None:
-        """An event kept before the wire was resolved, now applied. It was never recognised,
-        so one that does not fit the wire is not an error of the chunk being added: it is
-        undone and counted with the events no rule handles."""
-        try:
-            self._apply(asm, earlier)
-        except Exception:
-            asm.unknown[str(_event_name(asm, earlier))] += 1
-            return
-        if asm.unplaced:
-            self._stamp_skipped(asm, index)
-        self._commit(asm)
 
     def close(self) -> None:
         """End of input: close whatever is still open; nothing stays held after this."""
@@ -343,25 +318,22 @@ class LLMStreamBuffer:
     def reset(self) -> None:
         """Forget the stream so far, keeping the resolved wire: its chunks are counted again
         from 0, and an SSE ``event:`` line of the old stream names nothing of the new one."""
-        self._index = 0
-        self._sse = SSEDecoder()
-        self._pending = []
         self._reset_view()
         if self._rec is not None:
             self._record_events(self._rec.out)  # what was recorded is still handed out
-        if self._strategy is not None:
-            self._asm = self._strategy.new_assembly()
+        if self._asm is not None:
+            self._asm = self._asm.strategy.new_assembly()
             self._asm.events = self._rec
 
     # -- questions ---------------------------------------------------------------------------
 
     @property
     def format(self) -> str | None:
-        return self._strategy.name if self._strategy is not None else None
+        return self._asm.strategy.name if self._asm is not None else None
 
     @property
     def strategy(self) -> ExtractionStrategy | None:
-        return self._strategy
+        return self._asm.strategy if self._asm is not None else None
 
     @property
     def closed(self) -> bool:
@@ -401,9 +373,7 @@ class LLMStreamBuffer:
         asm.calls_dirty = False
         if asm.calls_regressed:
             asm.calls_regressed = False
-            self._emitted = {}
-            self._calls = []
-            self._scan_from = 0
+            self._emitted, self._calls, self._scan_from = {}, [], 0
         # Each call is built once, its arguments sharing nothing with the message (a client may
         # edit what it was handed: README, "With a driver"): parsed from text they are the call's
         # alone; a value the message holds (an object wire's input, arguments sent whole) is copied,
@@ -420,20 +390,19 @@ class LLMStreamBuffer:
             if name.__class__ is not str or not name:
                 asm.calls_dirty = True  # the name may still arrive
                 continue
-            call_id = place.id(track.item)
             if emitted and next(reversed(emitted)) > index:  # (the last is the greatest)
                 out_of_order = True
             args = track.args
             value = args.value
             if args.form == "object" or args.whole_value() is not None:
                 value = copy_json(value)  # the message holds it: the call gets its own
-            call = ExtractedCall(name, value, call_id or None, free_form=args.form == "text")
+            call_id = place.id(track.item) or None
+            call = ExtractedCall(name, value, call_id, free_form=args.form == "text")
             self._calls.append(call)
-            track.args.owner = asm
             emitted[index] = call
-            if index not in self._ready_orders:  # completed now (a rebuild lists it again)
-                self._ready_orders.add(index)
+            if args.owner is None:  # first handed out: completed now (a rebuild lists it again)
                 self._completed.append((index, call))
+            args.owner = asm
         while self._scan_from in emitted:
             self._scan_from += 1
         if out_of_order:
@@ -467,10 +436,15 @@ class LLMStreamBuffer:
         if self._asm is not None:
             self._asm.events = rec
 
-    def _commit(self, asm: Assembly) -> None:
+    def _commit(self, asm: Assembly, index: int | None = None) -> None:
         """What was just applied is in (the journal of a DONE or ``close()`` dropped too):
-        record its events, on a buffer with events."""
+        what the rules of chunk ``index`` could not place is recorded, located and named as
+        the dispatcher read the event's name; and its events, on a buffer with events."""
         asm.journal.clear()
+        if index is not None and asm.unplaced:
+            name = None if asm.event_name is None else str(asm.event_name)
+            asm.skipped.extend(Skipped(index, name, reason) for reason in asm.unplaced)
+            asm.unplaced.clear()
         rec = self._rec
         if rec is not None:
             if asm.calls_dirty:
@@ -491,8 +465,6 @@ class LLMStreamBuffer:
         if self.codec is not None:
             self._flush_round()
         out: list[Event] = rec.out
-        if not out:
-            return []
         rec.out = []
         return out
 
@@ -604,11 +576,11 @@ class LLMStreamBuffer:
         the block's exception propagates, the close's is dropped."""
         if self._closed:
             return
-        if exc is None:
+        try:
             self.close()
-            return
-        with contextlib.suppress(UnknownFormatError):
-            self.close()
+        except UnknownFormatError:
+            if exc is None:
+                raise
 
     async def __aenter__(self) -> LLMStreamBuffer:
         return self
@@ -645,8 +617,7 @@ class LLMStreamBuffer:
         """Display text released since the last call ("" while held)."""
         if self._rec is not None and self.codec is not None:
             self._release_to_events()  # events see it too; what they released comes first
-            cursors = self._display
-            new, cursors.for_text = "".join(cursors.for_text), []
+            new, self._display.for_text = "".join(self._display.for_text), []
             return new
         return self._release()
 
@@ -716,12 +687,6 @@ class LLMStreamBuffer:
         the suffix that may still become a call stays held."""
         self._round.hold_text_call()
 
-    def _text_turn(self) -> bool:
-        """Is the display text scanned for calls in this turn: the fall-through, so only in
-        a turn without a native call (README, "The text codec")."""
-        asm = self._asm
-        return asm is not None and not asm.tracks
-
     def changes(
         self, calls_from: int = 0, incomplete_from: int = 0
     ) -> tuple[list[ExtractedCall], bool, Forming, bool, list[CallIncomplete]]:
@@ -750,7 +715,7 @@ class LLMStreamBuffer:
         (under the rule ``"end"``, once the stream has ended: those that end the turn). None
         in a turn with a native call."""
         asm = self._asm
-        if asm is None or not self._text_turn() or not self._display.has_calls(asm.display):
+        if asm is None or asm.tracks or not self._display.has_calls(asm.display):
             return []
         calls = self._scan().complete_calls()
         return [ExtractedCall(c.name, c.arguments, None, c.end) for c in calls]
@@ -758,9 +723,7 @@ class LLMStreamBuffer:
     def text_waiting(self) -> list[str | None]:
         """The names of the text calls held until the end of the turn (a driver that may
         run one holds them with ``hold_text_call``), in text order."""
-        if not self._text_turn():
-            return []
-        scanner = self._scan()
+        scanner = self._scan(text_turn=True)
         return [c.name for c in scanner.waiting_calls()] if scanner is not None else []
 
     def text_incomplete(self) -> list[Any]:
@@ -768,9 +731,7 @@ class LLMStreamBuffer:
         ``raw``), once the stream has ended: those that end the turn, cut short or whose JSON
         is no call object. A driver reports its own (``report_text_incomplete``); the others
         are shown."""
-        if not self._text_turn():
-            return []
-        scanner = self._scan()
+        scanner = self._scan(text_turn=True)
         return scanner.incomplete_calls() if scanner is not None else []
 
     def report_text_incomplete(self, call: Any) -> CallIncomplete | None:
@@ -792,8 +753,8 @@ class LLMStreamBuffer:
     def text_forming(self) -> Forming:
         """Is a text call forming, and its name once streamed (never in a turn with a native
         call)."""
-        scanner = self._scan()
-        if scanner is None or not self._text_turn():
+        scanner = self._scan(text_turn=True)
+        if scanner is None:
             return NOT_FORMING
         forming, name = scanner.forming()
         return Forming(True, name) if forming else NOT_FORMING
@@ -814,17 +775,18 @@ class LLMStreamBuffer:
                 return True
         return False
 
-    def _scan(self) -> Any:
+    def _scan(self, text_turn: bool = False) -> Any:
         """The codec's scanner, fed all the display text so far (and told that the turn's
         text is all in, once the stream has ended: its DONE, or ``close()``); None without
-        a codec."""
+        a codec. ``text_turn``: None too in a turn with a native call, where the display text
+        is not scanned for calls (README, "The text codec": the fall-through)."""
         asm = self._asm
         if asm is None:
             return None
         scanner = self._display.sync(asm.display)
         if scanner is not None and (self._closed or asm.finished):
             scanner.finish()
-        return scanner
+        return None if text_turn and asm.tracks else scanner
 
 
 def _plain_text_wire(strategies: list[Any]) -> Any:

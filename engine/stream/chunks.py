@@ -46,9 +46,8 @@ class Sentinel(str):
 
 
 def decode(chunk: Any, index: int, sse: SSEDecoder) -> Any:
-    """Return a dict, a :class:`Sentinel`, or :data:`SKIP`; raise :class:`ChunkError`."""
-    if chunk.__class__ is dict:
-        return chunk
+    """Return a dict, a :class:`Sentinel`, or :data:`SKIP`; raise :class:`ChunkError` (a
+    chunk of the class dict itself never comes here: ``add`` takes it as it is)."""
     if isinstance(chunk, (bytes, bytearray, memoryview)):
         chunk = utf8(chunk, index)
     if isinstance(chunk, str):
@@ -159,14 +158,13 @@ def sdk_fields(obj: Any) -> dict[str, Any] | None:
             value = _wire_json(dump(exclude_unset=True, by_alias=True, mode="python"))
         except TypeError:
             value = dump()
-        return value if isinstance(value, dict) else None
-    to_dict = getattr(obj, "to_dict", None)
-    if callable(to_dict):
+    elif callable(to_dict := getattr(obj, "to_dict", None)):
         value = to_dict()
-        return value if isinstance(value, dict) else None
-    if hasattr(obj, "__dict__") and not isinstance(obj, type):
+    elif hasattr(obj, "__dict__") and not isinstance(obj, type):
         return {k: v for k, v in vars(obj).items() if not k.startswith("_")}
-    return None
+    else:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 _JSON_LEAVES = (str, int, float, bool, type(None))

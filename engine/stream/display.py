@@ -27,7 +27,7 @@ class DisplayCursors:
       what it has not released and hands out the rest: a codec that comes mid-stream starts
       scanning at ``shown``);
     - ``told``: told as ``TextDelta`` events (engine.stream.recorder, without a scanner,
-      through :meth:`tell`), ``told_chars`` characters in all;
+      through :meth:`tell`);
     - ``joined_at``: joined into ``joined``, which is always ``"".join(display[:joined_at])``;
     - ``fed``: given to the scanner (from fragment ``shown`` on, when it came mid-stream);
       once the scanner is closed (``scan_closed``), what comes later goes into ``late``
@@ -44,25 +44,9 @@ class DisplayCursors:
     has not handed out yet, handed out first by its next call.
     """
 
-    __slots__ = (
-        "drained_at",
-        "fed",
-        "for_text",
-        "joined",
-        "joined_at",
-        "late",
-        "quiet_at",
-        "scan_closed",
-        "scanner",
-        "shown",
-        "told",
-        "told_chars",
-    )
-
     def __init__(self, codec: TextCodec | None = None, rule: str | None = None) -> None:
         self.shown = 0
         self.told = 0
-        self.told_chars = 0
         self.for_text: list[str] = []
         self.joined_at = 0
         self.joined = ""
@@ -95,16 +79,16 @@ class DisplayCursors:
         told = self.told
         new = display[-1] if len(display) == told + 1 else "".join(display[told:])
         self.told = len(display)
-        self.told_chars += len(new)
         return new
 
     def told_fragments(self, display: list[str], taken_back: int) -> int:
         """How many display fragments the events have handed out, once the ``taken_back``
-        characters they recorded but never handed out are theirs no more (a codec came)."""
-        told, chars = 0, self.told_chars - taken_back
-        while told < len(display) and chars > 0:  # each TextDelta told whole fragments
-            chars -= len(display[told])
-            told += 1
+        characters they recorded but never handed out (the last they told) are theirs no more
+        (a codec came): the fewest whose text holds all the rest of what they told."""
+        told = self.told
+        while told and len(display[told - 1]) <= taken_back:  # each TextDelta told whole ones
+            taken_back -= len(display[told - 1])
+            told -= 1
         return told
 
     # -- a finished stream's text -----------------------------------------------------------

@@ -40,18 +40,13 @@ if TYPE_CHECKING:
 _new = object.__new__
 
 
-def _setter(cls: type, field: str) -> Callable[[Any, Any], None]:
-    """The writer of a slot of an event class, frozen or not (its member descriptor)."""
-    writer: Callable[[Any, Any], None] = cls.__dict__[field].__set__
-    return writer
-
-
 # The event classes are frozen dataclasses with slots: these write a new event's slots
-# directly: their own ``__init__`` (an ``object.__setattr__`` per field) costs twice that.
-_set_slot = _setter(ArgumentsDelta, "slot")
-_set_text = _setter(ArgumentsDelta, "text")
-_set_partial = _setter(ArgumentsDelta, "partial")
-_set_display = _setter(TextDelta, "text")
+# directly (each slot's member descriptor, frozen or not): their own ``__init__`` (an
+# ``object.__setattr__`` per field) costs twice that.
+_set_slot: Callable[[Any, Any], None] = ArgumentsDelta.__dict__["slot"].__set__
+_set_text: Callable[[Any, Any], None] = ArgumentsDelta.__dict__["text"].__set__
+_set_partial: Callable[[Any, Any], None] = ArgumentsDelta.__dict__["partial"].__set__
+_set_display: Callable[[Any, Any], None] = TextDelta.__dict__["text"].__set__
 
 
 def _delta(slot: Any, text: str | None, partial: dict[str, Any]) -> ArgumentsDelta:
@@ -135,18 +130,6 @@ class CallSink(PartialJSON):
 
 class EventRecorder:
     """The events of one buffer, and the cursors they are read from."""
-
-    __slots__ = (
-        "out",
-        "pending",
-        "sinks",
-        "unstarted",
-        "reasoning_at",
-        "ready_at",
-        "incomplete_at",
-        "finished",
-        "text_ready",
-    )
 
     def __init__(self) -> None:
         self.out: list[events.Event] = []  # recorded, not yet handed out by events()
@@ -240,14 +223,9 @@ class EventRecorder:
         if asm.error is not None:
             self.out.append(events.ProviderError(asm.error))
         turn = asm.strategy.spec.turn
-        self.out.append(
-            events.Finished(
-                asm.stop_reason if asm.finished else None,
-                asm.usage,
-                turn.finish_reason(asm),
-                turn.token_usage(asm.usage),
-            )
-        )
+        stop = asm.stop_reason if asm.finished else None
+        reason, usage = turn.finish_reason(asm), turn.token_usage(asm.usage)
+        self.out.append(events.Finished(stop, asm.usage, reason, usage))
 
     def _starts(self, asm: Assembly) -> None:
         """The tracked calls whose name has come since: ``CallStarted``. Also a call that
@@ -256,10 +234,8 @@ class EventRecorder:
         need be. One that ends without a name never starts (CallIncomplete says so). Each
         call's name and id read as its place says."""
         waiting = []
-        for sink in self.unstarted:
+        for sink in self.unstarted:  # (one that is ready was started and left it: _ready)
             track = sink.track
-            if sink.started:
-                continue  # ready, its name with its last fragment (see _ready)
             place = track.place
             name = place.name(track.item)
             if name.__class__ is not str or not name:
@@ -300,11 +276,8 @@ class EventRecorder:
         """A codec comes (``attach_codec``): the TextDeltas recorded but not handed out yet
         are taken back (the scan decides what of that text is shown); returns how many
         characters they held."""
-        kept = [e for e in self.out if e.__class__ is not TextDelta]
-        if len(kept) == len(self.out):
-            return 0
         taken = sum(len(e.text) for e in self.out if e.__class__ is TextDelta)
-        self.out = kept
+        self.out = [e for e in self.out if e.__class__ is not TextDelta]
         return taken
 
     def owe_text(self, text: str) -> None:

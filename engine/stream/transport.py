@@ -27,64 +27,60 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from typing import Any
 
-from ..transport.eventstream import MessageDecoder, message_chunk
-from ..transport.sse import SSEDecoder, event_chunk
+from ..transport.eventstream import Message, MessageDecoder, message_chunk
+from ..transport.sse import SSEDecoder, SSEEvent, decode_event
 
 Piece = bytes | bytearray | memoryview | str
 BytesPiece = bytes | bytearray | memoryview
 
 
 class _Body:
-    """A body's chunks, from its pieces, as a decoder completes them (``_chunks``) and at its
-    end (``_end``): iterated once, sync or async as its pieces are (a second pass would end a
-    stream that is already ended, or silently yield nothing)."""
+    """A body's chunks, from its pieces, as its decoder completes them (its ``feed`` of a
+    piece, then its ``end``), each made what ``buf.add`` takes by ``_chunk``: iterated once,
+    sync or async as its pieces are (a second pass would end a stream that is already ended,
+    or silently yield nothing). A chunk that does not decode raises after those before it
+    were yielded."""
 
     _started = False
 
-    def __init__(self, pieces: Iterable[Any] | AsyncIterable[Any]) -> None:
+    def __init__(self, pieces: Iterable[Any] | AsyncIterable[Any], decoder: Any) -> None:
         self._pieces: Any = pieces  # iterated as it is: one kind of loop takes it
+        self._decoder = decoder
+
+    def _chunk(self, decoded: Any) -> Any:
+        raise NotImplementedError
 
     def _start(self) -> None:
         if self._started:
             raise RuntimeError("these chunks were already iterated: wrap the pieces again")
         self._started = True
 
-    def _chunks(self, piece: Any) -> Iterator[Any]:
-        """The chunks ``piece`` completes, one at a time: one that does not decode raises
-        after those before it were yielded."""
-        raise NotImplementedError
-
-    def _end(self) -> Iterable[Any]:
-        raise NotImplementedError
-
     def __iter__(self) -> Iterator[Any]:
         self._start()
         for piece in self._pieces:
-            yield from self._chunks(piece)
-        yield from self._end()
+            yield from map(self._chunk, self._decoder.feed(piece))
+        yield from map(self._chunk, self._decoder.end())
 
     async def __aiter__(self) -> AsyncIterator[Any]:
         self._start()
         async for piece in self._pieces:
-            for chunk in self._chunks(piece):
-                yield chunk
-        for chunk in self._end():
-            yield chunk
+            for decoded in self._decoder.feed(piece):
+                yield self._chunk(decoded)
+        for decoded in self._decoder.end():
+            yield self._chunk(decoded)
 
 
 class SSEChunks(_Body):
     """The chunks of an SSE body, from its pieces (bytes or str, split anywhere), and what it
     said beside its events."""
 
+    _decoder: SSEDecoder
+
     def __init__(self, pieces: Iterable[Piece] | AsyncIterable[Piece]) -> None:
-        super().__init__(pieces)
-        self._decoder = SSEDecoder()
+        super().__init__(pieces, SSEDecoder())
 
-    def _chunks(self, piece: Piece) -> Iterator[Any]:
-        return map(event_chunk, self._decoder.feed(piece))
-
-    def _end(self) -> Iterable[Any]:
-        return map(event_chunk, self._decoder.end())
+    def _chunk(self, event: SSEEvent) -> Any:
+        return decode_event(event)[0]
 
     @property
     def ignored_fields(self) -> dict[str, int]:
@@ -109,18 +105,10 @@ class EventStreamChunks(_Body):
     its byte pieces split anywhere; both CRCs of every message checked."""
 
     def __init__(self, pieces: Iterable[BytesPiece] | AsyncIterable[BytesPiece]) -> None:
-        super().__init__(pieces)
-        self._decoder = MessageDecoder()
-        self._number = 0  # messages so far, to name one in an error
+        super().__init__(pieces, MessageDecoder())
 
-    def _chunks(self, piece: BytesPiece) -> Iterator[Any]:
-        for message in self._decoder.feed(piece):
-            self._number += 1
-            yield message_chunk(self._number, message)[2]
-
-    def _end(self) -> Iterable[Any]:
-        self._decoder.end()
-        return ()
+    def _chunk(self, message: Message) -> Any:
+        return message_chunk(message)[2]
 
 
 def sse_chunks(pieces: Iterable[Piece]) -> SSEChunks:

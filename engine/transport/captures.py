@@ -94,38 +94,32 @@ def read_capture(path: str | Path) -> list[CapturedEvent]:
     """The events of the stream at ``path`` (``-``: stdin): JSON Lines, an SSE capture, or a
     binary AWS event stream capture (Bedrock's ``converse-stream`` body)."""
     file = label(path)
-    return parse_bytes(_read_bytes(path, file), file)
-
-
-def parse_bytes(raw: bytes, file: str) -> list[CapturedEvent]:
-    """The events of a stream's bytes, whichever of the three it is (told from the content)."""
-    if looks_like_eventstream(raw):
-        return parse_eventstream(raw, file)
-    return parse_capture(_decoded(raw, file), file)
-
-
-def label(path: str | Path) -> str:
-    """How messages name the stream: the path as given, ``<stdin>`` for ``-``."""
-    return STDIN_LABEL if str(path) == STDIN else str(path)
-
-
-def _read_bytes(path: str | Path, file: str) -> bytes:
     try:
-        return sys.stdin.buffer.read() if str(path) == STDIN else Path(path).read_bytes()
+        raw = sys.stdin.buffer.read() if str(path) == STDIN else Path(path).read_bytes()
     except FileNotFoundError:
         raise CaptureError(file, "no such file") from None
     except IsADirectoryError:
         raise CaptureError(file, "a folder, not a stream file") from None
     except OSError as exc:
         raise CaptureError(file, f"cannot read: {exc.strerror or exc}") from None
+    return parse_bytes(raw, file)
 
 
-def _decoded(raw: bytes, file: str) -> str:
+def parse_bytes(raw: bytes, file: str) -> list[CapturedEvent]:
+    """The events of a stream's bytes, whichever of the three it is (told from the content)."""
+    if looks_like_eventstream(raw):
+        return parse_eventstream(raw, file)
     try:
-        return raw.decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
         raise CaptureError(file, f"not UTF-8 text: {exc.reason}", line) from None
+    return parse_capture(text, file)
+
+
+def label(path: str | Path) -> str:
+    """How messages name the stream: the path as given, ``<stdin>`` for ``-``."""
+    return STDIN_LABEL if str(path) == STDIN else str(path)
 
 
 def parse_capture(text: str, file: str) -> list[CapturedEvent]:
@@ -196,10 +190,10 @@ def parse_eventstream(raw: bytes, file: str) -> list[CapturedEvent]:
     except EventStreamError as exc:
         raise CaptureError(file, f"{exc} (an AWS event stream message)") from None
     events = []
-    for number, message in enumerate(messages, 1):
+    for message in messages:
         try:
-            name, data, value = message_chunk(number, message)
+            name, data, value = message_chunk(message)
         except EventStreamError as exc:
             raise CaptureError(file, str(exc)) from None
-        events.append(CapturedEvent(number, value, data, name))
+        events.append(CapturedEvent(message[0], value, data, name))
     return events

@@ -77,13 +77,14 @@ def _json_message(kind: str, name: str, payload: bytes | str | Mapping[str, Any]
 
 # -- decoding: pieces of a stream, or a whole capture (``mcs-formats replay`` reads one) -------
 
-_HEADER_SIZES = {2: 1, 3: 2, 4: 4, 5: 8, 8: 8, 9: 16}  # fixed-size value types: byte .. uuid
-_HEADER_SIZED = (6, 7)  # byte array, string: a u16 length, then the bytes
+# The size of each header value type's value: boolean true, false, byte .. uuid; None for a
+# byte array and a string (a u16 length, then the bytes).
+_HEADER_SIZES = {0: 0, 1: 0, 2: 1, 3: 2, 4: 4, 5: 8, 6: None, 7: None, 8: 8, 9: 16}
 _OVERHEAD = _PRELUDE_LENGTH + _MESSAGE_CRC_LENGTH
 
-Message = tuple[int, dict[str, object], bytes]
-"""A decoded message: (the byte offset where it starts in the stream, its headers, its
-payload)."""
+Message = tuple[int, int, dict[str, object], bytes]
+"""A decoded message: (its number in the stream, 1-based; the byte offset where it starts;
+its headers; its payload)."""
 
 
 class EventStreamError(TransportError):
@@ -112,11 +113,12 @@ class MessageDecoder:
     per piece). A bad message is an :class:`EventStreamError` naming the byte where it
     starts, raised after the messages before it (of the same piece too) were handed on."""
 
-    __slots__ = ("_pending", "_offset", "_failed")
+    __slots__ = ("_pending", "_offset", "_number", "_failed")
 
     def __init__(self) -> None:
         self._pending = bytearray()  # bytes of messages not yet whole
         self._offset = 0  # where ``_pending`` starts in the stream
+        self._number = 0  # messages decoded so far
         self._failed: EventStreamError | None = None  # raised at the next feed or end
 
     def feed(self, piece: bytes | bytearray | memoryview) -> list[Message]:
@@ -132,7 +134,8 @@ class MessageDecoder:
                 total = _checked_prelude(pending, at, self._offset + at)
                 if size - at < total:
                     break
-                out.append(_decode_one(pending, at, total, self._offset + at))
+                self._number += 1
+                out.append(_decode_one(pending, at, total, self._offset + at, self._number))
                 at += total
         except EventStreamError as exc:
             self._failed = exc
@@ -141,13 +144,14 @@ class MessageDecoder:
             self._offset += at
         return out
 
-    def end(self) -> None:
-        """The end of the stream: an error if a message was left cut short."""
+    def end(self) -> list[Message]:
+        """The end of the stream: an error if a message was left cut short (else no message:
+        each one was handed on as it was whole)."""
         if self._failed is not None:
             raise self._failed
         left = len(self._pending)
         if not left:
-            return
+            return []
         if left < _OVERHEAD:
             raise EventStreamError(self._offset, f"a message cut short ({left} bytes left)")
         (total,) = struct.unpack_from(">I", self._pending, 0)
@@ -167,7 +171,7 @@ def _checked_prelude(raw: bytearray, at: int, offset: int) -> int:
     return total
 
 
-def _decode_one(raw: bytearray, at: int, total: int, offset: int) -> Message:
+def _decode_one(raw: bytearray, at: int, total: int, offset: int, number: int) -> Message:
     end = at + total - _MESSAGE_CRC_LENGTH
     (message_crc,) = struct.unpack_from(">I", raw, end)
     if zlib.crc32(raw[at:end]) & 0xFFFFFFFF != message_crc:
@@ -175,16 +179,16 @@ def _decode_one(raw: bytearray, at: int, total: int, offset: int) -> Message:
     (headers_length,) = struct.unpack_from(">I", raw, at + 4)
     start = at + _PRELUDE_LENGTH
     headers = _decode_headers(bytes(raw[start : start + headers_length]), offset)
-    return offset, headers, bytes(raw[start + headers_length : end])
+    return number, offset, headers, bytes(raw[start + headers_length : end])
 
 
-def message_chunk(number: int, message: Message) -> tuple[str, str, dict[str, Any]]:
-    """(its name, its payload text, what ``buf.add`` takes) for the ``number``-th message
-    (1-based): an event message's ``:event-type`` (an exception message's
-    ``:exception-type``) travels as ``_event``, the payload's first key, as the golden files
-    record Bedrock's frames. Any other message, or a payload that is not a JSON object, is an
-    :class:`EventStreamError` naming the message and its byte."""
-    offset, headers, payload = message
+def message_chunk(message: Message) -> tuple[str, str, dict[str, Any]]:
+    """(its name, its payload text, what ``buf.add`` takes) for ``message``: an event
+    message's ``:event-type`` (an exception message's ``:exception-type``) travels as
+    ``_event``, the payload's first key, as the golden files record Bedrock's frames. Any
+    other message, or a payload that is not a JSON object, is an :class:`EventStreamError`
+    naming the message and its byte."""
+    number, offset, headers, payload = message
     kind = headers.get(":message-type")
     name = headers.get(":event-type" if kind == "event" else ":exception-type")
     if kind not in ("event", "exception") or not isinstance(name, str):
@@ -210,19 +214,18 @@ def _decode_headers(raw: bytes, at: int) -> dict[str, object]:
             pos += 1 + size
             kind = raw[pos]
             pos += 1
-            if kind in (0, 1):  # boolean true, false: no value bytes
-                headers[name] = kind == 0
-                continue
-            if kind in _HEADER_SIZED:
-                (size,) = struct.unpack_from(">H", raw, pos)
-                pos += 2
-            elif kind in _HEADER_SIZES:
-                size = _HEADER_SIZES[kind]
-            else:
+            if kind not in _HEADER_SIZES:
                 raise EventStreamError(at, f"header {name!r}: unknown value type {kind}")
-            value = raw[pos : pos + size]
-            pos += size
-            headers[name] = value.decode("utf-8") if kind == _HEADER_TYPE_STRING else value
+            length = _HEADER_SIZES[kind]
+            if length is None:
+                (length,) = struct.unpack_from(">H", raw, pos)
+                pos += 2
+            value = raw[pos : pos + length]
+            pos += length
+            if kind == _HEADER_TYPE_STRING:
+                headers[name] = value.decode("utf-8")
+            else:  # a boolean's value is its type (0: true); the others' raw bytes
+                headers[name] = kind == 0 if kind < 2 else value
     except (IndexError, struct.error, UnicodeDecodeError):
         raise EventStreamError(at, "the headers do not decode") from None
     return headers

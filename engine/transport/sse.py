@@ -27,7 +27,7 @@ or inside a UTF-8 character was cut, so that is an error saying what was left; a
 by an editor loses its final blank line, so ``dispatch_at_end`` takes the text left as a last
 line and dispatches the last event.
 
-:func:`event_chunk` turns an event into what ``buf.add`` takes, the one rule for a live
+:func:`decode_event` turns an event into what ``buf.add`` takes, the one rule for a live
 stream and a capture: the JSON payload (its ``event:`` name as ``"_event"`` where the payload
 has no ``type`` of its own, as the buffer does with SSE lines), or, for data that is not JSON
 (``data: [DONE]``), the SSE line it was, so that the buffer decides whether it ends the wire.
@@ -77,22 +77,6 @@ class SSEDecoder:
     """Pieces of an SSE body in (:meth:`feed`), the events they complete out; :meth:`end` at
     the end of the body. See the module docstring for the rules and the two options."""
 
-    __slots__ = (
-        "strict_fields",
-        "dispatch_at_end",
-        "last_event_id",
-        "retry",
-        "ignored_fields",
-        "_event",
-        "_line",
-        "_partial",
-        "_after_cr",
-        "_at_start",
-        "_held",
-        "_bytes_in",
-        "_failed",
-    )
-
     def __init__(self, *, strict_fields: bool = False, dispatch_at_end: bool = False) -> None:
         self.strict_fields = strict_fields
         self.dispatch_at_end = dispatch_at_end
@@ -119,14 +103,10 @@ class SSEDecoder:
             return []
         if self._at_start:
             self._at_start = False
-            if text[0] == _BOM:
-                text = text[1:]
-        if self._after_cr:
+            text = text.removeprefix(_BOM)
+        if self._after_cr:  # the CR that ended the last piece and an LF starting this: one end
             self._after_cr = False
-            if text[:1] == "\n":  # the CR that ended the last piece and this LF: one line end
-                text = text[1:]
-            if not text:
-                return []
+            text = text.removeprefix("\n")
         if "\r" in text:
             lines = LINE_BREAK.split(text)
             self._after_cr = text[-1] == "\r"
@@ -169,7 +149,7 @@ class SSEDecoder:
                 if event.data:
                     out.append(event)
                     event = SSEEvent()
-                elif event.name:
+                else:
                     event.name = ""  # an event without data is not dispatched: its name goes
                 continue
             if line[0] == ":":
@@ -259,8 +239,3 @@ def decode_event(event: SSEEvent) -> tuple[Any, bool]:
     if name and value.__class__ is dict and "type" not in value and EVENT_KEY not in value:
         value = {EVENT_KEY: name, **value}
     return value, True
-
-
-def event_chunk(event: SSEEvent) -> Any:
-    """What ``buf.add`` takes for ``event`` (:func:`decode_event`, without the flag)."""
-    return decode_event(event)[0]
