@@ -51,20 +51,25 @@ def run_engine(
 
 def run_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     """``engine.cli.main`` (what ``python -m engine`` runs) in this process, in ``cwd``: text
-    out, as :func:`run_engine` gives it. For tests of what a command does; the entry point
-    itself (a child process, its exit code, its pipes) is tested through :func:`run_engine`
-    (tests/test_cli.py). A child costs an interpreter's start and the engine's import each."""
+    out, as :func:`run_engine` gives it, written to UTF-8 streams as a child's pipes are
+    (``PYTHONIOENCODING``: the replay's markers are ``⟦call⟧``, not ASCII). For tests of what
+    a command does; the entry point itself (a child process, its exit code, its pipes) is
+    tested through :func:`run_engine` (tests/test_cli.py). A child costs an interpreter's
+    start and the engine's import each."""
     from engine.cli import main
 
-    out, err = io.StringIO(), io.StringIO()
+    out, err = (io.TextIOWrapper(io.BytesIO(), encoding="utf-8") for _ in range(2))
     with contextlib.chdir(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
             code = main(list(args))
         except SystemExit as exc:  # argparse: a usage error (2), or --help / --version (0)
             code = exc.code if isinstance(exc.code, int) else 1
-    return subprocess.CompletedProcess(
-        ["mcs-formats", *args], code, out.getvalue(), err.getvalue()
-    )
+    return subprocess.CompletedProcess(["mcs-formats", *args], code, _text(out), _text(err))
+
+
+def _text(stream: io.TextIOWrapper) -> str:
+    stream.flush()
+    return stream.buffer.getvalue().decode("utf-8")
 
 
 def golden_streams(formats: list[str] | None = None) -> list[Path]:

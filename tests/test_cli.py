@@ -1,4 +1,7 @@
-"""The command line, through its real entry points (``python -m engine`` and ``mcs-formats``)."""
+"""The command line: its real entry points (``python -m engine`` and ``mcs-formats``, in a
+child process: exit codes, usage errors, pipes, the console script, what a start imports), and
+what each command does, through ``engine.cli.main`` (what the entry point runs) in this process
+(conftest.run_cli: UTF-8 text out, as a child's pipes give it)."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ENV
+from conftest import ENV, run_cli
 
 import engine
 from engine.cli import commands as cli
@@ -50,6 +53,11 @@ def run(*args: str, cwd: Path | None = None, script: bool = False) -> subprocess
     )
 
 
+def in_process(*argvs: tuple[str, ...], cwd: Path = ROOT) -> list[tuple[int, str, str]]:
+    """Several commands through ``engine.cli.main``, in this process: (rc, stdout, stderr)."""
+    return [(r.returncode, r.stdout, r.stderr) for r in (run_cli(*argv, cwd=cwd) for argv in argvs)]
+
+
 def run_many(*argvs: tuple[str, ...], cwd: Path | None = None) -> list[tuple[int, str, str]]:
     """Several invocations at once (each pays the interpreter's start): (rc, stdout, stderr)."""
     procs = [
@@ -78,7 +86,7 @@ def test_list_prints_the_builtin_names_in_order():
 
 
 def test_list_json_gives_name_title_docs():
-    result = run("list", "--json")
+    result = run_cli("list", "--json")
     assert result.returncode == 0, result.stderr
     rows = json.loads(result.stdout)
     assert [r["name"] for r in rows] == engine.list_formats()
@@ -98,7 +106,7 @@ def test_console_script_is_the_same_command():
 
 
 def test_show_prints_yaml_that_loads_back_to_the_descriptor():
-    result = run("show", "anthropic_messages")
+    result = run_cli("show", "anthropic_messages")
     assert result.returncode == 0, result.stderr
     assert yaml.safe_load(result.stdout) == engine.load_format("anthropic_messages").descriptor
     assert result.stdout.startswith("name: anthropic_messages\ntitle: ")  # the header first
@@ -123,7 +131,7 @@ def test_show_unknown_name_is_a_usage_error_naming_the_closest():
 
 def test_validate_builtin_descriptors_is_silent():
     paths = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "formats").glob("*.yaml"))
-    result = run("validate", *paths)
+    result = run_cli("validate", *paths)
     assert (result.returncode, result.stdout) == (0, ""), result.stdout + result.stderr
 
 
@@ -151,7 +159,7 @@ text:
 
 def test_validate_reports_each_problem_as_file_line_col_pointer_message(tmp_path):
     (tmp_path / "broken.yaml").write_text(BROKEN, encoding="utf-8")
-    result = run("validate", "broken.yaml", cwd=tmp_path)
+    result = run_cli("validate", "broken.yaml", cwd=tmp_path)
     assert result.returncode == 1, result.stderr
     assert "Traceback" not in result.stderr
     lines = result.stdout.splitlines()
@@ -166,7 +174,7 @@ def test_validate_reports_each_problem_as_file_line_col_pointer_message(tmp_path
     assert line_of("/calls/id") == 14  # JMESPath that does not compile
     assert line_of("/calls/pth") == 15  # unknown key
 
-    as_json = run("validate", "--json", "broken.yaml", cwd=tmp_path)
+    as_json = run_cli("validate", "--json", "broken.yaml", cwd=tmp_path)
     assert as_json.returncode == 1
     problems = json.loads(as_json.stdout)
     assert {p["pointer"] for p in problems} >= {"/title", "/calls/id", "/calls/pth"}
@@ -175,7 +183,7 @@ def test_validate_reports_each_problem_as_file_line_col_pointer_message(tmp_path
 
 def test_validate_missing_file_and_yaml_syntax_error_are_problems(tmp_path):
     (tmp_path / "bad.yaml").write_text("name: bad\ntitle: [unclosed\n", encoding="utf-8")
-    result = run("validate", "nope.yaml", "bad.yaml", cwd=tmp_path)
+    result = run_cli("validate", "nope.yaml", "bad.yaml", cwd=tmp_path)
     assert result.returncode == 1
     missing, syntax = result.stdout.splitlines()
     assert missing.startswith("nope.yaml:1:1: ")
@@ -187,7 +195,7 @@ def test_validate_missing_file_and_yaml_syntax_error_are_problems(tmp_path):
 
 
 def test_replay_openai_parallel_tools_shows_calls_and_the_message():
-    result = run("replay", str(OAI_PARALLEL))
+    result = run_cli("replay", str(OAI_PARALLEL))
     assert result.returncode == 0, result.stderr
     out = result.stdout
     first = out.splitlines()[0]
@@ -203,7 +211,7 @@ def test_replay_openai_parallel_tools_shows_calls_and_the_message():
 
 
 def test_replay_anthropic_tool_use_json_events():
-    result = run("replay", str(ANTHROPIC_TOOL), "--json")
+    result = run_cli("replay", str(ANTHROPIC_TOOL), "--json")
     assert result.returncode == 0, result.stderr
     events = [json.loads(line) for line in result.stdout.splitlines()]
     calls = [e for e in events if e["event"] == "call"]
@@ -269,7 +277,7 @@ def _replayed(events: list[dict]) -> dict:
 
 def test_replay_with_a_named_format_and_tools_runs_a_driver():
     tools = ("--format", "openai_chat", "--tools", "get_stock_price")
-    (rc, out, err), (_, human, _) = run_many(
+    (rc, out, err), (_, human, _) = in_process(
         ("replay", str(OAI_PARALLEL), *tools, "--json"), ("replay", str(OAI_PARALLEL), *tools)
     )
     assert rc == 0, err
@@ -321,7 +329,7 @@ LEAK = (
 
 def test_replay_tools_hold_a_call_leaked_into_text_and_run_it(tmp_path):
     stream = _chat_stream(tmp_path, LEAK)
-    (rc, out, err), (_, human, _), (_, bare, _) = run_many(
+    (rc, out, err), (_, human, _), (_, bare, _) = in_process(
         ("replay", str(stream), "--tools", "get_weather", "--json"),
         ("replay", str(stream), "--tools", "get_weather"),
         ("replay", str(stream), "--json"),
@@ -346,7 +354,7 @@ def test_replay_tools_hold_a_call_leaked_into_text_and_run_it(tmp_path):
 
 def test_replay_tools_a_stream_without_done_runs_its_batch_at_close():
     stream = GOLDEN / "openai_chat" / "compat_openrouter_llm_kimi_k2_tool_call_a.jsonl"
-    result = run("replay", str(stream), "--tools", "llm_version", "--json")
+    result = run_cli("replay", str(stream), "--tools", "llm_version", "--json")
     assert result.returncode == 0, result.stderr
     events = _events(result.stdout)
     assert "done" not in {e["event"] for e in events}  # the stream never sends its DONE
@@ -367,7 +375,7 @@ def test_replay_counts_unknown_events(tmp_path, capsys):
     lines[2:2] = ['{"type": "mystery"}'] * 2
     stream = tmp_path / "u.jsonl"
     stream.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    final = json.loads(run("replay", "u.jsonl", "--json", cwd=tmp_path).stdout.splitlines()[-1])
+    final = json.loads(run_cli("replay", "u.jsonl", "--json", cwd=tmp_path).stdout.splitlines()[-1])
     assert final["unknown"] == {"mystery": 2}
     assert cli.main(["replay", str(stream)]) == 0
     human = capsys.readouterr().out
@@ -379,7 +387,7 @@ def test_replay_malformed_line_names_file_and_line(tmp_path):
     lines.insert(2, '{"type": "content_block_delta", oops')
     stream = tmp_path / "cut.jsonl"
     stream.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    result = run("replay", "cut.jsonl", cwd=tmp_path)
+    result = run_cli("replay", "cut.jsonl", cwd=tmp_path)
     assert result.returncode == 1
     assert "cut.jsonl:3:" in result.stderr and "not JSON" in result.stderr
     assert "Traceback" not in result.stderr
@@ -404,7 +412,7 @@ def test_replay_errors_exit_cleanly(tmp_path):
 
 
 def test_new_scaffolds_a_valid_loadable_format_and_refuses_twice(tmp_path):
-    result = run("new", "acme_chat", "--dir", str(tmp_path))
+    result = run_cli("new", "acme_chat", "--dir", str(tmp_path))
     assert result.returncode == 0, result.stderr
     descriptor = tmp_path / "formats" / "acme_chat.yaml"
     text = descriptor.read_text(encoding="utf-8")
@@ -424,7 +432,7 @@ def test_new_scaffolds_a_valid_loadable_format_and_refuses_twice(tmp_path):
         '{"type": "acme_chat.delta", "delta": "Hi"}\n{"type": "acme_chat.done"}\n',
         encoding="utf-8",
     )
-    checked, replay = run_many(
+    checked, replay = in_process(
         ("validate", "formats/acme_chat.yaml"),
         ("replay", "s.jsonl", "--format", str(descriptor), "--json"),
         cwd=tmp_path,
@@ -438,7 +446,7 @@ def test_new_scaffolds_a_valid_loadable_format_and_refuses_twice(tmp_path):
     described = strategy.descriptor
     assert described["finish_reasons"]["tool_calls"] and described["token_usage"]
 
-    again = run("new", "acme_chat", "--dir", str(tmp_path))
+    again = run_cli("new", "acme_chat", "--dir", str(tmp_path))
     assert again.returncode == 2 and "already exists" in again.stderr
     assert descriptor.read_text(encoding="utf-8") == text
 
@@ -498,7 +506,7 @@ def test_validate_a_folder_without_descriptors_fails_saying_so(tmp_path):
     (tmp_path / "empty").mkdir()
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "README.md").write_text("not a descriptor\n")
-    (empty, notes, with_json) = run_many(
+    (empty, notes, with_json) = in_process(
         ("validate", "empty"),
         ("validate", "notes", str(ROOT / "formats")),
         ("validate", "--json", "empty"),
@@ -556,7 +564,7 @@ def test_output_to_a_full_disk_is_one_line_and_exit_1(argv):
 def test_replay_shows_the_finish_reason_and_the_token_usage_beside_the_raw_ones():
     # pelican_name_generator: stop_reason tool_use; usage input_tokens 543 with no cache
     # read or written, output_tokens 40 (tests/test_finish_usage.py has every golden's row).
-    result = run("replay", str(ANTHROPIC_TOOL), "--json")
+    result = run_cli("replay", str(ANTHROPIC_TOOL), "--json")
     assert result.returncode == 0, result.stderr
     final = _events(result.stdout)[-1]
     assert final["finish_reason"] == "tool_calls"
@@ -567,7 +575,7 @@ def test_replay_shows_the_finish_reason_and_the_token_usage_beside_the_raw_ones(
         "reasoning_tokens": None,
         "cached_input_tokens": 0,
     }
-    text = run("replay", str(ANTHROPIC_TOOL)).stdout
+    text = run_cli("replay", str(ANTHROPIC_TOOL)).stdout
     assert 'finish_reason⟧ "tool_calls"' in text
     assert '"input_tokens": 543' in text.split("token_usage⟧", 1)[1].splitlines()[0]
 
@@ -594,9 +602,7 @@ def _library(path: Path) -> dict:
 
 
 def test_replay_without_tools_shows_each_call_that_will_never_run_with_its_reason():
-    (rc, out, err), (_, human, _) = run_many(
-        ("replay", str(CUT), "--json"), ("replay", str(CUT))
-    )
+    (rc, out, err), (_, human, _) = in_process(("replay", str(CUT), "--json"), ("replay", str(CUT)))
     assert rc == 0, err
     events = _events(out)
     incomplete = [e for e in events if e["event"] == "incomplete"]
@@ -608,7 +614,7 @@ def test_replay_without_tools_shows_each_call_that_will_never_run_with_its_reaso
 
 
 def test_replay_shows_reasoning_as_it_streams():
-    (rc, out, err), (_, human, _) = run_many(
+    (rc, out, err), (_, human, _) = in_process(
         ("replay", str(THINKING), "--json"), ("replay", str(THINKING))
     )
     assert rc == 0, err
@@ -626,7 +632,7 @@ def test_replay_shows_reasoning_as_it_streams():
 
 def test_replay_held_names_the_call_once_its_name_is_known(tmp_path):
     stream = _chat_stream(tmp_path, LEAK, size=3)
-    result = run("replay", str(stream), "--tools", "get_weather", "--json")
+    result = run_cli("replay", str(stream), "--tools", "get_weather", "--json")
     assert result.returncode == 0, result.stderr
     held = [e for e in _events(result.stdout) if e["event"] == "held"]
     assert held[0]["tool"] is None  # `<tool_call>` opened: a call may be forming
@@ -649,7 +655,7 @@ def test_examples_lists_each_toy_wire_with_what_it_shows():
 
 def test_examples_name_writes_a_project_folder_that_test_passes(tmp_path):
     toy = TOYS[0]
-    result = run("examples", toy, "--dir", "ex", cwd=tmp_path)
+    result = run_cli("examples", toy, "--dir", "ex", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     root = tmp_path / "ex"
     descriptor = root / "formats" / f"{toy}.yaml"
@@ -661,15 +667,15 @@ def test_examples_name_writes_a_project_folder_that_test_passes(tmp_path):
         "# yaml-language-server: $schema=../schemas/format.schema.json\n"
     )
     assert (root / "schemas/format.schema.json").read_bytes() == schema_path().read_bytes()
-    assert run("test", "ex", "--update", cwd=tmp_path).returncode == 0
-    assert run("test", "ex", cwd=tmp_path).returncode == 0
-    again = run("examples", toy, "--dir", "ex", cwd=tmp_path)
+    assert run_cli("test", "ex", "--update", cwd=tmp_path).returncode == 0
+    assert run_cli("test", "ex", cwd=tmp_path).returncode == 0
+    again = run_cli("examples", toy, "--dir", "ex", cwd=tmp_path)
     assert again.returncode == 2 and "already exists" in again.stderr
-    unknown = run("examples", "no_such_toy", cwd=tmp_path)
+    unknown = run_cli("examples", "no_such_toy", cwd=tmp_path)
     assert unknown.returncode == 2 and TOYS[0] in unknown.stderr
 
 
 def test_examples_guide_prints_the_authors_guide():
-    result = run("examples", "--guide")
+    result = run_cli("examples", "--guide")
     assert result.returncode == 0, result.stderr
     assert result.stdout == (ROOT / "formats" / "README.md").read_text(encoding="utf-8")

@@ -12,7 +12,9 @@ import pytest
 
 import engine
 from engine.compile.strategy import ExtractionStrategy
+from engine.language.builtin_files import BUILTIN_PARSER, builtin_paths
 from engine.language.validate import compile_text
+from engine.language.yamlsource import DescriptorLoader, YAMLSourceError, load
 from engine.text.strategy import TextStrategy
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -140,6 +142,21 @@ def test_an_end_marker_on_a_users_strategy_compiles_no_built_in(monkeypatch):
     buf.add({"kind": "hello", "turn": {}})
     buf.add("[DONE]")
     assert buf.is_finished() and seen == []
+
+
+def test_libyaml_reads_every_built_in_as_the_pure_parser_does():
+    """The registry reads the built-ins with libyaml's parser (a command reads all eight; it
+    is ~6x faster), a user's file with PyYAML's pure one: for each built-in both give the same
+    data and source map. PyYAML's wheels carry libyaml (CI's and the project's machines)."""
+    assert BUILTIN_PARSER is not DescriptorLoader
+    for path in builtin_paths().values():
+        text = path.read_text(encoding="utf-8")
+        assert load(text, BUILTIN_PARSER) == load(text), path.name
+    # The two do differ on some YAML: a tab between tokens is refused by the pure parser only
+    # (which is why a user's file is read by the parser whose words the problems keep).
+    assert load("a: [1,\t2]\n", BUILTIN_PARSER)[0] == {"a": [1, 2]}
+    with pytest.raises(YAMLSourceError, match="found character '\\\\t' that cannot start"):
+        load("a: [1,\t2]\n")
 
 
 def test_every_problem_at_once():

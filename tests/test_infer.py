@@ -1,8 +1,11 @@
 """``mcs-formats new NAME --from STREAM``: a draft descriptor inferred from one recorded stream.
 
-Through the real entry point in a temporary folder; in process for one golden per wire (the
-draft validates, replays its stream, and finds the calls the built-in descriptor finds); and
-the score of tools/infer_score.py pinned per wire, so that a regression of the inference fails.
+Through the real entry point in a temporary folder (the console script: a draft written, a
+stream from stdin, the exit codes of what it refuses); what else ``new --from`` writes, and its
+draft's validate, replay and test, through ``engine.cli.main`` in this process
+(conftest.run_cli); in process for one golden per wire (the draft validates, replays its
+stream, and finds the calls the built-in descriptor finds); and the score of
+tools/infer_score.py pinned per wire, so that a regression of the inference fails.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ENV
+from conftest import ENV, run_cli
 
 from engine import LLMStreamBuffer
 from engine.cli.infer import infer_draft, spell
@@ -80,9 +83,9 @@ def test_new_from_writes_a_draft_and_the_first_golden(tmp_path: Path):
     assert "2 call(s) (get_weather, get_weather)" in result.stdout
     assert ", 0 skipped" in result.stdout
     # The draft validates through the command, and replays its golden through it.
-    check = run("validate", str(descriptor), cwd=tmp_path)
+    check = run_cli("validate", str(descriptor), cwd=tmp_path)
     assert (check.returncode, check.stdout) == (0, "")
-    replay = run("replay", str(golden), "--format", str(descriptor), "--json", cwd=tmp_path)
+    replay = run_cli("replay", str(golden), "--format", str(descriptor), "--json", cwd=tmp_path)
     assert replay.returncode == 0, replay.stderr
     assert replay.stdout.count('"event": "call"') == 2
 
@@ -93,7 +96,7 @@ def test_new_from_header_names_the_projects_copy_of_the_schema(tmp_path: Path):
     from engine.language.validate import schema_path
 
     source = GOLDEN / "anthropic_messages" / "hand_parallel_tool_use.jsonl"
-    result = run("new", "my_wire", "--from", str(source), cwd=tmp_path)
+    result = run_cli("new", "my_wire", "--from", str(source), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     header = (tmp_path / "formats" / "my_wire.yaml").read_text("utf-8").splitlines()[0]
     assert header == "# yaml-language-server: $schema=../schemas/format.schema.json"
@@ -123,7 +126,7 @@ def test_new_from_stdin_writes_what_stdin_held_as_the_first_golden(tmp_path: Pat
 
 def test_new_from_honours_dir(tmp_path: Path):
     source = GOLDEN / "ollama" / "hand_tool_call_whole.jsonl"
-    result = run("new", "lines", "--from", str(source), "--dir", "proj", cwd=tmp_path)
+    result = run_cli("new", "lines", "--from", str(source), "--dir", "proj", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "proj" / "formats" / "lines.yaml").is_file()
     assert (tmp_path / "proj" / "tests" / "golden" / "lines" / source.name).is_file()
@@ -318,7 +321,7 @@ def test_a_text_only_stream_draft_shows_its_text(tmp_path):
 
 def test_new_from_an_sse_capture_keeps_the_capture_and_infers_the_done_line(tmp_path):
     source = DRAFTS / "aisdk_ui_message_stream.sse"
-    result = run("new", "ui_stream", "--from", str(source), cwd=tmp_path)
+    result = run_cli("new", "ui_stream", "--from", str(source), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     golden = tmp_path / "tests" / "golden" / "ui_stream"
     assert [p.name for p in golden.glob("*.jsonl")] == []
@@ -327,5 +330,5 @@ def test_new_from_an_sse_capture_keeps_the_capture_and_infers_the_done_line(tmp_
     assert data["done_sentinels"] == ["[DONE]"]
     assert "2 call(s) (get_weather, get_weather)" in result.stdout
     assert "25 characters of text, 0 skipped" in result.stdout
-    checked = run("test", ".", "--update", cwd=tmp_path)
+    checked = run_cli("test", ".", "--update", cwd=tmp_path)
     assert checked.returncode == 0, checked.stdout

@@ -71,8 +71,9 @@ def server(tmp_path_factory):
 
 # litellm's import warns about its own TypedDicts; openai's models warn when serialising.
 pytestmark = [
-    # One worker runs this module (pyproject's --dist loadgroup): its module fixture is built once.
-    pytest.mark.xdist_group("readme_examples"),
+    # One worker runs this module (pyproject's --dist loadgroup), so its module fixture is built
+    # once, and with the SDK modules (group "sdk"), so the SDKs (litellm's ~2 s) are imported once.
+    pytest.mark.xdist_group("sdk"),
     pytest.mark.filterwarnings("ignore:.*using the `ReadOnly` qualifier:UserWarning"),
     pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning"),
 ]

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ENV, run_engine
+from conftest import ENV, run_cli, run_engine
 
 from engine.cli import commands as cli
 from engine.cli.project import read_stream
@@ -161,12 +161,13 @@ def test_captures_through_python_m_engine(tmp_path):
 
 def test_stdin_dash_takes_either_format():
     path = GOLDEN / "anthropic_messages" / "llm_anthropic_tool_use.jsonl"
-    want = run("replay", str(path), "--json")
+    file = run_cli("replay", str(path), "--json")  # in process: what stdin must give
+    want = file.stdout.encode("utf-8")
     as_jsonl = run("replay", "-", "--json", stdin=path.read_bytes())
     as_sse = run("replay", "-", "--json", stdin=sse_capture(path, "\r\n").encode("utf-8"))
-    assert want.returncode == as_jsonl.returncode == as_sse.returncode == 0
-    assert b'"event": "call"' in want.stdout
-    assert as_jsonl.stdout == want.stdout and as_sse.stdout == want.stdout
+    assert file.returncode == as_jsonl.returncode == as_sse.returncode == 0
+    assert b'"event": "call"' in want
+    assert as_jsonl.stdout == want and as_sse.stdout == want
     human = run("replay", "-", stdin=path.read_bytes())
     assert human.returncode == 0 and b"<stdin>" in human.stdout
 
@@ -342,7 +343,7 @@ def test_a_binary_capture_from_stdin_and_a_broken_crc(tmp_path):
     path = GOLDEN / "bedrock_converse" / "hand_parallel_tool_use_frames.jsonl"
     raw = eventstream_capture(path)
     from_stdin = run("replay", "-", "--json", stdin=raw)
-    assert from_stdin.stdout == run("replay", str(path), "--json").stdout
+    assert from_stdin.stdout.decode("utf-8") == run_cli("replay", str(path), "--json").stdout
     second = struct.unpack_from(">I", raw)[0]  # where the second message starts
     broken = bytearray(raw)
     broken[second + 20] ^= 0xFF  # a byte of its headers: the message CRC no longer checks

@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import engine
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,51 +24,67 @@ GOLDEN = ROOT / "tests" / "golden" / "anthropic_messages" / "hand_parallel_tool_
 # A user's project: strict, engine as a dependency (its own errors are not the user's).
 _USER_CONFIG = "[mypy]\nstrict = True\n[mypy-engine.*]\nfollow_imports = silent\n"
 
+# One worker runs this module (pyproject's --dist loadgroup), so mypy runs once.
+pytestmark = pytest.mark.xdist_group("typing")
 
-def _mypy_strict(tmp_path: Path, script: Path) -> subprocess.CompletedProcess[str]:
-    config = tmp_path / "mypy.ini"
+
+# A client the checker must refuse: each marked line assigns a value of the wrong type.
+BAD_CLIENT = (
+    "import engine\n"
+    "buf = engine.LLMStreamBuffer()\n"
+    "count: int = buf.get_content()\n"  # a str
+    "calls: list[str] = buf.calls()\n"  # ExtractedCall
+    "for ev in buf.consume([]):\n"
+    "    match ev:\n"
+    "        case engine.CallReady(call=call):\n"
+    "            name: int = call.name\n"  # a str
+    "        case engine.ArgumentsDelta(partial=partial):\n"
+    "            so_far: str = partial\n"  # a dict
+    "        case engine.CallIncomplete(reason=reason):\n"
+    "            why: int = reason\n"  # a str
+    "ready: list[int] = buf.new_calls()\n"  # ExtractedCall
+    "events: list[str] = buf.events()\n"  # Event
+    "why_it_ended: int = buf.finish_reason\n"  # a FinishReason or None
+    "spent: int = buf.token_usage\n"  # a Usage or None
+    "word: engine.FinishReason = 'stopped'\n"  # not one of the six
+    "raw: str = buf.stop_reason\n"  # str | None
+    "counts: list[int] = buf.usage\n"  # dict[str, Any] | None
+    "with engine.LLMStreamBuffer() as mine:\n"
+    "    held: str = mine\n"  # the buffer itself
+)
+
+
+@pytest.fixture(scope="module")
+def mypy_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, list[str], list[str]]:
+    """``mypy --strict`` once, as a user runs it, over the script and the bad client together
+    (each a module of its own, so one run analyses engine once): (exit code, the lines about
+    the bad client, every other line). mypy names each file as the command line gave it."""
+    folder = tmp_path_factory.mktemp("mypy")
+    config = folder / "mypy.ini"
     config.write_text(_USER_CONFIG, encoding="utf-8")
+    bad = folder / "bad_client.py"
+    bad.write_text(BAD_CLIENT, encoding="utf-8")
     command = [sys.executable, "-m", "mypy", "--strict", "--config-file", str(config)]
-    command += ["--cache-dir", str(tmp_path / "cache"), "--no-error-summary", str(script)]
+    command += ["--cache-dir", str(folder / "cache"), "--no-error-summary", str(SCRIPT), str(bad)]
     # Run from the checkout, so that `import engine` is this tree's engine.
-    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    lines = (done.stdout + done.stderr).splitlines()
+    about_bad = [line for line in lines if line.startswith(f"{bad}:")]
+    return done.returncode, about_bad, [line for line in lines if line not in about_bad]
 
 
-def test_user_script_passes_mypy_strict(tmp_path):
-    done = _mypy_strict(tmp_path, SCRIPT)
-    assert done.returncode == 0, f"mypy --strict on {SCRIPT.name}:\n{done.stdout}{done.stderr}"
+def test_user_script_passes_mypy_strict(mypy_run):
+    # Nothing said but of the bad client (whose errors make the exit code 1, not 0).
+    _, _, others = mypy_run
+    assert others == [], f"mypy --strict on {SCRIPT.name}:\n" + "\n".join(others)
 
 
-def test_mypy_strict_catches_a_wrong_type_on_the_public_surface(tmp_path):
-    bad = tmp_path / "bad_client.py"
-    bad.write_text(
-        "import engine\n"
-        "buf = engine.LLMStreamBuffer()\n"
-        "count: int = buf.get_content()\n"  # a str
-        "calls: list[str] = buf.calls()\n"  # ExtractedCall
-        "for ev in buf.consume([]):\n"
-        "    match ev:\n"
-        "        case engine.CallReady(call=call):\n"
-        "            name: int = call.name\n"  # a str
-        "        case engine.ArgumentsDelta(partial=partial):\n"
-        "            so_far: str = partial\n"  # a dict
-        "        case engine.CallIncomplete(reason=reason):\n"
-        "            why: int = reason\n"  # a str
-        "ready: list[int] = buf.new_calls()\n"  # ExtractedCall
-        "events: list[str] = buf.events()\n"  # Event
-        "why_it_ended: int = buf.finish_reason\n"  # a FinishReason or None
-        "spent: int = buf.token_usage\n"  # a Usage or None
-        "word: engine.FinishReason = 'stopped'\n"  # not one of the six
-        "raw: str = buf.stop_reason\n"  # str | None
-        "counts: list[int] = buf.usage\n"  # dict[str, Any] | None
-        "with engine.LLMStreamBuffer() as mine:\n"
-        "    held: str = mine\n",  # the buffer itself
-        encoding="utf-8",
-    )
-    done = _mypy_strict(tmp_path, bad)
-    assert done.returncode == 1, done.stdout + done.stderr
+def test_mypy_strict_catches_a_wrong_type_on_the_public_surface(mypy_run):
+    code, about_bad, _ = mypy_run
+    assert code == 1, about_bad
+    output = "\n".join(about_bad)
     for line in (3, 4, 8, 10, 12, 13, 14, 15, 16, 17, 18, 19, 21):
-        assert f"bad_client.py:{line}: error: Incompatible types in assignment" in done.stdout
+        assert f"bad_client.py:{line}: error: Incompatible types in assignment" in output
 
 
 def _load_script():

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import run_engine
+from conftest import run_cli
 from jsonschema import Draft202012Validator
 
 import engine
@@ -123,7 +123,7 @@ def test_each_check_names_its_rule(stem: str):
 
 def test_the_command_line_prints_file_line_col_pointer_message():
     paths = [str(p.relative_to(ROOT)) for p in BROKEN]
-    result = run_engine("validate", *paths)
+    result = run_cli("validate", *paths)
     assert result.returncode == 1, result.stderr
     wanted = [f"{p}:{line}" for p in paths for line in expected_lines(ROOT / p)]
     assert result.stdout.splitlines() == wanted
@@ -316,7 +316,7 @@ def test_a_serve_rule_is_reported_at_its_line(written, instead, expected):
 def test_every_problem_of_a_serve_section_is_reported_at_its_line(tmp_path: Path):
     """A schema problem in the section no longer hides the compiler's: the framing's option
     (the schema), a template's construct and a path's name twice (the compiler), each at its
-    own line, through the real CLI."""
+    own line, through the CLI (``engine.cli.main``, what ``python -m engine`` runs)."""
     text = (ROOT / "formats" / "ollama.yaml").read_text(encoding="utf-8")
     for written, instead in [
         ("content_type: application/x-ndjson}", "content_type: application/x-ndjson, done: x}"),
@@ -334,7 +334,7 @@ def test_every_problem_of_a_serve_section_is_reported_at_its_line(tmp_path: Path
         (FRAMING + 2, "/serve/response/model/$pth", "unknown construct $pth"),
         (FRAMING + 15, "/serve/error/body/error", "$if needs then or else"),
     ]
-    result = run_engine("validate", str(path))
+    result = run_cli("validate", str(path))
     assert result.returncode != 0
     for where in (f":{n}:" for n in (SERVE + 2, FRAMING, FRAMING + 2, FRAMING + 15)):
         assert f"{path}{where}" in result.stdout + result.stderr

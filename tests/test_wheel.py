@@ -19,6 +19,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # What the build reads: pyproject.toml and what it names (readme, licence, the package dirs).
@@ -26,9 +28,14 @@ _SOURCES = ("pyproject.toml", "README.md", "LICENSE", "engine", "formats", "sche
             "tests/golden")
 TOYS = sorted(p for p in (ROOT / "tests" / "golden").iterdir() if (p / f"{p.name}.yaml").is_file())
 
+# One worker runs this module (pyproject's --dist loadgroup), so the wheel is built once.
+pytestmark = pytest.mark.xdist_group("wheel")
 
-def _build_wheel(tmp_path: Path) -> list[str]:
-    return _wheel_names(_wheel(tmp_path))
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel, built once for the module's tests (each only reads it)."""
+    return _wheel(tmp_path_factory.mktemp("build"))
 
 
 def _wheel(tmp_path: Path) -> Path:
@@ -54,8 +61,8 @@ def _wheel_names(wheel: Path) -> list[str]:
         return archive.namelist()
 
 
-def test_wheel_ships_every_format_schema_and_module(tmp_path):
-    names = set(_build_wheel(tmp_path))
+def test_wheel_ships_every_format_schema_and_module(wheel):
+    names = set(_wheel_names(wheel))
     expected = {
         f"engine/formats/{p.relative_to(ROOT / 'formats').as_posix()}"
         for p in (ROOT / "formats").rglob("*.yaml")
@@ -73,10 +80,9 @@ def test_wheel_ships_every_format_schema_and_module(tmp_path):
     assert entry_points, "the wheel declares no console script"
 
 
-def test_the_wheel_alone_carries_the_toy_wires_and_the_authors_guide(tmp_path):
+def test_the_wheel_alone_carries_the_toy_wires_and_the_authors_guide(wheel, tmp_path):
     """With only the wheel installed (unpacked onto an empty path: a pure wheel's install),
     `examples` lists every toy, writes one out with its streams, and prints the guide."""
-    wheel = _wheel(tmp_path)
     names = set(_wheel_names(wheel))
     toy_files = {
         f"engine/examples/{p.relative_to(ROOT / 'tests' / 'golden').as_posix()}"

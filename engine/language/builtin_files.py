@@ -1,4 +1,5 @@
-"""Where the built-in descriptors are on disk, found without compiling any of them.
+"""Where the built-in descriptors are on disk, found without compiling any of them, and the
+parser that reads them.
 
 Apart from the registry so that ``extends: NAME`` (language/extends.py) can read a built-in
 parent's YAML: the registry compiles through the validator, which resolves ``extends``, so
@@ -9,8 +10,12 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from ..compile.schema import data_dir as data_dir  # the CLI reads it here
+from .yamlsource import DescriptorLoader
 
 
 @functools.cache
@@ -23,3 +28,34 @@ def builtin_paths() -> dict[str, Path]:
 def builtin_names() -> list[str]:
     """The built-in format names, without compiling them (a cheap look-up for suggestions)."""
     return sorted(builtin_paths())
+
+
+class _LibYAMLLoader(DescriptorLoader):
+    """:class:`DescriptorLoader` on the events of libyaml's parser (PyYAML's C extension, ~6x
+    faster): the same composer, so the same nodes, marks, bounds and source map.
+
+    For the built-ins only, whose every command reads several: libyaml and PyYAML's pure
+    parser disagree on some YAML (a tab between tokens, ``?`` in a flow mapping, a BOM inside
+    a document), so a user's file is read by the pure parser, which says what is wrong in the
+    words the problems keep; tests/test_compile_once.py checks both read each built-in alike.
+    """
+
+    def __init__(self, stream: str) -> None:
+        from yaml._yaml import CParser  # there when yaml.__with_libyaml__ (BUILTIN_PARSER)
+
+        super().__init__("")
+        self._events = CParser(stream)
+
+    def check_event(self, *choices: Any) -> bool:
+        self.current_event = self._events.peek_event()  # what compose_node reads
+        return self._events.check_event(*choices)
+
+    def peek_event(self) -> yaml.Event | None:
+        return self._events.peek_event()
+
+    def get_event(self) -> yaml.Event | None:
+        return self._events.get_event()
+
+
+# What reads a built-in's YAML: libyaml's parser where PyYAML was built with it.
+BUILTIN_PARSER = _LibYAMLLoader if yaml.__with_libyaml__ else DescriptorLoader

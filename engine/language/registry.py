@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 from ..compile.strategy import ExtractionStrategy
 from ..errors import UnknownFormatError
-from .builtin_files import builtin_paths
+from .builtin_files import BUILTIN_PARSER, builtin_paths
 from .descriptor import load_descriptor
 from .extends import resolve
 from .yamlsource import load
@@ -27,14 +27,14 @@ if TYPE_CHECKING:
 
 @functools.cache
 def _compiled(name: str) -> ExtractionStrategy:
-    return load_descriptor(builtin_paths()[name])
+    return load_descriptor(builtin_paths()[name], BUILTIN_PARSER)
 
 
 @functools.cache
 def header(name: str) -> dict[str, Any]:
     """A built-in's descriptor as data, ``extends`` resolved, never compiled: what names it."""
     path = builtin_paths()[name]
-    written, source = load(path.read_text(encoding="utf-8"))
+    written, source = load(path.read_text(encoding="utf-8"), BUILTIN_PARSER)
     data = resolve(written, source, str(path))[0]
     return data if isinstance(data, dict) else {}
 

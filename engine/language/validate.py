@@ -55,7 +55,7 @@ from ..compile.schema import schema_path as schema_path  # the CLI and tests rea
 from ..errors import Problem, escape
 from .extends import KEY as EXTENDS
 from .extends import resolve
-from .yamlsource import SourceMap, YAMLSourceError, load
+from .yamlsource import DescriptorLoader, SourceMap, YAMLSourceError, load
 
 if TYPE_CHECKING:
     from ..compile.strategy import ExtractionStrategy
@@ -322,15 +322,16 @@ def validate_text(text: str, file: str) -> tuple[Any, list[Problem]]:
 
 
 def compile_text(
-    text: str, file: str
+    text: str, file: str, parser: type[DescriptorLoader] = DescriptorLoader
 ) -> tuple[Any, list[Problem], ExtractionStrategy | TextStrategy | None]:
     """Check and compile a descriptor's YAML text in one pass: :func:`validate_text`'s data
     and problems, and the strategy compiled on the way (None when there is a problem), so
-    that a descriptor that loads is compiled once."""
+    that a descriptor that loads is compiled once. ``parser`` reads the YAML (the built-ins
+    are read by libyaml's: :data:`engine.language.builtin_files.BUILTIN_PARSER`)."""
     from ..compile.serve import check_serve
 
     try:
-        written, source = load(text)
+        written, source = load(text, parser)
     except YAMLSourceError as exc:
         return None, [Problem(file, exc.line, exc.col, exc.pointer, str(exc), "yaml")], None
     data, source, problems = resolve(written, source, file)

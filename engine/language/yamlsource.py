@@ -174,9 +174,9 @@ DescriptorLoader.add_implicit_resolver(
 )
 
 
-def load(text: str) -> tuple[Any, SourceMap]:
+def load(text: str, parser: type[DescriptorLoader] = DescriptorLoader) -> tuple[Any, SourceMap]:
     """Parse one YAML document safely; return the data and its source map."""
-    loader = DescriptorLoader(text)
+    loader = parser(text)
     source = SourceMap()
     try:
         node = loader.get_single_node()
