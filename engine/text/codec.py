@@ -202,6 +202,7 @@ class TextCodec:
         self._skip_res = {ends: re.compile("|".join(map(re.escape, ends))) for ends in skips}
         named = [lang for lang in self.fence_languages if lang]
         self._lang_prefixes = frozenset(g[:k] for g in named for k in range(1, len(g) + 1))
+        self._key_prefixes = frozenset(g[:k] for g in self.name_keys for k in range(len(g) + 1))
         if problems is None and found:
             file = source or "<descriptor>"
             raise DescriptorError([Problem(file, 0, 0, *at, "compile") for at in found])
@@ -402,18 +403,18 @@ _LANG, _OPEN, _VALUE, _CLOSER, _BROKEN = range(5)
 
 # JSON validator states.
 # (A value is awaited at the start, after a colon, and in an array: `]` may close it there.)
-_S_VALUE, _S_KEY, _S_COLON, _S_AFTER, _S_STRING, _S_NUMBER, _S_LITERAL = range(7)
+_S_VALUE, _S_KEY, _S_COLON, _S_AFTER, _S_STRING, _S_KEY_STRING, _S_NUMBER, _S_LITERAL = range(8)
 
 # The first-key watch: the strict prefix a call must follow while it is held without a name.
-# In order: nothing to check (named, or released); a top-level array, whose first item must be
-# an object; the object's first key must come; inside the first key, which must stay a prefix
-# of a name key; after the name key; the name's value must be a string; inside the name string.
-_W_DONE, _W_FIRST_ITEM, _W_KEY_WAIT, _W_KEY, _W_COLON, _W_NAME_WAIT, _W_NAME = range(7)
+# ``watch`` indexes _WATCH, the character that must come next, in order: a top-level array's
+# first item is an object; the object's first key opens; inside it (_W_KEY), which must stay
+# a prefix of a name key; its colon; the name's value opens, a string; inside it (_W_NAME).
+# _W_DONE: nothing to check (named, or released).
+_WATCH = '{"K:"N'
+_W_KEY, _W_NAME, _W_DONE = 2, 5, 6
 
 # Outcomes of a validator run.
 _MORE, _COMPLETE, _BREAK, _FAIL = range(4)
-
-_WS_CHARS = " \t\n\r"
 
 
 def _cut_call(codec: TextCodec, raw: str) -> tuple[dict[str, Any], str]:
@@ -439,7 +440,11 @@ _WS = cast(_AlwaysMatches, re.compile(r"[ \t\n\r]*"))
 _STR_STOP = re.compile(r'["\\]')
 _NUMBER = cast(_AlwaysMatches, re.compile(r"[-+0-9.eE]*"))
 _TOOL_NAME = re.compile(r"[\w.:/-]+")  # a name a broken call is still held for
-_LITERALS = {"t": "true", "f": "false", "n": "null"}
+# What a scalar's first character starts: a literal (its letters), or a number ("").
+_SCALARS = {"t": "true", "f": "false", "n": "null", **dict.fromkeys("-0123456789", "")}
+_CLOSER_OF = {"}": "{", "]": "["}  # (the opener each closes)
+# Where a closer may come: after a value, or in place of the first key or value.
+_CLOSING = frozenset({(_S_AFTER, "}"), (_S_AFTER, "]"), (_S_KEY, "}"), (_S_VALUE, "]")})
 
 
 @dataclass(slots=True, eq=False)
@@ -458,25 +463,13 @@ class _Candidate:
     vend: int = -1
     stack: list[str] = field(default_factory=list)
     state: int = _S_VALUE
-    escape: bool = False
-    key: bool = False  # the string being read is a key
+    escape: bool = False  # the string's last character read is a backslash
     literal: str = ""
     watch: int = _W_DONE
     collect: list[str] = field(default_factory=list)
     name: str = ""  # the tool name, once its string closed
     is_array: bool = False
     closer: str = ""  # closing marker matched so far
-
-
-def _open_string(c: _Candidate, key: bool, watched: bool, watch: int) -> None:
-    """A JSON string opens in the candidate: a key or a value. The one the scanner waits for
-    (the first key, the name's value) starts being collected. Once per string, never per
-    character."""
-    c.state = _S_STRING
-    c.key = key
-    if watched:
-        c.watch = watch
-        c.collect = []
 
 
 @dataclass(slots=True, eq=False)
@@ -1034,44 +1027,32 @@ class TextScanner:
         Lenient where healing can still repair: a trailing comma passes.
         """
         stack = c.stack
-        name_keys = self._codec.name_keys
         while i < n:
-            st = c.state
-            if st == _S_STRING:
-                w = c.watch
-                if c.escape:  # the character after a backslash (the name keeps both)
-                    c.escape = False
-                    if w == _W_NAME:
-                        c.collect.append("\\" + s[i])
-                    i += 1
-                    continue
-                m = _STR_STOP.search(s, i)
+            st, w = c.state, c.watch
+            if st in (_S_STRING, _S_KEY_STRING):
+                m = _STR_STOP.search(s, i + c.escape)  # (the character after a backslash too)
                 j = n if m is None else m.start()
-                if w in (_W_KEY, _W_NAME):
-                    c.collect.append(s[i:j])
-                if w == _W_KEY:  # the first key stays a name key's prefix, unescaped
-                    key = "".join(c.collect)
-                    if s.startswith("\\", j) or not any(k.startswith(key) for k in name_keys):
-                        return i, _FAIL
+                c.escape = s[j : j + 1] == "\\"
+                if w in (_W_KEY, _W_NAME):  # the string watched for, collected as written
+                    c.collect.append(s[i : j + c.escape])
+                    raw = "".join(c.collect)
+                    if w == _W_KEY and (c.escape or raw not in self._codec._key_prefixes):
+                        return j + c.escape, _FAIL  # (no escape in a name key)
                 if m is None:
                     return n, _MORE
-                if s[j] == "\\":
-                    c.escape = True
+                if c.escape:
                     i = j + 1
                     continue
-                if w == _W_KEY:
-                    if key not in name_keys:
+                if w == _W_KEY and raw not in self._codec.name_keys:
+                    return j, _FAIL
+                if w == _W_NAME:
+                    with suppress(ValueError):
+                        c.name = json.loads('"' + raw + '"', strict=False)
+                    if not c.name:
                         return j, _FAIL
-                    c.watch = _W_COLON
-                elif w == _W_NAME:
-                    try:
-                        name = json.loads('"' + "".join(c.collect) + '"', strict=False)
-                    except ValueError:
-                        name = ""
-                    if not name:
-                        return j, _FAIL
-                    c.name, c.watch, c.collect = name, _W_DONE, []
-                c.state = _S_COLON if c.key else _S_AFTER
+                if w in (_W_KEY, _W_NAME):
+                    c.watch, c.collect = w + 1, []
+                c.state = _S_COLON if st == _S_KEY_STRING else _S_AFTER
                 i = j + 1
                 continue
             if st == _S_NUMBER:
@@ -1089,66 +1070,39 @@ class TextScanner:
                     c.state = _S_AFTER
                 continue
             ch = s[i]
-            if ch in _WS_CHARS:
+            if ch in " \t\n\r":
                 i = _WS.match(s, i).end()
                 if i >= n:
                     return n, _MORE
                 ch = s[i]
-            w = c.watch
-            if st == _S_KEY:
-                if w == _W_KEY_WAIT and ch != '"':
+            if w < _W_DONE:  # the watched prefix: only its next character may come
+                if ch != _WATCH[w]:
                     return i, _FAIL
-                if ch == '"':
-                    _open_string(c, True, w == _W_KEY_WAIT, _W_KEY)
-                    i += 1
-                elif ch == "}":  # `{}`, or a trailing comma: closed as after a value
-                    c.state = _S_AFTER
-                else:
-                    return i, _BREAK
-            elif st == _S_COLON:
-                if ch != ":":
-                    return i, _BREAK
+                c.watch = w + 1
+            if ch == '"' and st in (_S_VALUE, _S_KEY):
+                c.state = _S_KEY_STRING if st == _S_KEY else _S_STRING
+            elif (ch == "{" or ch == "[") and st == _S_VALUE:
+                if not stack:  # the candidate's first character
+                    c.is_array = ch == "["
+                    c.watch = 0 if c.is_array else 1
+                stack.append(ch)
+                c.state = _S_KEY if ch == "{" else _S_VALUE
+            elif ch in _CLOSER_OF and (st, ch) in _CLOSING and stack[-1] == _CLOSER_OF[ch]:
+                stack.pop()  # (`{}`, `[]`, or a trailing comma: closed as after a value)
+                c.state = _S_AFTER
+                if not stack:
+                    return i + 1, _COMPLETE
+            elif ch == "," and st == _S_AFTER:
+                c.state = _S_KEY if stack[-1] == "{" else _S_VALUE
+            elif ch == ":" and st == _S_COLON:
                 c.state = _S_VALUE
-                if w == _W_COLON:
-                    c.watch = _W_NAME_WAIT
-                i += 1
-            elif st == _S_VALUE:
-                if (w == _W_NAME_WAIT and ch != '"') or (w == _W_FIRST_ITEM and ch != "{"):
-                    return i, _FAIL
-                if ch == "{" or ch == "[":
-                    if not stack:  # the candidate's first character
-                        c.is_array = ch == "["
-                        c.watch = _W_FIRST_ITEM if c.is_array else _W_KEY_WAIT
-                    elif w == _W_FIRST_ITEM:  # (a `{`: any other item failed above)
-                        c.watch = _W_KEY_WAIT
-                    stack.append(ch)
-                    c.state = _S_KEY if ch == "{" else _S_VALUE
-                    i += 1
-                elif ch == '"':
-                    _open_string(c, False, w == _W_NAME_WAIT, _W_NAME)
-                    i += 1
-                elif ch == "]" and stack[-1] == "[":  # `[]`, or a trailing comma
-                    c.state = _S_AFTER
-                elif ch in "-0123456789":
-                    c.state = _S_NUMBER
-                elif ch in _LITERALS:
-                    c.state = _S_LITERAL
-                    c.literal = _LITERALS[ch]
-                else:
-                    return i, _BREAK
-            else:  # _S_AFTER: a value inside a container has ended
-                if ch == ",":
-                    c.state = _S_KEY if stack[-1] == "{" else _S_VALUE
-                    i += 1
-                elif ch == "}" or ch == "]":
-                    if stack[-1] != ("{" if ch == "}" else "["):
-                        return i, _BREAK
-                    stack.pop()
-                    i += 1
-                    if not stack:
-                        return i, _COMPLETE
-                else:
-                    return i, _BREAK
+            elif st == _S_VALUE and ch in _SCALARS:
+                c.literal = _SCALARS[ch]
+                c.state = _S_LITERAL if c.literal else _S_NUMBER
+                continue
+            else:
+                return i, _BREAK
+            i += 1
         return n, _MORE
 
 
