@@ -348,10 +348,7 @@ class TextCodec:
         return _fill(template, tool_name=tool_name, available=", ".join(names))
 
     def retry_call_incomplete(
-        self,
-        call: CallIncomplete | str | None,
-        reason: str | None = None,
-        cause: str | None = None,
+        self, call: CallIncomplete | str | None, reason: str | None = None, cause: str | None = None
     ) -> str:
         """What to tell the model after its call ended unrunnable: ``call`` the
         :class:`~engine.events.CallIncomplete` (its name, reason and cause read off it), or,
@@ -360,12 +357,10 @@ class TextCodec:
         what to do differently (a length limit: shorter arguments; the connection ended: the
         same call again; not JSON, not an object...); without one, the reason's message."""
         if isinstance(call, CallIncomplete):
-            name, reason, cause = call.name, call.reason, call.cause
-        else:
-            name = call
+            reason, cause, call = call.reason, call.cause, call.name
         templates = self.prompt.retry["call_incomplete"]
         template = templates.get(cause) or templates.get(reason) or templates["invalid"]
-        return _fill(template, tool_name=name or "(no name)")
+        return _fill(template, tool_name=call or "(no name)")
 
     def retry_schema_invalid(self, tool_name: str, problems: Iterable[tuple[str, str]]) -> str:
         """What to tell the model after its call of ``tool_name`` failed the tool's JSON
@@ -478,7 +473,6 @@ class _Group:
     waits for the end of the turn (a turn's rule), and whatever else follows it makes it
     text; ``reason``: it is one call that would have run but cannot (``TextCall.reason``)."""
 
-    start: int
     end: int
     calls: list[TextCall]
     text: str
@@ -659,7 +653,7 @@ class TextScanner:
             raw = held[c.vstart - c.start :] if c.vstart >= c.start else ""
             args, why = _cut_call(self._codec, raw)
             call = TextCall(c.name, args, c.start, self._total, raw, why)
-            self._hold(_Group(c.start, self._total, [call], held, True, why, c.kind == _BARE))
+            self._hold(_Group(self._total, [call], held, True, why, c.kind == _BARE))
             self._cand = None  # held as a call, not let go as text
         self._let_go()
 
@@ -812,11 +806,7 @@ class TextScanner:
         self._cand = None
         self._mode = _TEXT
         if c.kind == _FENCE:
-            self._enter_skip(self._codec.fence_markers)
-
-    def _enter_skip(self, ends: tuple[str, ...]) -> None:
-        self._mode = _SKIP
-        self._skip_ends = ends
+            self._mode, self._skip_ends = _SKIP, self._codec.fence_markers
 
     def _scan_skip(self, s: str, i: int, s_abs: int) -> int:
         """Reasoning or code: shown as it comes; only its end marker is looked for."""
@@ -869,7 +859,7 @@ class TextScanner:
                 if best.kind == _REASON:
                     if self._groups:
                         self._other_text()  # after a call, even reasoning ends the turn's calls
-                    self._enter_skip((best.end,))
+                    self._mode, self._skip_ends = _SKIP, (best.end,)
                     return j + len(best.text)
                 self._other_text(bare_only=True)  # a further call may follow a call, not bare JSON
                 if abs_j >= self._emitted:
@@ -920,13 +910,13 @@ class TextScanner:
         bound = self._all_bound or (bare and self._bare_lead)
         if found:
             calls = [TextCall(name, args, c.start, end_abs) for name, args in found]
-            self._hold(_Group(c.start, end_abs, calls, text, bound, None, bare))
+            self._hold(_Group(end_abs, calls, text, bound, None, bare))
         elif self._would_run(c):
             # Named, closed, and still no call object: a call that cannot run, which the
             # model is told of if it ends the turn (its text is the model's call, not prose).
             # It waits for the end of the turn under either rule: reported only if it ends it.
             call = TextCall(c.name, {}, c.start, end_abs, raw, why)
-            self._hold(_Group(c.start, end_abs, [call], text, True, why, bare))
+            self._hold(_Group(end_abs, [call], text, True, why, bare))
         else:
             self._other_text()
             self._push(text)
