@@ -200,8 +200,8 @@ class TextCodec:
         # Where a code fence or a reasoning span ends: the only thing looked for inside it.
         skips = [(m.end,) for m in markers if m.kind == _REASON] + [self.fence_markers]
         self._skip_res = {ends: re.compile("|".join(map(re.escape, ends))) for ends in skips}
-        named = [lang for lang in self.fence_languages if lang]
-        self._lang_prefixes = frozenset(g[:k] for g in named for k in range(1, len(g) + 1))
+        languages = self.fence_languages
+        self._lang_prefixes = frozenset(g[:k] for g in languages for k in range(1, len(g) + 1))
         self._key_prefixes = frozenset(g[:k] for g in self.name_keys for k in range(len(g) + 1))
         if problems is None and found:
             file = source or "<descriptor>"
@@ -683,20 +683,14 @@ class TextScanner:
             self._queue.append(fragment)
             self._emitted = self._total
             return self.quiet()
-        if (
-            self._mode == _TEXT
-            and self._cand is None
-            and not self._tail
-            and not self._tail_held
-            and self._trigger.search(fragment) is None
-        ):
-            # Plain text, most fragments: nothing held, no marker starts in it. What the loop
-            # below would do, without its machinery (and ``_emit`` inlined).
+        if self._mode == _TEXT and not self._tail and self._trigger.search(fragment) is None:
+            # Plain text, most fragments: nothing held (no candidate in this mode, no tail
+            # held without a tail, all before the fragment emitted), no marker starts in it.
+            # What the loop below would do, without its machinery.
             if (self._lead or self._groups) and _WS.match(fragment).end() < len(fragment):
                 self._other_text()
-            if self._total > self._emitted:
-                self._queue.append(fragment[self._emitted - base :])
-                self._emitted = self._total
+            self._queue.append(fragment)
+            self._emitted = self._total
             return not self._groups  # no candidate, no held tail: quiet() but for groups
         if self._tail:
             s, s_abs = self._tail + fragment, self._tail_abs
