@@ -390,11 +390,11 @@ class TextCodec:
 # or a code fence (shown, not scanned, until its end marker); inside a candidate call.
 _TEXT, _SKIP, _CAND = range(3)
 
-# Candidate phases: after a fence marker, reading the language; after a fence or start
-# delimiter, waiting for `{` or `[`; inside the JSON value; the value closed, waiting for the
-# closing fence or end delimiter; a named call's JSON broke inside its delimiters, waiting
-# for its end delimiter.
-_LANG, _OPEN, _VALUE, _CLOSER, _BROKEN = range(5)
+# Candidate phases: after a fence marker, reading the language; the JSON value (after a fence
+# or start delimiter, whitespace before it); the value closed, waiting for the closing fence
+# or end delimiter; a named call's JSON broke inside its delimiters, waiting for its end
+# delimiter.
+_LANG, _VALUE, _CLOSER, _BROKEN = range(4)
 
 # JSON validator states.
 # (A value is awaited at the start, after a colon, and in an array: `]` may close it there.)
@@ -635,7 +635,7 @@ class TextScanner:
         if self._tail:  # a broken call's marker prefix: its text too
             self._push(self._tail)
             self._tail, self._tail_held = "", False
-        if c.phase in (_LANG, _OPEN):  # no JSON opened yet: there is no end to follow
+        if c.vstart < 0:  # no JSON opened yet: there is no end to follow
             self._drop(c)
 
     def finish(self) -> None:
@@ -650,7 +650,7 @@ class TextScanner:
         c = self._cand
         if self._would_run(c) and c.phase != _BROKEN:
             held = "".join(c.parts)
-            raw = held[c.vstart - c.start :] if c.vstart >= c.start else ""
+            raw = held[c.vstart - c.start :]  # (named: its value has started)
             args, why = _cut_call(self._codec, raw)
             call = TextCall(c.name, args, c.start, self._total, raw, why)
             self._hold(_Group(self._total, [call], held, True, why, c.kind == _BARE))
@@ -752,13 +752,10 @@ class TextScanner:
                 self._trigger = self._codec._marker_trigger
         if not self._groups:
             return
-        kept = []
         for g in self._groups:
             if g.bound and (g.bare or not bare_only):
                 g.open = [False] * len(g.open)
-            else:
-                kept.append(g)
-        self._groups = kept
+        self._groups = [g for g in self._groups if any(g.open)]
 
     def _emit(self, s: str, s_abs: int, upto: int) -> None:
         """Queue ``s`` from the emitted cursor to the absolute offset ``upto``."""
@@ -858,7 +855,7 @@ class TextScanner:
                 self._other_text(bare_only=True)  # a further call may follow a call, not bare JSON
                 if abs_j >= self._emitted:
                     self._emit(s, s_abs, abs_j)
-                    phase = _LANG if best.kind == _FENCE else _OPEN
+                    phase = _LANG if best.kind == _FENCE else _VALUE
                     self._cand = _Candidate(best.kind, abs_j, phase, best.end)
                     self._mode = _CAND
                     return j + len(best.text)
@@ -870,8 +867,7 @@ class TextScanner:
             ):
                 self._other_text()
                 self._emit(s, s_abs, abs_j)
-                c = self._cand = _Candidate(_BARE, abs_j, _VALUE)
-                c.vstart = abs_j
+                self._cand = _Candidate(_BARE, abs_j, _VALUE)
                 self._mode = _CAND
                 return j
             if self._lead or self._groups:
@@ -919,32 +915,20 @@ class TextScanner:
 
     def _phase_lang(self, c: _Candidate, s: str, i: int, s_abs: int) -> int:
         """After a fence marker: hold while the language may become an accepted one."""
-        codec = self._codec
         n = len(s)
         while i < n:
             ch = s[i]
             if ch == " " or ch == "\t":
                 c.lang_done = c.lang_done or bool(c.lang)
-            elif ch in "\r\n{[" and c.lang.lower() in codec.fence_languages:
-                c.phase = _OPEN
+            elif ch in "\r\n{[" and c.lang.lower() in self._codec.fence_languages:
+                c.phase = _VALUE
                 return i
-            elif not c.lang_done and (c.lang + ch).lower() in codec._lang_prefixes:
+            elif not c.lang_done and (c.lang + ch).lower() in self._codec._lang_prefixes:
                 c.lang += ch
             else:  # another language (its line end too), or text after the language
                 return self._give_up(c, s, s_abs, i)
             i += 1
         return n
-
-    def _phase_open(self, c: _Candidate, s: str, i: int, s_abs: int) -> int:
-        """After a fence or start delimiter: only JSON may follow."""
-        i = _WS.match(s, i).end()
-        if i >= len(s):
-            return i
-        if s[i] in "{[":
-            c.phase = _VALUE
-            c.vstart = s_abs + i
-            return i
-        return self._give_up(c, s, s_abs, i)
 
     def _phase_broken(self, c: _Candidate, s: str, i: int, s_abs: int) -> int:
         """A broken call: its end delimiter closes it (an invalid call); the start of any
@@ -979,7 +963,7 @@ class TextScanner:
         return n
 
     def _phase_value(self, c: _Candidate, s: str, i: int, s_abs: int) -> int:
-        i, outcome = self._validate(c, s, i, len(s))
+        i, outcome = self._validate(c, s, i, s_abs)
         if outcome == _MORE:
             return i
         if outcome == _FAIL:
@@ -1002,15 +986,16 @@ class TextScanner:
         c.phase = _CLOSER
         return i
 
-    def _validate(self, c: _Candidate, s: str, i: int, n: int) -> tuple[int, int]:
-        """Follow the JSON value over ``s[i:n]``, checking the first-key rule while it is held.
+    def _validate(self, c: _Candidate, s: str, i: int, s_abs: int) -> tuple[int, int]:
+        """Follow the JSON value over ``s[i:]`` (whitespace, after a fence or start delimiter,
+        first), checking the first-key rule while it is held.
 
         Returns ``(index, outcome)``: ``_MORE`` (all read), ``_COMPLETE`` (index just past the
         value), ``_BREAK`` (index of a character no JSON allows there) or ``_FAIL`` (index of
         the character that shows it is no call; it is read again with the rule off).
         Lenient where healing can still repair: a trailing comma passes.
         """
-        stack = c.stack
+        stack, n = c.stack, len(s)
         while i < n:
             st, w = c.state, c.watch
             if st in (_S_STRING, _S_KEY_STRING):
@@ -1063,11 +1048,13 @@ class TextScanner:
                 if ch != _WATCH[w]:
                     return i, _FAIL
                 c.watch = w + 1
+            if not stack and ch not in "{[":  # before the value: only JSON may come
+                return i, _BREAK
             if ch == '"' and st in (_S_VALUE, _S_KEY):
                 c.state = _S_KEY_STRING if st == _S_KEY else _S_STRING
             elif (ch == "{" or ch == "[") and st == _S_VALUE:
-                if not stack:  # the candidate's first character
-                    c.is_array = ch == "["
+                if not stack:  # the value's first character
+                    c.is_array, c.vstart = ch == "[", s_abs + i
                     c.watch = 0 if c.is_array else 1
                 stack.append(ch)
                 c.state = _S_KEY if ch == "{" else _S_VALUE
@@ -1090,10 +1077,9 @@ class TextScanner:
         return n, _MORE
 
 
-# A candidate's reader by its phase (_LANG, _OPEN, _VALUE, _CLOSER, _BROKEN, in that order).
+# A candidate's reader by its phase (_LANG, _VALUE, _CLOSER, _BROKEN, in that order).
 _PHASES = (
     TextScanner._phase_lang,
-    TextScanner._phase_open,
     TextScanner._phase_value,
     TextScanner._phase_closer,
     TextScanner._phase_broken,
