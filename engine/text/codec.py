@@ -303,23 +303,20 @@ class TextCodec:
         fmt = self.prompt.tool_format
         listed = []
         for tool in tools:
-            entry: dict[str, Any] = {}
             read = tool.get if isinstance(tool, Mapping) else partial(getattr, tool)
-            for key, attribute in fmt["fields"].items():
-                value = read(attribute, None)
-                if attribute == "parameters":
-                    value = self._parameters(value)
-                entry[key] = "" if value is None else value
-            listed.append(entry)
+            fields = fmt["fields"].items()
+            listed.append({key: self._described(attr, read(attr, None)) for key, attr in fields})
         return json.dumps({fmt["list_key"]: listed}, indent=fmt["indent"], ensure_ascii=False)
 
-    def _parameters(self, schema: Any) -> dict[str, Any]:
-        """A tool's parameter schema as described: always an object schema, and a property
-        that says nothing of its type given the untyped default, so that the model is never
-        left guessing how to write a value."""
-        if not isinstance(schema, Mapping):
+    def _described(self, attribute: str, value: Any) -> Any:
+        """A tool's attribute as described: "" for none; its parameter schema always an object
+        schema, and a property that says nothing of its type given the untyped default, so
+        that the model is never left guessing how to write a value."""
+        if attribute != "parameters":
+            return "" if value is None else value
+        if not isinstance(value, Mapping):
             return {"type": "object", "properties": {}}
-        out = dict(schema)
+        out = dict(value)
         props = out.get("properties")
         if isinstance(props, Mapping):
             default = self.prompt.tool_format["untyped_parameter"]
@@ -369,13 +366,12 @@ class TextCodec:
         descriptor's ``root`` says). A descriptor without ``schema_invalid`` sends
         ``execution_failed`` with the problems as its error."""
         section = self.prompt.retry.get("schema_invalid")
-        pairs = list(problems)
         if section is None:
-            error = "; ".join(f"{pointer or '/'}: {message}" for pointer, message in pairs)
+            error = "; ".join(f"{pointer or '/'}: {message}" for pointer, message in problems)
             return self.retry_execution_failed(tool_name, error)
         lines = "\n".join(
             _fill(section["problem"], pointer=pointer or section["root"], message=str(text))
-            for pointer, text in pairs
+            for pointer, text in problems
         )
         return _fill(section["message"], tool_name=tool_name, problems=lines)
 
@@ -736,8 +732,7 @@ class TextScanner:
             self._push("".join(c.parts))
         if self._tail and self._tail_held:
             self._push(self._tail)
-        self._cand = None
-        self._mode = _TEXT
+        self._cand, self._mode = None, _TEXT
         self._tail, self._tail_held = "", False  # (the tail, a marker prefix, is text now)
         self._emitted = self._total
 
@@ -794,8 +789,7 @@ class TextScanner:
 
     def _drop(self, c: _Candidate) -> None:
         """No candidate from here: text follows, or the body of a fence (code)."""
-        self._cand = None
-        self._mode = _TEXT
+        self._cand, self._mode = None, _TEXT
         if c.kind == _FENCE:
             self._mode, self._skip_ends = _SKIP, self._codec.fence_markers
 
@@ -856,8 +850,7 @@ class TextScanner:
                 if abs_j >= self._emitted:
                     self._emit(s, s_abs, abs_j)
                     phase = _LANG if best.kind == _FENCE else _VALUE
-                    self._cand = _Candidate(best.kind, abs_j, phase, best.end)
-                    self._mode = _CAND
+                    self._cand, self._mode = _Candidate(best.kind, abs_j, phase, best.end), _CAND
                     return j + len(best.text)
             elif (
                 s[j] in "{["
@@ -867,8 +860,7 @@ class TextScanner:
             ):
                 self._other_text()
                 self._emit(s, s_abs, abs_j)
-                self._cand = _Candidate(_BARE, abs_j, _VALUE)
-                self._mode = _CAND
+                self._cand, self._mode = _Candidate(_BARE, abs_j, _VALUE), _CAND
                 return j
             if self._lead or self._groups:
                 self._other_text()  # what looked like a start is text
@@ -888,8 +880,7 @@ class TextScanner:
 
     def _finish(self, c: _Candidate, s: str, s_abs: int, end: int) -> int:
         """The candidate closed at ``end`` (an index into ``s``): a group of calls, or text."""
-        self._cand = None
-        self._mode = _TEXT
+        self._cand, self._mode = None, _TEXT
         if c.dead:
             return end
         end_abs = s_abs + end
