@@ -254,12 +254,10 @@ class TextCodec:
         (a RecursionError, nesting past what the parser reads, goes to :meth:`_calls_of`)."""
         with suppress(ValueError):
             return json.loads(text, strict=False)
-        healed = text
         for pattern, replacement in self.healing:
-            healed = pattern.sub(replacement, healed)
-        if healed != text:
-            with suppress(ValueError):
-                return json.loads(healed, strict=False)
+            text = pattern.sub(replacement, text)
+        with suppress(ValueError):
+            return json.loads(text, strict=False)  # (unhealed: fails as it did)
         return None
 
     def _call_of(self, value: Any) -> tuple[str, dict[str, Any]] | None:
@@ -627,10 +625,9 @@ class TextScanner:
         c = self._cand
         if c is None or c.dead:
             return
-        self._flow(c, "".join(c.parts), self._total)
-        if self._tail:  # a broken call's marker prefix: its text too
-            self._push(self._tail)
-            self._tail, self._tail_held = "", False
+        # Its text and a broken call's marker prefix (the one tail a candidate has beside it).
+        self._flow(c, "".join(c.parts) + self._tail, self._total)
+        self._tail, self._tail_held = "", False
         if c.vstart < 0:  # no JSON opened yet: there is no end to follow
             self._drop(c)
 
@@ -1000,8 +997,8 @@ class TextScanner:
                         return j + c.escape, _FAIL  # (no escape in a name key)
                 if m is None:
                     return n, _MORE
+                i = j + 1
                 if c.escape:
-                    i = j + 1
                     continue
                 if w == _W_KEY and raw not in self._codec.name_keys:
                     return j, _FAIL
@@ -1013,7 +1010,6 @@ class TextScanner:
                 if w in (_W_KEY, _W_NAME):
                     c.watch, c.collect = w + 1, []
                 c.state = _S_COLON if st == _S_KEY_STRING else _S_AFTER
-                i = j + 1
                 continue
             if st == _S_NUMBER:
                 i = _NUMBER.match(s, i).end()
