@@ -122,9 +122,7 @@ _TYPING_KEYWORDS = frozenset(
 
 _ONE_SPAN = "a marker starts one span only (the scanner would never read the other)"
 
-_PLACEHOLDER = re.compile(
-    r"\{(tools|call_example|tool_name|error|available|problems|pointer|message)\}"
-)
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
 
 def _any_of(chars: set[str]) -> re.Pattern[str]:
@@ -133,8 +131,9 @@ def _any_of(chars: set[str]) -> re.Pattern[str]:
 
 
 def _fill(template: str, **values: str) -> str:
-    """Replace ``{placeholder}`` in one pass: braces of JSON examples in a template are left
-    alone, and a value that itself contains a placeholder is never substituted again."""
+    """Replace each ``{placeholder}`` that ``values`` names, in one pass: other braces (of
+    JSON examples) in a template are left alone, and a value that itself contains a
+    placeholder is never substituted again."""
     return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), template)
 
 
@@ -685,13 +684,9 @@ class TextScanner:
             self._queue.append(fragment)
             self._emitted = self._total
             return not self._groups  # no candidate, no held tail: quiet() but for groups
-        if self._tail:
-            s, s_abs = self._tail + fragment, self._tail_abs
-            self._tail, self._tail_held = "", False
-        else:
-            s, s_abs = fragment, base
-        n = len(s)
-        i = 0
+        s, s_abs = self._tail + fragment, (self._tail_abs if self._tail else base)
+        self._tail, self._tail_held = "", False
+        i, n = 0, len(s)
         while i < n:
             mode = self._mode
             if mode == _TEXT:
