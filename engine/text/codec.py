@@ -472,11 +472,8 @@ class _Group:
     bound: bool = False
     reason: str | None = None
     bare: bool = False  # bare JSON: a call only as the whole text
-    open: list[bool] = field(init=False)
+    open: list[bool] = field(init=False)  # each call not yet decided (set by _hold)
     consumed: bool = field(default=False, init=False)
-
-    def __post_init__(self) -> None:
-        self.open = [True] * len(self.calls)
 
 
 _BARE = -1
@@ -713,6 +710,7 @@ class TextScanner:
 
     def _hold(self, group: _Group) -> None:
         """A closed candidate's calls wait, in order, for the driver's decision."""
+        group.open = [True] * len(group.calls)
         self._queue.append(group)
         self._groups.append(group)
 
@@ -806,8 +804,6 @@ class TextScanner:
 
     def _scan_text(self, s: str, i: int, s_abs: int) -> int:
         """Ordinary text: find the next fence, delimiter, reasoning tag or bare `{` / `[`."""
-        codec = self._codec
-        markers = codec._markers
         n = len(s)
         while True:
             m = self._trigger.search(s, i)  # (a bare `{` stops being one: read it each time)
@@ -819,7 +815,7 @@ class TextScanner:
             best: _Marker | None = None
             waiting = False
             held = False
-            for mk in markers.get(s[j], ()):
+            for mk in self._codec._markers.get(s[j], ()):
                 if s.startswith(mk.text, j):
                     if best is None or len(mk.text) > len(best.text):
                         best = mk
@@ -846,7 +842,7 @@ class TextScanner:
                     return j + len(best.text)
             elif (
                 s[j] in "{["
-                and codec.bare
+                and self._codec.bare
                 and (self._lead or not self._bare_lead)  # (the prose before it just ended it)
                 and abs_j >= self._emitted
             ):
