@@ -122,9 +122,7 @@ _TYPING_KEYWORDS = frozenset(
 
 _ONE_SPAN = "a marker starts one span only (the scanner would never read the other)"
 
-_PLACEHOLDER = re.compile(
-    r"\{(tools|call_example|tool_name|error|available|problems|pointer|message)\}"
-)
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
 
 def _any_of(chars: set[str]) -> re.Pattern[str]:
@@ -133,8 +131,9 @@ def _any_of(chars: set[str]) -> re.Pattern[str]:
 
 
 def _fill(template: str, **values: str) -> str:
-    """Replace ``{placeholder}`` in one pass: braces of JSON examples in a template are left
-    alone, and a value that itself contains a placeholder is never substituted again."""
+    """Replace each ``{placeholder}`` that ``values`` names, in one pass: other braces (of
+    JSON examples) in a template are left alone, and a value that itself contains a
+    placeholder is never substituted again."""
     return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), template)
 
 
@@ -200,8 +199,9 @@ class TextCodec:
         # Where a code fence or a reasoning span ends: the only thing looked for inside it.
         skips = [(m.end,) for m in markers if m.kind == _REASON] + [self.fence_markers]
         self._skip_res = {ends: re.compile("|".join(map(re.escape, ends))) for ends in skips}
-        named = [lang for lang in self.fence_languages if lang]
-        self._lang_prefixes = frozenset(g[:k] for g in named for k in range(1, len(g) + 1))
+        languages = self.fence_languages
+        self._lang_prefixes = frozenset(g[:k] for g in languages for k in range(1, len(g) + 1))
+        self._key_prefixes = frozenset(g[:k] for g in self.name_keys for k in range(len(g) + 1))
         if problems is None and found:
             file = source or "<descriptor>"
             raise DescriptorError([Problem(file, 0, 0, *at, "compile") for at in found])
@@ -253,12 +253,10 @@ class TextCodec:
         (a RecursionError, nesting past what the parser reads, goes to :meth:`_calls_of`)."""
         with suppress(ValueError):
             return json.loads(text, strict=False)
-        healed = text
         for pattern, replacement in self.healing:
-            healed = pattern.sub(replacement, healed)
-        if healed != text:
-            with suppress(ValueError):
-                return json.loads(healed, strict=False)
+            text = pattern.sub(replacement, text)
+        with suppress(ValueError):
+            return json.loads(text, strict=False)  # (unhealed: fails as it did)
         return None
 
     def _call_of(self, value: Any) -> tuple[str, dict[str, Any]] | None:
@@ -302,23 +300,20 @@ class TextCodec:
         fmt = self.prompt.tool_format
         listed = []
         for tool in tools:
-            entry: dict[str, Any] = {}
             read = tool.get if isinstance(tool, Mapping) else partial(getattr, tool)
-            for key, attribute in fmt["fields"].items():
-                value = read(attribute, None)
-                if attribute == "parameters":
-                    value = self._parameters(value)
-                entry[key] = "" if value is None else value
-            listed.append(entry)
+            fields = fmt["fields"].items()
+            listed.append({key: self._described(attr, read(attr, None)) for key, attr in fields})
         return json.dumps({fmt["list_key"]: listed}, indent=fmt["indent"], ensure_ascii=False)
 
-    def _parameters(self, schema: Any) -> dict[str, Any]:
-        """A tool's parameter schema as described: always an object schema, and a property
-        that says nothing of its type given the untyped default, so that the model is never
-        left guessing how to write a value."""
-        if not isinstance(schema, Mapping):
+    def _described(self, attribute: str, value: Any) -> Any:
+        """A tool's attribute as described: "" for none; its parameter schema always an object
+        schema, and a property that says nothing of its type given the untyped default, so
+        that the model is never left guessing how to write a value."""
+        if attribute != "parameters":
+            return "" if value is None else value
+        if not isinstance(value, Mapping):
             return {"type": "object", "properties": {}}
-        out = dict(schema)
+        out = dict(value)
         props = out.get("properties")
         if isinstance(props, Mapping):
             default = self.prompt.tool_format["untyped_parameter"]
@@ -347,10 +342,7 @@ class TextCodec:
         return _fill(template, tool_name=tool_name, available=", ".join(names))
 
     def retry_call_incomplete(
-        self,
-        call: CallIncomplete | str | None,
-        reason: str | None = None,
-        cause: str | None = None,
+        self, call: CallIncomplete | str | None, reason: str | None = None, cause: str | None = None
     ) -> str:
         """What to tell the model after its call ended unrunnable: ``call`` the
         :class:`~engine.events.CallIncomplete` (its name, reason and cause read off it), or,
@@ -359,12 +351,10 @@ class TextCodec:
         what to do differently (a length limit: shorter arguments; the connection ended: the
         same call again; not JSON, not an object...); without one, the reason's message."""
         if isinstance(call, CallIncomplete):
-            name, reason, cause = call.name, call.reason, call.cause
-        else:
-            name = call
+            reason, cause, call = call.reason, call.cause, call.name
         templates = self.prompt.retry["call_incomplete"]
         template = templates.get(cause) or templates.get(reason) or templates["invalid"]
-        return _fill(template, tool_name=name or "(no name)")
+        return _fill(template, tool_name=call or "(no name)")
 
     def retry_schema_invalid(self, tool_name: str, problems: Iterable[tuple[str, str]]) -> str:
         """What to tell the model after its call of ``tool_name`` failed the tool's JSON
@@ -373,13 +363,12 @@ class TextCodec:
         descriptor's ``root`` says). A descriptor without ``schema_invalid`` sends
         ``execution_failed`` with the problems as its error."""
         section = self.prompt.retry.get("schema_invalid")
-        pairs = list(problems)
         if section is None:
-            error = "; ".join(f"{pointer or '/'}: {message}" for pointer, message in pairs)
+            error = "; ".join(f"{pointer or '/'}: {message}" for pointer, message in problems)
             return self.retry_execution_failed(tool_name, error)
         lines = "\n".join(
             _fill(section["problem"], pointer=pointer or section["root"], message=str(text))
-            for pointer, text in pairs
+            for pointer, text in problems
         )
         return _fill(section["message"], tool_name=tool_name, problems=lines)
 
@@ -394,26 +383,26 @@ class TextCodec:
 # or a code fence (shown, not scanned, until its end marker); inside a candidate call.
 _TEXT, _SKIP, _CAND = range(3)
 
-# Candidate phases: after a fence marker, reading the language; after a fence or start
-# delimiter, waiting for `{` or `[`; inside the JSON value; the value closed, waiting for the
-# closing fence or end delimiter; a named call's JSON broke inside its delimiters, waiting
-# for its end delimiter.
-_LANG, _OPEN, _VALUE, _CLOSER, _BROKEN = range(5)
+# Candidate phases: after a fence marker, reading the language; the JSON value (after a fence
+# or start delimiter, whitespace before it); the value closed, waiting for the closing fence
+# or end delimiter; a named call's JSON broke inside its delimiters, waiting for its end
+# delimiter.
+_LANG, _VALUE, _CLOSER, _BROKEN = range(4)
 
 # JSON validator states.
 # (A value is awaited at the start, after a colon, and in an array: `]` may close it there.)
-_S_VALUE, _S_KEY, _S_COLON, _S_AFTER, _S_STRING, _S_NUMBER, _S_LITERAL = range(7)
+_S_VALUE, _S_KEY, _S_COLON, _S_AFTER, _S_STRING, _S_KEY_STRING, _S_NUMBER, _S_LITERAL = range(8)
 
 # The first-key watch: the strict prefix a call must follow while it is held without a name.
-# In order: nothing to check (named, or released); a top-level array, whose first item must be
-# an object; the object's first key must come; inside the first key, which must stay a prefix
-# of a name key; after the name key; the name's value must be a string; inside the name string.
-_W_DONE, _W_FIRST_ITEM, _W_KEY_WAIT, _W_KEY, _W_COLON, _W_NAME_WAIT, _W_NAME = range(7)
+# ``watch`` indexes _WATCH, the character that must come next, in order: a top-level array's
+# first item is an object; the object's first key opens; inside it (_W_KEY), which must stay
+# a prefix of a name key; its colon; the name's value opens, a string; inside it (_W_NAME).
+# _W_DONE: nothing to check (named, or released).
+_WATCH = '{"K:"N'
+_W_KEY, _W_NAME, _W_DONE = 2, 5, 6
 
 # Outcomes of a validator run.
 _MORE, _COMPLETE, _BREAK, _FAIL = range(4)
-
-_WS_CHARS = " \t\n\r"
 
 
 def _cut_call(codec: TextCodec, raw: str) -> tuple[dict[str, Any], str]:
@@ -439,7 +428,11 @@ _WS = cast(_AlwaysMatches, re.compile(r"[ \t\n\r]*"))
 _STR_STOP = re.compile(r'["\\]')
 _NUMBER = cast(_AlwaysMatches, re.compile(r"[-+0-9.eE]*"))
 _TOOL_NAME = re.compile(r"[\w.:/-]+")  # a name a broken call is still held for
-_LITERALS = {"t": "true", "f": "false", "n": "null"}
+# What a scalar's first character starts: a literal (its letters), or a number ("").
+_SCALARS = {"t": "true", "f": "false", "n": "null", **dict.fromkeys("-0123456789", "")}
+_CLOSER_OF = {"}": "{", "]": "["}  # (the opener each closes)
+# Where a closer may come: after a value, or in place of the first key or value.
+_CLOSING = frozenset({(_S_AFTER, "}"), (_S_AFTER, "]"), (_S_KEY, "}"), (_S_VALUE, "]")})
 
 
 @dataclass(slots=True, eq=False)
@@ -458,8 +451,7 @@ class _Candidate:
     vend: int = -1
     stack: list[str] = field(default_factory=list)
     state: int = _S_VALUE
-    escape: bool = False
-    key: bool = False  # the string being read is a key
+    escape: bool = False  # the string's last character read is a backslash
     literal: str = ""
     watch: int = _W_DONE
     collect: list[str] = field(default_factory=list)
@@ -468,35 +460,20 @@ class _Candidate:
     closer: str = ""  # closing marker matched so far
 
 
-def _open_string(c: _Candidate, key: bool, watched: bool, watch: int) -> None:
-    """A JSON string opens in the candidate: a key or a value. The one the scanner waits for
-    (the first key, the name's value) starts being collected. Once per string, never per
-    character."""
-    c.state = _S_STRING
-    c.key = key
-    if watched:
-        c.watch = watch
-        c.collect = []
-
-
 @dataclass(slots=True, eq=False)
 class _Group:
     """The calls of one closed candidate, held until every call is decided. ``bound``: it
     waits for the end of the turn (a turn's rule), and whatever else follows it makes it
     text; ``reason``: it is one call that would have run but cannot (``TextCall.reason``)."""
 
-    start: int
     end: int
     calls: list[TextCall]
     text: str
     bound: bool = False
     reason: str | None = None
     bare: bool = False  # bare JSON: a call only as the whole text
-    open: list[bool] = field(init=False)
+    open: list[bool] = field(init=False)  # each call not yet decided (set by _hold)
     consumed: bool = field(default=False, init=False)
-
-    def __post_init__(self) -> None:
-        self.open = [True] * len(self.calls)
 
 
 _BARE = -1
@@ -644,11 +621,10 @@ class TextScanner:
         c = self._cand
         if c is None or c.dead:
             return
-        self._flow(c, "".join(c.parts), self._total)
-        if self._tail:  # a broken call's marker prefix: its text too
-            self._push(self._tail)
-            self._tail, self._tail_held = "", False
-        if c.phase in (_LANG, _OPEN):  # no JSON opened yet: there is no end to follow
+        # Its text and a broken call's marker prefix (the one tail a candidate has beside it).
+        self._flow(c, "".join(c.parts) + self._tail, self._total)
+        self._tail, self._tail_held = "", False
+        if c.vstart < 0:  # no JSON opened yet: there is no end to follow
             self._drop(c)
 
     def finish(self) -> None:
@@ -663,10 +639,10 @@ class TextScanner:
         c = self._cand
         if self._would_run(c) and c.phase != _BROKEN:
             held = "".join(c.parts)
-            raw = held[c.vstart - c.start :] if c.vstart >= c.start else ""
+            raw = held[c.vstart - c.start :]  # (named: its value has started)
             args, why = _cut_call(self._codec, raw)
             call = TextCall(c.name, args, c.start, self._total, raw, why)
-            self._hold(_Group(c.start, self._total, [call], held, True, why, c.kind == _BARE))
+            self._hold(_Group(self._total, [call], held, True, why, c.kind == _BARE))
             self._cand = None  # held as a call, not let go as text
         self._let_go()
 
@@ -696,28 +672,18 @@ class TextScanner:
             self._queue.append(fragment)
             self._emitted = self._total
             return self.quiet()
-        if (
-            self._mode == _TEXT
-            and self._cand is None
-            and not self._tail
-            and not self._tail_held
-            and self._trigger.search(fragment) is None
-        ):
-            # Plain text, most fragments: nothing held, no marker starts in it. What the loop
-            # below would do, without its machinery (and ``_emit`` inlined).
+        if self._mode == _TEXT and not self._tail and self._trigger.search(fragment) is None:
+            # Plain text, most fragments: nothing held (no candidate in this mode, no tail
+            # held without a tail, all before the fragment emitted), no marker starts in it.
+            # What the loop below would do, without its machinery.
             if (self._lead or self._groups) and _WS.match(fragment).end() < len(fragment):
                 self._other_text()
-            if self._total > self._emitted:
-                self._queue.append(fragment[self._emitted - base :])
-                self._emitted = self._total
+            self._queue.append(fragment)
+            self._emitted = self._total
             return not self._groups  # no candidate, no held tail: quiet() but for groups
-        if self._tail:
-            s, s_abs = self._tail + fragment, self._tail_abs
-            self._tail, self._tail_held = "", False
-        else:
-            s, s_abs = fragment, base
-        n = len(s)
-        i = 0
+        s, s_abs = self._tail + fragment, (self._tail_abs if self._tail else base)
+        self._tail, self._tail_held = "", False
+        i, n = 0, len(s)
         while i < n:
             mode = self._mode
             if mode == _TEXT:
@@ -744,6 +710,7 @@ class TextScanner:
 
     def _hold(self, group: _Group) -> None:
         """A closed candidate's calls wait, in order, for the driver's decision."""
+        group.open = [True] * len(group.calls)
         self._queue.append(group)
         self._groups.append(group)
 
@@ -755,8 +722,7 @@ class TextScanner:
             self._push("".join(c.parts))
         if self._tail and self._tail_held:
             self._push(self._tail)
-        self._cand = None
-        self._mode = _TEXT
+        self._cand, self._mode = None, _TEXT
         self._tail, self._tail_held = "", False  # (the tail, a marker prefix, is text now)
         self._emitted = self._total
 
@@ -771,13 +737,10 @@ class TextScanner:
                 self._trigger = self._codec._marker_trigger
         if not self._groups:
             return
-        kept = []
         for g in self._groups:
             if g.bound and (g.bare or not bare_only):
                 g.open = [False] * len(g.open)
-            else:
-                kept.append(g)
-        self._groups = kept
+        self._groups = [g for g in self._groups if any(g.open)]
 
     def _emit(self, s: str, s_abs: int, upto: int) -> None:
         """Queue ``s`` from the emitted cursor to the absolute offset ``upto``."""
@@ -816,14 +779,9 @@ class TextScanner:
 
     def _drop(self, c: _Candidate) -> None:
         """No candidate from here: text follows, or the body of a fence (code)."""
-        self._cand = None
-        self._mode = _TEXT
+        self._cand, self._mode = None, _TEXT
         if c.kind == _FENCE:
-            self._enter_skip(self._codec.fence_markers)
-
-    def _enter_skip(self, ends: tuple[str, ...]) -> None:
-        self._mode = _SKIP
-        self._skip_ends = ends
+            self._mode, self._skip_ends = _SKIP, self._codec.fence_markers
 
     def _scan_skip(self, s: str, i: int, s_abs: int) -> int:
         """Reasoning or code: shown as it comes; only its end marker is looked for."""
@@ -846,8 +804,6 @@ class TextScanner:
 
     def _scan_text(self, s: str, i: int, s_abs: int) -> int:
         """Ordinary text: find the next fence, delimiter, reasoning tag or bare `{` / `[`."""
-        codec = self._codec
-        markers = codec._markers
         n = len(s)
         while True:
             m = self._trigger.search(s, i)  # (a bare `{` stops being one: read it each time)
@@ -859,7 +815,7 @@ class TextScanner:
             best: _Marker | None = None
             waiting = False
             held = False
-            for mk in markers.get(s[j], ()):
+            for mk in self._codec._markers.get(s[j], ()):
                 if s.startswith(mk.text, j):
                     if best is None or len(mk.text) > len(best.text):
                         best = mk
@@ -876,26 +832,23 @@ class TextScanner:
                 if best.kind == _REASON:
                     if self._groups:
                         self._other_text()  # after a call, even reasoning ends the turn's calls
-                    self._enter_skip((best.end,))
+                    self._mode, self._skip_ends = _SKIP, (best.end,)
                     return j + len(best.text)
                 self._other_text(bare_only=True)  # a further call may follow a call, not bare JSON
                 if abs_j >= self._emitted:
                     self._emit(s, s_abs, abs_j)
-                    phase = _LANG if best.kind == _FENCE else _OPEN
-                    self._cand = _Candidate(best.kind, abs_j, phase, best.end)
-                    self._mode = _CAND
+                    phase = _LANG if best.kind == _FENCE else _VALUE
+                    self._cand, self._mode = _Candidate(best.kind, abs_j, phase, best.end), _CAND
                     return j + len(best.text)
             elif (
                 s[j] in "{["
-                and codec.bare
+                and self._codec.bare
                 and (self._lead or not self._bare_lead)  # (the prose before it just ended it)
                 and abs_j >= self._emitted
             ):
                 self._other_text()
                 self._emit(s, s_abs, abs_j)
-                c = self._cand = _Candidate(_BARE, abs_j, _VALUE)
-                c.vstart = abs_j
-                self._mode = _CAND
+                self._cand, self._mode = _Candidate(_BARE, abs_j, _VALUE), _CAND
                 return j
             if self._lead or self._groups:
                 self._other_text()  # what looked like a start is text
@@ -915,8 +868,7 @@ class TextScanner:
 
     def _finish(self, c: _Candidate, s: str, s_abs: int, end: int) -> int:
         """The candidate closed at ``end`` (an index into ``s``): a group of calls, or text."""
-        self._cand = None
-        self._mode = _TEXT
+        self._cand, self._mode = None, _TEXT
         if c.dead:
             return end
         end_abs = s_abs + end
@@ -927,13 +879,13 @@ class TextScanner:
         bound = self._all_bound or (bare and self._bare_lead)
         if found:
             calls = [TextCall(name, args, c.start, end_abs) for name, args in found]
-            self._hold(_Group(c.start, end_abs, calls, text, bound, None, bare))
+            self._hold(_Group(end_abs, calls, text, bound, None, bare))
         elif self._would_run(c):
             # Named, closed, and still no call object: a call that cannot run, which the
             # model is told of if it ends the turn (its text is the model's call, not prose).
             # It waits for the end of the turn under either rule: reported only if it ends it.
             call = TextCall(c.name, {}, c.start, end_abs, raw, why)
-            self._hold(_Group(c.start, end_abs, [call], text, True, why, bare))
+            self._hold(_Group(end_abs, [call], text, True, why, bare))
         else:
             self._other_text()
             self._push(text)
@@ -942,32 +894,20 @@ class TextScanner:
 
     def _phase_lang(self, c: _Candidate, s: str, i: int, s_abs: int) -> int:
         """After a fence marker: hold while the language may become an accepted one."""
-        codec = self._codec
         n = len(s)
         while i < n:
             ch = s[i]
             if ch == " " or ch == "\t":
                 c.lang_done = c.lang_done or bool(c.lang)
-            elif ch in "\r\n{[" and c.lang.lower() in codec.fence_languages:
-                c.phase = _OPEN
+            elif ch in "\r\n{[" and c.lang.lower() in self._codec.fence_languages:
+                c.phase = _VALUE
                 return i
-            elif not c.lang_done and (c.lang + ch).lower() in codec._lang_prefixes:
+            elif not c.lang_done and (c.lang + ch).lower() in self._codec._lang_prefixes:
                 c.lang += ch
             else:  # another language (its line end too), or text after the language
                 return self._give_up(c, s, s_abs, i)
             i += 1
         return n
-
-    def _phase_open(self, c: _Candidate, s: str, i: int, s_abs: int) -> int:
-        """After a fence or start delimiter: only JSON may follow."""
-        i = _WS.match(s, i).end()
-        if i >= len(s):
-            return i
-        if s[i] in "{[":
-            c.phase = _VALUE
-            c.vstart = s_abs + i
-            return i
-        return self._give_up(c, s, s_abs, i)
 
     def _phase_broken(self, c: _Candidate, s: str, i: int, s_abs: int) -> int:
         """A broken call: its end delimiter closes it (an invalid call); the start of any
@@ -1002,7 +942,7 @@ class TextScanner:
         return n
 
     def _phase_value(self, c: _Candidate, s: str, i: int, s_abs: int) -> int:
-        i, outcome = self._validate(c, s, i, len(s))
+        i, outcome = self._validate(c, s, i, s_abs)
         if outcome == _MORE:
             return i
         if outcome == _FAIL:
@@ -1025,54 +965,42 @@ class TextScanner:
         c.phase = _CLOSER
         return i
 
-    def _validate(self, c: _Candidate, s: str, i: int, n: int) -> tuple[int, int]:
-        """Follow the JSON value over ``s[i:n]``, checking the first-key rule while it is held.
+    def _validate(self, c: _Candidate, s: str, i: int, s_abs: int) -> tuple[int, int]:
+        """Follow the JSON value over ``s[i:]`` (whitespace, after a fence or start delimiter,
+        first), checking the first-key rule while it is held.
 
         Returns ``(index, outcome)``: ``_MORE`` (all read), ``_COMPLETE`` (index just past the
         value), ``_BREAK`` (index of a character no JSON allows there) or ``_FAIL`` (index of
         the character that shows it is no call; it is read again with the rule off).
         Lenient where healing can still repair: a trailing comma passes.
         """
-        stack = c.stack
-        name_keys = self._codec.name_keys
+        stack, n = c.stack, len(s)
         while i < n:
-            st = c.state
-            if st == _S_STRING:
-                w = c.watch
-                if c.escape:  # the character after a backslash (the name keeps both)
-                    c.escape = False
-                    if w == _W_NAME:
-                        c.collect.append("\\" + s[i])
-                    i += 1
-                    continue
-                m = _STR_STOP.search(s, i)
+            st, w = c.state, c.watch
+            if st in (_S_STRING, _S_KEY_STRING):
+                m = _STR_STOP.search(s, i + c.escape)  # (the character after a backslash too)
                 j = n if m is None else m.start()
-                if w in (_W_KEY, _W_NAME):
-                    c.collect.append(s[i:j])
-                if w == _W_KEY:  # the first key stays a name key's prefix, unescaped
-                    key = "".join(c.collect)
-                    if s.startswith("\\", j) or not any(k.startswith(key) for k in name_keys):
-                        return i, _FAIL
+                c.escape = s[j : j + 1] == "\\"
+                if w in (_W_KEY, _W_NAME):  # the string watched for, collected as written
+                    c.collect.append(s[i : j + c.escape])
+                    raw = "".join(c.collect)
+                    if w == _W_KEY and (c.escape or raw not in self._codec._key_prefixes):
+                        return j + c.escape, _FAIL  # (no escape in a name key)
                 if m is None:
                     return n, _MORE
-                if s[j] == "\\":
-                    c.escape = True
-                    i = j + 1
-                    continue
-                if w == _W_KEY:
-                    if key not in name_keys:
-                        return j, _FAIL
-                    c.watch = _W_COLON
-                elif w == _W_NAME:
-                    try:
-                        name = json.loads('"' + "".join(c.collect) + '"', strict=False)
-                    except ValueError:
-                        name = ""
-                    if not name:
-                        return j, _FAIL
-                    c.name, c.watch, c.collect = name, _W_DONE, []
-                c.state = _S_COLON if c.key else _S_AFTER
                 i = j + 1
+                if c.escape:
+                    continue
+                if w == _W_KEY and raw not in self._codec.name_keys:
+                    return j, _FAIL
+                if w == _W_NAME:
+                    with suppress(ValueError):
+                        c.name = json.loads('"' + raw + '"', strict=False)
+                    if not c.name:
+                        return j, _FAIL
+                if w in (_W_KEY, _W_NAME):
+                    c.watch, c.collect = w + 1, []
+                c.state = _S_COLON if st == _S_KEY_STRING else _S_AFTER
                 continue
             if st == _S_NUMBER:
                 i = _NUMBER.match(s, i).end()
@@ -1089,73 +1017,47 @@ class TextScanner:
                     c.state = _S_AFTER
                 continue
             ch = s[i]
-            if ch in _WS_CHARS:
+            if ch in " \t\n\r":
                 i = _WS.match(s, i).end()
                 if i >= n:
                     return n, _MORE
                 ch = s[i]
-            w = c.watch
-            if st == _S_KEY:
-                if w == _W_KEY_WAIT and ch != '"':
+            if w < _W_DONE:  # the watched prefix: only its next character may come
+                if ch != _WATCH[w]:
                     return i, _FAIL
-                if ch == '"':
-                    _open_string(c, True, w == _W_KEY_WAIT, _W_KEY)
-                    i += 1
-                elif ch == "}":  # `{}`, or a trailing comma: closed as after a value
-                    c.state = _S_AFTER
-                else:
-                    return i, _BREAK
-            elif st == _S_COLON:
-                if ch != ":":
-                    return i, _BREAK
+                c.watch = w + 1
+            if not stack and ch not in "{[":  # before the value: only JSON may come
+                return i, _BREAK
+            if ch == '"' and st in (_S_VALUE, _S_KEY):
+                c.state = _S_KEY_STRING if st == _S_KEY else _S_STRING
+            elif (ch == "{" or ch == "[") and st == _S_VALUE:
+                if not stack:  # the value's first character
+                    c.is_array, c.vstart = ch == "[", s_abs + i
+                    c.watch = 0 if c.is_array else 1
+                stack.append(ch)
+                c.state = _S_KEY if ch == "{" else _S_VALUE
+            elif ch in _CLOSER_OF and (st, ch) in _CLOSING and stack[-1] == _CLOSER_OF[ch]:
+                stack.pop()  # (`{}`, `[]`, or a trailing comma: closed as after a value)
+                c.state = _S_AFTER
+                if not stack:
+                    return i + 1, _COMPLETE
+            elif ch == "," and st == _S_AFTER:
+                c.state = _S_KEY if stack[-1] == "{" else _S_VALUE
+            elif ch == ":" and st == _S_COLON:
                 c.state = _S_VALUE
-                if w == _W_COLON:
-                    c.watch = _W_NAME_WAIT
-                i += 1
-            elif st == _S_VALUE:
-                if (w == _W_NAME_WAIT and ch != '"') or (w == _W_FIRST_ITEM and ch != "{"):
-                    return i, _FAIL
-                if ch == "{" or ch == "[":
-                    if not stack:  # the candidate's first character
-                        c.is_array = ch == "["
-                        c.watch = _W_FIRST_ITEM if c.is_array else _W_KEY_WAIT
-                    elif w == _W_FIRST_ITEM:  # (a `{`: any other item failed above)
-                        c.watch = _W_KEY_WAIT
-                    stack.append(ch)
-                    c.state = _S_KEY if ch == "{" else _S_VALUE
-                    i += 1
-                elif ch == '"':
-                    _open_string(c, False, w == _W_NAME_WAIT, _W_NAME)
-                    i += 1
-                elif ch == "]" and stack[-1] == "[":  # `[]`, or a trailing comma
-                    c.state = _S_AFTER
-                elif ch in "-0123456789":
-                    c.state = _S_NUMBER
-                elif ch in _LITERALS:
-                    c.state = _S_LITERAL
-                    c.literal = _LITERALS[ch]
-                else:
-                    return i, _BREAK
-            else:  # _S_AFTER: a value inside a container has ended
-                if ch == ",":
-                    c.state = _S_KEY if stack[-1] == "{" else _S_VALUE
-                    i += 1
-                elif ch == "}" or ch == "]":
-                    if stack[-1] != ("{" if ch == "}" else "["):
-                        return i, _BREAK
-                    stack.pop()
-                    i += 1
-                    if not stack:
-                        return i, _COMPLETE
-                else:
-                    return i, _BREAK
+            elif st == _S_VALUE and ch in _SCALARS:
+                c.literal = _SCALARS[ch]
+                c.state = _S_LITERAL if c.literal else _S_NUMBER
+                continue
+            else:
+                return i, _BREAK
+            i += 1
         return n, _MORE
 
 
-# A candidate's reader by its phase (_LANG, _OPEN, _VALUE, _CLOSER, _BROKEN, in that order).
+# A candidate's reader by its phase (_LANG, _VALUE, _CLOSER, _BROKEN, in that order).
 _PHASES = (
     TextScanner._phase_lang,
-    TextScanner._phase_open,
     TextScanner._phase_value,
     TextScanner._phase_closer,
     TextScanner._phase_broken,
