@@ -51,7 +51,6 @@ from ..transport.sse import EVENT_KEY
 from .schema import section_problems, templates_in, with_defaults
 from .templates import Template, TemplateProblem, check_template
 
-_ERROR_TEMPLATES = ("body", "status", "headers", "kind")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?:=([^{}]+))?\}")
 _LEADING_EVENT_KEY = re.compile(r'^\s*\{\s*"_event"\s*:\s*"(?:[^"\\]|\\.)*"\s*(,\s*)?')
 
@@ -173,22 +172,20 @@ def _endpoint(spec: Any, pointer: str, problems: list[TemplateProblem]) -> Endpo
     schema says why). A name given twice in the path is a problem the schema cannot see."""
     if not isinstance(spec, dict) or not isinstance(spec.get("path"), str):
         return None
-    path, stream, query = spec["path"], spec.get("stream", False), spec.get("query", {})
+    path, stream, header = spec["path"], spec.get("stream", False), spec.get("header")
     names = [name for name, _ in _PLACEHOLDER.findall(path)]
-    twice = sorted({name for name in names if names.count(name) > 1})
-    if twice:
+    if twice := sorted({name for name in names if names.count(name) > 1}):
         shown = ", ".join(f"{{{name}}}" for name in twice)
         problems.append((f"{pointer}/path", f"{shown} twice: each name is one segment", "path"))
         return None
-    method, header = spec["method"], spec.get("header")
     reply = _template(spec, "reply", f"{pointer}/reply", problems)
-    header, pattern = header.lower() if isinstance(header, str) else None, _path_pattern(path)
     if not isinstance(stream, bool | dict):
         return None
     fixed = stream if isinstance(stream, bool) else None  # None: the body's field says
     body = stream if isinstance(stream, dict) else {}
-    asked = body.get("field"), body.get("default", False)
-    return Endpoint(path, pattern, fixed, *asked, dict(query), method, reply, header)
+    asked = body.get("field"), body.get("default", False), spec.get("query", {}), spec["method"]
+    header = header.lower() if isinstance(header, str) else None
+    return Endpoint(path, _path_pattern(path), fixed, *asked, reply, header)
 
 
 def _path_pattern(path: str) -> re.Pattern[str]:
@@ -263,11 +260,9 @@ def typed_event(event: RecordedEvent) -> tuple[str, str]:
     )
 
 
-def _framing(spec: Any) -> Framing | None:
-    """The framing, as the schema checked it (its kinds, their options, the line endings);
-    None when it is not a mapping (the schema says so). Its keys are Framing's fields."""
-    if not isinstance(spec, dict):
-        return None
+def _framing(spec: dict[str, Any]) -> Framing:
+    """The framing, as the schema checked it (its kinds, their options, the line endings): its
+    keys are Framing's fields."""
     given = {key: value for key, value in spec.items() if key in _FRAMING_KEYS}
     return Framing(**{"kind": "", "content_type": "", **given})
 
@@ -373,27 +368,18 @@ def check_serve(descriptor: dict[str, Any]) -> tuple[ServeSpec | None, list[Temp
     if not isinstance(spec, dict):
         return None, []
     problems: list[TemplateProblem] = []
-    listed = spec.get("endpoints")
-    endpoints = [
-        _endpoint(e, f"/serve/endpoints/{i}", problems)
-        for i, e in enumerate(listed if isinstance(listed, list) else [])
-    ]
+    listed = spec["endpoints"] if isinstance(spec.get("endpoints"), list) else []
+    endpoints = [_endpoint(e, f"/serve/endpoints/{i}", problems) for i, e in enumerate(listed)]
     response = _template(spec, "response", "/serve/response", problems)
     error = _error_reply(spec.get("error"), problems)
-    framing = _framing(spec.get("framing"))
+    framing = _framing(spec["framing"]) if isinstance(spec.get("framing"), dict) else None
     accept = spec["accept"] if isinstance(spec.get("accept"), dict) else {}
-    alternatives = [(kind.lower(), _framing(f)) for kind, f in accept.items()]
-    headers = spec.get("headers", {})
+    alternatives = tuple((k.lower(), _framing(f)) for k, f in accept.items() if isinstance(f, dict))
+    headers = spec["headers"] if isinstance(spec.get("headers"), dict) else {}
     if not endpoints or None in endpoints or framing is None or response is None:
         return None, problems
-    return ServeSpec(
-        endpoints=tuple(e for e in endpoints if e is not None),
-        framing=framing,
-        headers=dict(headers) if isinstance(headers, dict) else {},
-        response=response,
-        error=error,
-        accept=tuple((kind, f) for kind, f in alternatives if f is not None),
-    ), problems
+    served = tuple(e for e in endpoints if e is not None)
+    return ServeSpec(served, framing, headers, response, error, alternatives), problems
 
 
 def _error_reply(spec: Any, problems: list[TemplateProblem]) -> ErrorReply | None:
@@ -402,8 +388,9 @@ def _error_reply(spec: Any, problems: list[TemplateProblem]) -> ErrorReply | Non
     if not isinstance(spec, dict):
         return None
     templates: dict[str, Template] = {}
-    for key in _ERROR_TEMPLATES:
-        templates[key], found = check_template(spec.get(key), f"/serve/error/{key}")
+    for pointer in templates_in("serve/error"):  # body, status, headers, kind
+        key = pointer.rpartition("/")[2]
+        templates[key], found = check_template(spec.get(key), pointer)
         problems.extend(found)
     kinds = spec.get("kinds")
     return ErrorReply(**templates, kinds=dict(kinds) if isinstance(kinds, dict) else {})
