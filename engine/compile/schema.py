@@ -59,24 +59,6 @@ def schema() -> dict[str, Any]:
     return loaded
 
 
-TEMPLATES = (
-    "/declarations", "/results/assistant", "/results/result", "/results/message",
-    "/results/leak/assistant", "/results/leak/message", "/serve/response",
-    "/serve/error/status", "/serve/error/body", "/serve/error/headers", "/serve/error/kind"
-)  # fmt: skip
-"""Where templates sit: the template compiler reports the problems inside them (every one,
-each at its line), so the schema, which types them for editors, is not asked to repeat it."""
-
-
-def in_template(pointer: str) -> bool:
-    return any(pointer == t or pointer.startswith(t + "/") for t in TEMPLATES)
-
-
-def templates_in(section: str) -> tuple[str, ...]:
-    """The template pointers inside ``/<section>``."""
-    return tuple(t for t in TEMPLATES if t.startswith(f"/{section}/"))
-
-
 class Where(Protocol):
     """Where a worded schema error goes: at a value, or at its key (an unknown key's own
     line). The validator's locator puts it in the YAML file; :class:`Pointed` keeps it as
@@ -103,34 +85,12 @@ class Pointed:
 Located = tuple[str, str, str]  # (JSON pointer, message, rule), as a template problem is
 
 
-def section_problems(
-    value: Any, definition: str, pointer: str, templates: tuple[str, ...] = ()
-) -> list[Located]:
+def section_problems(value: Any, definition: str, pointer: str) -> list[Located]:
     """What ``$defs/<definition>`` says of ``value``, the section at ``pointer``: every error,
-    in pointer order, each ``(pointer, message, rule)`` worded as the validator words it.
-    Inside the ``templates`` (pointers of the section's templates, typed in the schema for
-    editors only) the template compiler reports, not this."""
-    found: set[Located] = set()
+    in pointer order, each ``(pointer, message, rule)`` worded as the validator words it."""
     where = Pointed(pointer)
-    for err in _best_errors(value, definition):
-        at = pointer + _pointer(err.absolute_path)
-        if not any(_template_says(err, at, pointer, t) for t in templates):
-            found.update(_problems_of_error(err, where))
-    return sorted(found)
-
-
-def _template_says(err: ValidationError, at: str, pointer: str, template: str) -> bool:
-    """Whether ``err`` (at ``at``) is the template compiler's to report: it is inside the
-    template at ``template``, or at it and from the template's own schema (reached through
-    the section's ``properties``). A rule of the section about the template's key itself (a
-    results mode refusing it) is the schema's."""
-    if at.startswith(template + "/"):
-        return True
-    if at != template:
-        return False
-    keys = template[len(pointer) + 1 :].split("/")
-    through = [step for key in keys for step in ("properties", key)]
-    return list(err.absolute_schema_path)[: len(through)] == through
+    errors = _best_errors(value, definition)
+    return sorted({problem for err in errors for problem in _problems_of_error(err, where)})
 
 
 def operation_names() -> list[str]:
@@ -339,8 +299,13 @@ def _format_checker() -> FormatChecker:
 
 @functools.cache
 def _validator(definition: str | None = None) -> Draft202012Validator:
-    """The whole schema's validator, or ``$defs/<definition>``'s, custom formats checked."""
-    root = schema()
+    """The whole schema's validator, or ``$defs/<definition>``'s, custom formats checked.
+
+    A template is any value here: the schema types templates for editors, and the template
+    compiler (:mod:`engine.compile.templates`) reports every problem inside one, each at its
+    pointer, so the schema is not asked to say them again in other words. A rule of a section
+    about a template's key (a results mode refusing it) is still the schema's."""
+    root = {**schema(), "$defs": {**schema()["$defs"], "template": {}}}
     if definition is not None:
         root = {"$defs": root["$defs"], "$ref": f"#/$defs/{definition}"}
     return Draft202012Validator(root, format_checker=_format_checker())
@@ -514,11 +479,8 @@ def _best_errors(data: Any, definition: str | None) -> list[ValidationError]:
     placed = [(err, _pointer(err.absolute_path)) for err in errors]
     typed: dict[str, ValidationError] = {}
     for err, at in placed:
-        known = typed.get(at)
-        if err.validator == "type" and (
-            known is None or len(err.absolute_schema_path) < len(known.absolute_schema_path)
-        ):
-            typed[at] = err
+        if err.validator == "type":  # the outermost (the first of equals) at each place
+            typed[at] = min(typed.get(at, err), err, key=lambda e: len(e.absolute_schema_path))
     formats = {at for err, at in placed if err.validator == "format"}
     return [
         err

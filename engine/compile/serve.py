@@ -48,7 +48,7 @@ from typing import Any
 from ..transport import eventstream
 from ..transport.captures import CapturedEvent, CaptureError, parse_bytes
 from ..transport.sse import EVENT_KEY
-from .schema import section_problems, templates_in, with_defaults
+from .schema import section_problems, with_defaults
 from .templates import Template, TemplateProblem, check_template
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?:=([^{}]+))?\}")
@@ -119,12 +119,9 @@ def _split_event_name(text: str, obj: dict[str, Any]) -> RecordedEvent:
         return RecordedEvent(None, text, obj, obj)
     name = obj[EVENT_KEY]
     payload = {k: v for k, v in obj.items() if k != EVENT_KEY}
-    cut = _LEADING_EVENT_KEY.sub("{", text, count=1)
-    try:
-        if json.loads(cut) == payload:
-            return RecordedEvent(str(name), cut, payload, obj)
-    except json.JSONDecodeError:
-        pass
+    cut = _LEADING_EVENT_KEY.sub("{", text, count=1)  # a JSON text less its first member
+    if json.loads(cut) == payload:
+        return RecordedEvent(str(name), cut, payload, obj)
     return RecordedEvent(str(name), _compact(payload), payload, obj)
 
 
@@ -225,7 +222,11 @@ class Framing:
         if self.kind == "ndjson":
             return (event.text + "\n").encode("utf-8")
         if self.kind == "aws_eventstream":
-            return self._eventstream(event)
+            event_type, payload = typed_event(event)
+            suffix = self.exception_suffix
+            if suffix and event_type.endswith(suffix):
+                return eventstream.exception_message(event_type, payload)
+            return eventstream.event_message(event_type, payload)
         name = event.name
         if name is None and self.sse_event is not None:
             value = event.payload.get(self.sse_event)
@@ -236,13 +237,6 @@ class Framing:
         end = self.line_end
         head = f"event: {name}{end}" if name else ""
         return f"{head}data: {data}{end}{end}".encode()
-
-    def _eventstream(self, event: RecordedEvent) -> bytes:
-        event_type, payload = typed_event(event)
-        suffix = self.exception_suffix
-        if suffix and event_type.endswith(suffix):
-            return eventstream.exception_message(event_type, payload)
-        return eventstream.event_message(event_type, payload)
 
 
 def typed_event(event: RecordedEvent) -> tuple[str, str]:
@@ -345,7 +339,7 @@ def compile_serve(descriptor: dict[str, Any]) -> ServeSpec | None:
     spec = descriptor.get("serve")
     if spec is None:
         return None
-    problems = section_problems(spec, "serve", "/serve", templates_in("serve"))
+    problems = section_problems(spec, "serve", "/serve")
     compiled, found = check_serve(descriptor)
     problems = sorted(set(problems + found))
     if problems:
@@ -388,9 +382,8 @@ def _error_reply(spec: Any, problems: list[TemplateProblem]) -> ErrorReply | Non
     if not isinstance(spec, dict):
         return None
     templates: dict[str, Template] = {}
-    for pointer in templates_in("serve/error"):  # body, status, headers, kind
-        key = pointer.rpartition("/")[2]
-        templates[key], found = check_template(spec.get(key), pointer)
+    for key in ("body", "status", "headers", "kind"):
+        templates[key], found = check_template(spec.get(key), f"/serve/error/{key}")
         problems.extend(found)
     kinds = spec.get("kinds")
     return ErrorReply(**templates, kinds=dict(kinds) if isinstance(kinds, dict) else {})
