@@ -67,7 +67,7 @@ from typing import Any
 from ..errors import escape
 from .paths import PathError, compile_lookup
 from .predicates import compile_predicate
-from .schema import with_defaults
+from .schema import section_problems, with_defaults
 
 
 class _Missing:
@@ -182,6 +182,10 @@ class _Compiler:
             rule = "old-path" if exc.hint else "template"
             return self.fail(pointer, f"path {path!r}: {exc}", rule)
 
+    def part(self, spec: dict[str, Any], key: str, pointer: str) -> Node:
+        """The template at ``spec[key]``, the mapping at ``pointer`` (absent: nothing)."""
+        return self.node(spec[key], _child(pointer, key)) if key in spec else _nothing
+
     def node(self, spec: Any, pointer: str) -> Node:
         if isinstance(spec, dict):
             return self.mapping_or_construct(spec, pointer)
@@ -215,9 +219,6 @@ class _Compiler:
         for key in spec:
             if not isinstance(key, str):
                 self.fail(_child(pointer, key), "keys must be strings")
-        if all(not isinstance(v, (dict, list)) for v in spec.values()):
-            constant = dict(spec)
-            return lambda ctx: dict(constant)
         items = [(k, self.node(v, _child(pointer, k))) for k, v in spec.items()]
 
         def render(ctx: dict[str, Any]) -> dict[str, Any]:
@@ -239,9 +240,12 @@ class _Compiler:
             return lambda ctx: bool(read(ctx))
         if isinstance(cond, dict):
             try:
-                return compile_predicate(cond)
+                test = compile_predicate(cond)
             except (ValueError, KeyError, TypeError) as exc:
                 return self.fail(pointer, f"not a predicate: {exc}")
+            # What the predicate compiler lets by (a key beside a test), the schema refuses.
+            self.problems += section_problems(cond, "predicate", pointer)
+            return test
         return self.fail(pointer, f"a condition is a path or a predicate mapping, got {cond!r}")
 
     def path(self, spec: dict[str, Any], pointer: str) -> Node:
@@ -255,9 +259,7 @@ class _Compiler:
 
         elif "with" in spec:
             self.fail(_child(pointer, "with"), "with is a mapping of the fields to set")
-        if "default" not in spec:
-            return lambda ctx: MISSING if _absent(value := read(ctx)) else value
-        fallback = self.node(spec["default"], _child(pointer, "default"))
+        fallback = self.part(spec, "default", pointer)
 
         def render(ctx: dict[str, Any]) -> Any:
             value = read(ctx)
@@ -269,8 +271,7 @@ class _Compiler:
         if "then" not in spec and "else" not in spec:
             self.fail(pointer, "$if needs then or else")
         test = self.condition(spec["$if"], _child(pointer, "$if"))
-        yes = self.node(spec["then"], _child(pointer, "then")) if "then" in spec else _nothing
-        no = self.node(spec["else"], _child(pointer, "else")) if "else" in spec else _nothing
+        yes, no = self.part(spec, "then", pointer), self.part(spec, "else", pointer)
 
         def render(ctx: dict[str, Any]) -> Any:
             return (yes if test(ctx) else no)(ctx)
