@@ -49,7 +49,7 @@ from ..transport import eventstream
 from ..transport.captures import CapturedEvent, CaptureError, parse_bytes
 from ..transport.sse import EVENT_KEY
 from .schema import section_problems, with_defaults
-from .templates import Template, TemplateProblem, check_template
+from .templates import Template, TemplateProblem, compile_into
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?:=([^{}]+))?\}")
 _LEADING_EVENT_KEY = re.compile(r'^\s*\{\s*"_event"\s*:\s*"(?:[^"\\]|\\.)*"\s*(,\s*)?')
@@ -175,7 +175,7 @@ def _endpoint(spec: Any, pointer: str, problems: list[TemplateProblem]) -> Endpo
         shown = ", ".join(f"{{{name}}}" for name in twice)
         problems.append((f"{pointer}/path", f"{shown} twice: each name is one segment", "path"))
         return None
-    reply = _template(spec, "reply", f"{pointer}/reply", problems)
+    reply = compile_into(spec["reply"], f"{pointer}/reply", problems) if "reply" in spec else None
     if not isinstance(stream, bool | dict):
         return None
     fixed = stream if isinstance(stream, bool) else None  # None: the body's field says
@@ -364,7 +364,9 @@ def check_serve(descriptor: dict[str, Any]) -> tuple[ServeSpec | None, list[Temp
     problems: list[TemplateProblem] = []
     listed = spec["endpoints"] if isinstance(spec.get("endpoints"), list) else []
     endpoints = [_endpoint(e, f"/serve/endpoints/{i}", problems) for i, e in enumerate(listed)]
-    response = _template(spec, "response", "/serve/response", problems)
+    response = None
+    if "response" in spec:  # required: absent, the schema says so
+        response = compile_into(spec["response"], "/serve/response", problems)
     error = _error_reply(spec.get("error"), problems)
     framing = _framing(spec["framing"]) if isinstance(spec.get("framing"), dict) else None
     accept = spec["accept"] if isinstance(spec.get("accept"), dict) else {}
@@ -381,20 +383,8 @@ def _error_reply(spec: Any, problems: list[TemplateProblem]) -> ErrorReply | Non
     none; one without a body is the schema's to refuse)."""
     if not isinstance(spec, dict):
         return None
-    templates: dict[str, Template] = {}
-    for key in ("body", "status", "headers", "kind"):
-        templates[key], found = check_template(spec.get(key), f"/serve/error/{key}")
-        problems.extend(found)
+    keys = ("body", "status", "headers", "kind")
+    templates = {key: compile_into(spec.get(key), f"/serve/error/{key}", problems) for key in keys}
     kinds = spec.get("kinds")
     return ErrorReply(**templates, kinds=dict(kinds) if isinstance(kinds, dict) else {})
 
-
-def _template(
-    spec: dict[str, Any], key: str, pointer: str, problems: list[TemplateProblem]
-) -> Template | None:
-    """The template at ``spec[key]`` (None when absent), its problems added to ``problems``."""
-    if key not in spec:
-        return None
-    template, found = check_template(spec[key], pointer)
-    problems.extend(found)
-    return template

@@ -142,6 +142,14 @@ def check_template(spec: Any, pointer: str = "") -> tuple[Template, list[Templat
     return Template(spec, node), compiler.problems
 
 
+def compile_into(spec: Any, pointer: str, problems: list[TemplateProblem]) -> Template:
+    """:func:`check_template`'s template, its problems added to ``problems``: how a section's
+    compiler gathers every problem of its templates."""
+    template, found = check_template(spec, pointer)
+    problems.extend(found)
+    return template
+
+
 # --- paths ---------------------------------------------------------------------------------
 
 
