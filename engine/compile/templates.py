@@ -85,6 +85,7 @@ class _Missing:
 MISSING: Any = _Missing()
 
 Node = Callable[[dict[str, Any]], Any]
+Keep = Callable[[list[Any], list[Any]], tuple[list[Any], list[Any]]]  # $echo's calls: kept, left
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _RESULT_MODES = ("text", "object")
@@ -335,25 +336,22 @@ class _Compiler:
             self.fail(_child(pointer, "list"), f"a field name, got {field!r}")
             field = None
         keep = self.echo_calls(spec.get("calls"), _child(pointer, "calls"))
-        drop = self.condition(spec["drop"], _child(pointer, "drop")) if "drop" in spec else None
+        drop = self.condition(spec["drop"], _child(pointer, "drop")) if "drop" in spec else _nothing
         records_read = self.reader(spec["records"], _child(pointer, "records"))
-        merge = None
-        if "merge" in spec:
-            merge = self.node(spec["merge"], _child(pointer, "merge"))
-            if "calls" not in spec:
-                self.fail(
-                    _child(pointer, "merge"),
-                    "merge needs calls: which items are calls, and their id and name, to "
-                    "know the part each record answers",
-                )
+        merge = self.part(spec, "merge", pointer) if "merge" in spec else None
+        if merge is not None and "calls" not in spec:
+            self.fail(
+                _child(pointer, "merge"),
+                "merge needs calls: which items are calls, and their id and name, to know the "
+                "part each record answers",
+            )
 
         def filtered(items: Any, ctx: dict[str, Any]) -> Any:
             if not isinstance(items, list):
                 return items
-            if drop is not None:
-                items = [item for item in items if not drop(item)]
+            items = [item for item in items if not drop(item)]  # a copy, which the caller owns
             if keep is None:
-                return list(items)
+                return items
             records = records_read(ctx)
             pairs, left = keep(items, records if isinstance(records, list) else [])
             if merge is None:
@@ -380,9 +378,7 @@ class _Compiler:
 
         return render
 
-    def echo_calls(
-        self, calls: Any, where_at: str
-    ) -> Callable[[list[Any], list[Any]], tuple[list[Any], list[Any]]] | None:
+    def echo_calls(self, calls: Any, where_at: str) -> Keep | None:
         """``$echo``'s ``calls``: which items are calls, and where their id and name are."""
         if calls is None:
             return None

@@ -270,17 +270,14 @@ def _compile(
     from ..compile.strategy import ExtractionStrategy, Problems
 
     found = Problems()
+    given: dict[str, Any] = {"sections": sections[0], "problems": found, "source": where.file}
     try:
         if descriptor_kind(data) == "codec_descriptor":
             from ..text.strategy import TextStrategy
 
-            strategy: Any = TextStrategy(
-                data, sections=sections[0], problems=found, source=where.file
-            )
+            strategy: Any = TextStrategy(data, **given)
         else:
-            strategy = ExtractionStrategy(
-                data, source=where.file, problems=found, sections=sections[0], serve=sections[1]
-            )
+            strategy = ExtractionStrategy(data, serve=sections[1], **given)
     except Exception as exc:  # noqa: BLE001 - whatever the compiler refuses is a problem
         if checked_first:
             return None, [], None
