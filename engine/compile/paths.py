@@ -532,12 +532,10 @@ def items_of(base: str, name: str | None = None) -> str:
 def pattern_parts(path: str) -> tuple[str, tuple[tuple[str, ...], ...], tuple[str, ...]]:
     """``output[*].content[*].text`` -> pattern, field chains before each [*], tail fields."""
     segments = parse_target(path)
-    chains: list[tuple[str, ...]] = []
-    current: list[str] = []
+    chains: list[tuple[str, ...]] = [()]  # the fields before each [*], then the tail's
     for seg in segments:
-        if seg.field is not None:
-            current.append(seg.field)
+        if seg.field is None:
+            chains.append(())
         else:
-            chains.append(tuple(current))
-            current = []
-    return pattern_of(segments), tuple(chains), tuple(current)
+            chains[-1] += (seg.field,)
+    return pattern_of(segments), tuple(chains[:-1]), chains[-1]

@@ -123,16 +123,6 @@ def _order_problems(data: dict[str, Any], where: _Locator, kind: str) -> list[Pr
     return out
 
 
-def _template_problems(data: dict[str, Any], where: _Locator) -> tuple[Any, list[Problem]]:
-    """The ``results`` and ``declarations`` templates, checked by their own compiler: every
-    problem, each at the JSON pointer of its part; with the sections it compiled (None when
-    there is a problem), which the strategy takes as they are, so they compile once."""
-    from ..compile.results import check_sections
-
-    sections, found = check_sections(data)
-    return (None if found else sections), [where.at_value(*problem) for problem in found]
-
-
 def _beside(problem: Problem, by: list[Problem]) -> bool:
     """A flow or compile problem in an object the checks before found at fault (at it, in
     it, or at a key beside it: ``/calls/args`` unwritten because ``/calls/at`` is wrong),
@@ -308,6 +298,7 @@ def compile_text(
     """Check and compile a descriptor's YAML text in one pass: :func:`validate_text`'s data
     and problems, and the strategy compiled on the way (None when there is a problem), so
     that a descriptor that loads is compiled once."""
+    from ..compile.results import check_sections
     from ..compile.serve import check_serve
 
     try:
@@ -325,12 +316,15 @@ def compile_text(
     if isinstance(data, dict):
         problems += _name_problems(data, file, where)
         problems += _order_problems(written, where, descriptor_kind(data))
-        sections, templates = _template_problems(data, where)
-        # What the schema cannot say of ``serve`` (its templates, a path's ``{name}`` twice),
-        # from its compiler, which reads only what has the schema's shape.
+        # What the schema cannot say of the templates (every problem in them, each at the
+        # pointer of its part) and of ``serve`` (a path's ``{name}`` twice), from their
+        # compilers, which read only what has the schema's shape; what they compiled, the
+        # strategy takes as it is, so that it compiles once.
+        sections, templated = check_sections(data)
         serve, served = check_serve(data)
-        problems += templates + [where.at_value(*problem) for problem in served]
-        strategy, found, facts = _compile(data, where, (sections, serve), bool(problems))
+        problems += [where.at_value(*problem) for problem in templated + served]
+        compiled = (None if templated else sections), serve
+        strategy, found, facts = _compile(data, where, compiled, bool(problems))
         problems += [p for p in _flow_problems(data, facts, where) if not _beside(p, problems)]
         problems += [p for p in found if not _beside(p, problems)]
     return data, _unique(problems), (None if problems else strategy)
