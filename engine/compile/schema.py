@@ -329,12 +329,6 @@ _SELF_EXPLAINING = frozenset({
 })  # fmt: skip
 
 
-def _kind(value: Any) -> str:
-    if isinstance(value, datetime.date):  # an unquoted 2023-06-01 is a YAML timestamp
-        return "a date (quote it)"
-    return _JSON_TYPES.get(type(value), type(value).__name__)
-
-
 def _pointer(path: Iterable[Any]) -> str:
     return "".join("/" + escape(str(part)) for part in path)
 
@@ -415,8 +409,11 @@ def _worded(
     """The message and rule of an error at one value."""
     instance, expected = err.instance, cast(Any, err.validator_value)
     if keyword == "type":
-        wanted = expected if isinstance(expected, list) else [expected]
-        return f"expected {' or '.join(wanted)}, got {_kind(instance)}", "type"
+        wanted = " or ".join(expected if isinstance(expected, list) else [expected])
+        got = _JSON_TYPES.get(type(instance), type(instance).__name__)
+        if isinstance(instance, datetime.date):  # an unquoted 2023-06-01 is a YAML timestamp
+            got = "a date (quote it)"
+        return f"expected {wanted}, got {got}", "type"
     if keyword == "enum" and _is_def(rule, "bare_operation"):
         names = ", ".join(sorted(operation_names()))
         message = f"unknown operation {instance!r}, expected one of: {names}"
@@ -432,7 +429,11 @@ def _worded(
         return str(err.cause), err.cause.rule
     if isinstance(custom, str) and keyword not in _SELF_EXPLAINING:
         return custom, keyword
-    return _plain_message(err), keyword
+    if keyword in ("minItems", "minProperties") and expected == 1:
+        return "must not be empty", keyword
+    wording = _WORDING.get(keyword)
+    message = err.message if wording is None else wording.format(value=expected, instance=instance)
+    return message, keyword
 
 
 def _choice(value: Any) -> str:
@@ -455,14 +456,6 @@ _WORDING = {
     "minimum": "expected at least {value}, got {instance!r}",
     "pattern": "{instance!r} does not match {value}",
 }
-
-
-def _plain_message(err: ValidationError) -> str:
-    value = err.validator_value
-    if err.validator in ("minItems", "minProperties") and value == 1:
-        return "must not be empty"
-    wording = _WORDING.get(str(err.validator))
-    return err.message if wording is None else wording.format(value=value, instance=err.instance)
 
 
 def schema_problems(data: Any, where: Where, definition: str | None = None) -> list[Any]:
