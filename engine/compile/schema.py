@@ -3,9 +3,11 @@
 The check against it lives here, in one wording of its errors (:func:`schema_problems`),
 with the custom path formats it names (``read-path``, ``target-path``...: :data:`FORMATS`,
 each checked by compiling the value in the one path language). Whoever asks places the
-problems: the validator (:mod:`engine.language.validate`) locates each in the YAML file, a
-strategy built from a dict (never seen by the validator) and a section compiled on its own
-(:func:`section_problems`) keep them as ``(pointer, message, rule)`` (:class:`Pointed`). So
+problems: each is ``(pointer, message, rule, at_key)`` (:data:`Said`: ``at_key``, said at the
+key's own line, an unknown key's), which the validator (:mod:`engine.language.validate`)
+locates in the YAML file, and a strategy built from a dict (never seen by the validator)
+and a section compiled on its own (:func:`section_problems`) keep as ``(pointer, message,
+rule)``. So
 no rule the schema states is written again in code, and no error is worded twice.
 """
 
@@ -18,7 +20,7 @@ import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 from jsonschema import Draft202012Validator, FormatChecker, ValidationError
 from jsonschema.exceptions import relevance
@@ -59,38 +61,16 @@ def schema() -> dict[str, Any]:
     return loaded
 
 
-class Where(Protocol):
-    """Where a worded schema error goes: at a value, or at its key (an unknown key's own
-    line). The validator's locator puts it in the YAML file; :class:`Pointed` keeps it as
-    ``(pointer, message, rule)``."""
-
-    def at_value(self, pointer: str, message: str, rule: str) -> Any: ...
-
-    def at_key(self, pointer: str, message: str, rule: str) -> Any: ...
-
-
-class Pointed:
-    """Schema errors as ``(pointer, message, rule)``, for a value checked without a file
-    (a section, a strategy built from a dict), at ``prefix`` in its descriptor."""
-
-    def __init__(self, prefix: str = "") -> None:
-        self.prefix = prefix
-
-    def at_value(self, pointer: str, message: str, rule: str) -> Located:
-        return (self.prefix + pointer, message, rule)
-
-    at_key = at_value
-
-
 Located = tuple[str, str, str]  # (JSON pointer, message, rule), as a template problem is
+Said = tuple[str, str, str, bool]  # Located, and whether it is said at the key (its own line)
 
 
 def section_problems(value: Any, definition: str, pointer: str) -> list[Located]:
     """What ``$defs/<definition>`` says of ``value``, the section at ``pointer``: every error,
     in pointer order, each ``(pointer, message, rule)`` worded as the validator words it."""
-    where = Pointed(pointer)
     errors = _best_errors(value, definition)
-    return sorted({problem for err in errors for problem in _problems_of_error(err, where)})
+    said = {(pointer + at, message, rule) for err in errors for at, message, rule, _ in _said(err)}
+    return sorted(said)
 
 
 def operation_names() -> list[str]:
@@ -363,7 +343,7 @@ def _is_def(fragment: Any, name: str) -> bool:
     target = schema()["$defs"][name]
     return fragment is target or fragment == target
 
-def _problems_of_error(err: ValidationError, where: Where) -> Iterator[Any]:
+def _said(err: ValidationError) -> Iterator[Said]:
     """One schema error as problems (an object with three unknown keys gives three)."""
     pointer = _pointer(err.absolute_path)
     # An error of iter_errors always carries its keyword and value: jsonschema leaves them
@@ -374,7 +354,7 @@ def _problems_of_error(err: ValidationError, where: Where) -> Iterator[Any]:
     instance = err.instance
     custom = rule.get("errorMessage")
     if not isinstance(instance, dict) or keyword not in _PER_KEY:
-        yield where.at_value(pointer, *_worded(err, keyword, rule, custom))
+        yield (pointer, *_worded(err, keyword, rule, custom), False)
     elif keyword in _UNKNOWN:
         allowed = _declared_keys(rule, deep=keyword == "unevaluatedProperties")
         names = ", ".join(sorted(allowed))
@@ -386,17 +366,17 @@ def _problems_of_error(err: ValidationError, where: Where) -> Iterator[Any]:
                 said = f"unknown operation {key!r}, expected one of: {names}", "operation"
             else:
                 said = f"unknown key {key!r}, expected one of: {names}", "unknown-key"
-            yield where.at_key(f"{pointer}/{escape(key)}", *said)
+            yield (f"{pointer}/{escape(key)}", *said, True)
     elif keyword == "required":
         # A rule that requires a key only in some cases (a results mode) says which.
         for key in (key for key in expected if key not in instance):
             message = custom if isinstance(custom, str) else f"missing required key {key!r}"
-            yield where.at_key(pointer, message, "required")
+            yield (pointer, message, "required", True)
     else:
         for key, needs in expected.items():
             for need in (need for need in needs if key in instance and need not in instance):
                 message = f"{key!r} needs {need!r} beside it"
-                yield where.at_key(f"{pointer}/{escape(key)}", message, keyword)
+                yield (f"{pointer}/{escape(key)}", message, keyword, True)
 
 
 _UNKNOWN = ("additionalProperties", "unevaluatedProperties")
@@ -458,10 +438,10 @@ _WORDING = {
 }
 
 
-def schema_problems(data: Any, where: Where, definition: str | None = None) -> list[Any]:
+def schema_problems(data: Any, definition: str | None = None) -> list[Said]:
     """All schema errors of ``data`` (the whole descriptor, or a value checked against
-    ``$defs/<definition>``), best first, each worded once and placed by ``where``."""
-    return [p for err in _best_errors(data, definition) for p in _problems_of_error(err, where)]
+    ``$defs/<definition>``), best first, each worded once, for the caller to place."""
+    return [said for err in _best_errors(data, definition) for said in _said(err)]
 
 
 def _best_errors(data: Any, definition: str | None) -> list[ValidationError]:

@@ -26,7 +26,7 @@ from .ops import CompileContext, RuleProblem, Run, TextPlace, any_where
 from .paths import compile_read, is_plain, items_of, parse_chain, pattern_parts
 from .predicates import Predicate, compile_predicate
 from .results import CompiledSections, compile_sections, result_messages, tool_declarations
-from .schema import Pointed, schema_problems, with_defaults
+from .schema import schema_problems, with_defaults
 from .templates import TemplateError
 from .turn import TurnSpec, compile_turn
 
@@ -699,7 +699,7 @@ class ExtractionStrategy:
         file = source or "<descriptor>"
         if problems is None:  # a dict no validator saw: asked of the schema first, as a file is
             descriptor = _as_yaml_1_2(descriptor)
-            checked = [p for p in schema_problems(descriptor, Pointed()) if _of_a_dict(*p)]
+            checked = [said[:3] for said in schema_problems(descriptor) if _of_a_dict(*said[:3])]
             if checked:
                 raise DescriptorError([Problem(file, 0, 0, *problem) for problem in checked])
             if "codec" in descriptor:  # no wire: what compiles a codec is engine.text's

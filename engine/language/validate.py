@@ -87,10 +87,8 @@ class _Locator:
         self.file = file
         self.source = source
 
-    def at_key(self, pointer: str, message: str, rule: str) -> Problem:
-        return self.at_value(pointer, message, rule, prefer_key=True)
-
     def at_value(self, pointer: str, message: str, rule: str, prefer_key: bool = False) -> Problem:
+        """The problem at ``pointer``: at its value's line, or (``prefer_key``) its key's."""
         origin, line, col = self.source.find(pointer, prefer_key)
         if origin is not None:
             message = f"{message} (inherited from {origin}:{line}:{col})"
@@ -117,7 +115,7 @@ def _order_problems(data: dict[str, Any], where: _Locator, kind: str) -> list[Pr
     for key in (key for key in data if key in order):  # an unknown key is the schema's
         if latest is not None and order[key] < order[latest]:
             message = f"section {key!r} belongs before {latest!r}"
-            out.append(where.at_key(f"/{escape(key)}", message, "order"))
+            out.append(where.at_value(f"/{escape(key)}", message, "order", prefer_key=True))
         else:  # keys are unique: a later key is further on
             latest = key
     return out
@@ -311,7 +309,7 @@ def compile_text(
     if data is not written:
         data = _in_section_order(data)
     where = _Locator(file, source)
-    problems = schema_problems(data, where)
+    problems = [where.at_value(*said) for said in schema_problems(data)]
     strategy = None
     if isinstance(data, dict):
         problems += _name_problems(data, file, where)
