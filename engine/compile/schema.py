@@ -3,12 +3,12 @@
 The check against it lives here, in one wording of its errors (:func:`schema_problems`),
 with the custom path formats it names (``read-path``, ``target-path``...: :data:`FORMATS`,
 each checked by compiling the value in the one path language). Whoever asks places the
-problems: each is ``(pointer, message, rule, at_key)`` (:data:`Said`: ``at_key``, said at the
-key's own line, an unknown key's), which the validator (:mod:`engine.language.validate`)
-locates in the YAML file, and a strategy built from a dict (never seen by the validator)
-and a section compiled on its own (:func:`section_problems`) keep as ``(pointer, message,
-rule)``. So
-no rule the schema states is written again in code, and no error is worded twice.
+problems, each ``(pointer, message, rule, at_key)`` (:data:`Said`; ``at_key``: said at the
+key's own line, as an unknown key is): the validator (:mod:`engine.language.validate`)
+locates each in the YAML file, a strategy built from a dict (never seen by the validator)
+and a section compiled on its own (:func:`section_problems`) keep ``(pointer, message,
+rule)``. So no rule the schema states is written again in code, and no error is worded
+twice.
 """
 
 from __future__ import annotations
