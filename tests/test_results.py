@@ -901,6 +901,16 @@ def test_compile_errors_name_the_pointer(spec, pointer):
     assert str(info.value).startswith(f"/results/message{pointer}: ")
 
 
+def test_a_predicate_in_a_template_is_held_to_the_schema():
+    """The predicate compiler lets a key beside a test by; the schema's predicate refuses it,
+    at its pointer inside the template (the template compiler asks it)."""
+    spec = {"$if": {"field": "x", "equals": 1, "bogus": 2}, "then": 1}
+    with pytest.raises(ValueError) as info:
+        compile_template(spec, "/results/message")
+    said = [f"{pointer}: {message}" for pointer, message, _ in info.value.problems]
+    assert any(line.startswith("/results/message/$if/bogus: unknown key 'bogus'") for line in said)
+
+
 def test_results_section_errors():
     with pytest.raises(ValueError, match=r"^/results/leak_role: "):
         compile_sections({"results": {"result": {}, "leak_role": "system"}})

@@ -74,7 +74,6 @@ _FIELD = r"[A-Za-z_$][A-Za-z0-9_$-]*"
 _PLAIN = re.compile(rf"^{_FIELD}(\.{_FIELD})*$")
 _FIELD_AT = re.compile(_FIELD)
 _CHAIN_AT = re.compile(rf"{_FIELD}(\.{_FIELD})*")
-_FIELD_ONLY = re.compile(rf"^{_FIELD}$")
 _INDEX = re.compile(r"^[0-9]+$")
 
 
@@ -202,7 +201,7 @@ def old_form(path: Any, form: str = "read") -> str | None:
             jmespath.compile(path)
         except jmespath.exceptions.JMESPathError:
             return None
-        return f"{{{JMESPATH}: {_quoted(path)}}}"
+        return f"{{{JMESPATH}: {json.dumps(path, ensure_ascii=False)}}}"
     return None
 
 
@@ -211,10 +210,6 @@ def _steps_or_none(path: str) -> tuple[Step, ...] | None:
         return _parsed(path)
     except PathError:
         return None
-
-
-def _quoted(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _with_hint(exc: PathError, path: Any, form: str) -> PathError:
@@ -282,7 +277,7 @@ def parse_chain(path: str) -> tuple[str, ...]:
 def one_field(path: Any) -> str | None:
     """The one plain field a read path names (``index``, ``delta``), else None: where a
     compiled test looks that key up itself (a predicate's ``{field: F, equals: V}``)."""
-    return path if isinstance(path, str) and _FIELD_ONLY.match(path) else None
+    return path if isinstance(path, str) and _FIELD_AT.fullmatch(path) else None
 
 
 def compile_read(path: str | dict[str, Any], choice_alias: str | None = None) -> Reader:
@@ -515,13 +510,10 @@ EVERY = "[*]"
 
 def pattern_of(segments: tuple[Segment, ...]) -> str:
     """The pattern of a target's segments: each slot step ``[*]`` (``content[*].text``)."""
-    out: list[str] = []
+    out = ""
     for seg in segments:
-        if seg.field is not None:
-            out.append(("." if out else "") + seg.field)
-        else:
-            out.append(EVERY)
-    return "".join(out)
+        out += EVERY if seg.field is None else f"{'.' if out else ''}{seg.field}"
+    return out
 
 
 def pattern(path: Any, choice_alias: str | None = None) -> str:
@@ -540,12 +532,10 @@ def items_of(base: str, name: str | None = None) -> str:
 def pattern_parts(path: str) -> tuple[str, tuple[tuple[str, ...], ...], tuple[str, ...]]:
     """``output[*].content[*].text`` -> pattern, field chains before each [*], tail fields."""
     segments = parse_target(path)
-    chains: list[tuple[str, ...]] = []
-    current: list[str] = []
+    chains: list[tuple[str, ...]] = [()]  # the fields before each [*], then the tail's
     for seg in segments:
-        if seg.field is not None:
-            current.append(seg.field)
+        if seg.field is None:
+            chains.append(())
         else:
-            chains.append(tuple(current))
-            current = []
-    return pattern_of(segments), tuple(chains), tuple(current)
+            chains[-1] += (seg.field,)
+    return pattern_of(segments), tuple(chains[:-1]), chains[-1]

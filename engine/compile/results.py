@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model.fragments import copy_json
-from .schema import section_problems, templates_in, with_defaults
+from .schema import section_problems, with_defaults
 from .templates import (
     MISSING,
     Template,
@@ -83,7 +83,7 @@ def schema_problems(results: Any) -> list[TemplateProblem]:
     templates are typed for editors only: the template compiler reports inside them."""
     if results is None:
         return []
-    return section_problems(results, "results", "/results", templates_in("results"))
+    return section_problems(results, "results", "/results")
 
 
 def check_sections(descriptor: dict[str, Any]) -> tuple[CompiledSections, list[TemplateProblem]]:

@@ -3,10 +3,12 @@
 The check against it lives here, in one wording of its errors (:func:`schema_problems`),
 with the custom path formats it names (``read-path``, ``target-path``...: :data:`FORMATS`,
 each checked by compiling the value in the one path language). Whoever asks places the
-problems: the validator (:mod:`engine.language.validate`) locates each in the YAML file, a
-strategy built from a dict (never seen by the validator) and a section compiled on its own
-(:func:`section_problems`) keep them as ``(pointer, message, rule)`` (:class:`Pointed`). So
-no rule the schema states is written again in code, and no error is worded twice.
+problems, each ``(pointer, message, rule, at_key)`` (:data:`Said`; ``at_key``: said at the
+key's own line, as an unknown key is): the validator (:mod:`engine.language.validate`)
+locates each in the YAML file, a strategy built from a dict (never seen by the validator)
+and a section compiled on its own (:func:`section_problems`) keep ``(pointer, message,
+rule)``. So no rule the schema states is written again in code, and no error is worded
+twice.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 from jsonschema import Draft202012Validator, FormatChecker, ValidationError
 from jsonschema.exceptions import relevance
@@ -59,78 +61,16 @@ def schema() -> dict[str, Any]:
     return loaded
 
 
-TEMPLATES = (
-    "/declarations", "/results/assistant", "/results/result", "/results/message",
-    "/results/leak/assistant", "/results/leak/message", "/serve/response",
-    "/serve/error/status", "/serve/error/body", "/serve/error/headers", "/serve/error/kind"
-)  # fmt: skip
-"""Where templates sit: the template compiler reports the problems inside them (every one,
-each at its line), so the schema, which types them for editors, is not asked to repeat it."""
-
-
-def in_template(pointer: str) -> bool:
-    return any(pointer == t or pointer.startswith(t + "/") for t in TEMPLATES)
-
-
-def templates_in(section: str) -> tuple[str, ...]:
-    """The template pointers inside ``/<section>``."""
-    return tuple(t for t in TEMPLATES if t.startswith(f"/{section}/"))
-
-
-class Where(Protocol):
-    """Where a worded schema error goes: at a value, or at its key (an unknown key's own
-    line). The validator's locator puts it in the YAML file; :class:`Pointed` keeps it as
-    ``(pointer, message, rule)``."""
-
-    def at_value(self, pointer: str, message: str, rule: str) -> Any: ...
-
-    def at_key(self, pointer: str, message: str, rule: str) -> Any: ...
-
-
-class Pointed:
-    """Schema errors as ``(pointer, message, rule)``, for a value checked without a file
-    (a section, a strategy built from a dict), at ``prefix`` in its descriptor."""
-
-    def __init__(self, prefix: str = "") -> None:
-        self.prefix = prefix
-
-    def at_value(self, pointer: str, message: str, rule: str) -> Located:
-        return (self.prefix + pointer, message, rule)
-
-    at_key = at_value
-
-
 Located = tuple[str, str, str]  # (JSON pointer, message, rule), as a template problem is
+Said = tuple[str, str, str, bool]  # Located, and whether it is said at the key (its own line)
 
 
-def section_problems(
-    value: Any, definition: str, pointer: str, templates: tuple[str, ...] = ()
-) -> list[Located]:
+def section_problems(value: Any, definition: str, pointer: str) -> list[Located]:
     """What ``$defs/<definition>`` says of ``value``, the section at ``pointer``: every error,
-    in pointer order, each ``(pointer, message, rule)`` worded as the validator words it.
-    Inside the ``templates`` (pointers of the section's templates, typed in the schema for
-    editors only) the template compiler reports, not this."""
-    found: set[Located] = set()
-    where = Pointed(pointer)
-    for err in _best_errors(value, definition):
-        at = pointer + _pointer(err.absolute_path)
-        if not any(_template_says(err, at, pointer, t) for t in templates):
-            found.update(_problems_of_error(err, where))
-    return sorted(found)
-
-
-def _template_says(err: ValidationError, at: str, pointer: str, template: str) -> bool:
-    """Whether ``err`` (at ``at``) is the template compiler's to report: it is inside the
-    template at ``template``, or at it and from the template's own schema (reached through
-    the section's ``properties``). A rule of the section about the template's key itself (a
-    results mode refusing it) is the schema's."""
-    if at.startswith(template + "/"):
-        return True
-    if at != template:
-        return False
-    keys = template[len(pointer) + 1 :].split("/")
-    through = [step for key in keys for step in ("properties", key)]
-    return list(err.absolute_schema_path)[: len(through)] == through
+    in pointer order, each ``(pointer, message, rule)`` worded as the validator words it."""
+    errors = _best_errors(value, definition)
+    said = {(pointer + at, message, rule) for err in errors for at, message, rule, _ in _said(err)}
+    return sorted(said)
 
 
 def operation_names() -> list[str]:
@@ -339,8 +279,13 @@ def _format_checker() -> FormatChecker:
 
 @functools.cache
 def _validator(definition: str | None = None) -> Draft202012Validator:
-    """The whole schema's validator, or ``$defs/<definition>``'s, custom formats checked."""
-    root = schema()
+    """The whole schema's validator, or ``$defs/<definition>``'s, custom formats checked.
+
+    A template is any value here: the schema types templates for editors, and the template
+    compiler (:mod:`engine.compile.templates`) reports every problem inside one, each at its
+    pointer, so the schema is not asked to say them again in other words. A rule of a section
+    about a template's key (a results mode refusing it) is still the schema's."""
+    root = {**schema(), "$defs": {**schema()["$defs"], "template": {}}}
     if definition is not None:
         root = {"$defs": root["$defs"], "$ref": f"#/$defs/{definition}"}
     return Draft202012Validator(root, format_checker=_format_checker())
@@ -362,12 +307,6 @@ _SELF_EXPLAINING = frozenset({
     "type", "enum", "const", "required", "format", "dependentRequired",
     "additionalProperties", "unevaluatedProperties"
 })  # fmt: skip
-
-
-def _kind(value: Any) -> str:
-    if isinstance(value, datetime.date):  # an unquoted 2023-06-01 is a YAML timestamp
-        return "a date (quote it)"
-    return _JSON_TYPES.get(type(value), type(value).__name__)
 
 
 def _pointer(path: Iterable[Any]) -> str:
@@ -404,7 +343,7 @@ def _is_def(fragment: Any, name: str) -> bool:
     target = schema()["$defs"][name]
     return fragment is target or fragment == target
 
-def _problems_of_error(err: ValidationError, where: Where) -> Iterator[Any]:
+def _said(err: ValidationError) -> Iterator[Said]:
     """One schema error as problems (an object with three unknown keys gives three)."""
     pointer = _pointer(err.absolute_path)
     # An error of iter_errors always carries its keyword and value: jsonschema leaves them
@@ -415,7 +354,7 @@ def _problems_of_error(err: ValidationError, where: Where) -> Iterator[Any]:
     instance = err.instance
     custom = rule.get("errorMessage")
     if not isinstance(instance, dict) or keyword not in _PER_KEY:
-        yield where.at_value(pointer, *_worded(err, keyword, rule, custom))
+        yield (pointer, *_worded(err, keyword, rule, custom), False)
     elif keyword in _UNKNOWN:
         allowed = _declared_keys(rule, deep=keyword == "unevaluatedProperties")
         names = ", ".join(sorted(allowed))
@@ -427,17 +366,17 @@ def _problems_of_error(err: ValidationError, where: Where) -> Iterator[Any]:
                 said = f"unknown operation {key!r}, expected one of: {names}", "operation"
             else:
                 said = f"unknown key {key!r}, expected one of: {names}", "unknown-key"
-            yield where.at_key(f"{pointer}/{escape(key)}", *said)
+            yield (f"{pointer}/{escape(key)}", *said, True)
     elif keyword == "required":
         # A rule that requires a key only in some cases (a results mode) says which.
         for key in (key for key in expected if key not in instance):
             message = custom if isinstance(custom, str) else f"missing required key {key!r}"
-            yield where.at_key(pointer, message, "required")
+            yield (pointer, message, "required", True)
     else:
         for key, needs in expected.items():
             for need in (need for need in needs if key in instance and need not in instance):
                 message = f"{key!r} needs {need!r} beside it"
-                yield where.at_key(f"{pointer}/{escape(key)}", message, keyword)
+                yield (f"{pointer}/{escape(key)}", message, keyword, True)
 
 
 _UNKNOWN = ("additionalProperties", "unevaluatedProperties")
@@ -450,8 +389,11 @@ def _worded(
     """The message and rule of an error at one value."""
     instance, expected = err.instance, cast(Any, err.validator_value)
     if keyword == "type":
-        wanted = expected if isinstance(expected, list) else [expected]
-        return f"expected {' or '.join(wanted)}, got {_kind(instance)}", "type"
+        wanted = " or ".join(expected if isinstance(expected, list) else [expected])
+        got = _JSON_TYPES.get(type(instance), type(instance).__name__)
+        if isinstance(instance, datetime.date):  # an unquoted 2023-06-01 is a YAML timestamp
+            got = "a date (quote it)"
+        return f"expected {wanted}, got {got}", "type"
     if keyword == "enum" and _is_def(rule, "bare_operation"):
         names = ", ".join(sorted(operation_names()))
         message = f"unknown operation {instance!r}, expected one of: {names}"
@@ -467,7 +409,11 @@ def _worded(
         return str(err.cause), err.cause.rule
     if isinstance(custom, str) and keyword not in _SELF_EXPLAINING:
         return custom, keyword
-    return _plain_message(err), keyword
+    if keyword in ("minItems", "minProperties") and expected == 1:
+        return "must not be empty", keyword
+    wording = _WORDING.get(keyword)
+    message = err.message if wording is None else wording.format(value=expected, instance=instance)
+    return message, keyword
 
 
 def _choice(value: Any) -> str:
@@ -492,18 +438,10 @@ _WORDING = {
 }
 
 
-def _plain_message(err: ValidationError) -> str:
-    value = err.validator_value
-    if err.validator in ("minItems", "minProperties") and value == 1:
-        return "must not be empty"
-    wording = _WORDING.get(str(err.validator))
-    return err.message if wording is None else wording.format(value=value, instance=err.instance)
-
-
-def schema_problems(data: Any, where: Where, definition: str | None = None) -> list[Any]:
+def schema_problems(data: Any, definition: str | None = None) -> list[Said]:
     """All schema errors of ``data`` (the whole descriptor, or a value checked against
-    ``$defs/<definition>``), best first, each worded once and placed by ``where``."""
-    return [p for err in _best_errors(data, definition) for p in _problems_of_error(err, where)]
+    ``$defs/<definition>``), best first, each worded once, for the caller to place."""
+    return [said for err in _best_errors(data, definition) for said in _said(err)]
 
 
 def _best_errors(data: Any, definition: str | None) -> list[ValidationError]:
@@ -514,11 +452,8 @@ def _best_errors(data: Any, definition: str | None) -> list[ValidationError]:
     placed = [(err, _pointer(err.absolute_path)) for err in errors]
     typed: dict[str, ValidationError] = {}
     for err, at in placed:
-        known = typed.get(at)
-        if err.validator == "type" and (
-            known is None or len(err.absolute_schema_path) < len(known.absolute_schema_path)
-        ):
-            typed[at] = err
+        if err.validator == "type":  # the outermost (the first of equals) at each place
+            typed[at] = min(typed.get(at, err), err, key=lambda e: len(e.absolute_schema_path))
     formats = {at for err, at in placed if err.validator == "format"}
     return [
         err

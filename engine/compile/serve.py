@@ -48,10 +48,9 @@ from typing import Any
 from ..transport import eventstream
 from ..transport.captures import CapturedEvent, CaptureError, parse_bytes
 from ..transport.sse import EVENT_KEY
-from .schema import section_problems, templates_in, with_defaults
-from .templates import Template, TemplateProblem, check_template
+from .schema import section_problems, with_defaults
+from .templates import Template, TemplateProblem, compile_into
 
-_ERROR_TEMPLATES = ("body", "status", "headers", "kind")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?:=([^{}]+))?\}")
 _LEADING_EVENT_KEY = re.compile(r'^\s*\{\s*"_event"\s*:\s*"(?:[^"\\]|\\.)*"\s*(,\s*)?')
 
@@ -120,12 +119,9 @@ def _split_event_name(text: str, obj: dict[str, Any]) -> RecordedEvent:
         return RecordedEvent(None, text, obj, obj)
     name = obj[EVENT_KEY]
     payload = {k: v for k, v in obj.items() if k != EVENT_KEY}
-    cut = _LEADING_EVENT_KEY.sub("{", text, count=1)
-    try:
-        if json.loads(cut) == payload:
-            return RecordedEvent(str(name), cut, payload, obj)
-    except json.JSONDecodeError:
-        pass
+    cut = _LEADING_EVENT_KEY.sub("{", text, count=1)  # a JSON text less its first member
+    if json.loads(cut) == payload:
+        return RecordedEvent(str(name), cut, payload, obj)
     return RecordedEvent(str(name), _compact(payload), payload, obj)
 
 
@@ -173,22 +169,20 @@ def _endpoint(spec: Any, pointer: str, problems: list[TemplateProblem]) -> Endpo
     schema says why). A name given twice in the path is a problem the schema cannot see."""
     if not isinstance(spec, dict) or not isinstance(spec.get("path"), str):
         return None
-    path, stream, query = spec["path"], spec.get("stream", False), spec.get("query", {})
+    path, stream, header = spec["path"], spec.get("stream", False), spec.get("header")
     names = [name for name, _ in _PLACEHOLDER.findall(path)]
-    twice = sorted({name for name in names if names.count(name) > 1})
-    if twice:
+    if twice := sorted({name for name in names if names.count(name) > 1}):
         shown = ", ".join(f"{{{name}}}" for name in twice)
         problems.append((f"{pointer}/path", f"{shown} twice: each name is one segment", "path"))
         return None
-    method, header = spec["method"], spec.get("header")
-    reply = _template(spec, "reply", f"{pointer}/reply", problems)
-    header, pattern = header.lower() if isinstance(header, str) else None, _path_pattern(path)
+    reply = compile_into(spec["reply"], f"{pointer}/reply", problems) if "reply" in spec else None
     if not isinstance(stream, bool | dict):
         return None
     fixed = stream if isinstance(stream, bool) else None  # None: the body's field says
     body = stream if isinstance(stream, dict) else {}
-    asked = body.get("field"), body.get("default", False)
-    return Endpoint(path, pattern, fixed, *asked, dict(query), method, reply, header)
+    asked = body.get("field"), body.get("default", False), spec.get("query", {}), spec["method"]
+    header = header.lower() if isinstance(header, str) else None
+    return Endpoint(path, _path_pattern(path), fixed, *asked, reply, header)
 
 
 def _path_pattern(path: str) -> re.Pattern[str]:
@@ -228,7 +222,11 @@ class Framing:
         if self.kind == "ndjson":
             return (event.text + "\n").encode("utf-8")
         if self.kind == "aws_eventstream":
-            return self._eventstream(event)
+            event_type, payload = typed_event(event)
+            suffix = self.exception_suffix
+            if suffix and event_type.endswith(suffix):
+                return eventstream.exception_message(event_type, payload)
+            return eventstream.event_message(event_type, payload)
         name = event.name
         if name is None and self.sse_event is not None:
             value = event.payload.get(self.sse_event)
@@ -239,13 +237,6 @@ class Framing:
         end = self.line_end
         head = f"event: {name}{end}" if name else ""
         return f"{head}data: {data}{end}{end}".encode()
-
-    def _eventstream(self, event: RecordedEvent) -> bytes:
-        event_type, payload = typed_event(event)
-        suffix = self.exception_suffix
-        if suffix and event_type.endswith(suffix):
-            return eventstream.exception_message(event_type, payload)
-        return eventstream.event_message(event_type, payload)
 
 
 def typed_event(event: RecordedEvent) -> tuple[str, str]:
@@ -263,11 +254,9 @@ def typed_event(event: RecordedEvent) -> tuple[str, str]:
     )
 
 
-def _framing(spec: Any) -> Framing | None:
-    """The framing, as the schema checked it (its kinds, their options, the line endings);
-    None when it is not a mapping (the schema says so). Its keys are Framing's fields."""
-    if not isinstance(spec, dict):
-        return None
+def _framing(spec: dict[str, Any]) -> Framing:
+    """The framing, as the schema checked it (its kinds, their options, the line endings): its
+    keys are Framing's fields."""
     given = {key: value for key, value in spec.items() if key in _FRAMING_KEYS}
     return Framing(**{"kind": "", "content_type": "", **given})
 
@@ -350,7 +339,7 @@ def compile_serve(descriptor: dict[str, Any]) -> ServeSpec | None:
     spec = descriptor.get("serve")
     if spec is None:
         return None
-    problems = section_problems(spec, "serve", "/serve", templates_in("serve"))
+    problems = section_problems(spec, "serve", "/serve")
     compiled, found = check_serve(descriptor)
     problems = sorted(set(problems + found))
     if problems:
@@ -373,27 +362,20 @@ def check_serve(descriptor: dict[str, Any]) -> tuple[ServeSpec | None, list[Temp
     if not isinstance(spec, dict):
         return None, []
     problems: list[TemplateProblem] = []
-    listed = spec.get("endpoints")
-    endpoints = [
-        _endpoint(e, f"/serve/endpoints/{i}", problems)
-        for i, e in enumerate(listed if isinstance(listed, list) else [])
-    ]
-    response = _template(spec, "response", "/serve/response", problems)
+    listed = spec["endpoints"] if isinstance(spec.get("endpoints"), list) else []
+    endpoints = [_endpoint(e, f"/serve/endpoints/{i}", problems) for i, e in enumerate(listed)]
+    response = None
+    if "response" in spec:  # required: absent, the schema says so
+        response = compile_into(spec["response"], "/serve/response", problems)
     error = _error_reply(spec.get("error"), problems)
-    framing = _framing(spec.get("framing"))
+    framing = _framing(spec["framing"]) if isinstance(spec.get("framing"), dict) else None
     accept = spec["accept"] if isinstance(spec.get("accept"), dict) else {}
-    alternatives = [(kind.lower(), _framing(f)) for kind, f in accept.items()]
-    headers = spec.get("headers", {})
+    alternatives = tuple((k.lower(), _framing(f)) for k, f in accept.items() if isinstance(f, dict))
+    headers = spec["headers"] if isinstance(spec.get("headers"), dict) else {}
     if not endpoints or None in endpoints or framing is None or response is None:
         return None, problems
-    return ServeSpec(
-        endpoints=tuple(e for e in endpoints if e is not None),
-        framing=framing,
-        headers=dict(headers) if isinstance(headers, dict) else {},
-        response=response,
-        error=error,
-        accept=tuple((kind, f) for kind, f in alternatives if f is not None),
-    ), problems
+    served = tuple(e for e in endpoints if e is not None)
+    return ServeSpec(served, framing, headers, response, error, alternatives), problems
 
 
 def _error_reply(spec: Any, problems: list[TemplateProblem]) -> ErrorReply | None:
@@ -401,20 +383,8 @@ def _error_reply(spec: Any, problems: list[TemplateProblem]) -> ErrorReply | Non
     none; one without a body is the schema's to refuse)."""
     if not isinstance(spec, dict):
         return None
-    templates: dict[str, Template] = {}
-    for key in _ERROR_TEMPLATES:
-        templates[key], found = check_template(spec.get(key), f"/serve/error/{key}")
-        problems.extend(found)
+    keys = ("body", "status", "headers", "kind")
+    templates = {key: compile_into(spec.get(key), f"/serve/error/{key}", problems) for key in keys}
     kinds = spec.get("kinds")
     return ErrorReply(**templates, kinds=dict(kinds) if isinstance(kinds, dict) else {})
 
-
-def _template(
-    spec: dict[str, Any], key: str, pointer: str, problems: list[TemplateProblem]
-) -> Template | None:
-    """The template at ``spec[key]`` (None when absent), its problems added to ``problems``."""
-    if key not in spec:
-        return None
-    template, found = check_template(spec[key], pointer)
-    problems.extend(found)
-    return template

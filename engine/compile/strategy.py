@@ -26,7 +26,7 @@ from .ops import CompileContext, RuleProblem, Run, TextPlace, any_where
 from .paths import compile_read, is_plain, items_of, parse_chain, pattern_parts
 from .predicates import Predicate, compile_predicate
 from .results import CompiledSections, compile_sections, result_messages, tool_declarations
-from .schema import Pointed, in_template, schema_problems, with_defaults
+from .schema import schema_problems, with_defaults
 from .templates import TemplateError
 from .turn import TurnSpec, compile_turn
 
@@ -699,7 +699,7 @@ class ExtractionStrategy:
         file = source or "<descriptor>"
         if problems is None:  # a dict no validator saw: asked of the schema first, as a file is
             descriptor = _as_yaml_1_2(descriptor)
-            checked = [p for p in schema_problems(descriptor, Pointed()) if _of_a_dict(*p)]
+            checked = [said[:3] for said in schema_problems(descriptor) if _of_a_dict(*said[:3])]
             if checked:
                 raise DescriptorError([Problem(file, 0, 0, *problem) for problem in checked])
             if "codec" in descriptor:  # no wire: what compiles a codec is engine.text's
@@ -1006,9 +1006,8 @@ def _predicate(section: dict[str, Any] | None, key: str) -> Predicate | None:
 
 def _of_a_dict(pointer: str, message: str, rule: str) -> bool:
     """A schema problem that refuses a descriptor given as a dict: any but a top-level key
-    it lacks (a dict need not carry a file's header, ``title``, ``docs``, nor every section)
-    and what the template compiler reports inside a template."""
-    return not (rule == "required" and pointer == "") and not in_template(pointer)
+    it lacks (a dict need not carry a file's header, ``title``, ``docs``, nor every section)."""
+    return not (rule == "required" and pointer == "")
 
 
 def _as_yaml_1_2(data: Any) -> Any:

@@ -67,7 +67,7 @@ from typing import Any
 from ..errors import escape
 from .paths import PathError, compile_lookup
 from .predicates import compile_predicate
-from .schema import with_defaults
+from .schema import section_problems, with_defaults
 
 
 class _Missing:
@@ -85,6 +85,7 @@ class _Missing:
 MISSING: Any = _Missing()
 
 Node = Callable[[dict[str, Any]], Any]
+Keep = Callable[[list[Any], list[Any]], tuple[list[Any], list[Any]]]  # $echo's calls: kept, left
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _RESULT_MODES = ("text", "object")
@@ -142,6 +143,14 @@ def check_template(spec: Any, pointer: str = "") -> tuple[Template, list[Templat
     return Template(spec, node), compiler.problems
 
 
+def compile_into(spec: Any, pointer: str, problems: list[TemplateProblem]) -> Template:
+    """:func:`check_template`'s template, its problems added to ``problems``: how a section's
+    compiler gathers every problem of its templates."""
+    template, found = check_template(spec, pointer)
+    problems.extend(found)
+    return template
+
+
 # --- paths ---------------------------------------------------------------------------------
 
 
@@ -182,6 +191,10 @@ class _Compiler:
             rule = "old-path" if exc.hint else "template"
             return self.fail(pointer, f"path {path!r}: {exc}", rule)
 
+    def part(self, spec: dict[str, Any], key: str, pointer: str) -> Node:
+        """The template at ``spec[key]``, the mapping at ``pointer`` (absent: nothing)."""
+        return self.node(spec[key], _child(pointer, key)) if key in spec else _nothing
+
     def node(self, spec: Any, pointer: str) -> Node:
         if isinstance(spec, dict):
             return self.mapping_or_construct(spec, pointer)
@@ -215,9 +228,6 @@ class _Compiler:
         for key in spec:
             if not isinstance(key, str):
                 self.fail(_child(pointer, key), "keys must be strings")
-        if all(not isinstance(v, (dict, list)) for v in spec.values()):
-            constant = dict(spec)
-            return lambda ctx: dict(constant)
         items = [(k, self.node(v, _child(pointer, k))) for k, v in spec.items()]
 
         def render(ctx: dict[str, Any]) -> dict[str, Any]:
@@ -239,9 +249,12 @@ class _Compiler:
             return lambda ctx: bool(read(ctx))
         if isinstance(cond, dict):
             try:
-                return compile_predicate(cond)
+                test = compile_predicate(cond)
             except (ValueError, KeyError, TypeError) as exc:
                 return self.fail(pointer, f"not a predicate: {exc}")
+            # What the predicate compiler lets by (a key beside a test), the schema refuses.
+            self.problems += section_problems(cond, "predicate", pointer)
+            return test
         return self.fail(pointer, f"a condition is a path or a predicate mapping, got {cond!r}")
 
     def path(self, spec: dict[str, Any], pointer: str) -> Node:
@@ -255,9 +268,7 @@ class _Compiler:
 
         elif "with" in spec:
             self.fail(_child(pointer, "with"), "with is a mapping of the fields to set")
-        if "default" not in spec:
-            return lambda ctx: MISSING if _absent(value := read(ctx)) else value
-        fallback = self.node(spec["default"], _child(pointer, "default"))
+        fallback = self.part(spec, "default", pointer)
 
         def render(ctx: dict[str, Any]) -> Any:
             value = read(ctx)
@@ -269,8 +280,7 @@ class _Compiler:
         if "then" not in spec and "else" not in spec:
             self.fail(pointer, "$if needs then or else")
         test = self.condition(spec["$if"], _child(pointer, "$if"))
-        yes = self.node(spec["then"], _child(pointer, "then")) if "then" in spec else _nothing
-        no = self.node(spec["else"], _child(pointer, "else")) if "else" in spec else _nothing
+        yes, no = self.part(spec, "then", pointer), self.part(spec, "else", pointer)
 
         def render(ctx: dict[str, Any]) -> Any:
             return (yes if test(ctx) else no)(ctx)
@@ -326,25 +336,22 @@ class _Compiler:
             self.fail(_child(pointer, "list"), f"a field name, got {field!r}")
             field = None
         keep = self.echo_calls(spec.get("calls"), _child(pointer, "calls"))
-        drop = self.condition(spec["drop"], _child(pointer, "drop")) if "drop" in spec else None
+        drop = self.condition(spec["drop"], _child(pointer, "drop")) if "drop" in spec else _nothing
         records_read = self.reader(spec["records"], _child(pointer, "records"))
-        merge = None
-        if "merge" in spec:
-            merge = self.node(spec["merge"], _child(pointer, "merge"))
-            if "calls" not in spec:
-                self.fail(
-                    _child(pointer, "merge"),
-                    "merge needs calls: which items are calls, and their id and name, to "
-                    "know the part each record answers",
-                )
+        merge = self.part(spec, "merge", pointer) if "merge" in spec else None
+        if merge is not None and "calls" not in spec:
+            self.fail(
+                _child(pointer, "merge"),
+                "merge needs calls: which items are calls, and their id and name, to know the "
+                "part each record answers",
+            )
 
         def filtered(items: Any, ctx: dict[str, Any]) -> Any:
             if not isinstance(items, list):
                 return items
-            if drop is not None:
-                items = [item for item in items if not drop(item)]
+            items = [item for item in items if not drop(item)]  # a copy, which the caller owns
             if keep is None:
-                return list(items)
+                return items
             records = records_read(ctx)
             pairs, left = keep(items, records if isinstance(records, list) else [])
             if merge is None:
@@ -371,9 +378,7 @@ class _Compiler:
 
         return render
 
-    def echo_calls(
-        self, calls: Any, where_at: str
-    ) -> Callable[[list[Any], list[Any]], tuple[list[Any], list[Any]]] | None:
+    def echo_calls(self, calls: Any, where_at: str) -> Keep | None:
         """``$echo``'s ``calls``: which items are calls, and where their id and name are."""
         if calls is None:
             return None

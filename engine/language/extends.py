@@ -37,8 +37,7 @@ OWN_KEYS = ("name", "title")
 """Keys a child must give itself: a variant is a different format, never its parent again."""
 
 _OWN_MISSING = (
-    "missing required key {key!r} (a descriptor that extends another "
-    "gives its own {key})"
+    "missing required key {key!r} (a descriptor that extends another gives its own {key})"
 )
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _PATH_SUFFIXES = (".yaml", ".yml")
@@ -123,12 +122,8 @@ def _merge(
 
 
 def _under(pointer: str, prefixes: set[str]) -> bool:
-    probe = pointer
-    while probe and prefixes:
-        if probe in prefixes:
-            return True
-        probe = probe.rsplit("/", 1)[0]
-    return False
+    """``pointer`` is one of ``prefixes`` or inside one (the child replaced or removed it)."""
+    return any(pointer == p or pointer.startswith(p + "/") for p in prefixes)
 
 
 def _locate_parent(ref: Any, folder: Path, home: Path) -> tuple[Path, str]:

@@ -19,8 +19,7 @@ three passes; every problem found is reported, sorted by position, as
 2. what a schema cannot say: ``name`` equals the file's stem, sections in the schema's order
    (as the file writes them), the ``results`` and
    ``declarations`` templates (checked by :mod:`engine.compile.templates`, every problem at its
-   pointer; the schema types templates too, and where both see a problem in one part of a
-   template the compiler's wording is the one reported);
+   pointer; the schema types templates for editors only, and says nothing inside them);
    (the schema's operations are the engine's table: ``tests/test_validate.py`` holds them
    equal, so an operation the schema allows always compiles);
 3. the descriptor is compiled (a wire, or the text codec), so that whatever the checks above
@@ -49,8 +48,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..compile.operations import Facts
 from ..compile.paths import PathError, items_of, pattern
-from ..compile.schema import in_template, schema, schema_problems
 from ..compile.schema import operation_names as operation_names  # tests read it here
+from ..compile.schema import schema, schema_problems
 from ..compile.schema import schema_path as schema_path  # the CLI and tests read it here
 from ..errors import Problem, escape
 from .extends import KEY as EXTENDS
@@ -88,13 +87,8 @@ class _Locator:
         self.file = file
         self.source = source
 
-    def at_value(self, pointer: str, message: str, rule: str) -> Problem:
-        return self._problem(pointer, message, rule, prefer_key=False)
-
-    def at_key(self, pointer: str, message: str, rule: str) -> Problem:
-        return self._problem(pointer, message, rule, prefer_key=True)
-
-    def _problem(self, pointer: str, message: str, rule: str, prefer_key: bool) -> Problem:
+    def at_value(self, pointer: str, message: str, rule: str, prefer_key: bool = False) -> Problem:
+        """The problem at ``pointer``: at its value's line, or (``prefer_key``) its key's."""
         origin, line, col = self.source.find(pointer, prefer_key)
         if origin is not None:
             message = f"{message} (inherited from {origin}:{line}:{col})"
@@ -121,41 +115,19 @@ def _order_problems(data: dict[str, Any], where: _Locator, kind: str) -> list[Pr
     for key in (key for key in data if key in order):  # an unknown key is the schema's
         if latest is not None and order[key] < order[latest]:
             message = f"section {key!r} belongs before {latest!r}"
-            out.append(where.at_key(f"/{escape(key)}", message, "order"))
+            out.append(where.at_value(f"/{escape(key)}", message, "order", prefer_key=True))
         else:  # keys are unique: a later key is further on
             latest = key
     return out
-
-
-def _template_problems(
-    data: dict[str, Any], where: _Locator, results_checked: bool
-) -> tuple[Any, list[Problem]]:
-    """The ``results`` and ``declarations`` templates, checked by their own compiler: every
-    problem, each at the JSON pointer of its part; with the sections it compiled (None when
-    there is a problem), which the strategy takes as they are, so they compile once. With
-    ``results_checked`` (the schema found a problem in the results section outside its
-    templates) only the templates' own problems."""
-    from ..compile.results import check_sections
-
-    sections, found = check_sections(data)
-    kept = [p for p in found if not results_checked or in_template(p[0])]
-    return (None if found else sections), [where.at_value(*problem) for problem in kept]
-
-
-def _covered(problem: Problem, by: list[Problem]) -> bool:
-    """A schema problem inside a template at a part the template compiler already reports
-    (the compiler's wording names the construct)."""
-    return any(
-        p.pointer.startswith(problem.pointer) or problem.pointer.startswith(p.pointer) for p in by
-    )
 
 
 def _beside(problem: Problem, by: list[Problem]) -> bool:
     """A flow or compile problem in an object the checks before found at fault (at it, in
     it, or at a key beside it: ``/calls/args`` unwritten because ``/calls/at`` is wrong),
     which is most likely that fault seen again."""
-    parent = problem.pointer.rpartition("/")[0]
-    return any(_covered(problem, by) or p.pointer.rpartition("/")[0] == parent for p in by)
+    at, parent = problem.pointer, problem.pointer.rpartition("/")[0]
+    near = [p.pointer for p in by]
+    return any(p.startswith(at) or at.startswith(p) or p.rpartition("/")[0] == parent for p in near)
 
 
 # -- what can be known of the flow when the descriptor loads ------------------------------------
@@ -286,17 +258,14 @@ def _compile(
     from ..compile.strategy import ExtractionStrategy, Problems
 
     found = Problems()
+    given: dict[str, Any] = {"sections": sections[0], "problems": found, "source": where.file}
     try:
         if descriptor_kind(data) == "codec_descriptor":
             from ..text.strategy import TextStrategy
 
-            strategy: Any = TextStrategy(
-                data, sections=sections[0], problems=found, source=where.file
-            )
+            strategy: Any = TextStrategy(data, **given)
         else:
-            strategy = ExtractionStrategy(
-                data, source=where.file, problems=found, sections=sections[0], serve=sections[1]
-            )
+            strategy = ExtractionStrategy(data, serve=sections[1], **given)
     except Exception as exc:  # noqa: BLE001 - whatever the compiler refuses is a problem
         if checked_first:
             return None, [], None
@@ -328,6 +297,7 @@ def compile_text(
     and problems, and the strategy compiled on the way (None when there is a problem), so
     that a descriptor that loads is compiled once. ``parser`` reads the YAML (the built-ins
     are read by libyaml's: :data:`engine.language.builtin_files.BUILTIN_PARSER`)."""
+    from ..compile.results import check_sections
     from ..compile.serve import check_serve
 
     try:
@@ -340,21 +310,20 @@ def compile_text(
     if data is not written:
         data = _in_section_order(data)
     where = _Locator(file, source)
-    checked = schema_problems(data, where)
-    problems = [p for p in checked if not in_template(p.pointer)]
+    problems = [where.at_value(*said) for said in schema_problems(data)]
     strategy = None
     if isinstance(data, dict):
         problems += _name_problems(data, file, where)
         problems += _order_problems(written, where, descriptor_kind(data))
-        in_results = any(p.pointer.startswith(("/results", "/declarations")) for p in problems)
-        sections, templates = _template_problems(data, where, in_results)
-        # What the schema cannot say of ``serve`` (its templates, a path's ``{name}`` twice),
-        # from its compiler, which reads only what has the schema's shape.
+        # What the schema cannot say of the templates (every problem in them, each at the
+        # pointer of its part) and of ``serve`` (a path's ``{name}`` twice), from their
+        # compilers, which read only what has the schema's shape; what they compiled, the
+        # strategy takes as it is, so that it compiles once.
+        sections, templated = check_sections(data)
         serve, served = check_serve(data)
-        templates += [where.at_value(*problem) for problem in served]
-        inside = [p for p in checked if in_template(p.pointer) and not _covered(p, templates)]
-        problems += templates + inside
-        strategy, found, facts = _compile(data, where, (sections, serve), bool(problems))
+        problems += [where.at_value(*problem) for problem in templated + served]
+        compiled = (None if templated else sections), serve
+        strategy, found, facts = _compile(data, where, compiled, bool(problems))
         problems += [p for p in _flow_problems(data, facts, where) if not _beside(p, problems)]
         problems += [p for p in found if not _beside(p, problems)]
     return data, _unique(problems), (None if problems else strategy)

@@ -59,9 +59,7 @@ class YAMLSourceError(ValueError):
 
     def __init__(self, message: str, line: int, col: int, pointer: str = "") -> None:
         super().__init__(message)
-        self.line = line
-        self.col = col
-        self.pointer = pointer
+        self.line, self.col, self.pointer = line, col, pointer
 
 
 class _Mark(Protocol):
