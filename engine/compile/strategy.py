@@ -23,7 +23,7 @@ from ..model.jsonscan import MAX_DEPTH, ArgsStream, dumps_any_depth, first_value
 from . import paths
 from .operations import OPERATIONS, Source
 from .ops import CompileContext, RuleProblem, Run, TextPlace, any_where
-from .paths import compile_read, is_plain, items_of, parse_chain, pattern_parts
+from .paths import compile_read, is_plain, items_of, one_field, parse_chain, pattern_parts
 from .predicates import Predicate, compile_predicate
 from .results import CompiledSections, compile_sections, result_messages, tool_declarations
 from .schema import Pointed, in_template, schema_problems, with_defaults
@@ -181,18 +181,6 @@ class Spec:
 class Program:
     """The event rules: dispatch by discriminator to compiled operation lists."""
 
-    __slots__ = (
-        "discriminator",
-        "wrapped",
-        "table",
-        "every",
-        "ignored",
-        "choice_list",
-        "choice_key",
-        "accept",
-        "after_done",
-    )
-
     def __init__(self, events: dict[str, Any], ctx: CompileContext, problems: Problems) -> None:
         disc = events.get("discriminator")
         self.wrapped = False
@@ -200,8 +188,12 @@ class Program:
             self.wrapped = disc["or_wrapped"]
             disc = disc["field"]
         self.discriminator = compile_read(disc) if disc else None
+        # The one field the discriminator and the choice list name, which apply looks up in
+        # the event itself (None: a reader's call, for a longer path or a JMESPath).
+        self.name_key = one_field(disc)
         choice = events.get("choice")
         self.choice_list = compile_read(choice["list"]) if choice else None
+        self.list_key = one_field(choice["list"]) if choice else None
         self.choice_key = choice["key"] if choice else None
         self.every = tuple(compile_ops(events.get("every", []), ctx, problems, "/events/every"))
         self.table = _compile_table(events.get("on", {}), ctx, problems)
@@ -283,25 +275,25 @@ class Program:
         return None if name is None else str(name)
 
     def apply(self, asm: Assembly, chunk: dict[str, Any], choice: int) -> None:
-        # Runs on every chunk: each read is one call of a compiled reader, itself the fast path
-        # (see :data:`engine.compile.paths.Reader`).
-        discriminator = self.discriminator
+        # Runs on every chunk: a one-field discriminator or choice list is looked up in the
+        # event itself, any other read is one call of its compiled reader (paths.Reader).
+        discriminator, key = self.discriminator, self.name_key
         name: Any  # what the wire put at the discriminator: any JSON value, or None
-        if discriminator is None:
-            name, payload = None, chunk
+        if key is not None:
+            name = chunk.get(key)
         else:
-            name = discriminator(chunk)
-            if name is None and self.wrapped and len(chunk) == 1:
-                ((name, payload),) = chunk.items()
-            else:
-                payload = chunk
+            name = None if discriminator is None else discriminator(chunk)
+        payload = chunk
+        if name is None and self.wrapped and len(chunk) == 1:
+            ((name, payload),) = chunk.items()
         asm.event_name = name  # what a skip of this event is listed under: read once
         if payload.__class__ is not dict:
             count(asm.journal, asm.unknown, str(name))
             return
         ch = None
         if self.choice_list is not None:
-            entries = self.choice_list(payload)
+            key = self.list_key
+            entries = payload.get(key) if key is not None else self.choice_list(payload)
             ch = entries[0] if entries.__class__ is list and entries else None
             if ch.__class__ is not dict or ch.get(self.choice_key, 0) != choice:
                 ch = self.choose(entries, choice)  # the usual choice, the first, is tested first
@@ -326,8 +318,11 @@ class Program:
                 count(asm.journal, asm.unknown, str(name))
             return
         if rules.__class__ is SubTable:
+            sub: Any = payload if rules.fields else rules.discriminator(payload)
+            for field in rules.fields:  # a field chain, looked up in place: no reader's frame
+                sub = sub.get(field) if sub.__class__ is dict else None
             try:
-                rules = rules.table.get(rules.discriminator(payload))
+                rules = rules.table.get(sub)
             except TypeError:
                 rules = None
             if rules is None:
@@ -340,12 +335,14 @@ class Program:
 class SubTable:
     """A nested discriminator (Anthropic's ``content_block_delta`` by ``delta.type``)."""
 
-    __slots__ = ("discriminator", "table")
+    __slots__ = ("discriminator", "fields", "table")
 
     def __init__(
         self, spec: dict[str, Any], ctx: CompileContext, problems: Problems, base: str
     ) -> None:
-        self.discriminator = compile_read(spec["discriminator"])
+        path = spec["discriminator"]
+        self.discriminator = compile_read(path)
+        self.fields = parse_chain(path) if path and is_plain(path) else ()  # (): read by it
         self.table = _compile_table(spec["on"], ctx, problems, f"{base}/on")
 
 
