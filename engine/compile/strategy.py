@@ -213,25 +213,20 @@ class Program:
         rule table handles (taking an event no rule handles would take nothing). The test is
         given the event and its name, read once by the buffer."""
         entries = events.get("after_done") or []
-        names: set[str] = set()
+        names = {entry for entry in entries if isinstance(entry, str)}
         tests: list[Predicate] = []
         for i, entry in enumerate(entries):
-            pointer = f"/events/after_done/{i}"
-            if isinstance(entry, str):
-                if self.discriminator is None:
-                    problems.add(
-                        pointer,
-                        f"after_done names the event {entry!r}, but this wire has no event "
-                        "names (no events.discriminator): give a predicate on the event",
-                    )
-                elif self.table.get(entry) is None:
-                    problems.add(
-                        pointer,
-                        f"after_done names the event {entry!r}, which no rule of events.on handles",
-                    )
-                names.add(entry)
-            elif isinstance(entry, dict):
+            pointer, named = f"/events/after_done/{i}", f"after_done names the event {entry!r}"
+            if isinstance(entry, dict):
                 tests += problems.compiled(pointer, "after_done", compile_predicate, entry)
+            elif isinstance(entry, str) and self.discriminator is None:
+                problems.add(
+                    pointer,
+                    f"{named}, but this wire has no event names (no events.discriminator): "
+                    "give a predicate on the event",
+                )
+            elif isinstance(entry, str) and self.table.get(entry) is None:
+                problems.add(pointer, f"{named}, which no rule of events.on handles")
         if not names and not tests:
             return None
         return lambda chunk, name: name in names or any(test(chunk) for test in tests)
@@ -350,15 +345,28 @@ def _compile_table(
     on: dict[str, Any], ctx: CompileContext, problems: Problems, base: str = "/events/on"
 ) -> dict[str, Any]:
     """A rule table (at ``base``): each name's rules, or a :class:`SubTable` (whose own
-    table, the schema's ``sub_table``, holds rules only)."""
+    table, the schema's ``sub_table``, holds rules only); a :class:`PatternTable` when some
+    name is a pattern (a prefix and one ``*`` at its end), else the plain dict itself."""
     table: dict[str, Any] = {}
+    patterns = []
     for name, rules in on.items():
         at = f"{base}/{escape(name)}"
         if isinstance(rules, dict):
-            table[name] = SubTable(rules, ctx, problems, at)
+            compiled: Any = SubTable(rules, ctx, problems, at)
         else:
-            table[name] = tuple(compile_ops(rules or [], ctx, problems, at))
-    return _with_patterns(table, problems, base)
+            compiled = tuple(compile_ops(rules or [], ctx, problems, at))
+        prefix = name[:-1]
+        if WILDCARD not in name:
+            table[name] = compiled
+        elif name.endswith(WILDCARD) and prefix and WILDCARD not in prefix:
+            patterns.append((prefix, compiled))
+        else:
+            problems.add(
+                at,
+                f"event-name pattern {name!r}: a pattern is a prefix and one * at its end "
+                "(data-*); a * elsewhere, or alone, is not one",
+            )
+    return PatternTable(table, patterns) if patterns else table
 
 
 WILDCARD = "*"
@@ -387,26 +395,6 @@ class PatternTable(dict[str, Any]):
                 if name.startswith(prefix):
                     return rules
         return default
-
-
-def _with_patterns(table: dict[str, Any], problems: Problems, base: str) -> dict[str, Any]:
-    """The table as the dispatcher reads it: a :class:`PatternTable` when some name is a
-    pattern (a prefix and one ``*`` at its end), else the plain dict itself."""
-    patterns = []
-    for name in list(table):
-        if WILDCARD not in name:
-            continue
-        rules = table.pop(name)
-        prefix = name[:-1]
-        if not name.endswith(WILDCARD) or WILDCARD in prefix or not prefix:
-            problems.add(
-                f"{base}/{escape(name)}",
-                f"event-name pattern {name!r}: a pattern is a prefix and one * at its end "
-                "(data-*); a * elsewhere, or alone, is not one",
-            )
-            continue
-        patterns.append((prefix, rules))
-    return PatternTable(table, patterns) if patterns else table
 
 
 class Problems(list[tuple[str, str]]):
@@ -857,8 +845,7 @@ class ExtractionStrategy:
         if not items:
             return NOT_FORMING
         calls, _, first = items[0]
-        name = calls.name(first)
-        return Forming(True, name if isinstance(name, str) and name else None)
+        return Forming(True, _text_or_none(calls.name(first)))
 
     def extract(self, message: Any) -> list[ExtractedCall]:
         out: list[ExtractedCall] = []
@@ -886,18 +873,10 @@ class ExtractionStrategy:
             if not cut and (calls.free_form or raw is None or calls.arguments_of(item) is not None):
                 continue
             raw = "" if raw is None else raw
-            name, call_id = calls.name(item), calls.id(item)
+            name, call_id = _text_or_none(calls.name(item)), _text_or_none(calls.id(item))
             reason, cause = ("cut", None) if cut else _never_parsed(raw, calls.args_form)
-            out.append(
-                CallIncomplete(
-                    slot=slot,
-                    name=name if isinstance(name, str) and name else None,
-                    id=call_id if isinstance(call_id, str) and call_id else None,
-                    raw=raw if isinstance(raw, str) else dumps_any_depth(raw),
-                    reason=reason,
-                    cause=cause,
-                )
-            )
+            shown = raw if isinstance(raw, str) else dumps_any_depth(raw)
+            out.append(CallIncomplete(slot, name, call_id, shown, reason, cause))
         return out
 
     def content_text(self, message: Any) -> str:
@@ -945,28 +924,19 @@ class ExtractionStrategy:
         entry) whose strings an operation concatenates (what each declares in the table:
         ``append``, ``args``, ``fold``'s concat keys and lists). Tools and property tests use
         it to re-split a stream's fragments without knowing the wire."""
-        found: list[tuple[str, ...]] = []
-        for facts in self.rule_facts:
-            for path, tail in facts.streamed:
-                fields = self._field_chain(path) if isinstance(path, str) else None
-                if fields is not None:
-                    found.append((*fields, *tail))
-        return sorted(set(found))
+        streamed = (streamed for facts in self.rule_facts for streamed in facts.streamed)
+        chains = [(self._field_chain(path), tail) for path, tail in streamed]
+        return sorted({(*fields, *tail) for fields, tail in chains if fields is not None})
 
     def done_fields(self) -> list[tuple[str, ...]]:
         """Where a value makes an event the wire's DONE (a ``finish`` rule's ``when``, an
         ``error`` rule's ``from``), as field chains like ``streamed_fields``'. A re-split
         keeps them on the last piece of an event only: a DONE copied into the first piece
         would end the stream before the rest of the event, which no provider sends."""
-        found = []
-        for facts in self.rule_facts:
-            for path in facts.ends:
-                fields = self._field_chain(path)
-                if fields:
-                    found.append(fields)
-        return sorted(set(found))
+        chains = (self._field_chain(path) for facts in self.rule_facts for path in facts.ends)
+        return sorted({fields for fields in chains if fields})
 
-    def _field_chain(self, path: str) -> tuple[str, ...] | None:
+    def _field_chain(self, path: Any) -> tuple[str, ...] | None:
         """A read path as a field chain in the event (the choice alias as its list and
         ``*``); None for a JMESPath, which names no one field."""
         choice = self._choice  # as compiled: its alias written in where the descriptor has none
@@ -993,6 +963,11 @@ class ExtractionStrategy:
     def message_of(self, asm: Assembly) -> dict[str, Any]:
         message: dict[str, Any] = materialize(asm.root)  # the root is a dict
         return message
+
+
+def _text_or_none(value: Any) -> str | None:
+    """A name or an id as a call carries it: a non-empty string, else None."""
+    return value if isinstance(value, str) and value else None
 
 
 def _predicate(section: dict[str, Any] | None, key: str) -> Predicate | None:
