@@ -592,8 +592,7 @@ def _sections(
     try:
         return compile_sections(descriptor)
     except TemplateError as exc:  # every problem, each at its own pointer
-        for pointer, message, _ in exc.problems:
-            problems.add(pointer, message)
+        problems.extend((pointer, message) for pointer, message, _ in exc.problems)
         return CompiledSections(results=None, declarations=None)
 
 
@@ -680,7 +679,7 @@ class ExtractionStrategy:
         dict has no lines: ``source``, or ``<descriptor>``, names it).
         ``sections``: its ``results`` and ``declarations`` compiled already (by that pass);
         ``serve``: its ``serve`` section compiled already (None: it has none)."""
-        self._serve = serve
+        self._serve, self.source = serve, source
         file = source or "<descriptor>"
         if problems is None:  # a dict no validator saw: asked of the schema first, as a file is
             descriptor = _as_yaml_1_2(descriptor)
@@ -690,17 +689,14 @@ class ExtractionStrategy:
             if "codec" in descriptor:  # no wire: what compiles a codec is engine.text's
                 raise DescriptorError([Problem(file, 0, 0, "/codec", _CODEC, "compile")])
         found = Problems() if problems is None else problems
-        self._compile(descriptor, source, found, sections)
+        self._compile(descriptor, found, sections)
         if problems is None and found:
             raise DescriptorError(
                 [Problem(file, 0, 0, at, message, "compile") for at, message in found]
             )
 
-    def _compile(
-        self, descriptor: dict[str, Any], source: str | None, problems: Problems, sections: Any
-    ) -> None:
+    def _compile(self, descriptor: dict[str, Any], problems: Problems, sections: Any) -> None:
         self.descriptor = descriptor
-        self.source = source
         descriptor = with_defaults(descriptor)  # the one place defaults are written in
         self.sections = _sections(descriptor, sections, problems)
         self.name: str = descriptor["name"]

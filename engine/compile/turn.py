@@ -94,14 +94,12 @@ def _reasons(section: dict[str, Any], problems: Problems) -> dict[str, FinishRea
     for word in FINISH_REASONS:
         for i, raw in enumerate(section.get(word) or ()):
             raw = str(raw)
-            if raw in out and out[raw] != word:
+            if out.setdefault(raw, word) != word:
                 problems.add(
                     f"/finish_reasons/{word}/{i}",
                     f"the raw reason {raw!r} is listed under {out[raw]!r} already: "
                     "a raw reason means one finish reason",
                 )
-                continue
-            out[raw] = word
     return out
 
 
