@@ -182,8 +182,7 @@ def record_view(record: Any, free_form: frozenset[Any] = frozenset()) -> dict[st
     call of the message (its CALL-ID among ``free_form``), so that a wire answers it in its
     own shape."""
     get = _fields_of(record)
-    error = get("error")
-    call_id = get("tool_call_id")
+    error, call_id = get("error"), get("tool_call_id")
     return {
         "name": get("name"),
         "arguments": get("arguments") or {},
