@@ -599,10 +599,8 @@ def _sections(
 def _message_reader(places: tuple[TextPlace, ...]) -> Callable[[dict[str, Any], list[Any]], None]:
     """A reader of the reasoning strings of a whole message, in message order: a walk that
     descends only along the declared patterns."""
-    wheres: dict[str, list[Any]] = {}
-    for place in places:
-        wheres.setdefault(place.pattern, []).append(place.where)
-    at = {pattern: any_where(found) for pattern, found in wheres.items()}
+    patterns = dict.fromkeys(place.pattern for place in places)  # each once, in order
+    at = {p: any_where([place.where for place in places if place.pattern == p]) for p in patterns}
     steps_of = [paths.parse_target(pattern) for pattern in at]
     # the patterns the walk goes down: every step of a declared one but its last
     prefixes = {paths.pattern_of(steps[:k]) for steps in steps_of for k in range(1, len(steps))}
