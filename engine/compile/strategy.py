@@ -821,9 +821,8 @@ class ExtractionStrategy:
             raw = dig(item, calls.args_fields)
             if calls.free_form or raw is None or parse_arguments(raw, calls.args_form) is not None:
                 continue  # free-form text is never refused
-            parent = dig(item, calls.args_fields[:-1])
-            if isinstance(parent, dict):
-                parent[calls.args_fields[-1]] = "{}" if calls.args_form == "string" else {}
+            parent = dig(item, calls.args_fields[:-1])  # an object: the arguments are in it
+            parent[calls.args_fields[-1]] = "{}" if calls.args_form == "string" else {}
         return copy
 
     def free_form_ids(self, message: Any) -> list[Any]:
