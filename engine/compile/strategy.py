@@ -96,8 +96,7 @@ class CallsSpec:
             found = [(self.pattern, item)] if isinstance(item, dict) else []
         else:
             found = _walk_at(message, self.list_fields)
-        where = self.where
-        return [(slot, item) for slot, item in found if where is None or where(item)]
+        return [(slot, item) for slot, item in found if self.where is None or self.where(item)]
 
     def install_args(self, item: dict[str, Any], tracker: Any) -> ArgsStream:
         """Put an :class:`ArgsStream` at the item's args field, seeded with what is there;
@@ -174,8 +173,7 @@ class Spec:
         return None
 
     def new_args(self, current: Any) -> ArgsStream:
-        form = self.calls.args_form if self.calls is not None else "string"
-        return new_args_stream(form, current)
+        return new_args_stream(self.calls.args_form if self.calls else "string", current)
 
 
 class Program:
@@ -327,18 +325,13 @@ class Program:
             op(asm, payload, ch)
 
 
-class SubTable:
-    """A nested discriminator (Anthropic's ``content_block_delta`` by ``delta.type``)."""
+class SubTable(NamedTuple):
+    """A nested discriminator (Anthropic's ``content_block_delta`` by ``delta.type``): its
+    reader, its plain field chain (looked up in place; (): read by the reader), its table."""
 
-    __slots__ = ("discriminator", "fields", "table")
-
-    def __init__(
-        self, spec: dict[str, Any], ctx: CompileContext, problems: Problems, base: str
-    ) -> None:
-        path = spec["discriminator"]
-        self.discriminator = compile_read(path)
-        self.fields = parse_chain(path) if path and is_plain(path) else ()  # (): read by it
-        self.table = _compile_table(spec["on"], ctx, problems, f"{base}/on")
+    discriminator: Callable[..., Any]
+    fields: tuple[str, ...]
+    table: dict[str, Any]
 
 
 def _compile_table(
@@ -352,7 +345,11 @@ def _compile_table(
     for name, rules in on.items():
         at = f"{base}/{escape(name)}"
         if isinstance(rules, dict):
-            compiled: Any = SubTable(rules, ctx, problems, at)
+            path = rules["discriminator"]
+            fields = parse_chain(path) if path and is_plain(path) else ()
+            compiled: Any = SubTable(
+                compile_read(path), fields, _compile_table(rules["on"], ctx, problems, f"{at}/on")
+            )
         else:
             compiled = tuple(compile_ops(rules or [], ctx, problems, at))
         prefix = name[:-1]
@@ -522,10 +519,9 @@ def _keyed_under_common_prefix(
     prefix = commonprefix([chain[:-1] for chain in chains])  # the object every source is in
     if not prefix:
         return None
-    alias = ctx.choice_alias
-    assert alias is not None or not on_choice, "a source reads the choice only through its alias"
+    alias = ctx.choice_alias  # a source reads the choice only through its alias
     path = ".".join([alias, *prefix] if alias is not None and on_choice else prefix)
-    under = compile_read(path, ctx.choice_alias)
+    under = compile_read(path, alias)
     depth = len(prefix)
     keyed = tuple((chain[depth], op) for chain, op in zip(chains, ops, strict=True))
     by_key: dict[str, tuple[Run, ...]] = {}
@@ -582,23 +578,9 @@ def _check_reasoning_streamed(
             )
 
 
-def _sections(
-    descriptor: dict[str, Any], sections: CompiledSections | None, problems: Problems
-) -> CompiledSections:
-    """The ``results`` and ``declarations`` sections, compiled with the strategy (or as the
-    validating pass compiled them), so that they live and die with it."""
-    if sections is not None:
-        return sections
-    try:
-        return compile_sections(descriptor)
-    except TemplateError as exc:  # every problem, each at its own pointer
-        problems.extend((pointer, message) for pointer, message, _ in exc.problems)
-        return CompiledSections(results=None, declarations=None)
-
-
-def _message_reader(places: tuple[TextPlace, ...]) -> Callable[[dict[str, Any], list[Any]], None]:
-    """A reader of the reasoning strings of a whole message, in message order: a walk that
-    descends only along the declared patterns."""
+def _message_reader(places: tuple[TextPlace, ...]) -> Callable[[dict[str, Any]], str]:
+    """A reader of the reasoning of a whole message, its strings joined in message order: a
+    walk that descends only along the declared patterns."""
     patterns = dict.fromkeys(place.pattern for place in places)  # each once, in order
     at = {p: any_where([place.where for place in places if place.pattern == p]) for p in patterns}
     steps_of = [paths.parse_target(pattern) for pattern in at]
@@ -621,17 +603,21 @@ def _message_reader(places: tuple[TextPlace, ...]) -> Callable[[dict[str, Any], 
             elif here in prefixes and isinstance(value, (dict, list)):
                 visit(value, item, here, out)
 
-    return lambda message, out: visit(message, message, "", out)
+    def read(message: dict[str, Any]) -> str:
+        out: list[str] = []
+        visit(message, message, "", out)
+        return "".join(out)
+
+    return read
 
 
-def _call_place(
-    spec: dict[str, Any], pointer: str, problems: Problems, single_allowed: bool
-) -> CallsSpec:
+def _call_place(spec: dict[str, Any], pointer: str, problems: Problems) -> CallsSpec:
     """One place of the calls: ``calls`` itself (the items of a list), or one of
-    ``calls.also``, which may also be a single object at a field chain (``single``)."""
+    ``calls.also``, which may also be a single object at a field chain (``single``: the
+    schema's ``call-pattern`` refuses one for ``calls.at``)."""
     pattern, chains, tail = pattern_parts(spec["at"])
-    single = tail if single_allowed and not chains else ()
-    if tail and not single:
+    single = () if chains else tail
+    if tail and chains:
         problems.add(f"{pointer}/at", "calls.at must end with [*]")
     where = spec.get("where")
     answered = spec.get("answered")
@@ -696,13 +682,21 @@ class ExtractionStrategy:
     def _compile(self, descriptor: dict[str, Any], problems: Problems, sections: Any) -> None:
         self.descriptor = descriptor
         descriptor = with_defaults(descriptor)  # the one place defaults are written in
-        self.sections = _sections(descriptor, sections, problems)
+        # The ``results`` and ``declarations`` sections, compiled with the strategy (or as the
+        # validating pass compiled them), so that they live and die with it.
+        self.sections = sections
+        if sections is None:
+            try:
+                self.sections = compile_sections(descriptor)
+            except TemplateError as exc:  # every problem, each at its own pointer
+                problems.extend((pointer, message) for pointer, message, _ in exc.problems)
+                self.sections = CompiledSections(results=None, declarations=None)
         self.name: str = descriptor["name"]
         self.title: str = descriptor.get("title", self.name)
         calls_spec = descriptor.get("calls") or {}
-        places = [_call_place(calls_spec, "/calls", problems, False)] if calls_spec else []
+        places = [_call_place(calls_spec, "/calls", problems)] if calls_spec else []
         for i, also in enumerate(calls_spec.get("also") or ()):
-            places.append(_call_place(also, f"/calls/also/{i}", problems, True))
+            places.append(_call_place(also, f"/calls/also/{i}", problems))
         calls = places[0] if places else None
         text_spec = descriptor.get("text")
         text = None
@@ -893,11 +887,7 @@ class ExtractionStrategy:
     def reasoning_text(self, message: Any) -> str:
         """The reasoning a whole message carries, in message order, at the places the
         descriptor's ``reasoning`` section declares ("" when none: never display text)."""
-        if not isinstance(message, dict):
-            return ""
-        pieces: list[str] = []
-        self._reasoning_read(message, pieces)
-        return "".join(pieces)
+        return self._reasoning_read(message) if isinstance(message, dict) else ""
 
     # -- history -------------------------------------------------------------------------------
 
