@@ -140,7 +140,8 @@ def new_args_stream(
 @dataclass(frozen=True)
 class TextSpec:
     pattern: str
-    list_fields: tuple[tuple[str, ...], ...]
+    list_fields: tuple[tuple[str, ...], ...]  # field chains between [*] steps
+    tail: tuple[str, ...]  # the text's field chain in the innermost item
     where: Predicate | None
     part_where: Predicate | None = None  # the text field may hold typed parts instead
     part_field: str | None = None  # text.parts.field: the display parts' text field
@@ -183,8 +184,7 @@ class Program:
         disc = events.get("discriminator")
         self.wrapped = False
         if isinstance(disc, dict) and "field" in disc:  # not a {jmespath: ...} read
-            self.wrapped = disc["or_wrapped"]
-            disc = disc["field"]
+            disc, self.wrapped = disc["field"], disc["or_wrapped"]
         self.discriminator = compile_read(disc) if disc else None
         # The one field the discriminator and the choice list name, which apply looks up in
         # the event itself (None: a reader's call, for a longer path or a JMESPath).
@@ -244,10 +244,7 @@ class Program:
         list holds entries and none is ``choice``? Cold: asked only after the DONE."""
         if self.choice_list is None or chunk.__class__ is not dict:
             return False
-        payload = self._named(chunk)[1]
-        if payload.__class__ is not dict:
-            return False
-        entries = self.choice_list(payload)
+        entries = self.choice_list(self._named(chunk)[1])  # None in what is no object
         return entries.__class__ is list and bool(entries) and self.choose(entries, choice) is None
 
     def choose(self, entries: Any, choice: int) -> Any:
@@ -705,7 +702,8 @@ class ExtractionStrategy:
             parts_spec = text_spec.get("parts")
             text = TextSpec(
                 pattern=pattern,
-                list_fields=chains + (tail,),
+                list_fields=chains,
+                tail=tail,
                 where=_predicate(text_spec, "where"),
                 part_where=_predicate(parts_spec, "where"),
                 part_field=parts_spec["field"] if parts_spec else None,
@@ -870,12 +868,11 @@ class ExtractionStrategy:
         text = self.spec.text
         if text is None or not isinstance(message, dict):
             return ""
-        *chains, tail = text.list_fields
         pieces = []
-        for _, item in _walk_at(message, tuple(chains)):
-            if chains and text.where is not None and not text.where(item):
+        for _, item in _walk_at(message, text.list_fields):
+            if text.list_fields and text.where is not None and not text.where(item):
                 continue
-            value = dig(item, tail)
+            value = dig(item, text.tail)
             if isinstance(value, str):
                 pieces.append(value)
             elif isinstance(value, list) and text.part_where is not None:
