@@ -487,10 +487,9 @@ def by_source_key(rules: list[Rule], ctx: CompileContext) -> list[Run]:
         rooted.append((on_choice, chain[1:] if on_choice else chain))
     if not all(chain for _, chain in rooted):
         return ops
-    if len({on_choice for on_choice, _ in rooted}) == 1:
-        keyed = _keyed_under_common_prefix(ops, rooted, ctx)
-        if keyed is not None:
-            return [keyed]
+    keyed = _keyed_under_common_prefix(ops, rooted, ctx)
+    if keyed is not None:
+        return [keyed]
     # A guard on a single field (``when: done``) needs a true value there, not just the key.
     entries = tuple(
         (on_choice, chain[0], len(chain) == 1 and source.must_be_true, op)
@@ -509,18 +508,17 @@ def by_source_key(rules: list[Rule], ctx: CompileContext) -> list[Run]:
 def _keyed_under_common_prefix(
     ops: list[Run], rooted: list[Any], ctx: CompileContext
 ) -> Run | None:
-    """Rules whose sources share an object (``delta.text``, ``delta.toolUse.input``): one
-    read of that object, then the rules of the key it holds."""
+    """Rules whose sources share an object under one root (``delta.text``,
+    ``delta.toolUse.input``): one read of that object, then the rules of the key it holds."""
     on_choice = rooted[0][0]
     chains = [chain for _, chain in rooted]
     prefix = commonprefix([chain[:-1] for chain in chains])  # the object every source is in
-    if not prefix:
+    if not prefix or len({root for root, _ in rooted}) > 1:
         return None
     alias = ctx.choice_alias  # a source reads the choice only through its alias
     path = ".".join([alias, *prefix] if alias is not None and on_choice else prefix)
     under = compile_read(path, alias)
-    depth = len(prefix)
-    keyed = tuple((chain[depth], op) for chain, op in zip(chains, ops, strict=True))
+    keyed = tuple((chain[len(prefix)], op) for chain, op in zip(chains, ops, strict=True))
     by_key: dict[str, tuple[Run, ...]] = {}
     for key, op in keyed:
         by_key[key] = (*by_key.get(key, ()), op)
@@ -810,11 +808,10 @@ class ExtractionStrategy:
             return message
         copy = json.loads(json.dumps(message))  # plain JSON: the assembled message is
         for calls, _, item in self._call_items(copy):
-            raw = dig(item, calls.args_fields)
-            if calls.free_form or raw is None or parse_arguments(raw, calls.args_form) is not None:
-                continue  # free-form text is never refused
-            parent = dig(item, calls.args_fields[:-1])  # an object: the arguments are in it
-            parent[calls.args_fields[-1]] = "{}" if calls.args_form == "string" else {}
+            # absent arguments are no arguments; free-form text always reads (is never refused)
+            if dig(item, calls.args_fields) is not None and calls.arguments_of(item) is None:
+                parent = dig(item, calls.args_fields[:-1])  # an object: the arguments are in it
+                parent[calls.args_fields[-1]] = "{}" if calls.args_form == "string" else {}
         return copy
 
     def free_form_ids(self, message: Any) -> list[Any]:
@@ -835,10 +832,9 @@ class ExtractionStrategy:
     def extract(self, message: Any) -> list[ExtractedCall]:
         out: list[ExtractedCall] = []
         for calls, _, item in self._call_items(message):
-            if calls.is_cut(item):
-                continue  # cut short: incomplete_calls() reports it
             name, args = calls.name(item), calls.arguments_of(item)
-            if isinstance(name, str) and name and args is not None:
+            # a call cut short is none: incomplete_calls() reports it
+            if isinstance(name, str) and name and args is not None and not calls.is_cut(item):
                 # The message's own object is copied: a client may edit what it was handed.
                 args = copy_json(args) if args is dig(item, calls.args_fields) else args
                 out.append(ExtractedCall(name, args, calls.id(item), free_form=calls.free_form))
