@@ -455,10 +455,9 @@ def _opens_a_call(pattern: str | None, ctx: CompileContext) -> bool:
 def compile_rule(name: str, raw: Any, ctx: CompileContext, pointer: str = "") -> Rule:
     """One rule through its operation's entry; a ``when`` in its arguments guards it."""
     entry = OPERATIONS[name]
-    args = entry.arguments(raw)
+    args = dict(entry.arguments(raw))  # a copy: the descriptor's is never changed
     facts = entry.facts(args, ctx, pointer)
-    when_path = args.get("when")
-    args = {k: v for k, v in args.items() if k != "when"}  # the descriptor's is never changed
+    when_path = args.pop("when", None)
     op = entry.compile(args, ctx)
     if when_path is not None:
         op = _guarded(op, compile_read(when_path, ctx.choice_alias))
@@ -559,14 +558,14 @@ def _reasoning_places(spec: Any) -> tuple[TextPlace, ...]:
 
 
 def _check_reasoning_streamed(
-    places: tuple[TextPlace, ...], ctx: CompileContext, problems: Problems, listed: bool
+    section: Any, places: tuple[TextPlace, ...], ctx: CompileContext, problems: Problems
 ) -> None:
-    """A reasoning place that no event rule writes would never stream: say so at load
-    (``listed``: the section is a list of places, else one place)."""
+    """A reasoning place that no event rule writes would never stream: say so at load, at
+    its place in the ``reasoning`` ``section`` (a list of places, or one place)."""
     for i, place in enumerate(places):
         if place.pattern not in ctx.reasoning_streamed:
             problems.add(
-                f"/reasoning/{i}/at" if listed else "/reasoning/at",
+                f"/reasoning/{i}/at" if isinstance(section, list) else "/reasoning/at",
                 f"reasoning[{i}].at {place.pattern}: no event rule streams text there (an "
                 "append at it, a fold's concat key or parts, or an extend's parts); its "
                 "reasoning would never stream",
@@ -741,8 +740,7 @@ class ExtractionStrategy:
         self.at_end = tuple(ctx.at_end)
         self.rule_facts = tuple(ctx.facts)
         if len(problems) == before:  # what the rules stream is known when all compiled
-            listed = isinstance(descriptor.get("reasoning"), list)
-            _check_reasoning_streamed(reasoning, ctx, problems, listed)
+            _check_reasoning_streamed(descriptor.get("reasoning"), reasoning, ctx, problems)
         self._reasoning_read = _message_reader(reasoning)
         recognize = descriptor.get("recognize", {})
         self._recognize_chunk = compile_predicate(recognize["chunk"])
