@@ -2,7 +2,8 @@
 
 The fast paths live inside the compiled readers, with no switch: a plain field chain compiles
 to direct look-ups (``ev.get(key)`` for one field, :func:`engine.compile.paths._chain`), and
-every caller calls the reader. Every golden is replayed, whole and re-split into
+a caller calls the reader, but where a caller looks a one-field path up itself (the
+dispatcher's event name and choice list). Every golden is replayed, whole and re-split into
 one-character fragments, by strategies compiled as they are and by strategies whose chains
 compile to a plain loop over their fields, and the outcomes must agree.
 """
@@ -66,35 +67,55 @@ def test_the_specialised_look_ups_give_the_looped_outcome(path, split):
     assert _replay(events, _strategy(fmt, False)) == _replay(events, _strategy(fmt, True))
 
 
-def test_the_dispatcher_reads_through_its_compiled_readers(monkeypatch):
-    """No caller looks a reader's field up in its place: the event name and the choice list
-    of every chunk a wire applies are each one call of the compiled reader (any callable
-    that reads them serves), and there is no global switch of fast paths."""
+@pytest.mark.parametrize("in_place", [True, False])
+def test_the_dispatcher_looks_one_field_up_in_place_else_reads_through_its_reader(
+    monkeypatch, in_place
+):
+    """The event name and the choice list of every chunk a wire applies: a one-field path
+    (``type``, ``choices``: ``name_key``, ``list_key``) is looked up in the event itself,
+    no reader's frame; any other path (its key None) is one call of the compiled reader
+    (any callable that reads them serves); the outcome is the same. There is no global
+    switch of fast paths."""
     assert not hasattr(paths, "FAST_PATHS")
     real_apply, counted = Program.apply, []
     calls: dict[str, int] = {}
+    applying = [False]
 
     def counted_apply(self: Program, asm: Any, chunk: Any, choice: int) -> None:
         calls["apply"] += self in counted
-        real_apply(self, asm, chunk, choice)
+        applying[0] = True
+        try:
+            real_apply(self, asm, chunk, choice)
+        finally:
+            applying[0] = False
 
     def counting(kind: str, read: Any) -> Any:
         def reader(ev: Any, ch: Any = None) -> Any:
-            calls[kind] += 1
+            calls[kind] += applying[0]
             return read(ev, ch)
 
         return reader
 
     monkeypatch.setattr(Program, "apply", counted_apply)
-    for fmt, kind in (("anthropic_messages", "discriminator"), ("openai_chat", "choice_list")):
+    for fmt, kind, key in (
+        ("anthropic_messages", "discriminator", "name_key"),
+        ("openai_chat", "choice_list", "list_key"),
+    ):
         strategy = engine.load_format(builtin_paths()[fmt])
         counted.append(strategy.program)
+        assert getattr(strategy.program, key) is not None
+        if not in_place:
+            setattr(strategy.program, key, None)
         setattr(strategy.program, kind, counting(kind, getattr(strategy.program, kind)))
         calls.update(apply=0, **{kind: 0})
         for path in golden_streams([fmt]):
             events = read_stream(path)
             assert _replay(events, strategy) == _replay(events, engine.load_format(fmt))
-        assert 0 < calls["apply"] <= calls[kind], (fmt, calls)
+        assert calls["apply"] > 0, (fmt, calls)
+        if in_place:
+            assert calls[kind] == 0, (fmt, calls)
+        else:
+            assert calls["apply"] <= calls[kind], (fmt, calls)
 
 
 def test_a_one_field_path_is_named_and_no_other_is():

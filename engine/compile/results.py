@@ -45,6 +45,8 @@ from .templates import (
 )
 
 DEFAULT_LEAK_ROLE = "user"  # the schema's `default` of results.leak_role says the same
+
+
 @dataclass(frozen=True)
 class CompiledResults:
     mode: str
@@ -69,21 +71,16 @@ def compile_sections(descriptor: dict[str, Any]) -> CompiledSections:
 
     The descriptor may not have come through the validator (a strategy built from a dict), so
     its ``results`` section is first asked of the schema, which states what the section may
-    hold (:func:`schema_problems`); the compile then trusts it, as after the validator."""
+    hold: what ``$defs/results`` says of it, in pointer order, each in the schema's own words
+    (its ``errorMessage``) where it has them (the schema's templates are typed for editors
+    only: the template compiler reports inside them); the compile then trusts it, as after
+    the validator."""
     sections, compiled = check_sections(descriptor)
-    problems = schema_problems(descriptor.get("results")) or compiled
-    if problems:
-        raise TemplateError(problems)
+    results = descriptor.get("results")
+    checked = [] if results is None else section_problems(results, "results", "/results")
+    if checked or compiled:
+        raise TemplateError(checked or compiled)
     return sections
-
-
-def schema_problems(results: Any) -> list[TemplateProblem]:
-    """What ``$defs/results`` of the schema says of a ``results`` section, in pointer order,
-    each in the schema's own words (its ``errorMessage``) where it has them. The schema's
-    templates are typed for editors only: the template compiler reports inside them."""
-    if results is None:
-        return []
-    return section_problems(results, "results", "/results")
 
 
 def check_sections(descriptor: dict[str, Any]) -> tuple[CompiledSections, list[TemplateProblem]]:
@@ -112,13 +109,16 @@ def _template(spec: Any, pointer: str, problems: list[TemplateProblem]) -> Templ
 def _compile_results(spec: Any, problems: list[TemplateProblem]) -> CompiledResults | None:
     """Compile a results section. The schema (``$defs/results``) says which keys it holds,
     the modes and what each takes, and what ``leak_role`` and ``leak`` may be; only what it
-    cannot say is checked here: restate's ``$echo`` with ``merge`` (:func:`_check_restate`),
+    cannot say is checked here: restate's ``$echo`` with ``merge`` (:func:`_has_merging_echo`),
     and every template, by the template compiler."""
     if not isinstance(spec, dict):
         return None
     mode = spec.get("mode", "one_message" if "message" in spec else "per_call")
-    if mode == "restate" and "assistant" in spec:
-        _check_restate(spec["assistant"], problems)
+    if mode == "restate" and "assistant" in spec and not _has_merging_echo(spec["assistant"]):
+        # (what a schema cannot say: that a construct sits somewhere inside a template)
+        message = "mode restate puts each result into its call's part: an $echo with calls and "
+        message += "merge, and this template has none"
+        problems.append(("/results/assistant", message, "template"))
     leak = spec["leak"] if isinstance(spec.get("leak"), dict) else {}
     return CompiledResults(
         mode=mode,
@@ -131,29 +131,14 @@ def _compile_results(spec: Any, problems: list[TemplateProblem]) -> CompiledResu
     )
 
 
-def _check_restate(assistant: Any, problems: list[TemplateProblem]) -> None:
+def _has_merging_echo(template: Any) -> bool:
     """``mode: restate``: the history is the assistant message sent back with each call's
     result in its own part, so ``assistant`` must merge the results in (an ``$echo`` with
-    ``merge``). A schema cannot say that a construct sits somewhere inside a template."""
-    if not _has_merging_echo(assistant):
-        problems.append(
-            (
-                "/results/assistant",
-                "mode restate puts each result into its call's part: an $echo with calls and "
-                "merge, and this template has none",
-                "template",
-            )
-        )
-
-
-def _has_merging_echo(template: Any) -> bool:
+    ``merge``) somewhere inside it."""
     if isinstance(template, dict):
-        if "$echo" in template and "merge" in template:
-            return True
-        return any(_has_merging_echo(value) for value in template.values())
-    if isinstance(template, list):
-        return any(_has_merging_echo(value) for value in template)
-    return False
+        merging = "$echo" in template and "merge" in template
+        return merging or any(_has_merging_echo(value) for value in template.values())
+    return isinstance(template, list) and any(_has_merging_echo(value) for value in template)
 
 
 # --- a strategy's sections --------------------------------------------------------------
@@ -169,8 +154,14 @@ def sections_of(strategy: Any) -> CompiledSections:
     return compile_sections(getattr(strategy, "descriptor", None) or {})
 
 
-def _name_of(strategy: Any) -> str:
-    return str(getattr(strategy, "name", None) or type(strategy).__name__)
+def _declared(strategy: Any, section: str) -> Any:
+    """The strategy's compiled ``results`` or ``declarations`` section; NotImplementedError
+    when its descriptor declares none."""
+    compiled = getattr(sections_of(strategy), section)
+    if compiled is None:
+        name = getattr(strategy, "name", None) or type(strategy).__name__
+        raise NotImplementedError(f"format {str(name)!r} declares no {section} section")
+    return compiled
 
 
 # --- records and tools as template data ----------------------------------------------------
@@ -190,8 +181,7 @@ def record_view(record: Any, free_form: frozenset[Any] = frozenset()) -> dict[st
     call of the message (its CALL-ID among ``free_form``), so that a wire answers it in its
     own shape."""
     get = _fields_of(record)
-    error = get("error")
-    call_id = get("tool_call_id")
+    error, call_id = get("error"), get("tool_call_id")
     return {
         "name": get("name"),
         "arguments": get("arguments") or {},
@@ -239,9 +229,7 @@ def result_messages(strategy: Any, message: Any, records: Iterable[Any]) -> list
     message is a call that leaked into text, answered as :func:`leak_result_messages` does."""
     if isinstance(message, str):
         return leak_result_messages(strategy, message, records)
-    spec = sections_of(strategy).results
-    if spec is None:
-        raise NotImplementedError(f"format {_name_of(strategy)!r} declares no results section")
+    spec: CompiledResults = _declared(strategy, "results")
     ids_of = getattr(strategy, "free_form_ids", None)  # a wire's strategy; a codec has none
     free = frozenset(ids_of(message)) if ids_of is not None else frozenset()
     views = [record_view(r, free) for r in records]
@@ -264,9 +252,7 @@ def result_messages(strategy: Any, message: Any, records: Iterable[Any]) -> list
 def tool_declarations(strategy: Any, tools: Iterable[Any]) -> Any:
     """The request fragment that declares ``tools`` on the strategy's wire (``{}`` for no
     tools), as its ``declarations`` section says."""
-    template = sections_of(strategy).declarations
-    if template is None:
-        raise NotImplementedError(f"format {_name_of(strategy)!r} declares no declarations section")
+    template: Template = _declared(strategy, "declarations")
     views = [tool_view(t) for t in tools]
     if not views:
         return {}
@@ -278,14 +264,13 @@ def results_text(records: Iterable[Any]) -> str:
     parts = []
     for record in records:
         view = record_view(record)
-        name = view["name"]
-        if view["failed"]:
-            error = view["error"]
-            parts.append(
-                error if error.startswith(f"Tool '{name}'") else f"Tool '{name}' failed: {error}"
-            )
-        else:
+        name, error = view["name"], view["error"]
+        if not view["failed"]:
             parts.append(f"Tool '{name}' returned: {render_result(view, 'text')}")
+        elif error.startswith(f"Tool '{name}'"):
+            parts.append(error)
+        else:
+            parts.append(f"Tool '{name}' failed: {error}")
     return "\n\n".join(parts)
 
 
@@ -314,12 +299,9 @@ def leak_result_messages(strategy: Any, text: str, records: Iterable[Any]) -> li
         generic = generic[:1]
     if spec is None or (spec.leak_assistant is None and spec.leak_message is None):
         return generic
-    ctx = {
-        "text": text,
-        "records": [record_view(r) for r in records],
-        "role": role,
-        "results_text": generic[1]["content"] if len(generic) > 1 else "",
-    }
+    views = [record_view(r) for r in records]
+    results = generic[1]["content"] if records else ""
+    ctx = {"text": text, "records": views, "role": role, "results_text": results}
     out: list[Any] = []
     pairs = ((spec.leak_assistant, generic[0]), (spec.leak_message, generic[-1]))
     for template, fallback in pairs[: len(generic)]:

@@ -23,7 +23,7 @@ from ..model.jsonscan import MAX_DEPTH, ArgsStream, dumps_any_depth, first_value
 from . import paths
 from .operations import OPERATIONS, Source
 from .ops import CompileContext, RuleProblem, Run, TextPlace, any_where
-from .paths import compile_read, is_plain, items_of, parse_chain, pattern_parts
+from .paths import compile_read, is_plain, items_of, one_field, parse_chain, pattern_parts
 from .predicates import Predicate, compile_predicate
 from .results import CompiledSections, compile_sections, result_messages, tool_declarations
 from .schema import schema_problems, with_defaults
@@ -96,8 +96,7 @@ class CallsSpec:
             found = [(self.pattern, item)] if isinstance(item, dict) else []
         else:
             found = _walk_at(message, self.list_fields)
-        where = self.where
-        return [(slot, item) for slot, item in found if where is None or where(item)]
+        return [(slot, item) for slot, item in found if self.where is None or self.where(item)]
 
     def install_args(self, item: dict[str, Any], tracker: Any) -> ArgsStream:
         """Put an :class:`ArgsStream` at the item's args field, seeded with what is there;
@@ -141,7 +140,8 @@ def new_args_stream(
 @dataclass(frozen=True)
 class TextSpec:
     pattern: str
-    list_fields: tuple[tuple[str, ...], ...]
+    list_fields: tuple[tuple[str, ...], ...]  # field chains between [*] steps
+    tail: tuple[str, ...]  # the text's field chain in the innermost item
     where: Predicate | None
     part_where: Predicate | None = None  # the text field may hold typed parts instead
     part_field: str | None = None  # text.parts.field: the display parts' text field
@@ -174,34 +174,24 @@ class Spec:
         return None
 
     def new_args(self, current: Any) -> ArgsStream:
-        form = self.calls.args_form if self.calls is not None else "string"
-        return new_args_stream(form, current)
+        return new_args_stream(self.calls.args_form if self.calls else "string", current)
 
 
 class Program:
     """The event rules: dispatch by discriminator to compiled operation lists."""
 
-    __slots__ = (
-        "discriminator",
-        "wrapped",
-        "table",
-        "every",
-        "ignored",
-        "choice_list",
-        "choice_key",
-        "accept",
-        "after_done",
-    )
-
     def __init__(self, events: dict[str, Any], ctx: CompileContext, problems: Problems) -> None:
         disc = events.get("discriminator")
         self.wrapped = False
         if isinstance(disc, dict) and "field" in disc:  # not a {jmespath: ...} read
-            self.wrapped = disc["or_wrapped"]
-            disc = disc["field"]
+            disc, self.wrapped = disc["field"], disc["or_wrapped"]
         self.discriminator = compile_read(disc) if disc else None
+        # The one field the discriminator and the choice list name, which apply looks up in
+        # the event itself (None: a reader's call, for a longer path or a JMESPath).
+        self.name_key = one_field(disc)
         choice = events.get("choice")
         self.choice_list = compile_read(choice["list"]) if choice else None
+        self.list_key = one_field(choice["list"]) if choice else None
         self.choice_key = choice["key"] if choice else None
         self.every = tuple(compile_ops(events.get("every", []), ctx, problems, "/events/every"))
         self.table = _compile_table(events.get("on", {}), ctx, problems)
@@ -221,25 +211,20 @@ class Program:
         rule table handles (taking an event no rule handles would take nothing). The test is
         given the event and its name, read once by the buffer."""
         entries = events.get("after_done") or []
-        names: set[str] = set()
+        names = {entry for entry in entries if isinstance(entry, str)}
         tests: list[Predicate] = []
         for i, entry in enumerate(entries):
-            pointer = f"/events/after_done/{i}"
-            if isinstance(entry, str):
-                if self.discriminator is None:
-                    problems.add(
-                        pointer,
-                        f"after_done names the event {entry!r}, but this wire has no event "
-                        "names (no events.discriminator): give a predicate on the event",
-                    )
-                elif self.table.get(entry) is None:
-                    problems.add(
-                        pointer,
-                        f"after_done names the event {entry!r}, which no rule of events.on handles",
-                    )
-                names.add(entry)
-            elif isinstance(entry, dict):
+            pointer, named = f"/events/after_done/{i}", f"after_done names the event {entry!r}"
+            if isinstance(entry, dict):
                 tests += problems.compiled(pointer, "after_done", compile_predicate, entry)
+            elif isinstance(entry, str) and self.discriminator is None:
+                problems.add(
+                    pointer,
+                    f"{named}, but this wire has no event names (no events.discriminator): "
+                    "give a predicate on the event",
+                )
+            elif isinstance(entry, str) and self.table.get(entry) is None:
+                problems.add(pointer, f"{named}, which no rule of events.on handles")
         if not names and not tests:
             return None
         return lambda chunk, name: name in names or any(test(chunk) for test in tests)
@@ -259,10 +244,7 @@ class Program:
         list holds entries and none is ``choice``? Cold: asked only after the DONE."""
         if self.choice_list is None or chunk.__class__ is not dict:
             return False
-        payload = self._named(chunk)[1]
-        if payload.__class__ is not dict:
-            return False
-        entries = self.choice_list(payload)
+        entries = self.choice_list(self._named(chunk)[1])  # None in what is no object
         return entries.__class__ is list and bool(entries) and self.choose(entries, choice) is None
 
     def choose(self, entries: Any, choice: int) -> Any:
@@ -283,25 +265,25 @@ class Program:
         return None if name is None else str(name)
 
     def apply(self, asm: Assembly, chunk: dict[str, Any], choice: int) -> None:
-        # Runs on every chunk: each read is one call of a compiled reader, itself the fast path
-        # (see :data:`engine.compile.paths.Reader`).
-        discriminator = self.discriminator
+        # Runs on every chunk: a one-field discriminator or choice list is looked up in the
+        # event itself, any other read is one call of its compiled reader (paths.Reader).
+        discriminator, key = self.discriminator, self.name_key
         name: Any  # what the wire put at the discriminator: any JSON value, or None
-        if discriminator is None:
-            name, payload = None, chunk
+        if key is not None:
+            name = chunk.get(key)
         else:
-            name = discriminator(chunk)
-            if name is None and self.wrapped and len(chunk) == 1:
-                ((name, payload),) = chunk.items()
-            else:
-                payload = chunk
+            name = None if discriminator is None else discriminator(chunk)
+        payload = chunk
+        if name is None and self.wrapped and len(chunk) == 1:
+            ((name, payload),) = chunk.items()
         asm.event_name = name  # what a skip of this event is listed under: read once
         if payload.__class__ is not dict:
             count(asm.journal, asm.unknown, str(name))
             return
         ch = None
         if self.choice_list is not None:
-            entries = self.choice_list(payload)
+            key = self.list_key
+            entries = payload.get(key) if key is not None else self.choice_list(payload)
             ch = entries[0] if entries.__class__ is list and entries else None
             if ch.__class__ is not dict or ch.get(self.choice_key, 0) != choice:
                 ch = self.choose(entries, choice)  # the usual choice, the first, is tested first
@@ -326,8 +308,11 @@ class Program:
                 count(asm.journal, asm.unknown, str(name))
             return
         if rules.__class__ is SubTable:
+            sub: Any = payload if rules.fields else rules.discriminator(payload)
+            for field in rules.fields:  # a field chain, looked up in place: no reader's frame
+                sub = sub.get(field) if sub.__class__ is dict else None
             try:
-                rules = rules.table.get(rules.discriminator(payload))
+                rules = rules.table.get(sub)
             except TypeError:
                 rules = None
             if rules is None:
@@ -337,31 +322,45 @@ class Program:
             op(asm, payload, ch)
 
 
-class SubTable:
-    """A nested discriminator (Anthropic's ``content_block_delta`` by ``delta.type``)."""
+class SubTable(NamedTuple):
+    """A nested discriminator (Anthropic's ``content_block_delta`` by ``delta.type``): its
+    reader, its plain field chain (looked up in place; (): read by the reader), its table."""
 
-    __slots__ = ("discriminator", "table")
-
-    def __init__(
-        self, spec: dict[str, Any], ctx: CompileContext, problems: Problems, base: str
-    ) -> None:
-        self.discriminator = compile_read(spec["discriminator"])
-        self.table = _compile_table(spec["on"], ctx, problems, f"{base}/on")
+    discriminator: Callable[..., Any]
+    fields: tuple[str, ...]
+    table: dict[str, Any]
 
 
 def _compile_table(
     on: dict[str, Any], ctx: CompileContext, problems: Problems, base: str = "/events/on"
 ) -> dict[str, Any]:
     """A rule table (at ``base``): each name's rules, or a :class:`SubTable` (whose own
-    table, the schema's ``sub_table``, holds rules only)."""
+    table, the schema's ``sub_table``, holds rules only); a :class:`PatternTable` when some
+    name is a pattern (a prefix and one ``*`` at its end), else the plain dict itself."""
     table: dict[str, Any] = {}
+    patterns = []
     for name, rules in on.items():
         at = f"{base}/{escape(name)}"
         if isinstance(rules, dict):
-            table[name] = SubTable(rules, ctx, problems, at)
+            path = rules["discriminator"]
+            fields = parse_chain(path) if path and is_plain(path) else ()
+            compiled: Any = SubTable(
+                compile_read(path), fields, _compile_table(rules["on"], ctx, problems, f"{at}/on")
+            )
         else:
-            table[name] = tuple(compile_ops(rules or [], ctx, problems, at))
-    return _with_patterns(table, problems, base)
+            compiled = tuple(compile_ops(rules or [], ctx, problems, at))
+        prefix = name[:-1]
+        if WILDCARD not in name:
+            table[name] = compiled
+        elif name.endswith(WILDCARD) and prefix and WILDCARD not in prefix:
+            patterns.append((prefix, compiled))
+        else:
+            problems.add(
+                at,
+                f"event-name pattern {name!r}: a pattern is a prefix and one * at its end "
+                "(data-*); a * elsewhere, or alone, is not one",
+            )
+    return PatternTable(table, patterns) if patterns else table
 
 
 WILDCARD = "*"
@@ -390,26 +389,6 @@ class PatternTable(dict[str, Any]):
                 if name.startswith(prefix):
                     return rules
         return default
-
-
-def _with_patterns(table: dict[str, Any], problems: Problems, base: str) -> dict[str, Any]:
-    """The table as the dispatcher reads it: a :class:`PatternTable` when some name is a
-    pattern (a prefix and one ``*`` at its end), else the plain dict itself."""
-    patterns = []
-    for name in list(table):
-        if WILDCARD not in name:
-            continue
-        rules = table.pop(name)
-        prefix = name[:-1]
-        if not name.endswith(WILDCARD) or WILDCARD in prefix or not prefix:
-            problems.add(
-                f"{base}/{escape(name)}",
-                f"event-name pattern {name!r}: a pattern is a prefix and one * at its end "
-                "(data-*); a * elsewhere, or alone, is not one",
-            )
-            continue
-        patterns.append((prefix, rules))
-    return PatternTable(table, patterns) if patterns else table
 
 
 class Problems(list[tuple[str, str]]):
@@ -476,10 +455,9 @@ def _opens_a_call(pattern: str | None, ctx: CompileContext) -> bool:
 def compile_rule(name: str, raw: Any, ctx: CompileContext, pointer: str = "") -> Rule:
     """One rule through its operation's entry; a ``when`` in its arguments guards it."""
     entry = OPERATIONS[name]
-    args = entry.arguments(raw)
+    args = dict(entry.arguments(raw))  # a copy: the descriptor's is never changed
     facts = entry.facts(args, ctx, pointer)
-    when_path = args.get("when")
-    args = {k: v for k, v in args.items() if k != "when"}  # the descriptor's is never changed
+    when_path = args.pop("when", None)
     op = entry.compile(args, ctx)
     if when_path is not None:
         op = _guarded(op, compile_read(when_path, ctx.choice_alias))
@@ -508,10 +486,9 @@ def by_source_key(rules: list[Rule], ctx: CompileContext) -> list[Run]:
         rooted.append((on_choice, chain[1:] if on_choice else chain))
     if not all(chain for _, chain in rooted):
         return ops
-    if len({on_choice for on_choice, _ in rooted}) == 1:
-        keyed = _keyed_under_common_prefix(ops, rooted, ctx)
-        if keyed is not None:
-            return [keyed]
+    keyed = _keyed_under_common_prefix(ops, rooted, ctx)
+    if keyed is not None:
+        return [keyed]
     # A guard on a single field (``when: done``) needs a true value there, not just the key.
     entries = tuple(
         (on_choice, chain[0], len(chain) == 1 and source.must_be_true, op)
@@ -530,19 +507,17 @@ def by_source_key(rules: list[Rule], ctx: CompileContext) -> list[Run]:
 def _keyed_under_common_prefix(
     ops: list[Run], rooted: list[Any], ctx: CompileContext
 ) -> Run | None:
-    """Rules whose sources share an object (``delta.text``, ``delta.toolUse.input``): one
-    read of that object, then the rules of the key it holds."""
+    """Rules whose sources share an object under one root (``delta.text``,
+    ``delta.toolUse.input``): one read of that object, then the rules of the key it holds."""
     on_choice = rooted[0][0]
     chains = [chain for _, chain in rooted]
     prefix = commonprefix([chain[:-1] for chain in chains])  # the object every source is in
-    if not prefix:
+    if not prefix or len({root for root, _ in rooted}) > 1:
         return None
-    alias = ctx.choice_alias
-    assert alias is not None or not on_choice, "a source reads the choice only through its alias"
+    alias = ctx.choice_alias  # a source reads the choice only through its alias
     path = ".".join([alias, *prefix] if alias is not None and on_choice else prefix)
-    under = compile_read(path, ctx.choice_alias)
-    depth = len(prefix)
-    keyed = tuple((chain[depth], op) for chain, op in zip(chains, ops, strict=True))
+    under = compile_read(path, alias)
+    keyed = tuple((chain[len(prefix)], op) for chain, op in zip(chains, ops, strict=True))
     by_key: dict[str, tuple[Run, ...]] = {}
     for key, op in keyed:
         by_key[key] = (*by_key.get(key, ()), op)
@@ -583,42 +558,25 @@ def _reasoning_places(spec: Any) -> tuple[TextPlace, ...]:
 
 
 def _check_reasoning_streamed(
-    places: tuple[TextPlace, ...], ctx: CompileContext, problems: Problems, listed: bool
+    section: Any, places: tuple[TextPlace, ...], ctx: CompileContext, problems: Problems
 ) -> None:
-    """A reasoning place that no event rule writes would never stream: say so at load
-    (``listed``: the section is a list of places, else one place)."""
+    """A reasoning place that no event rule writes would never stream: say so at load, at
+    its place in the ``reasoning`` ``section`` (a list of places, or one place)."""
     for i, place in enumerate(places):
         if place.pattern not in ctx.reasoning_streamed:
             problems.add(
-                f"/reasoning/{i}/at" if listed else "/reasoning/at",
+                f"/reasoning/{i}/at" if isinstance(section, list) else "/reasoning/at",
                 f"reasoning[{i}].at {place.pattern}: no event rule streams text there (an "
                 "append at it, a fold's concat key or parts, or an extend's parts); its "
                 "reasoning would never stream",
             )
 
 
-def _sections(
-    descriptor: dict[str, Any], sections: CompiledSections | None, problems: Problems
-) -> CompiledSections:
-    """The ``results`` and ``declarations`` sections, compiled with the strategy (or as the
-    validating pass compiled them), so that they live and die with it."""
-    if sections is not None:
-        return sections
-    try:
-        return compile_sections(descriptor)
-    except TemplateError as exc:  # every problem, each at its own pointer
-        for pointer, message, _ in exc.problems:
-            problems.add(pointer, message)
-        return CompiledSections(results=None, declarations=None)
-
-
-def _message_reader(places: tuple[TextPlace, ...]) -> Callable[[dict[str, Any], list[Any]], None]:
-    """A reader of the reasoning strings of a whole message, in message order: a walk that
-    descends only along the declared patterns."""
-    wheres: dict[str, list[Any]] = {}
-    for place in places:
-        wheres.setdefault(place.pattern, []).append(place.where)
-    at = {pattern: any_where(found) for pattern, found in wheres.items()}
+def _message_reader(places: tuple[TextPlace, ...]) -> Callable[[dict[str, Any]], str]:
+    """A reader of the reasoning of a whole message, its strings joined in message order: a
+    walk that descends only along the declared patterns."""
+    patterns = dict.fromkeys(place.pattern for place in places)  # each once, in order
+    at = {p: any_where([place.where for place in places if place.pattern == p]) for p in patterns}
     steps_of = [paths.parse_target(pattern) for pattern in at]
     # the patterns the walk goes down: every step of a declared one but its last
     prefixes = {paths.pattern_of(steps[:k]) for steps in steps_of for k in range(1, len(steps))}
@@ -639,17 +597,21 @@ def _message_reader(places: tuple[TextPlace, ...]) -> Callable[[dict[str, Any], 
             elif here in prefixes and isinstance(value, (dict, list)):
                 visit(value, item, here, out)
 
-    return lambda message, out: visit(message, message, "", out)
+    def read(message: dict[str, Any]) -> str:
+        out: list[str] = []
+        visit(message, message, "", out)
+        return "".join(out)
+
+    return read
 
 
-def _call_place(
-    spec: dict[str, Any], pointer: str, problems: Problems, single_allowed: bool
-) -> CallsSpec:
+def _call_place(spec: dict[str, Any], pointer: str, problems: Problems) -> CallsSpec:
     """One place of the calls: ``calls`` itself (the items of a list), or one of
-    ``calls.also``, which may also be a single object at a field chain (``single``)."""
+    ``calls.also``, which may also be a single object at a field chain (``single``: the
+    schema's ``call-pattern`` refuses one for ``calls.at``)."""
     pattern, chains, tail = pattern_parts(spec["at"])
-    single = tail if single_allowed and not chains else ()
-    if tail and not single:
+    single = () if chains else tail
+    if tail and chains:
         problems.add(f"{pointer}/at", "calls.at must end with [*]")
     where = spec.get("where")
     answered = spec.get("answered")
@@ -695,7 +657,7 @@ class ExtractionStrategy:
         dict has no lines: ``source``, or ``<descriptor>``, names it).
         ``sections``: its ``results`` and ``declarations`` compiled already (by that pass);
         ``serve``: its ``serve`` section compiled already (None: it has none)."""
-        self._serve = serve
+        self._serve, self.source = serve, source
         file = source or "<descriptor>"
         if problems is None:  # a dict no validator saw: asked of the schema first, as a file is
             descriptor = _as_yaml_1_2(descriptor)
@@ -705,25 +667,30 @@ class ExtractionStrategy:
             if "codec" in descriptor:  # no wire: what compiles a codec is engine.text's
                 raise DescriptorError([Problem(file, 0, 0, "/codec", _CODEC, "compile")])
         found = Problems() if problems is None else problems
-        self._compile(descriptor, source, found, sections)
+        self._compile(descriptor, found, sections)
         if problems is None and found:
             raise DescriptorError(
                 [Problem(file, 0, 0, at, message, "compile") for at, message in found]
             )
 
-    def _compile(
-        self, descriptor: dict[str, Any], source: str | None, problems: Problems, sections: Any
-    ) -> None:
+    def _compile(self, descriptor: dict[str, Any], problems: Problems, sections: Any) -> None:
         self.descriptor = descriptor
-        self.source = source
         descriptor = with_defaults(descriptor)  # the one place defaults are written in
-        self.sections = _sections(descriptor, sections, problems)
+        # The ``results`` and ``declarations`` sections, compiled with the strategy (or as the
+        # validating pass compiled them), so that they live and die with it.
+        self.sections = sections
+        if sections is None:
+            try:
+                self.sections = compile_sections(descriptor)
+            except TemplateError as exc:  # every problem, each at its own pointer
+                problems.extend((pointer, message) for pointer, message, _ in exc.problems)
+                self.sections = CompiledSections(results=None, declarations=None)
         self.name: str = descriptor["name"]
         self.title: str = descriptor.get("title", self.name)
         calls_spec = descriptor.get("calls") or {}
-        places = [_call_place(calls_spec, "/calls", problems, False)] if calls_spec else []
+        places = [_call_place(calls_spec, "/calls", problems)] if calls_spec else []
         for i, also in enumerate(calls_spec.get("also") or ()):
-            places.append(_call_place(also, f"/calls/also/{i}", problems, True))
+            places.append(_call_place(also, f"/calls/also/{i}", problems))
         calls = places[0] if places else None
         text_spec = descriptor.get("text")
         text = None
@@ -732,7 +699,8 @@ class ExtractionStrategy:
             parts_spec = text_spec.get("parts")
             text = TextSpec(
                 pattern=pattern,
-                list_fields=chains + (tail,),
+                list_fields=chains,
+                tail=tail,
                 where=_predicate(text_spec, "where"),
                 part_where=_predicate(parts_spec, "where"),
                 part_field=parts_spec["field"] if parts_spec else None,
@@ -772,8 +740,7 @@ class ExtractionStrategy:
         self.at_end = tuple(ctx.at_end)
         self.rule_facts = tuple(ctx.facts)
         if len(problems) == before:  # what the rules stream is known when all compiled
-            listed = isinstance(descriptor.get("reasoning"), list)
-            _check_reasoning_streamed(reasoning, ctx, problems, listed)
+            _check_reasoning_streamed(descriptor.get("reasoning"), reasoning, ctx, problems)
         self._reasoning_read = _message_reader(reasoning)
         recognize = descriptor.get("recognize", {})
         self._recognize_chunk = compile_predicate(recognize["chunk"])
@@ -839,11 +806,9 @@ class ExtractionStrategy:
             return message
         copy = json.loads(json.dumps(message))  # plain JSON: the assembled message is
         for calls, _, item in self._call_items(copy):
-            raw = dig(item, calls.args_fields)
-            if calls.free_form or raw is None or parse_arguments(raw, calls.args_form) is not None:
-                continue  # free-form text is never refused
-            parent = dig(item, calls.args_fields[:-1])
-            if isinstance(parent, dict):
+            # absent arguments are no arguments; free-form text always reads (is never refused)
+            if dig(item, calls.args_fields) is not None and calls.arguments_of(item) is None:
+                parent = dig(item, calls.args_fields[:-1])  # an object: the arguments are in it
                 parent[calls.args_fields[-1]] = "{}" if calls.args_form == "string" else {}
         return copy
 
@@ -860,16 +825,14 @@ class ExtractionStrategy:
         if not items:
             return NOT_FORMING
         calls, _, first = items[0]
-        name = calls.name(first)
-        return Forming(True, name if isinstance(name, str) and name else None)
+        return Forming(True, _text_or_none(calls.name(first)))
 
     def extract(self, message: Any) -> list[ExtractedCall]:
         out: list[ExtractedCall] = []
         for calls, _, item in self._call_items(message):
-            if calls.is_cut(item):
-                continue  # cut short: incomplete_calls() reports it
             name, args = calls.name(item), calls.arguments_of(item)
-            if isinstance(name, str) and name and args is not None:
+            # a call cut short is none: incomplete_calls() reports it
+            if isinstance(name, str) and name and args is not None and not calls.is_cut(item):
                 # The message's own object is copied: a client may edit what it was handed.
                 args = copy_json(args) if args is dig(item, calls.args_fields) else args
                 out.append(ExtractedCall(name, args, calls.id(item), free_form=calls.free_form))
@@ -889,30 +852,21 @@ class ExtractionStrategy:
             if not cut and (calls.free_form or raw is None or calls.arguments_of(item) is not None):
                 continue
             raw = "" if raw is None else raw
-            name, call_id = calls.name(item), calls.id(item)
+            name, call_id = _text_or_none(calls.name(item)), _text_or_none(calls.id(item))
             reason, cause = ("cut", None) if cut else _never_parsed(raw, calls.args_form)
-            out.append(
-                CallIncomplete(
-                    slot=slot,
-                    name=name if isinstance(name, str) and name else None,
-                    id=call_id if isinstance(call_id, str) and call_id else None,
-                    raw=raw if isinstance(raw, str) else dumps_any_depth(raw),
-                    reason=reason,
-                    cause=cause,
-                )
-            )
+            shown = raw if isinstance(raw, str) else dumps_any_depth(raw)
+            out.append(CallIncomplete(slot, name, call_id, shown, reason, cause))
         return out
 
     def content_text(self, message: Any) -> str:
         text = self.spec.text
         if text is None or not isinstance(message, dict):
             return ""
-        *chains, tail = text.list_fields
         pieces = []
-        for _, item in _walk_at(message, tuple(chains)):
-            if chains and text.where is not None and not text.where(item):
+        for _, item in _walk_at(message, text.list_fields):
+            if text.list_fields and text.where is not None and not text.where(item):
                 continue
-            value = dig(item, tail)
+            value = dig(item, text.tail)
             if isinstance(value, str):
                 pieces.append(value)
             elif isinstance(value, list) and text.part_where is not None:
@@ -924,11 +878,7 @@ class ExtractionStrategy:
     def reasoning_text(self, message: Any) -> str:
         """The reasoning a whole message carries, in message order, at the places the
         descriptor's ``reasoning`` section declares ("" when none: never display text)."""
-        if not isinstance(message, dict):
-            return ""
-        pieces: list[str] = []
-        self._reasoning_read(message, pieces)
-        return "".join(pieces)
+        return self._reasoning_read(message) if isinstance(message, dict) else ""
 
     # -- history -------------------------------------------------------------------------------
 
@@ -948,28 +898,19 @@ class ExtractionStrategy:
         entry) whose strings an operation concatenates (what each declares in the table:
         ``append``, ``args``, ``fold``'s concat keys and lists). Tools and property tests use
         it to re-split a stream's fragments without knowing the wire."""
-        found: list[tuple[str, ...]] = []
-        for facts in self.rule_facts:
-            for path, tail in facts.streamed:
-                fields = self._field_chain(path) if isinstance(path, str) else None
-                if fields is not None:
-                    found.append((*fields, *tail))
-        return sorted(set(found))
+        streamed = (streamed for facts in self.rule_facts for streamed in facts.streamed)
+        chains = [(self._field_chain(path), tail) for path, tail in streamed]
+        return sorted({(*fields, *tail) for fields, tail in chains if fields is not None})
 
     def done_fields(self) -> list[tuple[str, ...]]:
         """Where a value makes an event the wire's DONE (a ``finish`` rule's ``when``, an
         ``error`` rule's ``from``), as field chains like ``streamed_fields``'. A re-split
         keeps them on the last piece of an event only: a DONE copied into the first piece
         would end the stream before the rest of the event, which no provider sends."""
-        found = []
-        for facts in self.rule_facts:
-            for path in facts.ends:
-                fields = self._field_chain(path)
-                if fields:
-                    found.append(fields)
-        return sorted(set(found))
+        chains = (self._field_chain(path) for facts in self.rule_facts for path in facts.ends)
+        return sorted({fields for fields in chains if fields})
 
-    def _field_chain(self, path: str) -> tuple[str, ...] | None:
+    def _field_chain(self, path: Any) -> tuple[str, ...] | None:
         """A read path as a field chain in the event (the choice alias as its list and
         ``*``); None for a JMESPath, which names no one field."""
         choice = self._choice  # as compiled: its alias written in where the descriptor has none
@@ -996,6 +937,11 @@ class ExtractionStrategy:
     def message_of(self, asm: Assembly) -> dict[str, Any]:
         message: dict[str, Any] = materialize(asm.root)  # the root is a dict
         return message
+
+
+def _text_or_none(value: Any) -> str | None:
+    """A name or an id as a call carries it: a non-empty string, else None."""
+    return value if isinstance(value, str) and value else None
 
 
 def _predicate(section: dict[str, Any] | None, key: str) -> Predicate | None:

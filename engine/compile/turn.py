@@ -56,9 +56,12 @@ class TurnSpec:
             return "error"
         raw = asm.stop_reason
         word = self.reasons.get(raw, "other") if raw.__class__ is str else "other"
-        if word == "stop" and _has_runnable_call(asm):
-            return "tool_calls"
-        return word
+        # a client call whose arguments are complete and whose name came
+        names = (
+            track.place.name(track.item) for track in asm.tracks if track.args.state == COMPLETE
+        )
+        runnable = word == "stop" and any(name.__class__ is str and name for name in names)
+        return "tool_calls" if runnable else word
 
     def token_usage(self, raw: Any) -> Usage | None:
         """The raw usage object read as a :class:`Usage`: None when the wire sent none (or
@@ -72,12 +75,6 @@ class TurnSpec:
             if given is not None and taken is not None:
                 values["total_tokens"] = given + taken
         return Usage(**values)
-
-
-def _has_runnable_call(asm: Assembly) -> bool:
-    """Does the turn hold a client call whose arguments are complete and whose name came?"""
-    names = (track.place.name(track.item) for track in asm.tracks if track.args.state == COMPLETE)
-    return any(name.__class__ is str and name for name in names)
 
 
 def compile_turn(descriptor: dict[str, Any], problems: Problems) -> TurnSpec:
@@ -94,14 +91,12 @@ def _reasons(section: dict[str, Any], problems: Problems) -> dict[str, FinishRea
     for word in FINISH_REASONS:
         for i, raw in enumerate(section.get(word) or ()):
             raw = str(raw)
-            if raw in out and out[raw] != word:
+            if out.setdefault(raw, word) != word:
                 problems.add(
                     f"/finish_reasons/{word}/{i}",
                     f"the raw reason {raw!r} is listed under {out[raw]!r} already: "
                     "a raw reason means one finish reason",
                 )
-                continue
-            out[raw] = word
     return out
 
 
