@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import functools
 import json
+import operator
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 import jsonschema
@@ -175,23 +176,16 @@ _FAST_DRAFTS = (
 )
 
 
-def _is_number(value: Any) -> bool:
-    return value.__class__ in (int, float)
-
-
-def _is_integer(value: Any) -> bool:
-    cls = value.__class__
-    return cls is int or (cls is float and value.is_integer())
-
-
-_TYPES: dict[str, Callable[[Any], bool]] = {
-    "object": lambda v: v.__class__ is dict,
-    "array": lambda v: v.__class__ is list,
-    "string": lambda v: v.__class__ is str,
-    "number": _is_number,
-    "integer": _is_integer,
-    "boolean": lambda v: v.__class__ is bool,
-    "null": lambda v: v is None,
+_NUMBERS = frozenset({int, float})
+# Each type's value classes (what ``json.loads`` gives); an integral float is an integer too.
+_TYPES: dict[str, frozenset[type]] = {
+    "object": frozenset({dict}),
+    "array": frozenset({list}),
+    "string": frozenset({str}),
+    "number": _NUMBERS,
+    "integer": frozenset({int}),
+    "boolean": frozenset({bool}),
+    "null": frozenset({type(None)}),
 }
 
 
@@ -216,7 +210,7 @@ def _compile(schema: Any) -> _Check:
     if schema.__class__ is not dict:
         raise _NoFastPath
     keywords = [(_KEYWORDS.get(k, _beyond), v) for k, v in schema.items() if k not in _ANNOTATIONS]
-    return _joined([make(value, schema) for make, value in keywords], all)
+    return _joined([make(value, schema) for make, value in keywords])
 
 
 def _beyond(value: Any, schema: dict[str, Any]) -> _Check:
@@ -224,19 +218,22 @@ def _beyond(value: Any, schema: dict[str, Any]) -> _Check:
     raise _NoFastPath
 
 
-def _joined(checks: list[_Check], join: Callable[[Iterable[bool]], bool]) -> _Check:
-    """Several checks as one (``join``: ``all`` or ``any``); a lone one as itself, so that a
-    value pays no call more for it."""
+def _joined(checks: list[_Check]) -> _Check:
+    """Several checks as one (all must pass); a lone one as itself, so that a value pays no
+    call more for it."""
     if len(checks) == 1:
         return checks[0]
-    return lambda v: join(check(v) for check in checks)
+    return lambda v: all(check(v) for check in checks)
 
 
 def _type(value: Any, schema: dict[str, Any]) -> _Check:
     names = [value] if value.__class__ is str else value
     if names.__class__ is not list or not all(n in _TYPES for n in names):
         raise _NoFastPath
-    return _joined([_TYPES[n] for n in names], any)
+    kinds = frozenset().union(*(_TYPES[n] for n in names))
+    if "integer" in names and float not in kinds:
+        return lambda v: v.__class__ in kinds or (v.__class__ is float and v.is_integer())
+    return lambda v: v.__class__ in kinds
 
 
 def _properties(value: Any, schema: dict[str, Any]) -> _Check:
@@ -279,14 +276,15 @@ def _items(value: Any, schema: dict[str, Any]) -> _Check:
     return lambda v: v.__class__ is not list or all(each(item) for item in v)
 
 
-def _bound(applies: Callable[[Any], bool], measure: Callable[[Any], Any], fails: Any) -> Any:
-    """A bound keyword, worded as jsonschema tests it (``fails(measured, bound)``), so that
-    what compares false both ways (NaN) is judged alike."""
+def _bound(kinds: frozenset[type], measure: Callable[[Any], Any], fails: Any) -> Any:
+    """A bound keyword on values of ``kinds``, worded as jsonschema tests it
+    (``fails(measured, bound)``), so that what compares false both ways (NaN) is judged
+    alike."""
 
     def make(value: Any, schema: dict[str, Any]) -> _Check:
-        if not _is_number(value):
+        if value.__class__ not in _NUMBERS:
             raise _NoFastPath
-        return lambda v: not applies(v) or not fails(measure(v), value)
+        return lambda v: v.__class__ not in kinds or not fails(measure(v), value)
 
     return make
 
@@ -302,12 +300,12 @@ _KEYWORDS: dict[str, Callable[[Any, dict[str, Any]], _Check]] = {
     "required": _required,
     "enum": _enum,
     "items": _items,
-    "minLength": _bound(lambda v: v.__class__ is str, len, lambda n, b: n < b),
-    "maxLength": _bound(lambda v: v.__class__ is str, len, lambda n, b: n > b),
-    "minItems": _bound(lambda v: v.__class__ is list, len, lambda n, b: n < b),
-    "maxItems": _bound(lambda v: v.__class__ is list, len, lambda n, b: n > b),
-    "minimum": _bound(_is_number, _identity, lambda n, b: n < b),
-    "maximum": _bound(_is_number, _identity, lambda n, b: n > b),
-    "exclusiveMinimum": _bound(_is_number, _identity, lambda n, b: n <= b),
-    "exclusiveMaximum": _bound(_is_number, _identity, lambda n, b: n >= b),
+    "minLength": _bound(_TYPES["string"], len, operator.lt),
+    "maxLength": _bound(_TYPES["string"], len, operator.gt),
+    "minItems": _bound(_TYPES["array"], len, operator.lt),
+    "maxItems": _bound(_TYPES["array"], len, operator.gt),
+    "minimum": _bound(_NUMBERS, _identity, operator.lt),
+    "maximum": _bound(_NUMBERS, _identity, operator.gt),
+    "exclusiveMinimum": _bound(_NUMBERS, _identity, operator.le),
+    "exclusiveMaximum": _bound(_NUMBERS, _identity, operator.ge),
 }
