@@ -17,7 +17,8 @@ from conftest import examples, read_stream
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.model.partial import PartialJSON, parse_json_path
+from engine.model.jsonpath import singular_path
+from engine.model.partial import PartialJSON
 
 HERE = Path(__file__).parent
 SUITE = HERE / "jsontestsuite"
@@ -441,7 +442,7 @@ def test_set_whole_copies_deep_values_without_recursion():
     ],
 )
 def test_json_paths(path, steps):
-    assert parse_json_path(path) == steps
+    assert singular_path(path, negative=True) == steps
 
 
 @pytest.mark.parametrize(
@@ -450,7 +451,7 @@ def test_json_paths(path, steps):
 )
 def test_json_paths_that_cannot_be_read(path):
     with pytest.raises(ValueError, match="JSON path"):
-        parse_json_path(path)
+        singular_path(path, negative=True)
     reader = PartialJSON()
     reader.set_path(path, 1)
     assert reader.invalid and "JSON path" in reader.error

@@ -177,8 +177,7 @@ def materialize(node: Any) -> Any:
             return {k: materialize(v) for k, v in node.items()}
         if cls is list:
             return [materialize(v) for v in node]
-        plain = _PLAIN.get(cls)
-        return node if plain is None else materialize(plain(node))
+        return materialize(_PLAIN[cls](node)) if cls in _PLAIN else node
     except RecursionError:  # a wire value nested deeper than the stack: copied without it
         return copy_any_depth(node, _plain)
 

@@ -160,7 +160,6 @@ class ArgsStream:
         """A fragment for a call whose fate is decided: whitespace after complete arguments
         is taken (JSON allows it); anything else after them, and any fragment once the item
         closed with them open, is told to the tracker and not taken (True)."""
-        assert self.tracker is not None
         if self.state != COMPLETE:  # open, it grows (not JSON though its braces closed)
             if self.closed:
                 self.tracker.refused(self, fragment, AFTER_CLOSED)

@@ -13,10 +13,10 @@ containers, the pending key, an unfinished escape or number) and reads each frag
 fragment costs O(fragment). It keeps ONE dict, :attr:`PartialJSON.value`, updated in place.
 
 Growing an open string is the one place where a naive reader turns quadratic: a ``str`` is
-immutable, so ``d[k] = d[k] + piece`` copies the whole string each time. :func:`_grow` lets go
-of the dict's reference before appending, so that CPython resizes the string in place (it does
-that for a string nobody else holds); a caller that keeps a reference to the old string keeps
-it unchanged, and that one append then copies, as it must.
+immutable, so ``d[k] = d[k] + piece`` copies the whole string each time.
+:meth:`PartialJSON._grow` lets go of the dict's reference before appending, so that CPython
+resizes the string in place (it does that for a string nobody else holds); a caller that keeps
+a reference to the old string keeps it unchanged, and that one append then copies, as it must.
 
 At the end the value agrees exactly with :func:`json.loads` (which this module follows where it
 is more liberal than RFC 8259: ``NaN``, ``Infinity``, ``-Infinity``, lone surrogate escapes;
@@ -33,9 +33,9 @@ from typing import Any
 
 from .fragments import copy_json
 from .journal import put, refill, trim
-from .jsonpath import place_at, set_item, singular_path
+from .jsonpath import place_at, set_item
 
-__all__ = ["PartialJSON", "parse_json_path"]
+__all__ = ["PartialJSON"]
 
 # Scanner modes: what the next character may be.
 _START = 0  # before the top-level object
@@ -73,38 +73,16 @@ _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r"
 _UNICODE = re.compile(r"\\u[0-9a-fA-F]{4}")
 _CUT_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{0,3})?")  # the rest of a fragment, cut in an escape
 _LOW = re.compile(r"\\u[dD][c-fC-F][0-9a-fA-F]{2}")  # a low surrogate's escape
-_CUT_LOW = re.compile(r"(?:\\(?:u[0-9a-fA-F]{0,3})?)?")  # any escape cut short after a high one
 
 
 class _Invalid(Exception):
-    """The text can never become a JSON object: where (offset in the fragment) and why."""
-
-    def __init__(self, pos: int, message: str, reason: str = "invalid") -> None:
-        super().__init__(message)
-        self.pos = pos
-        self.reason = reason
-
-
-def _grow(journal: list[Any] | None, container: Any, key: Any, piece: str) -> None:
-    """Append ``piece`` to the string at ``container[key]``, in place where CPython can.
-
-    With the container's reference dropped, ``text`` is the string's only holder, and ``+=``
-    on a local resizes it instead of copying it: O(piece), not O(string). The journal keeps
-    the length, never the string (which would make every append a copy)."""
-    text = container[key]
-    if journal is not None:
-        journal.append((_shrink, container, key, len(text)))
-    container[key] = None
-    text += piece
-    container[key] = text
-
-
-def _shrink(container: Any, key: Any, length: int) -> None:
-    container[key] = container[key][:length]
+    """The text can never become a JSON object: its arguments are where (the offset in the
+    fragment), what was expected, and the reason when it is not ``"invalid"`` (as ``_stop``
+    takes them)."""
 
 
 def _grown(reader: PartialJSON, container: Any, key: Any, length: int, seen: int) -> None:
-    """Take back the fast path's growing of a string (and the characters it counted)."""
+    """Take back the growing of a string (and the characters the fast path counted)."""
     container[key] = container[key][:length]
     reader._seen = seen
 
@@ -157,6 +135,19 @@ class PartialJSON:
             self._stack, self._token = list(self._stack), list(self._token)
             self._key_parts = list(self._key_parts)
 
+    def _grow(self, container: Any, key: Any, piece: str) -> None:
+        """Append ``piece`` to the string at ``container[key]``, in place where CPython can.
+
+        With the container's reference dropped, ``text`` is the string's only holder, and
+        ``+=`` on a local resizes it instead of copying it: O(piece), not O(string). The
+        journal keeps the length, never the string (which would make every append a copy)."""
+        text = container[key]
+        if self.journal is not None:
+            self.journal.append((_grown, self, container, key, len(text), self._seen))
+        container[key] = None
+        text += piece
+        container[key] = text
+
     @property
     def complete(self) -> bool:
         """The text so far is one whole JSON object (and ``value`` is what json.loads gives)."""
@@ -182,7 +173,7 @@ class PartialJSON:
             and '"' not in fragment
             and "\\" not in fragment
             and fragment.isprintable()  # no control character (nor some others: slow path)
-        ):  # most fragments: string text only; _grow(), inlined
+        ):  # most fragments: string text only; self._grow(), inlined
             cont, key = self._cont, self._key
             text = cont[key]
             journal = self.journal
@@ -205,7 +196,8 @@ class PartialJSON:
         try:
             self._read(text)
         except _Invalid as bad:
-            self._stop(base + bad.pos, str(bad), bad.reason)
+            offset, *said = bad.args
+            self._stop(base + offset, *said)
         self._seen += len(fragment)
 
     def _stop(self, offset: int | None, message: str, reason: str = "invalid") -> None:
@@ -320,7 +312,7 @@ class PartialJSON:
         if m is None or s[m.start()] == '"':  # plain text up to the end or the closing quote
             end = m.start() if m is not None else len(s)
             if end > pos:
-                _grow(self.journal, self._cont, self._key, s[pos:end])
+                self._grow(self._cont, self._key, s[pos:end])
             if m is None:
                 return end
             self._mode = _AFTER
@@ -328,7 +320,7 @@ class PartialJSON:
         pieces, pos, ended = self._string(s, pos)
         piece = "".join(pieces)  # (one piece: that very string, not a copy)
         if piece:
-            _grow(self.journal, self._cont, self._key, piece)
+            self._grow(self._cont, self._key, piece)
         if ended:
             self._mode = _AFTER
         return pos
@@ -384,7 +376,7 @@ class PartialJSON:
             return end  # a very long number: checked once, when it ends
         token = tokens[0] if len(tokens) == 1 else "".join(tokens)
         tokens[:] = [token]
-        at = pos - (self._token_len - (end - pos))  # where the token began, for errors
+        at = end - self._token_len  # where the token began, for errors
         head = token[:2] if token[:1] == "-" else token[:1]
         literal = _LITERAL_OF.get(head)
         if literal is not None:
@@ -440,7 +432,7 @@ class PartialJSON:
         current = node[last] if isinstance(last, int) else node.get(last)
         if item.__class__ is str and self._continuing.get(steps) and current.__class__ is str:
             if item:
-                _grow(journal, node, last, item)
+                self._grow(node, last, item)
         else:
             set_item(journal, node, last, copy_json(item))
         put(journal, self._continuing, steps, bool(will_continue))
@@ -464,7 +456,7 @@ def _escape(s: str, i: int, n: int) -> tuple[str, int] | None:
         raise _Invalid(i, f"invalid escape {s[i : i + 2]!r}")
     end = unicode.end()
     if s[i + 2] in "dD" and s[i + 3] in "89abAB":  # a high surrogate: is a low one next?
-        if _CUT_LOW.fullmatch(s, end):
+        if end == n or _CUT_ESCAPE.fullmatch(s, end):  # the text stops, or an escape is cut
             return None
         if _LOW.match(s, end):
             end += 6
@@ -482,13 +474,3 @@ def _number(token: str, at: int) -> Any:
         return int(token)
     except ValueError as too_long:  # json.loads refuses the same (sys.set_int_max_str_digits)
         raise _Invalid(at, str(too_long)) from None
-
-
-# -- JSON paths (RFC 9535, singular queries) ----------------------------------------------
-
-
-def parse_json_path(path: str) -> tuple[str | int, ...]:
-    """``$.a.b[0]`` -> ``("a", "b", 0)``; ``$['x y']`` -> ``("x y",)``: a singular RFC 9535
-    path, read by :func:`engine.model.jsonpath.singular_path` (cached), whose negative
-    indexes count from the end here. Raises ValueError naming the offset where it stops."""
-    return singular_path(path, negative=True)
