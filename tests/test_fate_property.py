@@ -13,6 +13,7 @@ import json
 
 import pytest
 from conftest import (
+    compiled,
     drawn_cuts,
     format_of,
     golden_streams,
@@ -54,7 +55,7 @@ def _play(events: list, fmt: str, names: list[str], mode: str, with_events: bool
     """The client loop: one round per chunk (``mode``: processed once, twice, or from a task
     per chunk), ``new_calls()`` and ``events()`` read after each round; what each saw."""
     driver = Runs(names)
-    buf = engine.LLMStreamBuffer(strategies=[engine.load_format(fmt)], events=with_events)
+    buf = engine.LLMStreamBuffer(strategies=[compiled(fmt)], events=with_events)
     seen: dict = {"new": [], "ready": [], "incomplete_events": [], "reported": []}
 
     def read(responses) -> None:
@@ -97,7 +98,7 @@ def _play(events: list, fmt: str, names: list[str], mode: str, with_events: bool
 def test_each_call_runs_at_most_once_with_one_fate(path, data):
     events = read_stream(path)
     fmt = format_of(path)
-    wire = engine.load_format(fmt)
+    wire = compiled(fmt)
     whole = replay(copy.deepcopy(events), fmt)
     names = sorted({c.name for c in whole.calls()} | {c.name for c in whole.incomplete_calls()})
     names = [n for n in names if n]
