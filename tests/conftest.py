@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 import os
@@ -107,6 +108,14 @@ def format_of(path: Path) -> str:
     return str(own) if own.is_file() else path.parent.name
 
 
+@functools.cache
+def compiled(fmt: str) -> engine.ExtractionStrategy:
+    """``engine.load_format(fmt)``, compiled once a session: the registry keeps a built-in's
+    compile already, a descriptor's path is compiled (its schema checked, ~0.15 s) on every
+    call. A strategy holds no stream's state (every buffer of a built-in shares one)."""
+    return engine.load_format(fmt)
+
+
 def stream_id(path: Path) -> str:
     return f"{path.parent.name}/{path.stem}"
 
@@ -120,7 +129,7 @@ def replay(
 ) -> engine.LLMStreamBuffer:
     """A buffer fed ``events`` (read as ``fmt``, else the wire found), then closed unless
     ``close`` is false (what a stream's own end, without close(), leaves)."""
-    strategies = [engine.load_format(fmt)] if fmt else None
+    strategies = [compiled(fmt)] if fmt else None
     buf = engine.LLMStreamBuffer(strategies=strategies, choice=choice)
     for event in events:
         buf.add(event)

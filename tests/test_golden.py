@@ -14,6 +14,7 @@ import json
 
 import pytest
 from conftest import (
+    compiled,
     format_of,
     golden_streams,
     outcome,
@@ -43,7 +44,7 @@ def _update_hint(path) -> str:
 def test_golden_snapshot(path, json_snapshot):
     buf = _replay(path)
     result = outcome(buf)
-    strategy = engine.load_format(format_of(path))
+    strategy = compiled(format_of(path))
     if path in TOYS:  # a toy shows what its language concept refuses, too
         result["skipped"] = [s.to_dict() for s in buf.skipped()]
     message = result["message"]

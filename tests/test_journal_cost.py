@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import format_of, golden_streams, read_stream, stream_id
+from conftest import compiled, format_of, golden_streams, read_stream, stream_id
 
 import engine
 
@@ -61,7 +61,7 @@ def _frames(add: Callable[[Any], None], chunk: Any) -> tuple[list[tuple[str, str
 
 @pytest.mark.parametrize("path", STREAMS, ids=stream_id)
 def test_add_runs_the_rules_without_a_frame_between(path):
-    buf = engine.LLMStreamBuffer(strategies=[engine.load_format(format_of(path))])
+    buf = engine.LLMStreamBuffer(strategies=[compiled(format_of(path))])
     between = []
     for chunk in read_stream(path):
         resolved = buf._asm is not None
@@ -82,7 +82,7 @@ TEXT_ARGUMENT_WIRES = {
 
 @pytest.mark.parametrize("path", STREAMS, ids=stream_id)
 def test_a_fragment_inside_a_string_enters_no_journal_function(path):
-    buf = engine.LLMStreamBuffer(strategies=[engine.load_format(format_of(path))])
+    buf = engine.LLMStreamBuffer(strategies=[compiled(format_of(path))])
     extra: list[str] = []
     for chunk in read_stream(path):
         frames, in_string = _frames(buf.add, chunk)
@@ -99,7 +99,7 @@ def test_the_recorded_streams_of_every_text_argument_wire_have_fragments_inside_
     """(So that the test above tests something on each wire that streams argument text.)"""
     found = set()
     for path in golden_streams(sorted(TEXT_ARGUMENT_WIRES)):
-        buf = engine.LLMStreamBuffer(strategies=[engine.load_format(format_of(path))])
+        buf = engine.LLMStreamBuffer(strategies=[compiled(format_of(path))])
         for chunk in read_stream(path):
             _, in_string = _frames(buf.add, chunk)
             if in_string and all(in_string):

@@ -14,7 +14,16 @@ import copy
 import json
 
 import pytest
-from conftest import format_of, outcome, read_stream, replay, stream_id, toy_streams, toy_wires
+from conftest import (
+    compiled,
+    format_of,
+    outcome,
+    read_stream,
+    replay,
+    stream_id,
+    toy_streams,
+    toy_wires,
+)
 
 import engine
 from engine.cli.resplit import every_character, resplit
@@ -44,7 +53,7 @@ def test_every_concept_has_its_toy_wire_with_a_documented_stream():
 def test_a_toy_stream_split_into_single_characters_gives_the_same_result(path):
     fmt = format_of(path)
     events = read_stream(path)
-    wire = engine.load_format(fmt)
+    wire = compiled(fmt)
     fields, done = wire.streamed_fields(), wire.done_fields()
     expected = outcome(replay(copy.deepcopy(events), fmt))
     split = resplit(copy.deepcopy(events), fields, every_character, done)
@@ -114,7 +123,7 @@ def test_strip_prefix_reads_what_follows_the_prefix_or_nothing(value, expected):
 
 def test_restate_refuses_a_record_that_answers_no_part_of_the_message():
     path = next(p for p in TOYS if p.parent.name == "aisdk_restate")
-    fmt = engine.load_format(format_of(path))
+    fmt = compiled(format_of(path))
     message = replay(read_stream(path), format_of(path)).as_dict()
     stray = engine.ToolCallRecord("get_time", {}, {"now": 1}, None, "call-9")
     with pytest.raises(ValueError) as caught:
@@ -127,7 +136,7 @@ def test_restate_refuses_a_record_that_answers_no_part_of_the_message():
 
 def test_restate_puts_a_failure_into_its_own_part():
     path = next(p for p in TOYS if p.parent.name == "aisdk_restate")
-    fmt = engine.load_format(format_of(path))
+    fmt = compiled(format_of(path))
     buf = replay(read_stream(path), format_of(path))
     first, second = buf.calls()
     records = [

@@ -80,7 +80,17 @@ def test_the_first_chunk_after_reset_is_chunk_0(chunks):
 
 def _poisoned(wire: str) -> engine.ExtractionStrategy:
     """``wire`` with rules that, once ``program.armed``, raise after all of a chunk's rules
-    wrote: tools/bench_memory.py's rejecting rules, which count the events they apply."""
+    wrote: tools/bench_memory.py's rejecting rules, which count the events they apply. One
+    compile a wire (a compile checks its descriptor's schema: ~0.17 s, most of what this
+    module cost), disarmed whatever an earlier test left; a strategy holds no stream's state,
+    so the clean buffer and the rejecting one may share it (the clean one is never armed)."""
+    strategy = _rejecting(wire)
+    strategy.program.armed = False
+    return strategy
+
+
+@functools.cache
+def _rejecting(wire: str) -> engine.ExtractionStrategy:
     return _bench_memory().rejecting(wire)
 
 
@@ -105,14 +115,14 @@ def test_a_rejected_chunk_tells_no_event_and_leaves_partial_and_the_scanners_as_
     the events and the outcome are those of the clean stream)."""
     events = read_stream(path)
     wire = format_of(path)
-    clean = engine.LLMStreamBuffer(strategies=[_poisoned(wire)], events=True)
+    strategy = _poisoned(wire)
+    clean = engine.LLMStreamBuffer(strategies=[strategy], events=True)
     expected = []
     for ev in copy.deepcopy(events):
         clean.add(ev)
         expected.append(_told(clean.events()))
     clean.close()
     expected.append(_told(clean.events()))
-    strategy = _poisoned(wire)
     buf = engine.LLMStreamBuffer(strategies=[strategy], events=True)
     held: dict = {}
     told = []

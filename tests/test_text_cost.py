@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import format_of, golden_streams, read_stream, stream_id
+from conftest import compiled, format_of, golden_streams, read_stream, stream_id
 
 import engine
 from engine.model.fragments import Fragments
@@ -33,7 +33,7 @@ def _replay(path: Path) -> tuple[list[str], int, list[str]]:
     """Over a recorded stream once resolved: the C functions ``add``'s own frame called, how
     many times ``append_text`` was entered with a text already there, and the callers of
     the one-field reader that are a fold's run or a target's walk of its first slots."""
-    buf = engine.LLMStreamBuffer(strategies=[engine.load_format(format_of(path))])
+    buf = engine.LLMStreamBuffer(strategies=[compiled(format_of(path))])
     called: list[str] = []
     grown = [0]
     readers: list[str] = []
@@ -77,7 +77,7 @@ def test_the_recorded_streams_grow_texts():
     several chunks.)"""
     showing = set()
     for path in STREAMS:
-        buf = engine.LLMStreamBuffer(strategies=[engine.load_format(format_of(path))])
+        buf = engine.LLMStreamBuffer(strategies=[compiled(format_of(path))])
         grew = 0
         for chunk in read_stream(path):
             shown = len(buf._asm.display) if buf._asm is not None else 0

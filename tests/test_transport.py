@@ -22,7 +22,16 @@ import struct
 from pathlib import Path
 
 import pytest
-from conftest import format_of, golden_streams, outcome, read_stream, replay, stream_id, toy_streams
+from conftest import (
+    compiled,
+    format_of,
+    golden_streams,
+    outcome,
+    read_stream,
+    replay,
+    stream_id,
+    toy_streams,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -131,7 +140,7 @@ def expected_frames(path: Path) -> str:
 
 
 def outcome_of(chunks, path: Path) -> str:
-    buf = engine.LLMStreamBuffer(strategies=[engine.load_format(format_of(path))])
+    buf = engine.LLMStreamBuffer(strategies=[compiled(format_of(path))])
     for _ in buf.consume(chunks):
         pass
     return json.dumps(outcome(buf), sort_keys=True)
@@ -195,9 +204,9 @@ def test_line_ends_cr_crlf_lf_and_a_crlf_cut_between_pieces():
         assert chunks(body) == [{"n": 1}, {"n": 2}], repr(end)
     # CR ends one piece, LF starts the next: one line end, not a blank line between
     assert chunks("data: [1,\r", "\ndata: 2]\r\n\r\n") == [[1, 2]]
-    assert chunks('event: a\r', '\n', 'data: {"n": 1}\r', '\n\r', '\n') == [{"_event": "a", "n": 1}]
+    assert chunks("event: a\r", "\n", 'data: {"n": 1}\r', "\n\r", "\n") == [{"_event": "a", "n": 1}]
     # a CR alone, then a CR at the start of the next piece: two line ends, the blank line
-    assert chunks('data: {"n": 1}\r', '\r') == [{"n": 1}]
+    assert chunks('data: {"n": 1}\r', "\r") == [{"n": 1}]
 
 
 def test_a_bom_at_the_start_only_and_utf8_cut_in_a_character():
@@ -230,7 +239,7 @@ def test_comments_multi_line_data_event_names_and_events_without_data():
 
 
 def test_id_retry_and_ignored_fields_are_kept_not_dropped():
-    sse = engine.sse_chunks(['id: 7\nretry: 3000\nfoo: bar\nretry: soon\nid: a\0b\ndata: {}\n\n'])
+    sse = engine.sse_chunks(["id: 7\nretry: 3000\nfoo: bar\nretry: soon\nid: a\0b\ndata: {}\n\n"])
     assert list(sse) == [{}]
     assert (sse.last_event_id, sse.retry) == ("7", 3000)
     assert sse.ignored_fields == {"foo": 1, "retry": 1, "id": 1}
@@ -321,7 +330,7 @@ async def _pieces(pieces):
 
 
 async def _aoutcome(chunks, path: Path) -> str:
-    buf = engine.LLMStreamBuffer(strategies=[engine.load_format(format_of(path))])
+    buf = engine.LLMStreamBuffer(strategies=[compiled(format_of(path))])
     async for _ in buf.aconsume(chunks):
         pass
     return json.dumps(outcome(buf), sort_keys=True)
