@@ -40,7 +40,7 @@ from .templates import (
     Template,
     TemplateError,
     TemplateProblem,
-    check_template,
+    compile_into,
     render_result,
 )
 
@@ -69,21 +69,15 @@ def compile_sections(descriptor: dict[str, Any]) -> CompiledSections:
 
     The descriptor may not have come through the validator (a strategy built from a dict), so
     its ``results`` section is first asked of the schema, which states what the section may
-    hold (:func:`schema_problems`); the compile then trusts it, as after the validator."""
-    sections, compiled = check_sections(descriptor)
-    problems = schema_problems(descriptor.get("results")) or compiled
+    hold (``$defs/results``, in pointer order, in the schema's own words; its templates are
+    typed for editors only: the template compiler reports inside them); the compile then
+    trusts it, as after the validator."""
+    sections, problems = check_sections(descriptor)
+    if (results := descriptor.get("results")) is not None:
+        problems = section_problems(results, "results", "/results") or problems
     if problems:
         raise TemplateError(problems)
     return sections
-
-
-def schema_problems(results: Any) -> list[TemplateProblem]:
-    """What ``$defs/results`` of the schema says of a ``results`` section, in pointer order,
-    each in the schema's own words (its ``errorMessage``) where it has them. The schema's
-    templates are typed for editors only: the template compiler reports inside them."""
-    if results is None:
-        return []
-    return section_problems(results, "results", "/results")
 
 
 def check_sections(descriptor: dict[str, Any]) -> tuple[CompiledSections, list[TemplateProblem]]:
@@ -102,11 +96,7 @@ def check_sections(descriptor: dict[str, Any]) -> tuple[CompiledSections, list[T
 
 def _template(spec: Any, pointer: str, problems: list[TemplateProblem]) -> Template | None:
     """The template ``spec`` compiled (None when there is none), its problems added."""
-    if spec is None:
-        return None
-    template, found = check_template(spec, pointer)
-    problems.extend(found)
-    return template
+    return None if spec is None else compile_into(spec, pointer, problems)
 
 
 def _compile_results(spec: Any, problems: list[TemplateProblem]) -> CompiledResults | None:
