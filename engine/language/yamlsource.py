@@ -49,8 +49,7 @@ class SourceMap:
 
     def inherited_from(self, label: str) -> SourceMap:
         """This map as a parent's: every entry not already inherited now comes from ``label``."""
-        origins = {p: label for p in (*self.values, *self.keys)}
-        origins.update(self.origins)
+        origins = {**dict.fromkeys((*self.values, *self.keys), label), **self.origins}
         return SourceMap(dict(self.values), dict(self.keys), origins)
 
 
