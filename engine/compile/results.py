@@ -211,13 +211,17 @@ def tool_view(tool: Any) -> dict[str, Any]:
     }
 
 
-def _append(out: list[Any], value: Any) -> None:
-    if value is MISSING or value is None:
-        return
-    if isinstance(value, list):
-        out.extend(value)
-    else:
-        out.append(value)
+def _history(rendered: Iterable[Any]) -> list[dict[str, Any]]:
+    """Rendered templates as history, a deep copy: what rendered to nothing left out, a list
+    spliced in as its items."""
+    out: list[Any] = []
+    for value in rendered:
+        if isinstance(value, list):
+            out.extend(value)
+        elif value is not MISSING and value is not None:
+            out.append(value)
+    messages: list[dict[str, Any]] = copy_json(out)
+    return messages
 
 
 # --- the public functions ------------------------------------------------------------------
@@ -236,19 +240,15 @@ def result_messages(strategy: Any, message: Any, records: Iterable[Any]) -> list
     free = frozenset(ids_of(message)) if ids_of is not None else frozenset()
     views = [record_view(r, free) for r in records]
     ctx = {"message": message, "records": views}
-    out: list[Any] = []
-    if spec.assistant is not None:
-        _append(out, spec.assistant.render(ctx, MISSING))
+    rendered = [] if spec.assistant is None else [spec.assistant.render(ctx, MISSING)]
     if spec.mode == "per_call":
         assert spec.result is not None, "_compile_results requires `result` in per_call mode"
-        for view in views:
-            _append(out, spec.result.render({**ctx, "record": view}, MISSING))
+        rendered += [spec.result.render({**ctx, "record": view}, MISSING) for view in views]
     elif spec.mode == "one_message" and views:
         assert spec.message is not None, "_compile_results requires `message` in one_message"
-        _append(out, spec.message.render(ctx, MISSING))
+        rendered.append(spec.message.render(ctx, MISSING))
     # restate: the assistant message above carries each result in its own call's part.
-    messages: list[dict[str, Any]] = copy_json(out)
-    return messages
+    return _history(rendered)
 
 
 def tool_declarations(strategy: Any, tools: Iterable[Any]) -> Any:
@@ -310,9 +310,8 @@ def leak_result_messages(strategy: Any, text: str, records: Iterable[Any]) -> li
         "role": role,
         "results_text": generic[1]["content"] if len(generic) > 1 else "",
     }
-    out: list[Any] = []
     pairs = ((spec.leak_assistant, generic[0]), (spec.leak_message, generic[-1]))
-    for template, fallback in pairs[: len(generic)]:
-        _append(out, fallback if template is None else template.render(ctx, MISSING))
-    messages: list[dict[str, Any]] = copy_json(out)
-    return messages
+    return _history(
+        fallback if template is None else template.render(ctx, MISSING)
+        for template, fallback in pairs[: len(generic)]
+    )
