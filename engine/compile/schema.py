@@ -68,9 +68,8 @@ Said = tuple[str, str, str, bool]  # Located, and whether it is said at the key 
 def section_problems(value: Any, definition: str, pointer: str) -> list[Located]:
     """What ``$defs/<definition>`` says of ``value``, the section at ``pointer``: every error,
     in pointer order, each ``(pointer, message, rule)`` worded as the validator words it."""
-    errors = _best_errors(value, definition)
-    said = {(pointer + at, message, rule) for err in errors for at, message, rule, _ in _said(err)}
-    return sorted(said)
+    said = schema_problems(value, definition)
+    return sorted({(pointer + at, message, rule) for at, message, rule, _ in said})
 
 
 def operation_names() -> list[str]:
