@@ -86,12 +86,9 @@ def check_sections(descriptor: dict[str, Any]) -> tuple[CompiledSections, list[T
     ``results`` section is taken as the schema checked it; a section the schema refused
     compiles to what can be read of it (the validator has reported why)."""
     problems: list[TemplateProblem] = []
-    results = with_defaults(descriptor.get("results"), "results")
-    sections = CompiledSections(
-        results=None if results is None else _compile_results(results, problems),
-        declarations=_template(descriptor.get("declarations"), "/declarations", problems),
-    )
-    return sections, problems
+    results = _compile_results(with_defaults(descriptor.get("results"), "results"), problems)
+    declarations = _template(descriptor.get("declarations"), "/declarations", problems)
+    return CompiledSections(results, declarations), problems
 
 
 def _template(spec: Any, pointer: str, problems: list[TemplateProblem]) -> Template | None:
