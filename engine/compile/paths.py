@@ -340,9 +340,7 @@ def _walk(obj: Any, steps: list[str | int], exact: bool = True) -> Any:
     """The value at ``steps`` (field names and list indexes), or None."""
     for step in steps:
         if step.__class__ is int:
-            if not (obj.__class__ is list if exact else isinstance(obj, list)):
-                return None
-            if step >= len(obj):
+            if not (obj.__class__ is list if exact else isinstance(obj, list)) or step >= len(obj):
                 return None
             obj = obj[step]
         elif obj.__class__ is dict if exact else isinstance(obj, dict):

@@ -40,7 +40,7 @@ from .templates import (
     Template,
     TemplateError,
     TemplateProblem,
-    check_template,
+    compile_into,
     render_result,
 )
 
@@ -71,15 +71,14 @@ def compile_sections(descriptor: dict[str, Any]) -> CompiledSections:
 
     The descriptor may not have come through the validator (a strategy built from a dict), so
     its ``results`` section is first asked of the schema, which states what the section may
-    hold: what ``$defs/results`` says of it, in pointer order, each in the schema's own words
-    (its ``errorMessage``) where it has them (the schema's templates are typed for editors
-    only: the template compiler reports inside them); the compile then trusts it, as after
-    the validator."""
-    sections, compiled = check_sections(descriptor)
-    results = descriptor.get("results")
-    checked = [] if results is None else section_problems(results, "results", "/results")
-    if checked or compiled:
-        raise TemplateError(checked or compiled)
+    hold (``$defs/results``, in pointer order, in the schema's own words; its templates are
+    typed for editors only: the template compiler reports inside them); the compile then
+    trusts it, as after the validator."""
+    sections, problems = check_sections(descriptor)
+    if (results := descriptor.get("results")) is not None:
+        problems = section_problems(results, "results", "/results") or problems
+    if problems:
+        raise TemplateError(problems)
     return sections
 
 
@@ -89,21 +88,14 @@ def check_sections(descriptor: dict[str, Any]) -> tuple[CompiledSections, list[T
     ``results`` section is taken as the schema checked it; a section the schema refused
     compiles to what can be read of it (the validator has reported why)."""
     problems: list[TemplateProblem] = []
-    results = with_defaults(descriptor.get("results"), "results")
-    sections = CompiledSections(
-        results=None if results is None else _compile_results(results, problems),
-        declarations=_template(descriptor.get("declarations"), "/declarations", problems),
-    )
-    return sections, problems
+    results = _compile_results(with_defaults(descriptor.get("results"), "results"), problems)
+    declarations = _template(descriptor.get("declarations"), "/declarations", problems)
+    return CompiledSections(results, declarations), problems
 
 
 def _template(spec: Any, pointer: str, problems: list[TemplateProblem]) -> Template | None:
     """The template ``spec`` compiled (None when there is none), its problems added."""
-    if spec is None:
-        return None
-    template, found = check_template(spec, pointer)
-    problems.extend(found)
-    return template
+    return None if spec is None else compile_into(spec, pointer, problems)
 
 
 def _compile_results(spec: Any, problems: list[TemplateProblem]) -> CompiledResults | None:
@@ -211,13 +203,17 @@ def tool_view(tool: Any) -> dict[str, Any]:
     }
 
 
-def _append(out: list[Any], value: Any) -> None:
-    if value is MISSING or value is None:
-        return
-    if isinstance(value, list):
-        out.extend(value)
-    else:
-        out.append(value)
+def _history(rendered: Iterable[Any]) -> list[dict[str, Any]]:
+    """Rendered templates as history, a deep copy: what rendered to nothing left out, a list
+    spliced in as its items."""
+    out: list[Any] = []
+    for value in rendered:
+        if isinstance(value, list):
+            out.extend(value)
+        elif value is not MISSING and value is not None:
+            out.append(value)
+    messages: list[dict[str, Any]] = copy_json(out)
+    return messages
 
 
 # --- the public functions ------------------------------------------------------------------
@@ -234,19 +230,15 @@ def result_messages(strategy: Any, message: Any, records: Iterable[Any]) -> list
     free = frozenset(ids_of(message)) if ids_of is not None else frozenset()
     views = [record_view(r, free) for r in records]
     ctx = {"message": message, "records": views}
-    out: list[Any] = []
-    if spec.assistant is not None:
-        _append(out, spec.assistant.render(ctx, MISSING))
+    rendered = [] if spec.assistant is None else [spec.assistant.render(ctx, MISSING)]
     if spec.mode == "per_call":
         assert spec.result is not None, "_compile_results requires `result` in per_call mode"
-        for view in views:
-            _append(out, spec.result.render({**ctx, "record": view}, MISSING))
+        rendered += [spec.result.render({**ctx, "record": view}, MISSING) for view in views]
     elif spec.mode == "one_message" and views:
         assert spec.message is not None, "_compile_results requires `message` in one_message"
-        _append(out, spec.message.render(ctx, MISSING))
+        rendered.append(spec.message.render(ctx, MISSING))
     # restate: the assistant message above carries each result in its own call's part.
-    messages: list[dict[str, Any]] = copy_json(out)
-    return messages
+    return _history(rendered)
 
 
 def tool_declarations(strategy: Any, tools: Iterable[Any]) -> Any:
@@ -299,12 +291,14 @@ def leak_result_messages(strategy: Any, text: str, records: Iterable[Any]) -> li
         generic = generic[:1]
     if spec is None or (spec.leak_assistant is None and spec.leak_message is None):
         return generic
-    views = [record_view(r) for r in records]
-    results = generic[1]["content"] if records else ""
-    ctx = {"text": text, "records": views, "role": role, "results_text": results}
-    out: list[Any] = []
+    ctx = {
+        "text": text,
+        "records": [record_view(r) for r in records],
+        "role": role,
+        "results_text": generic[1]["content"] if len(generic) > 1 else "",
+    }
     pairs = ((spec.leak_assistant, generic[0]), (spec.leak_message, generic[-1]))
-    for template, fallback in pairs[: len(generic)]:
-        _append(out, fallback if template is None else template.render(ctx, MISSING))
-    messages: list[dict[str, Any]] = copy_json(out)
-    return messages
+    return _history(
+        fallback if template is None else template.render(ctx, MISSING)
+        for template, fallback in pairs[: len(generic)]
+    )

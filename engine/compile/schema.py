@@ -68,9 +68,8 @@ Said = tuple[str, str, str, bool]  # Located, and whether it is said at the key 
 def section_problems(value: Any, definition: str, pointer: str) -> list[Located]:
     """What ``$defs/<definition>`` says of ``value``, the section at ``pointer``: every error,
     in pointer order, each ``(pointer, message, rule)`` worded as the validator words it."""
-    errors = _best_errors(value, definition)
-    said = {(pointer + at, message, rule) for err in errors for at, message, rule, _ in _said(err)}
-    return sorted(said)
+    said = schema_problems(value, definition)
+    return sorted({(pointer + at, message, rule) for at, message, rule, _ in said})
 
 
 def operation_names() -> list[str]:
@@ -178,19 +177,19 @@ def _parsed(parse: Callable[[str], Any], rule: str, prefix: str = "") -> Callabl
     return check
 
 
-def _segments(value: str) -> tuple[Segment, ...]:
-    """Parse a target or pattern; a bad slot step is reported as such."""
+def _segments(value: str, every: bool = False) -> tuple[Segment, ...]:
+    """Parse a target (``every``: a pattern); a bad slot step is reported as such, and so is
+    an item step of the other form: a target writes one item, a pattern matches every item."""
     try:
-        return parse_target(value)
+        segments = parse_target(value)
     except PathError as exc:
         if exc.in_slot:
             raise PathProblem(str(exc), "slot") from None
         raise PathProblem(f"target path does not parse: {exc}", "target") from None
-
-
-def _target(value: str) -> tuple[Segment, ...]:
-    segments = _segments(value)
-    if any(seg.any for seg in segments):
+    for seg in (seg for seg in segments if seg.field is None and seg.any is not every):
+        if every:
+            message = f"a pattern matches every item with [*], not a SLOT [{seg.slot_path}]"
+            raise PathProblem(message, "pattern")
         raise PathProblem(
             "[*] is for patterns; an operation writes one item: name its SLOT, e.g. content[index]",
             "slot",
@@ -199,13 +198,13 @@ def _target(value: str) -> tuple[Segment, ...]:
 
 
 def _item_target(value: str) -> None:
-    segments = _target(value)
+    segments = _segments(value)
     if not segments or segments[-1].field is not None:
         raise PathProblem("must end with a SLOT step, e.g. content[index]", "item-target")
 
 
 def _field_target(value: str) -> None:
-    segments = _target(value)
+    segments = _segments(value)
     if not segments or segments[-1].field is None:
         raise PathProblem("must end with a field, e.g. content[index].text", "field-target")
 
@@ -232,31 +231,21 @@ def _python_regex(value: str) -> None:
         raise PathProblem(f"not a Python regular expression: {exc}", "regex") from None
 
 
-def _pattern(value: str) -> tuple[Segment, ...]:
-    segments = _segments(value)
-    for seg in segments:
-        if seg.field is None and not seg.any:
-            raise PathProblem(
-                f"a pattern matches every item with [*], not a SLOT [{seg.slot_path}]", "pattern"
-            )
-    return segments
-
-
 def _call_pattern(value: str) -> None:
-    segments = _pattern(value)
+    segments = _segments(value, every=True)
     if not segments or not segments[-1].any:
         raise PathProblem("must end with [*], e.g. content[*]", "call-pattern")
 
 
-FORMATS = {
+FORMATS: dict[str, Callable[[Any], Any]] = {
     "read-path": _parsed(lambda path: path == "" or read_steps(path), "path", "not a read path: "),
     "jmespath": _parsed(lambda value: compile_read({JMESPATH: value}), "jmespath"),
     "presence-path": _presence_path,
     "template-path": _parsed(compile_lookup, "path", "not a template path: "),
-    "target-path": _target,
+    "target-path": _segments,
     "item-target": _item_target,
     "field-target": _field_target,
-    "pattern": _pattern,
+    "pattern": functools.partial(_segments, every=True),
     "call-pattern": _call_pattern,
     "field-chain": _parsed(parse_chain, "field-chain"),
     "python-regex": _python_regex,
@@ -332,8 +321,7 @@ def _declared_keys(fragment: dict[str, Any], deep: bool) -> set[str]:
     keys = set(fragment.get("properties", {}))
     if deep:
         subs = [_resolve(fragment), fragment.get("then"), fragment.get("else")]
-        subs += fragment.get("allOf", [])
-        for sub in subs:
+        for sub in subs + fragment.get("allOf", []):
             if isinstance(sub, dict):
                 keys |= _declared_keys(sub, deep)
     return keys

@@ -339,9 +339,8 @@ def compile_serve(descriptor: dict[str, Any]) -> ServeSpec | None:
     spec = descriptor.get("serve")
     if spec is None:
         return None
-    problems = section_problems(spec, "serve", "/serve")
     compiled, found = check_serve(descriptor)
-    problems = sorted(set(problems + found))
+    problems = sorted({*section_problems(spec, "serve", "/serve"), *found})
     if problems:
         raise ServeError(problems)
     # The schema passed it: every part has its shape (endpoints, framing and response are

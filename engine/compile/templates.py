@@ -53,7 +53,7 @@ constructs below. A template is
 
 A template that is not one of these raises :class:`TemplateError` (a ``ValueError``) with
 every problem, each named by the JSON pointer of the offending part, e.g.
-``/results/result/content/0: unknown construct $pth``; :func:`check_template` returns them.
+``/results/result/content/0: unknown construct $pth``; :func:`compile_into` gathers them.
 """
 
 from __future__ import annotations
@@ -127,28 +127,20 @@ def compile_template(spec: Any, pointer: str = "") -> Template:
     """Check ``spec`` and compile it. ``pointer`` is where the spec sits in its document,
     so that a problem names the place (``/results/assistant/content``). Raises
     :class:`TemplateError` with every problem found."""
-    template, problems = check_template(spec, pointer)
+    problems: list[TemplateProblem] = []
+    template = compile_into(spec, pointer, problems)
     if problems:
         raise TemplateError(problems)
     return template
 
 
-def check_template(spec: Any, pointer: str = "") -> tuple[Template, list[TemplateProblem]]:
-    """Compile ``spec`` and return it with every problem, each ``(pointer, message, rule)``, in
-    document order. A template with problems renders the good parts only: use it only when
-    the list is empty."""
-    compiler = _Compiler()
-    spec = with_defaults(spec, "template")  # what a construct leaves out, the schema says
-    node = compiler.node(spec, pointer)
-    return Template(spec, node), compiler.problems
-
-
 def compile_into(spec: Any, pointer: str, problems: list[TemplateProblem]) -> Template:
-    """:func:`check_template`'s template, its problems added to ``problems``: how a section's
-    compiler gathers every problem of its templates."""
-    template, found = check_template(spec, pointer)
-    problems.extend(found)
-    return template
+    """Compile ``spec``, every problem added to ``problems``, each ``(pointer, message,
+    rule)``, in document order: how a section's compiler gathers every problem of its
+    templates. A template with problems renders the good parts only: use it only when
+    there are none."""
+    spec = with_defaults(spec, "template")  # what a construct leaves out, the schema says
+    return Template(spec, _Compiler(problems).node(spec, pointer))
 
 
 # --- paths ---------------------------------------------------------------------------------
@@ -173,8 +165,8 @@ class _Compiler:
     """Compiles a template and collects every problem, never stopping at the first: a bad
     part compiles to a node that renders nothing, and the walk goes on."""
 
-    def __init__(self) -> None:
-        self.problems: list[TemplateProblem] = []
+    def __init__(self, problems: list[TemplateProblem]) -> None:
+        self.problems = problems
 
     def fail(self, pointer: str, message: str, rule: str = "template") -> Node:
         """Record a problem; the part compiles to :func:`_nothing` (falsy, as a condition)."""
@@ -458,20 +450,15 @@ def render_result(record: dict[str, Any], mode: str = "text") -> Any:
 
 
 def _answer_key(call_id: Any, name: Any) -> tuple[str, Any]:
-    """What matches a call and its record: the call id, or, without one, the tool name."""
-    if _absent(call_id) or call_id == "":
-        return ("name", _hashable_key(name))
-    return ("id", call_id)
-
-
-def _hashable_key(value: Any) -> Any:
-    """A name as a dict key (a malformed name that is a list or an object still matches only
-    an equal one)."""
+    """What matches a call and its record: the call id, or, without one, the tool name (a
+    malformed name that is a list or an object, as its repr, still matches only an equal one)."""
+    if not _absent(call_id) and call_id != "":
+        return ("id", call_id)
     try:
-        hash(value)
+        hash(name)
     except TypeError:
-        return repr(value)
-    return value
+        return ("name", repr(name))
+    return ("name", name)
 
 
 _CONSTRUCTS: dict[str, tuple[Callable[[_Compiler, dict[str, Any], str], Node], frozenset[str]]] = {

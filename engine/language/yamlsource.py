@@ -49,8 +49,7 @@ class SourceMap:
 
     def inherited_from(self, label: str) -> SourceMap:
         """This map as a parent's: every entry not already inherited now comes from ``label``."""
-        origins = {p: label for p in (*self.values, *self.keys)}
-        origins.update(self.origins)
+        origins = {**dict.fromkeys((*self.values, *self.keys), label), **self.origins}
         return SourceMap(dict(self.values), dict(self.keys), origins)
 
 
@@ -166,9 +165,7 @@ DescriptorLoader.yaml_implicit_resolvers = {
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
 DescriptorLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:bool",
-    re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
-    list("tTfF"),
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
 )
 
 
