@@ -178,7 +178,8 @@ class TextCodec:
             healing.append((pattern, replacement))
         self.healing = tuple(healing)
         # The scanner's tables: the markers (fences, delimiters, reasoning: their kinds in
-        # order) by their first character, and the characters that may start something.
+        # order) by their first character, longest first, and the characters that may start
+        # something.
         written = [("fences/markers", [(m, "") for m in fences["markers"]])]
         written += [(key, [(p["start"], p["end"]) for p in conf[key]]) for key in _SPANS]
         markers = [
@@ -188,7 +189,7 @@ class TextCodec:
         ]
         self._markers: dict[str, tuple[_Marker, ...]] = {}
         starts: dict[str, str] = {}
-        for m in markers:
+        for m in sorted(markers, key=lambda m: len(m.text), reverse=True):
             self._markers[m.text[0]] = (*self._markers.get(m.text[0], ()), m)
             if m.text in starts:
                 found.add(m.pointer, f"{m.text!r} already starts {starts[m.text]}: {_ONE_SPAN}")
@@ -462,7 +463,8 @@ class _Candidate:
 
 @dataclass(slots=True, eq=False)
 class _Group:
-    """The calls of one closed candidate, held until every call is decided. ``bound``: it
+    """The calls of one closed candidate, held until every call is decided (``calls``: those
+    not decided yet, each taken out as the driver decides it). ``bound``: it
     waits for the end of the turn (a turn's rule), and whatever else follows it makes it
     text; ``reason``: it is one call that would have run but cannot (``TextCall.reason``)."""
 
@@ -472,7 +474,6 @@ class _Group:
     bound: bool = False
     reason: str | None = None
     bare: bool = False  # bare JSON: a call only as the whole text
-    open: list[bool] = field(init=False)  # each call not yet decided (set by _hold)
     consumed: bool = field(default=False, init=False)
 
 
@@ -547,7 +548,7 @@ class TextScanner:
             item = queue[0]
             if isinstance(item, str):
                 out.append(item)
-            elif any(item.open):
+            elif item.calls:
                 break
             elif not item.consumed:
                 out.append(item.text)
@@ -594,9 +595,7 @@ class TextScanner:
     def _open_calls(self, which: Any) -> list[TextCall]:
         if not self._groups:
             return []  # asked every round while a call forms, when none has closed yet
-        return [
-            c for g in self._groups if which(g) for c, o in zip(g.calls, g.open, strict=True) if o
-        ]
+        return [c for g in self._groups if which(g) for c in g.calls]
 
     # -- the driver's decisions ---------------------------------------------------------------
 
@@ -654,7 +653,7 @@ class TextScanner:
         self._closed = True
         self._let_go()
         for g in self._groups:
-            g.open = [False] * len(g.open)
+            g.calls.clear()
         self._groups.clear()
 
     # -- feeding ------------------------------------------------------------------------------
@@ -710,7 +709,6 @@ class TextScanner:
 
     def _hold(self, group: _Group) -> None:
         """A closed candidate's calls wait, in order, for the driver's decision."""
-        group.open = [True] * len(group.calls)
         self._queue.append(group)
         self._groups.append(group)
 
@@ -739,8 +737,8 @@ class TextScanner:
             return
         for g in self._groups:
             if g.bound and (g.bare or not bare_only):
-                g.open = [False] * len(g.open)
-        self._groups = [g for g in self._groups if any(g.open)]
+                g.calls.clear()
+        self._groups = [g for g in self._groups if g.calls]
 
     def _emit(self, s: str, s_abs: int, upto: int) -> None:
         """Queue ``s`` from the emitted cursor to the absolute offset ``upto``."""
@@ -768,10 +766,10 @@ class TextScanner:
         said = tuple(getattr(call, key, None) for key in ("end", "name", "arguments"))
         for g in self._groups:  # (their spans are disjoint: one ends where the call does)
             for k, candidate in enumerate(g.calls):
-                if g.open[k] and (g.end, candidate.name, candidate.arguments) == said:
-                    g.open[k] = False
+                if (g.end, candidate.name, candidate.arguments) == said:
+                    del g.calls[k]
                     g.consumed = g.consumed or consumed
-                    if not any(g.open):
+                    if not g.calls:
                         self._groups.remove(g)
                     return
 
@@ -812,21 +810,17 @@ class TextScanner:
                 self._other_text()  # prose between the calls, or before a bare `{`
             if m is None:
                 return n
-            best: _Marker | None = None
-            waiting = False
-            held = False
-            for mk in self._codec._markers.get(s[j], ()):
-                if s.startswith(mk.text, j):
-                    if best is None or len(mk.text) > len(best.text):
-                        best = mk
-                elif n - j < len(mk.text) and mk.text.startswith(s[j:]):
-                    waiting = True
-                    held = held or mk.kind != _REASON
+            marks = self._codec._markers.get(s[j], ())  # (longest first)
+            waiting = [  # (a marker longer than the rest of the text that begins with it)
+                mk.kind for mk in marks if n - j < len(mk.text) and mk.text.startswith(s[j:])
+            ]
             if waiting:
                 # A marker may still complete: wait for more text. Only a marker that may
                 # start a call is held; a reasoning tag is shown meanwhile.
+                held = any(kind != _REASON for kind in waiting)
                 self._tail, self._tail_abs, self._tail_held = s[j:], s_abs + j, held
                 return n
+            best = next((mk for mk in marks if s.startswith(mk.text, j)), None)
             abs_j = s_abs + j
             if best is not None:
                 if best.kind == _REASON:
