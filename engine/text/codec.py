@@ -402,9 +402,6 @@ _S_VALUE, _S_KEY, _S_COLON, _S_AFTER, _S_STRING, _S_KEY_STRING, _S_NUMBER, _S_LI
 _WATCH = '{"K:"N'
 _W_KEY, _W_NAME, _W_DONE = 2, 5, 6
 
-# Outcomes of a validator run.
-_MORE, _COMPLETE, _BREAK, _FAIL = range(4)
-
 
 def _cut_call(codec: TextCodec, raw: str) -> tuple[dict[str, Any], str]:
     """What the arguments of a call cut short hold so far (for its ``ArgumentsDelta``):
@@ -935,38 +932,30 @@ class TextScanner:
                 return self._finish(c, s, s_abs, i)
         return n
 
+    def _fails(self, c: _Candidate, s: str, s_abs: int, at: int) -> int:
+        """Cannot be a call (``at``, an index into ``s``, shows it; it is read again with the
+        rule off): show it now, but follow its JSON to its end without scanning inside it, so
+        that a record's nested object is not taken for a call. (Only a watched candidate
+        fails: a released one is watched no more.)"""
+        self._flow(c, self._held_text(c, s, s_abs, s_abs + at), s_abs + at)
+        return at
+
+    def _breaks(self, c: _Candidate, s: str, s_abs: int, at: int) -> int:
+        """A character no JSON allows there (``at``, an index into ``s``). A named call whose
+        JSON broke (an unescaped quote, a stray character) is held to its end delimiter, then
+        a call that cannot run, reported if it ends the turn (any other marker before that
+        delimiter makes it text); anything else is no call."""
+        if self._would_run(c) and c.kind == _DELIM and _TOOL_NAME.fullmatch(c.name):
+            c.phase = _BROKEN
+            return at
+        return self._give_up(c, s, s_abs, at)
+
     def _phase_value(self, c: _Candidate, s: str, i: int, s_abs: int) -> int:
-        i, outcome = self._validate(c, s, i, s_abs)
-        if outcome == _MORE:
-            return i
-        if outcome == _FAIL:
-            # Cannot be a call: show it now, but follow its JSON to its end without scanning
-            # inside it, so that a record's nested object is not taken for a call.
-            # (Only a watched candidate fails: a released one is watched no more.)
-            self._flow(c, self._held_text(c, s, s_abs, s_abs + i), s_abs + i)
-            return i
-        if outcome == _BREAK:
-            if self._would_run(c) and c.kind == _DELIM and _TOOL_NAME.fullmatch(c.name):
-                # A named call whose JSON broke (an unescaped quote, a stray character): held
-                # to its end delimiter, then a call that cannot run, reported if it ends the
-                # turn. Any other marker before that delimiter makes it text.
-                c.phase = _BROKEN
-                return i
-            return self._give_up(c, s, s_abs, i)
-        c.vend = s_abs + i
-        if c.kind == _BARE:
-            return self._finish(c, s, s_abs, i)
-        c.phase = _CLOSER
-        return i
-
-    def _validate(self, c: _Candidate, s: str, i: int, s_abs: int) -> tuple[int, int]:
         """Follow the JSON value over ``s[i:]`` (whitespace, after a fence or start delimiter,
-        first), checking the first-key rule while it is held.
-
-        Returns ``(index, outcome)``: ``_MORE`` (all read), ``_COMPLETE`` (index just past the
-        value), ``_BREAK`` (index of a character no JSON allows there) or ``_FAIL`` (index of
-        the character that shows it is no call; it is read again with the rule off).
-        Lenient where healing can still repair: a trailing comma passes.
+        first), checking the first-key rule while it is held: to its end (bare JSON closes
+        there, a fenced or delimited value waits for its closing marker), to a character that
+        breaks it (:meth:`_breaks`) or shows it is no call (:meth:`_fails`), or to the end of
+        ``s``. Lenient where healing can still repair: a trailing comma passes.
         """
         stack, n = c.stack, len(s)
         while i < n:
@@ -979,19 +968,19 @@ class TextScanner:
                     c.collect.append(s[i : j + c.escape])
                     raw = "".join(c.collect)
                     if w == _W_KEY and (c.escape or raw not in self._codec._key_prefixes):
-                        return j + c.escape, _FAIL  # (no escape in a name key)
+                        return self._fails(c, s, s_abs, j + c.escape)  # (no escape in a name key)
                 if m is None:
-                    return n, _MORE
+                    return n
                 i = j + 1
                 if c.escape:
                     continue
                 if w == _W_KEY and raw not in self._codec.name_keys:
-                    return j, _FAIL
+                    return self._fails(c, s, s_abs, j)
                 if w == _W_NAME:
                     with suppress(ValueError):
                         c.name = json.loads('"' + raw + '"', strict=False)
                     if not c.name:
-                        return j, _FAIL
+                        return self._fails(c, s, s_abs, j)
                 if w in (_W_KEY, _W_NAME):
                     c.watch, c.collect = w + 1, []
                 c.state = _S_COLON if st == _S_KEY_STRING else _S_AFTER
@@ -999,12 +988,12 @@ class TextScanner:
             if st == _S_NUMBER:
                 i = _NUMBER.match(s, i).end()
                 if i >= n:
-                    return n, _MORE
+                    return n
                 c.state = _S_AFTER
                 continue
             if st == _S_LITERAL:
                 if s[i] != c.literal[0]:
-                    return i, _BREAK
+                    return self._breaks(c, s, s_abs, i)
                 c.literal = c.literal[1:]
                 i += 1
                 if not c.literal:
@@ -1014,14 +1003,14 @@ class TextScanner:
             if ch in " \t\n\r":
                 i = _WS.match(s, i).end()
                 if i >= n:
-                    return n, _MORE
+                    return n
                 ch = s[i]
             if w < _W_DONE:  # the watched prefix: only its next character may come
                 if ch != _WATCH[w]:
-                    return i, _FAIL
+                    return self._fails(c, s, s_abs, i)
                 c.watch = w + 1
             if not stack and ch not in "{[":  # before the value: only JSON may come
-                return i, _BREAK
+                return self._breaks(c, s, s_abs, i)
             if ch == '"' and st in (_S_VALUE, _S_KEY):
                 c.state = _S_KEY_STRING if st == _S_KEY else _S_STRING
             elif (ch == "{" or ch == "[") and st == _S_VALUE:
@@ -1034,7 +1023,11 @@ class TextScanner:
                 stack.pop()  # (`{}`, `[]`, or a trailing comma: closed as after a value)
                 c.state = _S_AFTER
                 if not stack:
-                    return i + 1, _COMPLETE
+                    c.vend = s_abs + i + 1
+                    if c.kind == _BARE:
+                        return self._finish(c, s, s_abs, i + 1)
+                    c.phase = _CLOSER
+                    return i + 1
             elif ch == "," and st == _S_AFTER:
                 c.state = _S_KEY if stack[-1] == "{" else _S_VALUE
             elif ch == ":" and st == _S_COLON:
@@ -1044,9 +1037,9 @@ class TextScanner:
                 c.state = _S_LITERAL if c.literal else _S_NUMBER
                 continue
             else:
-                return i, _BREAK
+                return self._breaks(c, s, s_abs, i)
             i += 1
-        return n, _MORE
+        return n
 
 
 # A candidate's reader by its phase (_LANG, _VALUE, _CLOSER, _BROKEN, in that order).
