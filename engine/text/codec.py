@@ -1019,7 +1019,7 @@ class TextScanner:
                     c.watch = 0 if c.is_array else 1
                 stack.append(ch)
                 c.state = _S_KEY if ch == "{" else _S_VALUE
-            elif ch in _CLOSER_OF and (st, ch) in _CLOSING and stack[-1] == _CLOSER_OF[ch]:
+            elif (st, ch) in _CLOSING and stack[-1] == _CLOSER_OF[ch]:
                 stack.pop()  # (`{}`, `[]`, or a trailing comma: closed as after a value)
                 c.state = _S_AFTER
                 if not stack:
