@@ -850,10 +850,8 @@ class TextScanner:
     def _give_up(self, c: _Candidate, s: str, s_abs: int, at: int) -> int:
         """The candidate is no call: release its text up to ``at`` (an index into ``s``) and
         go on from there, as text, or in the body of a fence (one that holds no call is code)."""
-        if not c.dead:
-            self._push(self._held_text(c, s, s_abs, s_abs + at))
-            self._emitted = s_abs + at
-        self._other_text()  # its text was no call
+        if not c.dead:  # (a released one is text already: the turn's calls were let go then)
+            self._fails(c, s, s_abs, at)
         self._drop(c)
         return at
 
