@@ -883,20 +883,18 @@ class TextScanner:
 
     def _phase_lang(self, c: _Candidate, s: str, i: int, s_abs: int) -> int:
         """After a fence marker: hold while the language may become an accepted one."""
-        n = len(s)
-        while i < n:
-            ch = s[i]
+        for at in range(i, len(s)):  # (not enumerate(s[i:]): a copy per fence in the text)
+            ch = s[at]
             if ch == " " or ch == "\t":
                 c.lang_done = c.lang_done or bool(c.lang)
             elif ch in "\r\n{[" and c.lang.lower() in self._codec.fence_languages:
                 c.phase = _VALUE
-                return i
+                return at
             elif not c.lang_done and (c.lang + ch).lower() in self._codec._lang_prefixes:
                 c.lang += ch
             else:  # another language (its line end too), or text after the language
-                return self._give_up(c, s, s_abs, i)
-            i += 1
-        return n
+                return self._give_up(c, s, s_abs, at)
+        return len(s)
 
     def _phase_broken(self, c: _Candidate, s: str, i: int, s_abs: int) -> int:
         """A broken call: its end delimiter closes it (an invalid call); the start of any
