@@ -178,7 +178,8 @@ class TextCodec:
             healing.append((pattern, replacement))
         self.healing = tuple(healing)
         # The scanner's tables: the markers (fences, delimiters, reasoning: their kinds in
-        # order) by their first character, and the characters that may start something.
+        # order) by their first character, longest first, and the characters that may start
+        # something.
         written = [("fences/markers", [(m, "") for m in fences["markers"]])]
         written += [(key, [(p["start"], p["end"]) for p in conf[key]]) for key in _SPANS]
         markers = [
@@ -188,7 +189,7 @@ class TextCodec:
         ]
         self._markers: dict[str, tuple[_Marker, ...]] = {}
         starts: dict[str, str] = {}
-        for m in markers:
+        for m in sorted(markers, key=lambda m: len(m.text), reverse=True):
             self._markers[m.text[0]] = (*self._markers.get(m.text[0], ()), m)
             if m.text in starts:
                 found.add(m.pointer, f"{m.text!r} already starts {starts[m.text]}: {_ONE_SPAN}")
@@ -401,9 +402,6 @@ _S_VALUE, _S_KEY, _S_COLON, _S_AFTER, _S_STRING, _S_KEY_STRING, _S_NUMBER, _S_LI
 _WATCH = '{"K:"N'
 _W_KEY, _W_NAME, _W_DONE = 2, 5, 6
 
-# Outcomes of a validator run.
-_MORE, _COMPLETE, _BREAK, _FAIL = range(4)
-
 
 def _cut_call(codec: TextCodec, raw: str) -> tuple[dict[str, Any], str]:
     """What the arguments of a call cut short hold so far (for its ``ArgumentsDelta``):
@@ -462,7 +460,8 @@ class _Candidate:
 
 @dataclass(slots=True, eq=False)
 class _Group:
-    """The calls of one closed candidate, held until every call is decided. ``bound``: it
+    """The calls of one closed candidate, held until every call is decided (``calls``: those
+    not decided yet, each taken out as the driver decides it). ``bound``: it
     waits for the end of the turn (a turn's rule), and whatever else follows it makes it
     text; ``reason``: it is one call that would have run but cannot (``TextCall.reason``)."""
 
@@ -472,7 +471,6 @@ class _Group:
     bound: bool = False
     reason: str | None = None
     bare: bool = False  # bare JSON: a call only as the whole text
-    open: list[bool] = field(init=False)  # each call not yet decided (set by _hold)
     consumed: bool = field(default=False, init=False)
 
 
@@ -547,7 +545,7 @@ class TextScanner:
             item = queue[0]
             if isinstance(item, str):
                 out.append(item)
-            elif any(item.open):
+            elif item.calls:
                 break
             elif not item.consumed:
                 out.append(item.text)
@@ -594,9 +592,7 @@ class TextScanner:
     def _open_calls(self, which: Any) -> list[TextCall]:
         if not self._groups:
             return []  # asked every round while a call forms, when none has closed yet
-        return [
-            c for g in self._groups if which(g) for c, o in zip(g.calls, g.open, strict=True) if o
-        ]
+        return [c for g in self._groups if which(g) for c in g.calls]
 
     # -- the driver's decisions ---------------------------------------------------------------
 
@@ -654,7 +650,7 @@ class TextScanner:
         self._closed = True
         self._let_go()
         for g in self._groups:
-            g.open = [False] * len(g.open)
+            g.calls.clear()
         self._groups.clear()
 
     # -- feeding ------------------------------------------------------------------------------
@@ -710,7 +706,6 @@ class TextScanner:
 
     def _hold(self, group: _Group) -> None:
         """A closed candidate's calls wait, in order, for the driver's decision."""
-        group.open = [True] * len(group.calls)
         self._queue.append(group)
         self._groups.append(group)
 
@@ -739,8 +734,8 @@ class TextScanner:
             return
         for g in self._groups:
             if g.bound and (g.bare or not bare_only):
-                g.open = [False] * len(g.open)
-        self._groups = [g for g in self._groups if any(g.open)]
+                g.calls.clear()
+        self._groups = [g for g in self._groups if g.calls]
 
     def _emit(self, s: str, s_abs: int, upto: int) -> None:
         """Queue ``s`` from the emitted cursor to the absolute offset ``upto``."""
@@ -768,10 +763,10 @@ class TextScanner:
         said = tuple(getattr(call, key, None) for key in ("end", "name", "arguments"))
         for g in self._groups:  # (their spans are disjoint: one ends where the call does)
             for k, candidate in enumerate(g.calls):
-                if g.open[k] and (g.end, candidate.name, candidate.arguments) == said:
-                    g.open[k] = False
+                if (g.end, candidate.name, candidate.arguments) == said:
+                    del g.calls[k]
                     g.consumed = g.consumed or consumed
-                    if not any(g.open):
+                    if not g.calls:
                         self._groups.remove(g)
                     return
 
@@ -812,21 +807,17 @@ class TextScanner:
                 self._other_text()  # prose between the calls, or before a bare `{`
             if m is None:
                 return n
-            best: _Marker | None = None
-            waiting = False
-            held = False
-            for mk in self._codec._markers.get(s[j], ()):
-                if s.startswith(mk.text, j):
-                    if best is None or len(mk.text) > len(best.text):
-                        best = mk
-                elif n - j < len(mk.text) and mk.text.startswith(s[j:]):
-                    waiting = True
-                    held = held or mk.kind != _REASON
+            marks = self._codec._markers.get(s[j], ())  # (longest first)
+            waiting = [  # (a marker longer than the rest of the text that begins with it)
+                mk.kind for mk in marks if n - j < len(mk.text) and mk.text.startswith(s[j:])
+            ]
             if waiting:
                 # A marker may still complete: wait for more text. Only a marker that may
                 # start a call is held; a reasoning tag is shown meanwhile.
+                held = any(kind != _REASON for kind in waiting)
                 self._tail, self._tail_abs, self._tail_held = s[j:], s_abs + j, held
                 return n
+            best = next((mk for mk in marks if s.startswith(mk.text, j)), None)
             abs_j = s_abs + j
             if best is not None:
                 if best.kind == _REASON:
@@ -859,10 +850,8 @@ class TextScanner:
     def _give_up(self, c: _Candidate, s: str, s_abs: int, at: int) -> int:
         """The candidate is no call: release its text up to ``at`` (an index into ``s``) and
         go on from there, as text, or in the body of a fence (one that holds no call is code)."""
-        if not c.dead:
-            self._push(self._held_text(c, s, s_abs, s_abs + at))
-            self._emitted = s_abs + at
-        self._other_text()  # its text was no call
+        if not c.dead:  # (a released one is text already: the turn's calls were let go then)
+            self._fails(c, s, s_abs, at)
         self._drop(c)
         return at
 
@@ -894,20 +883,18 @@ class TextScanner:
 
     def _phase_lang(self, c: _Candidate, s: str, i: int, s_abs: int) -> int:
         """After a fence marker: hold while the language may become an accepted one."""
-        n = len(s)
-        while i < n:
-            ch = s[i]
+        for at in range(i, len(s)):  # (not enumerate(s[i:]): a copy per fence in the text)
+            ch = s[at]
             if ch == " " or ch == "\t":
                 c.lang_done = c.lang_done or bool(c.lang)
             elif ch in "\r\n{[" and c.lang.lower() in self._codec.fence_languages:
                 c.phase = _VALUE
-                return i
+                return at
             elif not c.lang_done and (c.lang + ch).lower() in self._codec._lang_prefixes:
                 c.lang += ch
             else:  # another language (its line end too), or text after the language
-                return self._give_up(c, s, s_abs, i)
-            i += 1
-        return n
+                return self._give_up(c, s, s_abs, at)
+        return len(s)
 
     def _phase_broken(self, c: _Candidate, s: str, i: int, s_abs: int) -> int:
         """A broken call: its end delimiter closes it (an invalid call); the start of any
@@ -941,38 +928,30 @@ class TextScanner:
                 return self._finish(c, s, s_abs, i)
         return n
 
+    def _fails(self, c: _Candidate, s: str, s_abs: int, at: int) -> int:
+        """Cannot be a call (``at``, an index into ``s``, shows it; it is read again with the
+        rule off): show it now, but follow its JSON to its end without scanning inside it, so
+        that a record's nested object is not taken for a call. (Only a watched candidate
+        fails: a released one is watched no more.)"""
+        self._flow(c, self._held_text(c, s, s_abs, s_abs + at), s_abs + at)
+        return at
+
+    def _breaks(self, c: _Candidate, s: str, s_abs: int, at: int) -> int:
+        """A character no JSON allows there (``at``, an index into ``s``). A named call whose
+        JSON broke (an unescaped quote, a stray character) is held to its end delimiter, then
+        a call that cannot run, reported if it ends the turn (any other marker before that
+        delimiter makes it text); anything else is no call."""
+        if self._would_run(c) and c.kind == _DELIM and _TOOL_NAME.fullmatch(c.name):
+            c.phase = _BROKEN
+            return at
+        return self._give_up(c, s, s_abs, at)
+
     def _phase_value(self, c: _Candidate, s: str, i: int, s_abs: int) -> int:
-        i, outcome = self._validate(c, s, i, s_abs)
-        if outcome == _MORE:
-            return i
-        if outcome == _FAIL:
-            # Cannot be a call: show it now, but follow its JSON to its end without scanning
-            # inside it, so that a record's nested object is not taken for a call.
-            # (Only a watched candidate fails: a released one is watched no more.)
-            self._flow(c, self._held_text(c, s, s_abs, s_abs + i), s_abs + i)
-            return i
-        if outcome == _BREAK:
-            if self._would_run(c) and c.kind == _DELIM and _TOOL_NAME.fullmatch(c.name):
-                # A named call whose JSON broke (an unescaped quote, a stray character): held
-                # to its end delimiter, then a call that cannot run, reported if it ends the
-                # turn. Any other marker before that delimiter makes it text.
-                c.phase = _BROKEN
-                return i
-            return self._give_up(c, s, s_abs, i)
-        c.vend = s_abs + i
-        if c.kind == _BARE:
-            return self._finish(c, s, s_abs, i)
-        c.phase = _CLOSER
-        return i
-
-    def _validate(self, c: _Candidate, s: str, i: int, s_abs: int) -> tuple[int, int]:
         """Follow the JSON value over ``s[i:]`` (whitespace, after a fence or start delimiter,
-        first), checking the first-key rule while it is held.
-
-        Returns ``(index, outcome)``: ``_MORE`` (all read), ``_COMPLETE`` (index just past the
-        value), ``_BREAK`` (index of a character no JSON allows there) or ``_FAIL`` (index of
-        the character that shows it is no call; it is read again with the rule off).
-        Lenient where healing can still repair: a trailing comma passes.
+        first), checking the first-key rule while it is held: to its end (bare JSON closes
+        there, a fenced or delimited value waits for its closing marker), to a character that
+        breaks it (:meth:`_breaks`) or shows it is no call (:meth:`_fails`), or to the end of
+        ``s``. Lenient where healing can still repair: a trailing comma passes.
         """
         stack, n = c.stack, len(s)
         while i < n:
@@ -985,19 +964,19 @@ class TextScanner:
                     c.collect.append(s[i : j + c.escape])
                     raw = "".join(c.collect)
                     if w == _W_KEY and (c.escape or raw not in self._codec._key_prefixes):
-                        return j + c.escape, _FAIL  # (no escape in a name key)
+                        return self._fails(c, s, s_abs, j + c.escape)  # (no escape in a name key)
                 if m is None:
-                    return n, _MORE
+                    return n
                 i = j + 1
                 if c.escape:
                     continue
                 if w == _W_KEY and raw not in self._codec.name_keys:
-                    return j, _FAIL
+                    return self._fails(c, s, s_abs, j)
                 if w == _W_NAME:
                     with suppress(ValueError):
                         c.name = json.loads('"' + raw + '"', strict=False)
                     if not c.name:
-                        return j, _FAIL
+                        return self._fails(c, s, s_abs, j)
                 if w in (_W_KEY, _W_NAME):
                     c.watch, c.collect = w + 1, []
                 c.state = _S_COLON if st == _S_KEY_STRING else _S_AFTER
@@ -1005,12 +984,12 @@ class TextScanner:
             if st == _S_NUMBER:
                 i = _NUMBER.match(s, i).end()
                 if i >= n:
-                    return n, _MORE
+                    return n
                 c.state = _S_AFTER
                 continue
             if st == _S_LITERAL:
                 if s[i] != c.literal[0]:
-                    return i, _BREAK
+                    return self._breaks(c, s, s_abs, i)
                 c.literal = c.literal[1:]
                 i += 1
                 if not c.literal:
@@ -1020,14 +999,14 @@ class TextScanner:
             if ch in " \t\n\r":
                 i = _WS.match(s, i).end()
                 if i >= n:
-                    return n, _MORE
+                    return n
                 ch = s[i]
             if w < _W_DONE:  # the watched prefix: only its next character may come
                 if ch != _WATCH[w]:
-                    return i, _FAIL
+                    return self._fails(c, s, s_abs, i)
                 c.watch = w + 1
             if not stack and ch not in "{[":  # before the value: only JSON may come
-                return i, _BREAK
+                return self._breaks(c, s, s_abs, i)
             if ch == '"' and st in (_S_VALUE, _S_KEY):
                 c.state = _S_KEY_STRING if st == _S_KEY else _S_STRING
             elif (ch == "{" or ch == "[") and st == _S_VALUE:
@@ -1036,11 +1015,15 @@ class TextScanner:
                     c.watch = 0 if c.is_array else 1
                 stack.append(ch)
                 c.state = _S_KEY if ch == "{" else _S_VALUE
-            elif ch in _CLOSER_OF and (st, ch) in _CLOSING and stack[-1] == _CLOSER_OF[ch]:
+            elif (st, ch) in _CLOSING and stack[-1] == _CLOSER_OF[ch]:
                 stack.pop()  # (`{}`, `[]`, or a trailing comma: closed as after a value)
                 c.state = _S_AFTER
                 if not stack:
-                    return i + 1, _COMPLETE
+                    c.vend = s_abs + i + 1
+                    if c.kind == _BARE:
+                        return self._finish(c, s, s_abs, i + 1)
+                    c.phase = _CLOSER
+                    return i + 1
             elif ch == "," and st == _S_AFTER:
                 c.state = _S_KEY if stack[-1] == "{" else _S_VALUE
             elif ch == ":" and st == _S_COLON:
@@ -1050,9 +1033,9 @@ class TextScanner:
                 c.state = _S_LITERAL if c.literal else _S_NUMBER
                 continue
             else:
-                return i, _BREAK
+                return self._breaks(c, s, s_abs, i)
             i += 1
-        return n, _MORE
+        return n
 
 
 # A candidate's reader by its phase (_LANG, _VALUE, _CLOSER, _BROKEN, in that order).

@@ -76,9 +76,7 @@ class TextStrategy(ExtractionStrategy):
 
     @staticmethod
     def _text(message: Any) -> str | None:
-        if isinstance(message, str):
-            return message
-        content = message.get(TEXT) if isinstance(message, dict) else None
+        content = message.get(TEXT) if isinstance(message, dict) else message
         return content if isinstance(content, str) else None
 
     def recognizes(self, shape: Any) -> bool:
