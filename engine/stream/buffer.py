@@ -102,7 +102,6 @@ class LLMStreamBuffer:
         self._plain: Any = _plain_text_wire(self.strategies)
         self.choice = choice
         self._asm: Assembly | None = None
-        self._pending_end = False
         self.codec: Any = None  # the text codec scanning display text (attach_codec)
         self._text_rule: str | None = None  # the rule it scans the turn under (attach_codec)
         # The events (engine.stream.recorder), on a buffer made with events=True: None
@@ -116,6 +115,7 @@ class LLMStreamBuffer:
         # Chunks seen before the wire was resolved, with their indexes (to say what they
         # could not place).
         self._pending: list[tuple[int, dict[str, Any]]] = []
+        self._pending_end = False  # an end marker came before the wire was resolved
         self._index = 0  # position of the next chunk, for error messages
         self._sse = SSEDecoder()  # SSE lines a chunk at a time: an event: line names the next
         self._round = RoundState()  # the drivers' round state (engine.stream.rounds)
