@@ -99,7 +99,9 @@ class LLMStreamBuffer:
         self.strategies = list(strategies)
         # A buffer of the text codec alone streams plain text: its text chunks are events of
         # the codec's plain-text wire (engine.text.strategy). None on every other buffer.
-        self._plain: Any = _plain_text_wire(self.strategies)
+        wire = not self.strategies or any(getattr(s, "is_wire", False) for s in self.strategies)
+        plain = (s for s in self.strategies if callable(getattr(s, "plain_text_wire", None)))
+        self._plain: Any = None if wire else next(plain, None)
         self.choice = choice
         self._asm: Assembly | None = None
         self.codec: Any = None  # the text codec scanning display text (attach_codec)
@@ -252,7 +254,10 @@ class LLMStreamBuffer:
     def _take_sentinel(self, sentinel: str, index: int) -> None:
         """An end marker (``data: [DONE]``): the DONE of the wire that declares it, and the end
         of the stream on any other wire too (proxies and SDKs end every SSE stream with it)."""
-        if sentinel not in self._end_markers():
+        from ..language.registry import end_markers
+
+        own = (s.spec.sentinels for s in self.strategies if getattr(s, "spec", None) is not None)
+        if sentinel not in end_markers().union(*own):  # this buffer's wires' and the built-ins'
             raise ChunkError(
                 index,
                 f"expected a JSON object, got the text {sentinel!r} "
@@ -263,13 +268,6 @@ class LLMStreamBuffer:
         else:
             self._asm.finish()
             self._commit(self._asm)
-
-    def _end_markers(self) -> frozenset[str]:
-        """The end markers of this buffer's strategies and of every built-in wire."""
-        from ..language.registry import end_markers
-
-        own = (s.spec.sentinels for s in self.strategies if getattr(s, "spec", None) is not None)
-        return end_markers().union(*own)
 
     def _resolve(self, event: dict[str, Any]) -> Assembly | None:
         """Resolve the wire on ``event``: the first strategy whose chunk predicate claims it;
@@ -787,14 +785,6 @@ class LLMStreamBuffer:
         if scanner is not None and (self._closed or asm.finished):
             scanner.finish()
         return None if text_turn and asm.tracks else scanner
-
-
-def _plain_text_wire(strategies: list[Any]) -> Any:
-    """The text codec's strategy, when it is the only kind of strategy a buffer holds (no
-    wire among them): its text chunks are plain text. None otherwise."""
-    if not strategies or any(getattr(s, "is_wire", False) for s in strategies):
-        return None
-    return next((s for s in strategies if callable(getattr(s, "plain_text_wire", None))), None)
 
 
 def _event_name(asm: Assembly, event: dict[str, Any]) -> Any:
