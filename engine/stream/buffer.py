@@ -246,7 +246,7 @@ class LLMStreamBuffer:
         except BaseException:
             self._asm = None
             self._pending, self._pending_end = pending, pending_end
-            self._display = DisplayCursors(self.codec)  # nothing was shown of the undone
+            self._display = DisplayCursors(self.codec, self._text_rule)  # nothing shown of it
             if self._rec is not None:  # the replayed earlier chunks are undone too
                 self._record_events(self._rec.out[:told])
             raise
