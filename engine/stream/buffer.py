@@ -317,11 +317,10 @@ class LLMStreamBuffer:
         """Forget the stream so far, keeping the resolved wire: its chunks are counted again
         from 0, and an SSE ``event:`` line of the old stream names nothing of the new one."""
         self._reset_view()
-        if self._rec is not None:
-            self._record_events(self._rec.out)  # what was recorded is still handed out
         if self._asm is not None:
             self._asm = self._asm.strategy.new_assembly()
-            self._asm.events = self._rec
+        if self._rec is not None:
+            self._record_events(self._rec.out)  # what was recorded is still handed out
 
     # -- questions ---------------------------------------------------------------------------
 
@@ -752,9 +751,7 @@ class LLMStreamBuffer:
         """Is a text call forming, and its name once streamed (never in a turn with a native
         call)."""
         scanner = self._scan(text_turn=True)
-        if scanner is None:
-            return NOT_FORMING
-        forming, name = scanner.forming()
+        forming, name = scanner.forming() if scanner is not None else (False, None)
         return Forming(True, name) if forming else NOT_FORMING
 
     def consume_text_call(self, call: ExtractedCall) -> bool:
