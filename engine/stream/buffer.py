@@ -233,19 +233,38 @@ class LLMStreamBuffer:
         return ChunkError(index, f"event does not fit {wire}: {type(exc).__name__}: {reason}")
 
     def _add_unresolved(self, event: dict[str, Any], index: int) -> None:
-        """Before the wire is resolved: resolve it on this event or keep the event. An event
-        that resolves the wire but does not fit it leaves the wire unresolved, as before."""
-        pending, pending_end = self._pending, self._pending_end
-        told = len(self._rec.out) if self._rec is not None else 0
-        asm = self._resolve(event)
-        if asm is None:
+        """Before the wire is resolved: resolve it on ``event`` or keep the event. The wire is
+        the first strategy whose chunk predicate claims it; failing all, the first whose error
+        predicate does (a provider error as the first chunk, in an envelope several wires
+        share: theirs only when nothing else claims it). The events kept are replayed first.
+        An event that resolves the wire but does not fit it leaves the wire unresolved, as
+        before."""
+        strategies = self.strategies if self._plain is None else [self._plain.plain_text_wire()]
+        strategy = next((s for s in strategies if s.recognizes_chunk(event)), None)
+        if strategy is None:
+            strategy = next((s for s in strategies if s.recognizes_error(event)), None)
+        if strategy is None:
             self._pending.append((index, event))
             return
+        told = len(self._rec.out) if self._rec is not None else 0
+        asm = self._asm = strategy.new_assembly()
+        asm.events = self._rec
+        pending, self._pending = self._pending, []
         try:
+            for at, earlier in pending:
+                # Never recognised, so one that does not fit the wire is not an error of the
+                # chunk being added: it is undone and counted with the events no rule handles.
+                try:
+                    self._apply(asm, earlier, at)
+                except ChunkError:
+                    asm.unknown[str(_event_name(asm, earlier))] += 1
+            if self._pending_end:
+                asm.finish()
+                self._commit(asm)
             self._apply(asm, event, index)
         except BaseException:
             self._asm = None
-            self._pending, self._pending_end = pending, pending_end
+            self._pending = pending
             self._display = DisplayCursors(self.codec, self._text_rule)  # nothing shown of it
             if self._rec is not None:  # the replayed earlier chunks are undone too
                 self._record_events(self._rec.out[:told])
@@ -268,31 +287,6 @@ class LLMStreamBuffer:
         else:
             self._asm.finish()
             self._commit(self._asm)
-
-    def _resolve(self, event: dict[str, Any]) -> Assembly | None:
-        """Resolve the wire on ``event``: the first strategy whose chunk predicate claims it;
-        failing all, the first whose error predicate does (a provider error as the first
-        chunk, in an envelope several wires share: theirs only when nothing else claims it)."""
-        strategies = self.strategies if self._plain is None else [self._plain.plain_text_wire()]
-        strategy = next((s for s in strategies if s.recognizes_chunk(event)), None)
-        if strategy is None:
-            strategy = next((s for s in strategies if s.recognizes_error(event)), None)
-        if strategy is None:
-            return None
-        asm = self._asm = strategy.new_assembly()
-        asm.events = self._rec
-        pending, self._pending = self._pending, []
-        for at, earlier in pending:
-            # Never recognised, so one that does not fit the wire is not an error of the chunk
-            # being added: it is undone and counted with the events no rule handles.
-            try:
-                self._apply(asm, earlier, at)
-            except ChunkError:
-                asm.unknown[str(_event_name(asm, earlier))] += 1
-        if self._pending_end:
-            asm.finish()
-            self._commit(asm)
-        return asm
 
     def close(self) -> None:
         """End of input: close whatever is still open; nothing stays held after this."""
