@@ -247,6 +247,7 @@ class LLMStreamBuffer:
             self._pending.append((index, event))
             return
         told = len(self._rec.out) if self._rec is not None else 0
+        calls = self._calls  # the list calls() handed out, empty: the replay may fill it
         asm = self._asm = strategy.new_assembly()
         asm.events = self._rec
         pending, self._pending = self._pending, []
@@ -265,6 +266,8 @@ class LLMStreamBuffer:
         except BaseException:
             self._asm = None
             self._pending = pending
+            del calls[:]  # no call of the undone replay is handed out, nor counted as new
+            self._calls, self._emitted, self._scan_from, self._completed = calls, {}, 0, []
             self._display = DisplayCursors(self.codec, self._text_rule)  # nothing shown of it
             if self._rec is not None:  # the replayed earlier chunks are undone too
                 self._record_events(self._rec.out[:told])
