@@ -690,6 +690,59 @@ def test_the_events_of_a_resolution_that_is_undone_are_undone_with_it():
     assert (told, buf.get_content(), buf.text()) == (["Hi"], "Hi", "Hi")
 
 
+def test_the_calls_of_a_resolution_that_is_undone_are_undone_with_it():
+    """A call the kept chunks hold, replayed when a chunk resolves the wire: when that chunk
+    raises, the buffer hands out no call (nor the list it handed out before, filled); once a
+    later chunk resolves the wire, the call is new, once, with its events."""
+    descriptor = copy.deepcopy(engine.load_format("anthropic_messages").descriptor)
+    descriptor["recognize"]["chunk"] = {"field": "type", "in": ["message_start"]}
+    strategy = engine.ExtractionStrategy(descriptor)
+    strategy.program = _PoisonedProgram(strategy.program)
+    start = {"type": "message_start", "message": {"role": "assistant", "content": []}}
+    tool = {"type": "tool_use", "id": "t1", "name": "f", "input": {}}
+    json_delta = {"type": "input_json_delta", "partial_json": '{"a": 1}'}
+    buf = engine.LLMStreamBuffer(strategies=[strategy], events=True)
+    held = buf.calls()
+    buf.add({"type": "content_block_start", "index": 0, "content_block": tool})
+    buf.add({"type": "content_block_delta", "index": 0, "delta": json_delta})
+    buf.add({"type": "content_block_stop", "index": 0})
+    with pytest.raises(engine.ChunkError, match="chunk 3: .*_Boom"):
+        buf.add({**start, "_poison": True})
+    assert (buf.calls(), held, buf.new_calls(), buf.events()) == ([], [], [], [])
+    buf.add(start)
+    expected = [engine.ExtractedCall("f", {"a": 1}, "t1")]
+    assert (buf.calls(), buf.new_calls(), buf.new_calls()) == (expected, expected, [])
+    ready = [e.call for e in buf.events() if isinstance(e, engine.CallReady)]
+    assert ready == expected
+
+
+def test_a_resolution_that_is_undone_keeps_the_drivers_text_call_rule():
+    """A codec attached under the rule ``"end"`` before the first chunk: when the chunk that
+    resolves the wire raises, the scan started again is under the same rule (a call that text
+    follows is not one), as on a buffer where no chunk raised."""
+    descriptor = copy.deepcopy(engine.load_format("openai_chat").descriptor)
+    strategy = engine.ExtractionStrategy(descriptor)
+    strategy.program = _PoisonedProgram(strategy.program)
+    call = '<tool_call>{"tool": "a", "arguments": {"x": 1}}</tool_call>'
+
+    def chunk(text: str, **more: Any) -> dict:
+        choices = [{"index": 0, "delta": {"content": text}}]
+        return {"id": "x", "object": "chat.completion.chunk", "choices": choices, **more}
+
+    found = []
+    for poisoned in (False, True):
+        buf = engine.LLMStreamBuffer(strategies=[strategy])
+        buf.attach_codec(engine.load_format("mcs_text").codec, "end")
+        if poisoned:
+            with pytest.raises(engine.ChunkError, match="chunk 0: .*_Boom"):
+                buf.add(chunk("x", _poison=True))
+        for text in (call, " and then text"):
+            buf.add(chunk(text))
+        buf.close()
+        found.append([c.name for c in buf.text_calls()])
+    assert found == [[], []]
+
+
 class _PoisonedProgram:
     """A wire's compiled rules, but an event marked ``_poison`` raises after its rules wrote."""
 

@@ -64,6 +64,17 @@ def test_reset_forgets_a_pending_sse_event_name():
     )
 
 
+def test_reset_forgets_an_end_marker_that_came_before_the_wire():
+    buf = engine.LLMStreamBuffer()
+    buf.add("data: [DONE]")  # the wire it ends is not known yet: remembered
+    assert buf.is_finished()
+    buf.reset()  # the stream it ended is forgotten with it
+    assert not buf.is_finished()
+    assert buf.changes()[1] is False
+    buf.add({"id": "x", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}}]})
+    assert (buf.format, buf.is_finished()) == ("openai_chat", False)
+
+
 @pytest.mark.parametrize("chunks", [0, 1, 5])
 def test_the_first_chunk_after_reset_is_chunk_0(chunks):
     buf = _bedrock()

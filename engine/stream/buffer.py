@@ -99,10 +99,11 @@ class LLMStreamBuffer:
         self.strategies = list(strategies)
         # A buffer of the text codec alone streams plain text: its text chunks are events of
         # the codec's plain-text wire (engine.text.strategy). None on every other buffer.
-        self._plain: Any = _plain_text_wire(self.strategies)
+        wire = not self.strategies or any(getattr(s, "is_wire", False) for s in self.strategies)
+        plain = (s for s in self.strategies if callable(getattr(s, "plain_text_wire", None)))
+        self._plain: Any = None if wire else next(plain, None)
         self.choice = choice
         self._asm: Assembly | None = None
-        self._pending_end = False
         self.codec: Any = None  # the text codec scanning display text (attach_codec)
         self._text_rule: str | None = None  # the rule it scans the turn under (attach_codec)
         # The events (engine.stream.recorder), on a buffer made with events=True: None
@@ -116,6 +117,7 @@ class LLMStreamBuffer:
         # Chunks seen before the wire was resolved, with their indexes (to say what they
         # could not place).
         self._pending: list[tuple[int, dict[str, Any]]] = []
+        self._pending_end = False  # an end marker came before the wire was resolved
         self._index = 0  # position of the next chunk, for error messages
         self._sse = SSEDecoder()  # SSE lines a chunk at a time: an event: line names the next
         self._round = RoundState()  # the drivers' round state (engine.stream.rounds)
@@ -231,20 +233,42 @@ class LLMStreamBuffer:
         return ChunkError(index, f"event does not fit {wire}: {type(exc).__name__}: {reason}")
 
     def _add_unresolved(self, event: dict[str, Any], index: int) -> None:
-        """Before the wire is resolved: resolve it on this event or keep the event. An event
-        that resolves the wire but does not fit it leaves the wire unresolved, as before."""
-        pending, pending_end = self._pending, self._pending_end
-        told = len(self._rec.out) if self._rec is not None else 0
-        asm = self._resolve(event)
-        if asm is None:
+        """Before the wire is resolved: resolve it on ``event`` or keep the event. The wire is
+        the first strategy whose chunk predicate claims it; failing all, the first whose error
+        predicate does (a provider error as the first chunk, in an envelope several wires
+        share: theirs only when nothing else claims it). The events kept are replayed first.
+        An event that resolves the wire but does not fit it leaves the wire unresolved, as
+        before."""
+        strategies = self.strategies if self._plain is None else [self._plain.plain_text_wire()]
+        strategy = next((s for s in strategies if s.recognizes_chunk(event)), None)
+        if strategy is None:
+            strategy = next((s for s in strategies if s.recognizes_error(event)), None)
+        if strategy is None:
             self._pending.append((index, event))
             return
+        told = len(self._rec.out) if self._rec is not None else 0
+        calls = self._calls  # the list calls() handed out, empty: the replay may fill it
+        asm = self._asm = strategy.new_assembly()
+        asm.events = self._rec
+        pending, self._pending = self._pending, []
         try:
+            for at, earlier in pending:
+                # Never recognised, so one that does not fit the wire is not an error of the
+                # chunk being added: it is undone and counted with the events no rule handles.
+                try:
+                    self._apply(asm, earlier, at)
+                except ChunkError:
+                    asm.unknown[str(_event_name(asm, earlier))] += 1
+            if self._pending_end:
+                asm.finish()
+                self._commit(asm)
             self._apply(asm, event, index)
         except BaseException:
             self._asm = None
-            self._pending, self._pending_end = pending, pending_end
-            self._display = DisplayCursors(self.codec)  # nothing was shown of the undone
+            self._pending = pending
+            del calls[:]  # no call of the undone replay is handed out, nor counted as new
+            self._calls, self._emitted, self._scan_from, self._completed = calls, {}, 0, []
+            self._display = DisplayCursors(self.codec, self._text_rule)  # nothing shown of it
             if self._rec is not None:  # the replayed earlier chunks are undone too
                 self._record_events(self._rec.out[:told])
             raise
@@ -252,7 +276,10 @@ class LLMStreamBuffer:
     def _take_sentinel(self, sentinel: str, index: int) -> None:
         """An end marker (``data: [DONE]``): the DONE of the wire that declares it, and the end
         of the stream on any other wire too (proxies and SDKs end every SSE stream with it)."""
-        if sentinel not in self._end_markers():
+        from ..language.registry import end_markers
+
+        own = (s.spec.sentinels for s in self.strategies if getattr(s, "spec", None) is not None)
+        if sentinel not in end_markers().union(*own):  # this buffer's wires' and the built-ins'
             raise ChunkError(
                 index,
                 f"expected a JSON object, got the text {sentinel!r} "
@@ -263,38 +290,6 @@ class LLMStreamBuffer:
         else:
             self._asm.finish()
             self._commit(self._asm)
-
-    def _end_markers(self) -> frozenset[str]:
-        """The end markers of this buffer's strategies and of every built-in wire."""
-        from ..language.registry import end_markers
-
-        own = (s.spec.sentinels for s in self.strategies if getattr(s, "spec", None) is not None)
-        return end_markers().union(*own)
-
-    def _resolve(self, event: dict[str, Any]) -> Assembly | None:
-        """Resolve the wire on ``event``: the first strategy whose chunk predicate claims it;
-        failing all, the first whose error predicate does (a provider error as the first
-        chunk, in an envelope several wires share: theirs only when nothing else claims it)."""
-        strategies = self.strategies if self._plain is None else [self._plain.plain_text_wire()]
-        strategy = next((s for s in strategies if s.recognizes_chunk(event)), None)
-        if strategy is None:
-            strategy = next((s for s in strategies if s.recognizes_error(event)), None)
-        if strategy is None:
-            return None
-        asm = self._asm = strategy.new_assembly()
-        asm.events = self._rec
-        pending, self._pending = self._pending, []
-        for at, earlier in pending:
-            # Never recognised, so one that does not fit the wire is not an error of the chunk
-            # being added: it is undone and counted with the events no rule handles.
-            try:
-                self._apply(asm, earlier, at)
-            except ChunkError:
-                asm.unknown[str(_event_name(asm, earlier))] += 1
-        if self._pending_end:
-            asm.finish()
-            self._commit(asm)
-        return asm
 
     def close(self) -> None:
         """End of input: close whatever is still open; nothing stays held after this."""
@@ -319,11 +314,10 @@ class LLMStreamBuffer:
         """Forget the stream so far, keeping the resolved wire: its chunks are counted again
         from 0, and an SSE ``event:`` line of the old stream names nothing of the new one."""
         self._reset_view()
-        if self._rec is not None:
-            self._record_events(self._rec.out)  # what was recorded is still handed out
         if self._asm is not None:
             self._asm = self._asm.strategy.new_assembly()
-            self._asm.events = self._rec
+        if self._rec is not None:
+            self._record_events(self._rec.out)  # what was recorded is still handed out
 
     # -- questions ---------------------------------------------------------------------------
 
@@ -754,9 +748,7 @@ class LLMStreamBuffer:
         """Is a text call forming, and its name once streamed (never in a turn with a native
         call)."""
         scanner = self._scan(text_turn=True)
-        if scanner is None:
-            return NOT_FORMING
-        forming, name = scanner.forming()
+        forming, name = scanner.forming() if scanner is not None else (False, None)
         return Forming(True, name) if forming else NOT_FORMING
 
     def consume_text_call(self, call: ExtractedCall) -> bool:
@@ -787,14 +779,6 @@ class LLMStreamBuffer:
         if scanner is not None and (self._closed or asm.finished):
             scanner.finish()
         return None if text_turn and asm.tracks else scanner
-
-
-def _plain_text_wire(strategies: list[Any]) -> Any:
-    """The text codec's strategy, when it is the only kind of strategy a buffer holds (no
-    wire among them): its text chunks are plain text. None otherwise."""
-    if not strategies or any(getattr(s, "is_wire", False) for s in strategies):
-        return None
-    return next((s for s in strategies if callable(getattr(s, "plain_text_wire", None))), None)
 
 
 def _event_name(asm: Assembly, event: dict[str, Any]) -> Any:

@@ -107,26 +107,22 @@ def _decode_text(text: str, index: int, sse: SSEDecoder) -> Any:
     one, so that an ``event:`` line names the next chunk's data); any other text is JSON
     text, or an end marker, alone or after one ``data:`` field."""
     stripped = text.strip()
-    lines = LINE_BREAK.split(stripped)
-    if not all(not line or line.startswith(_SSE_FIELDS) for line in lines):
-        return _json_text(stripped.removeprefix("data:").strip(), index)
-    events = sse.feed(stripped + "\n") + sse.dispatch()
-    if not events:  # comments, or an ``event:`` or ``id:`` line with no data yet
-        return SKIP
-    if len(events) > 1:
-        raise ChunkError(
-            index,
-            f"one string held {len(events)} SSE events; add() takes one event at a time: "
-            "for a raw HTTP body, iterate engine.sse_chunks(pieces) and add() each chunk",
-        )
-    try:
-        value, is_json = decode_event(events[0])
-    except TransportError as exc:  # located in the chunk's own words: it has no body line
-        raise ChunkError(index, exc.reason) from None
-    return _an_object(value, index) if is_json else Sentinel(events[0].text.strip())
-
-
-def _json_text(text: str, index: int) -> Any:
+    if all(not line or line.startswith(_SSE_FIELDS) for line in LINE_BREAK.split(stripped)):
+        events = sse.feed(stripped + "\n") + sse.dispatch()
+        if not events:  # comments, or an ``event:`` or ``id:`` line with no data yet
+            return SKIP
+        if len(events) > 1:
+            raise ChunkError(
+                index,
+                f"one string held {len(events)} SSE events; add() takes one event at a time: "
+                "for a raw HTTP body, iterate engine.sse_chunks(pieces) and add() each chunk",
+            )
+        try:
+            value, is_json = decode_event(events[0])
+        except TransportError as exc:  # located in the chunk's own words: it has no body line
+            raise ChunkError(index, exc.reason) from None
+        return _an_object(value, index) if is_json else Sentinel(events[0].text.strip())
+    text = stripped.removeprefix("data:").strip()
     try:
         value = json.loads(text)
     except ValueError as exc:

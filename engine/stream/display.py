@@ -182,11 +182,6 @@ class DisplayCursors:
                 return ""  # handed out already
             self.drained_at = fed  # nothing held: releasable() hands out everything
             return scanner.releasable()
-        return self._scanned(scanner, display, holds_call, ended)
-
-    def _scanned(
-        self, scanner: TextScanner, display: list[str], holds_call: bool, ended: bool
-    ) -> str:
         self.sync(display)
         fed = self.fed
         if self.scan_closed:

@@ -198,19 +198,16 @@ class EventRecorder:
         if len(completed) != self.ready_at:
             self._ready(asm, completed)
         if asm.incomplete or asm.over:  # only once the stream ends: its DONE or close()
-            self._end(asm, cursors.scanner is not None)
-
-    def _end(self, asm: Assembly, scanned: bool) -> None:
-        """The calls that will never be runnable, then the DONE."""
-        out = self.out
-        if len(asm.incomplete) != self.incomplete_at:
-            out += asm.incomplete[self.incomplete_at :]
-            self.incomplete_at = len(asm.incomplete)
-            for sink in self.sinks:
-                if sink.track.reported:
-                    sink.end()
-        if asm.over and not self.finished and not scanned:
-            self.finish(asm)
+            # The calls that will never be runnable, then the DONE (on a driver's buffer, as
+            # its round ends: engine.stream.buffer).
+            if len(asm.incomplete) != self.incomplete_at:
+                self.out += asm.incomplete[self.incomplete_at :]
+                self.incomplete_at = len(asm.incomplete)
+                for sink in self.sinks:
+                    if sink.track.reported:
+                        sink.end()
+            if asm.over and cursors.scanner is None:
+                self.finish(asm)
 
     def finish(self, asm: Assembly) -> None:
         """``Finished``, once, when the end is final (``Assembly.over``): at the DONE where

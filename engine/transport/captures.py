@@ -158,9 +158,7 @@ def parse_sse(text: str, file: str) -> list[CapturedEvent]:
     fed the whole text, with the two departures for files (see the module docstring)."""
     decoder = SSEDecoder(strict_fields=True, dispatch_at_end=True)
     try:
-        events = decoder.feed(text)
-        events += decoder.end()
-        return [_captured(event, file) for event in events]
+        return [_captured(event, file) for event in decoder.feed(text) + decoder.end()]
     except TransportError as exc:
         raise CaptureError(file, exc.reason, exc.line) from None
 

@@ -48,6 +48,7 @@ from ..errors import TransportError
 EVENT_KEY = "_event"
 LINE_BREAK = re.compile(r"\r\n|\r|\n")  # the spec's end of line
 _BOM = "\ufeff"
+_SSE_LINES = "event:, data:, id:, retry:, a `:` comment, or an empty line ending the event"
 
 
 class SSEEvent:
@@ -166,18 +167,14 @@ class SSEDecoder:
                 self.last_event_id = value
             elif field == "retry" and value.isascii() and value.isdigit():
                 self.retry = int(value)
+            elif self.strict_fields and field not in ("id", "retry"):
+                reason = f"expected an SSE line ({_SSE_LINES}), got {_shown(line)}"
+                raise TransportError(reason, line=number)
             else:
-                self._ignore(field, line, number)
+                self.ignored_fields[field] = self.ignored_fields.get(field, 0) + 1
         self._event = event
         self._line = number
         return out
-
-    def _ignore(self, field: str, line: str, number: int) -> None:
-        if self.strict_fields and field not in ("id", "retry"):
-            lines = "event:, data:, id:, retry:, a `:` comment, or an empty line ending the event"
-            reason = f"expected an SSE line ({lines}), got {_shown(line)}"
-            raise TransportError(reason, line=number)
-        self.ignored_fields[field] = self.ignored_fields.get(field, 0) + 1
 
     def dispatch(self) -> list[SSEEvent]:
         """The event fed so far, as a blank line would end it; none while it has no data, and
