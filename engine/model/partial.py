@@ -29,10 +29,11 @@ from __future__ import annotations
 
 import json
 import re
+from operator import attrgetter
 from typing import Any
 
 from .fragments import copy_json
-from .journal import put, refill, trim
+from .journal import put, put_back, refill, trim
 from .jsonpath import place_at, set_item
 
 __all__ = ["PartialJSON"]
@@ -125,13 +126,12 @@ class PartialJSON:
         self._continuing: dict[tuple[str | int, ...], bool] = {}
 
     def _save(self) -> None:
-        """Journal the scanner's state, before a change other than a string growing: its
-        fields all at once (``__dict__``), so that no list of names kept beside the class can
-        miss one; its lists, changed in place, are copies from then on (the journal keeps the
-        old ones)."""
+        """Journal the scanner's state, before a change other than a string growing: every
+        field (:data:`_FIELDS`); its lists, changed in place, are copies from then on (the
+        journal keeps the old ones)."""
         journal = self.journal
         if journal is not None:
-            journal.append((self.__dict__.update, self.__dict__.copy()))
+            journal.append((put_back, self, _FIELDS, _read_fields(self)))
             self._stack, self._token = list(self._stack), list(self._token)
             self._key_parts = list(self._key_parts)
 
@@ -436,6 +436,12 @@ class PartialJSON:
         else:
             set_item(journal, node, last, copy_json(item))
         put(journal, self._continuing, steps, bool(will_continue))
+
+
+# Every field of a reader, read off a fresh one (see jsonscan's _FIELDS: not ``__dict__``,
+# which would slow every later attribute access on the live reader).
+_FIELDS = tuple(vars(PartialJSON()))
+_read_fields = attrgetter(*_FIELDS)
 
 
 def _escape(s: str, i: int, n: int) -> tuple[str, int] | None:
