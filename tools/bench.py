@@ -40,6 +40,7 @@ import time
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -376,11 +377,14 @@ def called_names(wire: str) -> list[str]:
     return sorted({call.name for call in buf.calls()})
 
 
-def buffer_loop(strategy: engine.ExtractionStrategy, chunks: list[dict]) -> Callable[[], None]:
-    """The buffer alone: add, forming, calls per chunk."""
+def buffer_loop(
+    strategy: engine.ExtractionStrategy, chunks: list[dict], buffer: Any = engine.LLMStreamBuffer
+) -> Callable[[], None]:
+    """The buffer alone: add, forming, calls per chunk (``buffer``: another engine's buffer
+    class, for tools/bench_ab.py)."""
 
     def loop() -> None:
-        buf = engine.LLMStreamBuffer(strategies=[strategy])
+        buf = buffer(strategies=[strategy])
         add, forming, calls = buf.add, buf.forming, buf.calls
         for c in chunks:
             add(c)

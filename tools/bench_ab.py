@@ -18,7 +18,6 @@ regression to look at, not a test: wall times are never asserted in tests).
 from __future__ import annotations
 
 import argparse
-import gc
 import importlib
 import io
 import math
@@ -27,7 +26,6 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -59,36 +57,15 @@ def old_engine(commit: str, into: Path) -> ModuleType:
 
 
 def buffer_loop(mod: ModuleType, wire: str, chunks: list[dict]) -> Callable[[], None]:
-    """tools/bench.py's buffer loop (add, forming, calls per chunk) on ``mod``'s engine."""
-    strategy = mod.load_format(wire)
-
-    def loop() -> None:
-        buf = mod.LLMStreamBuffer(strategies=[strategy])
-        add, forming, calls = buf.add, buf.forming, buf.calls
-        for c in chunks:
-            add(c)
-            forming()
-            calls()
-
-    return loop
-
-
-def cpu(fn: Callable[[], None]) -> float:
-    gc.collect()
-    gc.disable()
-    start = time.process_time()
-    for _ in range(TIMES):
-        fn()
-    spent = time.process_time() - start
-    gc.enable()
-    return spent
+    """tools/bench.py's buffer loop on ``mod``'s engine."""
+    return bench.buffer_loop(mod.load_format(wire), chunks, mod.LLMStreamBuffer)
 
 
 def ratios(old: Callable[[], None], new: Callable[[], None], pairs: int) -> list[float]:
     old(), new()  # warm up: what loads once is not per chunk
     out = []
     for _ in range(pairs):
-        before, spent, after = cpu(old), cpu(new), cpu(old)
+        before, spent, after = (bench._cpu(run, TIMES) for run in (old, new, old))
         out.append(spent / ((before + after) / 2))
     return out
 
