@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Problem, escape
+from .yamlsource import EXTENDS as KEY
 from .yamlsource import SourceMap, YAMLSourceError, load
 
-KEY = "extends"
 OWN_KEYS = ("name", "title")
 """Keys a child must give itself: a variant is a different format, never its parent again."""
 
@@ -63,9 +63,8 @@ def resolve(data: Any, source: SourceMap, file: str) -> tuple[Any, SourceMap, li
     the full schema would only add noise)."""
     if not isinstance(data, dict) or KEY not in data:
         return data, source, []
-    line, col = source.locate("", prefer_key=True)
     problems = [
-        Problem(file, line, col, "", _OWN_MISSING.format(key=key), "required")
+        source.problem(file, "", _OWN_MISSING.format(key=key), "required", at_key=True)
         for key in OWN_KEYS
         if data.get(key) is None
     ]
@@ -73,8 +72,7 @@ def resolve(data: Any, source: SourceMap, file: str) -> tuple[Any, SourceMap, li
     try:
         parent, parent_source = _load_parent(data[KEY], home, home, [Path(file).resolve()])
     except ExtendsError as exc:
-        line, col = source.locate(f"/{KEY}")
-        problems.append(Problem(file, line, col, f"/{KEY}", str(exc), KEY))
+        problems.append(source.problem(file, f"/{KEY}", str(exc), KEY))
     if problems:
         return data, source, problems
     return (*merge(parent, parent_source, _own(data), source), [])

@@ -43,6 +43,7 @@ is usually an override in this file, and a built-in's own file may not even be w
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,13 +53,15 @@ from ..compile.schema import operation_names as operation_names  # tests read it
 from ..compile.schema import schema, schema_problems
 from ..compile.schema import schema_path as schema_path  # the CLI and tests read it here
 from ..errors import Problem, escape
-from .extends import KEY as EXTENDS
 from .extends import resolve
-from .yamlsource import DescriptorLoader, SourceMap, YAMLSourceError, load
+from .yamlsource import DescriptorLoader, YAMLSourceError, load
 
 if TYPE_CHECKING:
     from ..compile.strategy import ExtractionStrategy
     from ..text.strategy import TextStrategy
+
+# A problem of the file being checked, placed in it: its SourceMap.problem, the file given.
+Where = partial[Problem]
 
 # -- the schema --------------------------------------------------------------------------------
 
@@ -73,41 +76,19 @@ def section_order(kind: str = "wire_descriptor") -> list[str]:
     defs = schema()["$defs"]
     return [*defs["header"]["properties"], *defs[kind]["properties"]]
 
-# -- schema errors as problems, located in the file -------------------------------------------
-
-
-class _Locator:
-    """Builds problems for one file from pointers, using the YAML source map.
-
-    A position inherited from a parent (``extends``) is not this file's: the problem is put at
-    this file's ``extends`` and names where the inherited value is written.
-    """
-
-    def __init__(self, file: str, source: SourceMap) -> None:
-        self.file = file
-        self.source = source
-
-    def at_value(self, pointer: str, message: str, rule: str, prefer_key: bool = False) -> Problem:
-        """The problem at ``pointer``: at its value's line, or (``prefer_key``) its key's."""
-        origin, line, col = self.source.find(pointer, prefer_key)
-        if origin is not None:
-            message = f"{message} (inherited from {origin}:{line}:{col})"
-            line, col = self.source.locate(f"/{EXTENDS}")
-        return Problem(self.file, line, col, pointer, message, rule)
-
 # -- what the schema cannot say -----------------------------------------------------------------
 
 
-def _name_problems(data: dict[str, Any], file: str, where: _Locator) -> list[Problem]:
+def _name_problems(data: dict[str, Any], file: str, where: Where) -> list[Problem]:
     name = data.get("name")
     path = Path(file)
     if not isinstance(name, str) or path.suffix not in (".yaml", ".yml") or name == path.stem:
         return []
     message = f"name {name!r} must equal the file's stem {path.stem!r}"
-    return [where.at_value("/name", message, "name")]
+    return [where("/name", message, "name")]
 
 
-def _order_problems(data: dict[str, Any], where: _Locator, kind: str) -> list[Problem]:
+def _order_problems(data: dict[str, Any], where: Where, kind: str) -> list[Problem]:
     """Sections out of order, as the file writes them (a resolved descriptor is reordered)."""
     order = {key: i for i, key in enumerate(section_order(kind))}
     out = []
@@ -115,7 +96,7 @@ def _order_problems(data: dict[str, Any], where: _Locator, kind: str) -> list[Pr
     for key in (key for key in data if key in order):  # an unknown key is the schema's
         if latest is not None and order[key] < order[latest]:
             message = f"section {key!r} belongs before {latest!r}"
-            out.append(where.at_value(f"/{escape(key)}", message, "order", prefer_key=True))
+            out.append(where(f"/{escape(key)}", message, "order", at_key=True))
         else:  # keys are unique: a later key is further on
             latest = key
     return out
@@ -133,7 +114,7 @@ def _beside(problem: Problem, by: list[Problem]) -> bool:
 # -- what can be known of the flow when the descriptor loads ------------------------------------
 
 
-def _args_flow(data: dict[str, Any], facts: list[Facts], where: _Locator) -> list[Problem]:
+def _args_flow(data: dict[str, Any], facts: list[Facts], where: Where) -> list[Problem]:
     """Where the rules write the calls' arguments, against what ``calls`` says of them:
 
     - ``calls.args`` streams fragments (the default ``args_arrive``) but no operation writes
@@ -171,7 +152,7 @@ def _args_flow(data: dict[str, Any], facts: list[Facts], where: _Locator) -> lis
                 f"the items of {item}[*] are calls, whose arguments are at {args} (calls.args): "
                 f"arguments written at {rest} would go into them; write them at {item}[SLOT].{args}"
             )
-            out.append(where.at_value(at, message, "args-field"))
+            out.append(where(at, message, "args-field"))
     written = {path for _, _, path in writers}
     for pointer, place in places:
         wanted = f"{pattern(place['at'])}.{place['args']}"
@@ -184,7 +165,7 @@ def _args_flow(data: dict[str, Any], facts: list[Facts], where: _Locator) -> lis
                 "the item"
             )
             out += [
-                where.at_value(at, message, "args-whole")
+                where(at, message, "args-whole")
                 for at, rule, path in writers
                 if path == wanted and rule.name == "args"
             ]
@@ -194,11 +175,11 @@ def _args_flow(data: dict[str, Any], facts: list[Facts], where: _Locator) -> lis
                 "there, or a fold list's args): every call would stay without arguments; write "
                 "them, or declare args_arrive: whole if they come with the item"
             )
-            out.append(where.at_value(f"{pointer}/args", message, "args-unwritten"))
+            out.append(where(f"{pointer}/args", message, "args-unwritten"))
     return out
 
 
-def _slot_keys(facts: list[Facts], where: _Locator) -> list[Problem]:
+def _slot_keys(facts: list[Facts], where: Where) -> list[Problem]:
     """A rule that addresses an item of a list by a slot key (and ``scope``) with which no
     rule opens that list's items: the items it looks for are opened under another key, so
     every event it handles would be skipped (or start an item apart from them)."""
@@ -207,7 +188,7 @@ def _slot_keys(facts: list[Facts], where: _Locator) -> list[Problem]:
     for rule in facts:
         if rule.at is not None and rule.slot_key is None and rule.scope is not None:
             message = f"a scope keys a SLOT, and {rule.at!r} has no slot step to scope"
-            out.append(where.at_value(f"{rule.pointer}/scope", message, "slot-key"))
+            out.append(where(f"{rule.pointer}/scope", message, "slot-key"))
         elif rule.slot_key is not None and rule.opens is not None:
             opened.setdefault(rule.slot_key[0], set()).add((rule.scope, rule.slot_key[1]))
     for rule in facts:
@@ -222,7 +203,7 @@ def _slot_keys(facts: list[Facts], where: _Locator) -> list[Problem]:
             f"slot key {_key_text(key)} of {rule.at!r}: no rule opens an item of "
             f"{list_pattern} by it (they open by {shown}); its events would find no item"
         )
-        out.append(where.at_value(f"{rule.pointer}/at", message, "slot-key"))
+        out.append(where(f"{rule.pointer}/at", message, "slot-key"))
     return out
 
 
@@ -232,7 +213,7 @@ def _key_text(key: tuple[Any, str]) -> str:
 
 
 def _flow_problems(
-    data: dict[str, Any], facts: list[Facts] | None, where: _Locator
+    data: dict[str, Any], facts: list[Facts] | None, where: Where
 ) -> list[Problem]:
     """What the schema cannot see across sections, found before any stream runs, from the
     facts of the rules as they compiled (a rule that did not compile is still there); none
@@ -247,7 +228,7 @@ def _flow_problems(
 
 
 def _compile(
-    data: dict[str, Any], where: _Locator, sections: Any, checked_first: bool
+    data: dict[str, Any], file: str, where: Where, sections: Any, checked_first: bool
 ) -> tuple[Any, list[Problem], list[Facts] | None]:
     """The one compile of a checked descriptor: its strategy, every problem the compiler
     found at the pointer of the value at fault (a rule that does not compile, a reasoning
@@ -258,7 +239,7 @@ def _compile(
     from ..compile.strategy import ExtractionStrategy, Problems
 
     found = Problems()
-    given: dict[str, Any] = {"sections": sections[0], "problems": found, "source": where.file}
+    given: dict[str, Any] = {"sections": sections[0], "problems": found, "source": file}
     try:
         if descriptor_kind(data) == "codec_descriptor":
             from ..text.strategy import TextStrategy
@@ -270,11 +251,8 @@ def _compile(
         if checked_first:
             return None, [], None
         message = str(exc) or exc.__class__.__name__
-        return None, [where.at_value("", f"does not compile: {message}", "compile")], None
-    problems = [
-        where.at_value(pointer, f"does not compile: {message}", "compile")
-        for pointer, message in found
-    ]
+        return None, [where("", f"does not compile: {message}", "compile")], None
+    problems = [where(at, f"does not compile: {message}", "compile") for at, message in found]
     return strategy, problems, list(getattr(strategy, "rule_facts", ()))
 
 
@@ -309,8 +287,8 @@ def compile_text(
         return written, _unique(problems), None
     if data is not written:
         data = _in_section_order(data)
-    where = _Locator(file, source)
-    problems = [where.at_value(*said) for said in schema_problems(data)]
+    where = partial(source.problem, file)
+    problems = [where(*said) for said in schema_problems(data)]
     strategy = None
     if isinstance(data, dict):
         problems += _name_problems(data, file, where)
@@ -321,9 +299,9 @@ def compile_text(
         # strategy takes as it is, so that it compiles once.
         sections, templated = check_sections(data)
         serve, served = check_serve(data)
-        problems += [where.at_value(*problem) for problem in templated + served]
+        problems += [where(*problem) for problem in templated + served]
         compiled = (None if templated else sections), serve
-        strategy, found, facts = _compile(data, where, compiled, bool(problems))
+        strategy, found, facts = _compile(data, file, where, compiled, bool(problems))
         problems += [p for p in _flow_problems(data, facts, where) if not _beside(p, problems)]
         problems += [p for p in found if not _beside(p, problems)]
     return data, _unique(problems), (None if problems else strategy)

@@ -14,7 +14,9 @@ from typing import Any, Protocol
 
 import yaml
 
-from ..errors import escape
+from ..errors import Problem, escape
+
+EXTENDS = "extends"  # the key by which a descriptor names its parent (language/extends.py)
 
 
 @dataclass
@@ -30,14 +32,25 @@ class SourceMap:
     keys: dict[str, tuple[int, int]] = field(default_factory=dict)
     origins: dict[str, str] = field(default_factory=dict)
 
-    def locate(self, pointer: str, prefer_key: bool = False) -> tuple[int, int]:
-        """The closest known position for ``pointer`` (walking up to its parents)."""
-        return self.find(pointer, prefer_key)[1:]
+    def problem(
+        self, file: str, pointer: str, message: str, rule: str, at_key: bool = False
+    ) -> Problem:
+        """The problem at ``pointer``, at the closest known position (walking up to its
+        parents): its value's, or (``at_key``) its key's own line, as an unknown key is said.
 
-    def find(self, pointer: str, prefer_key: bool = False) -> tuple[str | None, int, int]:
-        """Like :meth:`locate`, with the label of the file the position is in (None: this
-        file's own)."""
-        tables = (self.keys, self.values) if prefer_key else (self.values, self.keys)
+        A position inherited from a parent is not this file's: the problem is put at this
+        file's ``extends`` and names where the inherited value is written (the fix is usually
+        an override here, and a built-in's own file may not even be writable)."""
+        origin, line, col = self._find(pointer, at_key)
+        if origin is not None:
+            message = f"{message} (inherited from {origin}:{line}:{col})"
+            _, line, col = self._find(f"/{EXTENDS}", at_key=False)
+        return Problem(file, line, col, pointer, message, rule)
+
+    def _find(self, pointer: str, at_key: bool) -> tuple[str | None, int, int]:
+        """The closest known position of ``pointer``, with the label of the file it is in
+        (None: this file's own)."""
+        tables = (self.keys, self.values) if at_key else (self.values, self.keys)
         probe = pointer
         while True:
             for table in tables:
