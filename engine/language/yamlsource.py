@@ -101,7 +101,7 @@ class DescriptorLoader(yaml.SafeLoader):
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
-        self._open: list[tuple[str, list[int]]] = []  # (pointer, [deepest child]) per open node
+        self._open: list[str] = []  # the pointer of every node being composed, outermost first
         self._shape: dict[int, tuple[int, int]] = {}  # id(node) -> (expanded nodes, height)
         self._aliases = 0
         self._nodes = 0
@@ -119,17 +119,17 @@ class DescriptorLoader(yaml.SafeLoader):
             raise _limit(f"YAML nests deeper than {MAX_DEPTH} levels", event.start_mark, pointer)
         self._count(1, event.start_mark, pointer, "")
         before = self._nodes - 1
-        self._open.append((pointer, [0]))
+        self._open.append(pointer)
         node = super().compose_node(parent, index)
         assert node is not None, "a scalar, sequence or mapping event composes to its node"
-        _, (deepest,) = self._open.pop()
-        self._shape[id(node)] = (self._nodes - before, deepest + 1)
-        self._reach(deepest + 1)
+        self._open.pop()
+        height = 1 + max((self._shape[id(child)][1] for child in _children(node)), default=0)
+        self._shape[id(node)] = (self._nodes - before, height)
         return node
 
     def _pointer_of(self, parent: yaml.Node | None, index: Any) -> str:
         """The JSON pointer of the node about to be composed (a key: its mapping's)."""
-        base = self._open[-1][0] if self._open else ""
+        base = self._open[-1] if self._open else ""
         if parent is None or index is None:
             return base
         if isinstance(index, yaml.ScalarNode):
@@ -149,7 +149,6 @@ class DescriptorLoader(yaml.SafeLoader):
             message = f"YAML alias *{event.anchor} nests deeper than {MAX_DEPTH} levels expanded"
             raise _limit(message, event.start_mark, pointer)
         self._count(nodes, event.start_mark, pointer, f" (alias *{event.anchor})")
-        self._reach(height)
 
     def _count(self, nodes: int, mark: _Mark | None, pointer: str, what: str) -> None:
         self._nodes += nodes
@@ -157,11 +156,12 @@ class DescriptorLoader(yaml.SafeLoader):
             message = f"YAML expands to more than {MAX_NODES} nodes{what}: an alias bomb?"
             raise _limit(message, mark, pointer)
 
-    def _reach(self, height: int) -> None:
-        """A child of ``height`` levels completed: its parent is at least one level taller."""
-        if self._open:
-            deepest = self._open[-1][1]
-            deepest[0] = max(deepest[0], height)
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    """The nodes a node holds (a mapping's keys and values), each composed before it."""
+    if isinstance(node, yaml.MappingNode):
+        return [child for pair in node.value for child in pair]
+    return node.value if isinstance(node, yaml.SequenceNode) else []
 
 
 def _limit(message: str, mark: _Mark | None, pointer: str) -> YAMLSourceError:
