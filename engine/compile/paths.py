@@ -118,7 +118,7 @@ def parse(path: str) -> tuple[Step, ...]:
     while True:
         m = _FIELD_AT.match(path, pos)
         if m is None:
-            raise _unexpected(path, pos, "a field name")
+            raise _unexpected(path, pos)
         steps.append(Step("field", m.group(), column=pos + 1))
         pos = m.end()
         while pos < n and path[pos] == "[":
@@ -130,7 +130,7 @@ def parse(path: str) -> tuple[Step, ...]:
         if pos == n:
             return tuple(steps)
         if path[pos] != ".":
-            raise _unexpected(path, pos, "'.' or '['")
+            raise _unexpected(path, pos)
         pos += 1
         if pos == n:
             raise PathError("path ends with '.'", pos)
@@ -171,9 +171,9 @@ def _chain_stop(text: str) -> int:
     return pos + 1 if m and text[pos : pos + 1] == "." else pos
 
 
-def _unexpected(path: str, pos: int, wanted: str) -> PathError:
-    if pos >= len(path):
-        return PathError(f"path ends where {wanted} was expected", pos + 1)
+def _unexpected(path: str, pos: int) -> PathError:
+    """The character at ``pos`` (never past the end: an empty path and a final '.' are said
+    apart) begins no step there."""
     return PathError(f"unexpected {path[pos]!r} at column {pos + 1}", pos + 1)
 
 
@@ -257,21 +257,16 @@ def parse_chain(path: str) -> tuple[str, ...]:
     shared with the validator) so that anything else is refused with the reason."""
     if not isinstance(path, str) or not path:
         raise PathError("expected a field chain such as function.arguments, got nothing")
-    if _PLAIN.match(path):
-        return tuple(path.split("."))
+    expected = "expected a field chain such as function.arguments (fields joined by '.')"
     try:
         steps = _parsed(path)
     except PathError as exc:
-        raise PathError(
-            f"expected a field chain such as function.arguments (fields joined by '.'): {exc}",
-            exc.column,
-        ) from None
-    bracket = next(s for s in steps if s.kind != "field")
-    raise PathError(
-        "expected a field chain such as function.arguments (fields joined by '.'): a value "
-        f"is written at a field, so no [..] here: '[' at column {bracket.column}",
-        bracket.column,
-    )
+        raise PathError(f"{expected}: {exc}", exc.column) from None
+    bracket = next((step for step in steps if step.kind != "field"), None)
+    if bracket is None:
+        return tuple(step.text for step in steps)
+    where = f"a value is written at a field, so no [..] here: '[' at column {bracket.column}"
+    raise PathError(f"{expected}: {where}", bracket.column)
 
 
 def one_field(path: Any) -> str | None:

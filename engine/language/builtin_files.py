@@ -8,6 +8,7 @@ the look-up it shares sits below both (no import circle).
 
 from __future__ import annotations
 
+import difflib
 import functools
 from pathlib import Path
 from typing import Any
@@ -26,8 +27,15 @@ def builtin_paths() -> dict[str, Path]:
 
 
 def builtin_names() -> list[str]:
-    """The built-in format names, without compiling them (a cheap look-up for suggestions)."""
+    """The built-in format names, without compiling them (a cheap look-up)."""
     return sorted(builtin_paths())
+
+
+def did_you_mean(name: str) -> str:
+    """``; did you mean 'openai_chat'?`` for the built-in name closest to a mistyped ``name``
+    (``""`` when none is close): one wording for an unknown format and an unknown parent."""
+    close = difflib.get_close_matches(name, builtin_names(), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 class _LibYAMLLoader(DescriptorLoader):

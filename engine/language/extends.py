@@ -23,7 +23,6 @@ incomplete base is allowed); only the resolved descriptor is.
 from __future__ import annotations
 
 import copy
-import difflib
 import os
 import re
 from pathlib import Path
@@ -141,12 +140,11 @@ def _locate_parent(ref: Any, folder: Path, home: Path) -> tuple[Path, str]:
         if not path.is_file():
             raise ExtendsError(f"no such file {label}")
         return path, label
-    from .builtin_files import builtin_names, builtin_paths
+    from .builtin_files import builtin_paths, did_you_mean
 
     builtin = builtin_paths().get(ref)
     if builtin is None:
-        close = difflib.get_close_matches(ref, builtin_names(), n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
+        hint = did_you_mean(ref)
         raise ExtendsError(f"no built-in format {ref!r}{hint} (a path must end in .yaml or .yml)")
     return builtin, f"formats/{builtin.name}"
 

@@ -9,14 +9,13 @@ compiles nothing.
 
 from __future__ import annotations
 
-import difflib
 import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 from ..compile.strategy import ExtractionStrategy
 from ..errors import UnknownFormatError
-from .builtin_files import BUILTIN_PARSER, builtin_paths
+from .builtin_files import BUILTIN_PARSER, builtin_paths, did_you_mean
 from .descriptor import load_descriptor
 from .extends import resolve
 from .yamlsource import load
@@ -62,10 +61,8 @@ def load_format(name_or_path: str | Path) -> ExtractionStrategy:
     path = Path(key)
     if path.suffix in (".yaml", ".yml") or path.exists():
         return load_descriptor(path)
-    known = list_formats()
-    close = difflib.get_close_matches(key, known, n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
-    raise UnknownFormatError(f"unknown format {key!r}{hint} Known formats: {', '.join(known)}")
+    known = ", ".join(list_formats())
+    raise UnknownFormatError(f"unknown format {key!r}{did_you_mean(key)} Known formats: {known}")
 
 
 def text_strategy() -> TextStrategy:
