@@ -88,15 +88,8 @@ def merge(
     whatever the child wrote is located in the child, the rest where the parent had it."""
     taken: set[str] = set()  # pointers where the child replaced or removed the parent's value
     merged = _merge(parent, child, "", taken)
-    out = SourceMap()
-    for name in ("values", "keys"):
-        kept = {p: at for p, at in getattr(parent_source, name).items() if not _under(p, taken)}
-        setattr(out, name, {**kept, **getattr(child_source, name)})
-    written = child_source.values.keys() | child_source.keys.keys()
-    inherited = parent_source.origins.items()
-    out.origins = {p: o for p, o in inherited if p not in written and not _under(p, taken)}
-    out.origins.update(child_source.origins)
-    return merged, out
+    kept = {p: at for p, at in parent_source.places.items() if not _under(p, taken)}
+    return merged, SourceMap({**kept, **child_source.places})
 
 
 def _merge(

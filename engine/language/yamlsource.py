@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import yaml
 
@@ -19,18 +19,28 @@ from ..errors import Problem, escape
 EXTENDS = "extends"  # the key by which a descriptor names its parent (language/extends.py)
 
 
+Position = tuple[int, int]  # a 1-based (line, column) in the YAML text
+
+
+class Place(NamedTuple):
+    """Where the value at one JSON pointer is written: its own (line, col), its key's (None
+    for the document and an item of a list), and the label of the file it is in (None: the
+    file being checked; another, for a value inherited through ``extends``)."""
+
+    value: Position
+    key: Position | None = None
+    origin: str | None = None
+
+
 @dataclass
 class SourceMap:
-    """JSON pointer -> (line, col) of the value, and of the key that names it.
+    """Every JSON pointer of a document and its :class:`Place`.
 
     A descriptor that ``extends`` another is checked as one resolved document whose values come
-    from several files: ``origins`` names the file (as a label) of every entry inherited from a
-    parent; an entry without one was written by the file being checked.
+    from several files: each place says which.
     """
 
-    values: dict[str, tuple[int, int]] = field(default_factory=dict)
-    keys: dict[str, tuple[int, int]] = field(default_factory=dict)
-    origins: dict[str, str] = field(default_factory=dict)
+    places: dict[str, Place] = field(default_factory=dict)
 
     def problem(
         self, file: str, pointer: str, message: str, rule: str, at_key: bool = False
@@ -48,22 +58,19 @@ class SourceMap:
         return Problem(file, line, col, pointer, message, rule)
 
     def _find(self, pointer: str, at_key: bool) -> tuple[str | None, int, int]:
-        """The closest known position of ``pointer``, with the label of the file it is in
-        (None: this file's own)."""
-        tables = (self.keys, self.values) if at_key else (self.values, self.keys)
+        """The closest known position of ``pointer`` (walking up to its parents), with the
+        label of the file it is in (None: this file's own)."""
         probe = pointer
-        while True:
-            for table in tables:
-                if probe in table:
-                    return (self.origins.get(probe), *table[probe])
+        while (place := self.places.get(probe)) is None:
             if not probe:
                 return None, 1, 1
             probe = probe.rsplit("/", 1)[0]
+        return (place.origin, *(place.key or place.value if at_key else place.value))
 
     def inherited_from(self, label: str) -> SourceMap:
-        """This map as a parent's: every entry not already inherited now comes from ``label``."""
-        origins = {**dict.fromkeys((*self.values, *self.keys), label), **self.origins}
-        return SourceMap(dict(self.values), dict(self.keys), origins)
+        """This map as a parent's: every place not already inherited now comes from ``label``."""
+        places = self.places.items()
+        return SourceMap({p: at._replace(origin=at.origin or label) for p, at in places})
 
 
 class YAMLSourceError(ValueError):
@@ -156,6 +163,26 @@ class DescriptorLoader(yaml.SafeLoader):
             message = f"YAML expands to more than {MAX_NODES} nodes{what}: an alias bomb?"
             raise _limit(message, mark, pointer)
 
+    def build(
+        self, node: yaml.Node, pointer: str, source: SourceMap, key_at: Position | None = None
+    ) -> Any:
+        """The data of a composed node (at ``pointer``, its key at ``key_at``), every place
+        recorded in ``source``; only the safe constructors are used."""
+        source.places[pointer] = Place(_at(node.start_mark), key_at)
+        if isinstance(node, yaml.MappingNode):
+            self.flatten_mapping(node)
+            out: dict[str, Any] = {}
+            for key_node, value_node in node.value:
+                key = str(self.construct_object(key_node, deep=True))  # a key 1 reads as "1"
+                child, at = f"{pointer}/{escape(key)}", _at(key_node.start_mark)
+                if key in out:
+                    raise YAMLSourceError(f"duplicate key {key!r}", *at, child)
+                out[key] = self.build(value_node, child, source, at)
+            return out
+        if isinstance(node, yaml.SequenceNode):
+            return [self.build(item, f"{pointer}/{i}", source) for i, item in enumerate(node.value)]
+        return self.construct_object(node, deep=True)
+
 
 def _children(node: yaml.Node) -> list[yaml.Node]:
     """The nodes a node holds (a mapping's keys and values), each composed before it."""
@@ -168,7 +195,7 @@ def _limit(message: str, mark: _Mark | None, pointer: str) -> YAMLSourceError:
     return YAMLSourceError(message, *_at(mark), pointer)
 
 
-def _at(mark: _Mark | None) -> tuple[int, int]:
+def _at(mark: _Mark | None) -> Position:
     """A mark's 1-based line and column (no mark: the document's start)."""
     return (mark.line + 1, mark.column + 1) if mark else (1, 1)
 
@@ -188,7 +215,7 @@ def load(text: str, parser: type[DescriptorLoader] = DescriptorLoader) -> tuple[
     source = SourceMap()
     try:
         node = loader.get_single_node()
-        data = None if node is None else _build(loader, node, "", source)
+        data = None if node is None else loader.build(node, "", source)
     except yaml.MarkedYAMLError as exc:  # syntax, and tags the safe loader refuses
         problem = exc.problem or str(exc)
         if problem.startswith("but ") and exc.context:
@@ -201,21 +228,3 @@ def load(text: str, parser: type[DescriptorLoader] = DescriptorLoader) -> tuple[
     finally:
         loader.dispose()
     return data, source
-
-
-def _build(loader: DescriptorLoader, node: yaml.Node, pointer: str, source: SourceMap) -> Any:
-    source.values[pointer] = _at(node.start_mark)
-    if isinstance(node, yaml.MappingNode):
-        loader.flatten_mapping(node)
-        out: dict[str, Any] = {}
-        for key_node, value_node in node.value:
-            key = str(loader.construct_object(key_node, deep=True))  # a key 1 reads as "1"
-            child = f"{pointer}/{escape(key)}"
-            source.keys[child] = _at(key_node.start_mark)
-            if key in out:
-                raise YAMLSourceError(f"duplicate key {key!r}", *source.keys[child], child)
-            out[key] = _build(loader, value_node, child, source)
-        return out
-    if isinstance(node, yaml.SequenceNode):
-        return [_build(loader, item, f"{pointer}/{i}", source) for i, item in enumerate(node.value)]
-    return loader.construct_object(node, deep=True)
