@@ -69,7 +69,8 @@ def resolve(data: Any, source: SourceMap, file: str) -> tuple[Any, SourceMap, li
     ]
     home = Path(file).parent
     try:
-        parent, parent_source = _load_parent(data[KEY], home, home, [Path(file).resolve()])
+        way = {Path(file).resolve(): Path(file).name}
+        parent, parent_source = _load_parent(data[KEY], home, home, way)
     except ExtendsError as exc:
         problems.append(source.problem(file, f"/{KEY}", str(exc), KEY))
     if problems:
@@ -143,14 +144,14 @@ def _locate_parent(ref: Any, folder: Path, home: Path) -> tuple[Path, str]:
 
 
 def _load_parent(
-    ref: Any, folder: Path, home: Path, chain: list[Path], labels: tuple[str, ...] = ()
+    ref: Any, folder: Path, home: Path, way: dict[Path, str]
 ) -> tuple[dict[str, Any], SourceMap]:
     """The parent named by ``ref`` (relative to ``folder``), itself resolved, its positions
-    labelled with its file. ``chain`` holds the files already on the way, to refuse a cycle."""
+    labelled with its file. ``way`` holds the files already on the way (each resolved, with
+    its label), to refuse a cycle and name it."""
     path, label = _locate_parent(ref, folder, home)
-    labels = labels or (chain[0].name,)
-    if path.resolve() in chain:
-        raise _Cycle(f"a cycle: {' -> '.join((*labels, label))}")
+    if path.resolve() in way:
+        raise _Cycle(f"a cycle: {' -> '.join((*way.values(), label))}")
     try:
         data, source = load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
@@ -163,8 +164,7 @@ def _load_parent(
     if KEY not in data:
         return data, source
     try:
-        on_the_way = [*chain, path.resolve()]
-        grand = _load_parent(data[KEY], path.parent, home, on_the_way, (*labels, label))
+        grand = _load_parent(data[KEY], path.parent, home, {**way, path.resolve(): label})
     except _Cycle:
         raise
     except ExtendsError as exc:
