@@ -315,21 +315,10 @@ def _referenced(ref: str) -> dict[str, Any] | None:
     return node if isinstance(node, dict) else None
 
 
-def _declared_keys(fragment: dict[str, Any], deep: bool) -> set[str]:
-    """The keys an object schema declares; with ``deep``, also those of the subschemas it
-    applies in place (what ``unevaluatedProperties`` counts as evaluated)."""
-    keys = set(fragment.get("properties", {}))
-    if deep:
-        subs = [_resolve(fragment), fragment.get("then"), fragment.get("else")]
-        for sub in subs + fragment.get("allOf", []):
-            if isinstance(sub, dict):
-                keys |= _declared_keys(sub, deep)
-    return keys
-
-
 def _is_def(fragment: Any, name: str) -> bool:
-    target = schema()["$defs"][name]
-    return fragment is target or fragment == target
+    """Is ``fragment`` (an error's subschema) ``$defs/<name>`` itself? The validators hold the
+    schema's own nodes, so identity says it."""
+    return fragment is schema()["$defs"][name]
 
 def _said(err: ValidationError) -> Iterator[Said]:
     """One schema error as problems (an object with three unknown keys gives three)."""
@@ -344,7 +333,9 @@ def _said(err: ValidationError) -> Iterator[Said]:
     if not isinstance(instance, dict) or keyword not in _PER_KEY:
         yield (pointer, *_worded(err, keyword, rule, custom), False)
     elif keyword in _UNKNOWN:
-        allowed = _declared_keys(rule, deep=keyword == "unevaluatedProperties")
+        # What unevaluatedProperties counts as evaluated: the subschemas applied in place.
+        subs = _applying(rule, instance) if keyword == "unevaluatedProperties" else [rule]
+        allowed = {key for sub in subs for key in sub.get("properties", {})}
         names = ", ".join(sorted(allowed))
         moved = rule.get("x-moved", {})
         for key in (key for key in instance if key not in allowed):
