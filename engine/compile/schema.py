@@ -291,12 +291,6 @@ _JSON_TYPES = {
     type(None): "null",
 }
 
-# Errors whose own wording is better than a subschema's ``errorMessage``.
-_SELF_EXPLAINING = frozenset({
-    "type", "enum", "const", "required", "format", "dependentRequired",
-    "additionalProperties", "unevaluatedProperties"
-})  # fmt: skip
-
 
 def _pointer(path: Iterable[Any]) -> str:
     return "".join("/" + escape(str(part)) for part in path)
@@ -386,7 +380,7 @@ def _worded(
         return f"{instance!r} is not one of: {shown}", keyword
     if keyword == "format" and isinstance(err.cause, PathProblem):
         return str(err.cause), err.cause.rule
-    if isinstance(custom, str) and keyword not in _SELF_EXPLAINING:
+    if isinstance(custom, str):  # the keywords above say more than a subschema's errorMessage
         return custom, keyword
     if keyword in ("minItems", "minProperties") and expected == 1:
         return "must not be empty", keyword
