@@ -53,19 +53,14 @@ from typing import Any
 
 import jmespath
 
+#: A compiled read: ``reader(event, choice=None)`` is the value there, or None. Reads run on
+#: every chunk and a call costs a tenth of a chunk's budget, so the reader is its own fast path:
+#: a plain field chain compiles to the direct look-ups of :func:`_chain` (``ev.get(key)`` for one
+#: field), and its callers call it, never a second copy of that look-up.
 Reader = Callable[..., Any]
-"""A compiled read: ``reader(event, choice=None)`` is the value there, or None. Reads run on
-every chunk and a call costs a tenth of a chunk's budget, so the reader is its own fast path:
-a plain field chain compiles to the direct look-ups of :func:`_chain` (``ev.get(key)`` for one
-field), and its callers call it, never a second copy of that look-up."""
 
-
-JMESPATH = "jmespath"
-"""The key of the marker that makes a read path a JMESPath expression."""
-
-STRIP_PREFIX = "strip_prefix"
-"""The key of the read that takes a prefix off a string (``{path: P, strip_prefix: S}``)."""
-
+JMESPATH = "jmespath"  # {jmespath: E}: the marker that makes a read path a JMESPath expression
+STRIP_PREFIX = "strip_prefix"  # {path: P, strip_prefix: S}: the read that takes a prefix off
 FIRST = "first"  # {first: [READ, ...]}: the first of several places that holds a value
 CONSTANT = "value"  # {value: V}: the constant V, whatever the event
 OMIT_NULL = "omit_null"  # {jmespath: E, omit_null: true}: the objects E builds leave nulls out
@@ -297,9 +292,9 @@ def compile_read(path: str | dict[str, Any], choice_alias: str | None = None) ->
     return lambda ev, ch=None: _walk(ev, steps)
 
 
+#: A read path over one object (an assembled item or message): a read without a choice alias,
+#: whose second argument (the choice) is optional, so that it is its own getter.
 compile_get = compile_read
-"""A read path over one object (an assembled item or message): a read without a choice alias,
-whose second argument (the choice) is optional, so that it is its own getter."""
 
 
 def compile_lookup(path: str) -> Callable[[Any], Any]:

@@ -237,6 +237,7 @@ def _call_pattern(value: str) -> None:
         raise PathProblem("must end with [*], e.g. content[*]", "call-pattern")
 
 
+#: The schema's custom ``format`` values and their checks. Editors ignore them.
 FORMATS: dict[str, Callable[[Any], Any]] = {
     "read-path": _parsed(lambda path: path == "" or read_steps(path), "path", "not a read path: "),
     "jmespath": _parsed(lambda value: compile_read({JMESPATH: value}), "jmespath"),
@@ -250,7 +251,6 @@ FORMATS: dict[str, Callable[[Any], Any]] = {
     "field-chain": _parsed(parse_chain, "field-chain"),
     "python-regex": _python_regex,
 }
-"""The schema's custom ``format`` values and their checks. Editors ignore them."""
 
 
 def _format_checker() -> FormatChecker:

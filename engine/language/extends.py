@@ -32,8 +32,8 @@ from ..errors import Problem, escape
 from .yamlsource import EXTENDS as KEY
 from .yamlsource import SourceMap, YAMLSourceError, load
 
+#: Keys a child must give itself: a variant is a different format, never its parent again.
 OWN_KEYS = ("name", "title")
-"""Keys a child must give itself: a variant is a different format, never its parent again."""
 
 _OWN_MISSING = (
     "missing required key {key!r} (a descriptor that extends another gives its own {key})"
