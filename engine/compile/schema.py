@@ -163,20 +163,6 @@ class PathProblem(ValueError):
         self.rule = rule
 
 
-def _parsed(parse: Callable[[str], Any], rule: str, prefix: str = "") -> Callable[[str], None]:
-    """A format checked by parsing the value; with a ``prefix`` (a read or template path), a
-    path of an old dialect is its own rule, ``old-path``, its message saying its new form."""
-
-    def check(value: str) -> None:
-        try:
-            parse(value)
-        except PathError as exc:
-            old = prefix and exc.hint
-            raise PathProblem(f"{prefix}{exc}", "old-path" if old else rule) from None
-
-    return check
-
-
 def _segments(value: str, every: bool = False) -> tuple[Segment, ...]:
     """Parse a target (``every``: a pattern); a bad slot step is reported as such, and so is
     an item step of the other form: a target writes one item, a pattern matches every item."""
@@ -218,17 +204,7 @@ def _presence_path(value: Any) -> None:
             "null: write the field chain of the key (meta.flags[0])",
             "field-chain",
         )
-    try:
-        compile_presence(value)
-    except PathError as exc:
-        raise PathProblem(f"a presence test takes a field chain: {exc}", "field-chain") from None
-
-
-def _python_regex(value: str) -> None:
-    try:
-        re.compile(value)
-    except re.error as exc:
-        raise PathProblem(f"not a Python regular expression: {exc}", "regex") from None
+    compile_presence(value)
 
 
 def _call_pattern(value: str) -> None:
@@ -237,32 +213,43 @@ def _call_pattern(value: str) -> None:
         raise PathProblem("must end with [*], e.g. content[*]", "call-pattern")
 
 
-#: The schema's custom ``format`` values and their checks. Editors ignore them.
-FORMATS: dict[str, Callable[[Any], Any]] = {
-    "read-path": _parsed(lambda path: path == "" or read_steps(path), "path", "not a read path: "),
-    "jmespath": _parsed(lambda value: compile_read({JMESPATH: value}), "jmespath"),
-    "presence-path": _presence_path,
-    "template-path": _parsed(compile_lookup, "path", "not a template path: "),
-    "target-path": _segments,
-    "item-target": _item_target,
-    "field-target": _field_target,
-    "pattern": functools.partial(_segments, every=True),
-    "call-pattern": _call_pattern,
-    "field-chain": _parsed(parse_chain, "field-chain"),
-    "python-regex": _python_regex,
+#: The schema's custom ``format`` values, each ``(check, rule, prefix)``: the check compiles
+#: the value in its form of the one path language (or as a regular expression), and what it
+#: refuses is said as ``prefix`` and the reason, under ``rule`` (a read or template path of an
+#: old dialect under its own, ``old-path``, its message saying its new form). Editors ignore them.
+FORMATS: dict[str, tuple[Callable[[Any], Any], str, str]] = {
+    "read-path": (lambda path: path == "" or read_steps(path), "path", "not a read path: "),
+    "jmespath": (lambda value: compile_read({JMESPATH: value}), "jmespath", ""),
+    "presence-path": (_presence_path, "field-chain", "a presence test takes a field chain: "),
+    "template-path": (compile_lookup, "path", "not a template path: "),
+    "target-path": (_segments, "target", ""),
+    "item-target": (_item_target, "item-target", ""),
+    "field-target": (_field_target, "field-target", ""),
+    "pattern": (functools.partial(_segments, every=True), "pattern", ""),
+    "call-pattern": (_call_pattern, "call-pattern", ""),
+    "field-chain": (parse_chain, "field-chain", ""),
+    "python-regex": (re.compile, "regex", "not a Python regular expression: "),
 }
+
+
+def _checked(check: Callable[[Any], Any], rule: str, prefix: str, instance: Any) -> bool:
+    """One format's check of one value, what it refuses raised as a :class:`PathProblem`. A
+    format judges strings only (the schema types the value), but for the presence test, whose
+    check refuses a JMESPath mapping in its own words."""
+    if not isinstance(instance, str) and check is not _presence_path:
+        return True
+    try:
+        check(instance)
+    except (PathError, re.error) as exc:
+        old = rule == "path" and isinstance(exc, PathError) and exc.hint
+        raise PathProblem(f"{prefix}{exc}", "old-path" if old else rule) from None
+    return True
 
 
 def _format_checker() -> FormatChecker:
     checker = FormatChecker(formats=())
-    for name, check in FORMATS.items():
-
-        def run(instance: Any, check: Callable[[Any], Any] = check, name: str = name) -> bool:
-            if isinstance(instance, str) or name == "presence-path":
-                check(instance)
-            return True
-
-        checker.checks(name, raises=PathProblem)(run)
+    for name, (check, rule, prefix) in FORMATS.items():
+        checker.checks(name, raises=PathProblem)(functools.partial(_checked, check, rule, prefix))
     return checker
 
 
