@@ -32,7 +32,7 @@ def builtin_names() -> list[str]:
 
 
 def did_you_mean(name: str) -> str:
-    """``; did you mean 'openai_chat'?`` for the built-in name closest to a mistyped ``name``
+    """``; did you mean 'NAME'?`` for the built-in name closest to a mistyped ``name``
     (``""`` when none is close): one wording for an unknown format and an unknown parent."""
     close = difflib.get_close_matches(name, builtin_names(), n=1)
     return f"; did you mean {close[0]!r}?" if close else ""
