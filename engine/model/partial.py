@@ -40,24 +40,23 @@ from .jsonpath import place_at, set_item
 
 __all__ = ["PartialJSON"]
 
-# Scanner modes: what the next character may be.
+# Scanner modes: what the next character may be. Where a key or a value is next, the container
+# may also close instead when it has just opened: no member or item yet (``_key`` None).
 _START = 0  # before the top-level object
-_KEY_OR_CLOSE = 1  # just after '{': a key or '}'
-_KEY = 2  # after ',' in an object: a key
-_IN_KEY = 3  # inside a member name
-_COLON = 4  # after a member name
-_VALUE = 5  # after ':' or ',' in an array: a value
-_VALUE_OR_CLOSE = 6  # just after '[': a value or ']'
-_IN_STRING = 7  # inside a string value
-_SCALAR = 8  # inside a number or a literal
-_AFTER = 9  # after a value: ',' or the container's closer
-_DONE = 10  # the top-level object closed: only whitespace may follow
-_STOPPED = 11  # invalid or too deep: nothing more is read
+_KEY = 1  # after '{' or after ',' in an object: a key
+_IN_KEY = 2  # inside a member name
+_COLON = 3  # after a member name
+_VALUE = 4  # after ':', '[' or ',' in an array: a value
+_IN_STRING = 5  # inside a string value
+_SCALAR = 6  # inside a number or a literal
+_AFTER = 7  # after a value: ',' or the container's closer
+_DONE = 8  # the top-level object closed: only whitespace may follow
+_STOPPED = 9  # invalid or too deep: nothing more is read
 
 # The modes that take one character, what it is, the mode after it, and how an error says it.
 _ONE_CHARACTER = {
     _COLON: (":", _VALUE, "':' after the member name"),
-    _START: ("{", _KEY_OR_CLOSE, "'{' (arguments are a JSON object)"),
+    _START: ("{", _KEY, "'{' (arguments are a JSON object)"),
 }
 _WHITESPACE = " \t\n\r"  # json's whitespace; any other space is an error there too
 _NOT_WS = re.compile(r"[^ \t\n\r]")
@@ -251,17 +250,17 @@ class PartialJSON:
                     closer = "'}'" if self._cont.__class__ is dict else "']'"
                     raise _Invalid(pos, f"expected ',' or {closer}, got {c!r}")
                 pos += 1
-            elif mode in (_VALUE, _VALUE_OR_CLOSE):
-                if c == "]" and mode == _VALUE_OR_CLOSE:
+            elif mode == _VALUE:
+                if c == "]" and self._key is None:
                     self._close()
                     pos += 1
                 else:
                     pos = self._value_start(s, pos, c)
-            elif mode in (_KEY, _KEY_OR_CLOSE):
+            elif mode == _KEY:
                 if c == '"':
                     self._mode = _IN_KEY
                     self._key_parts = []
-                elif c == "}" and mode == _KEY_OR_CLOSE:
+                elif c == "}" and self._key is None:
                     self._close()
                 else:
                     raise _Invalid(pos, f"expected a member name in double quotes, got {c!r}")
@@ -308,7 +307,7 @@ class PartialJSON:
         self._place(container)
         self._stack.append((self._cont, self._key))
         self._cont, self._key = container, None
-        self._mode = _KEY_OR_CLOSE if container.__class__ is dict else _VALUE_OR_CLOSE
+        self._mode = _KEY if container.__class__ is dict else _VALUE
 
     def _close(self) -> None:
         if self._stack:
