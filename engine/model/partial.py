@@ -131,9 +131,10 @@ class PartialJSON:
         self._key: Any = None  # its member (or item index) being streamed
         self._stack: list[tuple[Any, Any]] = []  # the enclosing (container, key) pairs
         self._pending = ""  # an unfinished escape, read again with the next fragment
-        self._token: list[str] = []  # an unfinished number or literal
+        # The pieces of an unfinished member name, number or literal (one at a time: empty
+        # again whenever one ends), and a scalar's length so far.
+        self._token: list[str] = []
         self._token_len = 0
-        self._key_parts: list[str] = []  # an unfinished member name
         self._seen = 0  # characters fed so far, for error offsets
         # set_path: a string leaf that continues, by its steps (``$.a`` and ``$['a']`` are one)
         self._continuing: dict[tuple[str | int, ...], bool] = {}
@@ -146,7 +147,6 @@ class PartialJSON:
         if journal is not None:
             journal.append((put_back, self, _FIELDS, _read_fields(self)))
             self._stack, self._token = list(self._stack), list(self._token)
-            self._key_parts = list(self._key_parts)
 
     def _grow(self, container: Any, key: Any, piece: str) -> None:
         """Append ``piece`` to the string at ``container[key]``, in place where CPython can.
@@ -259,7 +259,6 @@ class PartialJSON:
             elif mode == _KEY:
                 if c == '"':
                     self._mode = _IN_KEY
-                    self._key_parts = []
                 elif c == "}" and self._key is None:
                     self._close()
                 else:
@@ -330,10 +329,10 @@ class PartialJSON:
 
     def _member_name(self, s: str, pos: int) -> int:
         piece, pos, ended = self._string(s, pos)
-        self._key_parts.append(piece)
+        self._token.append(piece)
         if ended:
-            self._key = "".join(self._key_parts)
-            self._key_parts = []
+            self._key = "".join(self._token)
+            self._token = []
             self._mode = _COLON
         return pos
 
