@@ -53,8 +53,8 @@ class JoinRule:
 
 def _may_join(rule: JoinRule, last: dict[str, Any], part: dict[str, Any]) -> bool:
     """May ``part`` join ``last``: nothing blocks it, both carry text, their keys agree.
-    Plain loops and set tests, no generators: this runs on every part of every chunk. A part
-    the wire sent as something else than an object (kept as sent) joins nothing."""
+    Plain loops, no generators: this runs on every part of every chunk. A part the wire sent
+    as something else than an object (kept as sent) joins nothing."""
     if last.__class__ is not dict:
         return False
     for f in rule.blocked_by:
@@ -63,8 +63,16 @@ def _may_join(rule: JoinRule, last: dict[str, Any], part: dict[str, Any]) -> boo
     for f in rule.attach:
         if part.get(f) is not None and not _attaches(rule, last, part, f):
             return False
-    if last.keys().isdisjoint(rule.text) or part.keys().isdisjoint(rule.text):
-        return False  # (one of them carries no text field)
+    for f in rule.text:
+        if f in last:
+            break
+    else:
+        return False
+    for f in rule.text:
+        if f in part:
+            break
+    else:
+        return False
     for k in rule.key:  # noqa: SIM110  (a generator costs a call per part)
         if last.get(k, _ABSENT) != part.get(k, _ABSENT):
             return False
