@@ -15,7 +15,14 @@ from conftest import golden_streams, outcome, read_stream, stream_id
 
 import engine
 from engine.model.fragments import copy_json, ingest, materialize
-from engine.model.jsonscan import INVALID, MAX_DEPTH, ArgsStream, TooDeepError, nests_deeper
+from engine.model.jsonscan import (
+    INVALID,
+    MAX_DEPTH,
+    ArgsStream,
+    TooDeepError,
+    dumps_any_depth,
+    nests_deeper,
+)
 
 DEEP = 100_000
 
@@ -159,6 +166,20 @@ def _depth(value) -> int:
         mid = (low + high) // 2
         low, high = (mid + 1, high) if nests_deeper(value, mid) else (low, mid)
     return low
+
+
+def test_a_value_too_deep_for_the_encoder_is_written_as_json_dumps_writes_it():
+    """Past the encoder's recursion, keys that are not strings are still written as JSON
+    writes them: ``true``, ``false``, ``null``, ``NaN``, not Python's ``True``..."""
+    inner = {True: 1, False: 2, None: 3, 1.5: 4, 7: 5, float("nan"): 6, "s": [1, "é"]}
+    depth = sys.getrecursionlimit() + 10
+    deep: list = [inner]
+    for _ in range(depth):
+        deep = [deep]
+    with pytest.raises(RecursionError):
+        json.dumps(deep)
+    expected = "[" * (depth + 1) + json.dumps(inner, ensure_ascii=False) + "]" * (depth + 1)
+    assert dumps_any_depth(deep) == expected
 
 
 def _text_chunk_forms(body: str) -> list:

@@ -504,7 +504,9 @@ def dumps_any_depth(value: Any) -> str:
         pieces: list[Any] = [_Token("{" if is_dict else "[")]
         entries = item.items() if isinstance(item, dict) else enumerate(item)
         for position, (key, child) in enumerate(entries):
-            name = json.dumps(key if isinstance(key, str) else str(key), ensure_ascii=False)
+            # A key that is not a string is named as JSON names it (``true``, ``null``, ``NaN``:
+            # the text json.dumps gives the key alone), never as Python does (``True``, ``nan``).
+            name = json.dumps(key if isinstance(key, str) else json.dumps(key), ensure_ascii=False)
             pieces += (_Token((", " if position else "") + (name + ": " if is_dict else "")), child)
         stack += reversed([*pieces, _Token("}" if is_dict else "]")])
     return "".join(out)

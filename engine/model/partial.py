@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
+from json.decoder import JSONDecodeError
 from operator import attrgetter
 from typing import Any
 
@@ -38,28 +40,30 @@ from .jsonpath import place_at, set_item
 
 __all__ = ["PartialJSON"]
 
-# Scanner modes: what the next character may be.
+# Scanner modes: what the next character may be. Where a key or a value is next, the container
+# may also close instead when it has just opened: no member or item yet (``_key`` None).
 _START = 0  # before the top-level object
-_KEY_OR_CLOSE = 1  # just after '{': a key or '}'
-_KEY = 2  # after ',' in an object: a key
-_IN_KEY = 3  # inside a member name
-_COLON = 4  # after a member name
-_VALUE = 5  # after ':' or ',' in an array: a value
-_VALUE_OR_CLOSE = 6  # just after '[': a value or ']'
-_IN_STRING = 7  # inside a string value
-_SCALAR = 8  # inside a number or a literal
-_AFTER = 9  # after a value: ',' or the container's closer
-_DONE = 10  # the top-level object closed: only whitespace may follow
-_STOPPED = 11  # invalid or too deep: nothing more is read
+_KEY = 1  # after '{' or after ',' in an object: a key
+_IN_KEY = 2  # inside a member name
+_COLON = 3  # after a member name
+_VALUE = 4  # after ':', '[' or ',' in an array: a value
+_IN_STRING = 5  # inside a string value
+_SCALAR = 6  # inside a number or a literal
+_AFTER = 7  # after a value: ',' or the container's closer
+_DONE = 8  # the top-level object closed: only whitespace may follow
+_STOPPED = 9  # invalid or too deep: nothing more is read
 
 # The modes that take one character, what it is, the mode after it, and how an error says it.
 _ONE_CHARACTER = {
     _COLON: (":", _VALUE, "':' after the member name"),
-    _START: ("{", _KEY_OR_CLOSE, "'{' (arguments are a JSON object)"),
+    _START: ("{", _KEY, "'{' (arguments are a JSON object)"),
 }
 _WHITESPACE = " \t\n\r"  # json's whitespace; any other space is an error there too
 _NOT_WS = re.compile(r"[^ \t\n\r]")
 _STRING_STOP = re.compile(r'["\\\x00-\x1f]')
+_STRING_END = re.compile(r'(?:[^"\\]|\\.)*+"', re.S)  # string text up to its closing quote
+# json's own string scanner (C in CPython), which the stubs of json.decoder do not name.
+_scanstring: Callable[[str, int], tuple[str, int]] = vars(json.decoder)["scanstring"]
 _SCALAR_END = re.compile(r"[ \t\n\r,\]}]")
 _SCALAR_START = frozenset("-0123456789tfnNI")
 # ASCII digits only, as json's scanner reads them (``\d`` would take other scripts' digits).
@@ -70,10 +74,19 @@ _LITERAL_NAMES = ("true", "false", "null", "NaN", "Infinity", "-Infinity")
 _LITERALS: dict[str, Any] = {name: json.loads(name) for name in _LITERAL_NAMES}  # as json reads
 _LITERAL_OF = {name[: 1 + (name[0] == "-")]: name for name in _LITERALS}  # by its head: "-I"...
 _LITERAL_START = frozenset("tfnNI-")  # '-' may begin -Infinity
-_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
-_UNICODE = re.compile(r"\\u[0-9a-fA-F]{4}")
-_CUT_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{0,3})?")  # the rest of a fragment, cut in an escape
-_LOW = re.compile(r"\\u[dD][c-fC-F][0-9a-fA-F]{2}")  # a low surrogate's escape
+# What a fragment inside a string may end with that its next fragment completes, so that it is
+# read again with that one: an escape cut short, a high surrogate's escape (its low one may
+# follow), or both. After an even run of backslashes: an escaped backslash cuts nothing.
+_CUT_TAIL = re.compile(
+    r"(?<!\\)(?:\\\\)*((?:\\u[dD][89abAB][0-9a-fA-F]{2})?(?:\\(?:u[0-9a-fA-F]{0,3})?)?)\Z"
+)
+# What json refuses in a string, by its words: as this reader says it, how far before json's
+# offset it starts (a ``\\u`` escape at its backslash, not its ``u``), and its length shown.
+_REFUSED = {
+    "Invalid control character at": ("control character {!r} inside a string (escape it)", 0, 1),
+    "Invalid \\escape": ("invalid escape {!r}", 0, 2),
+    "Invalid \\uXXXX escape": ("invalid \\u escape {!r}", 1, 6),
+}
 
 
 class _Invalid(Exception):
@@ -118,9 +131,10 @@ class PartialJSON:
         self._key: Any = None  # its member (or item index) being streamed
         self._stack: list[tuple[Any, Any]] = []  # the enclosing (container, key) pairs
         self._pending = ""  # an unfinished escape, read again with the next fragment
-        self._token: list[str] = []  # an unfinished number or literal
+        # The pieces of an unfinished member name, number or literal (one at a time: empty
+        # again whenever one ends), and a scalar's length so far.
+        self._token: list[str] = []
         self._token_len = 0
-        self._key_parts: list[str] = []  # an unfinished member name
         self._seen = 0  # characters fed so far, for error offsets
         # set_path: a string leaf that continues, by its steps (``$.a`` and ``$['a']`` are one)
         self._continuing: dict[tuple[str | int, ...], bool] = {}
@@ -133,7 +147,6 @@ class PartialJSON:
         if journal is not None:
             journal.append((put_back, self, _FIELDS, _read_fields(self)))
             self._stack, self._token = list(self._stack), list(self._token)
-            self._key_parts = list(self._key_parts)
 
     def _grow(self, container: Any, key: Any, piece: str) -> None:
         """Append ``piece`` to the string at ``container[key]``, in place where CPython can.
@@ -237,17 +250,16 @@ class PartialJSON:
                     closer = "'}'" if self._cont.__class__ is dict else "']'"
                     raise _Invalid(pos, f"expected ',' or {closer}, got {c!r}")
                 pos += 1
-            elif mode in (_VALUE, _VALUE_OR_CLOSE):
-                if c == "]" and mode == _VALUE_OR_CLOSE:
+            elif mode == _VALUE:
+                if c == "]" and self._key is None:
                     self._close()
                     pos += 1
                 else:
                     pos = self._value_start(s, pos, c)
-            elif mode in (_KEY, _KEY_OR_CLOSE):
+            elif mode == _KEY:
                 if c == '"':
                     self._mode = _IN_KEY
-                    self._key_parts = []
-                elif c == "}" and mode == _KEY_OR_CLOSE:
+                elif c == "}" and self._key is None:
                     self._close()
                 else:
                     raise _Invalid(pos, f"expected a member name in double quotes, got {c!r}")
@@ -294,7 +306,7 @@ class PartialJSON:
         self._place(container)
         self._stack.append((self._cont, self._key))
         self._cont, self._key = container, None
-        self._mode = _KEY_OR_CLOSE if container.__class__ is dict else _VALUE_OR_CLOSE
+        self._mode = _KEY if container.__class__ is dict else _VALUE
 
     def _close(self) -> None:
         if self._stack:
@@ -308,17 +320,7 @@ class PartialJSON:
     # -- strings -------------------------------------------------------------------------
 
     def _string_value(self, s: str, pos: int) -> int:
-        m = _STRING_STOP.search(s, pos)
-        if m is None or s[m.start()] == '"':  # plain text up to the end or the closing quote
-            end = m.start() if m is not None else len(s)
-            if end > pos:
-                self._grow(self._cont, self._key, s[pos:end])
-            if m is None:
-                return end
-            self._mode = _AFTER
-            return end + 1
-        pieces, pos, ended = self._string(s, pos)
-        piece = "".join(pieces)  # (one piece: that very string, not a copy)
+        piece, pos, ended = self._string(s, pos)
         if piece:
             self._grow(self._cont, self._key, piece)
         if ended:
@@ -326,40 +328,33 @@ class PartialJSON:
         return pos
 
     def _member_name(self, s: str, pos: int) -> int:
-        pieces, pos, ended = self._string(s, pos)
-        self._key_parts += pieces
+        piece, pos, ended = self._string(s, pos)
+        self._token.append(piece)
         if ended:
-            self._key = "".join(self._key_parts)
-            self._key_parts = []
+            self._key = "".join(self._token)
+            self._token = []
             self._mode = _COLON
         return pos
 
-    def _string(self, s: str, pos: int) -> tuple[list[str], int, bool]:
-        """Decode string text from ``pos``: (the pieces, where reading stopped, string ended).
+    def _string(self, s: str, pos: int) -> tuple[str, int, bool]:
+        """Decode string text from ``pos``: (the text, where reading stopped, string ended).
 
-        An escape the fragment cuts (or a high surrogate whose low may follow) is kept in
-        ``_pending`` and read again, whole, with the next fragment."""
-        pieces: list[str] = []
-        n = len(s)
-        while True:
-            m = _STRING_STOP.search(s, pos)
-            if m is None:
-                pieces.append(s[pos:])
-                return pieces, n, False
-            i = m.start()
-            if i > pos:
-                pieces.append(s[pos:i])
-            c = s[i]
-            if c == '"':
-                return pieces, i + 1, True
-            if c != "\\":
-                raise _Invalid(i, f"control character {c!r} inside a string (escape it)")
-            decoded = _escape(s, i, n)
-            if decoded is None:
-                self._pending = s[i:]
-                return pieces, n, False
-            pieces.append(decoded[0])
-            pos = decoded[1]
+        Text with an escape or a control character is read by json's own string scanner, so
+        that escapes, surrogate pairs and what is refused are exactly json.loads's. An escape
+        the fragment cuts (or a high surrogate whose low may follow) is kept in ``_pending``
+        and read again, whole, with the next fragment."""
+        stop = _STRING_STOP.search(s, pos)
+        if stop is None:  # plain text up to the end of the fragment
+            return s[pos:], len(s), False
+        if s[stop.start()] == '"':  # plain text up to the closing quote
+            return s[pos : stop.start()], stop.end(), True
+        if _STRING_END.match(s, pos) is not None:  # the string ends in this fragment
+            text, end = _json_string(s, pos)
+            return text, end, True
+        cut = _cut_tail(s, pos)
+        text = _json_string(s, pos, cut)[0]
+        self._pending = s[cut:]
+        return text, len(s), False
 
     # -- numbers and literals ------------------------------------------------------------
 
@@ -444,30 +439,23 @@ _FIELDS = tuple(vars(PartialJSON()))
 _read_fields = attrgetter(*_FIELDS)
 
 
-def _escape(s: str, i: int, n: int) -> tuple[str, int] | None:
-    """The escape at ``s[i]`` (a backslash): (its text, where it ends); None if cut short.
+def _json_string(s: str, pos: int, cut: int | None = None) -> tuple[str, int]:
+    """The string from ``s[pos]`` (after its opening quote) to its closing quote, or to
+    ``cut`` where the fragment stops it, and where it ends: read by json's scanner, what it
+    refuses said as this reader says it, at its offset in ``s``."""
+    try:
+        return _scanstring(s, pos) if cut is None else _scanstring(s[pos:cut] + '"', 0)
+    except JSONDecodeError as bad:
+        what, back, width = _REFUSED[bad.msg]
+        at = bad.pos - back + (0 if cut is None else pos)
+        raise _Invalid(at, what.format(s[at : at + width])) from None
 
-    A high surrogate takes the low one that follows as one character, as json.loads does;
-    followed by anything else it stands alone (a lone surrogate, as json.loads gives it).
-    ``\\uXXXX`` is decoded by json.loads itself, which says what json.loads says."""
-    simple = _ESCAPES.get(s[i + 1 : i + 2])
-    if simple is not None:
-        return simple, i + 2
-    unicode = _UNICODE.match(s, i)
-    if unicode is None:
-        if _CUT_ESCAPE.fullmatch(s, i):
-            return None
-        if s[i + 1 : i + 2] == "u":
-            raise _Invalid(i, f"invalid \\u escape {s[i : i + 6]!r}")
-        raise _Invalid(i, f"invalid escape {s[i : i + 2]!r}")
-    end = unicode.end()
-    if s[i + 2] in "dD" and s[i + 3] in "89abAB":  # a high surrogate: is a low one next?
-        if end == n or _CUT_ESCAPE.fullmatch(s, end):  # the text stops, or an escape is cut
-            return None
-        if _LOW.match(s, end):
-            end += 6
-    text: str = json.loads(f'"{s[i:end]}"')
-    return text, end
+
+def _cut_tail(s: str, pos: int) -> int:
+    """Where the part of ``s`` (string text from ``pos``) read again with the next fragment
+    starts (:data:`_CUT_TAIL`): ``len(s)`` when nothing waits for it."""
+    found = _CUT_TAIL.search(s, pos)
+    return found.start(1) if found is not None else len(s)
 
 
 def _number(token: str, at: int) -> Any:
