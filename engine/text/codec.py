@@ -522,11 +522,12 @@ class TextScanner:
         self._trigger = codec._trigger if lead or not self._bare_lead else codec._marker_trigger
         self._finished = False  # finish(): the turn's text is all in
         self._span: _Span | None = None  # None: in text
-        self._tail = ""  # unprocessed text at the end: a marker that may still complete
+        # The text fed last, unprocessed: a marker that may still complete (it ends at
+        # ``_total``), read again with the next fragment.
+        self._tail = ""
+        self._tail_held = False  # the tail may become a call's start, so it is not shown
         # Offsets count from the start of the whole text, which the first fragment fed
         # begins ``offset`` characters into (a scan that starts mid-stream).
-        self._tail_abs = offset
-        self._tail_held = False  # the tail may become a call's start, so it is not shown
         self._total = offset  # characters fed, from the whole text's start
         self._emitted = offset  # everything before this offset is queued (or dropped)
         # Plain fragments (str) and held spans (_Group), told apart by class where read.
@@ -666,7 +667,6 @@ class TextScanner:
             raise ValueError("the text scanner is closed")
         if not fragment:
             return self.quiet()
-        base = self._total
         self._total += len(fragment)
         if self._finished:  # after the end of the turn: shown, never scanned
             self._queue.append(fragment)
@@ -681,9 +681,10 @@ class TextScanner:
             self._queue.append(fragment)
             self._emitted = self._total
             return not self._groups  # no span, no held tail: quiet() but for groups
-        s, s_abs = self._tail + fragment, (self._tail_abs if self._tail else base)
+        s = self._tail + fragment
         self._tail, self._tail_held = "", False
         i, n = 0, len(s)
+        s_abs = self._total - n  # (where ``s`` begins in the whole text)
         while i < n:
             if (c := self._span) is None:
                 i = self._scan_text(s, i, s_abs)
@@ -692,9 +693,9 @@ class TextScanner:
         # Show what is settled; keep what is held.
         c = self._span
         if c is not None and not c.shown:  # (a broken call may keep a marker prefix as tail)
-            c.parts.append(s[max(c.start - s_abs, 0) : self._tail_abs - s_abs if self._tail else n])
+            c.parts.append(s[max(c.start - s_abs, 0) : n - len(self._tail)])
         else:
-            self._emit(s, s_abs, self._tail_abs if self._tail_held else s_abs + n)
+            self._emit(s, s_abs, self._total - (len(self._tail) if self._tail_held else 0))
         return self.quiet()
 
     # -- internals: output --------------------------------------------------------------------
@@ -782,7 +783,7 @@ class TextScanner:
                 # A marker may still complete: wait for more text. Only a marker that may
                 # start a call is held; a reasoning tag is shown meanwhile.
                 held = any(kind != _REASON for kind in waiting)
-                self._tail, self._tail_abs, self._tail_held = s[j:], s_abs + j, held
+                self._tail, self._tail_held = s[j:], held
                 return n
             row = next((row for row in rows if s.startswith(row.opener, j)), None)
             abs_j = s_abs + j
@@ -802,9 +803,7 @@ class TextScanner:
             self._other_text()  # what looked like a start is text
             i = j + 1
 
-    def _search(
-        self, s: str, i: int, s_abs: int, ends: tuple[str, ...], held: bool
-    ) -> re.Match[str] | None:
+    def _search(self, s: str, i: int, ends: tuple[str, ...], held: bool) -> re.Match[str] | None:
         """The first of ``ends`` in ``s[i:]`` (its match); None when there is none, the
         longest suffix of ``s`` that may begin one of them kept as the tail (``held``: not
         shown meanwhile), matched again with the next fragment."""
@@ -813,7 +812,7 @@ class TextScanner:
             n = len(s)
             for k in range(min(max(map(len, ends)) - 1, n - i), 0, -1):
                 if any(e.startswith(s[n - k :]) for e in ends):
-                    self._tail, self._tail_abs, self._tail_held = s[n - k :], s_abs + n - k, held
+                    self._tail, self._tail_held = s[n - k :], held
                     break
         return m
 
@@ -822,7 +821,7 @@ class TextScanner:
     def _phase_skip(self, c: _Span, s: str, i: int, s_abs: int) -> int:
         """Reasoning or code: shown as it comes; only its end marker is looked for (a suffix
         that may begin it is kept, shown already, to match with the next fragment)."""
-        m = self._search(s, i, s_abs, c.family.closers, held=False)
+        m = self._search(s, i, c.family.closers, held=False)
         if m is None:
             return len(s)
         self._span = None
@@ -907,7 +906,7 @@ class TextScanner:
         other marker (a fence, a delimiter, reasoning) first makes it text, read again from
         that marker. A suffix that may begin a marker waits, held, for the next fragment."""
         end = c.family.closers[0]
-        m = self._search(s, i, s_abs, (end, *self._codec._openers), held=not c.shown)
+        m = self._search(s, i, (end, *self._codec._openers), held=not c.shown)
         if m is None:
             return len(s)
         if m.group() == end:  # (the end delimiter first, where it and an opener both start)
@@ -916,22 +915,18 @@ class TextScanner:
         return self._give_up(c, s, s_abs, m.start())
 
     def _phase_closer(self, c: _Span, s: str, i: int, s_abs: int) -> int:
-        """The JSON closed inside a fence or delimiters: only the closing marker may follow."""
-        closers = c.family.closers
-        n = len(s)
-        while i < n:
-            if not c.closer:
-                i = _WS.match(s, i).end()
-                if i >= n:
-                    break
-            so_far = c.closer + s[i]
-            if not any(x.startswith(so_far) for x in closers):
-                return self._give_up(c, s, s_abs, i)
-            c.closer = so_far
-            i += 1
-            if so_far in closers:
-                return self._finish(c, s, s_abs, i)
-        return n
+        """The JSON closed inside a fence or delimiters: only the closing marker may follow
+        (whitespace before it), read as it comes: the first character that no closer
+        continues gives the candidate up."""
+        if not c.closer:
+            i = _WS.match(s, i).end()
+        for at in range(i, len(s)):
+            c.closer += s[at]
+            if c.closer in c.family.closers:
+                return self._finish(c, s, s_abs, at + 1)
+            if not any(x.startswith(c.closer) for x in c.family.closers):
+                return self._give_up(c, s, s_abs, at)
+        return len(s)
 
     def _phase_value(self, c: _Span, s: str, i: int, s_abs: int) -> int:
         """Follow the JSON value over ``s[i:]`` (whitespace, after a fence or start delimiter,
