@@ -93,16 +93,22 @@ class ToolLike(Protocol):
 
 # -- the codec ---------------------------------------------------------------------------------
 
-_FENCE, _DELIM, _REASON = 0, 1, 2  # marker kinds
-_SPANS = ("delimiters", "reasoning")  # the sections of the spans a marker pair opens
+# The kinds of span the scanner reads, each a body of its own: a code fence (a language, then
+# a call's JSON, or code), a call between delimiters, inline reasoning (never scanned), and
+# bare JSON (opened by its own first character, and ended by its value).
+_FENCE, _DELIM, _REASON, _BARE = range(4)
 
 
 @dataclass(frozen=True)
-class _Marker:
-    text: str
+class _Family:
+    """A row of the scanner's table: the text that opens a span, the kind of its body, and
+    the markers that close it (a fence: any fence marker; a delimiter or a reasoning span:
+    its end; bare JSON: none, its value ends it)."""
+
+    opener: str
     kind: int
-    pointer: str  # where the descriptor writes it
-    end: str = ""  # the end marker of a delimiter or a reasoning span
+    closers: tuple[str, ...] = ()
+    pointer: str = ""  # where the descriptor writes the opener
 
 
 @dataclass(frozen=True)
@@ -177,29 +183,35 @@ class TextCodec:
                 found.add(pointer, f"not a replacement for its pattern: {exc}")
             healing.append((pattern, replacement))
         self.healing = tuple(healing)
-        # The scanner's tables: the markers (fences, delimiters, reasoning: their kinds in
-        # order) by their first character, longest first, and the characters that may start
-        # something.
-        written = [("fences/markers", [(m, "") for m in fences["markers"]])]
-        written += [(key, [(p["start"], p["end"]) for p in conf[key]]) for key in _SPANS]
-        markers = [
-            _Marker(start, kind, f"/codec/{key}/{i}" + ("/start" if end else ""), end)
-            for kind, (key, pairs) in enumerate(written)
-            for i, (start, end) in enumerate(pairs)
+        # The scanner's table: a row for each marker that opens a span and, when bare JSON is
+        # read, for `{` and `[`; by first character, longest first (a marker before a bare
+        # bracket of the same length), and the characters that may start something.
+        rows = [
+            _Family(m, _FENCE, self.fence_markers, f"/codec/fences/markers/{i}")
+            for i, m in enumerate(self.fence_markers)
         ]
-        self._markers: dict[str, tuple[_Marker, ...]] = {}
+        rows += [
+            _Family(pair["start"], kind, (pair["end"],), f"/codec/{key}/{i}/start")
+            for kind, key in ((_DELIM, "delimiters"), (_REASON, "reasoning"))
+            for i, pair in enumerate(conf[key])
+        ]
+        self._openers = tuple(row.opener for row in rows)  # (any of them ends a broken call)
+        self._marker_trigger = _any_of({opener[0] for opener in self._openers})
+        self._markers: dict[str, tuple[_Family, ...]] = {}
         starts: dict[str, str] = {}
-        for m in sorted(markers, key=lambda m: len(m.text), reverse=True):
-            self._markers[m.text[0]] = (*self._markers.get(m.text[0], ()), m)
-            if m.text in starts:
-                found.add(m.pointer, f"{m.text!r} already starts {starts[m.text]}: {_ONE_SPAN}")
-            starts.setdefault(m.text, m.pointer.removesuffix("/start"))
-        self._trigger = _any_of(set(self._markers) | ({"{", "["} if self.bare else set()))
-        self._marker_trigger = _any_of(set(self._markers))  # a bare `{` is no start here
-        self._all_markers = tuple(m.text for m in markers)
-        # Where a code fence or a reasoning span ends: the only thing looked for inside it.
-        skips = [(m.end,) for m in markers if m.kind == _REASON] + [self.fence_markers]
-        self._skip_res = {ends: re.compile("|".join(map(re.escape, ends))) for ends in skips}
+        bare = [_Family(bracket, _BARE) for bracket in "{[" if self.bare]
+        for row in [*sorted(rows, key=lambda row: len(row.opener), reverse=True), *bare]:
+            self._markers[row.opener[0]] = (*self._markers.get(row.opener[0], ()), row)
+            if row.kind != _BARE and row.opener in starts:
+                first = starts[row.opener]
+                found.add(row.pointer, f"{row.opener!r} already starts {first}: {_ONE_SPAN}")
+            starts.setdefault(row.opener, row.pointer.removesuffix("/start"))
+        self._trigger = _any_of(set(self._markers))  # (a bare `{` too, where it may open)
+        # What is looked for in a span's body: the end of a code fence or of a reasoning span;
+        # in a broken call, its end delimiter or any opener.
+        ends = [row.closers for row in rows if row.kind != _DELIM]
+        ends += [(row.closers[0], *self._openers) for row in rows if row.kind == _DELIM]
+        self._ends_res = {e: re.compile("|".join(map(re.escape, e))) for e in ends}
         languages = self.fence_languages
         self._lang_prefixes = frozenset(g[:k] for g in languages for k in range(1, len(g) + 1))
         self._key_prefixes = frozenset(g[:k] for g in self.name_keys for k in range(len(g) + 1))
@@ -380,15 +392,11 @@ class TextCodec:
 
 # -- the scanner -------------------------------------------------------------------------------
 
-# Scanner modes: ordinary text (looking for a call's start, a fence or reasoning); reasoning
-# or a code fence (shown, not scanned, until its end marker); inside a candidate call.
-_TEXT, _SKIP, _CAND = range(3)
-
-# Candidate phases: after a fence marker, reading the language; the JSON value (after a fence
+# A span's phases: after a fence marker, reading the language; the JSON value (after a fence
 # or start delimiter, whitespace before it); the value closed, waiting for the closing fence
 # or end delimiter; a named call's JSON broke inside its delimiters, waiting for its end
-# delimiter.
-_LANG, _VALUE, _CLOSER, _BROKEN = range(4)
+# delimiter; reasoning or code, shown as it comes, only its end looked for.
+_LANG, _VALUE, _CLOSER, _BROKEN, _SKIP = range(5)
 
 # JSON validator states.
 # (A value is awaited at the start, after a colon, and in an array: `]` may close it there.)
@@ -434,15 +442,15 @@ _CLOSING = frozenset({(_S_AFTER, "}"), (_S_AFTER, "]"), (_S_KEY, "}"), (_S_VALUE
 
 
 @dataclass(slots=True, eq=False)
-class _Candidate:
-    """A span that may be a call: where it starts, its phase, its JSON validator state."""
+class _Span:
+    """A span the scanner is inside: a candidate call (its phase, its JSON validator state),
+    or text it only follows to its end (``shown``: reasoning, code, a candidate released)."""
 
-    kind: int  # _FENCE, _DELIM, or -1 for bare JSON
+    family: _Family
     start: int
     phase: int
-    end_marker: str = ""
+    shown: bool = False  # its text flows as it comes; it is tracked only to find its end
     parts: list[str] = field(default_factory=list)  # held text of earlier feeds
-    dead: bool = False  # released: its text flows, it is tracked only to find its end
     lang: str = ""  # a fence's language so far
     lang_done: bool = False
     vstart: int = -1
@@ -461,20 +469,15 @@ class _Candidate:
 @dataclass(slots=True, eq=False)
 class _Group:
     """The calls of one closed candidate, held until every call is decided (``calls``: those
-    not decided yet, each taken out as the driver decides it). ``bound``: it
-    waits for the end of the turn (a turn's rule), and whatever else follows it makes it
-    text; ``reason``: it is one call that would have run but cannot (``TextCall.reason``)."""
+    not decided yet, each taken out as the driver decides it; all of one span, and one
+    ``reason``). ``bound``: it waits for the end of the turn (a turn's rule), and whatever
+    else follows it makes it text."""
 
-    end: int
     calls: list[TextCall]
     text: str
-    bound: bool = False
-    reason: str | None = None
-    bare: bool = False  # bare JSON: a call only as the whole text
-    consumed: bool = field(default=False, init=False)
-
-
-_BARE = -1
+    bound: bool
+    bare: bool  # bare JSON: a call only as the whole text
+    consumed: bool = False
 
 
 class TextScanner:
@@ -486,6 +489,9 @@ class TextScanner:
     follows them, which must not overtake them). Everything is decided character by character,
     never by looking further than what was fed, so that results do not depend on how the
     text was split.
+
+    One loop reads every span: in text, the codec's table says what opens one (a fence, a
+    delimiter, reasoning, a bare `{` or `[`); inside one, its phase (:data:`_PHASES`) reads on.
 
     A driver's turn is scanned under a rule (``rule``), because a call the model only quoted
     in prose must never run (a page it repeats could otherwise run any tool):
@@ -515,14 +521,13 @@ class TextScanner:
         self._lead = lead  # nothing but whitespace and reasoning fed so far
         self._trigger = codec._trigger if lead or not self._bare_lead else codec._marker_trigger
         self._finished = False  # finish(): the turn's text is all in
-        self._mode = _TEXT
-        self._skip_ends: tuple[str, ...] = ()  # in a reasoning span or a code fence: its end
-        self._cand: _Candidate | None = None
-        self._tail = ""  # unprocessed text at the end: a marker that may still complete
+        self._span: _Span | None = None  # None: in text
+        # The text fed last, unprocessed: a marker that may still complete (it ends at
+        # ``_total``), read again with the next fragment.
+        self._tail = ""
+        self._tail_held = False  # the tail may become a call's start, so it is not shown
         # Offsets count from the start of the whole text, which the first fragment fed
         # begins ``offset`` characters into (a scan that starts mid-stream).
-        self._tail_abs = offset
-        self._tail_held = False  # the tail may become a call's start, so it is not shown
         self._total = offset  # characters fed, from the whole text's start
         self._emitted = offset  # everything before this offset is queued (or dropped)
         # Plain fragments (str) and held spans (_Group), told apart by class where read.
@@ -555,8 +560,8 @@ class TextScanner:
     def forming(self) -> tuple[bool, str | None]:
         """Is a call forming, and its tool name once the name string has closed. A JSON
         array has no name while forming: its first call does not speak for the others."""
-        c = self._cand
-        if c is not None and not c.dead:
+        c = self._span
+        if c is not None and not c.shown:
             return True, None if c.is_array else c.name or None
         return self._tail_held, None
 
@@ -570,29 +575,30 @@ class TextScanner:
         """Nothing held and nothing undecided: no call forming, no marker prefix held, no
         complete call waiting for a decision. ``not forming()[0] and not complete_calls()``
         in O(1), for a client that asks after every fragment."""
-        c = self._cand
-        return (c is None or c.dead) and not self._tail_held and not self._groups
+        c = self._span
+        return (c is None or c.shown) and not self._tail_held and not self._groups
 
     def complete_calls(self) -> list[TextCall]:
         """Calls whose candidate closed and parsed, not yet consumed or released, that may be
         decided now (one that waits for the end of the turn only after :meth:`finish`)."""
-        return self._open_calls(lambda g: g.reason is None and (self._finished or not g.bound))
+        return self._decidable(complete=True)
 
     def incomplete_calls(self) -> list[TextCall]:
         """Calls that would have run but cannot (``reason`` set), once the turn has ended
         (:meth:`finish`; they wait for it under either rule): consumed (reported to the
         model) or released (shown)."""
-        return self._open_calls(lambda g: g.reason is not None and (self._finished or not g.bound))
+        return self._decidable(complete=False)
 
     def waiting_calls(self) -> list[TextCall]:
         """Calls (and would-be calls) held until the end of the turn: until then a driver
         that may run one holds them, and the text after them."""
-        return [] if self._finished else self._open_calls(lambda g: g.bound)
+        return [] if self._finished else [c for g in self._groups if g.bound for c in g.calls]
 
-    def _open_calls(self, which: Any) -> list[TextCall]:
+    def _decidable(self, complete: bool) -> list[TextCall]:
         if not self._groups:
             return []  # asked every round while a call forms, when none has closed yet
-        return [c for g in self._groups if which(g) for c in g.calls]
+        groups = [g for g in self._groups if self._finished or not g.bound]
+        return [c for g in groups for c in g.calls if (c.reason is None) is complete]
 
     # -- the driver's decisions ---------------------------------------------------------------
 
@@ -614,12 +620,12 @@ class TextScanner:
         """The forming call is not a call of anyone's: its held text becomes releasable, and
         the rest of it flows as text, unscanned, until its JSON (and fence) ends. A marker
         prefix still undecided (``<tool_c``) stays held: it is no call yet."""
-        c = self._cand
-        if c is None or c.dead:
+        c = self._span
+        if c is None or c.shown:
             return
         # Its text and a broken call's marker prefix (the one tail a candidate has beside it).
-        self._flow(c, "".join(c.parts) + self._tail, self._total)
-        self._tail, self._tail_held = "", False
+        tail, self._tail, self._tail_held = self._tail, "", False
+        self._fails(c, tail, self._total - len(tail), len(tail))
         if c.vstart < 0:  # no JSON opened yet: there is no end to follow
             self._drop(c)
 
@@ -632,14 +638,13 @@ class TextScanner:
         if self._finished or self._closed:
             return
         self._finished = True
-        c = self._cand
+        c = self._span
         if self._would_run(c) and c.phase != _BROKEN:
             held = "".join(c.parts)
             raw = held[c.vstart - c.start :]  # (named: its value has started)
             args, why = _cut_call(self._codec, raw)
-            call = TextCall(c.name, args, c.start, self._total, raw, why)
-            self._hold(_Group(self._total, [call], held, True, why, c.kind == _BARE))
-            self._cand = None  # held as a call, not let go as text
+            self._hold(c, [TextCall(c.name, args, c.start, self._total, raw, why)], held, True)
+            self._span = None  # held as a call, not let go as text
         self._let_go()
 
     def close(self) -> None:
@@ -662,40 +667,35 @@ class TextScanner:
             raise ValueError("the text scanner is closed")
         if not fragment:
             return self.quiet()
-        base = self._total
         self._total += len(fragment)
         if self._finished:  # after the end of the turn: shown, never scanned
             self._queue.append(fragment)
             self._emitted = self._total
             return self.quiet()
-        if self._mode == _TEXT and not self._tail and self._trigger.search(fragment) is None:
-            # Plain text, most fragments: nothing held (no candidate in this mode, no tail
-            # held without a tail, all before the fragment emitted), no marker starts in it.
-            # What the loop below would do, without its machinery.
+        if self._span is None and not self._tail and self._trigger.search(fragment) is None:
+            # Plain text, most fragments: nothing held (no span, no tail held without a tail,
+            # all before the fragment emitted), no marker starts in it. What the loop below
+            # would do, without its machinery.
             if (self._lead or self._groups) and _WS.match(fragment).end() < len(fragment):
                 self._other_text()
             self._queue.append(fragment)
             self._emitted = self._total
-            return not self._groups  # no candidate, no held tail: quiet() but for groups
-        s, s_abs = self._tail + fragment, (self._tail_abs if self._tail else base)
+            return not self._groups  # no span, no held tail: quiet() but for groups
+        s = self._tail + fragment
         self._tail, self._tail_held = "", False
         i, n = 0, len(s)
+        s_abs = self._total - n  # (where ``s`` begins in the whole text)
         while i < n:
-            mode = self._mode
-            if mode == _TEXT:
+            if (c := self._span) is None:
                 i = self._scan_text(s, i, s_abs)
-            elif mode == _SKIP:
-                i = self._scan_skip(s, i, s_abs)
             else:
-                c = self._cand
-                assert c is not None, "the candidate mode has a candidate"
                 i = _PHASES[c.phase](self, c, s, i, s_abs)
         # Show what is settled; keep what is held.
-        c = self._cand
-        if c is not None and not c.dead:  # (a broken call may keep a marker prefix as tail)
-            c.parts.append(s[max(c.start - s_abs, 0) : self._tail_abs - s_abs if self._tail else n])
+        c = self._span
+        if c is not None and not c.shown:  # (a broken call may keep a marker prefix as tail)
+            c.parts.append(s[max(c.start - s_abs, 0) : n - len(self._tail)])
         else:
-            self._emit(s, s_abs, self._tail_abs if self._tail_held else s_abs + n)
+            self._emit(s, s_abs, self._total - (len(self._tail) if self._tail_held else 0))
         return self.quiet()
 
     # -- internals: output --------------------------------------------------------------------
@@ -704,20 +704,21 @@ class TextScanner:
         if text:
             self._queue.append(text)
 
-    def _hold(self, group: _Group) -> None:
+    def _hold(self, c: _Span, calls: list[TextCall], text: str, bound: bool) -> None:
         """A closed candidate's calls wait, in order, for the driver's decision."""
+        group = _Group(calls, text, bound, c.family.kind == _BARE)
         self._queue.append(group)
         self._groups.append(group)
 
     def _let_go(self) -> None:
         """Nothing is scanned on: what is still held (the call forming, a marker prefix) is
         text from here, queued in order."""
-        c = self._cand
-        if c is not None and not c.dead:
+        c = self._span
+        if c is not None and not c.shown:
             self._push("".join(c.parts))
         if self._tail and self._tail_held:
             self._push(self._tail)
-        self._cand, self._mode = None, _TEXT
+        self._span = None
         self._tail, self._tail_held = "", False  # (the tail, a marker prefix, is text now)
         self._emitted = self._total
 
@@ -743,62 +744,29 @@ class TextScanner:
             self._push(s[self._emitted - s_abs : upto - s_abs])
             self._emitted = upto
 
-    def _held_text(self, c: _Candidate, s: str, s_abs: int, upto: int) -> str:
+    def _held_text(self, c: _Span, s: str, s_abs: int, upto: int) -> str:
         return "".join(c.parts) + s[max(c.start - s_abs, 0) : upto - s_abs]
 
-    def _flow(self, c: _Candidate, held: str, upto: int) -> None:
-        """The candidate is no call: its ``held`` text (up to ``upto``) is shown, and the rest
-        of it flows as text, tracked only to find its end."""
-        self._push(held)
-        c.parts, c.dead, c.watch = [], True, _W_DONE  # released: its parts shown, not watched
-        self._emitted = upto
-        self._other_text()
-
-    def _would_run(self, c: _Candidate | None) -> TypeGuard[_Candidate]:
+    def _would_run(self, c: _Span | None) -> TypeGuard[_Span]:
         """A named call (not an array) forming under a turn's rule: if it ends unrunnable
         (cut, broken, no call object) it is a call that cannot run, not prose."""
-        return self._bare_lead and c is not None and not c.dead and not c.is_array and bool(c.name)
+        return self._bare_lead and c is not None and not c.shown and not c.is_array and bool(c.name)
 
     def _decide(self, call: Any, consumed: bool) -> None:
         said = tuple(getattr(call, key, None) for key in ("end", "name", "arguments"))
         for g in self._groups:  # (their spans are disjoint: one ends where the call does)
             for k, candidate in enumerate(g.calls):
-                if (g.end, candidate.name, candidate.arguments) == said:
+                if (candidate.end, candidate.name, candidate.arguments) == said:
                     del g.calls[k]
                     g.consumed = g.consumed or consumed
                     if not g.calls:
                         self._groups.remove(g)
                     return
 
-    # -- internals: modes ---------------------------------------------------------------------
-
-    def _drop(self, c: _Candidate) -> None:
-        """No candidate from here: text follows, or the body of a fence (code)."""
-        self._cand, self._mode = None, _TEXT
-        if c.kind == _FENCE:
-            self._mode, self._skip_ends = _SKIP, self._codec.fence_markers
-
-    def _scan_skip(self, s: str, i: int, s_abs: int) -> int:
-        """Reasoning or code: shown as it comes; only its end marker is looked for."""
-        m = self._codec._skip_res[self._skip_ends].search(s, i)
-        if m is not None:
-            self._mode = _TEXT
-            return m.end()
-        # Keep a suffix that may begin the end marker (already shown, kept for matching).
-        return self._keep_suffix(s, i, s_abs, self._skip_ends, held=False)
-
-    def _keep_suffix(self, s: str, i: int, s_abs: int, ends: Any, held: bool) -> int:
-        """The longest suffix of ``s[i:]`` that may begin one of ``ends`` becomes the tail,
-        matched again with the next fragment; returns ``len(s)``."""
-        n = len(s)
-        for k in range(min(max(map(len, ends)) - 1, n - i), 0, -1):
-            if any(e.startswith(s[n - k :]) for e in ends):
-                self._tail, self._tail_abs, self._tail_held = s[n - k :], s_abs + n - k, held
-                break
-        return n
+    # -- internals: text ----------------------------------------------------------------------
 
     def _scan_text(self, s: str, i: int, s_abs: int) -> int:
-        """Ordinary text: find the next fence, delimiter, reasoning tag or bare `{` / `[`."""
+        """Ordinary text: find the next opener of the codec's table, and open its span."""
         n = len(s)
         while True:
             m = self._trigger.search(s, i)  # (a bare `{` stops being one: read it each time)
@@ -807,81 +775,118 @@ class TextScanner:
                 self._other_text()  # prose between the calls, or before a bare `{`
             if m is None:
                 return n
-            marks = self._codec._markers.get(s[j], ())  # (longest first)
+            rows = self._codec._markers[s[j]]  # (longest first)
             waiting = [  # (a marker longer than the rest of the text that begins with it)
-                mk.kind for mk in marks if n - j < len(mk.text) and mk.text.startswith(s[j:])
+                row.kind for row in rows if n - j < len(row.opener) and row.opener.startswith(s[j:])
             ]
             if waiting:
                 # A marker may still complete: wait for more text. Only a marker that may
                 # start a call is held; a reasoning tag is shown meanwhile.
                 held = any(kind != _REASON for kind in waiting)
-                self._tail, self._tail_abs, self._tail_held = s[j:], s_abs + j, held
+                self._tail, self._tail_held = s[j:], held
                 return n
-            best = next((mk for mk in marks if s.startswith(mk.text, j)), None)
+            row = next((row for row in rows if s.startswith(row.opener, j)), None)
             abs_j = s_abs + j
-            if best is not None:
-                if best.kind == _REASON:
-                    if self._groups:
-                        self._other_text()  # after a call, even reasoning ends the turn's calls
-                    self._mode, self._skip_ends = _SKIP, (best.end,)
-                    return j + len(best.text)
-                self._other_text(bare_only=True)  # a further call may follow a call, not bare JSON
-                if abs_j >= self._emitted:
-                    self._emit(s, s_abs, abs_j)
-                    phase = _LANG if best.kind == _FENCE else _VALUE
-                    self._cand, self._mode = _Candidate(best.kind, abs_j, phase, best.end), _CAND
-                    return j + len(best.text)
-            elif (
-                s[j] in "{["
-                and self._codec.bare
-                and (self._lead or not self._bare_lead)  # (the prose before it just ended it)
-                and abs_j >= self._emitted
-            ):
-                self._other_text()
+            if row is not None and row.kind == _REASON:
+                if self._groups:
+                    self._other_text()  # after a call, even reasoning ends the turn's calls
+                self._span = _Span(row, abs_j, _SKIP, shown=True)
+                return j + len(row.opener)
+            bare = row is not None and row.kind == _BARE
+            if bare and self._bare_lead and not self._lead:
+                row = None  # (under a rule, a bare `{` opens only as the turn's first text)
+            if row is not None and abs_j >= self._emitted:
+                self._other_text(bare_only=not bare)  # a call may follow a call, not bare JSON
                 self._emit(s, s_abs, abs_j)
-                self._cand, self._mode = _Candidate(_BARE, abs_j, _VALUE), _CAND
-                return j
-            if self._lead or self._groups:
-                self._other_text()  # what looked like a start is text
+                self._span = _Span(row, abs_j, _LANG if row.kind == _FENCE else _VALUE)
+                return j if bare else j + len(row.opener)  # (bare: its bracket is its value's)
+            self._other_text()  # what looked like a start is text
             i = j + 1
 
-    # -- internals: the candidate -------------------------------------------------------------
+    def _search(self, s: str, i: int, ends: tuple[str, ...], held: bool) -> re.Match[str] | None:
+        """The first of ``ends`` in ``s[i:]`` (its match); None when there is none, the
+        longest suffix of ``s`` that may begin one of them kept as the tail (``held``: not
+        shown meanwhile), matched again with the next fragment."""
+        m = self._codec._ends_res[ends].search(s, i)
+        if m is None:
+            n = len(s)
+            for k in range(min(max(map(len, ends)) - 1, n - i), 0, -1):
+                if any(e.startswith(s[n - k :]) for e in ends):
+                    self._tail, self._tail_held = s[n - k :], held
+                    break
+        return m
 
-    def _give_up(self, c: _Candidate, s: str, s_abs: int, at: int) -> int:
+    # -- internals: a span's phases -----------------------------------------------------------
+
+    def _phase_skip(self, c: _Span, s: str, i: int, s_abs: int) -> int:
+        """Reasoning or code: shown as it comes; only its end marker is looked for (a suffix
+        that may begin it is kept, shown already, to match with the next fragment)."""
+        m = self._search(s, i, c.family.closers, held=False)
+        if m is None:
+            return len(s)
+        self._span = None
+        return m.end()
+
+    def _drop(self, c: _Span) -> None:
+        """No candidate from here: text follows, or the body of a fence (code)."""
+        if c.family.kind == _FENCE:
+            c.phase = _SKIP  # (shown: given up, or released)
+        else:
+            self._span = None
+
+    def _give_up(self, c: _Span, s: str, s_abs: int, at: int) -> int:
         """The candidate is no call: release its text up to ``at`` (an index into ``s``) and
         go on from there, as text, or in the body of a fence (one that holds no call is code)."""
-        if not c.dead:  # (a released one is text already: the turn's calls were let go then)
+        if not c.shown:  # (a released one is text already: the turn's calls were let go then)
             self._fails(c, s, s_abs, at)
         self._drop(c)
         return at
 
-    def _finish(self, c: _Candidate, s: str, s_abs: int, end: int) -> int:
+    def _fails(self, c: _Span, s: str, s_abs: int, at: int) -> int:
+        """Cannot be a call (``at``, an index into ``s``, shows it; it is read again with the
+        rule off): its held text is shown now, but its JSON followed to its end without
+        scanning inside it, so that a record's nested object is not taken for a call."""
+        self._push(self._held_text(c, s, s_abs, s_abs + at))
+        c.parts, c.shown, c.watch = [], True, _W_DONE  # released: its parts shown, not watched
+        self._emitted = s_abs + at
+        self._other_text()
+        return at
+
+    def _breaks(self, c: _Span, s: str, s_abs: int, at: int) -> int:
+        """A character no JSON allows there (``at``, an index into ``s``). A named call whose
+        JSON broke (an unescaped quote, a stray character) is held to its end delimiter, then
+        a call that cannot run, reported if it ends the turn (any other marker before that
+        delimiter makes it text); anything else is no call."""
+        if self._would_run(c) and c.family.kind == _DELIM and _TOOL_NAME.fullmatch(c.name):
+            c.phase = _BROKEN
+            return at
+        return self._give_up(c, s, s_abs, at)
+
+    def _finish(self, c: _Span, s: str, s_abs: int, end: int) -> int:
         """The candidate closed at ``end`` (an index into ``s``): a group of calls, or text."""
-        self._cand, self._mode = None, _TEXT
-        if c.dead:
+        self._span = None
+        if c.shown:
             return end
         end_abs = s_abs + end
         text = self._held_text(c, s, s_abs, end_abs)
         raw = text[c.vstart - c.start : c.vend - c.start]
         found, why = self._codec._calls_of(raw)
-        bare = c.kind == _BARE
-        bound = self._all_bound or (bare and self._bare_lead)
         if found:
+            bound = self._all_bound or (c.family.kind == _BARE and self._bare_lead)
             calls = [TextCall(name, args, c.start, end_abs) for name, args in found]
-            self._hold(_Group(end_abs, calls, text, bound, None, bare))
+            self._hold(c, calls, text, bound)
         elif self._would_run(c):
             # Named, closed, and still no call object: a call that cannot run, which the
             # model is told of if it ends the turn (its text is the model's call, not prose).
             # It waits for the end of the turn under either rule: reported only if it ends it.
-            call = TextCall(c.name, {}, c.start, end_abs, raw, why)
-            self._hold(_Group(end_abs, [call], text, True, why, bare))
+            self._hold(c, [TextCall(c.name, {}, c.start, end_abs, raw, why)], text, True)
         else:
             self._other_text()
             self._push(text)
         self._emitted = end_abs
         return end
 
-    def _phase_lang(self, c: _Candidate, s: str, i: int, s_abs: int) -> int:
+    def _phase_lang(self, c: _Span, s: str, i: int, s_abs: int) -> int:
         """After a fence marker: hold while the language may become an accepted one."""
         for at in range(i, len(s)):  # (not enumerate(s[i:]): a copy per fence in the text)
             ch = s[at]
@@ -896,57 +901,34 @@ class TextScanner:
                 return self._give_up(c, s, s_abs, at)
         return len(s)
 
-    def _phase_broken(self, c: _Candidate, s: str, i: int, s_abs: int) -> int:
+    def _phase_broken(self, c: _Span, s: str, i: int, s_abs: int) -> int:
         """A broken call: its end delimiter closes it (an invalid call); the start of any
         other marker (a fence, a delimiter, reasoning) first makes it text, read again from
         that marker. A suffix that may begin a marker waits, held, for the next fragment."""
-        ends = [c.end_marker, *self._codec._all_markers]
-        hits = [(k, x) for x in ends if (k := s.find(x, i)) >= 0]
-        if hits:
-            k, marker = min(hits, key=lambda h: (h[0], h[1] != c.end_marker))
-            if marker == c.end_marker:
-                c.vend = s_abs + k
-                return self._finish(c, s, s_abs, k + len(marker))
-            return self._give_up(c, s, s_abs, k)
-        return self._keep_suffix(s, i, s_abs, ends, held=True) if not c.dead else len(s)
+        end = c.family.closers[0]
+        m = self._search(s, i, (end, *self._codec._openers), held=not c.shown)
+        if m is None:
+            return len(s)
+        if m.group() == end:  # (the end delimiter first, where it and an opener both start)
+            c.vend = s_abs + m.start()
+            return self._finish(c, s, s_abs, m.end())
+        return self._give_up(c, s, s_abs, m.start())
 
-    def _phase_closer(self, c: _Candidate, s: str, i: int, s_abs: int) -> int:
-        """The JSON closed inside a fence or delimiters: only the closing marker may follow."""
-        closers = self._codec.fence_markers if c.kind == _FENCE else (c.end_marker,)
-        n = len(s)
-        while i < n:
-            if not c.closer:
-                i = _WS.match(s, i).end()
-                if i >= n:
-                    break
-            so_far = c.closer + s[i]
-            if not any(x.startswith(so_far) for x in closers):
-                return self._give_up(c, s, s_abs, i)
-            c.closer = so_far
-            i += 1
-            if so_far in closers:
-                return self._finish(c, s, s_abs, i)
-        return n
+    def _phase_closer(self, c: _Span, s: str, i: int, s_abs: int) -> int:
+        """The JSON closed inside a fence or delimiters: only the closing marker may follow
+        (whitespace before it), read as it comes: the first character that no closer
+        continues gives the candidate up."""
+        if not c.closer:
+            i = _WS.match(s, i).end()
+        for at in range(i, len(s)):
+            c.closer += s[at]
+            if c.closer in c.family.closers:
+                return self._finish(c, s, s_abs, at + 1)
+            if not any(x.startswith(c.closer) for x in c.family.closers):
+                return self._give_up(c, s, s_abs, at)
+        return len(s)
 
-    def _fails(self, c: _Candidate, s: str, s_abs: int, at: int) -> int:
-        """Cannot be a call (``at``, an index into ``s``, shows it; it is read again with the
-        rule off): show it now, but follow its JSON to its end without scanning inside it, so
-        that a record's nested object is not taken for a call. (Only a watched candidate
-        fails: a released one is watched no more.)"""
-        self._flow(c, self._held_text(c, s, s_abs, s_abs + at), s_abs + at)
-        return at
-
-    def _breaks(self, c: _Candidate, s: str, s_abs: int, at: int) -> int:
-        """A character no JSON allows there (``at``, an index into ``s``). A named call whose
-        JSON broke (an unescaped quote, a stray character) is held to its end delimiter, then
-        a call that cannot run, reported if it ends the turn (any other marker before that
-        delimiter makes it text); anything else is no call."""
-        if self._would_run(c) and c.kind == _DELIM and _TOOL_NAME.fullmatch(c.name):
-            c.phase = _BROKEN
-            return at
-        return self._give_up(c, s, s_abs, at)
-
-    def _phase_value(self, c: _Candidate, s: str, i: int, s_abs: int) -> int:
+    def _phase_value(self, c: _Span, s: str, i: int, s_abs: int) -> int:
         """Follow the JSON value over ``s[i:]`` (whitespace, after a fence or start delimiter,
         first), checking the first-key rule while it is held: to its end (bare JSON closes
         there, a fenced or delimited value waits for its closing marker), to a character that
@@ -1020,7 +1002,7 @@ class TextScanner:
                 c.state = _S_AFTER
                 if not stack:
                     c.vend = s_abs + i + 1
-                    if c.kind == _BARE:
+                    if not c.family.closers:  # (bare JSON: its value ends it)
                         return self._finish(c, s, s_abs, i + 1)
                     c.phase = _CLOSER
                     return i + 1
@@ -1038,10 +1020,11 @@ class TextScanner:
         return n
 
 
-# A candidate's reader by its phase (_LANG, _VALUE, _CLOSER, _BROKEN, in that order).
+# A span's reader by its phase (_LANG, _VALUE, _CLOSER, _BROKEN, _SKIP, in that order).
 _PHASES = (
     TextScanner._phase_lang,
     TextScanner._phase_value,
     TextScanner._phase_closer,
     TextScanner._phase_broken,
+    TextScanner._phase_skip,
 )
