@@ -596,7 +596,7 @@ class BaseDriver:
         flows in this round). At the end, the would-be calls that end the turn but cannot
         run (cut, invalid) become the stream's incomplete calls, which the round reports."""
         mine = []
-        unknown = []
+        response = plan.response  # its retry prompt: the first call of a tool not this driver's
         for call in buf.text_calls():
             owned = view.owns(call.name)  # (its arguments are checked when it runs)
             # At the turn's end, a driver that answers unknown tools (an Orchestrator) takes
@@ -604,8 +604,8 @@ class BaseDriver:
             takes = owned or (ended and self._claims(view.owns, call.name))
             if takes and buf.consume_text_call(call):
                 mine.append(call)
-            elif not owned:
-                unknown.append(call.name)
+            elif not owned and response.retry_prompt is None:
+                response.retry_prompt = self._unknown(call.name)
         if ended:
             # Those that would have run, this driver's: now the stream's incomplete calls,
             # which the round reports.
@@ -627,12 +627,10 @@ class BaseDriver:
             # this driver may run).
             if forming or any(self._claims(view.owns, name) for name in buf.text_waiting()):
                 buf.hold_text_call()  # the calls' text only: the prose before them flows now
-                plan.response.call_pending = True
+                response.call_pending = True
             name = forming.tool_name if forming and self._text_calls == "anywhere" else None
-            if name is not None and not view.owns(name):
-                unknown.append(name)
-        if unknown and plan.response.retry_prompt is None:
-            plan.response.retry_prompt = self._unknown(unknown[0])
+            if name is not None and not view.owns(name) and response.retry_prompt is None:
+                response.retry_prompt = self._unknown(name)
         return mine
 
     def _claims(self, owns: Callable[[Any], bool], name: str | None) -> bool:
@@ -664,13 +662,10 @@ class BaseDriver:
         schema, or a free-form call's text input its ``format`` (never a JSON Schema)."""
         tools = self.list_tools() if self._validate else []
         tool = next((tool for tool in tools if tool.name == call.name), None)
-        if tool is None:
-            return None
-        problems = problems_of(tool, call.arguments, call.free_form)
+        problems = problems_of(tool, call.arguments, call.free_form) if tool is not None else []
         if not problems:
             return None
-        error = self.codec.retry_schema_invalid(call.name, problems)
-        return _rejected(call, call.arguments, error)
+        return _rejected(call, call.arguments, self.codec.retry_schema_invalid(call.name, problems))
 
     def _outcome(self, call: ExtractedCall) -> _Outcome:
         """Run one of this driver's calls here and now; a raise becomes an error record."""
