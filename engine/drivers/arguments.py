@@ -25,7 +25,6 @@ from typing import Any
 
 import jsonschema
 from jsonschema.exceptions import SchemaError
-from jsonschema.protocols import Validator
 
 from ..errors import escape
 from ..records import Tool
@@ -44,38 +43,26 @@ def _pointer(path: Any) -> str:
 
 class ArgumentsSchema:
     """One tool's compiled ``parameters``: ``problems(arguments)`` is ``[]`` when they
-    validate. The fast path is one ``is_valid``; the error walk runs only for a call that
-    fails, so a valid call pays the validation alone."""
+    validate. The fast path is one ``is_valid`` (the plain-Python check below when the
+    schema has one, else jsonschema's); the error walk runs only for a call that fails, so
+    a valid call pays the validation alone. Neither holds per-call state: one serves every
+    driver and thread."""
 
-    __slots__ = ("_validator", "_fast")
+    __slots__ = ("_validator", "_is_valid")
 
-    def __init__(self, tool_name: str, schema: Any) -> None:
-        if schema is None:  # a tool declared without parameters takes any object
-            schema = {"type": "object"}
-        if not isinstance(schema, dict):
-            raise ValueError(
-                f"tool {tool_name!r}: parameters must be a JSON Schema object, "
-                f"got {type(schema).__name__}"
-            )
-        try:
-            try:
-                text = json.dumps(schema, sort_keys=True)
-            except (TypeError, ValueError) as exc:
-                raise SchemaError(f"parameters is not JSON: {exc}") from None
-            self._validator, self._fast = _validator(text)
-        except SchemaError as exc:
-            where = _pointer(exc.path) or "/"
-            raise ValueError(
-                f"tool {tool_name!r}: parameters is not a usable JSON Schema "
-                f"(the draft its $schema names, else 2020-12): at {where}: {exc.message}"
-            ) from None
+    def __init__(self, schema: Any) -> None:
+        """``schema`` checked against the metaschema of the draft its ``$schema`` names
+        (2020-12 when it names none): a SchemaError when it is no usable schema."""
+        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        cls.check_schema(schema)
+        self._validator = cls(schema)
+        self._is_valid = fast_check(schema, cls) or self._validator.is_valid
 
     def problems(self, arguments: Any) -> list[ArgumentProblem]:
         """What in ``arguments`` fails the schema, in document order; ``[]`` when valid."""
-        validator, fast = self._validator, self._fast
-        if fast(arguments) if fast is not None else validator.is_valid(arguments):
+        if self._is_valid(arguments):
             return []
-        errors = sorted(validator.iter_errors(arguments), key=lambda e: [str(s) for s in e.path])
+        errors = sorted(self._validator.iter_errors(arguments), key=lambda e: [*map(str, e.path)])
         return [(_pointer(e.path), e.message) for e in errors[:_MAX_PROBLEMS]]
 
 
@@ -91,28 +78,42 @@ _IDENTITIES = 512
 def schema_of(tool: Tool) -> ArgumentsSchema:
     """The compiled ``parameters`` of ``tool``: the same schema object compiles once, a
     changed one compiles anew; one that is no usable schema is a ValueError naming the tool."""
-    schema = tool.parameters
-    seen = _BY_IDENTITY.get(id(schema))
-    if seen is not None and seen[0] is schema:
+    declared = tool.parameters
+    seen = _BY_IDENTITY.get(id(declared))
+    if seen is not None and seen[0] is declared:
         return seen[1]
-    compiled = ArgumentsSchema(tool.name, schema)
+    # A tool declared without parameters takes any object.
+    schema = {"type": "object"} if declared is None else declared
+    if not isinstance(schema, dict):
+        raise ValueError(
+            f"tool {tool.name!r}: parameters must be a JSON Schema object, "
+            f"got {type(schema).__name__}"
+        )
+    try:
+        try:
+            text = json.dumps(schema, sort_keys=True)
+        except (TypeError, ValueError) as exc:
+            raise SchemaError(f"parameters is not JSON: {exc}") from None
+        compiled = _compiled(text)
+    except SchemaError as exc:
+        where = _pointer(exc.path) or "/"
+        raise ValueError(
+            f"tool {tool.name!r}: parameters is not a usable JSON Schema "
+            f"(the draft its $schema names, else 2020-12): at {where}: {exc.message}"
+        ) from None
     if len(_BY_IDENTITY) >= _IDENTITIES:
         _BY_IDENTITY.clear()  # rare: a process that makes new schema objects per request
-    _BY_IDENTITY[id(schema)] = (schema, compiled)
+    _BY_IDENTITY[id(declared)] = (declared, compiled)
     return compiled
 
 
 @functools.lru_cache(maxsize=512)
-def _validator(schema_text: str) -> tuple[Validator, _Check | None]:
-    """The validator of a schema, by its canonical JSON text, and its fast path (None when
-    it has none): checking a schema against its metaschema costs a thousand validations, so
-    each distinct schema is checked and compiled once per process, however many drivers
-    (one per request, in a server) declare it. Neither holds per-call state: one serves
-    every driver and thread."""
-    schema = json.loads(schema_text)
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    cls.check_schema(schema)
-    return cls(schema), fast_check(schema, cls)
+def _compiled(schema_text: str) -> ArgumentsSchema:
+    """A schema by its canonical JSON text, compiled: checking a schema against its
+    metaschema costs a thousand validations, so each distinct schema is checked and
+    compiled once per process, however many drivers (one per request, in a server)
+    declare it."""
+    return ArgumentsSchema(json.loads(schema_text))
 
 
 def problems_of(tool: Tool, arguments: Any, free_form: bool = False) -> list[ArgumentProblem]:
@@ -289,10 +290,6 @@ def _bound(kinds: frozenset[type], measure: Callable[[Any], Any], fails: Any) ->
     return make
 
 
-def _identity(v: Any) -> Any:
-    return v
-
-
 _KEYWORDS: dict[str, Callable[[Any, dict[str, Any]], _Check]] = {
     "type": _type,
     "properties": _properties,
@@ -304,8 +301,8 @@ _KEYWORDS: dict[str, Callable[[Any, dict[str, Any]], _Check]] = {
     "maxLength": _bound(_TYPES["string"], len, operator.gt),
     "minItems": _bound(_TYPES["array"], len, operator.lt),
     "maxItems": _bound(_TYPES["array"], len, operator.gt),
-    "minimum": _bound(_NUMBERS, _identity, operator.lt),
-    "maximum": _bound(_NUMBERS, _identity, operator.gt),
-    "exclusiveMinimum": _bound(_NUMBERS, _identity, operator.le),
-    "exclusiveMaximum": _bound(_NUMBERS, _identity, operator.ge),
+    "minimum": _bound(_NUMBERS, operator.pos, operator.lt),
+    "maximum": _bound(_NUMBERS, operator.pos, operator.gt),
+    "exclusiveMinimum": _bound(_NUMBERS, operator.pos, operator.le),
+    "exclusiveMaximum": _bound(_NUMBERS, operator.pos, operator.ge),
 }

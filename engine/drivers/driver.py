@@ -158,18 +158,48 @@ _Outcome = tuple[ToolCallRecord, Any]
 @dataclass(slots=True, eq=False)
 class _Round:
     """A round's plan: everything decided before any tool runs, so that the sync and the
-    async path share it and differ only in how the calls run. ``response`` holds the flags
-    decided already (``call_pending``); ``calls`` those this driver runs (their arguments
-    checked first), ``answered`` those it answers with an error result without running them
-    (a tool nobody owns, for a driver that knows every tool; an incomplete call), all in one
-    ``history``, how their records become the native history (None: the round sends none);
+    async path share it and differ only in how the calls run. The round is ``driver``'s,
+    ``owns`` telling its tools; ``response`` holds the flags decided already
+    (``call_pending``); ``calls`` those the driver runs (their arguments checked first),
+    ``answered`` those it answers with an error result without running them (a tool nobody
+    owns, for a driver that knows every tool; an incomplete call), all in one ``history``,
+    how their records become the native history (None: the round sends none);
     ``incomplete`` the calls that will never run, to report."""
 
+    driver: BaseDriver
+    owns: Callable[[Any], bool]
     response: DriverResponse = field(default_factory=DriverResponse)
     calls: list[ExtractedCall] = field(default_factory=list)
     answered: list[_Outcome] = field(default_factory=list)
     history: _History | None = None
     incomplete: list[CallIncomplete] = field(default_factory=list)
+
+    def claims(self, name: str | None) -> bool:
+        """Is a call of ``name`` the driver's to hold (a text call, until it is decided) and
+        to report (an incomplete call): one of its tools, or one whose name has not streamed
+        (None: it may be the driver's, as a forming call is)? A driver that knows every tool
+        (an Orchestrator) claims every call: it tells the model of one of a tool nobody
+        owns."""
+        return name is None or self.driver._knows_every_tool or self.owns(name)
+
+    def batch(
+        self, calls: list[ExtractedCall], history: _History, never: list[CallIncomplete]
+    ) -> None:
+        """The round's calls, answered in one ``history``: the driver's ``calls`` to run,
+        those of tools it does not own answered if its ``_unknown`` says so, and the
+        incomplete ones (``never``) answered."""
+        owns, driver = self.owns, self.driver
+        self.calls = [c for c in calls if owns(c.name)]
+        self.history = history
+        # A call of a tool the driver does not own is another driver's: left alone (out of
+        # its history), unless it tells the model the tool does not exist (``_unknown``).
+        others = [(c, driver._unknown(c.name)) for c in calls if not owns(c.name)]
+        self.answered = [_rejected(c, c.arguments, told) for c, told in others if told is not None]
+        # Each call that will never run is answered with an error result saying why, so that
+        # every call id of the assistant turn has its result (the turn then carries its
+        # arguments as the API accepts them: ``answerable``).
+        retry = driver.codec.retry_call_incomplete
+        self.answered += [_rejected(call, {}, retry(call)) for call in never]
 
 
 def _args(call: ExtractedCall) -> dict[str, Any]:
@@ -237,6 +267,7 @@ class BaseDriver:
     _backup: Any = _DEFAULT
     _validate = True
     _text_calls: str = "end"
+    _knows_every_tool = False  # an Orchestrator does: see _Round.claims and _unknown
     _view: _StreamView | None = None  # the stream processed last: the fast path
     _views: weakref.WeakKeyDictionary[LLMStreamBuffer, _StreamView] | None = None
 
@@ -490,33 +521,10 @@ class BaseDriver:
     ) -> _Round:
         """A whole turn: this driver's calls run, the incomplete ones it reports are answered
         with an error result, and ``history`` answers them all."""
-        owns = self._owned().__contains__
-        plan = _Round(incomplete=[c for c in incomplete if self._claims(owns, c.name)])
-        self._batch(plan, calls, owns, history, plan.incomplete)
+        plan = _Round(self, self._owned().__contains__)
+        plan.incomplete = [c for c in incomplete if plan.claims(c.name)]
+        plan.batch(calls, history, plan.incomplete)
         return plan
-
-    def _batch(
-        self,
-        plan: _Round,
-        calls: list[ExtractedCall],
-        owns: Callable[[Any], bool],
-        history: _History,
-        incomplete: list[CallIncomplete],
-    ) -> None:
-        """The round's calls, answered in one ``history``: this driver's ``calls`` to run,
-        those of tools it does not own answered if ``_unknown`` says so, and the
-        ``incomplete`` ones answered."""
-        plan.calls = [c for c in calls if owns(c.name)]
-        plan.history = history
-        # A call of a tool this driver does not own is another driver's: left alone (out of
-        # its history), unless it tells the model the tool does not exist (``_unknown``).
-        others = [(c, self._unknown(c.name)) for c in calls if not owns(c.name)]
-        plan.answered = [_rejected(c, c.arguments, told) for c, told in others if told is not None]
-        # Each call that will never run is answered with an error result saying why, so that
-        # every call id of the assistant turn has its result (the turn then carries its
-        # arguments as the API accepts them: ``answerable``).
-        retry = self.codec.retry_call_incomplete
-        plan.answered += [_rejected(never, {}, retry(never)) for never in incomplete]
 
     def _view_of(self, buf: LLMStreamBuffer) -> _StreamView:
         """What this driver knows of ``buf``, remembered from its first round on. The native
@@ -553,18 +561,18 @@ class BaseDriver:
                 view.look(native, forming)
             pending = view.native_mine or view.forming_mine
             if view.scans and not quiet:
-                plan = _Round(DriverResponse(call_pending=pending))
+                plan = _Round(self, view.owns, DriverResponse(call_pending=pending))
                 self._plan_text_calls(buf, view, False, plan)
                 return plan
             return DriverResponse(call_pending=True) if pending else DriverResponse()
-        plan = _Round()
+        plan = _Round(self, view.owns)
         texts = self._plan_text_calls(buf, view, True, plan) if view.scans and not quiet else []
         incomplete = [*never, *plan.incomplete]  # the text calls it reported, last
         if not native and not incomplete and not texts and view.turn_sent:
             return DriverResponse()  # the turn was handled: a round after it finds nothing
         view.native_done += len(native)
         view.incomplete_done += len(incomplete)
-        plan.incomplete = reported = [c for c in incomplete if self._claims(view.owns, c.name)]
+        plan.incomplete = reported = [c for c in incomplete if plan.claims(c.name)]
         sent, view.turn_sent = view.turn_sent, True
         strategy = buf.strategy
         if sent or strategy is None:
@@ -577,10 +585,10 @@ class BaseDriver:
             rest = content[view.covered : end]
             if texts or in_text or rest.strip():
                 history: _History = functools.partial(result_messages, strategy, rest)
-                self._batch(plan, texts, view.owns, history, in_text)
+                plan.batch(texts, history, in_text)
             return plan
         history = _native_history(strategy, buf.as_dict(), bool(buf.get_content()))
-        self._batch(plan, native, view.owns, history, plan.incomplete)
+        plan.batch(native, history, plan.incomplete)
         return plan
 
     def _plan_text_calls(
@@ -596,20 +604,20 @@ class BaseDriver:
         flows in this round). At the end, the would-be calls that end the turn but cannot
         run (cut, invalid) become the stream's incomplete calls, which the round reports."""
         mine = []
-        unknown = []
+        response = plan.response  # its retry prompt: the first call of a tool not this driver's
         for call in buf.text_calls():
             owned = view.owns(call.name)  # (its arguments are checked when it runs)
             # At the turn's end, a driver that answers unknown tools (an Orchestrator) takes
             # the call to answer it; any other leaves it as text.
-            takes = owned or (ended and self._claims(view.owns, call.name))
+            takes = owned or (ended and plan.claims(call.name))
             if takes and buf.consume_text_call(call):
                 mine.append(call)
-            elif not owned:
-                unknown.append(call.name)
+            elif not owned and response.retry_prompt is None:
+                response.retry_prompt = self._unknown(call.name)
         if ended:
             # Those that would have run, this driver's: now the stream's incomplete calls,
             # which the round reports.
-            never = [n for n in buf.text_incomplete() if self._claims(view.owns, n.name)]
+            never = [n for n in buf.text_incomplete() if plan.claims(n.name)]
             events = [buf.report_text_incomplete(n) for n in never]
             plan.incomplete += [event for event in events if event is not None]
         else:
@@ -618,29 +626,20 @@ class BaseDriver:
                 text = buf.get_content()[view.covered : end]
                 view.covered = end
                 history = functools.partial(result_messages, buf.strategy, text)
-                self._batch(plan, mine, view.owns, history, [])
+                plan.batch(mine, history, [])
             forming = buf.text_forming()
             # A call still forming is held whoever's tool it names: until it closes it may
             # still break, and the text is then read again from the next marker inside it,
             # where a call of this driver's may begin (shown, it could no longer run). Once
             # complete, a call of another's tool flows (``text_waiting()`` holds only those
             # this driver may run).
-            if forming or any(self._claims(view.owns, name) for name in buf.text_waiting()):
+            if forming or any(plan.claims(name) for name in buf.text_waiting()):
                 buf.hold_text_call()  # the calls' text only: the prose before them flows now
-                plan.response.call_pending = True
+                response.call_pending = True
             name = forming.tool_name if forming and self._text_calls == "anywhere" else None
-            if name is not None and not view.owns(name):
-                unknown.append(name)
-        if unknown and plan.response.retry_prompt is None:
-            plan.response.retry_prompt = self._unknown(unknown[0])
+            if name is not None and not view.owns(name) and response.retry_prompt is None:
+                response.retry_prompt = self._unknown(name)
         return mine
-
-    def _claims(self, owns: Callable[[Any], bool], name: str | None) -> bool:
-        """Is a call of ``name`` this driver's to hold (a text call, until it is decided) and
-        to report (an incomplete call): one of its tools, or one whose name has not streamed
-        (None: it may be this driver's, as a forming call is)? (An Orchestrator claims every
-        one: it tells the model of a call of a tool nobody owns.)"""
-        return name is None or owns(name)
 
     def _unknown(self, name: str) -> str | None:
         """What the model is told of its call of a tool this driver does not own: nothing,
@@ -664,13 +663,10 @@ class BaseDriver:
         schema, or a free-form call's text input its ``format`` (never a JSON Schema)."""
         tools = self.list_tools() if self._validate else []
         tool = next((tool for tool in tools if tool.name == call.name), None)
-        if tool is None:
-            return None
-        problems = problems_of(tool, call.arguments, call.free_form)
+        problems = problems_of(tool, call.arguments, call.free_form) if tool is not None else []
         if not problems:
             return None
-        error = self.codec.retry_schema_invalid(call.name, problems)
-        return _rejected(call, call.arguments, error)
+        return _rejected(call, call.arguments, self.codec.retry_schema_invalid(call.name, problems))
 
     def _outcome(self, call: ExtractedCall) -> _Outcome:
         """Run one of this driver's calls here and now; a raise becomes an error record."""
@@ -754,6 +750,8 @@ class Orchestrator(BaseDriver):
     tool nobody owns with an error result naming the tools there are, so that its history
     answers every call of the turn."""
 
+    _knows_every_tool = True
+
     def __init__(self, drivers: Iterable[BaseDriver], **options: Any) -> None:
         super().__init__(**options)
         self.drivers = list(drivers)
@@ -797,11 +795,6 @@ class Orchestrator(BaseDriver):
         if type(self).execute_tool is not Orchestrator.execute_tool:
             return await super()._aexecute_tool(tool_name, arguments)
         return await self._owner(tool_name)._aexecute_tool(tool_name, arguments)
-
-    def _claims(self, owns: Callable[[Any], bool], name: str | None) -> bool:
-        """Knowing every tool, an Orchestrator holds every text call until it is decided and
-        reports every incomplete call: the model is told of a call of a tool nobody owns."""
-        return True
 
     def _unknown(self, name: str) -> str | None:
         return self.codec.retry_unknown_tool(name, sorted(self._owned()))
