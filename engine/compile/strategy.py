@@ -139,21 +139,25 @@ def new_args_stream(
 
 @dataclass(frozen=True)
 class TextSpec:
-    pattern: str
-    list_fields: tuple[tuple[str, ...], ...]  # field chains between [*] steps
-    tail: tuple[str, ...]  # the text's field chain in the innermost item
-    where: Predicate | None
+    """Where the display text sits (the ``text`` section); ``pattern`` None: the wire has
+    none, so that an operation asks ``wire.text.pattern`` of every wire alike."""
+
+    pattern: str | None = None
+    list_fields: tuple[tuple[str, ...], ...] = ()  # field chains between [*] steps
+    tail: tuple[str, ...] = ()  # the text's field chain in the innermost item
+    where: Predicate | None = None  # which items' text is display text (None: every item's)
     part_where: Predicate | None = None  # the text field may hold typed parts instead
     part_field: str | None = None  # text.parts.field: the display parts' text field
 
 
 @dataclass(frozen=True)
 class Spec:
-    """The compiled, immutable description of one wire."""
+    """The facts of one wire, built once per load and read twice: by the compile of its
+    rules (``CompileContext.wire``: is what an operation writes display text, reasoning, a
+    call's arguments?) and by the assembly at run time (where the calls sit, how they read)."""
 
     initial_message: dict[str, Any]
-    calls: CallsSpec | None  # the first place of the calls (``calls`` itself)
-    text: TextSpec | None
+    text: TextSpec
     sentinels: frozenset[str]
     # Stop reasons that mean a length limit cut the output: at such a DONE, open items are cut
     # (``finish_reasons.length``).
@@ -165,6 +169,11 @@ class Spec:
     # Every place the calls sit in the message: ``calls`` first, then each of ``calls.also``
     # (a second shape of call the wire may send instead, in another place of the message).
     places: tuple[CallsSpec, ...] = ()
+
+    @property
+    def calls(self) -> CallsSpec | None:
+        """The first place of the calls (``calls`` itself), None on a wire without calls."""
+        return self.places[0] if self.places else None
 
     def place_of(self, pattern: str, item: dict[str, Any]) -> CallsSpec | None:
         """The place whose pattern this item sits at and whose ``where`` it passes."""
@@ -445,10 +454,10 @@ def _opens_a_call(pattern: str | None, ctx: CompileContext) -> bool:
     ``calls.where`` judges them? Followed by another rule of the same event (which may still
     change what ``where`` reads), the judgement is then deferred to the end of the event;
     every other list (each built-in's among them) runs as it is."""
-    calls = ctx.calls_pattern
-    if pattern is None or calls is None or not ctx.calls_where:
+    calls = ctx.wire.calls
+    if pattern is None or calls is None or calls.where is None:
         return False
-    steps = paths.parse_target(calls)
+    steps = paths.parse_target(calls.pattern)
     return paths.parse_target(pattern)[: len(steps)] == steps
 
 
@@ -633,6 +642,22 @@ def _call_place(spec: dict[str, Any], pointer: str, problems: Problems) -> Calls
     )
 
 
+def _text_spec(spec: dict[str, Any] | None) -> TextSpec:
+    """The ``text`` section compiled (an empty :class:`TextSpec` when the wire has none)."""
+    if not spec:
+        return TextSpec()
+    pattern, chains, tail = pattern_parts(spec["at"])
+    parts = spec.get("parts")
+    return TextSpec(
+        pattern=pattern,
+        list_fields=chains,
+        tail=tail,
+        where=_predicate(spec, "where"),
+        part_where=_predicate(parts, "where"),
+        part_field=parts["field"] if parts else None,
+    )
+
+
 class ExtractionStrategy:
     """One wire format, compiled from its descriptor. Immutable and shared between streams."""
 
@@ -691,46 +716,21 @@ class ExtractionStrategy:
         places = [_call_place(calls_spec, "/calls", problems)] if calls_spec else []
         for i, also in enumerate(calls_spec.get("also") or ()):
             places.append(_call_place(also, f"/calls/also/{i}", problems))
-        calls = places[0] if places else None
-        text_spec = descriptor.get("text")
-        text = None
-        if text_spec:
-            pattern, chains, tail = pattern_parts(text_spec["at"])
-            parts_spec = text_spec.get("parts")
-            text = TextSpec(
-                pattern=pattern,
-                list_fields=chains,
-                tail=tail,
-                where=_predicate(text_spec, "where"),
-                part_where=_predicate(parts_spec, "where"),
-                part_field=parts_spec["field"] if parts_spec else None,
-            )
         reasoning = _reasoning_places(descriptor.get("reasoning"))
-        events = descriptor.get("events", {})
-        self._choice = choice = events.get("choice")
-        ctx = CompileContext(
-            choice_alias=(choice["alias"] if choice else None),
-            calls_pattern=calls.pattern if calls else None,
-            calls_where=bool(calls and calls.where is not None),
-            calls_args=calls.args_fields if calls else (),
-            text_pattern=text.pattern if text else None,
-            list_order=events["list_order"],
-            text_part_where=text.part_where if text else None,
-            text_part_field=text.part_field if text else None,
-            text_where=text.where if text else None,
-            reasoning=reasoning,
-        )
         turn = compile_turn(descriptor, problems)
         self.spec = Spec(
             initial_message=descriptor.get("message") or {},
-            calls=calls,
-            text=text,
+            text=_text_spec(descriptor.get("text")),
             sentinels=frozenset(descriptor.get("done_sentinels", ())),
             length_stops=turn.length_stops,
             reasoning=reasoning,
             turn=turn,
             places=tuple(places),
         )
+        events = descriptor.get("events", {})
+        self._choice = choice = events.get("choice")
+        alias = choice["alias"] if choice else None
+        ctx = CompileContext(self.spec, choice_alias=alias, list_order=events["list_order"])
         self.leaks_into_text: bool = descriptor["leaks_into_text"]
         self.is_wire = "events" in descriptor
         before = len(problems)
@@ -860,7 +860,7 @@ class ExtractionStrategy:
 
     def content_text(self, message: Any) -> str:
         text = self.spec.text
-        if text is None or not isinstance(message, dict):
+        if text.pattern is None or not isinstance(message, dict):
             return ""
         pieces = []
         for _, item in _walk_at(message, text.list_fields):
