@@ -16,10 +16,10 @@ from typing import Any, NamedTuple, TypeVar
 
 from ..errors import DescriptorError, Problem, escape
 from ..events import CallIncomplete, ExtractedCall
-from ..model.assembly import Assembly, judged_after_the_event
-from ..model.fragments import copy_json, dig, make_way, materialize, shown_value
-from ..model.journal import count, put, put_attr
-from ..model.jsonscan import MAX_DEPTH, ArgsStream, dumps_any_depth, first_value, nests_deeper
+from ..model.assembly import Assembly, judged_after_the_event, new_args_stream
+from ..model.fragments import copy_json, dig, materialize, shown_value
+from ..model.journal import count
+from ..model.jsonscan import MAX_DEPTH, dumps_any_depth, first_value, nests_deeper
 from . import paths
 from .operations import OPERATIONS, Source
 from .ops import CompileContext, RuleProblem, Run, TextPlace, any_where
@@ -98,44 +98,6 @@ class CallsSpec:
             found = _walk_at(message, self.list_fields)
         return [(slot, item) for slot, item in found if self.where is None or self.where(item)]
 
-    def install_args(self, item: dict[str, Any], tracker: Any) -> ArgsStream:
-        """Put an :class:`ArgsStream` at the item's args field, seeded with what is there;
-        ``tracker`` (the assembly tracking the call, see ArgsStream.tracker) is set before
-        the seed, which may already carry more than the call's first JSON value. Its writes
-        go to the tracker's journal (engine.model.journal)."""
-        journal, key = tracker.journal, self.args_fields[-1]
-        parent = make_way(item, self.args_fields[:-1], journal)
-        current = parent.get(key)
-        if current.__class__ is ArgsStream:  # the item's first entry brought arguments
-            if self.args_form != "text" or current.text_key is not None:
-                put_attr(journal, current, "tracker", tracker)
-                return current
-            current = current.text  # made before the item was known as a free-form call
-        stream = new_args_stream(self.args_form, current, tracker, self.args_whole, key)
-        put(journal, parent, key, stream)
-        return stream
-
-
-def new_args_stream(
-    form: str, current: Any, tracker: Any = None, whole: bool = False, text_key: str | None = None
-) -> ArgsStream:
-    """The one maker of an argument stream, for what an item holds at its args field
-    (``current``, None when nothing): free-form text (``text_key`` its field) fed what is
-    there; arguments that arrive ``whole`` set whole (absent: a call without arguments); an
-    object-form start's object kept as its ``initial``; text fed; a value set whole.
-    ``tracker`` (see ArgsStream.tracker) is set before the seed."""
-    keep = not whole and form == "object" and current.__class__ is not str
-    stream = ArgsStream(form, initial=current if keep else None, text_key=text_key)
-    stream.tracker = tracker
-    if current is None or keep:
-        if whole:
-            stream.set_whole({})
-    elif form == "text" or (current.__class__ is str and not whole):
-        stream.feed(current if current.__class__ is str else dumps_any_depth(current))
-    else:
-        stream.set_whole(current)
-    return stream
-
 
 @dataclass(frozen=True)
 class TextSpec:
@@ -181,9 +143,6 @@ class Spec:
             if place.pattern == pattern and (place.where is None or place.where(item)):
                 return place
         return None
-
-    def new_args(self, current: Any) -> ArgsStream:
-        return new_args_stream(self.calls.args_form if self.calls else "string", current)
 
 
 class Program:
@@ -997,8 +956,7 @@ def _never_parsed(raw: Any, form: str) -> tuple[str, str | None]:
     or the DONE inside the call: None). One case reads otherwise: ``""`` on an object wire
     is what the buffer leaves of a call cut before its first fragment ("cut"), where the
     reader alone would take it for no arguments."""
-    stream = ArgsStream(form)
-    stream.feed(raw)  # text is scanned; any other value is taken whole
+    stream = new_args_stream(form, raw, whole=raw.__class__ is not str)  # text is scanned
     stream.close()
     reason = stream.incomplete_reason
     if reason is None or reason == "cut":

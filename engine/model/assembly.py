@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..events import CAUSE_CONNECTION, CAUSE_DONE, CAUSE_ERROR, CAUSE_LENGTH, CallIncomplete
 from .fragments import SlottedList, compact, dig, ingest, make_way, shown_value
 from .journal import put, put_attr, put_back, trim
-from .jsonscan import AFTER_COMPLETE, ArgsStream
+from .jsonscan import AFTER_COMPLETE, ArgsStream, dumps_any_depth
 
 if TYPE_CHECKING:
     from ..compile.strategy import ExtractionStrategy
@@ -124,9 +124,8 @@ class Assembly:
         if place.single and slot is None:
             slot = place.pattern
         self.seeding = (item, slot, place)
-        args = place.install_args(item, self)
+        args = self._args_at(item, place.args_fields, place)
         self.seeding = None
-        args.journal = self.journal
         track = CallTrack(item, args, len(self.tracks), slot, place)
         self.journal.append((self.tracks.__delitem__, slice(track.order, None)))  # (trim's)
         self.tracks.append(track)
@@ -141,14 +140,36 @@ class Assembly:
         track = self.track_of.get(id(item))
         if track is not None:
             return track.args
-        journal = self.journal
-        parent = make_way(item, path_fields[:-1], journal)
-        current = parent.get(path_fields[-1])
+        return self._args_at(item, path_fields)
+
+    def _args_at(
+        self, item: dict[str, Any], fields: tuple[str, ...], place: Any = None
+    ) -> ArgsStream:
+        """The one way an argument stream gets into the message: the one at the field chain
+        ``fields`` of ``item``, else a new one seeded with what is there (put there, as every
+        write, through the journal). For the call the item is of the calls ``place`` (a
+        ``CallsSpec``): in its form, tracked by this assembly (set before the seed, which
+        may already carry more than the call's first JSON value); a stream made before the
+        item was known as a free-form call is made again, as text. Without ``place``: an
+        item no call tracks (yet), in the form of the wire's calls."""
+        journal, key = self.journal, fields[-1]
+        parent = make_way(item, fields[:-1], journal)
+        current = parent.get(key)
         if current.__class__ is ArgsStream:
-            return current
-        stream = self.strategy.spec.new_args(current)
+            if place is None:
+                return current
+            if place.args_form != "text" or current.text_key is not None:
+                put_attr(journal, current, "tracker", self)
+                current.journal = journal
+                return current
+            current = current.text
+        if place is None:
+            calls = self.strategy.spec.calls
+            stream = new_args_stream(calls.args_form if calls else "string", current)
+        else:
+            stream = new_args_stream(place.args_form, current, self, place.args_whole, key)
         stream.journal = journal
-        put(journal, parent, path_fields[-1], stream)
+        put(journal, parent, key, stream)
         return stream
 
     def refused(self, stream: ArgsStream, what: Any, why: str) -> None:
@@ -330,3 +351,24 @@ def ensure_slotted(
     lst = SlottedList(current if current.__class__ is list else None, order)
     put(journal, parent, field, lst)
     return lst
+
+
+def new_args_stream(
+    form: str, current: Any, tracker: Any = None, whole: bool = False, text_key: str | None = None
+) -> ArgsStream:
+    """The one maker of an argument stream, for what an item holds at its args field
+    (``current``, None when nothing): free-form text (``text_key`` its field) fed what is
+    there; arguments that arrive ``whole`` set whole (absent: a call without arguments); an
+    object-form start's object kept as its ``initial``; text fed; a value set whole.
+    ``tracker`` (see ArgsStream.tracker) is set before the seed."""
+    keep = not whole and form == "object" and current.__class__ is not str
+    stream = ArgsStream(form, initial=current if keep else None, text_key=text_key)
+    stream.tracker = tracker
+    if current is None or keep:
+        if whole:
+            stream.set_whole({})
+    elif form == "text" or (current.__class__ is str and not whole):
+        stream.feed(current if current.__class__ is str else dumps_any_depth(current))
+    else:
+        stream.set_whole(current)
+    return stream
