@@ -16,7 +16,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from ..errors import DescriptorError, Problem, escape
 from ..events import CallIncomplete, ExtractedCall
-from ..model.assembly import Assembly, judged_after_the_event, new_args_stream
+from ..model.assembly import Assembly, items_under, judged_after_the_event, new_args_stream
 from ..model.fragments import copy_json, dig, materialize, shown_value
 from ..model.journal import count
 from ..model.jsonscan import MAX_DEPTH, dumps_any_depth, first_value, nests_deeper
@@ -95,7 +95,7 @@ class CallsSpec:
             item = dig(message, self.single)
             found = [(self.pattern, item)] if isinstance(item, dict) else []
         else:
-            found = _walk_at(message, self.list_fields)
+            found = items_under(message, self.list_fields)
         return [(slot, item) for slot, item in found if self.where is None or self.where(item)]
 
 
@@ -822,7 +822,7 @@ class ExtractionStrategy:
         if text.pattern is None or not isinstance(message, dict):
             return ""
         pieces = []
-        for _, item in _walk_at(message, text.list_fields):
+        for _, item in items_under(message, text.list_fields):
             if text.list_fields and text.where is not None and not text.where(item):
                 continue
             value = dig(item, text.tail)
@@ -962,19 +962,3 @@ def _never_parsed(raw: Any, form: str) -> tuple[str, str | None]:
     if reason is None or reason == "cut":
         return "cut", None
     return reason, stream.invalid_cause()
-
-
-def _walk_at(message: Any, chains: tuple[tuple[str, ...], ...]) -> list[tuple[Any, dict[str, Any]]]:
-    """The mappings at the end of ``chains``, each with its position in its list (None for
-    a mapping standing where the last list was expected)."""
-    level: list[tuple[Any, dict[str, Any]]] = [(None, message)]
-    for chain in chains:
-        nxt: list[tuple[Any, dict[str, Any]]] = []
-        for _, node in level:
-            lst = dig(node, chain)
-            if isinstance(lst, list):
-                nxt.extend((at, x) for at, x in enumerate(lst) if isinstance(x, dict))
-            elif isinstance(lst, dict) and chain == chains[-1]:
-                nxt.append((None, lst))
-        level = nxt
-    return level

@@ -292,27 +292,34 @@ class Assembly:
             track.slot = self.slot_of(track.item, track.place)
         return track.slot
 
-    def slot_of(self, item: dict[str, Any], calls: Any = None) -> Any:
+    def slot_of(self, item: dict[str, Any], calls: Any) -> Any:
         """The SLOT the wire keys this call item by (its position for a plain list), found
-        by walking the lists of its calls place: asked only for a call that ends incomplete."""
-        calls = calls or self.strategy.spec.calls
-        if calls is None:
-            return None
-        if calls.single:
-            return calls.pattern
-        level: list[Any] = [self.root]
-        slot: Any = None
-        for chain in calls.list_fields:
-            found: list[tuple[Any, Any]] = []
-            for node in level:
-                node = dig(node, chain)
-                if node.__class__ is SlottedList:  # (its slots are in the order of its items)
-                    found += zip(node.by_slot, node.items, strict=True)
-                elif node.__class__ is list:
-                    found += enumerate(node)
-            slot = next((key for key, entry in found if entry is item), slot)
-            level = [entry for _, entry in found]
-        return slot
+        by walking the lists of its calls place: asked only for a call that ends incomplete
+        (a single place's item has its pattern for a SLOT from the start)."""
+        found = items_under(self.root, calls.list_fields)
+        return next((slot for slot, entry in found if entry is item), None)
+
+
+def items_under(
+    message: Any, chains: tuple[tuple[str, ...], ...]
+) -> list[tuple[Any, dict[str, Any]]]:
+    """The mappings at the end of ``chains`` (the field chains between a pattern's ``[*]``
+    steps), each with its SLOT: its position in its list, its key in a slotted list (the
+    message under assembly), None for a mapping standing where the last list was expected.
+    The one walk of a place's items, in a whole message and in the assembly's."""
+    level: list[tuple[Any, dict[str, Any]]] = [(None, message)]
+    for chain in chains:
+        nxt: list[tuple[Any, dict[str, Any]]] = []
+        for _, node in level:
+            lst = dig(node, chain)
+            if lst.__class__ is SlottedList:  # (its slots are in the order of its items)
+                nxt.extend(zip(lst.by_slot, lst.items, strict=True))
+            elif isinstance(lst, list):
+                nxt.extend((at, x) for at, x in enumerate(lst) if isinstance(x, dict))
+            elif isinstance(lst, dict) and chain == chains[-1]:
+                nxt.append((None, lst))
+        level = nxt
+    return level
 
 
 def judged_after_the_event(runs: list[Any]) -> Callable[[Assembly, Any, Any], None]:
