@@ -88,6 +88,15 @@ class CallsSpec:
             return {self.args_fields[-1]: text}
         return parse_arguments(raw, self.args_form)
 
+    def incomplete_call(
+        self, item: dict[str, Any], slot: Any, raw: str, reason: str, cause: str | None
+    ) -> CallIncomplete:
+        """A call item of this place that will never run, as it is reported (by the buffer at
+        the stream's end, by ``incomplete_calls`` for a whole message): its name and id read
+        off the item, each a non-empty string or None."""
+        name, call_id = _text_or_none(self.name(item)), _text_or_none(self.id(item))
+        return CallIncomplete(slot, name, call_id, raw, reason, cause)
+
     def items_at(self, message: Any) -> list[tuple[Any, dict[str, Any]]]:
         """The call items of this place in a whole message, each with its SLOT (its position
         in its list; the pattern for a single place), ``where`` applied."""
@@ -811,10 +820,9 @@ class ExtractionStrategy:
             if not cut and (calls.free_form or raw is None or calls.arguments_of(item) is not None):
                 continue
             raw = "" if raw is None else raw
-            name, call_id = _text_or_none(calls.name(item)), _text_or_none(calls.id(item))
             reason, cause = ("cut", None) if cut else _never_parsed(raw, calls.args_form)
             shown = raw if isinstance(raw, str) else dumps_any_depth(raw)
-            out.append(CallIncomplete(slot, name, call_id, shown, reason, cause))
+            out.append(calls.incomplete_call(item, slot, shown, reason, cause))
         return out
 
     def content_text(self, message: Any) -> str:

@@ -261,18 +261,10 @@ class Assembly:
             if reason is None or track.reported:
                 continue
             put_attr(self.journal, track, "reported", True)
-            name, call_id = track.place.name(track.item), track.place.id(track.item)
+            slot, cause = self.track_slot(track), self._cause(track, reason)
+            found = track.place.incomplete_call(track.item, slot, track.args.text, reason, cause)
             trim(self.journal, self.incomplete)
-            self.incomplete.append(
-                CallIncomplete(
-                    slot=self.track_slot(track),
-                    name=name if name.__class__ is str and name else None,
-                    id=call_id if call_id.__class__ is str and call_id else None,
-                    raw=track.args.text,
-                    reason=reason,
-                    cause=self._cause(track, reason),
-                )
-            )
+            self.incomplete.append(found)
 
     def _cause(self, track: CallTrack, reason: str) -> str | None:
         """``CallIncomplete.cause``: why the arguments never parse, or what cut them. A
