@@ -76,11 +76,11 @@ def op_extend(spec: dict[str, Any], ctx: CompileContext) -> Run:
     pattern = items_of(target.pattern)
     cont = _continuation(spec.get("continuation"))
     inner = f"{target.pattern}[*]."  # the field of an incoming part that is display text
-    text = ctx.text_pattern or ""
+    text = ctx.wire.text.pattern or ""
     display = text[len(inner) :] if text.startswith(inner) else None
     at_root = target.at_root
     last = target.rel[-1]
-    text_where = ctx.text_where  # which parts' text is display text (None: all)
+    text_where = ctx.wire.text.where  # which parts' text is display text (None: all)
     reasoning = reasoning_inside(ctx, target.pattern)  # inside a part: Gemini's thought text
     if cont is not None and finish_open_parts not in ctx.at_end:
         ctx.at_end.append(finish_open_parts)  # calls still open over parts close at the end

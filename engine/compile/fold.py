@@ -53,7 +53,7 @@ def op_fold(spec: dict[str, Any], ctx: CompileContext) -> Run:
     target = Target(at, ctx) if at else None
     base = target.pattern if target is not None else ""
     concat = frozenset(spec["concat"])
-    display_key = next((k for k in concat if ctx.text_pattern == _under(base, k)), None)
+    display_key = next((k for k in concat if ctx.wire.text.pattern == _under(base, k)), None)
     lists = {name: _entry_fold(items_of(base, name), how) for name, how in _named(spec, "lists")}
     objects = {name: _entry_fold(_under(base, name), how) for name, how in _named(spec, "objects")}
     parts = {name: JoinRule.from_spec(how, _under(at, name)) for name, how in _named(spec, "parts")}
@@ -68,10 +68,10 @@ def op_fold(spec: dict[str, Any], ctx: CompileContext) -> Run:
             reasoning_keys[key] = where
     inside = {key: reasoning_inside(ctx, _under(base, key)) for key in parts}
     reasoning_parts = {key: found for key, found in inside.items() if found}
-    shown = ctx.text_part_where  # which parts of the display key are display text
+    shown = ctx.wire.text.part_where  # which parts of the display key are display text
     # The display parts' text field: ``text.parts.field`` where the descriptor declares it,
     # else the first text field of the display key's join rule (the descriptor's names both).
-    display_field = ctx.text_part_field
+    display_field = ctx.wire.text.part_field
     if display_field is None and display_key in parts:
         display_field = parts[display_key].text[0]
     order = ctx.list_order

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from dataclasses import field as dataclass_field
 from functools import partial
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ..model.assembly import Assembly, ensure_slotted
 from ..model.fragments import (
@@ -48,6 +48,9 @@ from .paths import (
 )
 from .predicates import compile_predicate
 
+if TYPE_CHECKING:
+    from .strategy import Spec
+
 Run = Callable[[Assembly, Any, Any], None]
 Act = Callable[[Assembly, dict[str, Any], Any], None]  # what an operation does to the item it found
 
@@ -64,21 +67,16 @@ class RuleProblem(ValueError):
 
 @dataclass(frozen=True)
 class CompileContext:
-    """What an operation needs to know about the rest of its descriptor."""
+    """What an operation needs to know about the rest of its descriptor: the wire's facts
+    (``wire``, the strategy's :class:`~engine.compile.strategy.Spec`, which the assembly reads
+    at run time too), how its events read, and what the compile gathers."""
 
+    wire: Spec
     choice_alias: str | None
-    calls_pattern: str | None  # e.g. "content[*]"
-    calls_args: tuple[str, ...]  # the args field chain inside a call item
-    text_pattern: str | None  # e.g. "content[*].text"
     list_order: str
-    text_part_where: Any = None  # where the display text is a list of parts: which parts
-    text_part_field: str | None = None  # text.parts.field, as the descriptor names it
-    text_where: Any = None  # which items' text is display text (None: every item's)
-    # Where reasoning sits (the descriptor's ``reasoning`` section), and the patterns of those
-    # places that some operation streams: a place no rule streams is a descriptor error.
-    reasoning: tuple[TextPlace, ...] = ()
+    # The patterns of the reasoning places (``wire.reasoning``) that some operation streams:
+    # a place no rule streams is a descriptor error.
     reasoning_streamed: set[Any] = dataclass_field(default_factory=set)
-    calls_where: bool = False  # the calls section has a ``where`` (judged after each event)
     # What ends with the stream: each operation that keeps state open across events adds
     # the function that closes it, ``end(assembly, cut)`` (see ``ExtractionStrategy.at_end``).
     at_end: list[Any] = dataclass_field(default_factory=list)
@@ -100,7 +98,7 @@ class TextPlace:
 def reasoning_at(ctx: CompileContext, pattern: str) -> tuple[bool, Any]:
     """Is a string written at ``pattern`` reasoning, and on which items (None: every item)?
     Compiled once per operation, so that the per-chunk test is one truth test."""
-    places = [place for place in ctx.reasoning if place.pattern == pattern]
+    places = [place for place in ctx.wire.reasoning if place.pattern == pattern]
     if not places:
         return False, None
     ctx.reasoning_streamed.add(pattern)
@@ -114,7 +112,7 @@ def reasoning_inside(ctx: CompileContext, list_pattern: str) -> tuple[Any, ...]:
     ``thinking[*].text``), as it arrived, where its ``where`` holds."""
     prefix = f"{list_pattern}[*]."
     inside = []
-    for place in ctx.reasoning:
+    for place in ctx.wire.reasoning:
         if place.pattern.startswith(prefix):
             ctx.reasoning_streamed.add(place.pattern)
             steps = tuple(seg.field for seg in parse_target(place.pattern[len(prefix) :]))
@@ -459,7 +457,8 @@ def _open(
     merged (see :func:`_restate`), so that a start sent twice is one item and one call."""
     *_, last_seg = target.segments
     pattern = target.item_patterns[target.last_slot]
-    args_fields = ctx.calls_args if pattern == ctx.calls_pattern else ()
+    calls = ctx.wire.calls
+    args_fields = calls.args_fields if calls is not None and pattern == calls.pattern else ()
 
     def open_item(asm: Assembly, ev: Any, ch: Any) -> None:
         value = read(ev, ch) if read is not None else None
@@ -618,8 +617,8 @@ def op_append(spec: dict[str, Any], ctx: CompileContext) -> Run:
     """Append the event's string at ``from`` to the string at ``at``."""
     read = compile_read(spec["from"], ctx.choice_alias)
     target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
-    display = target.pattern == ctx.text_pattern  # its text is display text
-    text_where = ctx.text_where
+    display = target.pattern == ctx.wire.text.pattern  # its text is display text
+    text_where = ctx.wire.text.where
     reasoning, reasoning_where = reasoning_at(ctx, target.pattern)
     last, way = target.rel[-1], target.way
 

@@ -16,10 +16,10 @@ from typing import Any, NamedTuple, TypeVar
 
 from ..errors import DescriptorError, Problem, escape
 from ..events import CallIncomplete, ExtractedCall
-from ..model.assembly import Assembly, judged_after_the_event
-from ..model.fragments import copy_json, dig, make_way, materialize, shown_value
-from ..model.journal import count, put, put_attr
-from ..model.jsonscan import MAX_DEPTH, ArgsStream, dumps_any_depth, first_value, nests_deeper
+from ..model.assembly import Assembly, items_under, judged_after_the_event, new_args_stream
+from ..model.fragments import copy_json, dig, materialize, shown_value
+from ..model.journal import count
+from ..model.jsonscan import MAX_DEPTH, dumps_any_depth, first_value, nests_deeper
 from . import paths
 from .operations import OPERATIONS, Source
 from .ops import CompileContext, RuleProblem, Run, TextPlace, any_where
@@ -88,6 +88,15 @@ class CallsSpec:
             return {self.args_fields[-1]: text}
         return parse_arguments(raw, self.args_form)
 
+    def incomplete_call(
+        self, item: dict[str, Any], slot: Any, raw: str, reason: str, cause: str | None
+    ) -> CallIncomplete:
+        """A call item of this place that will never run, as it is reported (by the buffer at
+        the stream's end, by ``incomplete_calls`` for a whole message): its name and id read
+        off the item, each a non-empty string or None."""
+        name, call_id = _text_or_none(self.name(item)), _text_or_none(self.id(item))
+        return CallIncomplete(slot, name, call_id, raw, reason, cause)
+
     def items_at(self, message: Any) -> list[tuple[Any, dict[str, Any]]]:
         """The call items of this place in a whole message, each with its SLOT (its position
         in its list; the pattern for a single place), ``where`` applied."""
@@ -95,65 +104,31 @@ class CallsSpec:
             item = dig(message, self.single)
             found = [(self.pattern, item)] if isinstance(item, dict) else []
         else:
-            found = _walk_at(message, self.list_fields)
+            found = items_under(message, self.list_fields)
         return [(slot, item) for slot, item in found if self.where is None or self.where(item)]
-
-    def install_args(self, item: dict[str, Any], tracker: Any) -> ArgsStream:
-        """Put an :class:`ArgsStream` at the item's args field, seeded with what is there;
-        ``tracker`` (the assembly tracking the call, see ArgsStream.tracker) is set before
-        the seed, which may already carry more than the call's first JSON value. Its writes
-        go to the tracker's journal (engine.model.journal)."""
-        journal, key = tracker.journal, self.args_fields[-1]
-        parent = make_way(item, self.args_fields[:-1], journal)
-        current = parent.get(key)
-        if current.__class__ is ArgsStream:  # the item's first entry brought arguments
-            if self.args_form != "text" or current.text_key is not None:
-                put_attr(journal, current, "tracker", tracker)
-                return current
-            current = current.text  # made before the item was known as a free-form call
-        stream = new_args_stream(self.args_form, current, tracker, self.args_whole, key)
-        put(journal, parent, key, stream)
-        return stream
-
-
-def new_args_stream(
-    form: str, current: Any, tracker: Any = None, whole: bool = False, text_key: str | None = None
-) -> ArgsStream:
-    """The one maker of an argument stream, for what an item holds at its args field
-    (``current``, None when nothing): free-form text (``text_key`` its field) fed what is
-    there; arguments that arrive ``whole`` set whole (absent: a call without arguments); an
-    object-form start's object kept as its ``initial``; text fed; a value set whole.
-    ``tracker`` (see ArgsStream.tracker) is set before the seed."""
-    keep = not whole and form == "object" and current.__class__ is not str
-    stream = ArgsStream(form, initial=current if keep else None, text_key=text_key)
-    stream.tracker = tracker
-    if current is None or keep:
-        if whole:
-            stream.set_whole({})
-    elif form == "text" or (current.__class__ is str and not whole):
-        stream.feed(current if current.__class__ is str else dumps_any_depth(current))
-    else:
-        stream.set_whole(current)
-    return stream
 
 
 @dataclass(frozen=True)
 class TextSpec:
-    pattern: str
-    list_fields: tuple[tuple[str, ...], ...]  # field chains between [*] steps
-    tail: tuple[str, ...]  # the text's field chain in the innermost item
-    where: Predicate | None
+    """Where the display text sits (the ``text`` section); ``pattern`` None: the wire has
+    none, so that an operation asks ``wire.text.pattern`` of every wire alike."""
+
+    pattern: str | None = None
+    list_fields: tuple[tuple[str, ...], ...] = ()  # field chains between [*] steps
+    tail: tuple[str, ...] = ()  # the text's field chain in the innermost item
+    where: Predicate | None = None  # which items' text is display text (None: every item's)
     part_where: Predicate | None = None  # the text field may hold typed parts instead
     part_field: str | None = None  # text.parts.field: the display parts' text field
 
 
 @dataclass(frozen=True)
 class Spec:
-    """The compiled, immutable description of one wire."""
+    """The facts of one wire, built once per load and read twice: by the compile of its
+    rules (``CompileContext.wire``: is what an operation writes display text, reasoning, a
+    call's arguments?) and by the assembly at run time (where the calls sit, how they read)."""
 
     initial_message: dict[str, Any]
-    calls: CallsSpec | None  # the first place of the calls (``calls`` itself)
-    text: TextSpec | None
+    text: TextSpec
     sentinels: frozenset[str]
     # Stop reasons that mean a length limit cut the output: at such a DONE, open items are cut
     # (``finish_reasons.length``).
@@ -166,15 +141,17 @@ class Spec:
     # (a second shape of call the wire may send instead, in another place of the message).
     places: tuple[CallsSpec, ...] = ()
 
+    @property
+    def calls(self) -> CallsSpec | None:
+        """The first place of the calls (``calls`` itself), None on a wire without calls."""
+        return self.places[0] if self.places else None
+
     def place_of(self, pattern: str, item: dict[str, Any]) -> CallsSpec | None:
         """The place whose pattern this item sits at and whose ``where`` it passes."""
         for place in self.places:
             if place.pattern == pattern and (place.where is None or place.where(item)):
                 return place
         return None
-
-    def new_args(self, current: Any) -> ArgsStream:
-        return new_args_stream(self.calls.args_form if self.calls else "string", current)
 
 
 class Program:
@@ -445,10 +422,10 @@ def _opens_a_call(pattern: str | None, ctx: CompileContext) -> bool:
     ``calls.where`` judges them? Followed by another rule of the same event (which may still
     change what ``where`` reads), the judgement is then deferred to the end of the event;
     every other list (each built-in's among them) runs as it is."""
-    calls = ctx.calls_pattern
-    if pattern is None or calls is None or not ctx.calls_where:
+    calls = ctx.wire.calls
+    if pattern is None or calls is None or calls.where is None:
         return False
-    steps = paths.parse_target(calls)
+    steps = paths.parse_target(calls.pattern)
     return paths.parse_target(pattern)[: len(steps)] == steps
 
 
@@ -633,6 +610,22 @@ def _call_place(spec: dict[str, Any], pointer: str, problems: Problems) -> Calls
     )
 
 
+def _text_spec(spec: dict[str, Any] | None) -> TextSpec:
+    """The ``text`` section compiled (an empty :class:`TextSpec` when the wire has none)."""
+    if not spec:
+        return TextSpec()
+    pattern, chains, tail = pattern_parts(spec["at"])
+    parts = spec.get("parts")
+    return TextSpec(
+        pattern=pattern,
+        list_fields=chains,
+        tail=tail,
+        where=_predicate(spec, "where"),
+        part_where=_predicate(parts, "where"),
+        part_field=parts["field"] if parts else None,
+    )
+
+
 class ExtractionStrategy:
     """One wire format, compiled from its descriptor. Immutable and shared between streams."""
 
@@ -691,46 +684,21 @@ class ExtractionStrategy:
         places = [_call_place(calls_spec, "/calls", problems)] if calls_spec else []
         for i, also in enumerate(calls_spec.get("also") or ()):
             places.append(_call_place(also, f"/calls/also/{i}", problems))
-        calls = places[0] if places else None
-        text_spec = descriptor.get("text")
-        text = None
-        if text_spec:
-            pattern, chains, tail = pattern_parts(text_spec["at"])
-            parts_spec = text_spec.get("parts")
-            text = TextSpec(
-                pattern=pattern,
-                list_fields=chains,
-                tail=tail,
-                where=_predicate(text_spec, "where"),
-                part_where=_predicate(parts_spec, "where"),
-                part_field=parts_spec["field"] if parts_spec else None,
-            )
         reasoning = _reasoning_places(descriptor.get("reasoning"))
-        events = descriptor.get("events", {})
-        self._choice = choice = events.get("choice")
-        ctx = CompileContext(
-            choice_alias=(choice["alias"] if choice else None),
-            calls_pattern=calls.pattern if calls else None,
-            calls_where=bool(calls and calls.where is not None),
-            calls_args=calls.args_fields if calls else (),
-            text_pattern=text.pattern if text else None,
-            list_order=events["list_order"],
-            text_part_where=text.part_where if text else None,
-            text_part_field=text.part_field if text else None,
-            text_where=text.where if text else None,
-            reasoning=reasoning,
-        )
         turn = compile_turn(descriptor, problems)
         self.spec = Spec(
             initial_message=descriptor.get("message") or {},
-            calls=calls,
-            text=text,
+            text=_text_spec(descriptor.get("text")),
             sentinels=frozenset(descriptor.get("done_sentinels", ())),
             length_stops=turn.length_stops,
             reasoning=reasoning,
             turn=turn,
             places=tuple(places),
         )
+        events = descriptor.get("events", {})
+        self._choice = choice = events.get("choice")
+        alias = choice["alias"] if choice else None
+        ctx = CompileContext(self.spec, choice_alias=alias, list_order=events["list_order"])
         self.leaks_into_text: bool = descriptor["leaks_into_text"]
         self.is_wire = "events" in descriptor
         before = len(problems)
@@ -852,18 +820,17 @@ class ExtractionStrategy:
             if not cut and (calls.free_form or raw is None or calls.arguments_of(item) is not None):
                 continue
             raw = "" if raw is None else raw
-            name, call_id = _text_or_none(calls.name(item)), _text_or_none(calls.id(item))
             reason, cause = ("cut", None) if cut else _never_parsed(raw, calls.args_form)
             shown = raw if isinstance(raw, str) else dumps_any_depth(raw)
-            out.append(CallIncomplete(slot, name, call_id, shown, reason, cause))
+            out.append(calls.incomplete_call(item, slot, shown, reason, cause))
         return out
 
     def content_text(self, message: Any) -> str:
         text = self.spec.text
-        if text is None or not isinstance(message, dict):
+        if text.pattern is None or not isinstance(message, dict):
             return ""
         pieces = []
-        for _, item in _walk_at(message, text.list_fields):
+        for _, item in items_under(message, text.list_fields):
             if text.list_fields and text.where is not None and not text.where(item):
                 continue
             value = dig(item, text.tail)
@@ -997,26 +964,9 @@ def _never_parsed(raw: Any, form: str) -> tuple[str, str | None]:
     or the DONE inside the call: None). One case reads otherwise: ``""`` on an object wire
     is what the buffer leaves of a call cut before its first fragment ("cut"), where the
     reader alone would take it for no arguments."""
-    stream = ArgsStream(form)
-    stream.feed(raw)  # text is scanned; any other value is taken whole
+    stream = new_args_stream(form, raw, whole=raw.__class__ is not str)  # text is scanned
     stream.close()
     reason = stream.incomplete_reason
     if reason is None or reason == "cut":
         return "cut", None
     return reason, stream.invalid_cause()
-
-
-def _walk_at(message: Any, chains: tuple[tuple[str, ...], ...]) -> list[tuple[Any, dict[str, Any]]]:
-    """The mappings at the end of ``chains``, each with its position in its list (None for
-    a mapping standing where the last list was expected)."""
-    level: list[tuple[Any, dict[str, Any]]] = [(None, message)]
-    for chain in chains:
-        nxt: list[tuple[Any, dict[str, Any]]] = []
-        for _, node in level:
-            lst = dig(node, chain)
-            if isinstance(lst, list):
-                nxt.extend((at, x) for at, x in enumerate(lst) if isinstance(x, dict))
-            elif isinstance(lst, dict) and chain == chains[-1]:
-                nxt.append((None, lst))
-        level = nxt
-    return level

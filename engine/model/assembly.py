@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..events import CAUSE_CONNECTION, CAUSE_DONE, CAUSE_ERROR, CAUSE_LENGTH, CallIncomplete
 from .fragments import SlottedList, compact, dig, ingest, make_way, shown_value
 from .journal import put, put_attr, put_back, trim
-from .jsonscan import AFTER_COMPLETE, ArgsStream
+from .jsonscan import AFTER_COMPLETE, ArgsStream, dumps_any_depth
 
 if TYPE_CHECKING:
     from ..compile.strategy import ExtractionStrategy
@@ -124,9 +124,8 @@ class Assembly:
         if place.single and slot is None:
             slot = place.pattern
         self.seeding = (item, slot, place)
-        args = place.install_args(item, self)
+        args = self._args_at(item, place.args_fields, place)
         self.seeding = None
-        args.journal = self.journal
         track = CallTrack(item, args, len(self.tracks), slot, place)
         self.journal.append((self.tracks.__delitem__, slice(track.order, None)))  # (trim's)
         self.tracks.append(track)
@@ -141,14 +140,36 @@ class Assembly:
         track = self.track_of.get(id(item))
         if track is not None:
             return track.args
-        journal = self.journal
-        parent = make_way(item, path_fields[:-1], journal)
-        current = parent.get(path_fields[-1])
+        return self._args_at(item, path_fields)
+
+    def _args_at(
+        self, item: dict[str, Any], fields: tuple[str, ...], place: Any = None
+    ) -> ArgsStream:
+        """The one way an argument stream gets into the message: the one at the field chain
+        ``fields`` of ``item``, else a new one seeded with what is there (put there, as every
+        write, through the journal). For the call the item is of the calls ``place`` (a
+        ``CallsSpec``): in its form, tracked by this assembly (set before the seed, which
+        may already carry more than the call's first JSON value); a stream made before the
+        item was known as a free-form call is made again, as text. Without ``place``: an
+        item no call tracks (yet), in the form of the wire's calls."""
+        journal, key = self.journal, fields[-1]
+        parent = make_way(item, fields[:-1], journal)
+        current = parent.get(key)
         if current.__class__ is ArgsStream:
-            return current
-        stream = self.strategy.spec.new_args(current)
+            if place is None:
+                return current
+            if place.args_form != "text" or current.text_key is not None:
+                put_attr(journal, current, "tracker", self)
+                current.journal = journal
+                return current
+            current = current.text
+        if place is None:
+            calls = self.strategy.spec.calls
+            stream = new_args_stream(calls.args_form if calls else "string", current)
+        else:
+            stream = new_args_stream(place.args_form, current, self, place.args_whole, key)
         stream.journal = journal
-        put(journal, parent, path_fields[-1], stream)
+        put(journal, parent, key, stream)
         return stream
 
     def refused(self, stream: ArgsStream, what: Any, why: str) -> None:
@@ -240,18 +261,10 @@ class Assembly:
             if reason is None or track.reported:
                 continue
             put_attr(self.journal, track, "reported", True)
-            name, call_id = track.place.name(track.item), track.place.id(track.item)
+            slot, cause = self.track_slot(track), self._cause(track, reason)
+            found = track.place.incomplete_call(track.item, slot, track.args.text, reason, cause)
             trim(self.journal, self.incomplete)
-            self.incomplete.append(
-                CallIncomplete(
-                    slot=self.track_slot(track),
-                    name=name if name.__class__ is str and name else None,
-                    id=call_id if call_id.__class__ is str and call_id else None,
-                    raw=track.args.text,
-                    reason=reason,
-                    cause=self._cause(track, reason),
-                )
-            )
+            self.incomplete.append(found)
 
     def _cause(self, track: CallTrack, reason: str) -> str | None:
         """``CallIncomplete.cause``: why the arguments never parse, or what cut them. A
@@ -271,27 +284,34 @@ class Assembly:
             track.slot = self.slot_of(track.item, track.place)
         return track.slot
 
-    def slot_of(self, item: dict[str, Any], calls: Any = None) -> Any:
+    def slot_of(self, item: dict[str, Any], calls: Any) -> Any:
         """The SLOT the wire keys this call item by (its position for a plain list), found
-        by walking the lists of its calls place: asked only for a call that ends incomplete."""
-        calls = calls or self.strategy.spec.calls
-        if calls is None:
-            return None
-        if calls.single:
-            return calls.pattern
-        level: list[Any] = [self.root]
-        slot: Any = None
-        for chain in calls.list_fields:
-            found: list[tuple[Any, Any]] = []
-            for node in level:
-                node = dig(node, chain)
-                if node.__class__ is SlottedList:  # (its slots are in the order of its items)
-                    found += zip(node.by_slot, node.items, strict=True)
-                elif node.__class__ is list:
-                    found += enumerate(node)
-            slot = next((key for key, entry in found if entry is item), slot)
-            level = [entry for _, entry in found]
-        return slot
+        by walking the lists of its calls place: asked only for a call that ends incomplete
+        (a single place's item has its pattern for a SLOT from the start)."""
+        found = items_under(self.root, calls.list_fields)
+        return next((slot for slot, entry in found if entry is item), None)
+
+
+def items_under(
+    message: Any, chains: tuple[tuple[str, ...], ...]
+) -> list[tuple[Any, dict[str, Any]]]:
+    """The mappings at the end of ``chains`` (the field chains between a pattern's ``[*]``
+    steps), each with its SLOT: its position in its list, its key in a slotted list (the
+    message under assembly), None for a mapping standing where the last list was expected.
+    The one walk of a place's items, in a whole message and in the assembly's."""
+    level: list[tuple[Any, dict[str, Any]]] = [(None, message)]
+    for chain in chains:
+        nxt: list[tuple[Any, dict[str, Any]]] = []
+        for _, node in level:
+            lst = dig(node, chain)
+            if lst.__class__ is SlottedList:  # (its slots are in the order of its items)
+                nxt.extend(zip(lst.by_slot, lst.items, strict=True))
+            elif isinstance(lst, list):
+                nxt.extend((at, x) for at, x in enumerate(lst) if isinstance(x, dict))
+            elif isinstance(lst, dict) and chain == chains[-1]:
+                nxt.append((None, lst))
+        level = nxt
+    return level
 
 
 def judged_after_the_event(runs: list[Any]) -> Callable[[Assembly, Any, Any], None]:
@@ -330,3 +350,24 @@ def ensure_slotted(
     lst = SlottedList(current if current.__class__ is list else None, order)
     put(journal, parent, field, lst)
     return lst
+
+
+def new_args_stream(
+    form: str, current: Any, tracker: Any = None, whole: bool = False, text_key: str | None = None
+) -> ArgsStream:
+    """The one maker of an argument stream, for what an item holds at its args field
+    (``current``, None when nothing): free-form text (``text_key`` its field) fed what is
+    there; arguments that arrive ``whole`` set whole (absent: a call without arguments); an
+    object-form start's object kept as its ``initial``; text fed; a value set whole.
+    ``tracker`` (see ArgsStream.tracker) is set before the seed."""
+    keep = not whole and form == "object" and current.__class__ is not str
+    stream = ArgsStream(form, initial=current if keep else None, text_key=text_key)
+    stream.tracker = tracker
+    if current is None or keep:
+        if whole:
+            stream.set_whole({})
+    elif form == "text" or (current.__class__ is str and not whole):
+        stream.feed(current if current.__class__ is str else dumps_any_depth(current))
+    else:
+        stream.set_whole(current)
+    return stream
