@@ -98,7 +98,7 @@ def op_fold(spec: dict[str, Any], ctx: CompileContext) -> Run:
                     if value:
                         part = string_as_part(journal, current, value, parts[key])
                         if key == display_key and (shown is None or shown(part)):
-                            journal.append((list.pop, asm.display))
+                            journal.append(asm.display)
                             asm.display.append(value)
                         elif key in reasoning_parts:
                             _reason_part(asm, reasoning_parts[key], value, parts[key])
@@ -110,12 +110,12 @@ def op_fold(spec: dict[str, Any], ctx: CompileContext) -> Run:
                         else:
                             append_text(dest, key, value, journal)
                         if key == display_key:
-                            journal.append((list.pop, asm.display))
+                            journal.append(asm.display)
                             asm.display.append(value)
                         elif key in reasoning_keys:
                             where = reasoning_keys[key]
                             if where is None or where(dest):
-                                journal.append((list.pop, asm.reasoning))
+                                journal.append(asm.reasoning)
                                 asm.reasoning.append(value)
                     elif current is None:
                         put(journal, dest, key, "")
@@ -158,7 +158,7 @@ def op_fold(spec: dict[str, Any], ctx: CompileContext) -> Run:
             if text_field is not None and (shown is None or shown(stored)):
                 piece = part.get(text_field)
                 if piece.__class__ is str and piece:
-                    asm.journal.append((list.pop, asm.display))
+                    asm.journal.append(asm.display)
                     asm.display.append(piece)
                     return
             if readers:

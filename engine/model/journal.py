@@ -3,7 +3,8 @@
 Every write into an assembly while a chunk is applied goes through a primitive here or in
 the node it writes (``Fragments`` by :func:`grow`, ``SlottedList.put``, the argument
 streams, the ``partial`` readers), which first appends to the assembly's journal a record of
-what it overwrites: a tuple ``(function, *arguments)`` that puts it back. :func:`undo` runs
+what it overwrites: a tuple ``(function, *arguments)`` that puts it back (or, for one
+append to a list that only grows inside a chunk, the list itself: :func:`undo`). :func:`undo` runs
 them, last first; once a chunk went in, the buffer drops them. So a write costs one tuple, an
 undo the writes of that one chunk, and nothing outlives the chunk.
 """
@@ -16,9 +17,15 @@ ABSENT: Any = object()  # what a key held before it was set: nothing
 
 
 def undo(journal: list[Any]) -> None:
-    """Put back what the records of ``journal`` say, last first, and empty it."""
+    """Put back what the records of ``journal`` say, last first, and empty it. A record is
+    a tuple ``(function, *arguments)``, or a list, whose last item is taken back: the record
+    of one append to the display or reasoning text, which then allocates nothing (a tuple
+    per text delta was most of what the journal cost a text chunk: tools/bench_ab.py)."""
     for record in reversed(journal):
-        record[0](*record[1:])
+        if record.__class__ is list:
+            record.pop()
+        else:
+            record[0](*record[1:])
     journal.clear()
 
 
