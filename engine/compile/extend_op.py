@@ -122,7 +122,7 @@ def op_extend(spec: dict[str, Any], ctx: CompileContext) -> Run:
             if display:
                 piece = part.get(display)
                 if piece.__class__ is str and piece and (text_where is None or text_where(stored)):
-                    asm.journal.append((list.pop, asm.display))
+                    asm.journal.append(asm.display)
                     asm.display.append(piece)
                     continue
             if reasoning:

@@ -649,7 +649,7 @@ def op_append(spec: dict[str, Any], ctx: CompileContext) -> Run:
         else:
             append_text(parent, last, piece, journal)
             if shown is not None:
-                journal.append((list.pop, shown))
+                journal.append(shown)
         if shown is not None:
             shown.append(piece)
 

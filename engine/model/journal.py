@@ -3,10 +3,11 @@
 Every write into an assembly while a chunk is applied goes through a primitive here or in
 the node it writes (``Fragments`` by :func:`grow`, ``SlottedList.put``, the argument
 streams, the ``partial`` readers), which first appends to the assembly's journal a record of
-what it overwrites: a tuple ``(function, *arguments)`` that puts it back (or, for one
-append to a list that only grows inside a chunk, the list itself: :func:`undo`). :func:`undo` runs
-them, last first; once a chunk went in, the buffer drops them. So a write costs one tuple, an
-undo the writes of that one chunk, and nothing outlives the chunk.
+what it overwrites: a tuple ``(function, *arguments)`` that puts it back, or, for one
+append to the display or reasoning text (lists that only grow inside a chunk), the list
+itself, whose last item :func:`undo` takes back. :func:`undo` runs them, last first; once a
+chunk went in, the buffer drops them. So a write costs at most one tuple, an undo the writes
+of that one chunk, and nothing outlives the chunk.
 """
 
 from __future__ import annotations
