@@ -5,6 +5,13 @@ every buffer shares it. What only names a built-in (its name, its order, its end
 it the codec) is read from its file without compiling it, as a lexer mapping names lexers
 without importing them: listing the formats, or ending a user's stream with ``[DONE]``,
 compiles nothing.
+
+A descriptor file is loaded here too (:func:`load_descriptor`): checking and compiling are one
+pass (:func:`engine.language.validate.compile_text`), so an invalid descriptor yields no
+strategy, and every problem (schema, paths, references, what the compiler refused) is raised
+together as one :class:`~engine.errors.DescriptorError`. A descriptor that ``extends`` another
+compiles from the resolved descriptor (:mod:`engine.language.extends`); its strategy's
+``descriptor`` is that resolved data, with no ``extends`` left in it.
 """
 
 from __future__ import annotations
@@ -14,14 +21,27 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 from ..compile.strategy import ExtractionStrategy
-from ..errors import UnknownFormatError
+from ..errors import DescriptorError, UnknownFormatError
 from .builtin_files import BUILTIN_PARSER, builtin_paths, did_you_mean
-from .descriptor import load_descriptor
 from .extends import resolve
-from .yamlsource import load
+from .validate import compile_text
+from .yamlsource import DescriptorLoader, load
 
 if TYPE_CHECKING:
     from ..text.strategy import TextStrategy
+
+
+def load_descriptor(
+    path: str | Path, parser: type[DescriptorLoader] = DescriptorLoader
+) -> ExtractionStrategy:
+    """The strategy of the descriptor file at ``path``, compiled by the pass that checks it;
+    ``parser`` reads its YAML (a built-in is read with libyaml's)."""
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")  # an unreadable file raises, as open() does
+    _, problems, strategy = compile_text(text, str(path), parser)
+    if problems or strategy is None:  # (None only beside a problem)
+        raise DescriptorError(problems)
+    return strategy
 
 
 @functools.cache
