@@ -114,7 +114,7 @@ class DescriptorLoader(yaml.SafeLoader):
         self._nodes = 0
 
     def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
-        pointer = self._pointer_of(parent, index)
+        pointer = self._pointer_of(index)
         self.check_event()  # peeks (PyYAML's own peek_event is untyped): the next event is
         event: yaml.Event = self.current_event  # current_event, not yet taken
         if isinstance(event, yaml.AliasEvent):
@@ -134,11 +134,11 @@ class DescriptorLoader(yaml.SafeLoader):
         self._shape[id(node)] = (self._nodes - before, height)
         return node
 
-    def _pointer_of(self, parent: yaml.Node | None, index: Any) -> str:
-        """The JSON pointer of the node about to be composed (a key: its mapping's)."""
+    def _pointer_of(self, index: Any) -> str:
+        """The JSON pointer of the node about to be composed, from the composer's ``index``:
+        a list item's position, a value's key node, None for a key and the document (which
+        take their mapping's, or the root's, pointer)."""
         base = self._open[-1] if self._open else ""
-        if parent is None or index is None:
-            return base
         if isinstance(index, yaml.ScalarNode):
             return f"{base}/{escape(str(index.value))}"
         return f"{base}/{index}" if isinstance(index, int) else base

@@ -125,9 +125,7 @@ def label(path: str | Path) -> str:
 def parse_capture(text: str, file: str) -> list[CapturedEvent]:
     """The events of ``text``, told from its first non-blank line: an SSE capture or JSON
     Lines. ``file`` names the stream in errors."""
-    lines = LINE_BREAK.split(text.removeprefix("\ufeff"))
-    if lines and lines[-1] == "":  # the text's final line break ends a line, not starts one
-        lines.pop()
+    lines = LINE_BREAK.split(text.removeprefix("\ufeff"))  # then "", a blank line
     first = next((line for line in lines if line.strip()), "")
     if _SSE_FIRST_LINE.match(first):
         return parse_sse(text, file)
@@ -183,8 +181,7 @@ def parse_eventstream(raw: bytes, file: str) -> list[CapturedEvent]:
     event's ``line`` is its message's ordinal (1-based); errors name the byte offset."""
     decoder = MessageDecoder()
     try:
-        messages = decoder.feed(raw)
-        decoder.end()
+        messages = decoder.feed(raw) + decoder.end()  # end: [], or the error of a cut message
     except EventStreamError as exc:
         raise CaptureError(file, f"{exc} (an AWS event stream message)") from None
     events = []

@@ -51,9 +51,9 @@ def encode_message(headers: Iterable[tuple[str, str]], payload: bytes) -> bytes:
         raw_headers += struct.pack(">BH", _HEADER_TYPE_STRING, len(raw_value)) + raw_value
     total = _PRELUDE_LENGTH + len(raw_headers) + len(payload) + _MESSAGE_CRC_LENGTH
     prelude = struct.pack(">II", total, len(raw_headers))
-    head = prelude + struct.pack(">I", zlib.crc32(prelude) & 0xFFFFFFFF)
+    head = prelude + struct.pack(">I", zlib.crc32(prelude))
     body = head + raw_headers + payload
-    return body + struct.pack(">I", zlib.crc32(body) & 0xFFFFFFFF)
+    return body + struct.pack(">I", zlib.crc32(body))
 
 
 def event_message(event_type: str, payload: bytes | str | Mapping[str, Any]) -> bytes:
@@ -96,10 +96,7 @@ class EventStreamError(TransportError):
 
 def looks_like_eventstream(raw: bytes) -> bool:
     """Does ``raw`` start with an event stream message (its prelude CRC checks)?"""
-    if len(raw) < _OVERHEAD:
-        return False
-    crc: int = struct.unpack_from(">I", raw, 8)[0]
-    return zlib.crc32(raw[:8]) & 0xFFFFFFFF == crc
+    return len(raw) >= _OVERHEAD and zlib.crc32(raw[:8]) == int.from_bytes(raw[8:12], "big")
 
 
 class MessageDecoder:
@@ -163,7 +160,7 @@ def _checked_prelude(raw: bytearray, at: int, offset: int) -> int:
     lengths check."""
     lengths: tuple[int, int, int] = struct.unpack_from(">III", raw, at)
     total, headers_length, prelude_crc = lengths
-    if zlib.crc32(raw[at : at + 8]) & 0xFFFFFFFF != prelude_crc:
+    if zlib.crc32(raw[at : at + 8]) != prelude_crc:
         raise EventStreamError(offset, "the prelude CRC does not match")
     if total < _OVERHEAD or headers_length > total - _OVERHEAD:
         expected = f"at least {_OVERHEAD + headers_length} bytes for its headers"
@@ -174,7 +171,7 @@ def _checked_prelude(raw: bytearray, at: int, offset: int) -> int:
 def _decode_one(raw: bytearray, at: int, total: int, offset: int, number: int) -> Message:
     end = at + total - _MESSAGE_CRC_LENGTH
     (message_crc,) = struct.unpack_from(">I", raw, end)
-    if zlib.crc32(raw[at:end]) & 0xFFFFFFFF != message_crc:
+    if zlib.crc32(raw[at:end]) != message_crc:
         raise EventStreamError(offset, "the message CRC does not match")
     (headers_length,) = struct.unpack_from(">I", raw, at + 4)
     start = at + _PRELUDE_LENGTH
