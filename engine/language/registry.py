@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from ..compile.strategy import ExtractionStrategy
 from ..errors import DescriptorError, UnknownFormatError
@@ -87,8 +87,7 @@ def load_format(name_or_path: str | Path) -> ExtractionStrategy:
 
 def text_strategy() -> TextStrategy:
     """The built-in text codec strategy (``mcs_text``)."""
-    name = next(n for n in list_formats() if "codec" in header(n))
-    return cast("TextStrategy", _compiled(name))
+    return load_format("mcs_text")
 
 
 @functools.cache
@@ -100,5 +99,4 @@ def end_markers() -> frozenset[str]:
 
 def wire_strategies() -> list[ExtractionStrategy]:
     """The built-in strategies that reassemble a wire (every format that recognises chunks)."""
-    strategies = (_compiled(n) for n in list_formats())
-    return [s for s in strategies if isinstance(s, ExtractionStrategy) and s.is_wire]
+    return [s for s in map(_compiled, list_formats()) if s.is_wire]

@@ -82,9 +82,9 @@ def _json_message(kind: str, name: str, payload: bytes | str | Mapping[str, Any]
 _HEADER_SIZES = {0: 0, 1: 0, 2: 1, 3: 2, 4: 4, 5: 8, 6: None, 7: None, 8: 8, 9: 16}
 _OVERHEAD = _PRELUDE_LENGTH + _MESSAGE_CRC_LENGTH
 
+#: A decoded message: (its number in the stream, 1-based; the byte offset where it starts;
+#: its headers; its payload).
 Message = tuple[int, int, dict[str, object], bytes]
-"""A decoded message: (its number in the stream, 1-based; the byte offset where it starts;
-its headers; its payload)."""
 
 
 class EventStreamError(TransportError):
