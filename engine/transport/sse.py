@@ -194,21 +194,19 @@ class SSEDecoder:
             left = len(self._held)
             reason = f"the stream ended inside a UTF-8 character: {left} byte(s) left"
             raise TransportError(reason, offset=self._bytes_in - left)
-        out: list[SSEEvent] = []
-        if self._partial:
-            rest = "".join(self._partial)
-            self._partial.clear()
-            if not self.dispatch_at_end:
-                size = len(rest.encode("utf-8", "surrogatepass"))
-                reason = f"the stream ended inside a line: {size} bytes with no line end"
-                raise TransportError(f"{reason} ({_shown(rest)})", line=self._line + 1)
-            out = self._lines([rest])
-        event = self._event
-        if event.data and not self.dispatch_at_end:
-            lines = f"{len(event.data)} data line(s) from line {event.line}"
+        rest = "".join(self._partial)
+        self._partial.clear()
+        if self.dispatch_at_end:  # the text left is the last line, and a blank line ends it
+            return self._lines([rest, ""])
+        if rest:
+            size = len(rest.encode("utf-8", "surrogatepass"))
+            reason = f"the stream ended inside a line: {size} bytes with no line end"
+            raise TransportError(f"{reason} ({_shown(rest)})", line=self._line + 1)
+        if self._event.data:
+            lines = f"{len(self._event.data)} data line(s) from line {self._event.line}"
             reason = f"the stream ended inside an event: {lines}, not ended by a blank line"
             raise TransportError(reason, line=self._line)
-        return out + self.dispatch()
+        return []
 
 
 def _shown(text: str) -> str:
