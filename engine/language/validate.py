@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..compile.operations import Facts
-from ..compile.paths import PathError, items_of, pattern
+from ..compile.paths import items_of, pattern
 from ..compile.schema import operation_names as operation_names  # tests read it here
 from ..compile.schema import schema, schema_problems
 from ..compile.schema import schema_path as schema_path  # the CLI and tests read it here
@@ -217,14 +217,13 @@ def _flow_problems(
 ) -> list[Problem]:
     """What the schema cannot see across sections, found before any stream runs, from the
     facts of the rules as they compiled (a rule that did not compile is still there); none
-    when the compile stopped before the rules, on a fault the checks before have said."""
+    when the compile stopped before the rules, on a fault the checks before have said (a
+    ``calls.at`` that is no path among them: the strategy compiles every place of the calls,
+    so with facts, each one parses)."""
     events = data.get("events")
     if facts is None or descriptor_kind(data) != "wire_descriptor" or not isinstance(events, dict):
         return []
-    try:
-        return _args_flow(data, facts, where) + _slot_keys(facts, where)
-    except PathError:  # a bad ``calls.at`` is reported by the schema pass
-        return []
+    return _args_flow(data, facts, where) + _slot_keys(facts, where)
 
 
 def _compile(
