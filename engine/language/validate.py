@@ -65,6 +65,7 @@ Where = partial[Problem]
 
 # -- the schema --------------------------------------------------------------------------------
 
+
 def descriptor_kind(data: Any) -> str:
     """``codec_descriptor`` (a text codec) or ``wire_descriptor``, as the schema's root
     chooses between them."""
@@ -75,6 +76,7 @@ def section_order(kind: str = "wire_descriptor") -> list[str]:
     """Top-level keys in the order a descriptor writes them: the header, then the sections."""
     defs = schema()["$defs"]
     return [*defs["header"]["properties"], *defs[kind]["properties"]]
+
 
 # -- what the schema cannot say -----------------------------------------------------------------
 
@@ -212,16 +214,13 @@ def _key_text(key: tuple[Any, str]) -> str:
     return f"[{path}]" if scope is None else f"[{path}] in scope {scope!r}"
 
 
-def _flow_problems(
-    data: dict[str, Any], facts: list[Facts] | None, where: Where
-) -> list[Problem]:
+def _flow_problems(data: dict[str, Any], facts: list[Facts] | None, where: Where) -> list[Problem]:
     """What the schema cannot see across sections, found before any stream runs, from the
     facts of the rules as they compiled (a rule that did not compile is still there); none
     when the compile stopped before the rules, on a fault the checks before have said (a
     ``calls.at`` that is no path among them: the strategy compiles every place of the calls,
-    so with facts, each one parses)."""
-    events = data.get("events")
-    if facts is None or descriptor_kind(data) != "wire_descriptor" or not isinstance(events, dict):
+    so with facts, each one parses), or for a codec (no ``events``)."""
+    if facts is None or not isinstance(data.get("events"), dict):
         return []
     return _args_flow(data, facts, where) + _slot_keys(facts, where)
 
