@@ -43,8 +43,7 @@ class ChunkError(ValueError):
     """A chunk that is not a JSON object. Names its position; the buffer is left as it was."""
 
     def __init__(self, index: int, reason: str) -> None:
-        self.index = index
-        self.reason = reason
+        self.index, self.reason = index, reason
         super().__init__(f"chunk {index}: {reason}")
 
 
@@ -55,9 +54,7 @@ class TransportError(ValueError):
     was expected (``reason``). Every event completed before it was handed on already."""
 
     def __init__(self, reason: str, *, line: int | None = None, offset: int | None = None):
-        self.reason = reason
-        self.line = line
-        self.offset = offset
+        self.reason, self.line, self.offset = reason, line, offset
         where = f"line {line}" if line is not None else None
         if offset is not None:
             where = f"byte {offset}" if where is None else f"{where} (byte {offset})"

@@ -13,11 +13,9 @@ from typing import Any, ClassVar
 
 from .records import FinishReason, Usage
 
-# Why a started call will never be runnable (README, "Events": CallIncomplete.reason).
-INCOMPLETE_REASONS = ("cut", "invalid", "too deep")
-
-# The finer cause beside the reason (CallIncomplete.cause), in the order a retry prompt is
-# chosen by: the first four refine "cut", the next two "invalid"; "too deep" is both.
+# Why a started call will never be runnable, finer than its reason ("cut", "invalid", "too
+# deep": README, "Events"): CallIncomplete.cause, in the order a retry prompt is chosen by:
+# the first four refine "cut", the next two "invalid"; "too deep" is both.
 CAUSE_LENGTH = "length limit"  # the wire's length stop (``length_stops``) ended it
 CAUSE_CONNECTION = "connection ended"  # input ended (``close()``) before the wire's DONE
 CAUSE_DONE = "done inside call"  # the DONE, or the call's own end, came with it still open
