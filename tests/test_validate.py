@@ -16,9 +16,9 @@ from jsonschema import Draft202012Validator
 
 import engine
 from engine import DescriptorError, Problem, validate_descriptor
+from engine.compile.schema import operation_names
 from engine.language.validate import (
     descriptor_kind,
-    operation_names,
     schema,
     schema_path,
     section_order,

@@ -49,7 +49,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..compile.operations import Facts
 from ..compile.paths import items_of, pattern
-from ..compile.schema import operation_names as operation_names  # tests read it here
 from ..compile.schema import schema, schema_problems
 from ..compile.schema import schema_path as schema_path  # the CLI and tests read it here
 from ..errors import Problem, escape
