@@ -39,7 +39,6 @@ _OWN_MISSING = (
     "missing required key {key!r} (a descriptor that extends another gives its own {key})"
 )
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-_PATH_SUFFIXES = (".yaml", ".yml")
 
 
 class ExtendsError(ValueError):
@@ -52,7 +51,7 @@ class _Cycle(ExtendsError):
 
 def is_path(ref: str) -> bool:
     """``extends`` names a file when it ends in .yaml or .yml, otherwise a built-in format."""
-    return ref.endswith(_PATH_SUFFIXES)
+    return ref.endswith((".yaml", ".yml"))
 
 
 def resolve(data: Any, source: SourceMap, file: str) -> tuple[Any, SourceMap, list[Problem]]:
