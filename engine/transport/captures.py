@@ -56,7 +56,6 @@ from .eventstream import EventStreamError, MessageDecoder, looks_like_eventstrea
 from .sse import LINE_BREAK, SSEDecoder, SSEEvent, decode_event
 
 STDIN = "-"
-STDIN_LABEL = "<stdin>"
 
 _SSE_FIRST_LINE = re.compile(r"^(?::|(?:event|data|id|retry)(?::|$))")
 
@@ -119,7 +118,7 @@ def parse_bytes(raw: bytes, file: str) -> list[CapturedEvent]:
 
 def label(path: str | Path) -> str:
     """How messages name the stream: the path as given, ``<stdin>`` for ``-``."""
-    return STDIN_LABEL if str(path) == STDIN else str(path)
+    return "<stdin>" if str(path) == STDIN else str(path)
 
 
 def parse_capture(text: str, file: str) -> list[CapturedEvent]:

@@ -47,7 +47,6 @@ from ..errors import TransportError
 
 EVENT_KEY = "_event"
 LINE_BREAK = re.compile(r"\r\n|\r|\n")  # the spec's end of line
-_BOM = "\ufeff"
 _SSE_LINES = "event:, data:, id:, retry:, a `:` comment, or an empty line ending the event"
 
 
@@ -104,7 +103,7 @@ class SSEDecoder:
             return []
         if self._at_start:
             self._at_start = False
-            text = text.removeprefix(_BOM)
+            text = text.removeprefix("\ufeff")  # a BOM
         if self._after_cr:  # the CR that ended the last piece and an LF starting this: one end
             self._after_cr = False
             text = text.removeprefix("\n")
