@@ -110,8 +110,7 @@ class DescriptorLoader(yaml.SafeLoader):
         super().__init__(stream)
         self._open: list[str] = []  # the pointer of every node being composed, outermost first
         self._shape: dict[int, tuple[int, int]] = {}  # id(node) -> (expanded nodes, height)
-        self._aliases = 0
-        self._nodes = 0
+        self._aliases = self._nodes = 0  # aliases met, nodes composed (aliases expanded)
 
     def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
         pointer = self._pointer_of(index)

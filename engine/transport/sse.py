@@ -78,8 +78,7 @@ class SSEDecoder:
     the end of the body. See the module docstring for the rules and the two options."""
 
     def __init__(self, *, strict_fields: bool = False, dispatch_at_end: bool = False) -> None:
-        self.strict_fields = strict_fields
-        self.dispatch_at_end = dispatch_at_end
+        self.strict_fields, self.dispatch_at_end = strict_fields, dispatch_at_end
         self.last_event_id = ""
         self.retry: int | None = None
         self.ignored_fields: dict[str, int] = {}
