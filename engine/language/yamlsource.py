@@ -135,8 +135,8 @@ class DescriptorLoader(yaml.SafeLoader):
 
     def _pointer_of(self, index: Any) -> str:
         """The JSON pointer of the node about to be composed, from the composer's ``index``:
-        a list item's position, a value's key node, None for a key and the document (which
-        take their mapping's, or the root's, pointer)."""
+        a list item's position, or a value's key node; anything else (None, for a key and for
+        the document; a key that is not a scalar) takes the pointer of what holds it."""
         base = self._open[-1] if self._open else ""
         if isinstance(index, yaml.ScalarNode):
             return f"{base}/{escape(str(index.value))}"
