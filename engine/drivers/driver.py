@@ -188,17 +188,16 @@ class _Round:
         """The round's calls, answered in one ``history``: the driver's ``calls`` to run,
         those of tools it does not own answered if its ``_unknown`` says so, and the
         incomplete ones (``never``) answered."""
-        owns, driver = self.owns, self.driver
-        self.calls = [c for c in calls if owns(c.name)]
+        self.calls = [c for c in calls if self.owns(c.name)]
         self.history = history
         # A call of a tool the driver does not own is another driver's: left alone (out of
         # its history), unless it tells the model the tool does not exist (``_unknown``).
-        others = [(c, driver._unknown(c.name)) for c in calls if not owns(c.name)]
+        others = [(c, self.driver._unknown(c.name)) for c in calls if not self.owns(c.name)]
         self.answered = [_rejected(c, c.arguments, told) for c, told in others if told is not None]
         # Each call that will never run is answered with an error result saying why, so that
         # every call id of the assistant turn has its result (the turn then carries its
         # arguments as the API accepts them: ``answerable``).
-        retry = driver.codec.retry_call_incomplete
+        retry = self.driver.codec.retry_call_incomplete
         self.answered += [_rejected(call, {}, retry(call)) for call in never]
 
 
@@ -219,6 +218,17 @@ def _failed(call: ExtractedCall, exc: Exception) -> _Outcome:
 def _rejected(call: Any, arguments: Any, error: str) -> _Outcome:
     """A call (an ExtractedCall or a CallIncomplete) answered with ``error`` without running."""
     return ToolCallRecord(call.name, arguments, None, error, call.id), _Refused(error)
+
+
+def _settled(calls: list[ExtractedCall], tasks: list[asyncio.Task[_Outcome]]) -> list[_Outcome]:
+    """Each call's outcome once its task has ended: what it returned, or, cancelled (the
+    round's or its own cancellation), a failure whose error is ``"cancelled"``."""
+    return [
+        (ToolCallRecord(call.name, call.arguments, None, "cancelled", call.id), "cancelled")
+        if task.cancelled()
+        else task.result()
+        for call, task in zip(calls, tasks, strict=True)
+    ]
 
 
 def _not_awaitable(result: Any) -> Any:
@@ -439,24 +449,14 @@ class BaseDriver:
         # outcome stands) or cancelled (recorded as failed, ``"cancelled"``). A tool that
         # cancels itself while the round goes on is recorded the same way and the round goes
         # on. The records are in call order.
-        calls = plan.calls
-        tasks = [asyncio.ensure_future(self._aoutcome(call)) for call in calls]
-        cancelled = None
+        tasks = [asyncio.ensure_future(self._aoutcome(call)) for call in plan.calls]
         try:
             await asyncio.gather(*tasks, return_exceptions=True)
-        except asyncio.CancelledError as exc:
-            cancelled = exc  # raised once the round is reported
-        outcomes = [
-            (ToolCallRecord(call.name, call.arguments, None, "cancelled", call.id), "cancelled")
-            if task.cancelled()
-            else task.result()
-            for call, task in zip(calls, tasks, strict=True)
-        ]
-        response = self._report(plan, outcomes)
-        if cancelled is not None:
-            vars(cancelled)["response"] = response  # an attribute CancelledError does not declare
-            raise cancelled
-        return response
+        except asyncio.CancelledError as cancelled:
+            # The round's response rides on it (an attribute CancelledError does not declare).
+            vars(cancelled)["response"] = self._report(plan, _settled(plan.calls, tasks))
+            raise
+        return self._report(plan, _settled(plan.calls, tasks))
 
     def _has_async_tools(self) -> bool:
         return inspect.iscoroutinefunction(self.execute_tool)
@@ -703,19 +703,17 @@ class BaseDriver:
         done = [*outcomes, *plan.answered]
         if plan.history is not None:
             response.messages = plan.history([record for record, _ in done])
-        ran = [record for record, why in done if why.__class__ is not _Refused]
+        ran = [record for record, why in done if type(why) is not _Refused]
         response.call_executed = any(record.error is None for record in ran)
         response.call_failed = any(record.error is not None for record in ran)
         response.executed_calls = ran or None
-        refused = [record for record, why in done if why.__class__ is _Refused]
-        response.rejected_calls = refused or None
+        response.rejected_calls = [record for record, why in done if type(why) is _Refused] or None
         failed = next(((record.name, why) for record, why in done if why is not None), None)
         if response.retry_prompt is None and failed is not None:
             response.retry_prompt = self._told(*failed)
-        if plan.incomplete:
-            if response.retry_prompt is None:
-                response.retry_prompt = self.codec.retry_call_incomplete(plan.incomplete[0])
-            response.incomplete_calls = plan.incomplete
+        if plan.incomplete and response.retry_prompt is None:
+            response.retry_prompt = self.codec.retry_call_incomplete(plan.incomplete[0])
+        response.incomplete_calls = plan.incomplete or None
         return response
 
     def _told(self, name: str, why: Any) -> str:
