@@ -581,11 +581,9 @@ class BaseDriver:
         if texts or in_text or (view.covered and not native and not reported):
             # The turn's text calls: the text since the last history, and their results.
             content = buf.get_content()
-            end = max(c.end or 0 for c in texts) if texts and not in_text else len(content)
-            rest = content[view.covered : end]
-            if texts or in_text or rest.strip():
-                history: _History = functools.partial(result_messages, strategy, rest)
-                plan.batch(texts, history, in_text)
+            end = (texts[-1].end or 0) if texts and not in_text else len(content)
+            if texts or in_text or content[view.covered : end].strip():
+                plan.batch(texts, _text_turn(buf, view, end), in_text)
             return plan
         history = _native_history(strategy, buf.as_dict(), bool(buf.get_content()))
         plan.batch(native, history, plan.incomplete)
@@ -622,11 +620,7 @@ class BaseDriver:
             plan.incomplete += [event for event in events if event is not None]
         else:
             if mine:
-                end = mine[-1].end or 0
-                text = buf.get_content()[view.covered : end]
-                view.covered = end
-                history = functools.partial(result_messages, buf.strategy, text)
-                plan.batch(mine, history, [])
+                plan.batch(mine, _text_turn(buf, view, mine[-1].end or 0), [])
             forming = buf.text_forming()
             # A call still forming is held whoever's tool it names: until it closes it may
             # still break, and the text is then read again from the next marker inside it,
@@ -735,6 +729,15 @@ def _native_history(strategy: Any, message: Any, said: bool) -> _History:
         return result_messages(strategy, turn, records)
 
     return history
+
+
+def _text_turn(buf: LLMStreamBuffer, view: _StreamView, end: int) -> _History:
+    """How text calls' records become their history: the display text since the last one
+    (``view.covered``) up to ``end``, the turn that wrote them, with their results; the next
+    history starts at ``end``."""
+    text = buf.get_content()[view.covered : end]
+    view.covered = end
+    return functools.partial(result_messages, buf.strategy, text)
 
 
 def _text_slot(slot: Any) -> bool:
