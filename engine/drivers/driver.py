@@ -618,21 +618,20 @@ class BaseDriver:
             never = [n for n in buf.text_incomplete() if plan.claims(n.name)]
             events = [buf.report_text_incomplete(n) for n in never]
             plan.incomplete += [event for event in events if event is not None]
-        else:
-            if mine:
-                plan.batch(mine, _text_turn(buf, view, mine[-1].end or 0), [])
-            forming = buf.text_forming()
-            # A call still forming is held whoever's tool it names: until it closes it may
-            # still break, and the text is then read again from the next marker inside it,
-            # where a call of this driver's may begin (shown, it could no longer run). Once
-            # complete, a call of another's tool flows (``text_waiting()`` holds only those
-            # this driver may run).
-            if forming or any(plan.claims(name) for name in buf.text_waiting()):
-                buf.hold_text_call()  # the calls' text only: the prose before them flows now
-                response.call_pending = True
-            name = forming.tool_name if forming and self._text_calls == "anywhere" else None
-            if name is not None and not view.owns(name) and response.retry_prompt is None:
-                response.retry_prompt = self._unknown(name)
+            return mine
+        if mine:
+            plan.batch(mine, _text_turn(buf, view, mine[-1].end or 0), [])
+        forming = buf.text_forming()
+        # A call still forming is held whoever's tool it names: until it closes it may still
+        # break, and the text is then read again from the next marker inside it, where a call
+        # of this driver's may begin (shown, it could no longer run). Once complete, a call of
+        # another's tool flows (``text_waiting()`` holds only those this driver may run).
+        if forming or any(plan.claims(name) for name in buf.text_waiting()):
+            buf.hold_text_call()  # the calls' text only: the prose before them flows now
+            response.call_pending = True
+        name = forming.tool_name if forming and self._text_calls == "anywhere" else None
+        if name is not None and not view.owns(name) and response.retry_prompt is None:
+            response.retry_prompt = self._unknown(name)
         return mine
 
     def _unknown(self, name: str) -> str | None:
