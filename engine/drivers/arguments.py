@@ -132,25 +132,19 @@ def free_form_problems(tool: Tool, arguments: Any) -> list[ArgumentProblem]:
     cannot compile is not checked); any other format (any text, a ``lark`` grammar, for
     which no parser is at hand) passes unchecked."""
     fmt = tool.format if isinstance(tool.format, dict) else {}
-    pattern = _regex(fmt.get("definition")) if fmt.get("syntax") == "regex" else None
-    if pattern is None:
+    definition = fmt.get("definition")
+    if fmt.get("syntax") != "regex" or not isinstance(definition, str):
         return []
+    try:
+        pattern = re.compile(definition)  # re caches what it compiles
+    except re.error:
+        return []  # a definition re cannot compile is not checked
     ((key, text),) = arguments.items() if len(arguments) == 1 else ((None, None),)
     if not isinstance(text, str):
         return [("", "a free-form call takes its input as text")]
     if pattern.fullmatch(text):
         return []
     return [(_pointer([key]), f"{text!r} does not match the tool's regex {pattern.pattern!r}")]
-
-
-@functools.lru_cache(maxsize=256)
-def _regex(definition: Any) -> re.Pattern[str] | None:
-    if not isinstance(definition, str):
-        return None
-    try:
-        return re.compile(definition)
-    except re.error:
-        return None
 
 
 # -- the fast path: the keywords tool schemas use, checked in plain Python ----------------------
@@ -208,23 +202,13 @@ def fast_check(schema: Any, draft: type) -> _Check | None:
 def _compile(schema: Any) -> _Check:
     if schema is True or schema is False:
         return lambda v: schema  # a boolean schema is its own answer
-    if schema.__class__ is not dict:
+    # Not a schema object, or one with a keyword the fast path does not read.
+    if schema.__class__ is not dict or schema.keys() - _ANNOTATIONS - _KEYWORDS.keys():
         raise _NoFastPath
-    keywords = [(_KEYWORDS.get(k, _beyond), v) for k, v in schema.items() if k not in _ANNOTATIONS]
-    return _joined([make(value, schema) for make, value in keywords])
-
-
-def _beyond(value: Any, schema: dict[str, Any]) -> _Check:
-    """A keyword the fast path does not read."""
-    raise _NoFastPath
-
-
-def _joined(checks: list[_Check]) -> _Check:
-    """Several checks as one (all must pass); a lone one as itself, so that a value pays no
-    call more for it."""
+    checks = [_KEYWORDS[k](v, schema) for k, v in schema.items() if k not in _ANNOTATIONS]
     if len(checks) == 1:
-        return checks[0]
-    return lambda v: all(check(v) for check in checks)
+        return checks[0]  # a lone check as itself, so that a value pays no call more for it
+    return lambda v: all(check(v) for check in checks)  # all must pass
 
 
 def _type(value: Any, schema: dict[str, Any]) -> _Check:

@@ -188,17 +188,16 @@ class _Round:
         """The round's calls, answered in one ``history``: the driver's ``calls`` to run,
         those of tools it does not own answered if its ``_unknown`` says so, and the
         incomplete ones (``never``) answered."""
-        owns, driver = self.owns, self.driver
-        self.calls = [c for c in calls if owns(c.name)]
+        self.calls = [c for c in calls if self.owns(c.name)]
         self.history = history
         # A call of a tool the driver does not own is another driver's: left alone (out of
         # its history), unless it tells the model the tool does not exist (``_unknown``).
-        others = [(c, driver._unknown(c.name)) for c in calls if not owns(c.name)]
+        others = [(c, self.driver._unknown(c.name)) for c in calls if not self.owns(c.name)]
         self.answered = [_rejected(c, c.arguments, told) for c, told in others if told is not None]
         # Each call that will never run is answered with an error result saying why, so that
         # every call id of the assistant turn has its result (the turn then carries its
         # arguments as the API accepts them: ``answerable``).
-        retry = driver.codec.retry_call_incomplete
+        retry = self.driver.codec.retry_call_incomplete
         self.answered += [_rejected(call, {}, retry(call)) for call in never]
 
 
@@ -219,6 +218,17 @@ def _failed(call: ExtractedCall, exc: Exception) -> _Outcome:
 def _rejected(call: Any, arguments: Any, error: str) -> _Outcome:
     """A call (an ExtractedCall or a CallIncomplete) answered with ``error`` without running."""
     return ToolCallRecord(call.name, arguments, None, error, call.id), _Refused(error)
+
+
+def _settled(calls: list[ExtractedCall], tasks: list[asyncio.Task[_Outcome]]) -> list[_Outcome]:
+    """Each call's outcome once its task has ended: what it returned, or, cancelled (the
+    round's or its own cancellation), a failure whose error is ``"cancelled"``."""
+    return [
+        (ToolCallRecord(call.name, call.arguments, None, "cancelled", call.id), "cancelled")
+        if task.cancelled()
+        else task.result()
+        for call, task in zip(calls, tasks, strict=True)
+    ]
 
 
 def _not_awaitable(result: Any) -> Any:
@@ -439,24 +449,14 @@ class BaseDriver:
         # outcome stands) or cancelled (recorded as failed, ``"cancelled"``). A tool that
         # cancels itself while the round goes on is recorded the same way and the round goes
         # on. The records are in call order.
-        calls = plan.calls
-        tasks = [asyncio.ensure_future(self._aoutcome(call)) for call in calls]
-        cancelled = None
+        tasks = [asyncio.ensure_future(self._aoutcome(call)) for call in plan.calls]
         try:
             await asyncio.gather(*tasks, return_exceptions=True)
-        except asyncio.CancelledError as exc:
-            cancelled = exc  # raised once the round is reported
-        outcomes = [
-            (ToolCallRecord(call.name, call.arguments, None, "cancelled", call.id), "cancelled")
-            if task.cancelled()
-            else task.result()
-            for call, task in zip(calls, tasks, strict=True)
-        ]
-        response = self._report(plan, outcomes)
-        if cancelled is not None:
-            vars(cancelled)["response"] = response  # an attribute CancelledError does not declare
-            raise cancelled
-        return response
+        except asyncio.CancelledError as cancelled:
+            # The round's response rides on it (an attribute CancelledError does not declare).
+            vars(cancelled)["response"] = self._report(plan, _settled(plan.calls, tasks))
+            raise
+        return self._report(plan, _settled(plan.calls, tasks))
 
     def _has_async_tools(self) -> bool:
         return inspect.iscoroutinefunction(self.execute_tool)
@@ -581,11 +581,9 @@ class BaseDriver:
         if texts or in_text or (view.covered and not native and not reported):
             # The turn's text calls: the text since the last history, and their results.
             content = buf.get_content()
-            end = max(c.end or 0 for c in texts) if texts and not in_text else len(content)
-            rest = content[view.covered : end]
-            if texts or in_text or rest.strip():
-                history: _History = functools.partial(result_messages, strategy, rest)
-                plan.batch(texts, history, in_text)
+            end = (texts[-1].end or 0) if texts and not in_text else len(content)
+            if texts or in_text or content[view.covered : end].strip():
+                plan.batch(texts, _text_turn(buf, view, end), in_text)
             return plan
         history = _native_history(strategy, buf.as_dict(), bool(buf.get_content()))
         plan.batch(native, history, plan.incomplete)
@@ -620,25 +618,20 @@ class BaseDriver:
             never = [n for n in buf.text_incomplete() if plan.claims(n.name)]
             events = [buf.report_text_incomplete(n) for n in never]
             plan.incomplete += [event for event in events if event is not None]
-        else:
-            if mine:
-                end = mine[-1].end or 0
-                text = buf.get_content()[view.covered : end]
-                view.covered = end
-                history = functools.partial(result_messages, buf.strategy, text)
-                plan.batch(mine, history, [])
-            forming = buf.text_forming()
-            # A call still forming is held whoever's tool it names: until it closes it may
-            # still break, and the text is then read again from the next marker inside it,
-            # where a call of this driver's may begin (shown, it could no longer run). Once
-            # complete, a call of another's tool flows (``text_waiting()`` holds only those
-            # this driver may run).
-            if forming or any(plan.claims(name) for name in buf.text_waiting()):
-                buf.hold_text_call()  # the calls' text only: the prose before them flows now
-                response.call_pending = True
-            name = forming.tool_name if forming and self._text_calls == "anywhere" else None
-            if name is not None and not view.owns(name) and response.retry_prompt is None:
-                response.retry_prompt = self._unknown(name)
+            return mine
+        if mine:
+            plan.batch(mine, _text_turn(buf, view, mine[-1].end or 0), [])
+        forming = buf.text_forming()
+        # A call still forming is held whoever's tool it names: until it closes it may still
+        # break, and the text is then read again from the next marker inside it, where a call
+        # of this driver's may begin (shown, it could no longer run). Once complete, a call of
+        # another's tool flows (``text_waiting()`` holds only those this driver may run).
+        if forming or any(plan.claims(name) for name in buf.text_waiting()):
+            buf.hold_text_call()  # the calls' text only: the prose before them flows now
+            response.call_pending = True
+        name = forming.tool_name if forming and self._text_calls == "anywhere" else None
+        if name is not None and not view.owns(name) and response.retry_prompt is None:
+            response.retry_prompt = self._unknown(name)
         return mine
 
     def _unknown(self, name: str) -> str | None:
@@ -703,19 +696,17 @@ class BaseDriver:
         done = [*outcomes, *plan.answered]
         if plan.history is not None:
             response.messages = plan.history([record for record, _ in done])
-        ran = [record for record, why in done if why.__class__ is not _Refused]
+        ran = [record for record, why in done if type(why) is not _Refused]
         response.call_executed = any(record.error is None for record in ran)
         response.call_failed = any(record.error is not None for record in ran)
         response.executed_calls = ran or None
-        refused = [record for record, why in done if why.__class__ is _Refused]
-        response.rejected_calls = refused or None
+        response.rejected_calls = [record for record, why in done if type(why) is _Refused] or None
         failed = next(((record.name, why) for record, why in done if why is not None), None)
         if response.retry_prompt is None and failed is not None:
             response.retry_prompt = self._told(*failed)
-        if plan.incomplete:
-            if response.retry_prompt is None:
-                response.retry_prompt = self.codec.retry_call_incomplete(plan.incomplete[0])
-            response.incomplete_calls = plan.incomplete
+        if plan.incomplete and response.retry_prompt is None:
+            response.retry_prompt = self.codec.retry_call_incomplete(plan.incomplete[0])
+        response.incomplete_calls = plan.incomplete or None
         return response
 
     def _told(self, name: str, why: Any) -> str:
@@ -737,6 +728,15 @@ def _native_history(strategy: Any, message: Any, said: bool) -> _History:
         return result_messages(strategy, turn, records)
 
     return history
+
+
+def _text_turn(buf: LLMStreamBuffer, view: _StreamView, end: int) -> _History:
+    """How text calls' records become their history: the display text since the last one
+    (``view.covered``) up to ``end``, the turn that wrote them, with their results; the next
+    history starts at ``end``."""
+    text = buf.get_content()[view.covered : end]
+    view.covered = end
+    return functools.partial(result_messages, buf.strategy, text)
 
 
 def _text_slot(slot: Any) -> bool:
