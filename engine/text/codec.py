@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import re
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
 from functools import partial
@@ -395,8 +395,9 @@ class TextCodec:
 # A span's phases: after a fence marker, reading the language; the JSON value (after a fence
 # or start delimiter, whitespace before it); the value closed, waiting for the closing fence
 # or end delimiter; a named call's JSON broke inside its delimiters, waiting for its end
-# delimiter; reasoning or code, shown as it comes, only its end looked for.
-_LANG, _VALUE, _CLOSER, _BROKEN, _SKIP = range(5)
+# delimiter; reasoning or code, shown as it comes, only its end looked for. A span holds the
+# method that reads its phase (TextScanner._phase_lang, _value, _closer, _broken, _skip), so
+# that the feeding loop calls it directly.
 
 # JSON validator states.
 # (A value is awaited at the start, after a colon, and in an array: `]` may close it there.)
@@ -448,7 +449,7 @@ class _Span:
 
     family: _Family
     start: int
-    phase: int
+    phase: Callable[[TextScanner, _Span, str, int, int], int]  # its reader, a TextScanner method
     shown: bool = False  # its text flows as it comes; it is tracked only to find its end
     parts: list[str] = field(default_factory=list)  # held text of earlier feeds
     lang: str = ""  # a fence's language so far
@@ -474,10 +475,9 @@ class _Group:
     else follows it makes it text."""
 
     calls: list[TextCall]
-    text: str
+    text: str  # the span's, shown once every call is decided ("" once any of them ran)
     bound: bool
     bare: bool  # bare JSON: a call only as the whole text
-    consumed: bool = False
 
 
 class TextScanner:
@@ -491,7 +491,7 @@ class TextScanner:
     text was split.
 
     One loop reads every span: in text, the codec's table says what opens one (a fence, a
-    delimiter, reasoning, a bare `{` or `[`); inside one, its phase (:data:`_PHASES`) reads on.
+    delimiter, reasoning, a bare `{` or `[`); inside one, its phase (the method it holds) reads on.
 
     A driver's turn is scanned under a rule (``rule``), because a call the model only quoted
     in prose must never run (a page it repeats could otherwise run any tool):
@@ -546,15 +546,9 @@ class TextScanner:
             queue.popleft()
             return only  # one plain fragment since the last round: most rounds
         out = []
-        while queue:
-            item = queue[0]
-            if isinstance(item, str):
-                out.append(item)
-            elif item.calls:
-                break
-            elif not item.consumed:
-                out.append(item.text)
-            queue.popleft()
+        while queue and (isinstance(queue[0], str) or not queue[0].calls):
+            item = queue.popleft()  # (a decided group: its text, "" once one of its calls ran)
+            out.append(item if isinstance(item, str) else item.text)
         return "".join(out)
 
     def forming(self) -> tuple[bool, str | None]:
@@ -639,7 +633,7 @@ class TextScanner:
             return
         self._finished = True
         c = self._span
-        if self._would_run(c) and c.phase != _BROKEN:
+        if self._would_run(c) and c.phase is not TextScanner._phase_broken:
             held = "".join(c.parts)
             raw = held[c.vstart - c.start :]  # (named: its value has started)
             args, why = _cut_call(self._codec, raw)
@@ -689,7 +683,7 @@ class TextScanner:
             if (c := self._span) is None:
                 i = self._scan_text(s, i, s_abs)
             else:
-                i = _PHASES[c.phase](self, c, s, i, s_abs)
+                i = c.phase(self, c, s, i, s_abs)
         # Show what is settled; keep what is held.
         c = self._span
         if c is not None and not c.shown:  # (a broken call may keep a marker prefix as tail)
@@ -758,7 +752,8 @@ class TextScanner:
             for k, candidate in enumerate(g.calls):
                 if (candidate.end, candidate.name, candidate.arguments) == said:
                     del g.calls[k]
-                    g.consumed = g.consumed or consumed
+                    if consumed:  # the span goes: it is never shown
+                        g.text = ""
                     if not g.calls:
                         self._groups.remove(g)
                     return
@@ -790,7 +785,7 @@ class TextScanner:
             if row is not None and row.kind == _REASON:
                 if self._groups:
                     self._other_text()  # after a call, even reasoning ends the turn's calls
-                self._span = _Span(row, abs_j, _SKIP, shown=True)
+                self._span = _Span(row, abs_j, TextScanner._phase_skip, shown=True)
                 return j + len(row.opener)
             bare = row is not None and row.kind == _BARE
             if bare and self._bare_lead and not self._lead:
@@ -798,7 +793,8 @@ class TextScanner:
             if row is not None and abs_j >= self._emitted:
                 self._other_text(bare_only=not bare)  # a call may follow a call, not bare JSON
                 self._emit(s, s_abs, abs_j)
-                self._span = _Span(row, abs_j, _LANG if row.kind == _FENCE else _VALUE)
+                phase = TextScanner._phase_lang if row.kind == _FENCE else TextScanner._phase_value
+                self._span = _Span(row, abs_j, phase)
                 return j if bare else j + len(row.opener)  # (bare: its bracket is its value's)
             self._other_text()  # what looked like a start is text
             i = j + 1
@@ -830,7 +826,7 @@ class TextScanner:
     def _drop(self, c: _Span) -> None:
         """No candidate from here: text follows, or the body of a fence (code)."""
         if c.family.kind == _FENCE:
-            c.phase = _SKIP  # (shown: given up, or released)
+            c.phase = TextScanner._phase_skip  # (shown: given up, or released)
         else:
             self._span = None
 
@@ -858,7 +854,7 @@ class TextScanner:
         a call that cannot run, reported if it ends the turn (any other marker before that
         delimiter makes it text); anything else is no call."""
         if self._would_run(c) and c.family.kind == _DELIM and _TOOL_NAME.fullmatch(c.name):
-            c.phase = _BROKEN
+            c.phase = TextScanner._phase_broken
             return at
         return self._give_up(c, s, s_abs, at)
 
@@ -893,7 +889,7 @@ class TextScanner:
             if ch == " " or ch == "\t":
                 c.lang_done = c.lang_done or bool(c.lang)
             elif ch in "\r\n{[" and c.lang.lower() in self._codec.fence_languages:
-                c.phase = _VALUE
+                c.phase = TextScanner._phase_value
                 return at
             elif not c.lang_done and (c.lang + ch).lower() in self._codec._lang_prefixes:
                 c.lang += ch
@@ -1004,7 +1000,7 @@ class TextScanner:
                     c.vend = s_abs + i + 1
                     if not c.family.closers:  # (bare JSON: its value ends it)
                         return self._finish(c, s, s_abs, i + 1)
-                    c.phase = _CLOSER
+                    c.phase = TextScanner._phase_closer
                     return i + 1
             elif ch == "," and st == _S_AFTER:
                 c.state = _S_KEY if stack[-1] == "{" else _S_VALUE
@@ -1018,13 +1014,3 @@ class TextScanner:
                 return self._breaks(c, s, s_abs, i)
             i += 1
         return n
-
-
-# A span's reader by its phase (_LANG, _VALUE, _CLOSER, _BROKEN, _SKIP, in that order).
-_PHASES = (
-    TextScanner._phase_lang,
-    TextScanner._phase_value,
-    TextScanner._phase_closer,
-    TextScanner._phase_broken,
-    TextScanner._phase_skip,
-)
