@@ -36,12 +36,7 @@ from typing import Any, Protocol, TypeGuard, cast
 from ..compile.schema import with_defaults
 from ..compile.strategy import Problems
 from ..errors import DescriptorError, Problem
-from ..events import (
-    CAUSE_NOT_JSON,
-    CAUSE_NOT_OBJECT,
-    CAUSE_TOO_DEEP,
-    CallIncomplete,
-)
+from ..events import CAUSE_NOT_JSON, CAUSE_NOT_OBJECT, CAUSE_TOO_DEEP, CallIncomplete
 from ..model.jsonscan import INVALID_TEXT, MAX_DEPTH, TOO_DEEP, nests_deeper
 from ..model.partial import PartialJSON
 
@@ -173,16 +168,13 @@ class TextCodec:
         self.bare: bool = conf["bare"]
         self.fence_languages = frozenset(lang.lower() for lang in fences["languages"])
         self.fence_markers: tuple[str, ...] = tuple(fences["markers"])
-        healing = []
-        for i, rule in enumerate(conf["healing"]):
-            pattern, replacement = re.compile(rule["pattern"]), rule["replacement"]
+        self.healing = tuple((re.compile(r["pattern"]), r["replacement"]) for r in conf["healing"])
+        for i, (pattern, replacement) in enumerate(self.healing):
             try:
                 pattern.sub(replacement, "")  # (the replacement is read even where none matches)
             except re.error as exc:
                 pointer = f"/codec/healing/{i}/replacement"
                 found.add(pointer, f"not a replacement for its pattern: {exc}")
-            healing.append((pattern, replacement))
-        self.healing = tuple(healing)
         # The scanner's table: a row for each marker that opens a span and, when bare JSON is
         # read, for `{` and `[`; by first character, longest first (a marker before a bare
         # bracket of the same length), and the characters that may start something.
@@ -619,9 +611,9 @@ class TextScanner:
             return
         # Its text and a broken call's marker prefix (the one tail a candidate has beside it).
         tail, self._tail, self._tail_held = self._tail, "", False
-        self._fails(c, tail, self._total - len(tail), len(tail))
-        if c.vstart < 0:  # no JSON opened yet: there is no end to follow
-            self._drop(c)
+        # No JSON opened yet: there is no end to follow, it is given up; else it is followed.
+        release = self._give_up if c.vstart < 0 else self._fails
+        release(c, tail, self._total - len(tail), len(tail))
 
     def finish(self) -> None:
         """The turn's text is all in (its wire's DONE, or the end of input), and nothing is
@@ -823,19 +815,15 @@ class TextScanner:
         self._span = None
         return m.end()
 
-    def _drop(self, c: _Span) -> None:
-        """No candidate from here: text follows, or the body of a fence (code)."""
-        if c.family.kind == _FENCE:
-            c.phase = TextScanner._phase_skip  # (shown: given up, or released)
-        else:
-            self._span = None
-
     def _give_up(self, c: _Span, s: str, s_abs: int, at: int) -> int:
         """The candidate is no call: release its text up to ``at`` (an index into ``s``) and
         go on from there, as text, or in the body of a fence (one that holds no call is code)."""
         if not c.shown:  # (a released one is text already: the turn's calls were let go then)
             self._fails(c, s, s_abs, at)
-        self._drop(c)
+        if c.family.kind == _FENCE:  # no candidate from here: the body of a fence (code)
+            c.phase = TextScanner._phase_skip
+        else:  # or text
+            self._span = None
         return at
 
     def _fails(self, c: _Span, s: str, s_abs: int, at: int) -> int:
