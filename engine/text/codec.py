@@ -386,10 +386,10 @@ class TextCodec:
 
 # A span's phases: after a fence marker, reading the language; the JSON value (after a fence
 # or start delimiter, whitespace before it); the value closed, waiting for the closing fence
-# or end delimiter; a named call's JSON broke inside its delimiters, waiting for its end
-# delimiter; reasoning or code, shown as it comes, only its end looked for. A span holds the
-# method that reads its phase (TextScanner._phase_lang, _value, _closer, _broken, _skip), so
-# that the feeding loop calls it directly.
+# or end delimiter; only its end looked for: reasoning or code, shown as it comes, or a named
+# call whose JSON broke inside its delimiters, held to its end delimiter. A span holds the
+# method that reads its phase (TextScanner._phase_lang, _value, _closer, _to_end), so that
+# the feeding loop calls it directly.
 
 # JSON validator states.
 # (A value is awaited at the start, after a colon, and in an array: `]` may close it there.)
@@ -625,7 +625,7 @@ class TextScanner:
             return
         self._finished = True
         c = self._span
-        if self._would_run(c) and c.phase is not TextScanner._phase_broken:
+        if self._would_run(c) and c.phase is not TextScanner._phase_to_end:
             held = "".join(c.parts)
             raw = held[c.vstart - c.start :]  # (named: its value has started)
             args, why = _cut_call(self._codec, raw)
@@ -777,7 +777,7 @@ class TextScanner:
             if row is not None and row.kind == _REASON:
                 if self._groups:
                     self._other_text()  # after a call, even reasoning ends the turn's calls
-                self._span = _Span(row, abs_j, TextScanner._phase_skip, shown=True)
+                self._span = _Span(row, abs_j, TextScanner._phase_to_end, shown=True)
                 return j + len(row.opener)
             bare = row is not None and row.kind == _BARE
             if bare and self._bare_lead and not self._lead:
@@ -806,22 +806,13 @@ class TextScanner:
 
     # -- internals: a span's phases -----------------------------------------------------------
 
-    def _phase_skip(self, c: _Span, s: str, i: int, s_abs: int) -> int:
-        """Reasoning or code: shown as it comes; only its end marker is looked for (a suffix
-        that may begin it is kept, shown already, to match with the next fragment)."""
-        m = self._search(s, i, c.family.closers, held=False)
-        if m is None:
-            return len(s)
-        self._span = None
-        return m.end()
-
     def _give_up(self, c: _Span, s: str, s_abs: int, at: int) -> int:
         """The candidate is no call: release its text up to ``at`` (an index into ``s``) and
         go on from there, as text, or in the body of a fence (one that holds no call is code)."""
         if not c.shown:  # (a released one is text already: the turn's calls were let go then)
             self._fails(c, s, s_abs, at)
         if c.family.kind == _FENCE:  # no candidate from here: the body of a fence (code)
-            c.phase = TextScanner._phase_skip
+            c.phase = TextScanner._phase_to_end
         else:  # or text
             self._span = None
         return at
@@ -842,7 +833,7 @@ class TextScanner:
         a call that cannot run, reported if it ends the turn (any other marker before that
         delimiter makes it text); anything else is no call."""
         if self._would_run(c) and c.family.kind == _DELIM and _TOOL_NAME.fullmatch(c.name):
-            c.phase = TextScanner._phase_broken
+            c.phase = TextScanner._phase_to_end
             return at
         return self._give_up(c, s, s_abs, at)
 
@@ -885,17 +876,20 @@ class TextScanner:
                 return self._give_up(c, s, s_abs, at)
         return len(s)
 
-    def _phase_broken(self, c: _Span, s: str, i: int, s_abs: int) -> int:
-        """A broken call: its end delimiter closes it (an invalid call); the start of any
-        other marker (a fence, a delimiter, reasoning) first makes it text, read again from
-        that marker. A suffix that may begin a marker waits, held, for the next fragment."""
-        end = c.family.closers[0]
-        m = self._search(s, i, (end, *self._codec._openers), held=not c.shown)
+    def _phase_to_end(self, c: _Span, s: str, i: int, s_abs: int) -> int:
+        """Only the span's end marker is looked for. Reasoning or code is shown as it comes,
+        its end closes it. A broken call (delimited) is held: its end delimiter closes it (an
+        invalid call); the start of any other marker (a fence, a delimiter, reasoning) first
+        makes it text, read again from that marker. A suffix that may begin a marker waits
+        (held if the span is) for the next fragment."""
+        closers = c.family.closers
+        ends = (closers[0], *self._codec._openers) if c.family.kind == _DELIM else closers
+        m = self._search(s, i, ends, held=not c.shown)
         if m is None:
             return len(s)
-        if m.group() == end:  # (the end delimiter first, where it and an opener both start)
+        if m.group() in closers:  # (the end delimiter first, where it and an opener both start)
             c.vend = s_abs + m.start()
-            return self._finish(c, s, s_abs, m.end())
+            return self._finish(c, s, s_abs, m.end())  # (shown: it only ends)
         return self._give_up(c, s, s_abs, m.start())
 
     def _phase_closer(self, c: _Span, s: str, i: int, s_abs: int) -> int:
