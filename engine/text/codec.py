@@ -713,10 +713,9 @@ class TextScanner:
         (a bare `{` opens nothing from now on), and the calls that wait for the end of the
         turn do not end it: they are text (``bare_only``: only a bare call, which must be
         the whole text, while a delimited or fenced one may still be followed by more)."""
-        if self._lead:
-            self._lead = False
-            if self._bare_lead:
-                self._trigger = self._codec._marker_trigger
+        if self._lead and self._bare_lead:
+            self._trigger = self._codec._marker_trigger
+        self._lead = False
         if not self._groups:
             return
         for g in self._groups:
@@ -769,8 +768,7 @@ class TextScanner:
             if waiting:
                 # A marker may still complete: wait for more text. Only a marker that may
                 # start a call is held; a reasoning tag is shown meanwhile.
-                held = any(kind != _REASON for kind in waiting)
-                self._tail, self._tail_held = s[j:], held
+                self._tail, self._tail_held = s[j:], any(kind != _REASON for kind in waiting)
                 return n
             row = next((row for row in rows if s.startswith(row.opener, j)), None)
             abs_j = s_abs + j
@@ -790,19 +788,6 @@ class TextScanner:
                 return j if bare else j + len(row.opener)  # (bare: its bracket is its value's)
             self._other_text()  # what looked like a start is text
             i = j + 1
-
-    def _search(self, s: str, i: int, ends: tuple[str, ...], held: bool) -> re.Match[str] | None:
-        """The first of ``ends`` in ``s[i:]`` (its match); None when there is none, the
-        longest suffix of ``s`` that may begin one of them kept as the tail (``held``: not
-        shown meanwhile), matched again with the next fragment."""
-        m = self._codec._ends_res[ends].search(s, i)
-        if m is None:
-            n = len(s)
-            for k in range(min(max(map(len, ends)) - 1, n - i), 0, -1):
-                if any(e.startswith(s[n - k :]) for e in ends):
-                    self._tail, self._tail_held = s[n - k :], held
-                    break
-        return m
 
     # -- internals: a span's phases -----------------------------------------------------------
 
@@ -880,13 +865,19 @@ class TextScanner:
         """Only the span's end marker is looked for. Reasoning or code is shown as it comes,
         its end closes it. A broken call (delimited) is held: its end delimiter closes it (an
         invalid call); the start of any other marker (a fence, a delimiter, reasoning) first
-        makes it text, read again from that marker. A suffix that may begin a marker waits
-        (held if the span is) for the next fragment."""
+        makes it text, read again from that marker. With no end in the text, its longest
+        suffix that may begin one is kept as the tail (held if the span is), matched again
+        with the next fragment."""
         closers = c.family.closers
         ends = (closers[0], *self._codec._openers) if c.family.kind == _DELIM else closers
-        m = self._search(s, i, ends, held=not c.shown)
+        m = self._codec._ends_res[ends].search(s, i)
         if m is None:
-            return len(s)
+            n = len(s)
+            for k in range(min(max(map(len, ends)) - 1, n - i), 0, -1):
+                if any(e.startswith(s[n - k :]) for e in ends):
+                    self._tail, self._tail_held = s[n - k :], not c.shown
+                    break
+            return n
         if m.group() in closers:  # (the end delimiter first, where it and an opener both start)
             c.vend = s_abs + m.start()
             return self._finish(c, s, s_abs, m.end())  # (shown: it only ends)
