@@ -686,10 +686,6 @@ class TextScanner:
 
     # -- internals: output --------------------------------------------------------------------
 
-    def _push(self, text: str) -> None:
-        if text:
-            self._queue.append(text)
-
     def _hold(self, c: _Span, calls: list[TextCall], text: str, bound: bool) -> None:
         """A closed candidate's calls wait, in order, for the driver's decision."""
         group = _Group(calls, text, bound, c.family.kind == _BARE)
@@ -701,9 +697,9 @@ class TextScanner:
         text from here, queued in order."""
         c = self._span
         if c is not None and not c.shown:
-            self._push("".join(c.parts))
+            self._queue.append("".join(c.parts))
         if self._tail and self._tail_held:
-            self._push(self._tail)
+            self._queue.append(self._tail)
         self._span = None
         self._tail, self._tail_held = "", False  # (the tail, a marker prefix, is text now)
         self._emitted = self._total
@@ -726,7 +722,7 @@ class TextScanner:
     def _emit(self, s: str, s_abs: int, upto: int) -> None:
         """Queue ``s`` from the emitted cursor to the absolute offset ``upto``."""
         if upto > self._emitted:
-            self._push(s[self._emitted - s_abs : upto - s_abs])
+            self._queue.append(s[self._emitted - s_abs : upto - s_abs])
             self._emitted = upto
 
     def _held_text(self, c: _Span, s: str, s_abs: int, upto: int) -> str:
@@ -806,7 +802,7 @@ class TextScanner:
         """Cannot be a call (``at``, an index into ``s``, shows it; it is read again with the
         rule off): its held text is shown now, but its JSON followed to its end without
         scanning inside it, so that a record's nested object is not taken for a call."""
-        self._push(self._held_text(c, s, s_abs, s_abs + at))
+        self._queue.append(self._held_text(c, s, s_abs, s_abs + at))
         c.parts, c.shown, c.watch = [], True, _W_DONE  # released: its parts shown, not watched
         self._emitted = s_abs + at
         self._other_text()
@@ -842,7 +838,7 @@ class TextScanner:
             self._hold(c, [TextCall(c.name, {}, c.start, end_abs, raw, why)], text, True)
         else:
             self._other_text()
-            self._push(text)
+            self._queue.append(text)
         self._emitted = end_abs
         return end
 
