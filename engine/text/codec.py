@@ -194,8 +194,7 @@ class TextCodec:
         bare = [_Family(bracket, _BARE) for bracket in "{[" if self.bare]
         for row in [*sorted(rows, key=lambda row: len(row.opener), reverse=True), *bare]:
             self._markers[row.opener[0]] = (*self._markers.get(row.opener[0], ()), row)
-            if row.kind != _BARE and row.opener in starts:
-                first = starts[row.opener]
+            if row.kind != _BARE and (first := starts.get(row.opener)) is not None:
                 found.add(row.pointer, f"{row.opener!r} already starts {first}: {_ONE_SPAN}")
             starts.setdefault(row.opener, row.pointer.removesuffix("/start"))
         self._trigger = _any_of(set(self._markers))  # (a bare `{` too, where it may open)
@@ -836,9 +835,8 @@ class TextScanner:
             # model is told of if it ends the turn (its text is the model's call, not prose).
             # It waits for the end of the turn under either rule: reported only if it ends it.
             self._hold(c, [TextCall(c.name, {}, c.start, end_abs, raw, why)], text, True)
-        else:
-            self._other_text()
-            self._queue.append(text)
+        else:  # no call: its text is text, as a candidate's that fails is
+            return self._fails(c, s, s_abs, end)
         self._emitted = end_abs
         return end
 
