@@ -161,13 +161,12 @@ class TextCodec:
         codec = data["codec"]
         prompt = {"tool_format": {}, **codec["prompt"]}
         conf = with_defaults({"fences": {}, **codec, "prompt": prompt}, "codec")
-        fences = conf["fences"]
         self.name_keys: tuple[str, ...] = tuple(conf["name_keys"])
         self.args_keys: tuple[str, ...] = tuple(conf["args_keys"])
         self.reject_keys: tuple[str, ...] = tuple(conf["reject_keys"])
         self.bare: bool = conf["bare"]
-        self.fence_languages = frozenset(lang.lower() for lang in fences["languages"])
-        self.fence_markers: tuple[str, ...] = tuple(fences["markers"])
+        self.fence_languages = frozenset(lang.lower() for lang in conf["fences"]["languages"])
+        self.fence_markers: tuple[str, ...] = tuple(conf["fences"]["markers"])
         self.healing = tuple((re.compile(r["pattern"]), r["replacement"]) for r in conf["healing"])
         for i, (pattern, replacement) in enumerate(self.healing):
             try:
@@ -209,9 +208,9 @@ class TextCodec:
         if problems is None and found:
             file = source or "<descriptor>"
             raise DescriptorError([Problem(file, 0, 0, *at, "compile") for at in found])
-        p = conf["prompt"]
-        # Last: from here on the codec is frozen (__setattr__).
-        self.prompt = _Prompt(p["system_template"], p["call_example"], p["tool_format"], p["retry"])
+        # Last: from here on the codec is frozen (__setattr__). (The schema allows the prompt
+        # section no other key than these fields.)
+        self.prompt = _Prompt(**conf["prompt"])
 
     def __setattr__(self, name: str, value: Any) -> None:
         if hasattr(self, "prompt"):
