@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import re
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
 from functools import partial
@@ -36,12 +36,7 @@ from typing import Any, Protocol, TypeGuard, cast
 from ..compile.schema import with_defaults
 from ..compile.strategy import Problems
 from ..errors import DescriptorError, Problem
-from ..events import (
-    CAUSE_NOT_JSON,
-    CAUSE_NOT_OBJECT,
-    CAUSE_TOO_DEEP,
-    CallIncomplete,
-)
+from ..events import CAUSE_NOT_JSON, CAUSE_NOT_OBJECT, CAUSE_TOO_DEEP, CallIncomplete
 from ..model.jsonscan import INVALID_TEXT, MAX_DEPTH, TOO_DEEP, nests_deeper
 from ..model.partial import PartialJSON
 
@@ -166,23 +161,19 @@ class TextCodec:
         codec = data["codec"]
         prompt = {"tool_format": {}, **codec["prompt"]}
         conf = with_defaults({"fences": {}, **codec, "prompt": prompt}, "codec")
-        fences = conf["fences"]
         self.name_keys: tuple[str, ...] = tuple(conf["name_keys"])
         self.args_keys: tuple[str, ...] = tuple(conf["args_keys"])
         self.reject_keys: tuple[str, ...] = tuple(conf["reject_keys"])
         self.bare: bool = conf["bare"]
-        self.fence_languages = frozenset(lang.lower() for lang in fences["languages"])
-        self.fence_markers: tuple[str, ...] = tuple(fences["markers"])
-        healing = []
-        for i, rule in enumerate(conf["healing"]):
-            pattern, replacement = re.compile(rule["pattern"]), rule["replacement"]
+        self.fence_languages = frozenset(lang.lower() for lang in conf["fences"]["languages"])
+        self.fence_markers: tuple[str, ...] = tuple(conf["fences"]["markers"])
+        self.healing = tuple((re.compile(r["pattern"]), r["replacement"]) for r in conf["healing"])
+        for i, (pattern, replacement) in enumerate(self.healing):
             try:
                 pattern.sub(replacement, "")  # (the replacement is read even where none matches)
             except re.error as exc:
                 pointer = f"/codec/healing/{i}/replacement"
                 found.add(pointer, f"not a replacement for its pattern: {exc}")
-            healing.append((pattern, replacement))
-        self.healing = tuple(healing)
         # The scanner's table: a row for each marker that opens a span and, when bare JSON is
         # read, for `{` and `[`; by first character, longest first (a marker before a bare
         # bracket of the same length), and the characters that may start something.
@@ -202,8 +193,7 @@ class TextCodec:
         bare = [_Family(bracket, _BARE) for bracket in "{[" if self.bare]
         for row in [*sorted(rows, key=lambda row: len(row.opener), reverse=True), *bare]:
             self._markers[row.opener[0]] = (*self._markers.get(row.opener[0], ()), row)
-            if row.kind != _BARE and row.opener in starts:
-                first = starts[row.opener]
+            if row.kind != _BARE and (first := starts.get(row.opener)) is not None:
                 found.add(row.pointer, f"{row.opener!r} already starts {first}: {_ONE_SPAN}")
             starts.setdefault(row.opener, row.pointer.removesuffix("/start"))
         self._trigger = _any_of(set(self._markers))  # (a bare `{` too, where it may open)
@@ -218,9 +208,9 @@ class TextCodec:
         if problems is None and found:
             file = source or "<descriptor>"
             raise DescriptorError([Problem(file, 0, 0, *at, "compile") for at in found])
-        p = conf["prompt"]
-        # Last: from here on the codec is frozen (__setattr__).
-        self.prompt = _Prompt(p["system_template"], p["call_example"], p["tool_format"], p["retry"])
+        # Last: from here on the codec is frozen (__setattr__). (The schema allows the prompt
+        # section no other key than these fields.)
+        self.prompt = _Prompt(**conf["prompt"])
 
     def __setattr__(self, name: str, value: Any) -> None:
         if hasattr(self, "prompt"):
@@ -394,9 +384,10 @@ class TextCodec:
 
 # A span's phases: after a fence marker, reading the language; the JSON value (after a fence
 # or start delimiter, whitespace before it); the value closed, waiting for the closing fence
-# or end delimiter; a named call's JSON broke inside its delimiters, waiting for its end
-# delimiter; reasoning or code, shown as it comes, only its end looked for.
-_LANG, _VALUE, _CLOSER, _BROKEN, _SKIP = range(5)
+# or end delimiter; only its end looked for: reasoning or code, shown as it comes, or a named
+# call whose JSON broke inside its delimiters, held to its end delimiter. A span holds the
+# method that reads its phase (TextScanner._phase_lang, _value, _closer, _to_end), so that
+# the feeding loop calls it directly.
 
 # JSON validator states.
 # (A value is awaited at the start, after a colon, and in an array: `]` may close it there.)
@@ -448,7 +439,7 @@ class _Span:
 
     family: _Family
     start: int
-    phase: int
+    phase: Callable[[TextScanner, _Span, str, int, int], int]  # its reader, a TextScanner method
     shown: bool = False  # its text flows as it comes; it is tracked only to find its end
     parts: list[str] = field(default_factory=list)  # held text of earlier feeds
     lang: str = ""  # a fence's language so far
@@ -474,10 +465,9 @@ class _Group:
     else follows it makes it text."""
 
     calls: list[TextCall]
-    text: str
+    text: str  # the span's, shown once every call is decided ("" once any of them ran)
     bound: bool
     bare: bool  # bare JSON: a call only as the whole text
-    consumed: bool = False
 
 
 class TextScanner:
@@ -491,7 +481,7 @@ class TextScanner:
     text was split.
 
     One loop reads every span: in text, the codec's table says what opens one (a fence, a
-    delimiter, reasoning, a bare `{` or `[`); inside one, its phase (:data:`_PHASES`) reads on.
+    delimiter, reasoning, a bare `{` or `[`); inside one, its phase (the method it holds) reads on.
 
     A driver's turn is scanned under a rule (``rule``), because a call the model only quoted
     in prose must never run (a page it repeats could otherwise run any tool):
@@ -546,15 +536,9 @@ class TextScanner:
             queue.popleft()
             return only  # one plain fragment since the last round: most rounds
         out = []
-        while queue:
-            item = queue[0]
-            if isinstance(item, str):
-                out.append(item)
-            elif item.calls:
-                break
-            elif not item.consumed:
-                out.append(item.text)
-            queue.popleft()
+        while queue and (isinstance(queue[0], str) or not queue[0].calls):
+            item = queue.popleft()  # (a decided group: its text, "" once one of its calls ran)
+            out.append(item if isinstance(item, str) else item.text)
         return "".join(out)
 
     def forming(self) -> tuple[bool, str | None]:
@@ -625,9 +609,9 @@ class TextScanner:
             return
         # Its text and a broken call's marker prefix (the one tail a candidate has beside it).
         tail, self._tail, self._tail_held = self._tail, "", False
-        self._fails(c, tail, self._total - len(tail), len(tail))
-        if c.vstart < 0:  # no JSON opened yet: there is no end to follow
-            self._drop(c)
+        # No JSON opened yet: there is no end to follow, it is given up; else it is followed.
+        release = self._give_up if c.vstart < 0 else self._fails
+        release(c, tail, self._total - len(tail), len(tail))
 
     def finish(self) -> None:
         """The turn's text is all in (its wire's DONE, or the end of input), and nothing is
@@ -639,7 +623,7 @@ class TextScanner:
             return
         self._finished = True
         c = self._span
-        if self._would_run(c) and c.phase != _BROKEN:
+        if self._would_run(c) and c.phase is not TextScanner._phase_to_end:
             held = "".join(c.parts)
             raw = held[c.vstart - c.start :]  # (named: its value has started)
             args, why = _cut_call(self._codec, raw)
@@ -689,7 +673,7 @@ class TextScanner:
             if (c := self._span) is None:
                 i = self._scan_text(s, i, s_abs)
             else:
-                i = _PHASES[c.phase](self, c, s, i, s_abs)
+                i = c.phase(self, c, s, i, s_abs)
         # Show what is settled; keep what is held.
         c = self._span
         if c is not None and not c.shown:  # (a broken call may keep a marker prefix as tail)
@@ -699,10 +683,6 @@ class TextScanner:
         return self.quiet()
 
     # -- internals: output --------------------------------------------------------------------
-
-    def _push(self, text: str) -> None:
-        if text:
-            self._queue.append(text)
 
     def _hold(self, c: _Span, calls: list[TextCall], text: str, bound: bool) -> None:
         """A closed candidate's calls wait, in order, for the driver's decision."""
@@ -715,9 +695,9 @@ class TextScanner:
         text from here, queued in order."""
         c = self._span
         if c is not None and not c.shown:
-            self._push("".join(c.parts))
+            self._queue.append("".join(c.parts))
         if self._tail and self._tail_held:
-            self._push(self._tail)
+            self._queue.append(self._tail)
         self._span = None
         self._tail, self._tail_held = "", False  # (the tail, a marker prefix, is text now)
         self._emitted = self._total
@@ -727,10 +707,9 @@ class TextScanner:
         (a bare `{` opens nothing from now on), and the calls that wait for the end of the
         turn do not end it: they are text (``bare_only``: only a bare call, which must be
         the whole text, while a delimited or fenced one may still be followed by more)."""
-        if self._lead:
-            self._lead = False
-            if self._bare_lead:
-                self._trigger = self._codec._marker_trigger
+        if self._lead and self._bare_lead:
+            self._trigger = self._codec._marker_trigger
+        self._lead = False
         if not self._groups:
             return
         for g in self._groups:
@@ -741,7 +720,7 @@ class TextScanner:
     def _emit(self, s: str, s_abs: int, upto: int) -> None:
         """Queue ``s`` from the emitted cursor to the absolute offset ``upto``."""
         if upto > self._emitted:
-            self._push(s[self._emitted - s_abs : upto - s_abs])
+            self._queue.append(s[self._emitted - s_abs : upto - s_abs])
             self._emitted = upto
 
     def _held_text(self, c: _Span, s: str, s_abs: int, upto: int) -> str:
@@ -758,7 +737,8 @@ class TextScanner:
             for k, candidate in enumerate(g.calls):
                 if (candidate.end, candidate.name, candidate.arguments) == said:
                     del g.calls[k]
-                    g.consumed = g.consumed or consumed
+                    if consumed:  # the span goes: it is never shown
+                        g.text = ""
                     if not g.calls:
                         self._groups.remove(g)
                     return
@@ -782,15 +762,14 @@ class TextScanner:
             if waiting:
                 # A marker may still complete: wait for more text. Only a marker that may
                 # start a call is held; a reasoning tag is shown meanwhile.
-                held = any(kind != _REASON for kind in waiting)
-                self._tail, self._tail_held = s[j:], held
+                self._tail, self._tail_held = s[j:], any(kind != _REASON for kind in waiting)
                 return n
             row = next((row for row in rows if s.startswith(row.opener, j)), None)
             abs_j = s_abs + j
             if row is not None and row.kind == _REASON:
                 if self._groups:
                     self._other_text()  # after a call, even reasoning ends the turn's calls
-                self._span = _Span(row, abs_j, _SKIP, shown=True)
+                self._span = _Span(row, abs_j, TextScanner._phase_to_end, shown=True)
                 return j + len(row.opener)
             bare = row is not None and row.kind == _BARE
             if bare and self._bare_lead and not self._lead:
@@ -798,55 +777,30 @@ class TextScanner:
             if row is not None and abs_j >= self._emitted:
                 self._other_text(bare_only=not bare)  # a call may follow a call, not bare JSON
                 self._emit(s, s_abs, abs_j)
-                self._span = _Span(row, abs_j, _LANG if row.kind == _FENCE else _VALUE)
+                phase = TextScanner._phase_lang if row.kind == _FENCE else TextScanner._phase_value
+                self._span = _Span(row, abs_j, phase)
                 return j if bare else j + len(row.opener)  # (bare: its bracket is its value's)
             self._other_text()  # what looked like a start is text
             i = j + 1
 
-    def _search(self, s: str, i: int, ends: tuple[str, ...], held: bool) -> re.Match[str] | None:
-        """The first of ``ends`` in ``s[i:]`` (its match); None when there is none, the
-        longest suffix of ``s`` that may begin one of them kept as the tail (``held``: not
-        shown meanwhile), matched again with the next fragment."""
-        m = self._codec._ends_res[ends].search(s, i)
-        if m is None:
-            n = len(s)
-            for k in range(min(max(map(len, ends)) - 1, n - i), 0, -1):
-                if any(e.startswith(s[n - k :]) for e in ends):
-                    self._tail, self._tail_held = s[n - k :], held
-                    break
-        return m
-
     # -- internals: a span's phases -----------------------------------------------------------
-
-    def _phase_skip(self, c: _Span, s: str, i: int, s_abs: int) -> int:
-        """Reasoning or code: shown as it comes; only its end marker is looked for (a suffix
-        that may begin it is kept, shown already, to match with the next fragment)."""
-        m = self._search(s, i, c.family.closers, held=False)
-        if m is None:
-            return len(s)
-        self._span = None
-        return m.end()
-
-    def _drop(self, c: _Span) -> None:
-        """No candidate from here: text follows, or the body of a fence (code)."""
-        if c.family.kind == _FENCE:
-            c.phase = _SKIP  # (shown: given up, or released)
-        else:
-            self._span = None
 
     def _give_up(self, c: _Span, s: str, s_abs: int, at: int) -> int:
         """The candidate is no call: release its text up to ``at`` (an index into ``s``) and
         go on from there, as text, or in the body of a fence (one that holds no call is code)."""
         if not c.shown:  # (a released one is text already: the turn's calls were let go then)
             self._fails(c, s, s_abs, at)
-        self._drop(c)
+        if c.family.kind == _FENCE:  # no candidate from here: the body of a fence (code)
+            c.phase = TextScanner._phase_to_end
+        else:  # or text
+            self._span = None
         return at
 
     def _fails(self, c: _Span, s: str, s_abs: int, at: int) -> int:
         """Cannot be a call (``at``, an index into ``s``, shows it; it is read again with the
         rule off): its held text is shown now, but its JSON followed to its end without
         scanning inside it, so that a record's nested object is not taken for a call."""
-        self._push(self._held_text(c, s, s_abs, s_abs + at))
+        self._queue.append(self._held_text(c, s, s_abs, s_abs + at))
         c.parts, c.shown, c.watch = [], True, _W_DONE  # released: its parts shown, not watched
         self._emitted = s_abs + at
         self._other_text()
@@ -858,7 +812,7 @@ class TextScanner:
         a call that cannot run, reported if it ends the turn (any other marker before that
         delimiter makes it text); anything else is no call."""
         if self._would_run(c) and c.family.kind == _DELIM and _TOOL_NAME.fullmatch(c.name):
-            c.phase = _BROKEN
+            c.phase = TextScanner._phase_to_end
             return at
         return self._give_up(c, s, s_abs, at)
 
@@ -880,9 +834,8 @@ class TextScanner:
             # model is told of if it ends the turn (its text is the model's call, not prose).
             # It waits for the end of the turn under either rule: reported only if it ends it.
             self._hold(c, [TextCall(c.name, {}, c.start, end_abs, raw, why)], text, True)
-        else:
-            self._other_text()
-            self._push(text)
+        else:  # no call: its text is text, as a candidate's that fails is
+            return self._fails(c, s, s_abs, end)
         self._emitted = end_abs
         return end
 
@@ -893,7 +846,7 @@ class TextScanner:
             if ch == " " or ch == "\t":
                 c.lang_done = c.lang_done or bool(c.lang)
             elif ch in "\r\n{[" and c.lang.lower() in self._codec.fence_languages:
-                c.phase = _VALUE
+                c.phase = TextScanner._phase_value
                 return at
             elif not c.lang_done and (c.lang + ch).lower() in self._codec._lang_prefixes:
                 c.lang += ch
@@ -901,17 +854,26 @@ class TextScanner:
                 return self._give_up(c, s, s_abs, at)
         return len(s)
 
-    def _phase_broken(self, c: _Span, s: str, i: int, s_abs: int) -> int:
-        """A broken call: its end delimiter closes it (an invalid call); the start of any
-        other marker (a fence, a delimiter, reasoning) first makes it text, read again from
-        that marker. A suffix that may begin a marker waits, held, for the next fragment."""
-        end = c.family.closers[0]
-        m = self._search(s, i, (end, *self._codec._openers), held=not c.shown)
+    def _phase_to_end(self, c: _Span, s: str, i: int, s_abs: int) -> int:
+        """Only the span's end marker is looked for. Reasoning or code is shown as it comes,
+        its end closes it. A broken call (delimited) is held: its end delimiter closes it (an
+        invalid call); the start of any other marker (a fence, a delimiter, reasoning) first
+        makes it text, read again from that marker. With no end in the text, its longest
+        suffix that may begin one is kept as the tail (held if the span is), matched again
+        with the next fragment."""
+        closers = c.family.closers
+        ends = (closers[0], *self._codec._openers) if c.family.kind == _DELIM else closers
+        m = self._codec._ends_res[ends].search(s, i)
         if m is None:
-            return len(s)
-        if m.group() == end:  # (the end delimiter first, where it and an opener both start)
+            n = len(s)
+            for k in range(min(max(map(len, ends)) - 1, n - i), 0, -1):
+                if any(e.startswith(s[n - k :]) for e in ends):
+                    self._tail, self._tail_held = s[n - k :], not c.shown
+                    break
+            return n
+        if m.group() in closers:  # (the end delimiter first, where it and an opener both start)
             c.vend = s_abs + m.start()
-            return self._finish(c, s, s_abs, m.end())
+            return self._finish(c, s, s_abs, m.end())  # (shown: it only ends)
         return self._give_up(c, s, s_abs, m.start())
 
     def _phase_closer(self, c: _Span, s: str, i: int, s_abs: int) -> int:
@@ -1004,7 +966,7 @@ class TextScanner:
                     c.vend = s_abs + i + 1
                     if not c.family.closers:  # (bare JSON: its value ends it)
                         return self._finish(c, s, s_abs, i + 1)
-                    c.phase = _CLOSER
+                    c.phase = TextScanner._phase_closer
                     return i + 1
             elif ch == "," and st == _S_AFTER:
                 c.state = _S_KEY if stack[-1] == "{" else _S_VALUE
@@ -1018,13 +980,3 @@ class TextScanner:
                 return self._breaks(c, s, s_abs, i)
             i += 1
         return n
-
-
-# A span's reader by its phase (_LANG, _VALUE, _CLOSER, _BROKEN, _SKIP, in that order).
-_PHASES = (
-    TextScanner._phase_lang,
-    TextScanner._phase_value,
-    TextScanner._phase_closer,
-    TextScanner._phase_broken,
-    TextScanner._phase_skip,
-)
