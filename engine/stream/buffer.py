@@ -204,8 +204,8 @@ class LLMStreamBuffer:
         undo(asm.journal)
         asm.unplaced.clear()
         asm.deferring, asm.deferred, asm.seeding = False, [], None  # (inside an event only)
-        if self._rec is not None:
-            self._rec.rolled_back(asm)
+        if self._rec is not None:  # (the sinks of the calls it started were in the journal)
+            self._rec.pending = []  # the argument deltas it told
 
     def _after_the_end(self, asm: Assembly, event: dict[str, Any], index: int) -> bool:
         """After the wire's DONE (README, "Events": after the DONE): is ``event`` left out? What the

@@ -13,10 +13,10 @@ through after the chunk), and its :class:`ArgumentsDelta` waits in ``pending`` u
 (text, reasoning, starts, then arguments, ready, incomplete, finished) and a chunk that raises
 records nothing. Such a chunk is taken back by the assembly's undo journal
 (engine.model.journal), which a sink writes to as the assembly does: its ``partial`` (the same
-dict) and its scanner go back to what they were; then the failed chunk's pending deltas and
-the sinks of the calls it started are dropped (:meth:`EventRecorder.rolled_back`). So no event
-is recorded for a chunk that did not go in, and each ``partial`` is what the accepted chunks
-made it.
+dict) and its scanner go back to what they were, and the sinks of the calls it started go with
+the tracks they were attached to (:meth:`EventRecorder.attach` journals them); then the buffer
+drops the failed chunk's pending deltas. So no event is recorded for a chunk that did not go
+in, and each ``partial`` is what the accepted chunks made it.
 
 The display text told as ``TextDelta`` is counted by the buffer's display cursors
 (engine.stream.display), which the recorder is handed per chunk: it writes no field of the
@@ -148,11 +148,13 @@ class EventRecorder:
 
     def attach(self, asm: Assembly, track: CallTrack) -> None:
         """A call is tracked: give it its sink, seeded with what its arguments hold already
-        (a start event's fragment, whole arguments)."""
+        (a start event's fragment, whole arguments). Journaled as the track is: a chunk that
+        raises takes back the sinks of the calls it started."""
         args = track.args
         sink = CallSink(self, track, asm.journal)
-        del self.sinks[track.order :]
+        trim(asm.journal, self.sinks)
         self.sinks.append(sink)
+        trim(asm.journal, self.unstarted)
         self.unstarted.append(sink)
         args.sink = sink
         whole = args.whole_value()
@@ -160,15 +162,6 @@ class EventRecorder:
             sink.whole(whole)
         elif args.parts:
             sink.fed(args.text)
-
-    def rolled_back(self, asm: Assembly) -> None:
-        """The chunk raised and its writes were undone: forget what it told, and the sinks
-        of the calls it started."""
-        self.pending = []
-        tracked = len(asm.tracks)
-        if len(self.sinks) > tracked:
-            del self.sinks[tracked:]
-            self.unstarted = [s for s in self.unstarted if s.track.order < tracked]
 
     # -- after each chunk --------------------------------------------------------------------
 
