@@ -184,11 +184,8 @@ class DisplayCursors:
             return scanner.releasable()
         self.sync(display)
         fed = self.fed
-        if self.scan_closed:
-            if fed == self.drained_at == self.quiet_at and not self.late:
-                return ""  # closed and handed out: nothing can be new
-        elif ended:
-            scanner.close()
+        if ended:  # (the end stays: a second close() of the scanner does nothing)
+            scanner.close()  # all it held is let go: releasable() hands it out
             self.scan_closed = True
         elif self.quiet_at != fed:  # (quiet: nothing held, nothing to release)
             if not holds_call:  # no driver may run what is held: it is text
