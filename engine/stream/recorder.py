@@ -224,7 +224,7 @@ class EventRecorder:
         need be. One that ends without a name never starts (CallIncomplete says so). Each
         call's name and id read as its place says."""
         waiting = []
-        for sink in self.unstarted:  # (one that is ready was started and left it: _ready)
+        for sink in self.unstarted:
             track = sink.track
             place = track.place
             name = place.name(track.item)
@@ -247,15 +247,13 @@ class EventRecorder:
             self.out.append(_delta(sink.slot, text, sink.value))
 
     def _ready(self, asm: Assembly, completed: list[Any]) -> None:
+        """``CallReady`` for the calls ``completed`` since. Each has started: the buffer's
+        ``calls()`` read its name before this commit, as ``_starts`` read it just now."""
         sinks = self.sinks
         for order, call in completed[self.ready_at :]:
             sink = sinks[order] if 0 <= order < len(sinks) else None  # -1: a text call
             if sink is None or sink.done:
                 continue  # a call told incomplete already is never also ready
-            if not sink.started:  # its name came with its last fragment, past _starts
-                if sink in self.unstarted:
-                    self.unstarted.remove(sink)
-                self._start(asm, sink, call.name, call.id)
             sink.end()
             self.out.append(CallReady(sink.slot, call))
         self.ready_at = len(completed)
