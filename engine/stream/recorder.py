@@ -61,21 +61,20 @@ def _delta(slot: Any, text: str | None, partial: dict[str, Any]) -> ArgumentsDel
 
 class CallSink(PartialJSON):
     """One call's side of the events: its ``partial`` (the sink is that reader, ``value``
-    the dict every ArgumentsDelta of the call carries) and whether it has started.
+    the dict every ArgumentsDelta of the call carries) and whether it is live (started).
 
     Told by the call's ArgsStream while a chunk is applied (``fed``, ``whole``, ``path``,
     ``reset``): the reader takes the piece at once; a started call's delta goes to the
     recorder's ``pending``, an unstarted call's growth is kept for the one delta that follows
     its ``CallStarted``."""
 
-    __slots__ = ("rec", "track", "started", "live", "slot", "early", "early_text", "done", "undo")
+    __slots__ = ("rec", "track", "live", "slot", "early", "early_text", "done", "undo")
 
     def __init__(self, rec: EventRecorder, track: CallTrack, journal: list[Any]) -> None:
         super().__init__()
         self.journal = self.undo = journal  # (``undo``: the same, typed as never None)
         self.rec = rec
         self.track = track
-        self.started = False
         self.live = False  # started and not done: each growth is an ArgumentsDelta
         self.slot: Any = None
         self.early = False  # the arguments grew before the call started
@@ -96,7 +95,7 @@ class CallSink(PartialJSON):
             _set_text(delta, fragment)
             _set_partial(delta, self.value)
             self.rec.pending.append(delta)
-        elif not self.started and not self.done:
+        elif not self.done:  # (not live, not done: not started yet)
             self._early()
             trim(self.undo, self.early_text)
             self.early_text.append(fragment)
@@ -115,7 +114,7 @@ class CallSink(PartialJSON):
         """The arguments grew by a value, not text (``text`` None)."""
         if self.live:
             self.rec.pending.append(_delta(self.slot, None, self.value))
-        elif not self.started and not self.done:
+        elif not self.done:
             self._early()
 
     def _early(self) -> None:
@@ -236,7 +235,6 @@ class EventRecorder:
         self.unstarted = waiting
 
     def _start(self, asm: Assembly, sink: CallSink, name: str, call_id: Any) -> None:
-        sink.started = True
         sink.live = not sink.done
         sink.slot = asm.track_slot(sink.track)
         known_id = call_id if call_id.__class__ is str and call_id else None
