@@ -668,8 +668,7 @@ class LLMStreamBuffer:
             told = cursors.told_fragments(display, rec.take_back_text())
             at = max(at, told)
             rec.owe_text("".join(display[told:at]))  # events: shown by text() only
-            if at > cursors.shown:  # text(): told by the events only
-                cursors.for_text.append("".join(display[cursors.shown : at]))
+            cursors.for_text.append("".join(display[cursors.shown : at]))  # text(): told only
         cursors.scan_with(codec, display, at, rule)
         self._text_rule = rule
         self.codec = codec

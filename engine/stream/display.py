@@ -99,8 +99,6 @@ class DisplayCursors:
         per fragment). Each cursor stays on the boundary it was on, renumbered; a mark that
         is no cursor's (stale) is dropped, and the fast path it stood for is found again."""
         cuts = sorted({0, len(display), self.shown, self.told, self.joined_at, self.fed})
-        if len(cuts) - 1 == len(display):
-            return  # every fragment is a reader's boundary: nothing to join
         renumbered = {at: i for i, at in enumerate(cuts)}
         display[:] = ["".join(display[a:b]) for a, b in zip(cuts, cuts[1:], strict=False)]
         self.shown, self.told = renumbered[self.shown], renumbered[self.told]
