@@ -667,7 +667,9 @@ class LLMStreamBuffer:
             # The display fragments the events told and handed out already.
             told = cursors.told_fragments(display, rec.take_back_text())
             at = max(at, told)
-            rec.owe_text("".join(display[told:at]))  # events: shown by text() only
+            owed = "".join(display[told:at])  # shown by text() only: the events tell it first
+            if owed:
+                rec.out.insert(0, TextDelta(owed))
             cursors.for_text.append("".join(display[cursors.shown : at]))  # text(): told only
         cursors.scan_with(codec, display, at, rule)
         self._text_rule = rule

@@ -266,11 +266,6 @@ class EventRecorder:
         self.out = [e for e in self.out if e.__class__ is not TextDelta]
         return taken
 
-    def owe_text(self, text: str) -> None:
-        """Text that ``text()`` showed and the events never told: told now, first."""
-        if text:
-            self.out.insert(0, TextDelta(text))
-
     def text_calls_ready(self) -> None:
         """The text calls the drivers decided in this round: each started, its arguments
         whole, then ready (it ran) or incomplete (reported to the model). A text call tells
