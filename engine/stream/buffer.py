@@ -204,8 +204,8 @@ class LLMStreamBuffer:
         undo(asm.journal)
         asm.unplaced.clear()
         asm.deferring, asm.deferred, asm.seeding = False, [], None  # (inside an event only)
-        if self._rec is not None:
-            self._rec.rolled_back(asm)
+        if self._rec is not None:  # (the sinks of the calls it started were in the journal)
+            self._rec.pending = []  # the argument deltas it told
 
     def _after_the_end(self, asm: Assembly, event: dict[str, Any], index: int) -> bool:
         """After the wire's DONE (README, "Events": after the DONE): is ``event`` left out? What the
@@ -667,9 +667,10 @@ class LLMStreamBuffer:
             # The display fragments the events told and handed out already.
             told = cursors.told_fragments(display, rec.take_back_text())
             at = max(at, told)
-            rec.owe_text("".join(display[told:at]))  # events: shown by text() only
-            if at > cursors.shown:  # text(): told by the events only
-                cursors.for_text.append("".join(display[cursors.shown : at]))
+            owed = "".join(display[told:at])  # shown by text() only: the events tell it first
+            if owed:
+                rec.out.insert(0, TextDelta(owed))
+            cursors.for_text.append("".join(display[cursors.shown : at]))  # text(): told only
         cursors.scan_with(codec, display, at, rule)
         self._text_rule = rule
         self.codec = codec

@@ -99,8 +99,6 @@ class DisplayCursors:
         per fragment). Each cursor stays on the boundary it was on, renumbered; a mark that
         is no cursor's (stale) is dropped, and the fast path it stood for is found again."""
         cuts = sorted({0, len(display), self.shown, self.told, self.joined_at, self.fed})
-        if len(cuts) - 1 == len(display):
-            return  # every fragment is a reader's boundary: nothing to join
         renumbered = {at: i for i, at in enumerate(cuts)}
         display[:] = ["".join(display[a:b]) for a, b in zip(cuts, cuts[1:], strict=False)]
         self.shown, self.told = renumbered[self.shown], renumbered[self.told]
@@ -184,11 +182,8 @@ class DisplayCursors:
             return scanner.releasable()
         self.sync(display)
         fed = self.fed
-        if self.scan_closed:
-            if fed == self.drained_at == self.quiet_at and not self.late:
-                return ""  # closed and handed out: nothing can be new
-        elif ended:
-            scanner.close()
+        if ended:  # (the end stays: a second close() of the scanner does nothing)
+            scanner.close()  # all it held is let go: releasable() hands it out
             self.scan_closed = True
         elif self.quiet_at != fed:  # (quiet: nothing held, nothing to release)
             if not holds_call:  # no driver may run what is held: it is text

@@ -13,10 +13,10 @@ through after the chunk), and its :class:`ArgumentsDelta` waits in ``pending`` u
 (text, reasoning, starts, then arguments, ready, incomplete, finished) and a chunk that raises
 records nothing. Such a chunk is taken back by the assembly's undo journal
 (engine.model.journal), which a sink writes to as the assembly does: its ``partial`` (the same
-dict) and its scanner go back to what they were; then the failed chunk's pending deltas and
-the sinks of the calls it started are dropped (:meth:`EventRecorder.rolled_back`). So no event
-is recorded for a chunk that did not go in, and each ``partial`` is what the accepted chunks
-made it.
+dict) and its scanner go back to what they were, and the sinks of the calls it started go with
+the tracks they were attached to (:meth:`EventRecorder.attach` journals them); then the buffer
+drops the failed chunk's pending deltas. So no event is recorded for a chunk that did not go
+in, and each ``partial`` is what the accepted chunks made it.
 
 The display text told as ``TextDelta`` is counted by the buffer's display cursors
 (engine.stream.display), which the recorder is handed per chunk: it writes no field of the
@@ -61,21 +61,20 @@ def _delta(slot: Any, text: str | None, partial: dict[str, Any]) -> ArgumentsDel
 
 class CallSink(PartialJSON):
     """One call's side of the events: its ``partial`` (the sink is that reader, ``value``
-    the dict every ArgumentsDelta of the call carries) and whether it has started.
+    the dict every ArgumentsDelta of the call carries) and whether it is live (started).
 
     Told by the call's ArgsStream while a chunk is applied (``fed``, ``whole``, ``path``,
     ``reset``): the reader takes the piece at once; a started call's delta goes to the
     recorder's ``pending``, an unstarted call's growth is kept for the one delta that follows
     its ``CallStarted``."""
 
-    __slots__ = ("rec", "track", "started", "live", "slot", "early", "early_text", "done", "undo")
+    __slots__ = ("rec", "track", "live", "slot", "early", "early_text", "done", "undo")
 
     def __init__(self, rec: EventRecorder, track: CallTrack, journal: list[Any]) -> None:
         super().__init__()
         self.journal = self.undo = journal  # (``undo``: the same, typed as never None)
         self.rec = rec
         self.track = track
-        self.started = False
         self.live = False  # started and not done: each growth is an ArgumentsDelta
         self.slot: Any = None
         self.early = False  # the arguments grew before the call started
@@ -96,7 +95,7 @@ class CallSink(PartialJSON):
             _set_text(delta, fragment)
             _set_partial(delta, self.value)
             self.rec.pending.append(delta)
-        elif not self.started and not self.done:
+        elif not self.done:  # (not live, not done: not started yet)
             self._early()
             trim(self.undo, self.early_text)
             self.early_text.append(fragment)
@@ -115,7 +114,7 @@ class CallSink(PartialJSON):
         """The arguments grew by a value, not text (``text`` None)."""
         if self.live:
             self.rec.pending.append(_delta(self.slot, None, self.value))
-        elif not self.started and not self.done:
+        elif not self.done:
             self._early()
 
     def _early(self) -> None:
@@ -148,11 +147,13 @@ class EventRecorder:
 
     def attach(self, asm: Assembly, track: CallTrack) -> None:
         """A call is tracked: give it its sink, seeded with what its arguments hold already
-        (a start event's fragment, whole arguments)."""
+        (a start event's fragment, whole arguments). Journaled as the track is: a chunk that
+        raises takes back the sinks of the calls it started."""
         args = track.args
         sink = CallSink(self, track, asm.journal)
-        del self.sinks[track.order :]
+        trim(asm.journal, self.sinks)
         self.sinks.append(sink)
+        trim(asm.journal, self.unstarted)
         self.unstarted.append(sink)
         args.sink = sink
         whole = args.whole_value()
@@ -160,15 +161,6 @@ class EventRecorder:
             sink.whole(whole)
         elif args.parts:
             sink.fed(args.text)
-
-    def rolled_back(self, asm: Assembly) -> None:
-        """The chunk raised and its writes were undone: forget what it told, and the sinks
-        of the calls it started."""
-        self.pending = []
-        tracked = len(asm.tracks)
-        if len(self.sinks) > tracked:
-            del self.sinks[tracked:]
-            self.unstarted = [s for s in self.unstarted if s.track.order < tracked]
 
     # -- after each chunk --------------------------------------------------------------------
 
@@ -231,7 +223,7 @@ class EventRecorder:
         need be. One that ends without a name never starts (CallIncomplete says so). Each
         call's name and id read as its place says."""
         waiting = []
-        for sink in self.unstarted:  # (one that is ready was started and left it: _ready)
+        for sink in self.unstarted:
             track = sink.track
             place = track.place
             name = place.name(track.item)
@@ -243,7 +235,6 @@ class EventRecorder:
         self.unstarted = waiting
 
     def _start(self, asm: Assembly, sink: CallSink, name: str, call_id: Any) -> None:
-        sink.started = True
         sink.live = not sink.done
         sink.slot = asm.track_slot(sink.track)
         known_id = call_id if call_id.__class__ is str and call_id else None
@@ -254,15 +245,13 @@ class EventRecorder:
             self.out.append(_delta(sink.slot, text, sink.value))
 
     def _ready(self, asm: Assembly, completed: list[Any]) -> None:
+        """``CallReady`` for the calls ``completed`` since. Each has started: the buffer's
+        ``calls()`` read its name before this commit, as ``_starts`` read it just now."""
         sinks = self.sinks
         for order, call in completed[self.ready_at :]:
             sink = sinks[order] if 0 <= order < len(sinks) else None  # -1: a text call
             if sink is None or sink.done:
                 continue  # a call told incomplete already is never also ready
-            if not sink.started:  # its name came with its last fragment, past _starts
-                if sink in self.unstarted:
-                    self.unstarted.remove(sink)
-                self._start(asm, sink, call.name, call.id)
             sink.end()
             self.out.append(CallReady(sink.slot, call))
         self.ready_at = len(completed)
@@ -276,11 +265,6 @@ class EventRecorder:
         taken = sum(len(e.text) for e in self.out if e.__class__ is TextDelta)
         self.out = [e for e in self.out if e.__class__ is not TextDelta]
         return taken
-
-    def owe_text(self, text: str) -> None:
-        """Text that ``text()`` showed and the events never told: told now, first."""
-        if text:
-            self.out.insert(0, TextDelta(text))
 
     def text_calls_ready(self) -> None:
         """The text calls the drivers decided in this round: each started, its arguments
