@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from os.path import commonprefix
 from typing import Any, NamedTuple, TypeVar
 
@@ -25,9 +26,8 @@ from .operations import OPERATIONS, Source
 from .ops import CompileContext, RuleProblem, Run, TextPlace, any_where
 from .paths import compile_read, is_plain, items_of, one_field, parse_chain, pattern_parts
 from .predicates import Predicate, compile_predicate
-from .results import CompiledSections, compile_sections, result_messages, tool_declarations
+from .results import check_sections, result_messages, tool_declarations
 from .schema import schema_problems, with_defaults
-from .templates import TemplateError
 from .turn import TurnSpec, compile_turn
 
 
@@ -130,9 +130,6 @@ class Spec:
     initial_message: dict[str, Any]
     text: TextSpec
     sentinels: frozenset[str]
-    # Stop reasons that mean a length limit cut the output: at such a DONE, open items are cut
-    # (``finish_reasons.length``).
-    length_stops: frozenset[str] = frozenset()
     # The finish-reason mapping and the usage reading (engine.compile.turn).
     turn: TurnSpec = TurnSpec()
     # Where reasoning sits in the message (the ``reasoning`` section), in declaration order.
@@ -140,6 +137,13 @@ class Spec:
     # Every place the calls sit in the message: ``calls`` first, then each of ``calls.also``
     # (a second shape of call the wire may send instead, in another place of the message).
     places: tuple[CallsSpec, ...] = ()
+
+    @cached_property
+    def length_stops(self) -> frozenset[str]:
+        """The raw stop reasons that mean a length limit cut the output (those the turn's
+        ``finish_reasons.length`` lists): at such a DONE, open items are cut. Read off the
+        turn, so that the two never disagree; computed once, then an attribute."""
+        return frozenset(raw for raw, word in self.turn.reasons.items() if word == "length")
 
     @property
     def calls(self) -> CallsSpec | None:
@@ -552,8 +556,8 @@ def _check_reasoning_streamed(
 def _message_reader(places: tuple[TextPlace, ...]) -> Callable[[dict[str, Any]], str]:
     """A reader of the reasoning of a whole message, its strings joined in message order: a
     walk that descends only along the declared patterns."""
-    patterns = dict.fromkeys(place.pattern for place in places)  # each once, in order
-    at = {p: any_where([place.where for place in places if place.pattern == p]) for p in patterns}
+    # each pattern once, in order, with the wheres of every place at it
+    at = {p.pattern: any_where([q.where for q in places if q.pattern == p.pattern]) for p in places}
     steps_of = [paths.parse_target(pattern) for pattern in at]
     # the patterns the walk goes down: every step of a declared one but its last
     prefixes = {paths.pattern_of(steps[:k]) for steps in steps_of for k in range(1, len(steps))}
@@ -670,14 +674,13 @@ class ExtractionStrategy:
         self.descriptor = descriptor
         descriptor = with_defaults(descriptor)  # the one place defaults are written in
         # The ``results`` and ``declarations`` sections, compiled with the strategy (or as the
-        # validating pass compiled them), so that they live and die with it.
-        self.sections = sections
+        # validating pass compiled them), so that they live and die with it. The schema has
+        # checked them already (the validator, or __init__ for a dict): what is left to find
+        # is in their templates, every problem at its own pointer.
         if sections is None:
-            try:
-                self.sections = compile_sections(descriptor)
-            except TemplateError as exc:  # every problem, each at its own pointer
-                problems.extend((pointer, message) for pointer, message, _ in exc.problems)
-                self.sections = CompiledSections(results=None, declarations=None)
+            sections, found = check_sections(descriptor)
+            problems.extend((pointer, message) for pointer, message, _ in found)
+        self.sections = sections
         self.name: str = descriptor["name"]
         self.title: str = descriptor.get("title", self.name)
         calls_spec = descriptor.get("calls") or {}
@@ -685,14 +688,12 @@ class ExtractionStrategy:
         for i, also in enumerate(calls_spec.get("also") or ()):
             places.append(_call_place(also, f"/calls/also/{i}", problems))
         reasoning = _reasoning_places(descriptor.get("reasoning"))
-        turn = compile_turn(descriptor, problems)
         self.spec = Spec(
             initial_message=descriptor.get("message") or {},
             text=_text_spec(descriptor.get("text")),
             sentinels=frozenset(descriptor.get("done_sentinels", ())),
-            length_stops=turn.length_stops,
             reasoning=reasoning,
-            turn=turn,
+            turn=compile_turn(descriptor, problems),
             places=tuple(places),
         )
         events = descriptor.get("events", {})
@@ -951,9 +952,7 @@ def parse_arguments(raw: Any, form: str = "string") -> dict[str, Any] | None:
             raw = first_value(text) if form == "string" and text[:1] == "{" else json.loads(raw)
         except (ValueError, RecursionError):  # RecursionError: deeper than the parser reads
             return None
-    if isinstance(raw, dict) and not nests_deeper(raw, MAX_DEPTH):
-        return raw
-    return None
+    return raw if isinstance(raw, dict) and not nests_deeper(raw, MAX_DEPTH) else None
 
 
 def _never_parsed(raw: Any, form: str) -> tuple[str, str | None]:
