@@ -193,12 +193,10 @@ def tool_view(tool: Any) -> dict[str, Any]:
     parameters = get("parameters")
     if parameters is None:
         parameters = get("input_schema")
-    if not parameters:
-        parameters = {"type": "object", "properties": {}}
     return {
         "name": get("name"),
         "description": get("description") or "",
-        "parameters": parameters,
+        "parameters": parameters or {"type": "object", "properties": {}},
         "format": get("format"),
     }
 
@@ -253,17 +251,18 @@ def tool_declarations(strategy: Any, tools: Iterable[Any]) -> Any:
 
 def results_text(records: Iterable[Any]) -> str:
     """The results of ``records`` as one plain text, one paragraph a call."""
-    parts = []
-    for record in records:
-        view = record_view(record)
-        name, error = view["name"], view["error"]
-        if not view["failed"]:
-            parts.append(f"Tool '{name}' returned: {render_result(view, 'text')}")
-        elif error.startswith(f"Tool '{name}'"):
-            parts.append(error)
-        else:
-            parts.append(f"Tool '{name}' failed: {error}")
-    return "\n\n".join(parts)
+    return "\n\n".join(_result_text(record_view(record)) for record in records)
+
+
+def _result_text(view: dict[str, Any]) -> str:
+    """One record's paragraph: what the tool returned, or how it failed (an error that
+    names the tool already is said as it is)."""
+    name, error = view["name"], view["error"]
+    if not view["failed"]:
+        return f"Tool '{name}' returned: {render_result(view, 'text')}"
+    if error.startswith(f"Tool '{name}'"):
+        return str(error)
+    return f"Tool '{name}' failed: {error}"
 
 
 def text_result_messages(
