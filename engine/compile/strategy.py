@@ -383,11 +383,14 @@ class Problems(list[tuple[str, str]]):
     def add(self, pointer: str, message: str) -> None:
         self.append((pointer, message))
 
-    def compiled(self, pointer: str, what: str, compile: Callable[[Any], T], spec: Any) -> list[T]:
-        """``[compile(spec)]``, or ``[]`` with its refusal added at ``pointer`` (``what: why``),
-        so that the rest of the section still compiles (a list: the caller adds it to its own)."""
+    def compiled(self, pointer: str, what: str, compile: Callable[..., T], *spec: Any) -> list[T]:
+        """``[compile(*spec)]``, or ``[]`` with its refusal added at ``pointer`` (``what: why``;
+        an operation's :class:`RuleProblem` at the argument it names, in its own words), so
+        that the rest of the section still compiles (a list: the caller adds it to its own)."""
         try:
-            return [compile(spec)]
+            return [compile(*spec)]
+        except RuleProblem as exc:
+            self.add(pointer + "".join(f"/{escape(key)}" for key in exc.keys), str(exc))
         except (ValueError, LookupError, TypeError) as exc:
             self.add(pointer, f"{what}: {exc}")
         return []
@@ -409,12 +412,7 @@ def compile_ops(rules: list[Any], ctx: CompileContext, problems: Problems, base:
     for i, rule in enumerate(rules):
         name, raw = (rule, None) if isinstance(rule, str) else next(iter(rule.items()))
         pointer = f"{base}/{i}/{escape(name)}"
-        try:
-            out.append(compile_rule(name, raw, ctx, pointer))
-        except RuleProblem as exc:
-            problems.add(pointer + "".join(f"/{escape(key)}" for key in exc.keys), str(exc))
-        except (ValueError, LookupError, TypeError) as exc:
-            problems.add(pointer, f"{name}: {exc}")
+        out += problems.compiled(pointer, name, compile_rule, name, raw, ctx, pointer)
     runs = by_source_key(out, ctx)
     if any(_opens_a_call(rule.opens, ctx) for rule in out[:-1]):
         return [judged_after_the_event(runs)]
