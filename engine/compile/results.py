@@ -285,9 +285,8 @@ def leak_result_messages(strategy: Any, text: str, records: Iterable[Any]) -> li
     records = list(records)
     spec = sections_of(strategy).results
     role = DEFAULT_LEAK_ROLE if spec is None else spec.leak_role
-    generic = text_result_messages(text, records, role)
-    if not records:  # a text-only turn: the assistant's text alone, answering nothing
-        generic = generic[:1]
+    # a text-only turn (no records): the assistant's text alone, answering nothing
+    generic = text_result_messages(text, records, role)[: 2 if records else 1]
     if spec is None or (spec.leak_assistant is None and spec.leak_message is None):
         return generic
     ctx = {

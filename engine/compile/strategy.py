@@ -788,11 +788,9 @@ class ExtractionStrategy:
         ]
 
     def forming(self, message: Any) -> Forming:
-        items = self._call_items(message)
-        if not items:
-            return NOT_FORMING
-        calls, _, first = items[0]
-        return Forming(True, _text_or_none(calls.name(first)))
+        for calls, _, first in self._call_items(message):  # the first call item, if any
+            return Forming(True, _text_or_none(calls.name(first)))
+        return NOT_FORMING
 
     def extract(self, message: Any) -> list[ExtractedCall]:
         out: list[ExtractedCall] = []
