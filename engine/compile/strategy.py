@@ -536,12 +536,11 @@ def _reasoning_places(spec: Any) -> tuple[TextPlace, ...]:
     )
 
 
-def _check_reasoning_streamed(
-    section: Any, places: tuple[TextPlace, ...], ctx: CompileContext, problems: Problems
-) -> None:
-    """A reasoning place that no event rule writes would never stream: say so at load, at
-    its place in the ``reasoning`` ``section`` (a list of places, or one place)."""
-    for i, place in enumerate(places):
+def _check_reasoning_streamed(section: Any, ctx: CompileContext, problems: Problems) -> None:
+    """A reasoning place (of the wire's, ``ctx.wire.reasoning``) that no event rule writes
+    would never stream: say so at load, at its place in the ``reasoning`` ``section`` (a
+    list of places, or one place)."""
+    for i, place in enumerate(ctx.wire.reasoning):
         if place.pattern not in ctx.reasoning_streamed:
             problems.add(
                 f"/reasoning/{i}/at" if isinstance(section, list) else "/reasoning/at",
@@ -685,12 +684,11 @@ class ExtractionStrategy:
         places = [_call_place(calls_spec, "/calls", problems)] if calls_spec else []
         for i, also in enumerate(calls_spec.get("also") or ()):
             places.append(_call_place(also, f"/calls/also/{i}", problems))
-        reasoning = _reasoning_places(descriptor.get("reasoning"))
         self.spec = Spec(
             initial_message=descriptor.get("message") or {},
             text=_text_spec(descriptor.get("text")),
             sentinels=frozenset(descriptor.get("done_sentinels", ())),
-            reasoning=reasoning,
+            reasoning=_reasoning_places(descriptor.get("reasoning")),
             turn=compile_turn(descriptor, problems),
             places=tuple(places),
         )
@@ -707,8 +705,8 @@ class ExtractionStrategy:
         self.at_end = tuple(ctx.at_end)
         self.rule_facts = tuple(ctx.facts)
         if len(problems) == before:  # what the rules stream is known when all compiled
-            _check_reasoning_streamed(descriptor.get("reasoning"), reasoning, ctx, problems)
-        self._reasoning_read = _message_reader(reasoning)
+            _check_reasoning_streamed(descriptor.get("reasoning"), ctx, problems)
+        self._reasoning_read = _message_reader(self.spec.reasoning)
         recognize = descriptor.get("recognize", {})
         self._recognize_chunk = compile_predicate(recognize["chunk"])
         self._recognize_message = _predicate(recognize, "message")
