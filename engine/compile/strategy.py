@@ -497,9 +497,7 @@ def _keyed_under_common_prefix(
     path = ".".join([alias, *prefix] if alias is not None and on_choice else prefix)
     under = compile_read(path, alias)
     keyed = tuple((chain[len(prefix)], op) for chain, op in zip(chains, ops, strict=True))
-    by_key: dict[str, tuple[Run, ...]] = {}
-    for key, op in keyed:
-        by_key[key] = (*by_key.get(key, ()), op)
+    by_key = {key: tuple(op for k, op in keyed if k == key) for key, _ in keyed}  # in order
 
     def dispatch(asm: Assembly, ev: Any, ch: Any) -> None:
         sub = under(ev, ch)
