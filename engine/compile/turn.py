@@ -116,11 +116,8 @@ def _summed(readers: list[Any]) -> Count:
     """The count at one path, or the sum of those present at several (None if none is)."""
 
     def count(raw: Any) -> int | None:
-        total: int | None = None
-        for read in readers:
-            value = read(raw, None)
-            if value.__class__ is int:  # a count is an integer (never a bool, never a guess)
-                total = value if total is None else total + value
-        return total
+        # a count is an integer (never a bool, never a guess)
+        found = [value for value in (read(raw, None) for read in readers) if value.__class__ is int]
+        return sum(found) if found else None
 
     return count
