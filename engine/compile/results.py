@@ -244,9 +244,7 @@ def tool_declarations(strategy: Any, tools: Iterable[Any]) -> Any:
     tools), as its ``declarations`` section says."""
     template: Template = _declared(strategy, "declarations")
     views = [tool_view(t) for t in tools]
-    if not views:
-        return {}
-    return copy_json(template.render({"tools": views}, {}))
+    return copy_json(template.render({"tools": views}, {})) if views else {}
 
 
 def results_text(records: Iterable[Any]) -> str:
