@@ -752,11 +752,7 @@ class ExtractionStrategy:
         """Every call item of a whole message: each place's, in the order of the places."""
         if not isinstance(message, dict):
             return []
-        return [
-            (place, slot, item)
-            for place in self.spec.places
-            for slot, item in place.items_at(message)
-        ]
+        return [(place, *found) for place in self.spec.places for found in place.items_at(message)]
 
     def answerable(self, message: Any) -> Any:
         """``message`` as the API accepts it back in a history: a copy in which each call
