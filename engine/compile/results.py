@@ -193,12 +193,10 @@ def tool_view(tool: Any) -> dict[str, Any]:
     parameters = get("parameters")
     if parameters is None:
         parameters = get("input_schema")
-    if not parameters:
-        parameters = {"type": "object", "properties": {}}
     return {
         "name": get("name"),
         "description": get("description") or "",
-        "parameters": parameters,
+        "parameters": parameters or {"type": "object", "properties": {}},
         "format": get("format"),
     }
 
@@ -246,24 +244,23 @@ def tool_declarations(strategy: Any, tools: Iterable[Any]) -> Any:
     tools), as its ``declarations`` section says."""
     template: Template = _declared(strategy, "declarations")
     views = [tool_view(t) for t in tools]
-    if not views:
-        return {}
-    return copy_json(template.render({"tools": views}, {}))
+    return copy_json(template.render({"tools": views}, {})) if views else {}
 
 
 def results_text(records: Iterable[Any]) -> str:
     """The results of ``records`` as one plain text, one paragraph a call."""
-    parts = []
-    for record in records:
-        view = record_view(record)
-        name, error = view["name"], view["error"]
-        if not view["failed"]:
-            parts.append(f"Tool '{name}' returned: {render_result(view, 'text')}")
-        elif error.startswith(f"Tool '{name}'"):
-            parts.append(error)
-        else:
-            parts.append(f"Tool '{name}' failed: {error}")
-    return "\n\n".join(parts)
+    return "\n\n".join(_result_text(record_view(record)) for record in records)
+
+
+def _result_text(view: dict[str, Any]) -> str:
+    """One record's paragraph: what the tool returned, or how it failed (an error that
+    names the tool already is said as it is)."""
+    name, error = view["name"], view["error"]
+    if not view["failed"]:
+        return f"Tool '{name}' returned: {render_result(view, 'text')}"
+    if error.startswith(f"Tool '{name}'"):
+        return str(error)
+    return f"Tool '{name}' failed: {error}"
 
 
 def text_result_messages(
@@ -286,9 +283,8 @@ def leak_result_messages(strategy: Any, text: str, records: Iterable[Any]) -> li
     records = list(records)
     spec = sections_of(strategy).results
     role = DEFAULT_LEAK_ROLE if spec is None else spec.leak_role
-    generic = text_result_messages(text, records, role)
-    if not records:  # a text-only turn: the assistant's text alone, answering nothing
-        generic = generic[:1]
+    # a text-only turn (no records): the assistant's text alone, answering nothing
+    generic = text_result_messages(text, records, role)[: 2 if records else 1]
     if spec is None or (spec.leak_assistant is None and spec.leak_message is None):
         return generic
     ctx = {

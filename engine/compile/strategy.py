@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from os.path import commonprefix
 from typing import Any, NamedTuple, TypeVar
 
@@ -25,9 +26,8 @@ from .operations import OPERATIONS, Source
 from .ops import CompileContext, RuleProblem, Run, TextPlace, any_where
 from .paths import compile_read, is_plain, items_of, one_field, parse_chain, pattern_parts
 from .predicates import Predicate, compile_predicate
-from .results import CompiledSections, compile_sections, result_messages, tool_declarations
+from .results import check_sections, result_messages, tool_declarations
 from .schema import schema_problems, with_defaults
-from .templates import TemplateError
 from .turn import TurnSpec, compile_turn
 
 
@@ -130,9 +130,6 @@ class Spec:
     initial_message: dict[str, Any]
     text: TextSpec
     sentinels: frozenset[str]
-    # Stop reasons that mean a length limit cut the output: at such a DONE, open items are cut
-    # (``finish_reasons.length``).
-    length_stops: frozenset[str] = frozenset()
     # The finish-reason mapping and the usage reading (engine.compile.turn).
     turn: TurnSpec = TurnSpec()
     # Where reasoning sits in the message (the ``reasoning`` section), in declaration order.
@@ -140,6 +137,13 @@ class Spec:
     # Every place the calls sit in the message: ``calls`` first, then each of ``calls.also``
     # (a second shape of call the wire may send instead, in another place of the message).
     places: tuple[CallsSpec, ...] = ()
+
+    @cached_property
+    def length_stops(self) -> frozenset[str]:
+        """The raw stop reasons that mean a length limit cut the output (those the turn's
+        ``finish_reasons.length`` lists): at such a DONE, open items are cut. Read off the
+        turn, so that the two never disagree; computed once, then an attribute."""
+        return frozenset(raw for raw, word in self.turn.reasons.items() if word == "length")
 
     @property
     def calls(self) -> CallsSpec | None:
@@ -379,11 +383,14 @@ class Problems(list[tuple[str, str]]):
     def add(self, pointer: str, message: str) -> None:
         self.append((pointer, message))
 
-    def compiled(self, pointer: str, what: str, compile: Callable[[Any], T], spec: Any) -> list[T]:
-        """``[compile(spec)]``, or ``[]`` with its refusal added at ``pointer`` (``what: why``),
-        so that the rest of the section still compiles (a list: the caller adds it to its own)."""
+    def compiled(self, pointer: str, what: str, compile: Callable[..., T], *spec: Any) -> list[T]:
+        """``[compile(*spec)]``, or ``[]`` with its refusal added at ``pointer`` (``what: why``;
+        an operation's :class:`RuleProblem` at the argument it names, in its own words), so
+        that the rest of the section still compiles (a list: the caller adds it to its own)."""
         try:
-            return [compile(spec)]
+            return [compile(*spec)]
+        except RuleProblem as exc:
+            self.add(pointer + "".join(f"/{escape(key)}" for key in exc.keys), str(exc))
         except (ValueError, LookupError, TypeError) as exc:
             self.add(pointer, f"{what}: {exc}")
         return []
@@ -405,12 +412,7 @@ def compile_ops(rules: list[Any], ctx: CompileContext, problems: Problems, base:
     for i, rule in enumerate(rules):
         name, raw = (rule, None) if isinstance(rule, str) else next(iter(rule.items()))
         pointer = f"{base}/{i}/{escape(name)}"
-        try:
-            out.append(compile_rule(name, raw, ctx, pointer))
-        except RuleProblem as exc:
-            problems.add(pointer + "".join(f"/{escape(key)}" for key in exc.keys), str(exc))
-        except (ValueError, LookupError, TypeError) as exc:
-            problems.add(pointer, f"{name}: {exc}")
+        out += problems.compiled(pointer, name, compile_rule, name, raw, ctx, pointer)
     runs = by_source_key(out, ctx)
     if any(_opens_a_call(rule.opens, ctx) for rule in out[:-1]):
         return [judged_after_the_event(runs)]
@@ -495,9 +497,7 @@ def _keyed_under_common_prefix(
     path = ".".join([alias, *prefix] if alias is not None and on_choice else prefix)
     under = compile_read(path, alias)
     keyed = tuple((chain[len(prefix)], op) for chain, op in zip(chains, ops, strict=True))
-    by_key: dict[str, tuple[Run, ...]] = {}
-    for key, op in keyed:
-        by_key[key] = (*by_key.get(key, ()), op)
+    by_key = {key: tuple(op for k, op in keyed if k == key) for key, _ in keyed}  # in order
 
     def dispatch(asm: Assembly, ev: Any, ch: Any) -> None:
         sub = under(ev, ch)
@@ -534,12 +534,11 @@ def _reasoning_places(spec: Any) -> tuple[TextPlace, ...]:
     )
 
 
-def _check_reasoning_streamed(
-    section: Any, places: tuple[TextPlace, ...], ctx: CompileContext, problems: Problems
-) -> None:
-    """A reasoning place that no event rule writes would never stream: say so at load, at
-    its place in the ``reasoning`` ``section`` (a list of places, or one place)."""
-    for i, place in enumerate(places):
+def _check_reasoning_streamed(section: Any, ctx: CompileContext, problems: Problems) -> None:
+    """A reasoning place (of the wire's, ``ctx.wire.reasoning``) that no event rule writes
+    would never stream: say so at load, at its place in the ``reasoning`` ``section`` (a
+    list of places, or one place)."""
+    for i, place in enumerate(ctx.wire.reasoning):
         if place.pattern not in ctx.reasoning_streamed:
             problems.add(
                 f"/reasoning/{i}/at" if isinstance(section, list) else "/reasoning/at",
@@ -552,8 +551,8 @@ def _check_reasoning_streamed(
 def _message_reader(places: tuple[TextPlace, ...]) -> Callable[[dict[str, Any]], str]:
     """A reader of the reasoning of a whole message, its strings joined in message order: a
     walk that descends only along the declared patterns."""
-    patterns = dict.fromkeys(place.pattern for place in places)  # each once, in order
-    at = {p: any_where([place.where for place in places if place.pattern == p]) for p in patterns}
+    # each pattern once, in order, with the wheres of every place at it
+    at = {p.pattern: any_where([q.where for q in places if q.pattern == p.pattern]) for p in places}
     steps_of = [paths.parse_target(pattern) for pattern in at]
     # the patterns the walk goes down: every step of a declared one but its last
     prefixes = {paths.pattern_of(steps[:k]) for steps in steps_of for k in range(1, len(steps))}
@@ -670,29 +669,25 @@ class ExtractionStrategy:
         self.descriptor = descriptor
         descriptor = with_defaults(descriptor)  # the one place defaults are written in
         # The ``results`` and ``declarations`` sections, compiled with the strategy (or as the
-        # validating pass compiled them), so that they live and die with it.
-        self.sections = sections
+        # validating pass compiled them), so that they live and die with it. The schema has
+        # checked them already (the validator, or __init__ for a dict): what is left to find
+        # is in their templates, every problem at its own pointer.
         if sections is None:
-            try:
-                self.sections = compile_sections(descriptor)
-            except TemplateError as exc:  # every problem, each at its own pointer
-                problems.extend((pointer, message) for pointer, message, _ in exc.problems)
-                self.sections = CompiledSections(results=None, declarations=None)
+            sections, found = check_sections(descriptor)
+            problems.extend((pointer, message) for pointer, message, _ in found)
+        self.sections = sections
         self.name: str = descriptor["name"]
         self.title: str = descriptor.get("title", self.name)
         calls_spec = descriptor.get("calls") or {}
         places = [_call_place(calls_spec, "/calls", problems)] if calls_spec else []
         for i, also in enumerate(calls_spec.get("also") or ()):
             places.append(_call_place(also, f"/calls/also/{i}", problems))
-        reasoning = _reasoning_places(descriptor.get("reasoning"))
-        turn = compile_turn(descriptor, problems)
         self.spec = Spec(
             initial_message=descriptor.get("message") or {},
             text=_text_spec(descriptor.get("text")),
             sentinels=frozenset(descriptor.get("done_sentinels", ())),
-            length_stops=turn.length_stops,
-            reasoning=reasoning,
-            turn=turn,
+            reasoning=_reasoning_places(descriptor.get("reasoning")),
+            turn=compile_turn(descriptor, problems),
             places=tuple(places),
         )
         events = descriptor.get("events", {})
@@ -708,8 +703,8 @@ class ExtractionStrategy:
         self.at_end = tuple(ctx.at_end)
         self.rule_facts = tuple(ctx.facts)
         if len(problems) == before:  # what the rules stream is known when all compiled
-            _check_reasoning_streamed(descriptor.get("reasoning"), reasoning, ctx, problems)
-        self._reasoning_read = _message_reader(reasoning)
+            _check_reasoning_streamed(descriptor.get("reasoning"), ctx, problems)
+        self._reasoning_read = _message_reader(self.spec.reasoning)
         recognize = descriptor.get("recognize", {})
         self._recognize_chunk = compile_predicate(recognize["chunk"])
         self._recognize_message = _predicate(recognize, "message")
@@ -757,11 +752,7 @@ class ExtractionStrategy:
         """Every call item of a whole message: each place's, in the order of the places."""
         if not isinstance(message, dict):
             return []
-        return [
-            (place, slot, item)
-            for place in self.spec.places
-            for slot, item in place.items_at(message)
-        ]
+        return [(place, *found) for place in self.spec.places for found in place.items_at(message)]
 
     def answerable(self, message: Any) -> Any:
         """``message`` as the API accepts it back in a history: a copy in which each call
@@ -789,11 +780,9 @@ class ExtractionStrategy:
         ]
 
     def forming(self, message: Any) -> Forming:
-        items = self._call_items(message)
-        if not items:
-            return NOT_FORMING
-        calls, _, first = items[0]
-        return Forming(True, _text_or_none(calls.name(first)))
+        for calls, _, first in self._call_items(message):  # the first call item, if any
+            return Forming(True, _text_or_none(calls.name(first)))
+        return NOT_FORMING
 
     def extract(self, message: Any) -> list[ExtractedCall]:
         out: list[ExtractedCall] = []
@@ -951,9 +940,7 @@ def parse_arguments(raw: Any, form: str = "string") -> dict[str, Any] | None:
             raw = first_value(text) if form == "string" and text[:1] == "{" else json.loads(raw)
         except (ValueError, RecursionError):  # RecursionError: deeper than the parser reads
             return None
-    if isinstance(raw, dict) and not nests_deeper(raw, MAX_DEPTH):
-        return raw
-    return None
+    return raw if isinstance(raw, dict) and not nests_deeper(raw, MAX_DEPTH) else None
 
 
 def _never_parsed(raw: Any, form: str) -> tuple[str, str | None]:

@@ -10,7 +10,7 @@ the parts apart). The raw values stay on the buffer (``stop_reason``, ``usage``)
 read from them when asked, never per chunk.
 
 ``finish_reasons.length`` also decides what the wire's DONE does to an item still open (see
-:meth:`engine.model.assembly.Assembly.finish`): it is the former ``length_stops``.
+:meth:`engine.model.assembly.Assembly.finish`): the wire's ``Spec.length_stops``, read off it.
 """
 
 from __future__ import annotations
@@ -39,11 +39,6 @@ class TurnSpec:
 
     reasons: dict[str, FinishReason] = field(default_factory=dict)  # raw value -> its word
     counts: tuple[tuple[str, Count], ...] = ()  # (Usage field, reader), as declared
-
-    @property
-    def length_stops(self) -> frozenset[str]:
-        """The raw reasons that mean a length limit cut the output."""
-        return frozenset(raw for raw, word in self.reasons.items() if word == "length")
 
     def finish_reason(self, asm: Assembly | None) -> FinishReason | None:
         """The turn's finish reason: None before the wire's DONE (and for a stream that never
@@ -105,8 +100,7 @@ def _counts(section: dict[str, Any], problems: Problems) -> tuple[tuple[str, Cou
     a path that is no read is a problem at its pointer (the others still compile)."""
     out: list[tuple[str, Count]] = []
     for name in COUNTS:
-        spec = section.get(name)
-        if spec is None:
+        if (spec := section.get(name)) is None:
             continue
         summed = isinstance(spec, dict) and "sum" in spec
         paths = spec["sum"] if summed else [spec]
@@ -122,11 +116,8 @@ def _summed(readers: list[Any]) -> Count:
     """The count at one path, or the sum of those present at several (None if none is)."""
 
     def count(raw: Any) -> int | None:
-        total: int | None = None
-        for read in readers:
-            value = read(raw, None)
-            if value.__class__ is int:  # a count is an integer (never a bool, never a guess)
-                total = value if total is None else total + value
-        return total
+        # a count is an integer (never a bool, never a guess)
+        found = [value for value in (read(raw, None) for read in readers) if value.__class__ is int]
+        return sum(found) if found else None
 
     return count
