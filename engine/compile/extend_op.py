@@ -183,7 +183,7 @@ def _continue(
 def _apply_pieces(asm: Assembly, state: tuple[Any, ...], pieces: Any) -> None:
     """Set each piece's value at its JSON path. A string piece that continues the previous
     piece of its leaf (that one had the flag) is appended to it: the leaf is kept as
-    :class:`Fragments`, and ``leaves`` (every path set so far) holds it while it may continue,
+    :class:`Fragments`, and ``leaves`` (by path) holds it while it may continue,
     so a long string streamed in small pieces costs O(piece), not a copy of its prefix nor a
     walk down to its leaf. A malformed piece raises a ValueError where it is met: what the
     chunk wrote before it is undone with the chunk (the journal), so nothing of it is taken."""
@@ -214,11 +214,13 @@ def _apply_pieces(asm: Assembly, state: tuple[Any, ...], pieces: Any) -> None:
         text = name == cont.text_value and value.__class__ is str
         prior = leaves.get(tokens) if text else None
         if prior is None:
-            prior = Fragments(value) if text else ingest(value)
+            prior = Fragments(value, journal) if text else ingest(value)
             _set_leaf(journal, args, tokens, prior, path)
         elif value:  # the piece before at this leaf said more would follow
             grow(journal, prior, value)
-        put(journal, leaves, tokens, prior if text and more else None)
+        keep = prior if text and more else None
+        if leaves.get(tokens) is not keep:  # (a text piece that continues: already there)
+            put(journal, leaves, tokens, keep)
         if sink is not None:  # a buffer with events: the call's ``partial`` takes the piece
             sink.path(path, value, bool(more) and name == cont.text_value)
 

@@ -23,7 +23,6 @@ from ..model.fragments import (
     ingest,
     shown_value,
     slot_misfit,
-    unappend,
 )
 from ..model.journal import put, trim
 from ..model.jsonscan import COMPLETE
@@ -105,7 +104,7 @@ def op_fold(spec: dict[str, Any], ctx: CompileContext) -> Run:
                 elif value.__class__ is str:
                     if value:
                         if current.__class__ is Fragments:  # the usual delta: no frame of ours
-                            journal.append((unappend, current, current.append))
+                            journal.append(current.pieces)
                             current.append(value)
                         else:
                             append_text(dest, key, value, journal)

@@ -31,7 +31,6 @@ from ..model.fragments import (
     make_way,
     shown_value,
     slot_misfit,
-    unappend,
 )
 from ..model.fragments import json_kind as _json_kind
 from ..model.journal import put, put_attr, refill, trim
@@ -267,11 +266,12 @@ class Target:
         """``field[slot]...``: the item of the slotted list at the root's ``field``; and for
         ``field[slot].field[slot]...`` (Responses' ``output[i].content[j]``), the item of the
         slotted list inside it."""
-        field, inner = self.slot_fields
+        field = self.slot_fields[0]
         slot = ev.get(field) if field is not None else self.segments[1].slot(ev, ch)
         item = self._item(asm, asm.root, 0, slot, create)
-        if item is None or self.last_slot == 1:
+        if self.last_slot == 1 or item is None:  # (the usual one slot: one test)
             return item
+        inner = self.slot_fields[1]
         slot = ev.get(inner) if inner is not None else self.segments[3].slot(ev, ch)
         return self._item(asm, item, 2, slot, create)
 
@@ -643,14 +643,13 @@ def op_append(spec: dict[str, Any], ctx: CompileContext) -> Run:
             shown = asm.display
         elif reasoning and (reasoning_where is None or reasoning_where(item)):
             shown = asm.reasoning
-        if current.__class__ is Fragments:  # the usual delta: one record, no frame of ours
-            journal.append((unappend, current, current.append, shown))
+        if current.__class__ is Fragments:  # the usual delta: no frame of ours
+            journal.append(current.pieces)
             current.append(piece)
         else:
             append_text(parent, last, piece, journal)
-            if shown is not None:
-                journal.append(shown)
         if shown is not None:
+            journal.append(shown)
             shown.append(piece)
 
     return append

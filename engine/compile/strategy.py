@@ -248,16 +248,15 @@ class Program:
     def apply(self, asm: Assembly, chunk: dict[str, Any], choice: int) -> None:
         # Runs on every chunk: a one-field discriminator or choice list is looked up in the
         # event itself, any other read is one call of its compiled reader (paths.Reader).
-        discriminator, key = self.discriminator, self.name_key
-        name: Any  # what the wire put at the discriminator: any JSON value, or None
-        if key is not None:
-            name = chunk.get(key)
-        else:
-            name = None if discriminator is None else discriminator(chunk)
+        discriminator = self.discriminator
+        name: Any = None  # what the wire put at the discriminator: any JSON value, or None
         payload = chunk
-        if name is None and self.wrapped and len(chunk) == 1:
-            ((name, payload),) = chunk.items()
-        asm.event_name = name  # what a skip of this event is listed under: read once
+        if discriminator is not None:  # (a wire without one has no name: event_name stays None)
+            key = self.name_key
+            name = chunk.get(key) if key is not None else discriminator(chunk)
+            if name is None and self.wrapped and len(chunk) == 1:
+                ((name, payload),) = chunk.items()
+            asm.event_name = name  # what a skip of this event is listed under: read once
         if payload.__class__ is not dict:
             count(asm.journal, asm.unknown, str(name))
             return
@@ -289,11 +288,8 @@ class Program:
                 count(asm.journal, asm.unknown, str(name))
             return
         if rules.__class__ is SubTable:
-            sub: Any = payload if rules.fields else rules.discriminator(payload)
-            for field in rules.fields:  # a field chain, looked up in place: no reader's frame
-                sub = sub.get(field) if sub.__class__ is dict else None
             try:
-                rules = rules.table.get(sub)
+                rules = rules.table.get(rules.discriminator(payload))
             except TypeError:
                 rules = None
             if rules is None:
@@ -305,10 +301,9 @@ class Program:
 
 class SubTable(NamedTuple):
     """A nested discriminator (Anthropic's ``content_block_delta`` by ``delta.type``): its
-    reader, its plain field chain (looked up in place; (): read by the reader), its table."""
+    reader and its table."""
 
     discriminator: Callable[..., Any]
-    fields: tuple[str, ...]
     table: dict[str, Any]
 
 
@@ -323,10 +318,9 @@ def _compile_table(
     for name, rules in on.items():
         at = f"{base}/{escape(name)}"
         if isinstance(rules, dict):
-            path = rules["discriminator"]
-            fields = parse_chain(path) if path and is_plain(path) else ()
             compiled: Any = SubTable(
-                compile_read(path), fields, _compile_table(rules["on"], ctx, problems, f"{at}/on")
+                compile_read(rules["discriminator"]),
+                _compile_table(rules["on"], ctx, problems, f"{at}/on"),
             )
         else:
             compiled = tuple(compile_ops(rules or [], ctx, problems, at))

@@ -17,15 +17,16 @@ from __future__ import annotations
 
 import reprlib
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 from .journal import put
 from .jsonscan import TOO_DEEP_TO_TAKE, ArgsStream, TooDeepError
 
 
 def grow(journal: list[Any], text: Fragments, piece: str) -> None:
-    """``text.append(piece)``, journaled (the record :func:`append_text` writes out)."""
-    journal.append((unappend, text, text.append))
+    """``text.append(piece)``, journaled: the record is the list of pieces itself (undone
+    by ``pop``), written out where a text delta is appended (a frame less shows there)."""
+    journal.append(text.pieces)
     text.append(piece)
 
 
@@ -35,52 +36,48 @@ def append_text(parent: dict[str, Any], field: str, piece: str, journal: list[An
     a new one, after the text the wire sent whole before, if any."""
     current = parent.get(field)
     if current.__class__ is Fragments:
-        journal.append((unappend, current, current.append))
+        journal.append(current.pieces)
         current.append(piece)
     else:
         whole = current if current.__class__ is str else ""
-        put(journal, parent, field, Fragments(whole + piece))
-
-
-def unappend(text: Fragments, append: Callable[[str], None], also: list[str] | None = None) -> None:
-    """The undo of ``append(piece)`` on ``text``: the record keeps the bound ``append`` (its
-    list is its ``__self__``), not the list's length, so that the journaled append calls no
-    builtin (``len``); records are undone last first, and ``joined`` gives ``text`` a new
-    list rather than changing the one appended to, so the last piece of that list is the
-    record's piece. ``also``: the display or reasoning list the piece was appended to as
-    well (one record for both: a text delta's)."""
-    if also is not None:
-        also.pop()
-    pieces: list[str] = cast(Any, append).__self__  # a bound method: its list
-    pieces.pop()
-    text._pieces = pieces
-    text.append = append
+        put(journal, parent, field, Fragments(whole + piece, journal))
 
 
 class Fragments:
     """A string assembled from streamed pieces.
 
-    Its callers append, join and measure through its methods, never through its list of
-    pieces: ``append`` is that list's own ``append``, bound once, so appending a piece (once
-    per text delta) costs what a list append costs, with no frame of ours; :func:`grow` is
-    the journaled append of a chunk being applied."""
+    Its callers append, join and measure through its methods; ``append`` is the list of
+    pieces' own ``append``, bound once, so appending a piece (once per text delta) costs what
+    a list append costs, with no frame of ours. The journal's record of an append is that
+    list, ``pieces`` (engine.model.journal: undone by ``pop``), which is why a join that may
+    come after such a record in the same chunk journals itself: it gives ``pieces`` a new
+    list, and its undo gives the old one back before the old one's appends are taken back.
+    ``journal``: the assembly's, for a text of one (None: a text of its own)."""
 
-    __slots__ = ("_pieces", "append")
+    __slots__ = ("pieces", "append", "journal")
 
-    def __init__(self, first: str = "") -> None:
-        self._pieces: list[str] = [first] if first else []
-        self.append: Callable[[str], None] = self._pieces.append
+    def __init__(self, first: str = "", journal: list[Any] | None = None) -> None:
+        self.pieces: list[str] = [first] if first else []
+        self.append: Callable[[str], None] = self.pieces.append
+        self.journal = journal
 
     def joined(self) -> str:
-        """The string so far (joined once: the pieces become that one string, in a new list,
-        so that a journal record of the old one still takes its appends back)."""
-        pieces = self._pieces
+        """The string so far, joined once: the pieces become that one string, in a new list
+        (journaled while a chunk is applied: an empty journal holds no record of the old)."""
+        pieces = self.pieces
         if len(pieces) > 1:
-            pieces = self._pieces = ["".join(pieces)]
+            if self.journal:
+                self.journal.append((_unjoin, self, pieces))
+            pieces = self.pieces = ["".join(pieces)]
             self.append = pieces.append
         return pieces[0] if pieces else ""
 
     __str__ = joined
+
+
+def _unjoin(text: Fragments, pieces: list[str]) -> None:
+    text.pieces = pieces
+    text.append = pieces.append
 
 
 class SlottedList:

@@ -4,10 +4,12 @@ Every write into an assembly while a chunk is applied goes through a primitive h
 the node it writes (``Fragments`` by :func:`grow`, ``SlottedList.put``, the argument
 streams, the ``partial`` readers), which first appends to the assembly's journal a record of
 what it overwrites: a tuple ``(function, *arguments)`` that puts it back, or, for one
-append to the display or reasoning text (lists that only grow inside a chunk), the list
-itself, whose last item :func:`undo` takes back. :func:`undo` runs them, last first; once a
-chunk went in, the buffer drops them. So a write costs at most one tuple, an undo the writes
-of that one chunk, and nothing outlives the chunk.
+append to a list that only grows inside a chunk (the display or reasoning text, the pieces
+of a streamed text or of a call's arguments), the list itself, whose last item :func:`undo`
+takes back (a join that gives a text a new list journals itself, so that its old list is
+back before its appends are undone). :func:`undo` runs them, last first; once a chunk went
+in, the buffer drops them. So a write costs at most one tuple, an undo the writes of that
+one chunk, and nothing outlives the chunk.
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ ABSENT: Any = object()  # what a key held before it was set: nothing
 def undo(journal: list[Any]) -> None:
     """Put back what the records of ``journal`` say, last first, and empty it. A record is
     a tuple ``(function, *arguments)``, or a list, whose last item is taken back: the record
-    of one append to the display or reasoning text, which then allocates nothing (a tuple
-    per text delta was most of what the journal cost a text chunk: tools/bench_ab.py)."""
+    of one append, which then allocates nothing (a tuple per text delta was most of what the
+    journal cost a text chunk: tools/bench_ab.py)."""
     for record in reversed(journal):
         if record.__class__ is list:
             record.pop()

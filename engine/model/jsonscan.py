@@ -135,9 +135,8 @@ class ArgsStream:
             and '"' not in fragment
             and "\\" not in fragment
         ):  # inside a string value, and nothing here can end it: most fragments, a plain append
-            journal = self.journal
-            if journal is not None:
-                journal.append((_cut, self, self.parts, len(self.parts)))
+            if self.journal is not None:  # the record of an append: the list (undo pops)
+                self.journal.append(self.parts)
             self.parts.append(fragment)
             if self.sink is not None:
                 self.sink.fed(fragment)
@@ -353,7 +352,9 @@ class ArgsStream:
         """The argument text as streamed (raw, never re-escaped)."""
         if self._whole is not None:
             return dumps_any_depth(self._whole)
-        if len(self.parts) > 1:  # joined into a new list (see _save)
+        if len(self.parts) > 1:  # joined into a new list (see _save), the old one journaled
+            if self.journal:  # (records of this chunk may name it: an append's does)
+                self.journal.append((setattr, self, "parts", self.parts))
             self.parts = ["".join(self.parts)]
         return self.parts[0] if self.parts else ""
 

@@ -140,7 +140,7 @@ def join_one(
     stored: dict[str, Any] = ingest(part)
     for f in rule.text:
         if stored.get(f).__class__ is str:
-            stored[f] = Fragments(stored[f])
+            stored[f] = Fragments(stored[f], journal)
     trim(journal, parts)
     parts.append(stored)
     return stored
@@ -162,7 +162,7 @@ def _join_text(
         if value:
             grow(journal, current, value)
     elif kind is str and (current is None or held is str):
-        put(journal, last, key, Fragments((current or "") + value))
+        put(journal, last, key, Fragments((current or "") + value, journal))
     elif current is None:  # a list of parts, or another value, where nothing is yet
         put(journal, last, key, ingest(value))
     elif kind is str and held is list and rule.string_part is not None:
