@@ -49,7 +49,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import jmespath
 
@@ -232,10 +232,9 @@ def read_steps(path: str, form: str = "read") -> tuple[Step, ...]:
     except PathError as exc:
         raise _with_hint(exc, path, form) from None
     for step in steps:
-        if step.kind in ("slot", "every"):
-            what = "[*]" if step.kind == "every" else f"[{step.text}]"
+        if step.kind in ("slot", "every"):  # (the text of [*] is *)
             refused = PathError(
-                f"a read gives one value: {what} at column {step.column} is for an `at` "
+                f"a read gives one value: [{step.text}] at column {step.column} is for an `at` "
                 "(a [slot] of a target, a [*] of a pattern); a read takes fields and [n]",
                 step.column,
             )
@@ -281,15 +280,12 @@ def compile_read(path: str | dict[str, Any], choice_alias: str | None = None) ->
         if CONSTANT in path:
             return _compile_constant(path)
         return _compile_jmespath(path, choice_alias)
-    if path == "" or _PLAIN.match(path):
-        fields = path.split(".") if path else []
-        on_choice = bool(fields) and fields[0] == choice_alias
-        return _chain(fields[1:] if on_choice else fields, on_choice)
-    steps = _walk_keys(path)
-    rest = steps[1:]
-    if choice_alias is not None and steps[0] == choice_alias:
-        return lambda ev, ch: _walk(ch, rest)
-    return lambda ev, ch=None: _walk(ev, steps)
+    keys = _walk_keys(path)
+    on_choice = bool(keys) and keys[0] == choice_alias
+    keys = keys[1:] if on_choice else keys
+    if all(key.__class__ is str for key in keys):  # a plain chain: the look-ups of _chain
+        return _chain(cast(list[str], keys), on_choice)
+    return lambda ev, ch=None: _walk(ch if on_choice else ev, keys)
 
 
 #: A read path over one object (an assembled item or message): a read without a choice alias,
