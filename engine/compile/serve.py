@@ -87,8 +87,7 @@ def read_recording(path: str | Path, end_markers: Collection[str] = ()) -> list[
     one) is left to the framing, which sends the wire's own where the wire has one; other text is an
     error."""
     events = []
-    raw = Path(path).read_bytes()  # an OSError is the caller's to name
-    for captured in parse_bytes(raw, str(path)):
+    for captured in parse_bytes(Path(path).read_bytes(), str(path)):  # an OSError: the caller's
         if not captured.is_json:
             if captured.data.strip() in end_markers:
                 continue
@@ -117,12 +116,10 @@ def _split_event_name(text: str, obj: dict[str, Any]) -> RecordedEvent:
     leaves the same JSON (it does unless ``_event`` was not the first key)."""
     if EVENT_KEY not in obj:
         return RecordedEvent(None, text, obj, obj)
-    name = obj[EVENT_KEY]
     payload = {k: v for k, v in obj.items() if k != EVENT_KEY}
     cut = _LEADING_EVENT_KEY.sub("{", text, count=1)  # a JSON text less its first member
-    if json.loads(cut) == payload:
-        return RecordedEvent(str(name), cut, payload, obj)
-    return RecordedEvent(str(name), _compact(payload), payload, obj)
+    text = cut if json.loads(cut) == payload else _compact(payload)
+    return RecordedEvent(str(obj[EVENT_KEY]), text, payload, obj)
 
 
 def _compact(value: Any) -> str:
