@@ -57,8 +57,7 @@ def schema_path() -> Path:
 @functools.cache
 def schema() -> dict[str, Any]:
     """The descriptor schema, read once."""
-    loaded: dict[str, Any] = json.loads(schema_path().read_text(encoding="utf-8"))
-    return loaded
+    return cast(dict[str, Any], json.loads(schema_path().read_text(encoding="utf-8")))
 
 
 Located = tuple[str, str, str]  # (JSON pointer, message, rule), as a template problem is
