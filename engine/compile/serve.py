@@ -186,13 +186,11 @@ def _path_pattern(path: str) -> re.Pattern[str]:
     """``/model/{model}/converse``: each ``{name}`` one segment (no ``/``), the rest literal;
     ``{name=models/*}`` (Google's HTTP rule syntax) the segments of its pattern, each ``*``
     one segment, the name holding them all (``models/gemini-2.0-flash``)."""
-    out, end = [], 0
-    for found in _PLACEHOLDER.finditer(path):
-        out.append(re.escape(path[end : found.start()]))
-        inner = re.escape(found[2] or "*").replace(r"\*", "[^/]+")
-        out.append(f"(?P<{found[1]}>{inner})")
-        end = found.end()
-    out.append(re.escape(path[end:]))
+    parts = _PLACEHOLDER.split(path)  # literal, then (name, its pattern or None, literal)...
+    out = [re.escape(parts[0])]
+    for name, inner, literal in zip(parts[1::3], parts[2::3], parts[3::3], strict=True):
+        segments = re.escape(inner or "*").replace(r"\*", "[^/]+")
+        out.append(f"(?P<{name}>{segments}){re.escape(literal)}")
     return re.compile("^" + "".join(out) + "$")
 
 
