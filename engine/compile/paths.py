@@ -211,8 +211,7 @@ def _with_hint(exc: PathError, path: Any, form: str) -> PathError:
     hint = old_form(path, form)
     if hint is None:
         return exc
-    message = f"{exc}; an old form of path: write {hint}"
-    return PathError(message, exc.column, exc.in_slot, hint)
+    return PathError(f"{exc}; an old form of path: write {hint}", exc.column, exc.in_slot, hint)
 
 
 # -- the forms ------------------------------------------------------------------------------------
