@@ -469,13 +469,8 @@ def parse_target(path: str, choice_alias: str | None = None) -> tuple[Segment, .
     for step in _parsed(path):
         if step.kind == "field":
             segments.append(Segment(field=step.text))
-        elif step.kind == "every":
-            segments.append(Segment(any=True, slot_path="*"))
-        elif step.kind == "slot":
-            segments.append(
-                Segment(slot=compile_read(step.text, choice_alias), slot_path=step.text)
-            )
-        else:
+            continue
+        if step.kind == "index":
             raise PathError(
                 f"an index [{step.text}] at column {step.column} names no item here: items of "
                 "the message are addressed by the SLOT their event carries (content[index]), "
@@ -483,6 +478,9 @@ def parse_target(path: str, choice_alias: str | None = None) -> tuple[Segment, .
                 step.column,
                 in_slot=True,
             )
+        # An item step: a [slot] reads the item's SLOT off the event, [*] (its text *) none.
+        slot = compile_read(step.text, choice_alias) if step.kind == "slot" else None
+        segments.append(Segment(slot=slot, slot_path=step.text, any=step.kind == "every"))
     return tuple(segments)
 
 
