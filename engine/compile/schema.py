@@ -217,7 +217,7 @@ def _call_pattern(value: str) -> None:
 #: refuses is said as ``prefix`` and the reason, under ``rule`` (a read or template path of an
 #: old dialect under its own, ``old-path``, its message saying its new form). Editors ignore them.
 FORMATS: dict[str, tuple[Callable[[Any], Any], str, str]] = {
-    "read-path": (lambda path: path == "" or read_steps(path), "path", "not a read path: "),
+    "read-path": (read_steps, "path", "not a read path: "),
     "jmespath": (lambda value: compile_read({JMESPATH: value}), "jmespath", ""),
     "presence-path": (_presence_path, "field-chain", "a presence test takes a field chain: "),
     "template-path": (compile_lookup, "path", "not a template path: "),

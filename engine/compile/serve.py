@@ -218,8 +218,7 @@ class Framing:
             return (event.text + "\n").encode("utf-8")
         if self.kind == "aws_eventstream":
             event_type, payload = typed_event(event)
-            suffix = self.exception_suffix
-            if suffix and event_type.endswith(suffix):
+            if self.exception_suffix and event_type.endswith(self.exception_suffix):
                 return eventstream.exception_message(event_type, payload)
             return eventstream.event_message(event_type, payload)
         name = event.name
