@@ -89,9 +89,11 @@ def compile_predicate(spec: dict[str, Any]) -> Predicate:
     if "has" in spec:
         get = compile_get(spec["has"])
         return lambda obj: obj.__class__ is dict and get(obj) is not None
-    simple = _one_field_equals(spec)
-    if simple is not None:
-        field, expected = simple
+    # {field: F, equals: V} with F one plain field: tested with one look-up and no call, as
+    # display-text predicates run on every item of every chunk.
+    field = one_field(spec.get("field")) if set(spec) == {"field", "equals"} else None
+    if field is not None:
+        expected = spec["equals"]
         if expected.__class__ is bool:
             return lambda obj: obj.__class__ is dict and obj.get(field) is expected
         if expected is None or expected.__class__ is str:  # (asked of every chunk: no 2nd call)
@@ -144,12 +146,3 @@ def _plain_has(specs: Any) -> tuple[str, ...] | None:
         return None
     keys = tuple(one_field(spec["has"]) for spec in specs)
     return None if None in keys else cast(tuple[str, ...], keys)
-
-
-def _one_field_equals(spec: Any) -> tuple[str, Any] | None:
-    """``{field: F, equals: V}`` with F one plain field: tested with one look-up and no call,
-    as display-text predicates run on every item of every chunk."""
-    if not isinstance(spec, dict) or set(spec) != {"field", "equals"}:
-        return None
-    field = one_field(spec["field"])
-    return None if field is None else (field, spec["equals"])
