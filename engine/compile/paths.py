@@ -147,7 +147,11 @@ def _bracket(inner: str, column: int) -> Step:
     if not inner:
         raise PathError(f"empty [] at column {column}", column, in_slot=True)
     if not _PLAIN.match(inner):
-        pos = _chain_stop(inner)
+        # Where the chain stops being one: past the longest chain it starts with, and past a
+        # '.' that no field follows (len(inner) when it only ends badly).
+        m = _CHAIN_AT.match(inner)
+        pos = m.end() if m else 0
+        pos += 1 if m and inner[pos : pos + 1] == "." else 0
         what = "ends with '.'" if pos >= len(inner) else f"unexpected {inner[pos]!r}"
         raise PathError(
             f"slot [{inner}]: a slot is a field chain of the event (index, choice.index), "
@@ -156,14 +160,6 @@ def _bracket(inner: str, column: int) -> Step:
             in_slot=True,
         )
     return Step("slot", inner, column=column)
-
-
-def _chain_stop(text: str) -> int:
-    """Where a field chain stops being one (``len(text)`` when it only ends badly): past the
-    longest chain it starts with, and past a '.' that no field follows."""
-    m = _CHAIN_AT.match(text)
-    pos = m.end() if m else 0
-    return pos + 1 if m and text[pos : pos + 1] == "." else pos
 
 
 def _unexpected(path: str, pos: int) -> PathError:
