@@ -245,13 +245,6 @@ def _checked(check: Callable[[Any], Any], rule: str, prefix: str, instance: Any)
     return True
 
 
-def _format_checker() -> FormatChecker:
-    checker = FormatChecker(formats=())
-    for name, (check, rule, prefix) in FORMATS.items():
-        checker.checks(name, raises=PathProblem)(functools.partial(_checked, check, rule, prefix))
-    return checker
-
-
 @functools.cache
 def _validator(definition: str | None = None) -> Draft202012Validator:
     """The whole schema's validator, or ``$defs/<definition>``'s, custom formats checked.
@@ -263,7 +256,10 @@ def _validator(definition: str | None = None) -> Draft202012Validator:
     root = {**schema(), "$defs": {**schema()["$defs"], "template": {}}}
     if definition is not None:
         root = {"$defs": root["$defs"], "$ref": f"#/$defs/{definition}"}
-    return Draft202012Validator(root, format_checker=_format_checker())
+    checker = FormatChecker(formats=())  # the custom formats only, each by its FORMATS entry
+    for name, (check, rule, prefix) in FORMATS.items():
+        checker.checks(name, raises=PathProblem)(functools.partial(_checked, check, rule, prefix))
+    return Draft202012Validator(root, format_checker=checker)
 
 # -- schema errors as problems ------------------------------------------------------------------
 
