@@ -66,10 +66,8 @@ CONSTANT = "value"  # {value: V}: the constant V, whatever the event
 OMIT_NULL = "omit_null"  # {jmespath: E, omit_null: true}: the objects E builds leave nulls out
 
 _FIELD = r"[A-Za-z_$][A-Za-z0-9_$-]*"
-_PLAIN = re.compile(rf"^{_FIELD}(\.{_FIELD})*$")
 _FIELD_AT = re.compile(_FIELD)
-_CHAIN_AT = re.compile(rf"{_FIELD}(\.{_FIELD})*")
-_INDEX = re.compile(r"^[0-9]+$")
+_CHAIN = re.compile(rf"{_FIELD}(\.{_FIELD})*")  # a plain chain: fullmatch; where one stops: match
 
 
 class PathError(ValueError):
@@ -142,14 +140,14 @@ def _parsed(path: str) -> tuple[Step, ...]:
 def _bracket(inner: str, column: int) -> Step:
     if inner == "*":
         return Step("every", "*", column=column)
-    if _INDEX.match(inner):
+    if inner.isascii() and inner.isdigit():
         return Step("index", inner, index=int(inner), column=column)
     if not inner:
         raise PathError(f"empty [] at column {column}", column, in_slot=True)
-    if not _PLAIN.match(inner):
+    if not _CHAIN.fullmatch(inner):
         # Where the chain stops being one: past the longest chain it starts with, and past a
         # '.' that no field follows (len(inner) when it only ends badly).
-        m = _CHAIN_AT.match(inner)
+        m = _CHAIN.match(inner)
         pos = m.end() if m else 0
         pos += 1 if m and inner[pos : pos + 1] == "." else 0
         what = "ends with '.'" if pos >= len(inner) else f"unexpected {inner[pos]!r}"
@@ -216,7 +214,7 @@ def _with_hint(exc: PathError, path: Any, form: str) -> PathError:
 def is_plain(path: Any) -> bool:
     """A chain of fields only (``""`` included): the paths read with look-ups and nothing
     else, which the dispatcher may key on."""
-    return path == "" or (isinstance(path, str) and bool(_PLAIN.match(path)))
+    return path == "" or (isinstance(path, str) and bool(_CHAIN.fullmatch(path)))
 
 
 def read_steps(path: str, form: str = "read") -> tuple[Step, ...]:
