@@ -49,7 +49,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import jmespath
 
@@ -66,10 +66,8 @@ CONSTANT = "value"  # {value: V}: the constant V, whatever the event
 OMIT_NULL = "omit_null"  # {jmespath: E, omit_null: true}: the objects E builds leave nulls out
 
 _FIELD = r"[A-Za-z_$][A-Za-z0-9_$-]*"
-_PLAIN = re.compile(rf"^{_FIELD}(\.{_FIELD})*$")
 _FIELD_AT = re.compile(_FIELD)
-_CHAIN_AT = re.compile(rf"{_FIELD}(\.{_FIELD})*")
-_INDEX = re.compile(r"^[0-9]+$")
+_CHAIN = re.compile(rf"{_FIELD}(\.{_FIELD})*")  # a plain chain: fullmatch; where one stops: match
 
 
 class PathError(ValueError):
@@ -142,12 +140,16 @@ def _parsed(path: str) -> tuple[Step, ...]:
 def _bracket(inner: str, column: int) -> Step:
     if inner == "*":
         return Step("every", "*", column=column)
-    if _INDEX.match(inner):
+    if inner.isascii() and inner.isdigit():
         return Step("index", inner, index=int(inner), column=column)
     if not inner:
         raise PathError(f"empty [] at column {column}", column, in_slot=True)
-    if not _PLAIN.match(inner):
-        pos = _chain_stop(inner)
+    if not _CHAIN.fullmatch(inner):
+        # Where the chain stops being one: past the longest chain it starts with, and past a
+        # '.' that no field follows (len(inner) when it only ends badly).
+        m = _CHAIN.match(inner)
+        pos = m.end() if m else 0
+        pos += 1 if m and inner[pos : pos + 1] == "." else 0
         what = "ends with '.'" if pos >= len(inner) else f"unexpected {inner[pos]!r}"
         raise PathError(
             f"slot [{inner}]: a slot is a field chain of the event (index, choice.index), "
@@ -156,14 +158,6 @@ def _bracket(inner: str, column: int) -> Step:
             in_slot=True,
         )
     return Step("slot", inner, column=column)
-
-
-def _chain_stop(text: str) -> int:
-    """Where a field chain stops being one (``len(text)`` when it only ends badly): past the
-    longest chain it starts with, and past a '.' that no field follows."""
-    m = _CHAIN_AT.match(text)
-    pos = m.end() if m else 0
-    return pos + 1 if m and text[pos : pos + 1] == "." else pos
 
 
 def _unexpected(path: str, pos: int) -> PathError:
@@ -211,8 +205,7 @@ def _with_hint(exc: PathError, path: Any, form: str) -> PathError:
     hint = old_form(path, form)
     if hint is None:
         return exc
-    message = f"{exc}; an old form of path: write {hint}"
-    return PathError(message, exc.column, exc.in_slot, hint)
+    return PathError(f"{exc}; an old form of path: write {hint}", exc.column, exc.in_slot, hint)
 
 
 # -- the forms ------------------------------------------------------------------------------------
@@ -221,7 +214,7 @@ def _with_hint(exc: PathError, path: Any, form: str) -> PathError:
 def is_plain(path: Any) -> bool:
     """A chain of fields only (``""`` included): the paths read with look-ups and nothing
     else, which the dispatcher may key on."""
-    return path == "" or (isinstance(path, str) and bool(_PLAIN.match(path)))
+    return path == "" or (isinstance(path, str) and bool(_CHAIN.fullmatch(path)))
 
 
 def read_steps(path: str, form: str = "read") -> tuple[Step, ...]:
@@ -232,10 +225,9 @@ def read_steps(path: str, form: str = "read") -> tuple[Step, ...]:
     except PathError as exc:
         raise _with_hint(exc, path, form) from None
     for step in steps:
-        if step.kind in ("slot", "every"):
-            what = "[*]" if step.kind == "every" else f"[{step.text}]"
+        if step.kind in ("slot", "every"):  # (the text of [*] is *)
             refused = PathError(
-                f"a read gives one value: {what} at column {step.column} is for an `at` "
+                f"a read gives one value: [{step.text}] at column {step.column} is for an `at` "
                 "(a [slot] of a target, a [*] of a pattern); a read takes fields and [n]",
                 step.column,
             )
@@ -281,15 +273,12 @@ def compile_read(path: str | dict[str, Any], choice_alias: str | None = None) ->
         if CONSTANT in path:
             return _compile_constant(path)
         return _compile_jmespath(path, choice_alias)
-    if path == "" or _PLAIN.match(path):
-        fields = path.split(".") if path else []
-        on_choice = bool(fields) and fields[0] == choice_alias
-        return _chain(fields[1:] if on_choice else fields, on_choice)
-    steps = _walk_keys(path)
-    rest = steps[1:]
-    if choice_alias is not None and steps[0] == choice_alias:
-        return lambda ev, ch: _walk(ch, rest)
-    return lambda ev, ch=None: _walk(ev, steps)
+    keys = _walk_keys(path)
+    on_choice = bool(keys) and keys[0] == choice_alias
+    keys = keys[1:] if on_choice else keys
+    if all(key.__class__ is str for key in keys):  # a plain chain: the look-ups of _chain
+        return _chain(cast(list[str], keys), on_choice)
+    return lambda ev, ch=None: _walk(ch if on_choice else ev, keys)
 
 
 #: A read path over one object (an assembled item or message): a read without a choice alias,
@@ -474,13 +463,8 @@ def parse_target(path: str, choice_alias: str | None = None) -> tuple[Segment, .
     for step in _parsed(path):
         if step.kind == "field":
             segments.append(Segment(field=step.text))
-        elif step.kind == "every":
-            segments.append(Segment(any=True, slot_path="*"))
-        elif step.kind == "slot":
-            segments.append(
-                Segment(slot=compile_read(step.text, choice_alias), slot_path=step.text)
-            )
-        else:
+            continue
+        if step.kind == "index":
             raise PathError(
                 f"an index [{step.text}] at column {step.column} names no item here: items of "
                 "the message are addressed by the SLOT their event carries (content[index]), "
@@ -488,6 +472,9 @@ def parse_target(path: str, choice_alias: str | None = None) -> tuple[Segment, .
                 step.column,
                 in_slot=True,
             )
+        # An item step: a [slot] reads the item's SLOT off the event, [*] (its text *) none.
+        slot = compile_read(step.text, choice_alias) if step.kind == "slot" else None
+        segments.append(Segment(slot=slot, slot_path=step.text, any=step.kind == "every"))
     return tuple(segments)
 
 

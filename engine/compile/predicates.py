@@ -82,19 +82,18 @@ def compile_predicate(spec: dict[str, Any]) -> Predicate:
             parts = [compile_predicate(p) for p in spec[key]]
             return lambda obj: quantifier(p(obj) for p in parts)
     if "not" in spec:
-        simple = _one_field_equals(spec["not"])
-        if simple is not None:  # {not: {field: thought, equals: true}}, asked of every part
-            field, expected = simple
-            same = _equal_to(expected)
-            return lambda obj: obj.__class__ is not dict or not same(obj.get(field))
+        # {not: {field: thought, equals: true}}, asked of every part: two calls, as the inner
+        # test of one plain field is the one-call look-up below.
         inner = compile_predicate(spec["not"])
         return lambda obj: not inner(obj)
     if "has" in spec:
         get = compile_get(spec["has"])
         return lambda obj: obj.__class__ is dict and get(obj) is not None
-    simple = _one_field_equals(spec)
-    if simple is not None:
-        field, expected = simple
+    # {field: F, equals: V} with F one plain field: tested with one look-up and no call, as
+    # display-text predicates run on every item of every chunk.
+    field = one_field(spec.get("field")) if set(spec) == {"field", "equals"} else None
+    if field is not None:
+        expected = spec["equals"]
         if expected.__class__ is bool:
             return lambda obj: obj.__class__ is dict and obj.get(field) is expected
         if expected is None or expected.__class__ is str:  # (asked of every chunk: no 2nd call)
@@ -147,12 +146,3 @@ def _plain_has(specs: Any) -> tuple[str, ...] | None:
         return None
     keys = tuple(one_field(spec["has"]) for spec in specs)
     return None if None in keys else cast(tuple[str, ...], keys)
-
-
-def _one_field_equals(spec: Any) -> tuple[str, Any] | None:
-    """``{field: F, equals: V}`` with F one plain field: tested with one look-up and no call,
-    as display-text predicates run on every item of every chunk."""
-    if not isinstance(spec, dict) or set(spec) != {"field", "equals"}:
-        return None
-    field = one_field(spec["field"])
-    return None if field is None else (field, spec["equals"])

@@ -57,8 +57,7 @@ def schema_path() -> Path:
 @functools.cache
 def schema() -> dict[str, Any]:
     """The descriptor schema, read once."""
-    loaded: dict[str, Any] = json.loads(schema_path().read_text(encoding="utf-8"))
-    return loaded
+    return cast(dict[str, Any], json.loads(schema_path().read_text(encoding="utf-8")))
 
 
 Located = tuple[str, str, str]  # (JSON pointer, message, rule), as a template problem is
@@ -218,7 +217,7 @@ def _call_pattern(value: str) -> None:
 #: refuses is said as ``prefix`` and the reason, under ``rule`` (a read or template path of an
 #: old dialect under its own, ``old-path``, its message saying its new form). Editors ignore them.
 FORMATS: dict[str, tuple[Callable[[Any], Any], str, str]] = {
-    "read-path": (lambda path: path == "" or read_steps(path), "path", "not a read path: "),
+    "read-path": (read_steps, "path", "not a read path: "),
     "jmespath": (lambda value: compile_read({JMESPATH: value}), "jmespath", ""),
     "presence-path": (_presence_path, "field-chain", "a presence test takes a field chain: "),
     "template-path": (compile_lookup, "path", "not a template path: "),
@@ -246,13 +245,6 @@ def _checked(check: Callable[[Any], Any], rule: str, prefix: str, instance: Any)
     return True
 
 
-def _format_checker() -> FormatChecker:
-    checker = FormatChecker(formats=())
-    for name, (check, rule, prefix) in FORMATS.items():
-        checker.checks(name, raises=PathProblem)(functools.partial(_checked, check, rule, prefix))
-    return checker
-
-
 @functools.cache
 def _validator(definition: str | None = None) -> Draft202012Validator:
     """The whole schema's validator, or ``$defs/<definition>``'s, custom formats checked.
@@ -264,7 +256,10 @@ def _validator(definition: str | None = None) -> Draft202012Validator:
     root = {**schema(), "$defs": {**schema()["$defs"], "template": {}}}
     if definition is not None:
         root = {"$defs": root["$defs"], "$ref": f"#/$defs/{definition}"}
-    return Draft202012Validator(root, format_checker=_format_checker())
+    checker = FormatChecker(formats=())  # the custom formats only, each by its FORMATS entry
+    for name, (check, rule, prefix) in FORMATS.items():
+        checker.checks(name, raises=PathProblem)(functools.partial(_checked, check, rule, prefix))
+    return Draft202012Validator(root, format_checker=checker)
 
 # -- schema errors as problems ------------------------------------------------------------------
 

@@ -87,8 +87,7 @@ def read_recording(path: str | Path, end_markers: Collection[str] = ()) -> list[
     one) is left to the framing, which sends the wire's own where the wire has one; other text is an
     error."""
     events = []
-    raw = Path(path).read_bytes()  # an OSError is the caller's to name
-    for captured in parse_bytes(raw, str(path)):
+    for captured in parse_bytes(Path(path).read_bytes(), str(path)):  # an OSError: the caller's
         if not captured.is_json:
             if captured.data.strip() in end_markers:
                 continue
@@ -117,12 +116,10 @@ def _split_event_name(text: str, obj: dict[str, Any]) -> RecordedEvent:
     leaves the same JSON (it does unless ``_event`` was not the first key)."""
     if EVENT_KEY not in obj:
         return RecordedEvent(None, text, obj, obj)
-    name = obj[EVENT_KEY]
     payload = {k: v for k, v in obj.items() if k != EVENT_KEY}
     cut = _LEADING_EVENT_KEY.sub("{", text, count=1)  # a JSON text less its first member
-    if json.loads(cut) == payload:
-        return RecordedEvent(str(name), cut, payload, obj)
-    return RecordedEvent(str(name), _compact(payload), payload, obj)
+    text = cut if json.loads(cut) == payload else _compact(payload)
+    return RecordedEvent(str(obj[EVENT_KEY]), text, payload, obj)
 
 
 def _compact(value: Any) -> str:
@@ -189,13 +186,11 @@ def _path_pattern(path: str) -> re.Pattern[str]:
     """``/model/{model}/converse``: each ``{name}`` one segment (no ``/``), the rest literal;
     ``{name=models/*}`` (Google's HTTP rule syntax) the segments of its pattern, each ``*``
     one segment, the name holding them all (``models/gemini-2.0-flash``)."""
-    out, end = [], 0
-    for found in _PLACEHOLDER.finditer(path):
-        out.append(re.escape(path[end : found.start()]))
-        inner = re.escape(found[2] or "*").replace(r"\*", "[^/]+")
-        out.append(f"(?P<{found[1]}>{inner})")
-        end = found.end()
-    out.append(re.escape(path[end:]))
+    parts = _PLACEHOLDER.split(path)  # literal, then (name, its pattern or None, literal)...
+    out = [re.escape(parts[0])]
+    for name, inner, literal in zip(parts[1::3], parts[2::3], parts[3::3], strict=True):
+        segments = re.escape(inner or "*").replace(r"\*", "[^/]+")
+        out.append(f"(?P<{name}>{segments}){re.escape(literal)}")
     return re.compile("^" + "".join(out) + "$")
 
 
@@ -223,8 +218,7 @@ class Framing:
             return (event.text + "\n").encode("utf-8")
         if self.kind == "aws_eventstream":
             event_type, payload = typed_event(event)
-            suffix = self.exception_suffix
-            if suffix and event_type.endswith(suffix):
+            if self.exception_suffix and event_type.endswith(self.exception_suffix):
                 return eventstream.exception_message(event_type, payload)
             return eventstream.event_message(event_type, payload)
         name = event.name

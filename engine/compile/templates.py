@@ -422,11 +422,9 @@ def _merged(item: Any, merge: Node, ctx: dict[str, Any], record: Any) -> Any:
     return {**item, **fields}
 
 
-def _unanswered(records: list[Any]) -> str:
-    shown = ", ".join(
-        f"{r.get('name')!r} (id {r.get('tool_call_id')!r})" if isinstance(r, dict) else repr(r)
-        for r in records
-    )
+def _unanswered(records: list[dict[str, Any]]) -> str:
+    """The records no call item answers (mappings: ``keep`` queues no other record)."""
+    shown = ", ".join(f"{r.get('name')!r} (id {r.get('tool_call_id')!r})" for r in records)
     return (
         f"$echo merge: no call part of the message answers the record of {shown}; a restated "
         "message carries each result in its own call's part"
