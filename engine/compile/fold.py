@@ -57,16 +57,15 @@ def op_fold(spec: dict[str, Any], ctx: CompileContext) -> Run:
     objects = {name: _entry_fold(_under(base, name), how) for name, how in _named(spec, "objects")}
     parts = {name: JoinRule.from_spec(how, _under(at, name)) for name, how in _named(spec, "parts")}
     strings = concat | frozenset(parts)  # the keys whose strings concatenate (parts' too)
-    # Concat keys that are reasoning (key -> which messages hold it, None: all), and parts
-    # keys whose parts hold reasoning inside (key -> readers of an incoming part's fragments:
-    # Mistral's ``{type: thinking, thinking: [{type: text, text}]}``).
+    # Concat keys that are reasoning (key -> which messages hold it, None: all), and for each
+    # parts key the readers of the reasoning inside an incoming part (none: no reasoning
+    # there; Mistral's ``{type: thinking, thinking: [{type: text, text}]}``).
     reasoning_keys = {}
     for key in strings:
         is_reasoning, where = reasoning_at(ctx, _under(base, key))
         if is_reasoning:
             reasoning_keys[key] = where
-    inside = {key: reasoning_inside(ctx, _under(base, key)) for key in parts}
-    reasoning_parts = {key: found for key, found in inside.items() if found}
+    reasoning_parts = {key: reasoning_inside(ctx, _under(base, key)) for key in parts}
     shown = ctx.wire.text.part_where  # which parts of the display key are display text
     # The display parts' text field: ``text.parts.field`` where the descriptor declares it,
     # else the first text field of the display key's join rule (the descriptor's names both).
@@ -99,7 +98,7 @@ def op_fold(spec: dict[str, Any], ctx: CompileContext) -> Run:
                         if key == display_key and (shown is None or shown(part)):
                             journal.append(asm.display)
                             asm.display.append(value)
-                        elif key in reasoning_parts:
+                        elif reasoning_parts[key]:
                             _reason_part(asm, reasoning_parts[key], value, parts[key])
                 elif value.__class__ is str:
                     if value:
@@ -151,7 +150,7 @@ def op_fold(spec: dict[str, Any], ctx: CompileContext) -> Run:
             if earlier:
                 string_as_part(asm.journal, current, earlier, rule)
         text_field = display_field if key == display_key else None
-        readers = reasoning_parts.get(key, ())
+        readers = reasoning_parts[key]
 
         def on_part(stored: dict[str, Any], part: dict[str, Any]) -> None:
             if text_field is not None and (shown is None or shown(stored)):
