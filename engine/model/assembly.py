@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..events import CAUSE_CONNECTION, CAUSE_DONE, CAUSE_ERROR, CAUSE_LENGTH, CallIncomplete
 from .fragments import SlottedList, compact, dig, ingest, make_way, shown_value
 from .journal import put, put_attr, put_back, trim
-from .jsonscan import AFTER_COMPLETE, ArgsStream, dumps_any_depth
+from .jsonscan import AFTER_CLOSED, AFTER_COMPLETE, ArgsStream, dumps_any_depth
 
 if TYPE_CHECKING:
     from ..compile.strategy import ExtractionStrategy
@@ -29,15 +29,22 @@ class CallTrack:
     """One item of the message that is a client tool call, and its arguments."""
 
     item: dict[str, Any]
-    args: ArgsStream
     order: int
     slot: Any = None  # the SLOT the wire keys it by, when the one who opened it knew
     # The calls place it sits at (a ``CallsSpec``): how its name, id and arguments read.
     place: Any = None
+    # Set once the track is made: its seed may already be refused (``Assembly.seeding``).
+    args: ArgsStream = field(init=False)
     reported: bool = False  # listed in ``Assembly.incomplete`` already
     ended_first: bool = False  # its own end event closed it before the stream's end
 
 
+# A refused fragment or value, by what its call's stream says of the call (the ``why``).
+_FATES = {
+    AFTER_COMPLETE: "its arguments are complete (their first JSON value); the {} after them",
+    AFTER_CLOSED: "it ended with its arguments incomplete and will never run; the {} that "
+    "came after",
+}
 _END_STATE = ("finished", "over", "cut", "end_cause", "usage_event")  # what an end changes
 _READ_END = attrgetter(*_END_STATE)
 
@@ -88,7 +95,7 @@ class Assembly:
     # How the stream ended, for the cause of a call cut by it (CallIncomplete.cause):
     # set at the wire's DONE (a length stop, an error, a normal stop) or at close().
     end_cause: str | None = None
-    seeding: tuple[dict[str, Any], Any, Any] | None = None  # (item, slot, place): args installed
+    seeding: CallTrack | None = None  # the call whose arguments are being installed
     # What the chunk being applied wrote, to take back if it raises (the buffer drops
     # it once the chunk went in): records of engine.model.journal.
     journal: list[Any] = field(default_factory=list)
@@ -123,14 +130,13 @@ class Assembly:
             return
         if place.single and slot is None:
             slot = place.pattern
-        self.seeding = (item, slot, place)
-        args = self._args_at(item, place.args_fields, place)
+        track = self.seeding = CallTrack(item, len(self.tracks), slot, place)
+        track.args = self._args_at(item, place.args_fields, place)
         self.seeding = None
-        track = CallTrack(item, args, len(self.tracks), slot, place)
         self.journal.append((self.tracks.__delitem__, slice(track.order, None)))  # (trim's)
         self.tracks.append(track)
         put(self.journal, self.track_of, id(item), track)
-        if args.state != 0:
+        if track.args.state != 0:
             self.calls_dirty = True
         if self.events is not None:
             self.events.attach(self, track)
@@ -159,8 +165,7 @@ class Assembly:
             if place is None:
                 return current
             if place.args_form != "text" or current.text_key is not None:
-                put_attr(journal, current, "tracker", self)
-                current.journal = journal
+                put_attr(journal, current, "tracker", self)  # (its journal is ours already)
                 return current
             current = current.text
         if place is None:
@@ -177,21 +182,10 @@ class Assembly:
         one fate per call). Listed as skipped, never dropped silently. (Cold: only for a
         wire that sends more than a call's arguments; the call is found by its stream, or
         is the one being tracked, whose seed this is.)"""
-        track = next((t for t in reversed(self.tracks) if t.args is stream), None)
-        if track is not None:
-            item, slot, place = track.item, self.track_slot(track), track.place
-        else:  # the call being tracked (only a tracked call's stream has a tracker)
-            assert self.seeding is not None
-            item, slot, place = self.seeding
-            slot = self.slot_of(item, place) if slot is None else slot
-        name = place.name(item)
-        kind = "text" if what.__class__ is str else "value"
-        fate = (
-            f"its arguments are complete (their first JSON value); the {kind} after them"
-            if why == AFTER_COMPLETE
-            else f"it ended with its arguments incomplete and will never run; the {kind} that "
-            "came after"
-        )
+        track = next((t for t in reversed(self.tracks) if t.args is stream), self.seeding)
+        assert track is not None  # (only a tracked call's stream has a tracker)
+        name, slot = track.place.name(track.item), self.track_slot(track)
+        fate = _FATES[why].format("text" if what.__class__ is str else "value")
         self.skip(
             f"args of the call {name!r} (slot {slot!r}): {fate} is not taken: {shown_value(what)}"
         )
@@ -279,17 +273,13 @@ class Assembly:
         return cause
 
     def track_slot(self, track: CallTrack) -> Any:
-        """The call's SLOT: as its opener gave it, else found in the message (and kept)."""
+        """The call's SLOT: as its opener gave it, else found in the message (and kept): the
+        SLOT the wire keys its item by (its position for a plain list), by walking the lists
+        of its calls place (a single place's item has its pattern for a SLOT from the start)."""
         if track.slot is None:
-            track.slot = self.slot_of(track.item, track.place)
+            found = items_under(self.root, track.place.list_fields)
+            track.slot = next((slot for slot, entry in found if entry is track.item), None)
         return track.slot
-
-    def slot_of(self, item: dict[str, Any], calls: Any) -> Any:
-        """The SLOT the wire keys this call item by (its position for a plain list), found
-        by walking the lists of its calls place: asked only for a call that ends incomplete
-        (a single place's item has its pattern for a SLOT from the start)."""
-        found = items_under(self.root, calls.list_fields)
-        return next((slot for slot, entry in found if entry is item), None)
 
 
 def items_under(

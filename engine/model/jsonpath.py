@@ -34,7 +34,8 @@ _SHORTHAND = re.compile(f"[{_NAME_CHARS}][{_NAME_CHARS}0-9-]*")
 _INDEX = re.compile(r"-?[0-9]+")
 # A quoted name, up to the quote that closes it (an escaped character never does).
 _QUOTED = {quote: re.compile(rf"{quote}((?:[^{quote}\\]|\\.)*){quote}", re.S) for quote in "'\""}
-_SINGLE_QUOTED = re.compile(r'\\.|"', re.S)  # in a single-quoted name: an escape, or "
+# A single-quoted name's pieces: an escape, a ", or a run of other characters.
+_SINGLE_QUOTED = re.compile(r'\\.|"|[^\\"]+', re.S)
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _BLANK = " \t\n\r"
 _MAX_INDEX = 2**53 - 1
@@ -56,24 +57,23 @@ def singular_path(path: str, negative: bool = False) -> tuple[Token, ...]:
     pos, end = 1, len(path)
     while pos < end:
         char = path[pos]
-        if char == ".":
-            if path.startswith("..", pos):
-                raise _bad(path, pos, "'..' selects descendants, not one place")
-            match = _SHORTHAND.match(path, pos + 1)
-            if match is None:
-                raise _bad(path, pos + 1, "expected a member name after '.'")
-            out.append(match.group())
-            pos = match.end()
-        elif char == "[":
+        if char == "[":
             token, pos = _selector(path, _skip_blank(path, pos + 1), negative)
             pos = _skip_blank(path, pos)
             if path[pos : pos + 1] != "]":
                 more = " (one selector per segment)" if path[pos : pos + 1] == "," else ""
                 raise _bad(path, pos, f"expected ']'{more}")
-            out.append(token)
             pos += 1
+        elif char == ".":
+            if path.startswith("..", pos):
+                raise _bad(path, pos, "'..' selects descendants, not one place")
+            match = _SHORTHAND.match(path, pos + 1)
+            if match is None:
+                raise _bad(path, pos + 1, "expected a member name after '.'")
+            token, pos = match.group(), match.end()
         else:
             raise _bad(path, pos, f"expected '.' or '[', got {char!r}")
+        out.append(token)
     return tuple(out)
 
 
@@ -107,8 +107,7 @@ def _selector(path: str, pos: int, negative: bool) -> tuple[Token, int]:
         text = match.group()
         if path[match.end() : match.end() + 1] == ":":
             raise _bad(path, pos, "a slice selects a range, not one place")
-        digits = text.lstrip("-")
-        if len(digits) > 1 and digits[0] == "0" or text == "-0":
+        if text != "0" and text.lstrip("-")[0] == "0":  # (-0 too: RFC 9535 has no -0)
             raise _bad(path, pos, f"index {text} has a leading zero")
         index = int(text)
         if abs(index) > _MAX_INDEX:
@@ -132,7 +131,7 @@ def _name(path: str, pos: int) -> tuple[str, int]:
         raise _bad(path, pos, f"the name is not closed by {quote}")
     body = match.group(1)
     if quote == "'":  # the same name between double quotes (_SWAPPED)
-        body = _SINGLE_QUOTED.sub(_as_double_quoted, body)
+        body = "".join(_SWAPPED.get(piece, piece) for piece in _SINGLE_QUOTED.findall(body))
     try:
         name: str = json.loads(f'"{body}"')
     except json.JSONDecodeError as bad:
@@ -141,11 +140,6 @@ def _name(path: str, pos: int) -> tuple[str, int]:
     if _SURROGATE.search(name):
         raise _bad(path, pos, "a lone surrogate is not a character")
     return name, match.end()
-
-
-def _as_double_quoted(found: re.Match[str]) -> str:
-    text = found.group()
-    return _SWAPPED.get(text, text)
 
 
 # The quotes' parts swapped: an escaped ' is the quote itself, " is escaped, and \" (which
@@ -172,12 +166,11 @@ def place_at(journal: list[Any], root: Any, path: str) -> tuple[tuple[Token, ...
             where = normalized(tokens[:depth])
             raise ValueError(f"JSON path {path!r}: {where} holds {json_kind(node)}, not {kind}")
         if isinstance(token, int):
+            token += len(node) if token < 0 else 0  # (a negative index counts from the end)
             if token < 0:
-                token += len(node)
-                if token < 0:
-                    where = normalized(tokens[: depth + 1])
-                    where += ": the index is before the array's start"
-                    raise ValueError(f"JSON path {path!r}: {where}")
+                where = normalized(tokens[: depth + 1])
+                where += ": the index is before the array's start"
+                raise ValueError(f"JSON path {path!r}: {where}")
             while len(node) <= token:
                 trim(journal, node)
                 node.append(None)

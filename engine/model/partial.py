@@ -53,11 +53,16 @@ _AFTER = 7  # after a value: ',' or the container's closer
 _DONE = 8  # the top-level object closed: only whitespace may follow
 _STOPPED = 9  # invalid or too deep: nothing more is read
 
-# The modes that take one character, what it is, the mode after it, and how an error says it.
+# The modes that take one character, what it is, the mode after it, and how an error says it
+# (after the object, none: only whitespace may follow); and the closer that a container just
+# opened takes in place of its first member or item (``_key`` still None).
 _ONE_CHARACTER = {
     _COLON: (":", _VALUE, "':' after the member name"),
     _START: ("{", _KEY, "'{' (arguments are a JSON object)"),
+    _KEY: ('"', _IN_KEY, "a member name in double quotes"),
+    _DONE: ("", _DONE, "nothing after the object"),
 }
+_EMPTY_CLOSER = {_KEY: "}", _VALUE: "]"}
 _WHITESPACE = " \t\n\r"  # json's whitespace; any other space is an error there too
 _NOT_WS = re.compile(r"[^ \t\n\r]")
 _STRING_STOP = re.compile(r'["\\\x00-\x1f]')
@@ -250,23 +255,12 @@ class PartialJSON:
                     closer = "'}'" if self._cont.__class__ is dict else "']'"
                     raise _Invalid(pos, f"expected ',' or {closer}, got {c!r}")
                 pos += 1
-            elif mode == _VALUE:
-                if c == "]" and self._key is None:
-                    self._close()
-                    pos += 1
-                else:
-                    pos = self._value_start(s, pos, c)
-            elif mode == _KEY:
-                if c == '"':
-                    self._mode = _IN_KEY
-                elif c == "}" and self._key is None:
-                    self._close()
-                else:
-                    raise _Invalid(pos, f"expected a member name in double quotes, got {c!r}")
+            elif self._key is None and c == _EMPTY_CLOSER.get(mode):  # ``{}``, ``[]``
+                self._close()
                 pos += 1
-            elif mode == _DONE:
-                raise _Invalid(pos, "expected nothing after the object")
-            else:  # _COLON, _START: one character, then the next mode
+            elif mode == _VALUE:
+                pos = self._value_start(s, pos, c)
+            else:  # _KEY, _COLON, _START, _DONE: one character (or none), then the next mode
                 wanted, then, what = _ONE_CHARACTER[mode]
                 if c != wanted:
                     raise _Invalid(pos, f"expected {what}, got {c!r}")
@@ -312,8 +306,7 @@ class PartialJSON:
         if self._stack:
             self._cont, self._key = self._stack.pop()
             self._mode = _AFTER
-        else:
-            self._cont, self._key = self.value, None
+        else:  # the top-level object (``_cont`` already): nothing reads its key from now on
             self._mode = _DONE
             self.closed = True
 
@@ -351,7 +344,8 @@ class PartialJSON:
         if _STRING_END.match(s, pos) is not None:  # the string ends in this fragment
             text, end = _json_string(s, pos)
             return text, end, True
-        cut = _cut_tail(s, pos)
+        tail = _CUT_TAIL.search(s, pos)  # what waits for the next fragment (maybe nothing)
+        cut = tail.start(1) if tail is not None else len(s)
         text = _json_string(s, pos, cut)[0]
         self._pending = s[cut:]
         return text, len(s), False
@@ -381,11 +375,10 @@ class PartialJSON:
             if m is None and literal.startswith(token):
                 return end
             raise _Invalid(at, f"expected {literal!r}, got {token!r}")
-        if m is None:
-            if not _NUMBER_PREFIX.fullmatch(token):
-                raise _Invalid(at, f"not a JSON number: {token!r}")
-            return end
-        self._end_scalar(_number(token, at))
+        if m is not None:
+            self._end_scalar(_number(token, at))
+        elif not _NUMBER_PREFIX.fullmatch(token):  # (an unfinished number so far)
+            raise _Invalid(at, f"not a JSON number: {token!r}")
         return end
 
     def _end_scalar(self, value: Any) -> None:
@@ -403,8 +396,7 @@ class PartialJSON:
             self._stop(None, f"the arguments are a JSON object, not {type(obj).__name__}")
             return
         self.value.update(copy_json(obj))
-        self._mode = _DONE
-        self.closed = True
+        self._close()  # (the top-level object: whole)
 
     def set_path(self, path: str, item: Any, will_continue: bool = False) -> None:
         """Set ``item`` at the JSON path ``path`` (RFC 9535: ``$.a.b[0]``, ``$['x y']``).
@@ -426,8 +418,7 @@ class PartialJSON:
             return
         current = node[last] if isinstance(last, int) else node.get(last)
         if item.__class__ is str and self._continuing.get(steps) and current.__class__ is str:
-            if item:
-                self._grow(node, last, item)
+            self._grow(node, last, item)  # (an empty piece grows nothing)
         else:
             set_item(journal, node, last, copy_json(item))
         put(journal, self._continuing, steps, bool(will_continue))
@@ -449,13 +440,6 @@ def _json_string(s: str, pos: int, cut: int | None = None) -> tuple[str, int]:
         what, back, width = _REFUSED[bad.msg]
         at = bad.pos - back + (0 if cut is None else pos)
         raise _Invalid(at, what.format(s[at : at + width])) from None
-
-
-def _cut_tail(s: str, pos: int) -> int:
-    """Where the part of ``s`` (string text from ``pos``) read again with the next fragment
-    starts (:data:`_CUT_TAIL`): ``len(s)`` when nothing waits for it."""
-    found = _CUT_TAIL.search(s, pos)
-    return found.start(1) if found is not None else len(s)
 
 
 def _number(token: str, at: int) -> Any:
