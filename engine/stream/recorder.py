@@ -133,7 +133,6 @@ class EventRecorder:
     def __init__(self) -> None:
         self.out: list[events.Event] = []  # recorded, not yet handed out by events()
         self.pending: list[events.Event] = []  # the deltas of the chunk being applied (see commit)
-        self.sinks: list[CallSink] = []  # by track order
         self.unstarted: list[CallSink] = []  # tracked, no name yet (see _starts)
         self.reasoning_at = 0
         self.ready_at = 0  # into the buffer's completion list
@@ -151,8 +150,6 @@ class EventRecorder:
         raises takes back the sinks of the calls it started."""
         args = track.args
         sink = CallSink(self, track, asm.journal)
-        trim(asm.journal, self.sinks)
-        self.sinks.append(sink)
         trim(asm.journal, self.unstarted)
         self.unstarted.append(sink)
         args.sink = sink
@@ -195,9 +192,9 @@ class EventRecorder:
             if len(asm.incomplete) != self.incomplete_at:
                 self.out += asm.incomplete[self.incomplete_at :]
                 self.incomplete_at = len(asm.incomplete)
-                for sink in self.sinks:
-                    if sink.track.reported:
-                        sink.end()
+                for track in asm.tracks:
+                    if track.reported and track.args.sink is not None:
+                        track.args.sink.end()
             if asm.over and cursors.scanner is None:
                 self.finish(asm)
 
@@ -246,10 +243,11 @@ class EventRecorder:
 
     def _ready(self, asm: Assembly, completed: list[Any]) -> None:
         """``CallReady`` for the calls ``completed`` since. Each has started: the buffer's
-        ``calls()`` read its name before this commit, as ``_starts`` read it just now."""
-        sinks = self.sinks
+        ``calls()`` read its name before this commit, as ``_starts`` read it just now. A call
+        is found by its track (a call tracked before events were turned on has no sink)."""
+        tracks = asm.tracks
         for order, call in completed[self.ready_at :]:
-            sink = sinks[order] if 0 <= order < len(sinks) else None  # -1: a text call
+            sink = tracks[order].args.sink if order >= 0 else None  # -1: a text call
             if sink is None or sink.done:
                 continue  # a call told incomplete already is never also ready
             sink.end()
