@@ -419,14 +419,12 @@ class LLMStreamBuffer:
 
     # -- events ------------------------------------------------------------------------------
 
-    def _record_events(self, kept: list[Any] | None = None) -> None:
+    def _record_events(self, kept: Iterable[Event] = ()) -> None:
         """Turn events on (or start them again after ``reset()`` or an undone resolution),
         keeping ``kept``: what was recorded and not yet handed out."""
         from .recorder import EventRecorder
 
-        rec = self._rec = EventRecorder()
-        if kept:
-            rec.out = kept
+        rec = self._rec = EventRecorder(kept)
         if self._asm is not None:
             self._asm.events = rec
 
@@ -514,8 +512,7 @@ class LLMStreamBuffer:
         if rec.text_ready:
             rec.text_calls_ready()
         self._release_to_events()
-        if asm.over:
-            rec.finish(asm)
+        rec.finish(asm)  # (once the end is final: finish() says when)
 
     def incomplete_calls(self) -> list[CallIncomplete]:
         """The calls that will never be runnable (cut, invalid, too deep), in message order,

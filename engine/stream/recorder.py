@@ -25,7 +25,7 @@ buffer's.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from .. import events
@@ -130,8 +130,8 @@ class CallSink(PartialJSON):
 class EventRecorder:
     """The events of one buffer, and the cursors they are read from."""
 
-    def __init__(self) -> None:
-        self.out: list[events.Event] = []  # recorded, not yet handed out by events()
+    def __init__(self, kept: Iterable[events.Event] = ()) -> None:
+        self.out: list[events.Event] = list(kept)  # recorded, not yet handed out by events()
         self.pending: list[events.Event] = []  # the deltas of the chunk being applied (see commit)
         self.unstarted: list[CallSink] = []  # tracked, no name yet (see _starts)
         self.reasoning_at = 0
