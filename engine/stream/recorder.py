@@ -14,9 +14,9 @@ through after the chunk), and its :class:`ArgumentsDelta` waits in ``pending`` u
 records nothing. Such a chunk is taken back by the assembly's undo journal
 (engine.model.journal), which a sink writes to as the assembly does: its ``partial`` (the same
 dict) and its scanner go back to what they were, and the sinks of the calls it started go with
-the tracks they were attached to (:meth:`EventRecorder.attach` journals them); then the buffer
-drops the failed chunk's pending deltas. So no event is recorded for a chunk that did not go
-in, and each ``partial`` is what the accepted chunks made it.
+the tracks they hang on (each track's ``args.sink``: the recorder keeps no list of them); then
+the buffer drops the failed chunk's pending deltas. So no event is recorded for a chunk that
+did not go in, and each ``partial`` is what the accepted chunks made it.
 
 The display text told as ``TextDelta`` is counted by the buffer's display cursors
 (engine.stream.display), which the recorder is handed per chunk: it writes no field of the
