@@ -379,6 +379,24 @@ def test_a_source_that_raises_propagates_and_leaves_the_buffer_open():
     assert [e.call for e in buf.events() if isinstance(e, engine.CallReady)] in ([], buf.calls())
 
 
+def test_events_turned_on_mid_stream_tell_each_later_call_as_itself():
+    """consume() after some add()s: a call tracked before events were on tells nothing, and
+    the calls tracked after are ready at their own slots, with their own calls."""
+
+    def call(i, name, args):
+        tool = {"index": i, "id": f"c{i}", "type": "function"}
+        tool["function"] = {"name": name, "arguments": args}
+        return {**CHUNK, "choices": [{"index": 0, "delta": {"tool_calls": [tool]}}]}
+
+    done = {**CHUNK, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}
+    buf = engine.LLMStreamBuffer(strategies=[engine.load_format("openai_chat")])
+    buf.add(call(0, "a", '{"x": 1}'))
+    evs = list(buf.consume([call(1, "b", '{"y": 2}'), done]))
+    assert [(e.slot, e.name) for e in evs if isinstance(e, engine.CallStarted)] == [(1, "b")]
+    ready = [(e.slot, e.call.name) for e in evs if isinstance(e, engine.CallReady)]
+    assert ready == [(1, "b")]
+
+
 def test_a_chunk_that_raises_records_no_events_and_partial_stays_one_dict():
     gemini = engine.load_format("gemini")
 

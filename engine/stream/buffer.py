@@ -250,9 +250,8 @@ class LLMStreamBuffer:
         calls = self._calls  # the list calls() handed out, empty: the replay may fill it
         asm = self._asm = strategy.new_assembly()
         asm.events = self._rec
-        pending, self._pending = self._pending, []
         try:
-            for at, earlier in pending:
+            for at, earlier in self._pending:
                 # Never recognised, so one that does not fit the wire is not an error of the
                 # chunk being added: it is undone and counted with the events no rule handles.
                 try:
@@ -264,14 +263,14 @@ class LLMStreamBuffer:
                 self._commit(asm)
             self._apply(asm, event, index)
         except BaseException:
-            self._asm = None
-            self._pending = pending
+            self._asm = None  # (the chunks kept, still unplaced, stay kept)
             del calls[:]  # no call of the undone replay is handed out, nor counted as new
             self._calls, self._emitted, self._scan_from, self._completed = calls, {}, 0, []
             self._display = DisplayCursors(self.codec, self._text_rule)  # nothing shown of it
             if self._rec is not None:  # the replayed earlier chunks are undone too
                 self._record_events(self._rec.out[:told])
             raise
+        self._pending = []  # replayed: the assembly holds them now
 
     def _take_sentinel(self, sentinel: str, index: int) -> None:
         """An end marker (``data: [DONE]``): the DONE of the wire that declares it, and the end
@@ -419,14 +418,12 @@ class LLMStreamBuffer:
 
     # -- events ------------------------------------------------------------------------------
 
-    def _record_events(self, kept: list[Any] | None = None) -> None:
+    def _record_events(self, kept: Iterable[Event] = ()) -> None:
         """Turn events on (or start them again after ``reset()`` or an undone resolution),
         keeping ``kept``: what was recorded and not yet handed out."""
         from .recorder import EventRecorder
 
-        rec = self._rec = EventRecorder()
-        if kept:
-            rec.out = kept
+        rec = self._rec = EventRecorder(kept)
         if self._asm is not None:
             self._asm.events = rec
 
@@ -514,8 +511,7 @@ class LLMStreamBuffer:
         if rec.text_ready:
             rec.text_calls_ready()
         self._release_to_events()
-        if asm.over:
-            rec.finish(asm)
+        rec.finish(asm)  # (once the end is final: finish() says when)
 
     def incomplete_calls(self) -> list[CallIncomplete]:
         """The calls that will never be runnable (cut, invalid, too deep), in message order,

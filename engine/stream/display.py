@@ -64,12 +64,9 @@ class DisplayCursors:
         and ends) still count in all the display text, and it knows whether anything but
         whitespace came before (a bare call must be the whole text)."""
         before = "".join(display[:at])
-        lead = True
-        if before:  # read once, as the codec reads it (whitespace and reasoning spans aside)
-            probe = codec.new_scanner(rule=rule)
-            probe.feed(before)
-            lead = probe.at_lead
-        self.scanner = codec.new_scanner(len(before), rule=rule, lead=lead)
+        probe = codec.new_scanner(rule=rule)  # read once, as the codec reads it (whitespace
+        probe.feed(before)  # and reasoning spans aside; nothing before: at_lead stays True)
+        self.scanner = codec.new_scanner(len(before), rule=rule, lead=probe.at_lead)
         self.fed = at
 
     # -- the events' text ----------------------------------------------------------------------

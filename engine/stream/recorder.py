@@ -14,9 +14,9 @@ through after the chunk), and its :class:`ArgumentsDelta` waits in ``pending`` u
 records nothing. Such a chunk is taken back by the assembly's undo journal
 (engine.model.journal), which a sink writes to as the assembly does: its ``partial`` (the same
 dict) and its scanner go back to what they were, and the sinks of the calls it started go with
-the tracks they were attached to (:meth:`EventRecorder.attach` journals them); then the buffer
-drops the failed chunk's pending deltas. So no event is recorded for a chunk that did not go
-in, and each ``partial`` is what the accepted chunks made it.
+the tracks they hang on (each track's ``args.sink``: the recorder keeps no list of them); then
+the buffer drops the failed chunk's pending deltas. So no event is recorded for a chunk that
+did not go in, and each ``partial`` is what the accepted chunks made it.
 
 The display text told as ``TextDelta`` is counted by the buffer's display cursors
 (engine.stream.display), which the recorder is handed per chunk: it writes no field of the
@@ -25,7 +25,7 @@ buffer's.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from .. import events
@@ -130,10 +130,9 @@ class CallSink(PartialJSON):
 class EventRecorder:
     """The events of one buffer, and the cursors they are read from."""
 
-    def __init__(self) -> None:
-        self.out: list[events.Event] = []  # recorded, not yet handed out by events()
+    def __init__(self, kept: Iterable[events.Event] = ()) -> None:
+        self.out: list[events.Event] = list(kept)  # recorded, not yet handed out by events()
         self.pending: list[events.Event] = []  # the deltas of the chunk being applied (see commit)
-        self.sinks: list[CallSink] = []  # by track order
         self.unstarted: list[CallSink] = []  # tracked, no name yet (see _starts)
         self.reasoning_at = 0
         self.ready_at = 0  # into the buffer's completion list
@@ -151,8 +150,6 @@ class EventRecorder:
         raises takes back the sinks of the calls it started."""
         args = track.args
         sink = CallSink(self, track, asm.journal)
-        trim(asm.journal, self.sinks)
-        self.sinks.append(sink)
         trim(asm.journal, self.unstarted)
         self.unstarted.append(sink)
         args.sink = sink
@@ -195,9 +192,9 @@ class EventRecorder:
             if len(asm.incomplete) != self.incomplete_at:
                 self.out += asm.incomplete[self.incomplete_at :]
                 self.incomplete_at = len(asm.incomplete)
-                for sink in self.sinks:
-                    if sink.track.reported:
-                        sink.end()
+                for track in asm.tracks:
+                    if track.reported and track.args.sink is not None:
+                        track.args.sink.end()
             if asm.over and cursors.scanner is None:
                 self.finish(asm)
 
@@ -246,10 +243,11 @@ class EventRecorder:
 
     def _ready(self, asm: Assembly, completed: list[Any]) -> None:
         """``CallReady`` for the calls ``completed`` since. Each has started: the buffer's
-        ``calls()`` read its name before this commit, as ``_starts`` read it just now."""
-        sinks = self.sinks
+        ``calls()`` read its name before this commit, as ``_starts`` read it just now. A call
+        is found by its track (a call tracked before events were turned on has no sink)."""
+        tracks = asm.tracks
         for order, call in completed[self.ready_at :]:
-            sink = sinks[order] if 0 <= order < len(sinks) else None  # -1: a text call
+            sink = tracks[order].args.sink if order >= 0 else None  # -1: a text call
             if sink is None or sink.done:
                 continue  # a call told incomplete already is never also ready
             sink.end()
