@@ -76,7 +76,7 @@ def compile_turn(descriptor: dict[str, Any], problems: Problems) -> TurnSpec:
     """Both sections of ``descriptor``, each problem at the pointer of its value."""
     return TurnSpec(
         reasons=_reasons(descriptor.get("finish_reasons") or {}, problems),
-        counts=_counts(descriptor.get("token_usage") or {}),
+        counts=_counts(descriptor.get("token_usage") or {}, problems),
     )
 
 
@@ -94,17 +94,22 @@ def _reasons(section: dict[str, Any], problems: Problems) -> dict[str, FinishRea
     return out
 
 
-def _counts(section: dict[str, Any]) -> tuple[tuple[str, Count], ...]:
-    """(Usage field, reader) for each count declared: a read path, or ``{sum: [paths]}``.
-    Each path is one the schema's ``read-path`` format compiled already (with the same
-    parser, :func:`~engine.compile.paths.read_steps`), and refused at its pointer when it
-    does not read: tests/broken/token_usage_bad_path.yaml."""
+def _counts(section: dict[str, Any], problems: Problems) -> tuple[tuple[str, Count], ...]:
+    """(Usage field, reader) for each count declared: a read path, or ``{sum: [paths]}``;
+    a path that is no read is a problem at its pointer (the others still compile). The
+    schema refuses such a path too, but the compile must go on past it: the validator says
+    every problem at once, the rules' own among them."""
     out: list[tuple[str, Count]] = []
     for name in COUNTS:
         if (spec := section.get(name)) is None:
             continue
-        paths = spec["sum"] if isinstance(spec, dict) and "sum" in spec else [spec]
-        out.append((name, _summed([compile_read(path) for path in paths])))
+        summed = isinstance(spec, dict) and "sum" in spec
+        paths = spec["sum"] if summed else [spec]
+        readers = []
+        for i, path in enumerate(paths):
+            pointer = f"/token_usage/{name}/sum/{i}" if summed else f"/token_usage/{name}"
+            readers += problems.compiled(pointer, f"token_usage.{name}", compile_read, path)
+        out.append((name, _summed(readers)))
     return tuple(out)
 
 
