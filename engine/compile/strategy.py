@@ -9,7 +9,7 @@ compiled closures and never per-stream state, which lives in
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from os.path import commonprefix
@@ -22,7 +22,7 @@ from ..model.fragments import copy_json, dig, materialize, shown_value
 from ..model.journal import count
 from ..model.jsonscan import MAX_DEPTH, dumps_any_depth, first_value, nests_deeper
 from . import paths
-from .operations import OPERATIONS, Source
+from .operations import OPERATIONS, Facts
 from .ops import CompileContext, RuleProblem, Run, TextPlace, any_where
 from .paths import compile_read, is_plain, items_of, one_field, parse_chain, pattern_parts
 from .predicates import Predicate, compile_predicate
@@ -391,12 +391,11 @@ class Problems(list[tuple[str, str]]):
 
 
 class Rule(NamedTuple):
-    """A compiled rule and its facts: its effect, the source its operation's entry declares,
-    and the pattern of the item it opens (None: it opens none)."""
+    """A compiled rule: its effect, and its facts as its operation's entry reads them (the
+    source it declares, the pattern of the item it opens...)."""
 
     run: Run
-    source: Source | None
-    opens: str | None = None
+    facts: Facts
 
 
 def compile_ops(rules: list[Any], ctx: CompileContext, problems: Problems, base: str) -> list[Run]:
@@ -408,7 +407,7 @@ def compile_ops(rules: list[Any], ctx: CompileContext, problems: Problems, base:
         pointer = f"{base}/{i}/{escape(name)}"
         out += problems.compiled(pointer, name, compile_rule, name, raw, ctx, pointer)
     runs = by_source_key(out, ctx)
-    if any(_opens_a_call(rule.opens, ctx) for rule in out[:-1]):
+    if any(_opens_a_call(rule.facts.opens, ctx) for rule in out[:-1]):
         return [judged_after_the_event(runs)]
     return runs
 
@@ -434,7 +433,7 @@ def compile_rule(name: str, raw: Any, ctx: CompileContext, pointer: str = "") ->
     op = entry.compile(args, ctx)
     if when_path is not None:
         op = _guarded(op, compile_read(when_path, ctx.choice_alias))
-    return Rule(op, facts.source, facts.opens)
+    return Rule(op, facts)
 
 
 def by_source_key(rules: list[Rule], ctx: CompileContext) -> list[Run]:
@@ -449,7 +448,8 @@ def by_source_key(rules: list[Rule], ctx: CompileContext) -> list[Run]:
     the declared order always holds.
     """
     ops = [rule.run for rule in rules]
-    sources = [r.source for r in rules if r.source and r.source.path and is_plain(r.source.path)]
+    declared = (rule.facts.source for rule in rules)
+    sources = [source for source in declared if source and source.path and is_plain(source.path)]
     if len(ops) < 2 or len(sources) < len(ops):
         return ops
     rooted = []  # (reads the choice, field chain under that root)
@@ -551,26 +551,24 @@ def _message_reader(places: tuple[TextPlace, ...]) -> Callable[[dict[str, Any]],
     # the patterns the walk goes down: every step of a declared one but its last
     prefixes = {paths.pattern_of(steps[:k]) for steps in steps_of for k in range(1, len(steps))}
 
-    def visit(node: Any, item: Any, pattern: str, out: list[Any]) -> None:
+    def strings(node: Any, item: Any, pattern: str) -> Iterator[str]:
         if isinstance(node, list):
             inner = items_of(pattern)
             for entry in node:
                 if isinstance(entry, dict):
-                    visit(entry, entry, inner, out)
+                    yield from strings(entry, entry, inner)
             return
         for key, value in node.items():
             here = f"{pattern}.{key}" if pattern else key
             if here in at:
                 where = at[here]
                 if isinstance(value, str) and value and (where is None or where(item)):
-                    out.append(value)
+                    yield value
             elif here in prefixes and isinstance(value, (dict, list)):
-                visit(value, item, here, out)
+                yield from strings(value, item, here)
 
     def read(message: dict[str, Any]) -> str:
-        out: list[str] = []
-        visit(message, message, "", out)
-        return "".join(out)
+        return "".join(strings(message, message, ""))
 
     return read
 
@@ -647,7 +645,10 @@ class ExtractionStrategy:
         file = source or "<descriptor>"
         if problems is None:  # a dict no validator saw: asked of the schema first, as a file is
             descriptor = _as_yaml_1_2(descriptor)
-            checked = [said[:3] for said in schema_problems(descriptor) if _of_a_dict(*said[:3])]
+            # A dict need not carry a file's header (``title``, ``docs``) nor every section:
+            # a top-level key it lacks (``required`` at the root) is no problem of it.
+            said = schema_problems(descriptor)  # each (pointer, message, rule, ...)
+            checked = [problem[:3] for problem in said if problem[0] or problem[2] != "required"]
             if checked:
                 raise DescriptorError([Problem(file, 0, 0, *problem) for problem in checked])
             if "codec" in descriptor:  # no wire: what compiles a codec is engine.text's
@@ -898,12 +899,6 @@ def _predicate(section: dict[str, Any] | None, key: str) -> Predicate | None:
     """The predicate a section declares at ``key``, None when it (or the section) has none."""
     spec = section.get(key) if section else None
     return compile_predicate(spec) if spec else None
-
-
-def _of_a_dict(pointer: str, message: str, rule: str) -> bool:
-    """A schema problem that refuses a descriptor given as a dict: any but a top-level key
-    it lacks (a dict need not carry a file's header, ``title``, ``docs``, nor every section)."""
-    return not (rule == "required" and pointer == "")
 
 
 def _as_yaml_1_2(data: Any) -> Any:

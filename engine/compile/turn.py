@@ -84,8 +84,7 @@ def _reasons(section: dict[str, Any], problems: Problems) -> dict[str, FinishRea
     """raw -> word; a raw value under two words is a problem (which would it mean?)."""
     out: dict[str, FinishReason] = {}
     for word in FINISH_REASONS:
-        for i, raw in enumerate(section.get(word) or ()):
-            raw = str(raw)
+        for i, raw in enumerate(section.get(word) or ()):  # strings: the schema's raw_reasons
             if out.setdefault(raw, word) != word:
                 problems.add(
                     f"/finish_reasons/{word}/{i}",
@@ -97,7 +96,9 @@ def _reasons(section: dict[str, Any], problems: Problems) -> dict[str, FinishRea
 
 def _counts(section: dict[str, Any], problems: Problems) -> tuple[tuple[str, Count], ...]:
     """(Usage field, reader) for each count declared: a read path, or ``{sum: [paths]}``;
-    a path that is no read is a problem at its pointer (the others still compile)."""
+    a path that is no read is a problem at its pointer (the others still compile). The
+    schema refuses such a path too, but the compile must go on past it: the validator says
+    every problem at once, the rules' own among them."""
     out: list[tuple[str, Count]] = []
     for name in COUNTS:
         if (spec := section.get(name)) is None:
