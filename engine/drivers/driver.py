@@ -40,7 +40,7 @@ from ..language.registry import text_strategy, wire_strategies
 from ..model.fragments import copy_json
 from ..records import Tool, ToolCallRecord
 from ..stream.buffer import LLMStreamBuffer
-from ..text.codec import TextCodec, text_call_cause
+from ..text.codec import TextCodec
 from .arguments import problems_of, schema_of
 
 __all__ = ["BaseDriver", "DriverResponse", "Orchestrator", "Tool", "ToolCallRecord"]
@@ -507,12 +507,7 @@ class BaseDriver:
         scanner = codec.scan_turn(text, self._text_calls)
         found, never = scanner.complete_calls(), scanner.incomplete_calls()
         slots = sorted([*found, *never], key=lambda c: c.start)  # ("text", n) in text order
-        incomplete = []
-        for call in never:
-            reason = call.reason or "invalid"
-            cause = text_call_cause(reason, call.raw, None)
-            slot = ("text", slots.index(call))
-            incomplete.append(CallIncomplete(slot, call.name, None, call.raw, reason, cause))
+        incomplete = [call.as_incomplete(("text", slots.index(call))) for call in never]
         calls = [ExtractedCall(c.name, c.arguments, None, c.end) for c in found]
         return self._whole(calls, incomplete, functools.partial(result_messages, fmt, text))
 
