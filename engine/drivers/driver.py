@@ -609,10 +609,10 @@ class BaseDriver:
                 response.retry_prompt = self._unknown(call.name)
         if ended:
             # Those that would have run, this driver's: now the stream's incomplete calls,
-            # which the round reports.
+            # which the round reports (each once: the buffer reports one already reported as
+            # None).
             never = [n for n in buf.text_incomplete() if plan.claims(n.name)]
-            events = [buf.report_text_incomplete(n) for n in never]
-            plan.incomplete += [event for event in events if event is not None]
+            plan.incomplete += filter(None, map(buf.report_text_incomplete, never))
             return mine
         if mine:
             plan.batch(mine, _text_turn(buf, view, mine[-1].end or 0), [])
