@@ -409,8 +409,7 @@ def _cut_call(codec: TextCodec, raw: str) -> tuple[dict[str, Any], str]:
     reader = PartialJSON(max_depth=MAX_DEPTH + 1)
     reader.feed(raw)
     why = TOO_DEEP if reader.reason == TOO_DEEP else "cut"
-    value = reader.value
-    args = next((value[key] for key in codec.args_keys if key in value), None)
+    args = next((reader.value[key] for key in codec.args_keys if key in reader.value), None)
     return (args if args.__class__ is dict else {}), why
 
 
