@@ -40,7 +40,7 @@ from ..language.registry import text_strategy, wire_strategies
 from ..model.fragments import copy_json
 from ..records import Tool, ToolCallRecord
 from ..stream.buffer import LLMStreamBuffer
-from ..text.codec import TextCodec, text_call_cause
+from ..text.codec import TextCodec
 from .arguments import problems_of, schema_of
 
 __all__ = ["BaseDriver", "DriverResponse", "Orchestrator", "Tool", "ToolCallRecord"]
@@ -507,12 +507,7 @@ class BaseDriver:
         scanner = codec.scan_turn(text, self._text_calls)
         found, never = scanner.complete_calls(), scanner.incomplete_calls()
         slots = sorted([*found, *never], key=lambda c: c.start)  # ("text", n) in text order
-        incomplete = []
-        for call in never:
-            reason = call.reason or "invalid"
-            cause = text_call_cause(reason, call.raw, None)
-            slot = ("text", slots.index(call))
-            incomplete.append(CallIncomplete(slot, call.name, None, call.raw, reason, cause))
+        incomplete = [call.as_incomplete(("text", slots.index(call))) for call in never]
         calls = [ExtractedCall(c.name, c.arguments, None, c.end) for c in found]
         return self._whole(calls, incomplete, functools.partial(result_messages, fmt, text))
 
@@ -614,10 +609,10 @@ class BaseDriver:
                 response.retry_prompt = self._unknown(call.name)
         if ended:
             # Those that would have run, this driver's: now the stream's incomplete calls,
-            # which the round reports.
+            # which the round reports (each once: the buffer reports one already reported as
+            # None).
             never = [n for n in buf.text_incomplete() if plan.claims(n.name)]
-            events = [buf.report_text_incomplete(n) for n in never]
-            plan.incomplete += [event for event in events if event is not None]
+            plan.incomplete += filter(None, map(buf.report_text_incomplete, never))
             return mine
         if mine:
             plan.batch(mine, _text_turn(buf, view, mine[-1].end or 0), [])

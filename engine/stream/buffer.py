@@ -47,7 +47,6 @@ from ..model.fragments import copy_json
 from ..model.journal import undo
 from ..model.jsonscan import COMPLETE, TooDeepError
 from ..records import FinishReason, Skipped, Usage
-from ..text.codec import text_call_cause
 from ..transport.sse import SSEDecoder
 from .chunks import SKIP, Sentinel, decode, error_text, utf8
 from .display import DisplayCursors
@@ -734,8 +733,7 @@ class LLMStreamBuffer:
             return None
         scanner.consume_call(call)
         slot = self._round.text_slot()
-        cause = text_call_cause(call.reason, call.raw, self._asm.end_cause if self._asm else None)
-        event = CallIncomplete(slot, call.name, None, call.raw, call.reason, cause)
+        event: CallIncomplete = call.as_incomplete(slot, self._asm.end_cause if self._asm else None)
         self._round.reported.append(event)
         if self._rec is not None:
             self._rec.text_ready.append((slot, event, call.arguments))

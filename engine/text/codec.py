@@ -62,20 +62,19 @@ class TextCall:
     raw: str = ""
     reason: str | None = None
 
-
-def text_call_cause(reason: str | None, raw: str, ended: str | None) -> str | None:
-    """The finer cause (``CallIncomplete.cause``) of a would-be text call: a cut one was cut
-    by however its stream ended (``ended``: the assembly's ``end_cause``, None for a whole
-    text), an invalid one is not JSON, or JSON that is not a call object."""
-    if reason == "cut":
-        return ended
-    if reason == TOO_DEEP:
-        return CAUSE_TOO_DEEP
-    try:
-        json.loads(raw)
-    except (ValueError, RecursionError):
-        return CAUSE_NOT_JSON
-    return CAUSE_NOT_OBJECT
+    def as_incomplete(self, slot: Any, ended: str | None = None) -> CallIncomplete:
+        """This would-be call as the model is told of it, at ``slot``. Its finer cause: a cut
+        one was cut by however its stream ended (``ended``: the assembly's ``end_cause``, None
+        for a whole text), an invalid one is not JSON, or JSON that is not a call object."""
+        reason = self.reason or INVALID_TEXT  # (set on every call that cannot run)
+        cause = ended if reason == "cut" else CAUSE_TOO_DEEP
+        if reason == INVALID_TEXT:
+            try:
+                json.loads(self.raw)
+                cause = CAUSE_NOT_OBJECT
+            except (ValueError, RecursionError):
+                cause = CAUSE_NOT_JSON
+        return CallIncomplete(slot, self.name, None, self.raw, reason, cause)
 
 
 class ToolLike(Protocol):
@@ -410,8 +409,7 @@ def _cut_call(codec: TextCodec, raw: str) -> tuple[dict[str, Any], str]:
     reader = PartialJSON(max_depth=MAX_DEPTH + 1)
     reader.feed(raw)
     why = TOO_DEEP if reader.reason == TOO_DEEP else "cut"
-    value = reader.value
-    args = next((value[key] for key in codec.args_keys if key in value), None)
+    args = next((reader.value[key] for key in codec.args_keys if key in reader.value), None)
     return (args if args.__class__ is dict else {}), why
 
 
