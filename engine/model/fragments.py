@@ -19,7 +19,7 @@ import reprlib
 from collections.abc import Callable
 from typing import Any
 
-from .journal import ABSENT, put
+from .journal import ABSENT, put, put_back
 from .jsonscan import TOO_DEEP_TO_TAKE, ArgsStream, TooDeepError
 
 
@@ -67,7 +67,7 @@ class Fragments:
         pieces = self.pieces
         if len(pieces) > 1:
             if self.journal:
-                self.journal.append((_unjoin, self, pieces))
+                self.journal.append((put_back, self, _JOIN_FIELDS, (pieces, self.append)))
             pieces = self.pieces = ["".join(pieces)]
             self.append = pieces.append
         return pieces[0] if pieces else ""
@@ -75,9 +75,7 @@ class Fragments:
     __str__ = joined
 
 
-def _unjoin(text: Fragments, pieces: list[str]) -> None:
-    text.pieces = pieces
-    text.append = pieces.append
+_JOIN_FIELDS = ("pieces", "append")  # what a join changes, and its undo puts back
 
 
 class SlottedList:
