@@ -74,12 +74,6 @@ def refill(journal: list[Any], node: dict[Any, Any]) -> None:
 
 
 def count(journal: list[Any], counter: Any, key: Any) -> None:
-    """``counter[key] += 1``, journaled."""
-    journal.append((_uncount, counter, key))
-    counter[key] += 1
-
-
-def _uncount(counter: Any, key: Any) -> None:
-    counter[key] -= 1
-    if not counter[key]:
-        del counter[key]
+    """``counter[key] += 1`` (a ``Counter``), journaled: put back as it was, absent again
+    if it was absent."""
+    put(journal, counter, key, counter[key] + 1)
