@@ -91,16 +91,17 @@ class SlottedList:
     def __init__(self, items: list[Any] | None = None, order: str = "slot") -> None:
         # The items by SLOT, in the order their slots opened (a dict keeps it: the one record
         # of both the order and the look-up, so that a put or its undo writes one entry).
-        self.by_slot: dict[Any, dict[str, Any]] = {}
+        # A list the wire sent is adopted, its positions for slots (nothing to undo).
+        self.by_slot: dict[Any, dict[str, Any]] = dict(enumerate(items or ()))
         # ``get(slot)``: the item at ``slot``, or None. Every event that streams into an item
         # finds it so: the dict's own look-up, bound once, so that finding an item is one call
         # into C. (An unhashable SLOT raises TypeError.)
         self.get: Callable[[Any], dict[str, Any] | None] = self.by_slot.get
         self.order = order
-        self.last: Any = None  # slot of the most recently opened item
-        self.next_int = 0  # the smallest integer above every integer slot (a free slot)
-        for position, item in enumerate(items or ()):
-            self.put(position, item, [])  # (a list the wire sent, adopted: nothing to undo)
+        # The slot of the most recently opened item, and the smallest integer above every
+        # integer slot (a free slot).
+        self.last: Any = len(self.by_slot) - 1 if self.by_slot else None
+        self.next_int = len(self.by_slot)
 
     @property
     def items(self) -> list[dict[str, Any]]:
