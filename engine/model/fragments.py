@@ -133,6 +133,7 @@ class SlottedList:
         return max(self.next_int, len(self.by_slot))
 
     def ordered(self) -> list[dict[str, Any]]:
+        """The items as the message lists them (see ``order``)."""
         if self.order == "slot" and all(type(k) is int for k in self.by_slot):
             return [self.by_slot[k] for k in sorted(self.by_slot)]
         return list(self.by_slot.values())
@@ -190,6 +191,9 @@ def _plain(node: Any) -> Any:
     return node if plain is None else plain(node)
 
 
+# A JSON value's copy: dicts and lists copied all the way down, leaves (immutable scalars, or a
+# tool's own result objects) shared. What ``copy.deepcopy`` does for JSON, at a fraction of
+# its cost (no memo, no dispatch): the history a driver builds, the arguments a tool gets.
 def _copy(value: Any) -> Any:
     """dicts and lists copied all the way down, recursively (the fast path of both copies)."""
     cls = value.__class__
@@ -231,28 +235,22 @@ def copy_any_depth(root: Any, children: Callable[[Any], Any]) -> Any:
 
     ``children(node)`` says what a node holds: a dict or list to copy (the node itself, or
     what it stands for, as a slotted list's items), or a leaf to keep as it is. Each copy is
-    filled whole when its turn comes (its containers empty, filled in their turn), so that
-    keys and items keep their order."""
-    out: list[Any] = []  # the copy of [root]
+    made when its parent is filled (a list as long as the original, a dict empty) and filled
+    whole when its turn comes, each entry at its key or position, so that keys and items
+    keep their order."""
+    out: list[Any] = [None]  # the copy of [root]
     stack: list[tuple[Any, Any]] = [([root], out)]
     while stack:
         node, dest = stack.pop()
         for key, child in node.items() if node.__class__ is dict else enumerate(node):
             child = children(child)
             if child.__class__ is dict or child.__class__ is list:
-                copy: Any = child.__class__()
+                copy: Any = {} if child.__class__ is dict else [None] * len(child)
                 stack.append((child, copy))
                 child = copy
-            if dest.__class__ is dict:
-                dest[key] = child
-            else:
-                dest.append(child)
+            dest[key] = child
     return out[0]
 
-
-# A JSON value's copy: dicts and lists copied all the way down, leaves (immutable scalars, or a
-# tool's own result objects) shared. What ``copy.deepcopy`` does for JSON, at a fraction of
-# its cost (no memo, no dispatch): the history a driver builds, the arguments a tool gets.
 
 
 def dig(obj: Any, fields: tuple[str, ...]) -> Any:
