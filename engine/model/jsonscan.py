@@ -317,32 +317,30 @@ class ArgsStream:
 
     def _conclude(self, rest: str) -> bool:
         """The top-level value closed, ``rest`` the text of the last fragment after it. A
-        call's arguments are that first value: a call's stream cuts the fragment there and
-        refuses the rest (once the value parsed); a stream no call owns is spoilt by it."""
-        extra = ""
+        call's arguments are that first value: once it parsed, a call's stream cuts the
+        fragment there and refuses the rest; a stream no call owns is spoilt by it. Text that
+        never parsed stays whole (there is no first value to cut at)."""
         found = _NOT_SPACE.search(rest)
-        if found is not None:
-            if self.tracker is None:
-                self._invalid(INVALID_TEXT)
-                return True
-            last = self.parts[-1]
-            extra = rest[found.start() :]
-            self.parts[-1] = last[: len(last) - len(extra)]
+        if found is not None and self.tracker is None:
+            self._invalid(INVALID_TEXT)
+            return True
+        extra = rest[found.start() :] if found is not None else ""
+        text = "".join(self.parts)
         try:
-            value = json.loads("".join(self.parts))
+            value = json.loads(text[: len(text) - len(extra)])
         except ValueError:
             value = None
         except RecursionError:  # deeper than the parser reads here (below MAX_DEPTH: rare)
             self._invalid(TOO_DEEP)
             value = None
         if not isinstance(value, dict):
-            if extra:  # not JSON: no first value to cut at, the raw text stays whole
-                self.parts[-1] += extra
             if self.state != INVALID:
                 self._invalid(INVALID_TEXT)
             return True
         self.state, self.value = COMPLETE, value
         if extra:  # refused as text after the arguments (only a call's stream cuts: a tracker's)
+            last = self.parts[-1]
+            self.parts[-1] = last[: len(last) - len(extra)]
             self._refused(extra)
         return True
 
