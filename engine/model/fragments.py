@@ -19,7 +19,7 @@ import reprlib
 from collections.abc import Callable
 from typing import Any
 
-from .journal import put
+from .journal import ABSENT, put, put_back
 from .jsonscan import TOO_DEEP_TO_TAKE, ArgsStream, TooDeepError
 
 
@@ -67,7 +67,7 @@ class Fragments:
         pieces = self.pieces
         if len(pieces) > 1:
             if self.journal:
-                self.journal.append((_unjoin, self, pieces))
+                self.journal.append((put_back, self, _JOIN_FIELDS, (pieces, self.append)))
             pieces = self.pieces = ["".join(pieces)]
             self.append = pieces.append
         return pieces[0] if pieces else ""
@@ -75,9 +75,7 @@ class Fragments:
     __str__ = joined
 
 
-def _unjoin(text: Fragments, pieces: list[str]) -> None:
-    text.pieces = pieces
-    text.append = pieces.append
+_JOIN_FIELDS = ("pieces", "append")  # what a join changes, and its undo puts back
 
 
 class SlottedList:
@@ -88,60 +86,60 @@ class SlottedList:
     keeps the order of first appearance.
     """
 
-    __slots__ = ("items", "by_slot", "_item_at", "get", "order", "last", "next_int")
+    __slots__ = ("by_slot", "get", "order", "last", "next_int")
 
     def __init__(self, items: list[Any] | None = None, order: str = "slot") -> None:
-        self.items: list[dict[str, Any]] = []
-        self.by_slot: dict[Any, int] = {}
-        self._item_at: dict[Any, dict[str, Any]] = {}
+        # The items by SLOT, in the order their slots opened (a dict keeps it: the one record
+        # of both the order and the look-up, so that a put or its undo writes one entry).
+        # A list the wire sent is adopted, its positions for slots (nothing to undo).
+        self.by_slot: dict[Any, dict[str, Any]] = dict(enumerate(items or ()))
         # ``get(slot)``: the item at ``slot``, or None. Every event that streams into an item
-        # finds it so: the look-up of a dict kept beside the positions, bound once, so that
-        # finding an item is one call into C. (An unhashable SLOT raises TypeError.)
-        self.get: Callable[[Any], dict[str, Any] | None] = self._item_at.get
+        # finds it so: the dict's own look-up, bound once, so that finding an item is one call
+        # into C. (An unhashable SLOT raises TypeError.)
+        self.get: Callable[[Any], dict[str, Any] | None] = self.by_slot.get
         self.order = order
-        self.last: Any = None  # slot of the most recently opened item
-        self.next_int = 0  # the smallest integer above every integer slot (a free slot)
-        for position, item in enumerate(items or ()):
-            self.put(position, item, [])  # (a list the wire sent, adopted: nothing to undo)
+        # The slot of the most recently opened item, and the smallest integer above every
+        # integer slot (a free slot).
+        self.last: Any = len(self.by_slot) - 1 if self.by_slot else None
+        self.next_int = len(self.by_slot)
+
+    @property
+    def items(self) -> list[dict[str, Any]]:
+        """The items in the order their slots opened (a new list)."""
+        return list(self.by_slot.values())
 
     def put(self, slot: Any, item: dict[str, Any], journal: list[Any]) -> dict[str, Any]:
         """``item`` at ``slot`` (a new slot opens at the end), journaled."""
-        position = self.by_slot.get(slot)
-        old = self.items[position] if position is not None else None
+        old = self.by_slot.get(slot, ABSENT)
         journal.append((self._unput, slot, old, self.last, self.next_int))
-        if position is None:
-            if type(slot) is int and slot >= self.next_int:
-                self.next_int = slot + 1
-            self.by_slot[slot] = len(self.items)
-            self.items.append(item)
-        else:
-            self.items[position] = item
-        self._item_at[slot] = item
+        if type(slot) is int and slot >= self.next_int:  # (only a new slot can be above it)
+            self.next_int = slot + 1
+        self.by_slot[slot] = item
         self.last = slot
         return item
 
-    def _unput(self, slot: Any, old: dict[str, Any] | None, last: Any, next_int: int) -> None:
-        """Take back a ``put``: the item it replaced, or the slot it opened (the last)."""
-        if old is not None:
-            self.items[self.by_slot[slot]] = self._item_at[slot] = old
+    def _unput(self, slot: Any, old: Any, last: Any, next_int: int) -> None:
+        """Take back a ``put``: the item it replaced, or the slot it opened (the last one, so
+        that deleting it leaves the order as it was)."""
+        if old is ABSENT:
+            del self.by_slot[slot]
         else:
-            del self.by_slot[slot], self._item_at[slot]
-            self.items.pop()
+            self.by_slot[slot] = old
         self.last, self.next_int = last, next_int
 
     def free_slot(self) -> int:
         """The first integer SLOT above every item's (items may sit at keys the wire chose):
         where a value added without a SLOT of its own goes, after all that is there."""
-        return max(self.next_int, len(self.items))
+        return max(self.next_int, len(self.by_slot))
 
     def ordered(self) -> list[dict[str, Any]]:
-        keys = list(self.by_slot)
-        if self.order == "slot" and all(type(k) is int for k in keys):
-            keys.sort()
-        return [self.items[self.by_slot[k]] for k in keys]
+        """The items as the message lists them (see ``order``)."""
+        if self.order == "slot" and all(type(k) is int for k in self.by_slot):
+            return [self.by_slot[k] for k in sorted(self.by_slot)]
+        return list(self.by_slot.values())
 
     def __len__(self) -> int:
-        return len(self.items)
+        return len(self.by_slot)
 
 
 def compact(root: Any) -> None:
@@ -158,7 +156,7 @@ def compact(root: Any) -> None:
         elif cls is list:
             stack.extend(node)
         elif cls is SlottedList:
-            stack.extend(node.items)
+            stack.extend(node.by_slot.values())
         elif cls is Fragments:
             node.joined()
         elif cls is ArgsStream and node.whole_value() is None:
@@ -193,6 +191,9 @@ def _plain(node: Any) -> Any:
     return node if plain is None else plain(node)
 
 
+# A JSON value's copy: dicts and lists copied all the way down, leaves (immutable scalars, or a
+# tool's own result objects) shared. What ``copy.deepcopy`` does for JSON, at a fraction of
+# its cost (no memo, no dispatch): the history a driver builds, the arguments a tool gets.
 def _copy(value: Any) -> Any:
     """dicts and lists copied all the way down, recursively (the fast path of both copies)."""
     cls = value.__class__
@@ -234,28 +235,22 @@ def copy_any_depth(root: Any, children: Callable[[Any], Any]) -> Any:
 
     ``children(node)`` says what a node holds: a dict or list to copy (the node itself, or
     what it stands for, as a slotted list's items), or a leaf to keep as it is. Each copy is
-    filled whole when its turn comes (its containers empty, filled in their turn), so that
-    keys and items keep their order."""
-    out: list[Any] = []  # the copy of [root]
+    made when its parent is filled (a list as long as the original, a dict empty) and filled
+    whole when its turn comes, each entry at its key or position, so that keys and items
+    keep their order."""
+    out: list[Any] = [None]  # the copy of [root]
     stack: list[tuple[Any, Any]] = [([root], out)]
     while stack:
         node, dest = stack.pop()
         for key, child in node.items() if node.__class__ is dict else enumerate(node):
             child = children(child)
             if child.__class__ is dict or child.__class__ is list:
-                copy: Any = child.__class__()
+                copy: Any = {} if child.__class__ is dict else [None] * len(child)
                 stack.append((child, copy))
                 child = copy
-            if dest.__class__ is dict:
-                dest[key] = child
-            else:
-                dest.append(child)
+            dest[key] = child
     return out[0]
 
-
-# A JSON value's copy: dicts and lists copied all the way down, leaves (immutable scalars, or a
-# tool's own result objects) shared. What ``copy.deepcopy`` does for JSON, at a fraction of
-# its cost (no memo, no dispatch): the history a driver builds, the arguments a tool gets.
 
 
 def dig(obj: Any, fields: tuple[str, ...]) -> Any:

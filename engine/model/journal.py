@@ -67,22 +67,13 @@ def trim(journal: list[Any], items: list[Any]) -> None:
 
 
 def refill(journal: list[Any], node: dict[Any, Any]) -> None:
-    """Before ``node`` is emptied or rewritten whole: the record that gives it back."""
-    journal.append((_refill, node, dict(node)))
-
-
-def _refill(node: dict[Any, Any], was: dict[Any, Any]) -> None:
-    node.clear()
-    node.update(was)
+    """Before ``node`` is emptied or rewritten whole: the records that give it back, by its
+    own methods (undone last first: emptied, then given what it held)."""
+    journal.append((node.update, dict(node)))
+    journal.append((node.clear,))
 
 
 def count(journal: list[Any], counter: Any, key: Any) -> None:
-    """``counter[key] += 1``, journaled."""
-    journal.append((_uncount, counter, key))
-    counter[key] += 1
-
-
-def _uncount(counter: Any, key: Any) -> None:
-    counter[key] -= 1
-    if not counter[key]:
-        del counter[key]
+    """``counter[key] += 1`` (a ``Counter``), journaled: put back as it was, absent again
+    if it was absent."""
+    put(journal, counter, key, counter[key] + 1)

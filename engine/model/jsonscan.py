@@ -23,7 +23,7 @@ from operator import attrgetter
 from typing import Any
 
 from ..events import CAUSE_NOT_JSON, CAUSE_NOT_OBJECT, CAUSE_TOO_DEEP
-from .journal import put_attr, put_back
+from .journal import put_attr, put_back, trim
 
 # Characters that change scanner state outside / inside a JSON string.
 _OUTSIDE = re.compile(r'["{}\[\]]')
@@ -71,7 +71,6 @@ class ArgsStream:
     """
 
     def __init__(self, form: str, initial: Any = None, text_key: str | None = None) -> None:
-        self.parts: list[str] = []
         self.initial = initial
         self.form = form  # "string", "object", or "text": the native final form
         # Free-form text (form "text"): never scanned nor parsed; complete when its item
@@ -97,6 +96,7 @@ class ArgsStream:
 
     def _start(self) -> None:
         """The scan before the first fragment (at the start, and when the wire restates)."""
+        self.parts: list[str] = []
         self.state = OPEN
         self.value: Any = None  # the parsed object once COMPLETE
         self.reason: str | None = None  # INVALID_TEXT or TOO_DEEP once the state is INVALID
@@ -112,11 +112,13 @@ class ArgsStream:
 
     def _save(self) -> None:
         """Journal the parts and the stream's state, before a change other than a plain
-        append: every field (:data:`_FIELDS`), and the parts list, changed in place, by its
-        length."""
+        append: every field (:data:`_FIELDS`, ``parts`` the list itself), and that list,
+        changed in place, by its length: ``text`` joins into a new list, never the old one,
+        and the only fragment ever rewritten (cut at the value) is the one a ``feed`` appended,
+        so taking back what came after that length is all it takes."""
         journal = self.journal
         if journal is not None:
-            journal.append((_cut, self, self.parts, len(self.parts)))
+            trim(journal, self.parts)
             journal.append((put_back, self, _FIELDS, _read_fields(self)))
 
     # -- feeding -------------------------------------------------------------------------
@@ -264,7 +266,6 @@ class ArgsStream:
         self._regress()
         if self.sink is not None:
             self.sink.reset()
-        self.parts = []
         self._start()
 
     def _scan(self, s: str) -> bool:
@@ -316,32 +317,30 @@ class ArgsStream:
 
     def _conclude(self, rest: str) -> bool:
         """The top-level value closed, ``rest`` the text of the last fragment after it. A
-        call's arguments are that first value: a call's stream cuts the fragment there and
-        refuses the rest (once the value parsed); a stream no call owns is spoilt by it."""
-        extra = ""
+        call's arguments are that first value: once it parsed, a call's stream cuts the
+        fragment there and refuses the rest; a stream no call owns is spoilt by it. Text that
+        never parsed stays whole (there is no first value to cut at)."""
         found = _NOT_SPACE.search(rest)
-        if found is not None:
-            if self.tracker is None:
-                self._invalid(INVALID_TEXT)
-                return True
-            last = self.parts[-1]
-            extra = rest[found.start() :]
-            self.parts[-1] = last[: len(last) - len(extra)]
+        if found is not None and self.tracker is None:
+            self._invalid(INVALID_TEXT)
+            return True
+        extra = rest[found.start() :] if found is not None else ""
+        text = "".join(self.parts)
         try:
-            value = json.loads("".join(self.parts))
+            value = json.loads(text[: len(text) - len(extra)])
         except ValueError:
             value = None
         except RecursionError:  # deeper than the parser reads here (below MAX_DEPTH: rare)
             self._invalid(TOO_DEEP)
             value = None
         if not isinstance(value, dict):
-            if extra:  # not JSON: no first value to cut at, the raw text stays whole
-                self.parts[-1] += extra
             if self.state != INVALID:
                 self._invalid(INVALID_TEXT)
             return True
         self.state, self.value = COMPLETE, value
         if extra:  # refused as text after the arguments (only a call's stream cuts: a tracker's)
+            last = self.parts[-1]
+            self.parts[-1] = last[: len(last) - len(extra)]
             self._refused(extra)
         return True
 
@@ -442,14 +441,6 @@ class ArgsStream:
 # is slower (~10% per argument chunk, measured in one process against the __dict__ copy).
 _FIELDS = tuple(vars(ArgsStream("object")))
 _read_fields = attrgetter(*_FIELDS)
-
-
-def _cut(stream: ArgsStream, parts: list[str], length: int) -> None:
-    """Take back the fragments appended since ``parts`` (the stream's list then) had
-    ``length``: ``text`` joins into a new list, never the old one, and the only fragment ever
-    rewritten (cut at the value) is the one a ``feed`` appended, so its length is all it takes."""
-    del parts[length:]
-    stream.parts = parts
 
 
 class TooDeepError(ValueError):
