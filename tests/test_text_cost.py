@@ -26,7 +26,11 @@ STREAMS = golden_streams()
 ENGINE = str(Path(engine.__file__).parent)
 BUFFER = f"{ENGINE}/stream/buffer.py"
 PATHS = f"{ENGINE}/compile/paths.py"
-WALKS = {(f"{ENGINE}/compile/fold.py", "run"), (f"{ENGINE}/compile/ops.py", "_first_slots")}
+WALKS = {
+    (f"{ENGINE}/compile/fold.py", "run"),
+    (f"{ENGINE}/compile/ops.py", "_one_slot"),
+    (f"{ENGINE}/compile/ops.py", "_two_slots"),
+}
 
 
 def _replay(path: Path) -> tuple[list[str], int, list[str]]:

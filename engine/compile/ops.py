@@ -179,8 +179,10 @@ class Target:
         # their own (``role``: the root itself; ``content[index].text``: one slotted list).
         if not slots:
             self.locate_item = _at_root
-        elif slots in ([1], [1, 3]):
-            self.locate_item = self._first_slots
+        elif slots == [1]:
+            self.locate_item = self._one_slot
+        elif slots == [1, 3]:
+            self.locate_item = self._two_slots
         else:
             self.locate_item = partial(self.walk, end=self.last_slot + 1)
         # ``role``: the field's parent is the message itself, with no walk at all.
@@ -188,7 +190,9 @@ class Target:
         # ``content[index]``: the SLOTs of the first two slot steps, each one field of the
         # event (not of the choice, nor scoped), looked up in place.
         fields = [segments[i].slot_path if i in slots and scope is None else None for i in (1, 3)]
-        self.slot_fields = tuple(None if p == ctx.choice_alias else one_field(p) for p in fields)
+        self.slot_field, self.inner_slot_field = (
+            None if p == ctx.choice_alias else one_field(p) for p in fields
+        )
         if continuing:
             if not slots:
                 raise ValueError(
@@ -262,16 +266,19 @@ class Target:
         where = f"{self.segments[step - 1].field}[{self.segments[step].slot_path}]"
         return slot_misfit(where, self.segments[step].slot_path, slot)
 
-    def _first_slots(self, asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
-        """``field[slot]...``: the item of the slotted list at the root's ``field``; and for
-        ``field[slot].field[slot]...`` (Responses' ``output[i].content[j]``), the item of the
-        slotted list inside it."""
-        field = self.slot_fields[0]
+    def _one_slot(self, asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
+        """``field[slot]...``: the item of the slotted list at the root's ``field``."""
+        field = self.slot_field
         slot = ev.get(field) if field is not None else self.segments[1].slot(ev, ch)
-        item = self._item(asm, asm.root, 0, slot, create)
-        if self.last_slot == 1 or item is None:  # (the usual one slot: one test)
-            return item
-        inner = self.slot_fields[1]
+        return self._item(asm, asm.root, 0, slot, create)
+
+    def _two_slots(self, asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
+        """``field[slot].field[slot]...`` (Responses' ``output[i].content[j]``): the item of
+        the slotted list inside the item of the root's slotted list."""
+        item = self._one_slot(asm, ev, ch, create)
+        if item is None:
+            return None
+        inner = self.inner_slot_field
         slot = ev.get(inner) if inner is not None else self.segments[3].slot(ev, ch)
         return self._item(asm, item, 2, slot, create)
 
@@ -618,7 +625,7 @@ def op_append(spec: dict[str, Any], ctx: CompileContext) -> Run:
     display = target.pattern == ctx.wire.text.pattern  # its text is display text
     text_where = ctx.wire.text.where
     reasoning, reasoning_where = reasoning_at(ctx, target.pattern)
-    last, way = target.rel[-1], target.way
+    last, way, locate = target.rel[-1], target.way, target.locate_item
 
     def append(asm: Assembly, ev: Any, ch: Any) -> None:
         piece = read(ev, ch)
@@ -629,26 +636,24 @@ def op_append(spec: dict[str, Any], ctx: CompileContext) -> Run:
                     f"{_json_kind(piece)}; the event changed nothing"
                 )
             return
-        item = target.locate_item(asm, ev, ch, True)
+        item = locate(asm, ev, ch, True)
         if item is None:
             report_unplaced(asm, "append", target, ev, ch)
             return
         journal = asm.journal
         parent = make_way(item, way, journal) if way else item
         current = parent.get(last)
-        shown = None  # the display or reasoning list the piece goes to as well
-        if display and (text_where is None or text_where(item)):
-            shown = asm.display
-        elif reasoning and (reasoning_where is None or reasoning_where(item)):
-            shown = asm.reasoning
         if current.__class__ is Fragments:  # the usual delta: no frame of ours
             journal.append(current.pieces)
             current.append(piece)
         else:
             append_text(parent, last, piece, journal)
-        if shown is not None:
-            journal.append(shown)
-            shown.append(piece)
+        if display and (text_where is None or text_where(item)):
+            journal.append(asm.display)
+            asm.display.append(piece)
+        elif reasoning and (reasoning_where is None or reasoning_where(item)):
+            journal.append(asm.reasoning)
+            asm.reasoning.append(piece)
 
     return append
 
