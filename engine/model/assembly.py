@@ -133,13 +133,18 @@ class Assembly:
         track = self.seeding = CallTrack(item, len(self.tracks), slot, place)
         track.args = self._args_at(item, place.args_fields, place)
         self.seeding = None
-        self.journal.append((self.tracks.__delitem__, slice(track.order, None)))  # (trim's)
+        self.journal.append((self._untrack, track))  # (one record for both writes)
         self.tracks.append(track)
-        put(self.journal, self.track_of, id(item), track)
+        self.track_of[id(item)] = track
         if track.args.state != 0:
             self.calls_dirty = True
         if self.events is not None:
             self.events.attach(self, track)
+
+    def _untrack(self, track: CallTrack) -> None:
+        """The undo of a track's start (an item is told once): it goes, with its entry."""
+        del self.tracks[track.order :]
+        del self.track_of[id(track.item)]
 
     def args_of(self, item: dict[str, Any], path_fields: tuple[str, ...]) -> ArgsStream:
         """The argument stream at ``path_fields`` of an item, created on first use."""
