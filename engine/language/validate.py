@@ -307,10 +307,8 @@ def compile_text(
 def _unique(problems: list[Problem]) -> list[Problem]:
     """In position order, each problem said once: two schema rules (a ``maxProperties`` and a
     ``not``, say) may report the same message at the same place, which reads as a repeat."""
-    seen: dict[tuple[Any, ...], Problem] = {}
-    for problem in sorted(set(problems), key=_position):
-        seen.setdefault((problem.file, *_position(problem)), problem)
-    return list(seen.values())
+    unique = {(problem.file, *_position(problem)): problem for problem in problems}
+    return sorted(unique.values(), key=_position)
 
 
 def _position(problem: Problem) -> tuple[Any, ...]:
