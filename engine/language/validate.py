@@ -85,8 +85,7 @@ def _name_problems(data: dict[str, Any], file: str, where: Where) -> list[Proble
     path = Path(file)
     if not isinstance(name, str) or path.suffix not in (".yaml", ".yml") or name == path.stem:
         return []
-    message = f"name {name!r} must equal the file's stem {path.stem!r}"
-    return [where("/name", message, "name")]
+    return [where("/name", f"name {name!r} must equal the file's stem {path.stem!r}", "name")]
 
 
 def _order_problems(data: dict[str, Any], where: Where, kind: str) -> list[Problem]:
