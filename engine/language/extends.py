@@ -74,20 +74,18 @@ def resolve(data: Any, source: SourceMap, file: str) -> tuple[Any, SourceMap, li
         problems.append(source.problem(file, f"/{KEY}", str(exc), KEY))
     if problems:
         return data, source, problems
-    return (*merge(parent, parent_source, _own(data), source), [])
-
-
-def _own(data: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in data.items() if k != KEY}
+    return (*merge(parent, parent_source, data, source), [])
 
 
 def merge(
     parent: dict[str, Any], parent_source: SourceMap, child: dict[str, Any], child_source: SourceMap
 ) -> tuple[dict[str, Any], SourceMap]:
-    """The child merged over the parent (rules in the module's docstring), with positions:
-    whatever the child wrote is located in the child, the rest where the parent had it."""
+    """The child merged over the parent (rules in the module's docstring), the child's own
+    ``extends`` left out, with positions: whatever the child wrote is located in the child,
+    the rest where the parent had it."""
     taken: set[str] = set()  # pointers where the child replaced or removed the parent's value
-    merged = _merge(parent, child, "", taken)
+    own = {key: value for key, value in child.items() if key != KEY}
+    merged = _merge(parent, own, "", taken)
     kept = {p: at for p, at in parent_source.places.items() if not _under(p, taken)}
     return merged, SourceMap({**kept, **child_source.places})
 
@@ -168,4 +166,4 @@ def _load_parent(
         raise
     except ExtendsError as exc:
         raise ExtendsError(f"in {label}: {exc}") from None
-    return merge(*grand, _own(data), source)
+    return merge(*grand, data, source)

@@ -85,8 +85,7 @@ def _name_problems(data: dict[str, Any], file: str, where: Where) -> list[Proble
     path = Path(file)
     if not isinstance(name, str) or path.suffix not in (".yaml", ".yml") or name == path.stem:
         return []
-    message = f"name {name!r} must equal the file's stem {path.stem!r}"
-    return [where("/name", message, "name")]
+    return [where("/name", f"name {name!r} must equal the file's stem {path.stem!r}", "name")]
 
 
 def _order_problems(data: dict[str, Any], where: Where, kind: str) -> list[Problem]:
@@ -307,10 +306,8 @@ def compile_text(
 def _unique(problems: list[Problem]) -> list[Problem]:
     """In position order, each problem said once: two schema rules (a ``maxProperties`` and a
     ``not``, say) may report the same message at the same place, which reads as a repeat."""
-    seen: dict[tuple[Any, ...], Problem] = {}
-    for problem in sorted(set(problems), key=_position):
-        seen.setdefault((problem.file, *_position(problem)), problem)
-    return list(seen.values())
+    unique = {(problem.file, *_position(problem)): problem for problem in problems}
+    return sorted(unique.values(), key=_position)
 
 
 def _position(problem: Problem) -> tuple[Any, ...]:

@@ -60,11 +60,10 @@ class SourceMap:
     def _find(self, pointer: str, at_key: bool) -> tuple[str | None, int, int]:
         """The closest known position of ``pointer`` (walking up to its parents), with the
         label of the file it is in (None: this file's own)."""
-        probe = pointer
-        while (place := self.places.get(probe)) is None:
-            if not probe:
+        while (place := self.places.get(pointer)) is None:
+            if not pointer:
                 return None, 1, 1
-            probe = probe.rsplit("/", 1)[0]
+            pointer = pointer.rsplit("/", 1)[0]
         return (place.origin, *(place.key or place.value if at_key else place.value))
 
     def inherited_from(self, label: str) -> SourceMap:

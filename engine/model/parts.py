@@ -186,14 +186,16 @@ def as_placed(part: dict[str, Any], stored: dict[str, Any], rule: JoinRule) -> d
     return part
 
 
+# What may continue a text field, by what it holds (see _join_text); a list of parts also takes
+# a string where the rule says how one becomes a part.
+_CONTINUES = {str: "a string", Fragments: "a string", list: "a list of parts"}
+
+
 def _text_misfit(place: tuple[Any, ...], current: Any, value: Any, rule: JoinRule) -> ValueError:
     held = current.__class__
-    if held is str or held is Fragments:
-        wanted = "a string"
-    elif held is list:
-        wanted = "a list of parts" + (" or a string" if rule.string_part is not None else "")
-    else:
-        wanted = "nothing more (only text and lists of parts continue)"
+    wanted = _CONTINUES.get(held, "nothing more (only text and lists of parts continue)")
+    if held is list and rule.string_part is not None:
+        wanted += " or a string"
     return ValueError(
         f"{_place(place)}: holds {json_kind(current)} so far, so expected {wanted}; got "
         f"{json_kind(value)}: {shown_value(value)}"
