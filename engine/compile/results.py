@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from ..model.fragments import copy_json
 from .schema import section_problems, with_defaults
@@ -210,8 +210,7 @@ def _history(rendered: Iterable[Any]) -> list[dict[str, Any]]:
             out.extend(value)
         elif value is not MISSING and value is not None:
             out.append(value)
-    messages: list[dict[str, Any]] = copy_json(out)
-    return messages
+    return cast(list[dict[str, Any]], copy_json(out))
 
 
 # --- the public functions ------------------------------------------------------------------

@@ -182,18 +182,6 @@ def _segments(value: str, every: bool = False) -> tuple[Segment, ...]:
     return segments
 
 
-def _item_target(value: str) -> None:
-    segments = _segments(value)
-    if not segments or segments[-1].field is not None:
-        raise PathProblem("must end with a SLOT step, e.g. content[index]", "item-target")
-
-
-def _field_target(value: str) -> None:
-    segments = _segments(value)
-    if not segments or segments[-1].field is None:
-        raise PathProblem("must end with a field, e.g. content[index].text", "field-target")
-
-
 def _presence_path(value: Any) -> None:
     """``is: "null"`` asks whether a key is there: a field chain (with ``[n]``), never a
     JMESPath, whose result cannot tell an absent key from a null one."""
@@ -206,10 +194,16 @@ def _presence_path(value: Any) -> None:
     compile_presence(value)
 
 
-def _call_pattern(value: str) -> None:
-    segments = _segments(value, every=True)
-    if not segments or not segments[-1].any:
-        raise PathProblem("must end with [*], e.g. content[*]", "call-pattern")
+def _ending(wanted: str, item: bool, every: bool = False) -> Callable[[str], None]:
+    """The check of a target (``every``: a pattern) whose last step must be ``wanted``: an
+    item step (``item``) or a field; a refusal is a PathError, which its format's rule names."""
+
+    def check(value: str) -> None:
+        segments = _segments(value, every)
+        if not segments or (segments[-1].field is None) is not item:
+            raise PathError(f"must end with {wanted}")
+
+    return check
 
 
 #: The schema's custom ``format`` values, each ``(check, rule, prefix)``: the check compiles
@@ -222,10 +216,10 @@ FORMATS: dict[str, tuple[Callable[[Any], Any], str, str]] = {
     "presence-path": (_presence_path, "field-chain", "a presence test takes a field chain: "),
     "template-path": (compile_lookup, "path", "not a template path: "),
     "target-path": (_segments, "target", ""),
-    "item-target": (_item_target, "item-target", ""),
-    "field-target": (_field_target, "field-target", ""),
+    "item-target": (_ending("a SLOT step, e.g. content[index]", item=True), "item-target", ""),
+    "field-target": (_ending("a field, e.g. content[index].text", item=False), "field-target", ""),
     "pattern": (functools.partial(_segments, every=True), "pattern", ""),
-    "call-pattern": (_call_pattern, "call-pattern", ""),
+    "call-pattern": (_ending("[*], e.g. content[*]", item=True, every=True), "call-pattern", ""),
     "field-chain": (parse_chain, "field-chain", ""),
     "python-regex": (re.compile, "regex", "not a Python regular expression: "),
 }

@@ -61,7 +61,7 @@ from __future__ import annotations
 import json
 import re
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from ..errors import escape
@@ -452,11 +452,7 @@ def _answer_key(call_id: Any, name: Any) -> tuple[str, Any]:
     malformed name that is a list or an object, as its repr, still matches only an equal one)."""
     if not _absent(call_id) and call_id != "":
         return ("id", call_id)
-    try:
-        hash(name)
-    except TypeError:
-        return ("name", repr(name))
-    return ("name", name)
+    return ("name", name if isinstance(name, Hashable) else repr(name))
 
 
 _CONSTRUCTS: dict[str, tuple[Callable[[_Compiler, dict[str, Any], str], Node], frozenset[str]]] = {
