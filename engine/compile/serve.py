@@ -137,9 +137,8 @@ class Endpoint:
 
     path: str
     pattern: re.Pattern[str]
-    stream: bool | None  # fixed by the path; None: the body's field says
-    stream_field: str | None = None
-    stream_default: bool = False
+    stream_field: str | None = None  # the body's field that asks; None: the path says
+    stream_default: bool = False  # what the path says, or the field when the body has none
     query: dict[str, str] = field(default_factory=dict)
     method: str = "POST"
     reply: Template | None = field(default=None, compare=False)  # compiled: no equality
@@ -151,8 +150,6 @@ class Endpoint:
         return None if found is None else found.groupdict()
 
     def wants_stream(self, body: Any) -> bool:
-        if self.stream is not None:
-            return self.stream
         value = body.get(self.stream_field) if isinstance(body, dict) else None
         return self.stream_default if value is None else value is True
 
@@ -175,11 +172,11 @@ def _endpoint(spec: Any, pointer: str, problems: list[TemplateProblem]) -> Endpo
     reply = compile_into(spec["reply"], f"{pointer}/reply", problems) if "reply" in spec else None
     if not isinstance(stream, bool | dict):
         return None
-    fixed = stream if isinstance(stream, bool) else None  # None: the body's field says
-    body = stream if isinstance(stream, dict) else {}
+    body: dict[str, Any] = stream if isinstance(stream, dict) else {"default": stream}
+    # a bool: the path says, as a field's default
     asked = body.get("field"), body.get("default", False), spec.get("query", {}), spec["method"]
     header = header.lower() if isinstance(header, str) else None
-    return Endpoint(path, _path_pattern(path), fixed, *asked, reply, header)
+    return Endpoint(path, _path_pattern(path), *asked, reply, header)
 
 
 def _path_pattern(path: str) -> re.Pattern[str]:
@@ -380,4 +377,3 @@ def _error_reply(spec: Any, problems: list[TemplateProblem]) -> ErrorReply | Non
     templates = {key: compile_into(spec.get(key), f"/serve/error/{key}", problems) for key in keys}
     kinds = spec.get("kinds")
     return ErrorReply(**templates, kinds=dict(kinds) if isinstance(kinds, dict) else {})
-
