@@ -172,8 +172,8 @@ def _endpoint(spec: Any, pointer: str, problems: list[TemplateProblem]) -> Endpo
     reply = compile_into(spec["reply"], f"{pointer}/reply", problems) if "reply" in spec else None
     if not isinstance(stream, bool | dict):
         return None
+    # a bool: the path says, as a field's default would
     body: dict[str, Any] = stream if isinstance(stream, dict) else {"default": stream}
-    # a bool: the path says, as a field's default
     asked = body.get("field"), body.get("default", False), spec.get("query", {}), spec["method"]
     header = header.lower() if isinstance(header, str) else None
     return Endpoint(path, _path_pattern(path), *asked, reply, header)
@@ -334,9 +334,9 @@ def compile_serve(descriptor: dict[str, Any]) -> ServeSpec | None:
     problems = sorted({*section_problems(spec, "serve", "/serve"), *found})
     if problems:
         raise ServeError(problems)
-    # The schema passed it: every part has its shape (endpoints, framing and response are
-    # required, each endpoint's path a string and its stream a boolean or an object), and a
-    # path's name given twice is a problem raised above, so every part was read.
+    # The schema passed it: every part has its shape (endpoints and framing are required,
+    # each endpoint's path a string and its stream a boolean or an object), and a path's
+    # name given twice is a problem raised above, so every part was read.
     assert compiled is not None
     return compiled
 
@@ -354,15 +354,14 @@ def check_serve(descriptor: dict[str, Any]) -> tuple[ServeSpec | None, list[Temp
     problems: list[TemplateProblem] = []
     listed = spec["endpoints"] if isinstance(spec.get("endpoints"), list) else []
     endpoints = [_endpoint(e, f"/serve/endpoints/{i}", problems) for i, e in enumerate(listed)]
-    response = None
-    if "response" in spec:  # required: absent, the schema says so
-        response = compile_into(spec["response"], "/serve/response", problems)
+    # required: absent, the schema says so (and the template null stands in)
+    response = compile_into(spec.get("response"), "/serve/response", problems)
     error = _error_reply(spec.get("error"), problems)
     framing = _framing(spec["framing"]) if isinstance(spec.get("framing"), dict) else None
     accept = spec["accept"] if isinstance(spec.get("accept"), dict) else {}
     alternatives = tuple((k.lower(), _framing(f)) for k, f in accept.items() if isinstance(f, dict))
     headers = spec["headers"] if isinstance(spec.get("headers"), dict) else {}
-    if not endpoints or None in endpoints or framing is None or response is None:
+    if not endpoints or None in endpoints or framing is None:
         return None, problems
     served = tuple(e for e in endpoints if e is not None)
     return ServeSpec(served, framing, headers, response, error, alternatives), problems
