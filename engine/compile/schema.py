@@ -290,9 +290,9 @@ def _is_def(fragment: Any, name: str) -> bool:
     schema's own nodes, so identity says it."""
     return fragment is schema()["$defs"][name]
 
-def _said(err: ValidationError) -> Iterator[Said]:
-    """One schema error as problems (an object with three unknown keys gives three)."""
-    pointer = _pointer(err.absolute_path)
+def _said(err: ValidationError, pointer: str) -> Iterator[Said]:
+    """One schema error, at ``pointer``, as problems (an object with three unknown keys gives
+    three)."""
     # An error of iter_errors always carries its keyword and value: jsonschema leaves them
     # unset only on an error built by hand.
     keyword = cast(str, err.validator)
@@ -390,13 +390,13 @@ _WORDING = {
 def schema_problems(data: Any, definition: str | None = None) -> list[Said]:
     """All schema errors of ``data`` (the whole descriptor, or a value checked against
     ``$defs/<definition>``), best first, each worded once, for the caller to place."""
-    return [said for err in _best_errors(data, definition) for said in _said(err)]
+    return [said for err, at in _best_errors(data, definition) for said in _said(err, at)]
 
 
-def _best_errors(data: Any, definition: str | None) -> list[ValidationError]:
-    """The schema errors worth saying, best first: at a value of the wrong type only that
-    (the outermost type check, which names every type allowed there), and no pattern where
-    a custom format (which says more) checks the value in its place."""
+def _best_errors(data: Any, definition: str | None) -> list[tuple[ValidationError, str]]:
+    """The schema errors worth saying, each with its pointer, best first: at a value of the
+    wrong type only that (the outermost type check, which names every type allowed there), and
+    no pattern where a custom format (which says more) checks the value in its place."""
     errors = sorted(_validator(definition).iter_errors(data), key=relevance, reverse=True)
     placed = [(err, _pointer(err.absolute_path)) for err in errors]
     typed: dict[str, ValidationError] = {}
@@ -405,7 +405,7 @@ def _best_errors(data: Any, definition: str | None) -> list[ValidationError]:
             typed[at] = min(typed.get(at, err), err, key=lambda e: len(e.absolute_schema_path))
     formats = {at for err, at in placed if err.validator == "format"}
     return [
-        err
+        (err, at)
         for err, at in placed
         if typed.get(at, err) is err and (err.validator != "pattern" or at not in formats)
     ]

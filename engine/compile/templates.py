@@ -417,9 +417,7 @@ def _merged(item: Any, merge: Node, ctx: dict[str, Any], record: Any) -> Any:
     ``record`` and ``item`` bound): the item's own fields stay, the rendered ones are added
     or replace them. A merge that renders no mapping leaves the item as it is."""
     fields = merge({**ctx, "record": record, "item": item})
-    if not isinstance(item, dict) or not isinstance(fields, dict):
-        return item
-    return {**item, **fields}
+    return {**item, **fields} if isinstance(item, dict) and isinstance(fields, dict) else item
 
 
 def _unanswered(records: list[dict[str, Any]]) -> str:
