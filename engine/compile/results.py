@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from ..model.fragments import copy_json
 from .schema import section_problems, with_defaults
@@ -49,7 +49,10 @@ DEFAULT_LEAK_ROLE = "user"  # the schema's `default` of results.leak_role says t
 
 @dataclass(frozen=True)
 class CompiledResults:
-    mode: str
+    """A results section, compiled. Its mode is which template it holds: ``result`` in
+    per_call, ``message`` in one_message, neither in restate (the schema requires a mode's
+    template and refuses the others')."""
+
     assistant: Template | None
     result: Template | None
     message: Template | None
@@ -105,7 +108,7 @@ def _compile_results(spec: Any, problems: list[TemplateProblem]) -> CompiledResu
     and every template, by the template compiler."""
     if not isinstance(spec, dict):
         return None
-    mode = spec.get("mode", "one_message" if "message" in spec else "per_call")
+    mode = spec.get("mode")  # restate is never the default mode
     if mode == "restate" and "assistant" in spec and not _has_merging_echo(spec["assistant"]):
         # (what a schema cannot say: that a construct sits somewhere inside a template)
         message = "mode restate puts each result into its call's part: an $echo with calls and "
@@ -113,7 +116,6 @@ def _compile_results(spec: Any, problems: list[TemplateProblem]) -> CompiledResu
         problems.append(("/results/assistant", message, "template"))
     leak = spec["leak"] if isinstance(spec.get("leak"), dict) else {}
     return CompiledResults(
-        mode=mode,
         assistant=_template(spec.get("assistant"), "/results/assistant", problems),
         result=_template(spec.get("result"), "/results/result", problems),
         message=_template(spec.get("message"), "/results/message", problems),
@@ -210,8 +212,7 @@ def _history(rendered: Iterable[Any]) -> list[dict[str, Any]]:
             out.extend(value)
         elif value is not MISSING and value is not None:
             out.append(value)
-    messages: list[dict[str, Any]] = copy_json(out)
-    return messages
+    return cast(list[dict[str, Any]], copy_json(out))
 
 
 # --- the public functions ------------------------------------------------------------------
@@ -229,11 +230,9 @@ def result_messages(strategy: Any, message: Any, records: Iterable[Any]) -> list
     views = [record_view(r, free) for r in records]
     ctx = {"message": message, "records": views}
     rendered = [] if spec.assistant is None else [spec.assistant.render(ctx, MISSING)]
-    if spec.mode == "per_call":
-        assert spec.result is not None, "_compile_results requires `result` in per_call mode"
+    if spec.result is not None:  # per_call
         rendered += [spec.result.render({**ctx, "record": view}, MISSING) for view in views]
-    elif spec.mode == "one_message" and views:
-        assert spec.message is not None, "_compile_results requires `message` in one_message"
+    elif spec.message is not None and views:  # one_message
         rendered.append(spec.message.render(ctx, MISSING))
     # restate: the assistant message above carries each result in its own call's part.
     return _history(rendered)

@@ -182,18 +182,6 @@ def _segments(value: str, every: bool = False) -> tuple[Segment, ...]:
     return segments
 
 
-def _item_target(value: str) -> None:
-    segments = _segments(value)
-    if not segments or segments[-1].field is not None:
-        raise PathProblem("must end with a SLOT step, e.g. content[index]", "item-target")
-
-
-def _field_target(value: str) -> None:
-    segments = _segments(value)
-    if not segments or segments[-1].field is None:
-        raise PathProblem("must end with a field, e.g. content[index].text", "field-target")
-
-
 def _presence_path(value: Any) -> None:
     """``is: "null"`` asks whether a key is there: a field chain (with ``[n]``), never a
     JMESPath, whose result cannot tell an absent key from a null one."""
@@ -206,10 +194,16 @@ def _presence_path(value: Any) -> None:
     compile_presence(value)
 
 
-def _call_pattern(value: str) -> None:
-    segments = _segments(value, every=True)
-    if not segments or not segments[-1].any:
-        raise PathProblem("must end with [*], e.g. content[*]", "call-pattern")
+def _ending(wanted: str, item: bool, every: bool = False) -> Callable[[str], None]:
+    """The check of a target (``every``: a pattern) whose last step must be ``wanted``: an
+    item step (``item``) or a field; a refusal is a PathError, which its format's rule names."""
+
+    def check(value: str) -> None:
+        segments = _segments(value, every)
+        if not segments or (segments[-1].field is None) is not item:
+            raise PathError(f"must end with {wanted}")
+
+    return check
 
 
 #: The schema's custom ``format`` values, each ``(check, rule, prefix)``: the check compiles
@@ -222,10 +216,10 @@ FORMATS: dict[str, tuple[Callable[[Any], Any], str, str]] = {
     "presence-path": (_presence_path, "field-chain", "a presence test takes a field chain: "),
     "template-path": (compile_lookup, "path", "not a template path: "),
     "target-path": (_segments, "target", ""),
-    "item-target": (_item_target, "item-target", ""),
-    "field-target": (_field_target, "field-target", ""),
+    "item-target": (_ending("a SLOT step, e.g. content[index]", item=True), "item-target", ""),
+    "field-target": (_ending("a field, e.g. content[index].text", item=False), "field-target", ""),
     "pattern": (functools.partial(_segments, every=True), "pattern", ""),
-    "call-pattern": (_call_pattern, "call-pattern", ""),
+    "call-pattern": (_ending("[*], e.g. content[*]", item=True, every=True), "call-pattern", ""),
     "field-chain": (parse_chain, "field-chain", ""),
     "python-regex": (re.compile, "regex", "not a Python regular expression: "),
 }
@@ -296,9 +290,9 @@ def _is_def(fragment: Any, name: str) -> bool:
     schema's own nodes, so identity says it."""
     return fragment is schema()["$defs"][name]
 
-def _said(err: ValidationError) -> Iterator[Said]:
-    """One schema error as problems (an object with three unknown keys gives three)."""
-    pointer = _pointer(err.absolute_path)
+def _said(err: ValidationError, pointer: str) -> Iterator[Said]:
+    """One schema error, at ``pointer``, as problems (an object with three unknown keys gives
+    three)."""
     # An error of iter_errors always carries its keyword and value: jsonschema leaves them
     # unset only on an error built by hand.
     keyword = cast(str, err.validator)
@@ -396,13 +390,13 @@ _WORDING = {
 def schema_problems(data: Any, definition: str | None = None) -> list[Said]:
     """All schema errors of ``data`` (the whole descriptor, or a value checked against
     ``$defs/<definition>``), best first, each worded once, for the caller to place."""
-    return [said for err in _best_errors(data, definition) for said in _said(err)]
+    return [said for err, at in _best_errors(data, definition) for said in _said(err, at)]
 
 
-def _best_errors(data: Any, definition: str | None) -> list[ValidationError]:
-    """The schema errors worth saying, best first: at a value of the wrong type only that
-    (the outermost type check, which names every type allowed there), and no pattern where
-    a custom format (which says more) checks the value in its place."""
+def _best_errors(data: Any, definition: str | None) -> list[tuple[ValidationError, str]]:
+    """The schema errors worth saying, each with its pointer, best first: at a value of the
+    wrong type only that (the outermost type check, which names every type allowed there), and
+    no pattern where a custom format (which says more) checks the value in its place."""
     errors = sorted(_validator(definition).iter_errors(data), key=relevance, reverse=True)
     placed = [(err, _pointer(err.absolute_path)) for err in errors]
     typed: dict[str, ValidationError] = {}
@@ -411,7 +405,7 @@ def _best_errors(data: Any, definition: str | None) -> list[ValidationError]:
             typed[at] = min(typed.get(at, err), err, key=lambda e: len(e.absolute_schema_path))
     formats = {at for err, at in placed if err.validator == "format"}
     return [
-        err
+        (err, at)
         for err, at in placed
         if typed.get(at, err) is err and (err.validator != "pattern" or at not in formats)
     ]

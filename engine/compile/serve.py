@@ -137,9 +137,8 @@ class Endpoint:
 
     path: str
     pattern: re.Pattern[str]
-    stream: bool | None  # fixed by the path; None: the body's field says
-    stream_field: str | None = None
-    stream_default: bool = False
+    stream_field: str | None = None  # the body's field that asks; None: the path says
+    stream_default: bool = False  # what the path says, or the field when the body has none
     query: dict[str, str] = field(default_factory=dict)
     method: str = "POST"
     reply: Template | None = field(default=None, compare=False)  # compiled: no equality
@@ -151,8 +150,6 @@ class Endpoint:
         return None if found is None else found.groupdict()
 
     def wants_stream(self, body: Any) -> bool:
-        if self.stream is not None:
-            return self.stream
         value = body.get(self.stream_field) if isinstance(body, dict) else None
         return self.stream_default if value is None else value is True
 
@@ -175,11 +172,11 @@ def _endpoint(spec: Any, pointer: str, problems: list[TemplateProblem]) -> Endpo
     reply = compile_into(spec["reply"], f"{pointer}/reply", problems) if "reply" in spec else None
     if not isinstance(stream, bool | dict):
         return None
-    fixed = stream if isinstance(stream, bool) else None  # None: the body's field says
-    body = stream if isinstance(stream, dict) else {}
+    # a bool: the path says, as a field's default would
+    body: dict[str, Any] = stream if isinstance(stream, dict) else {"default": stream}
     asked = body.get("field"), body.get("default", False), spec.get("query", {}), spec["method"]
     header = header.lower() if isinstance(header, str) else None
-    return Endpoint(path, _path_pattern(path), fixed, *asked, reply, header)
+    return Endpoint(path, _path_pattern(path), *asked, reply, header)
 
 
 def _path_pattern(path: str) -> re.Pattern[str]:
@@ -337,9 +334,9 @@ def compile_serve(descriptor: dict[str, Any]) -> ServeSpec | None:
     problems = sorted({*section_problems(spec, "serve", "/serve"), *found})
     if problems:
         raise ServeError(problems)
-    # The schema passed it: every part has its shape (endpoints, framing and response are
-    # required, each endpoint's path a string and its stream a boolean or an object), and a
-    # path's name given twice is a problem raised above, so every part was read.
+    # The schema passed it: every part has its shape (endpoints and framing are required,
+    # each endpoint's path a string and its stream a boolean or an object), and a path's
+    # name given twice is a problem raised above, so every part was read.
     assert compiled is not None
     return compiled
 
@@ -357,15 +354,14 @@ def check_serve(descriptor: dict[str, Any]) -> tuple[ServeSpec | None, list[Temp
     problems: list[TemplateProblem] = []
     listed = spec["endpoints"] if isinstance(spec.get("endpoints"), list) else []
     endpoints = [_endpoint(e, f"/serve/endpoints/{i}", problems) for i, e in enumerate(listed)]
-    response = None
-    if "response" in spec:  # required: absent, the schema says so
-        response = compile_into(spec["response"], "/serve/response", problems)
+    # required: absent, the schema says so (and the template null stands in)
+    response = compile_into(spec.get("response"), "/serve/response", problems)
     error = _error_reply(spec.get("error"), problems)
     framing = _framing(spec["framing"]) if isinstance(spec.get("framing"), dict) else None
     accept = spec["accept"] if isinstance(spec.get("accept"), dict) else {}
     alternatives = tuple((k.lower(), _framing(f)) for k, f in accept.items() if isinstance(f, dict))
     headers = spec["headers"] if isinstance(spec.get("headers"), dict) else {}
-    if not endpoints or None in endpoints or framing is None or response is None:
+    if not endpoints or None in endpoints or framing is None:
         return None, problems
     served = tuple(e for e in endpoints if e is not None)
     return ServeSpec(served, framing, headers, response, error, alternatives), problems
@@ -380,4 +376,3 @@ def _error_reply(spec: Any, problems: list[TemplateProblem]) -> ErrorReply | Non
     templates = {key: compile_into(spec.get(key), f"/serve/error/{key}", problems) for key in keys}
     kinds = spec.get("kinds")
     return ErrorReply(**templates, kinds=dict(kinds) if isinstance(kinds, dict) else {})
-

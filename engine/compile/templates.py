@@ -61,7 +61,7 @@ from __future__ import annotations
 import json
 import re
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from ..errors import escape
@@ -417,9 +417,7 @@ def _merged(item: Any, merge: Node, ctx: dict[str, Any], record: Any) -> Any:
     ``record`` and ``item`` bound): the item's own fields stay, the rendered ones are added
     or replace them. A merge that renders no mapping leaves the item as it is."""
     fields = merge({**ctx, "record": record, "item": item})
-    if not isinstance(item, dict) or not isinstance(fields, dict):
-        return item
-    return {**item, **fields}
+    return {**item, **fields} if isinstance(item, dict) and isinstance(fields, dict) else item
 
 
 def _unanswered(records: list[dict[str, Any]]) -> str:
@@ -452,11 +450,7 @@ def _answer_key(call_id: Any, name: Any) -> tuple[str, Any]:
     malformed name that is a list or an object, as its repr, still matches only an equal one)."""
     if not _absent(call_id) and call_id != "":
         return ("id", call_id)
-    try:
-        hash(name)
-    except TypeError:
-        return ("name", repr(name))
-    return ("name", name)
+    return ("name", name if isinstance(name, Hashable) else repr(name))
 
 
 _CONSTRUCTS: dict[str, tuple[Callable[[_Compiler, dict[str, Any], str], Node], frozenset[str]]] = {
