@@ -245,12 +245,7 @@ _ENTRIES = (
     # the part before), none is a fragment
     Operation("extend", op_extend, slot_keyed=False),
     # record the provider's stop reason (PATH or [PATH, ...]: the first non-null of the paths)
-    Operation(
-        "stop_reason",
-        op_stop_reason,
-        arguments=lambda raw: {"from": raw},
-        source=lambda args: Source(args["from"]) if isinstance(args["from"], str) else None,
-    ),
+    Operation("stop_reason", op_stop_reason, arguments=lambda raw: {"from": raw}),
     # record the provider's usage object
     Operation("usage", op_usage, arguments=_usage_arguments),
     # the wire's DONE (with `when`: only if that path holds a true value); a bare ``finish``

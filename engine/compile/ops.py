@@ -238,9 +238,8 @@ class Target:
     def explain(self, asm: Assembly, ev: Any, ch: Any) -> str:
         """Why ``locate_item`` found no item for this event (cold: only for a skip): the first
         slot step the walk stops at."""
-        for i, seg in enumerate(self.segments[: self.last_slot + 1]):
-            if seg.field is not None:
-                continue
+        for i in self.item_patterns:  # (its keys: the slot steps, in order)
+            seg = self.segments[i]
             slot = seg.slot(ev, ch)
             if slot is None:
                 if self.continuing and i == self.last_slot:
