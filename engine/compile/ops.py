@@ -426,14 +426,13 @@ def op_merge(spec: dict[str, Any], ctx: CompileContext) -> Run:
     """
     read = compile_read(spec["from"], ctx.choice_alias)
     excluded = frozenset(spec["except"])
-    at = spec["at"]
-    target = Target(at, ctx, spec.get("scope"), _continues(spec))  # (``""``: the message)
+    target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))  # (``""``: the message)
 
     def merge(asm: Assembly, ev: Any, ch: Any) -> None:
         value = read(ev, ch)
         if value.__class__ is not dict:
             if value is not None:
-                asm.skip(f"merge {at or '(the whole message)'}: {_not_an_object(value)}")
+                asm.skip(f"merge {target.path or '(the whole message)'}: {_not_an_object(value)}")
             return
         item = target.locate_item(asm, ev, ch, True)
         if item is None:
