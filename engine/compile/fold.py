@@ -49,7 +49,7 @@ class ListFold:
 def op_fold(spec: dict[str, Any], ctx: CompileContext) -> Run:
     read = compile_read(spec["from"], ctx.choice_alias)
     at = spec["at"]
-    target = Target(at, ctx) if at else None
+    target = Target(spec, ctx) if at else None
     base = target.pattern if target is not None else ""
     concat = frozenset(spec["concat"])
     display_key = next((k for k in concat if ctx.wire.text.pattern == _under(base, k)), None)
