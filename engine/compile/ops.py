@@ -373,8 +373,7 @@ def _at_root(asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
 def op_set(spec: dict[str, Any], ctx: CompileContext) -> Run:
     """Replace the value at ``at`` with the event's value at ``from`` (a copy)."""
     read = compile_read(spec["from"], ctx.choice_alias)
-    at = spec["at"]
-    if at == "":
+    if spec["at"] == "":
 
         def set_root(asm: Assembly, ev: Any, ch: Any) -> None:
             value = read(ev, ch)
