@@ -71,7 +71,7 @@ def _continuation(spec: dict[str, Any] | None) -> Continuation | None:
 
 def op_extend(spec: dict[str, Any], ctx: CompileContext) -> Run:
     read = compile_read(spec["from"], ctx.choice_alias)
-    target = Target(spec["at"], ctx)
+    target = Target(spec, ctx)
     rule = JoinRule.from_spec(spec["join"], spec["at"]) if spec.get("join") else None
     pattern = items_of(target.pattern)
     cont = _continuation(spec.get("continuation"))

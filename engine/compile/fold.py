@@ -49,7 +49,7 @@ class ListFold:
 def op_fold(spec: dict[str, Any], ctx: CompileContext) -> Run:
     read = compile_read(spec["from"], ctx.choice_alias)
     at = spec["at"]
-    target = Target(at, ctx) if at else None
+    target = Target(spec, ctx) if at else None
     base = target.pattern if target is not None else ""
     concat = frozenset(spec["concat"])
     display_key = next((k for k in concat if ctx.wire.text.pattern == _under(base, k)), None)
@@ -60,11 +60,8 @@ def op_fold(spec: dict[str, Any], ctx: CompileContext) -> Run:
     # Concat keys that are reasoning (key -> which messages hold it, None: all), and for each
     # parts key the readers of the reasoning inside an incoming part (none: no reasoning
     # there; Mistral's ``{type: thinking, thinking: [{type: text, text}]}``).
-    reasoning_keys = {}
-    for key in strings:
-        is_reasoning, where = reasoning_at(ctx, _under(base, key))
-        if is_reasoning:
-            reasoning_keys[key] = where
+    found = {key: reasoning_at(ctx, _under(base, key)) for key in strings}
+    reasoning_keys = {key: where for key, (is_reasoning, where) in found.items() if is_reasoning}
     reasoning_parts = {key: reasoning_inside(ctx, _under(base, key)) for key in parts}
     shown = ctx.wire.text.part_where  # which parts of the display key are display text
     # The display parts' text field: ``text.parts.field`` where the descriptor declares it,
@@ -73,9 +70,8 @@ def op_fold(spec: dict[str, Any], ctx: CompileContext) -> Run:
     if display_field is None and display_key in parts:
         display_field = parts[display_key].text[0]
     order = ctx.list_order
-    field_name = one_field(spec["from"])  # ``message``: looked up in place, a frame less
-    if field_name == ctx.choice_alias:
-        field_name = None  # (the choice itself, read from the choice)
+    # ``message``: looked up in place, a frame less (the choice itself: read from the choice)
+    field_name = None if spec["from"] == ctx.choice_alias else one_field(spec["from"])
 
     def run(asm: Assembly, ev: Any, ch: Any) -> None:
         delta = ev.get(field_name) if field_name is not None else read(ev, ch)
@@ -324,4 +320,3 @@ def _merge_entry(
                 append_text(dest, key, value, asm.journal)
             continue
         _set_once(asm.journal, dest, key, value)
-

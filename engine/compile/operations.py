@@ -108,7 +108,8 @@ class Operation:
     streamed: Callable[[dict[str, Any]], tuple[Streamed, ...]] = lambda args: ()
     ends: Callable[[dict[str, Any]], tuple[str, ...]] = lambda args: ()
     writes_args: Callable[[dict[str, Any]], tuple[str, ...]] = lambda args: ()
-    opens: Callable[[dict[str, Any]], bool] = lambda args: False  # opens the item at ``at``
+    # opens the item at ``at``: whatever the event holds, so with no source
+    opens: Callable[[dict[str, Any]], bool] = lambda args: False
     slot_keyed: bool = True  # its ``at`` addresses an item by the slot key the event carries
 
     @property
@@ -120,7 +121,7 @@ class Operation:
         """The facts of a rule of this operation with the arguments ``args`` (``when``, its
         guard, among them), recorded in ``ctx.facts`` before it compiles: a rule that then
         fails to compile is still seen by the flow checks, which may say why."""
-        at, when = args.get("at"), args.get("when")
+        at, when, opens = args.get("at"), args.get("when"), self.opens(args)
         keyed = at if self.slot_keyed and isinstance(at, str) else None
         segments = parse_target(keyed) if keyed is not None else ()
         last = max((i for i, seg in enumerate(segments) if seg.field is None), default=-1)
@@ -130,11 +131,11 @@ class Operation:
         facts = Facts(
             self.name,
             pointer,
-            Source(when, True) if when is not None else self.source(args),
+            Source(when, True) if when is not None else None if opens else self.source(args),
             self.streamed(args),
             self.ends(args),
             self.writes_args(args),
-            pattern(at, ctx.choice_alias) if self.opens(args) else None,
+            pattern(at, ctx.choice_alias) if opens else None,
             keyed,
             args.get("scope"),
             slot_key,
@@ -150,11 +151,6 @@ def _set_opens(args: dict[str, Any]) -> bool:
     """A ``set`` of a whole item (``at`` ends with a slot) opens it, event value or not."""
     at = args.get("at")
     return isinstance(at, str) and bool(at) and parse_target(at)[-1].field is None
-
-
-def _set_source(args: dict[str, Any]) -> Source | None:
-    """An item opened by a ``set`` opens whatever the event holds: no source then."""
-    return None if _set_opens(args) else _from(args)
 
 
 def _error_source(args: dict[str, Any]) -> Source | None:
@@ -220,13 +216,13 @@ def _fold_args_written(args: dict[str, Any]) -> tuple[str, ...]:
 # Each entry's comment says what its operation does (its compiler's docstring says how).
 _ENTRIES = (
     # replace the value at `at` with the event's value at `from` (a whole item: open it)
-    Operation("set", op_set, source=_set_source, opens=_set_opens),
+    Operation("set", op_set, opens=_set_opens),
     # set the value at `at` unless it holds one already
     Operation("set_once", op_set_once),
     # copy the fields of the event's object into the one at `at`
     Operation("merge", op_merge),
     # open the item at the slotted `at`, from the event's object
-    Operation("open", op_open, source=lambda args: None, opens=lambda args: True),
+    Operation("open", op_open, opens=lambda args: True),
     # the item at `at` is complete
     Operation("close", op_close, source=lambda args: None),
     # append the event's string to the string at `at`
@@ -245,12 +241,7 @@ _ENTRIES = (
     # the part before), none is a fragment
     Operation("extend", op_extend, slot_keyed=False),
     # record the provider's stop reason (PATH or [PATH, ...]: the first non-null of the paths)
-    Operation(
-        "stop_reason",
-        op_stop_reason,
-        arguments=lambda raw: {"from": raw},
-        source=lambda args: Source(args["from"]) if isinstance(args["from"], str) else None,
-    ),
+    Operation("stop_reason", op_stop_reason, arguments=lambda raw: {"from": raw}),
     # record the provider's usage object
     Operation("usage", op_usage, arguments=_usage_arguments),
     # the wire's DONE (with `when`: only if that path holds a true value); a bare ``finish``

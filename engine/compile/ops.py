@@ -160,14 +160,16 @@ class Target:
     segments: tuple[Any, ...]
     locate_item: Callable[[Assembly, Any, Any, bool], Any]
 
-    def __init__(
-        self, path: str, ctx: CompileContext, scope: str | None = None, continuing: bool = False
-    ) -> None:
-        self.path, self.scope, self.continuing = path, scope, continuing
-        segments = parse_target(path, ctx.choice_alias)
+    def __init__(self, spec: dict[str, Any], ctx: CompileContext) -> None:
+        """The target of a rule's ``at``, in its ``scope``. ``without_slot: continue`` makes
+        it ``continuing``: the wire sends a fragment without its slot key where it continues
+        the item opened last (the default, ``skip``, lists such an event as unplaced)."""
+        self.path, self.scope = spec["at"], spec.get("scope")
+        self.continuing = spec.get("without_slot") == "continue"
+        segments = parse_target(self.path, ctx.choice_alias)
         slots = [i for i, seg in enumerate(segments) if seg.field is None]
         self.last_slot = slots[-1] if slots else -1
-        self.segments = _scoped(segments, scope, self.last_slot)
+        self.segments = _scoped(segments, self.scope, self.last_slot)
         self.pattern = pattern_of(segments)
         self.order = ctx.list_order
         # For each slot step, the pattern of the list it indexes (to recognise call lists).
@@ -189,11 +191,12 @@ class Target:
         self.at_root = not slots and len(self.rel) == 1
         # ``content[index]``: the SLOTs of the first two slot steps, each one field of the
         # event (not of the choice, nor scoped), looked up in place.
-        fields = [segments[i].slot_path if i in slots and scope is None else None for i in (1, 3)]
+        keyed = slots if self.scope is None else []
+        fields = [segments[i].slot_path if i in keyed else None for i in (1, 3)]
         self.slot_field, self.inner_slot_field = (
             None if p == ctx.choice_alias else one_field(p) for p in fields
         )
-        if continuing:
+        if self.continuing:
             if not slots:
                 raise ValueError(
                     "without_slot: the path has no slot step, so no open item to continue "
@@ -238,9 +241,8 @@ class Target:
     def explain(self, asm: Assembly, ev: Any, ch: Any) -> str:
         """Why ``locate_item`` found no item for this event (cold: only for a skip): the first
         slot step the walk stops at."""
-        for i, seg in enumerate(self.segments[: self.last_slot + 1]):
-            if seg.field is not None:
-                continue
+        for i in self.item_patterns:  # (its keys: the slot steps, in order)
+            seg = self.segments[i]
             slot = seg.slot(ev, ch)
             if slot is None:
                 if self.continuing and i == self.last_slot:
@@ -351,12 +353,6 @@ def _scoped(segments: tuple[Segment, ...], scope: str | None, last: int) -> tupl
     return (*segments[:last], replace(segments[last], slot=scoped_slot), *segments[last + 1 :])
 
 
-def _continues(spec: dict[str, Any]) -> bool:
-    """``without_slot: continue``: the wire sends a fragment without its slot key where it
-    continues the item opened last (the default, ``skip``, lists such an event as unplaced)."""
-    return bool(spec["without_slot"] == "continue")
-
-
 def _in_scope(slot: Any, scope: str) -> bool:
     """Is ``slot`` the SLOT of an item opened in ``scope`` (keyed ``(scope, value)``)?"""
     return slot.__class__ is tuple and len(slot) == 2 and slot[0] == scope
@@ -377,8 +373,7 @@ def _at_root(asm: Assembly, ev: Any, ch: Any, create: bool) -> Any:
 def op_set(spec: dict[str, Any], ctx: CompileContext) -> Run:
     """Replace the value at ``at`` with the event's value at ``from`` (a copy)."""
     read = compile_read(spec["from"], ctx.choice_alias)
-    at = spec["at"]
-    if at == "":
+    if spec["at"] == "":
 
         def set_root(asm: Assembly, ev: Any, ch: Any) -> None:
             value = read(ev, ch)
@@ -390,7 +385,7 @@ def op_set(spec: dict[str, Any], ctx: CompileContext) -> Run:
                 asm.skip(f"set (the whole message) from {spec['from']}: {_not_an_object(value)}")
 
         return set_root
-    target = Target(at, ctx, spec.get("scope"), _continues(spec))
+    target = Target(spec, ctx)
     if not target.rel:  # writing a whole item: an open by another name
         return _open(target, read, ctx, "set")
     last = target.rel[-1]
@@ -404,7 +399,7 @@ def op_set(spec: dict[str, Any], ctx: CompileContext) -> Run:
 def op_set_once(spec: dict[str, Any], ctx: CompileContext) -> Run:
     """Set the value at ``at`` unless it already holds one (null and "" count as none)."""
     read = compile_read(spec["from"], ctx.choice_alias)
-    target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
+    target = Target(spec, ctx)
     last = target.rel[-1]
 
     def set_once(asm: Assembly, ev: Any, ch: Any) -> None:
@@ -427,14 +422,13 @@ def op_merge(spec: dict[str, Any], ctx: CompileContext) -> Run:
     """
     read = compile_read(spec["from"], ctx.choice_alias)
     excluded = frozenset(spec["except"])
-    at = spec["at"]
-    target = Target(at, ctx, spec.get("scope"), _continues(spec))  # (``""``: the message)
+    target = Target(spec, ctx)  # (``""``: the message)
 
     def merge(asm: Assembly, ev: Any, ch: Any) -> None:
         value = read(ev, ch)
         if value.__class__ is not dict:
             if value is not None:
-                asm.skip(f"merge {at or '(the whole message)'}: {_not_an_object(value)}")
+                asm.skip(f"merge {target.path or '(the whole message)'}: {_not_an_object(value)}")
             return
         item = target.locate_item(asm, ev, ch, True)
         if item is None:
@@ -501,7 +495,7 @@ def _open(
 
 def op_open(spec: dict[str, Any], ctx: CompileContext) -> Run:
     """Open a new item at the slotted path ``at``, starting from the event's ``from`` object."""
-    target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
+    target = Target(spec, ctx)
     if target.rel or not target.segments:
         raise ValueError("open: 'at' must end with a slot step, e.g. content[index]")
     read = compile_read(spec["from"], ctx.choice_alias) if "from" in spec else None
@@ -584,7 +578,7 @@ def _is_empty(value: Any) -> bool:
 def op_close(spec: dict[str, Any], ctx: CompileContext) -> Run:
     """The item at ``at`` is complete: finalize its arguments (parse an object-form wire's
     JSON text); with ``from``, first adopt the fields of the final item the event carries."""
-    target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
+    target = Target(spec, ctx)
     read = compile_read(spec["from"], ctx.choice_alias) if "from" in spec else None
 
     def close(asm: Assembly, ev: Any, ch: Any) -> None:
@@ -621,7 +615,7 @@ def _streams_in(node: Any) -> Iterator[ArgsStream]:
 def op_append(spec: dict[str, Any], ctx: CompileContext) -> Run:
     """Append the event's string at ``from`` to the string at ``at``."""
     read = compile_read(spec["from"], ctx.choice_alias)
-    target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
+    target = Target(spec, ctx)
     display = target.pattern == ctx.wire.text.pattern  # its text is display text
     text_where = ctx.wire.text.where
     reasoning, reasoning_where = reasoning_at(ctx, target.pattern)
@@ -689,7 +683,7 @@ def op_args_final(spec: dict[str, Any], ctx: CompileContext) -> Run:
 def _into_args(op: str, spec: dict[str, Any], ctx: CompileContext, how: Callable[..., bool]) -> Run:
     """Hand the event's value to the argument stream of the call at ``at``, ``how`` the
     stream takes it: a fragment fed, or the whole text adopted."""
-    target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
+    target = Target(spec, ctx)
 
     def into_args(asm: Assembly, item: dict[str, Any], value: Any) -> None:
         if how(asm.args_of(item, target.rel), value):
@@ -706,7 +700,7 @@ def op_push(spec: dict[str, Any], ctx: CompileContext) -> Run:
     With ``update_by`` (fields such as ``[type, id]``), an object whose fields there are all
     present updates, in its place, the element equal to it on every one of them (the AI SDK
     replaces a data part of the same type and id), and is added when none is."""
-    target = Target(spec["at"], ctx, spec.get("scope"), _continues(spec))
+    target = Target(spec, ctx)
     last = target.rel[-1]
     item_pattern = items_of(target.pattern)
     keys = tuple(spec.get("update_by", ()))
