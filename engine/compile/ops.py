@@ -520,14 +520,16 @@ def _restate(
     Otherwise nothing streamed is lost: an empty value ("", {}, [], null) never erases one,
     and the arguments go through the call's stream (whole arguments replace fragments)."""
     track = asm.track_of.get(id(item))
-    complete = track is not None and track.args.state == COMPLETE
-    if complete and (not merge_complete or value.__class__ is not dict):
-        return False
-    restated = dig(value, args_fields) if complete else None  # (its arguments: kept as they are)
-    if track is not None and not _is_empty(restated) and not track.args.restates(restated):
-        return False
+    if track is not None and track.args.state == COMPLETE:
+        if not merge_complete or value.__class__ is not dict:
+            return False
+        restated = dig(value, args_fields)
+        if not _is_empty(restated) and not track.args.restates(restated):
+            return False
+        _merge_into(asm, item, value, track, args_fields, keep_args=True)  # (they are kept)
+        return True
     if value.__class__ is dict:
-        _merge_into(asm, item, value, track, args_fields, keep_args=complete)
+        _merge_into(asm, item, value, track, args_fields)
     return True
 
 

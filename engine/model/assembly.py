@@ -299,8 +299,8 @@ def items_under(
         nxt: list[tuple[Any, dict[str, Any]]] = []
         for _, node in level:
             lst = dig(node, chain)
-            if lst.__class__ is SlottedList:  # (its slots are in the order of its items)
-                nxt.extend(zip(lst.by_slot, lst.items, strict=True))
+            if lst.__class__ is SlottedList:  # its items by slot, in the order they opened
+                nxt.extend(lst.by_slot.items())
             elif isinstance(lst, list):
                 nxt.extend((at, x) for at, x in enumerate(lst) if isinstance(x, dict))
             elif isinstance(lst, dict) and chain == chains[-1]:
