@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -64,3 +65,8 @@ class TransportError(ValueError):
 def escape(token: str) -> str:
     """One JSON pointer token (RFC 6901): ``~`` and ``/`` escaped."""
     return token.replace("~", "~0").replace("/", "~1")
+
+
+def pointer_of(path: Iterable[object]) -> str:
+    """The RFC 6901 pointer of a path of keys and indexes (``['a', 0]`` -> ``/a/0``)."""
+    return "".join("/" + escape(str(step)) for step in path)

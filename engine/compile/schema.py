@@ -18,14 +18,14 @@ import datetime
 import functools
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, cast
 
 from jsonschema import Draft202012Validator, FormatChecker, ValidationError
 from jsonschema.exceptions import relevance
 
-from ..errors import escape
+from ..errors import escape, pointer_of
 from .paths import (
     JMESPATH,
     PathError,
@@ -268,10 +268,6 @@ _JSON_TYPES = {
 }
 
 
-def _pointer(path: Iterable[Any]) -> str:
-    return "".join("/" + escape(str(part)) for part in path)
-
-
 def _resolve(fragment: dict[str, Any]) -> dict[str, Any] | None:
     ref = fragment.get("$ref")
     return _referenced(ref) if isinstance(ref, str) and ref.startswith("#/") else None
@@ -398,7 +394,7 @@ def _best_errors(data: Any, definition: str | None) -> list[tuple[ValidationErro
     wrong type only that (the outermost type check, which names every type allowed there), and
     no pattern where a custom format (which says more) checks the value in its place."""
     errors = sorted(_validator(definition).iter_errors(data), key=relevance, reverse=True)
-    placed = [(err, _pointer(err.absolute_path)) for err in errors]
+    placed = [(err, pointer_of(err.absolute_path)) for err in errors]
     typed: dict[str, ValidationError] = {}
     for err, at in placed:
         if err.validator == "type":  # the outermost (the first of equals) at each place

@@ -15,7 +15,7 @@ from functools import cached_property
 from os.path import commonprefix
 from typing import Any, NamedTuple, TypeVar
 
-from ..errors import DescriptorError, Problem, escape
+from ..errors import DescriptorError, Problem, escape, pointer_of
 from ..events import CallIncomplete, ExtractedCall
 from ..model.assembly import Assembly, items_under, judged_after_the_event, new_args_stream
 from ..model.fragments import copy_json, dig, materialize, shown_value
@@ -384,7 +384,7 @@ class Problems(list[tuple[str, str]]):
         try:
             return [compile(*spec)]
         except RuleProblem as exc:
-            self.add(pointer + "".join(f"/{escape(key)}" for key in exc.keys), str(exc))
+            self.add(pointer + pointer_of(exc.keys), str(exc))
         except (ValueError, LookupError, TypeError) as exc:
             self.add(pointer, f"{what}: {exc}")
         return []

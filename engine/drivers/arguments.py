@@ -26,7 +26,7 @@ from typing import Any
 import jsonschema
 from jsonschema.exceptions import SchemaError
 
-from ..errors import escape
+from ..errors import pointer_of
 from ..records import Tool
 
 # A failing argument: the JSON pointer of the value (``""`` for the arguments object) and
@@ -34,11 +34,6 @@ from ..records import Tool
 ArgumentProblem = tuple[str, str]
 
 _MAX_PROBLEMS = 10  # a prompt names at most this many; a model fixes the first ones first
-
-
-def _pointer(path: Any) -> str:
-    """RFC 6901 pointer of a jsonschema error path (``deque(['a', 0])`` -> ``/a/0``)."""
-    return "".join("/" + escape(str(step)) for step in path)
 
 
 class ArgumentsSchema:
@@ -63,7 +58,7 @@ class ArgumentsSchema:
         if self._is_valid(arguments):
             return []
         errors = sorted(self._validator.iter_errors(arguments), key=lambda e: [*map(str, e.path)])
-        return [(_pointer(e.path), e.message) for e in errors[:_MAX_PROBLEMS]]
+        return [(pointer_of(e.path), e.message) for e in errors[:_MAX_PROBLEMS]]
 
 
 # The schema objects seen last, by identity: ``list_tools()`` may build new ``Tool`` objects
@@ -96,7 +91,7 @@ def schema_of(tool: Tool) -> ArgumentsSchema:
             raise SchemaError(f"parameters is not JSON: {exc}") from None
         compiled = _compiled(text)
     except SchemaError as exc:
-        where = _pointer(exc.path) or "/"
+        where = pointer_of(exc.path) or "/"
         raise ValueError(
             f"tool {tool.name!r}: parameters is not a usable JSON Schema "
             f"(the draft its $schema names, else 2020-12): at {where}: {exc.message}"
@@ -144,7 +139,7 @@ def free_form_problems(tool: Tool, arguments: Any) -> list[ArgumentProblem]:
         return [("", "a free-form call takes its input as text")]
     if pattern.fullmatch(text):
         return []
-    return [(_pointer([key]), f"{text!r} does not match the tool's regex {pattern.pattern!r}")]
+    return [(pointer_of([key]), f"{text!r} does not match the tool's regex {pattern.pattern!r}")]
 
 
 # -- the fast path: the keywords tool schemas use, checked in plain Python ----------------------
