@@ -125,10 +125,8 @@ def op_extend(spec: dict[str, Any], ctx: CompileContext) -> Run:
                     asm.journal.append(asm.display)
                     asm.display.append(piece)
                     continue
-            if reasoning:
-                trim(asm.journal, asm.reasoning)
-            for read_reasoning in reasoning:  # never display text: a display piece went on above
-                read_reasoning(part, asm.reasoning)
+            if reasoning is not None:  # never display text: a display piece went on above
+                reasoning(asm, part)
 
     return extend
 

@@ -24,7 +24,7 @@ from ..model.fragments import (
     shown_value,
     slot_misfit,
 )
-from ..model.journal import put, trim
+from ..model.journal import put
 from ..model.jsonscan import COMPLETE
 from ..model.parts import JoinRule, as_placed, join_parts, string_as_part
 from .ops import CompileContext, Run, Target, reasoning_at, reasoning_inside, report_unplaced
@@ -94,8 +94,9 @@ def op_fold(spec: dict[str, Any], ctx: CompileContext) -> Run:
                         if key == display_key and (shown is None or shown(part)):
                             journal.append(asm.display)
                             asm.display.append(value)
-                        elif reasoning_parts[key]:
-                            _reason_part(asm, reasoning_parts[key], value, parts[key])
+                        elif (reading := reasoning_parts[key]) is not None:
+                            # reasoning where a reasoning place reads the part it stands for
+                            reading(asm, parts[key].part_of(value))
                 elif value.__class__ is str:
                     if value:
                         if current.__class__ is Fragments:  # the usual delta: no frame of ours
@@ -146,7 +147,7 @@ def op_fold(spec: dict[str, Any], ctx: CompileContext) -> Run:
             if earlier:
                 string_as_part(asm.journal, current, earlier, rule)
         text_field = display_field if key == display_key else None
-        readers = reasoning_parts[key]
+        reading = reasoning_parts[key]
 
         def on_part(stored: dict[str, Any], part: dict[str, Any]) -> None:
             if text_field is not None and (shown is None or shown(stored)):
@@ -155,11 +156,8 @@ def op_fold(spec: dict[str, Any], ctx: CompileContext) -> Run:
                     asm.journal.append(asm.display)
                     asm.display.append(piece)
                     return
-            if readers:
-                placed = as_placed(part, stored, rule)
-                trim(asm.journal, asm.reasoning)
-                for read in readers:
-                    read(placed, asm.reasoning)
+            if reading is not None:
+                reading(asm, as_placed(part, stored, rule))
 
         join_parts(asm.journal, current, value, rule, on_part)
 
@@ -189,15 +187,6 @@ def _entry_fold(pattern: str, spec: dict[str, Any]) -> ListFold:
         concat=frozenset(spec["concat"]),
         slot_path=spec.get("slot"),
     )
-
-
-def _reason_part(asm: Assembly, readers: tuple[Any, ...], text: str, rule: JoinRule) -> None:
-    """A bare string delta on a parts key that is not display text: reasoning where a
-    reasoning place reads the part the string stands for (``rule.string``)."""
-    part = {**(rule.string_part or {}), rule.string_field: text}
-    trim(asm.journal, asm.reasoning)
-    for read in readers:
-        read(part, asm.reasoning)
 
 
 def _set_once(journal: list[Any], dest: dict[str, Any], key: str, value: Any) -> None:

@@ -104,11 +104,14 @@ def reasoning_at(ctx: CompileContext, pattern: str) -> tuple[bool, Any]:
     return True, any_where([place.where for place in places])
 
 
-def reasoning_inside(ctx: CompileContext, list_pattern: str) -> tuple[Any, ...]:
-    """Readers of the reasoning inside the items of the list at ``list_pattern`` (whole parts
-    appended or joined there), one per reasoning place there: ``read(part, out)`` appends to
-    ``out`` every non-empty string at the place's path relative to an item (``text``,
-    ``thinking[*].text``), as it arrived, where its ``where`` holds."""
+def reasoning_inside(
+    ctx: CompileContext, list_pattern: str
+) -> Callable[[Assembly, Any], None] | None:
+    """The reader of the reasoning inside the items of the list at ``list_pattern`` (whole
+    parts appended or joined there), None when no reasoning place is there: ``read(asm,
+    part)`` appends to the assembly's reasoning (journaled) every non-empty string at each
+    place's path relative to an item (``text``, ``thinking[*].text``), as it arrived, where
+    the place's ``where`` holds."""
     prefix = f"{list_pattern}[*]."
     inside = []
     for place in ctx.wire.reasoning:
@@ -116,7 +119,15 @@ def reasoning_inside(ctx: CompileContext, list_pattern: str) -> tuple[Any, ...]:
             ctx.reasoning_streamed.add(place.pattern)
             steps = tuple(seg.field for seg in parse_target(place.pattern[len(prefix) :]))
             inside.append(partial(_fragments, steps, place.where))  # (no frame of its own)
-    return tuple(inside)
+    if not inside:
+        return None
+
+    def read(asm: Assembly, part: Any) -> None:
+        trim(asm.journal, asm.reasoning)
+        for strings_of in inside:
+            strings_of(part, asm.reasoning)
+
+    return read
 
 
 def _fragments(

@@ -338,10 +338,9 @@ def judged_after_the_event(runs: list[Any]) -> Callable[[Assembly, Any, Any], No
 def ensure_slotted(
     parent: dict[str, Any], field: str, order: str, journal: list[Any]
 ) -> SlottedList:
-    """The slotted list at ``parent[field]``, adopting a plain list the wire sent there."""
+    """A slotted list put at ``parent[field]``, where none is yet (each caller tests that
+    first, inline), adopting a plain list the wire sent there."""
     current = parent.get(field)
-    if current.__class__ is SlottedList:
-        return current
     lst = SlottedList(current if current.__class__ is list else None, order)
     put(journal, parent, field, lst)
     return lst

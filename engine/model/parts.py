@@ -50,6 +50,11 @@ class JoinRule:
             attach=tuple(spec.get("attach", ())),
         )
 
+    def part_of(self, text: str) -> dict[str, Any]:
+        """The text part a bare string delta stands for (``string``: its fields, the string
+        at its field)."""
+        return {**(self.string_part or {}), self.string_field: text}
+
 
 def _may_join(rule: JoinRule, last: dict[str, Any], part: dict[str, Any]) -> bool:
     """May ``part`` join ``last``: nothing blocks it, both carry text, their keys agree.
@@ -182,7 +187,7 @@ def as_placed(part: dict[str, Any], stored: dict[str, Any], rule: JoinRule) -> d
     for f in rule.text:
         value = part.get(f)
         if value.__class__ is str and stored.get(f).__class__ is list:
-            return {**part, f: [{**rule.string_part, rule.string_field: value}]}
+            return {**part, f: [rule.part_of(value)]}
     return part
 
 
@@ -216,6 +221,4 @@ def string_as_part(
     journal: list[Any], parts: list[Any], text: str, rule: JoinRule, where: Any = None
 ) -> dict[str, Any]:
     """A bare string delta on a parts list joins the last text part, or starts one."""
-    return join_one(
-        journal, parts, {**(rule.string_part or {}), rule.string_field: text}, rule, where
-    )
+    return join_one(journal, parts, rule.part_of(text), rule, where)
