@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from os.path import commonprefix
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar, cast
 
 from ..errors import DescriptorError, Problem, escape, pointer_of
 from ..events import CallIncomplete, ExtractedCall
@@ -729,10 +729,8 @@ class ExtractionStrategy:
 
     def is_stream_complete(self, chunk: Any) -> bool:
         """Is this chunk the wire's DONE?"""
-        if isinstance(chunk, str) and chunk.strip() in self.spec.sentinels:
-            return True
-        if not isinstance(chunk, dict):
-            return False
+        if not isinstance(chunk, dict):  # no JSON object: the DONE only as a sentinel line
+            return isinstance(chunk, str) and chunk.strip() in self.spec.sentinels
         # Run the rules on a scratch assembly: DONE is whatever a finish or error rule says.
         scratch = self.new_assembly()
         try:
@@ -886,8 +884,7 @@ class ExtractionStrategy:
         return Assembly(self)
 
     def message_of(self, asm: Assembly) -> dict[str, Any]:
-        message: dict[str, Any] = materialize(asm.root)  # the root is a dict
-        return message
+        return cast("dict[str, Any]", materialize(asm.root))  # the root is a dict
 
 
 def _text_or_none(value: Any) -> str | None:
