@@ -162,10 +162,9 @@ class Program:
     """The event rules: dispatch by discriminator to compiled operation lists."""
 
     def __init__(self, events: dict[str, Any], ctx: CompileContext, problems: Problems) -> None:
-        disc = events.get("discriminator")
-        self.wrapped = False
-        if isinstance(disc, dict) and "field" in disc:  # not a {jmespath: ...} read
-            disc, self.wrapped = disc["field"], disc["or_wrapped"]
+        disc = events.get("discriminator")  # a read path, or {field: PATH, or_wrapped: BOOL}
+        self.wrapped: bool = isinstance(disc, dict) and disc["or_wrapped"]
+        disc = disc["field"] if isinstance(disc, dict) else disc
         self.discriminator = compile_read(disc) if disc else None
         # The one field the discriminator and the choice list name, which apply looks up in
         # the event itself (None: a reader's call, for a longer path or a JMESPath).
