@@ -624,6 +624,7 @@ class ExtractionStrategy:
     # that the assembly needs to know no operation.
     at_end: tuple[Callable[[Assembly, bool], None], ...] = ()
     nothing_follows = True
+    is_wire = True  # every compiled descriptor is a wire (a codec's TextStrategy says False)
 
     def __init__(
         self,
@@ -684,12 +685,11 @@ class ExtractionStrategy:
             turn=compile_turn(descriptor, problems),
             places=tuple(places),
         )
-        events = descriptor.get("events", {})
+        events = descriptor["events"]
         self._choice = choice = events.get("choice")
         alias = choice["alias"] if choice else None
         ctx = CompileContext(self.spec, choice_alias=alias, list_order=events["list_order"])
         self.leaks_into_text: bool = descriptor["leaks_into_text"]
-        self.is_wire = "events" in descriptor
         before = len(problems)
         self.program = Program(events, ctx, problems)
         # Nothing may follow the DONE (no ``events.after_done``): the DONE ends it all.
