@@ -566,10 +566,7 @@ def _message_reader(places: tuple[TextPlace, ...]) -> Callable[[dict[str, Any]],
             elif here in prefixes and isinstance(value, (dict, list)):
                 yield from strings(value, item, here)
 
-    def read(message: dict[str, Any]) -> str:
-        return "".join(strings(message, message, ""))
-
-    return read
+    return lambda message: "".join(strings(message, message, ""))
 
 
 def _call_place(spec: dict[str, Any], pointer: str, problems: Problems) -> CallsSpec:
