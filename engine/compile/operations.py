@@ -135,7 +135,7 @@ class Operation:
             self.streamed(args),
             self.ends(args),
             self.writes_args(args),
-            pattern(at, ctx.choice_alias) if opens else None,
+            pattern(at) if opens else None,
             keyed,
             args.get("scope"),
             slot_key,

@@ -491,10 +491,11 @@ def pattern_of(segments: tuple[Segment, ...]) -> str:
     return out
 
 
-def pattern(path: Any, choice_alias: str | None = None) -> str:
+def pattern(path: Any) -> str:
     """The pattern of a target path's text (``content[index].text`` -> ``content[*].text``);
-    ``""`` for the message root, or for what is no path text."""
-    return pattern_of(parse_target(path, choice_alias)) if isinstance(path, str) and path else ""
+    ``""`` for the message root, or for what is no path text. A slot's reader (what the choice
+    alias changes) is no part of a pattern."""
+    return pattern_of(parse_target(path)) if isinstance(path, str) and path else ""
 
 
 def items_of(base: str, name: str | None = None) -> str:

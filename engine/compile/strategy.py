@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from os.path import commonprefix
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar, cast
 
 from ..errors import DescriptorError, Problem, escape, pointer_of
 from ..events import CallIncomplete, ExtractedCall
@@ -162,10 +162,9 @@ class Program:
     """The event rules: dispatch by discriminator to compiled operation lists."""
 
     def __init__(self, events: dict[str, Any], ctx: CompileContext, problems: Problems) -> None:
-        disc = events.get("discriminator")
-        self.wrapped = False
-        if isinstance(disc, dict) and "field" in disc:  # not a {jmespath: ...} read
-            disc, self.wrapped = disc["field"], disc["or_wrapped"]
+        disc = events.get("discriminator")  # a read path, or {field: PATH, or_wrapped: BOOL}
+        self.wrapped: bool = isinstance(disc, dict) and disc["or_wrapped"]
+        disc = disc["field"] if isinstance(disc, dict) else disc
         self.discriminator = compile_read(disc) if disc else None
         # The one field the discriminator and the choice list name, which apply looks up in
         # the event itself (None: a reader's call, for a longer path or a JMESPath).
@@ -567,10 +566,7 @@ def _message_reader(places: tuple[TextPlace, ...]) -> Callable[[dict[str, Any]],
             elif here in prefixes and isinstance(value, (dict, list)):
                 yield from strings(value, item, here)
 
-    def read(message: dict[str, Any]) -> str:
-        return "".join(strings(message, message, ""))
-
-    return read
+    return lambda message: "".join(strings(message, message, ""))
 
 
 def _call_place(spec: dict[str, Any], pointer: str, problems: Problems) -> CallsSpec:
@@ -625,6 +621,7 @@ class ExtractionStrategy:
     # that the assembly needs to know no operation.
     at_end: tuple[Callable[[Assembly, bool], None], ...] = ()
     nothing_follows = True
+    is_wire = True  # every compiled descriptor is a wire (a codec's TextStrategy says False)
 
     def __init__(
         self,
@@ -685,12 +682,11 @@ class ExtractionStrategy:
             turn=compile_turn(descriptor, problems),
             places=tuple(places),
         )
-        events = descriptor.get("events", {})
+        events = descriptor["events"]
         self._choice = choice = events.get("choice")
         alias = choice["alias"] if choice else None
         ctx = CompileContext(self.spec, choice_alias=alias, list_order=events["list_order"])
         self.leaks_into_text: bool = descriptor["leaks_into_text"]
-        self.is_wire = "events" in descriptor
         before = len(problems)
         self.program = Program(events, ctx, problems)
         # Nothing may follow the DONE (no ``events.after_done``): the DONE ends it all.
@@ -729,10 +725,8 @@ class ExtractionStrategy:
 
     def is_stream_complete(self, chunk: Any) -> bool:
         """Is this chunk the wire's DONE?"""
-        if isinstance(chunk, str) and chunk.strip() in self.spec.sentinels:
-            return True
-        if not isinstance(chunk, dict):
-            return False
+        if not isinstance(chunk, dict):  # no JSON object: the DONE only as a sentinel line
+            return isinstance(chunk, str) and chunk.strip() in self.spec.sentinels
         # Run the rules on a scratch assembly: DONE is whatever a finish or error rule says.
         scratch = self.new_assembly()
         try:
@@ -886,8 +880,7 @@ class ExtractionStrategy:
         return Assembly(self)
 
     def message_of(self, asm: Assembly) -> dict[str, Any]:
-        message: dict[str, Any] = materialize(asm.root)  # the root is a dict
-        return message
+        return cast("dict[str, Any]", materialize(asm.root))  # the root is a dict
 
 
 def _text_or_none(value: Any) -> str | None:

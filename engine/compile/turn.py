@@ -16,7 +16,7 @@ read from them when asked, never per chunk.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..model.jsonscan import COMPLETE
@@ -26,9 +26,6 @@ from .paths import compile_read
 if TYPE_CHECKING:
     from ..model.assembly import Assembly
     from .strategy import Problems
-
-COUNTS = tuple(f.name for f in fields(Usage))
-"""The counts of a Usage, in its field order: what a ``token_usage`` section may declare."""
 
 Count = Callable[[Any], "int | None"]
 
@@ -95,14 +92,12 @@ def _reasons(section: dict[str, Any], problems: Problems) -> dict[str, FinishRea
 
 
 def _counts(section: dict[str, Any], problems: Problems) -> tuple[tuple[str, Count], ...]:
-    """(Usage field, reader) for each count declared: a read path, or ``{sum: [paths]}``;
-    a path that is no read is a problem at its pointer (the others still compile). The
-    schema refuses such a path too, but the compile must go on past it: the validator says
-    every problem at once, the rules' own among them."""
+    """(Usage field, reader) for each count declared (the schema's keys are Usage's fields):
+    a read path, or ``{sum: [paths]}``; a path that is no read is a problem at its pointer
+    (the others still compile). The schema refuses such a path too, but the compile must go
+    on past it: the validator says every problem at once, the rules' own among them."""
     out: list[tuple[str, Count]] = []
-    for name in COUNTS:
-        if (spec := section.get(name)) is None:
-            continue
+    for name, spec in section.items():
         summed = isinstance(spec, dict) and "sum" in spec
         paths = spec["sum"] if summed else [spec]
         readers = []
