@@ -30,7 +30,6 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any, Protocol, TypeGuard, cast
 
 from ..compile.schema import with_defaults
@@ -300,17 +299,16 @@ class TextCodec:
         """The tools as the model is told about them: a JSON document, ``{"tools": [...]}``
         by default, so that the model sees its tools in the same notation it calls them in."""
         fmt = self.prompt.tool_format
-        listed = []
-        for tool in tools:
-            read = tool.get if isinstance(tool, Mapping) else partial(getattr, tool)
-            fields = fmt["fields"].items()
-            listed.append({key: self._described(attr, read(attr, None)) for key, attr in fields})
+        fields = fmt["fields"].items()
+        listed = [{key: self._described(tool, attr) for key, attr in fields} for tool in tools]
         return json.dumps({fmt["list_key"]: listed}, indent=fmt["indent"], ensure_ascii=False)
 
-    def _described(self, attribute: str, value: Any) -> Any:
-        """A tool's attribute as described: "" for none; its parameter schema always an object
-        schema, and a property that says nothing of its type given the untyped default, so
-        that the model is never left guessing how to write a value."""
+    def _described(self, tool: ToolLike | Mapping[str, Any], attribute: str) -> Any:
+        """A tool's attribute (a ``Tool``'s, or a dict's) as described: "" for none; its
+        parameter schema always an object schema, and a property that says nothing of its type
+        given the untyped default, so that the model is never left guessing how to write a
+        value."""
+        value = tool.get(attribute) if isinstance(tool, Mapping) else getattr(tool, attribute, None)
         if attribute != "parameters":
             return "" if value is None else value
         if not isinstance(value, Mapping):

@@ -183,11 +183,8 @@ def parse_eventstream(raw: bytes, file: str) -> list[CapturedEvent]:
         messages = decoder.feed(raw) + decoder.end()  # end: [], or the error of a cut message
     except EventStreamError as exc:
         raise CaptureError(file, f"{exc} (an AWS event stream message)") from None
-    events = []
-    for message in messages:
-        try:
-            name, data, value = message_chunk(message)
-        except EventStreamError as exc:
-            raise CaptureError(file, str(exc)) from None
-        events.append(CapturedEvent(message[0], value, data, name))
-    return events
+    try:
+        chunks = [(message[0], *message_chunk(message)) for message in messages]
+    except EventStreamError as exc:
+        raise CaptureError(file, str(exc)) from None
+    return [CapturedEvent(number, value, data, name) for number, name, data, value in chunks]

@@ -51,8 +51,7 @@ def encode_message(headers: Iterable[tuple[str, str]], payload: bytes) -> bytes:
         raw_headers += struct.pack(">BH", _HEADER_TYPE_STRING, len(raw_value)) + raw_value
     total = _PRELUDE_LENGTH + len(raw_headers) + len(payload) + _MESSAGE_CRC_LENGTH
     prelude = struct.pack(">II", total, len(raw_headers))
-    head = prelude + struct.pack(">I", zlib.crc32(prelude))
-    body = head + raw_headers + payload
+    body = prelude + struct.pack(">I", zlib.crc32(prelude)) + raw_headers + payload
     return body + struct.pack(">I", zlib.crc32(body))
 
 
@@ -206,11 +205,10 @@ def _decode_headers(raw: bytes, at: int) -> dict[str, object]:
     pos = 0
     try:
         while pos < len(raw):
-            size = raw[pos]
+            size = raw[pos]  # the name's length, the name, the value's type
             name = raw[pos + 1 : pos + 1 + size].decode("utf-8")
-            pos += 1 + size
-            kind = raw[pos]
-            pos += 1
+            kind = raw[pos + 1 + size]
+            pos += 2 + size
             if kind not in _HEADER_SIZES:
                 raise EventStreamError(at, f"header {name!r}: unknown value type {kind}")
             length = _HEADER_SIZES[kind]

@@ -133,7 +133,6 @@ class SSEDecoder:
         except UnicodeDecodeError as exc:
             offset = self._bytes_in - len(data) + exc.start
             self._failed = TransportError(f"not UTF-8 text: {exc.reason}", offset=offset)
-            self._held = b""
             return bytes(data[: exc.start]).decode("utf-8")
         self._held = bytes(data[used:]) if used < len(data) else b""
         return text
@@ -154,8 +153,7 @@ class SSEDecoder:
             if line[0] == ":":
                 continue
             field, _, value = line.partition(":")
-            if value[:1] == " ":
-                value = value[1:]
+            value = value.removeprefix(" ")  # (one space only, as the spec says)
             if field == "data":
                 event.data.append(value)
                 event.at.append((number, len(line) - len(value)))
