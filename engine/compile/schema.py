@@ -60,7 +60,7 @@ def schema() -> dict[str, Any]:
     return cast(dict[str, Any], json.loads(schema_path().read_text(encoding="utf-8")))
 
 
-Located = tuple[str, str, str]  # (JSON pointer, message, rule), as a template problem is
+Located = tuple[str, str, str]  # (JSON pointer, message, rule): a problem, for its caller to place
 Said = tuple[str, str, str, bool]  # Located, and whether it is said at the key (its own line)
 
 
