@@ -159,8 +159,9 @@ class Endpoint:
 
 
 def _endpoint(spec: Any, pointer: str, problems: list[Located]) -> Endpoint | None:
-    """One endpoint, as the schema checked it (None when it is not of the schema's shape: the
-    schema says why). A name given twice in the path is a problem the schema cannot see."""
+    """One endpoint, as the schema checked it (None without a path to read: the schema says
+    why; a stream of another type is its to refuse too, and an endpoint of a section it
+    refused is never used). A name given twice in the path is a problem the schema cannot see."""
     if not isinstance(spec, dict) or not isinstance(spec.get("path"), str):
         return None
     path, stream, header = spec["path"], spec.get("stream", False), spec.get("header")
@@ -170,11 +171,9 @@ def _endpoint(spec: Any, pointer: str, problems: list[Located]) -> Endpoint | No
         problems.append((f"{pointer}/path", f"{shown} twice: each name is one segment", "path"))
         return None
     reply = compile_into(spec["reply"], f"{pointer}/reply", problems) if "reply" in spec else None
-    if not isinstance(stream, bool | dict):
-        return None
-    # a bool: the path says, as a field's default would
+    # a bool: the path says, as a field's default would (which the schema's default fills in)
     body: dict[str, Any] = stream if isinstance(stream, dict) else {"default": stream}
-    asked = body.get("field"), body.get("default", False), spec.get("query", {}), spec["method"]
+    asked = body.get("field"), body["default"], spec.get("query", {}), spec["method"]
     header = header.lower() if isinstance(header, str) else None
     return Endpoint(path, _path_pattern(path), *asked, reply, header)
 
@@ -375,4 +374,4 @@ def _error_reply(spec: Any, problems: list[Located]) -> ErrorReply | None:
     keys = ("body", "status", "headers", "kind")
     templates = {key: compile_into(spec.get(key), f"/serve/error/{key}", problems) for key in keys}
     kinds = spec.get("kinds")
-    return ErrorReply(**templates, kinds=dict(kinds) if isinstance(kinds, dict) else {})
+    return ErrorReply(**templates, kinds=kinds if isinstance(kinds, dict) else {})
