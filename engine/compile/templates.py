@@ -289,8 +289,8 @@ class _Compiler:
             source = read(ctx)
             if _absent(source):
                 return []
-            if not isinstance(source, list):
-                source = list(source) if isinstance(source, tuple) else [source]
+            if not isinstance(source, list | tuple):  # one value: a list of it
+                source = [source]
             rendered = (emit({**ctx, name: element}) for element in source)
             return [value for value in rendered if value is not MISSING]
 
