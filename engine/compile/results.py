@@ -34,12 +34,11 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from ..model.fragments import copy_json
-from .schema import section_problems, with_defaults
+from .schema import Located, section_problems, with_defaults
 from .templates import (
     MISSING,
     Template,
     TemplateError,
-    TemplateProblem,
     compile_into,
     render_result,
 )
@@ -85,23 +84,23 @@ def compile_sections(descriptor: dict[str, Any]) -> CompiledSections:
     return sections
 
 
-def check_sections(descriptor: dict[str, Any]) -> tuple[CompiledSections, list[TemplateProblem]]:
+def check_sections(descriptor: dict[str, Any]) -> tuple[CompiledSections, list[Located]]:
     """The compiled ``results`` and ``declarations`` sections and every problem in them, each
     ``(JSON pointer, message, rule)``: what the validator reports, each at its line. The
     ``results`` section is taken as the schema checked it; a section the schema refused
     compiles to what can be read of it (the validator has reported why)."""
-    problems: list[TemplateProblem] = []
+    problems: list[Located] = []
     results = _compile_results(with_defaults(descriptor.get("results"), "results"), problems)
     declarations = _template(descriptor.get("declarations"), "/declarations", problems)
     return CompiledSections(results, declarations), problems
 
 
-def _template(spec: Any, pointer: str, problems: list[TemplateProblem]) -> Template | None:
+def _template(spec: Any, pointer: str, problems: list[Located]) -> Template | None:
     """The template ``spec`` compiled (None when there is none), its problems added."""
     return None if spec is None else compile_into(spec, pointer, problems)
 
 
-def _compile_results(spec: Any, problems: list[TemplateProblem]) -> CompiledResults | None:
+def _compile_results(spec: Any, problems: list[Located]) -> CompiledResults | None:
     """Compile a results section. The schema (``$defs/results``) says which keys it holds,
     the modes and what each takes, and what ``leak_role`` and ``leak`` may be; only what it
     cannot say is checked here: restate's ``$echo`` with ``merge`` (:func:`_has_merging_echo`),

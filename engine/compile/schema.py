@@ -60,7 +60,7 @@ def schema() -> dict[str, Any]:
     return cast(dict[str, Any], json.loads(schema_path().read_text(encoding="utf-8")))
 
 
-Located = tuple[str, str, str]  # (JSON pointer, message, rule), as a template problem is
+Located = tuple[str, str, str]  # (JSON pointer, message, rule): a problem, for its caller to place
 Said = tuple[str, str, str, bool]  # Located, and whether it is said at the key (its own line)
 
 
@@ -137,6 +137,13 @@ def _default(prop: dict[str, Any] | None) -> Any:
     while prop is not None and "default" not in prop:
         prop = _resolve(prop)
     return None if prop is None else prop["default"]
+
+
+def _resolve(fragment: dict[str, Any]) -> dict[str, Any] | None:
+    """The definition a schema node's ``$ref`` names (None: it has none). Every ``$ref`` of the
+    schema names one of its ``$defs`` (``#/$defs/NAME``), as :func:`_validator`'s own does."""
+    ref = fragment.get("$ref")
+    return schema()["$defs"][ref.removeprefix("#/$defs/")] if isinstance(ref, str) else None
 
 
 def _holds(condition: dict[str, Any], value: Any) -> bool:
@@ -266,19 +273,6 @@ _JSON_TYPES = {
     dict: "object",
     type(None): "null",
 }
-
-
-def _resolve(fragment: dict[str, Any]) -> dict[str, Any] | None:
-    ref = fragment.get("$ref")
-    return _referenced(ref) if isinstance(ref, str) and ref.startswith("#/") else None
-
-
-@functools.cache
-def _referenced(ref: str) -> dict[str, Any] | None:
-    node: Any = schema()
-    for part in ref[2:].split("/"):
-        node = node[part.replace("~1", "/").replace("~0", "~")]
-    return node if isinstance(node, dict) else None
 
 
 def _is_def(fragment: Any, name: str) -> bool:

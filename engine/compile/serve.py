@@ -48,8 +48,8 @@ from typing import Any
 from ..transport import eventstream
 from ..transport.captures import CapturedEvent, CaptureError, parse_bytes
 from ..transport.sse import EVENT_KEY
-from .schema import section_problems, with_defaults
-from .templates import Template, TemplateProblem, compile_into
+from .schema import Located, section_problems, with_defaults
+from .templates import Template, compile_into
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?:=([^{}]+))?\}")
 _LEADING_EVENT_KEY = re.compile(r'^\s*\{\s*"_event"\s*:\s*"(?:[^"\\]|\\.)*"\s*(,\s*)?')
@@ -60,7 +60,7 @@ class ServeError(ValueError):
     ``(pointer, message, rule)``, in pointer order; the message names each, one a line,
     ``pointer: message``, the first first."""
 
-    def __init__(self, problems: list[TemplateProblem]) -> None:
+    def __init__(self, problems: list[Located]) -> None:
         super().__init__("\n".join(f"{pointer}: {message}" for pointer, message, _ in problems))
         self.problems = problems
 
@@ -158,9 +158,10 @@ class Endpoint:
         return {k: v for k, v in self.query.items() if query.get(k) != [v]}
 
 
-def _endpoint(spec: Any, pointer: str, problems: list[TemplateProblem]) -> Endpoint | None:
-    """One endpoint, as the schema checked it (None when it is not of the schema's shape: the
-    schema says why). A name given twice in the path is a problem the schema cannot see."""
+def _endpoint(spec: Any, pointer: str, problems: list[Located]) -> Endpoint | None:
+    """One endpoint, as the schema checked it (None without a path to read: the schema says
+    why; a stream of another type is its to refuse too, and an endpoint of a section it
+    refused is never used). A name given twice in the path is a problem the schema cannot see."""
     if not isinstance(spec, dict) or not isinstance(spec.get("path"), str):
         return None
     path, stream, header = spec["path"], spec.get("stream", False), spec.get("header")
@@ -170,11 +171,9 @@ def _endpoint(spec: Any, pointer: str, problems: list[TemplateProblem]) -> Endpo
         problems.append((f"{pointer}/path", f"{shown} twice: each name is one segment", "path"))
         return None
     reply = compile_into(spec["reply"], f"{pointer}/reply", problems) if "reply" in spec else None
-    if not isinstance(stream, bool | dict):
-        return None
-    # a bool: the path says, as a field's default would
+    # a bool: the path says, as a field's default would (which the schema's default fills in)
     body: dict[str, Any] = stream if isinstance(stream, dict) else {"default": stream}
-    asked = body.get("field"), body.get("default", False), spec.get("query", {}), spec["method"]
+    asked = body.get("field"), body["default"], spec.get("query", {}), spec["method"]
     header = header.lower() if isinstance(header, str) else None
     return Endpoint(path, _path_pattern(path), *asked, reply, header)
 
@@ -341,7 +340,7 @@ def compile_serve(descriptor: dict[str, Any]) -> ServeSpec | None:
     return compiled
 
 
-def check_serve(descriptor: dict[str, Any]) -> tuple[ServeSpec | None, list[TemplateProblem]]:
+def check_serve(descriptor: dict[str, Any]) -> tuple[ServeSpec | None, list[Located]]:
     """The compiled ``serve`` section (None when there is none or part of it could not be
     read) and every problem in it that a schema cannot say, each ``(pointer, message, rule)``:
     its templates' (every one), and a path's ``{name}`` given twice. The section is taken as
@@ -351,7 +350,7 @@ def check_serve(descriptor: dict[str, Any]) -> tuple[ServeSpec | None, list[Temp
     spec = with_defaults(descriptor.get("serve"), "serve")
     if not isinstance(spec, dict):
         return None, []
-    problems: list[TemplateProblem] = []
+    problems: list[Located] = []
     listed = spec["endpoints"] if isinstance(spec.get("endpoints"), list) else []
     endpoints = [_endpoint(e, f"/serve/endpoints/{i}", problems) for i, e in enumerate(listed)]
     # required: absent, the schema says so (and the template null stands in)
@@ -367,7 +366,7 @@ def check_serve(descriptor: dict[str, Any]) -> tuple[ServeSpec | None, list[Temp
     return ServeSpec(served, framing, headers, response, error, alternatives), problems
 
 
-def _error_reply(spec: Any, problems: list[TemplateProblem]) -> ErrorReply | None:
+def _error_reply(spec: Any, problems: list[Located]) -> ErrorReply | None:
     """The ``error`` part, its templates' problems added to ``problems`` (None when there is
     none; one without a body is the schema's to refuse)."""
     if not isinstance(spec, dict):
@@ -375,4 +374,4 @@ def _error_reply(spec: Any, problems: list[TemplateProblem]) -> ErrorReply | Non
     keys = ("body", "status", "headers", "kind")
     templates = {key: compile_into(spec.get(key), f"/serve/error/{key}", problems) for key in keys}
     kinds = spec.get("kinds")
-    return ErrorReply(**templates, kinds=dict(kinds) if isinstance(kinds, dict) else {})
+    return ErrorReply(**templates, kinds=kinds if isinstance(kinds, dict) else {})

@@ -67,7 +67,7 @@ from typing import Any
 from ..errors import escape
 from .paths import PathError, compile_lookup
 from .predicates import compile_predicate
-from .schema import section_problems, with_defaults
+from .schema import Located, section_problems, with_defaults
 
 
 class _Missing:
@@ -109,15 +109,12 @@ class Template:
         return f"Template({self.spec!r})"
 
 
-TemplateProblem = tuple[str, str, str]  # (JSON pointer, message, rule)
-
-
 class TemplateError(ValueError):
     """A template that does not compile: ``problems`` holds every problem as
     ``(pointer, message, rule)``; the message of the error is the first, ``pointer: message``.
     ``rule`` is ``template``, or ``old-path`` for a path written in an old dialect."""
 
-    def __init__(self, problems: list[TemplateProblem]) -> None:
+    def __init__(self, problems: list[Located]) -> None:
         pointer, message, _ = problems[0]
         super().__init__(f"{pointer}: {message}")
         self.problems = problems
@@ -127,14 +124,14 @@ def compile_template(spec: Any, pointer: str = "") -> Template:
     """Check ``spec`` and compile it. ``pointer`` is where the spec sits in its document,
     so that a problem names the place (``/results/assistant/content``). Raises
     :class:`TemplateError` with every problem found."""
-    problems: list[TemplateProblem] = []
+    problems: list[Located] = []
     template = compile_into(spec, pointer, problems)
     if problems:
         raise TemplateError(problems)
     return template
 
 
-def compile_into(spec: Any, pointer: str, problems: list[TemplateProblem]) -> Template:
+def compile_into(spec: Any, pointer: str, problems: list[Located]) -> Template:
     """Compile ``spec``, every problem added to ``problems``, each ``(pointer, message,
     rule)``, in document order: how a section's compiler gathers every problem of its
     templates. A template with problems renders the good parts only: use it only when
@@ -165,7 +162,7 @@ class _Compiler:
     """Compiles a template and collects every problem, never stopping at the first: a bad
     part compiles to a node that renders nothing, and the walk goes on."""
 
-    def __init__(self, problems: list[TemplateProblem]) -> None:
+    def __init__(self, problems: list[Located]) -> None:
         self.problems = problems
 
     def fail(self, pointer: str, message: str, rule: str = "template") -> Node:
@@ -292,8 +289,8 @@ class _Compiler:
             source = read(ctx)
             if _absent(source):
                 return []
-            if not isinstance(source, list):
-                source = list(source) if isinstance(source, tuple) else [source]
+            if not isinstance(source, list | tuple):  # one value: a list of it
+                source = [source]
             rendered = (emit({**ctx, name: element}) for element in source)
             return [value for value in rendered if value is not MISSING]
 
