@@ -41,3 +41,21 @@ def test_an_object_wire_still_refuses_a_string_and_text_that_never_parses():
     assert parse_arguments('{"a": 1} x', "object") is None
     assert parse_arguments("[1]") is None and parse_arguments("nope") is None
     assert parse_arguments("") == {} and parse_arguments("", "object") is None
+
+
+def test_typed_text_parts_without_a_where_read_from_the_message_as_the_stream_shows_them():
+    """``text.parts`` with a ``field`` and no ``where``: every part's text is display text,
+    in the stream (the fold) and read off the whole message alike; a part that is not an
+    object is no text (and no error)."""
+    data = engine.load_format("openai_chat").descriptor
+    text = {**data["text"], "parts": {"field": "text"}}
+    strategy = engine.ExtractionStrategy({**data, "text": text})
+    buf = engine.LLMStreamBuffer([strategy])
+    for content in ([{"type": "text", "text": "Hi "}], [{"type": "note", "text": "there"}]):
+        delta = {"index": 0, "delta": {"content": content}}
+        buf.add({"object": "chat.completion.chunk", "choices": [delta]})
+    assert buf.text() == "Hi there"
+    message = buf.as_dict()
+    assert strategy.content_text(message) == "Hi there"
+    message["content"].append("stray")
+    assert strategy.content_text(message) == "Hi there"

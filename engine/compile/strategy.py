@@ -814,10 +814,14 @@ class ExtractionStrategy:
             value = dig(item, text.tail)
             if isinstance(value, str):
                 pieces.append(value)
-            elif isinstance(value, list) and text.part_where is not None:
+            elif isinstance(value, list) and text.part_field is not None:
+                # typed parts (``text.parts``): every part's text without a ``where``, as the
+                # stream shows it
+                field, where = text.part_field, text.part_where
                 for part in value:
-                    if text.part_where(part) and isinstance(part.get(text.part_field), str):
-                        pieces.append(part[text.part_field])
+                    shown = isinstance(part, dict) and (where is None or where(part))
+                    if shown and isinstance(part.get(field), str):
+                        pieces.append(part[field])
         return "".join(pieces)
 
     def reasoning_text(self, message: Any) -> str:
