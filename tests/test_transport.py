@@ -19,6 +19,7 @@ import functools
 import json
 import os
 import struct
+import zlib
 from pathlib import Path
 
 import pytest
@@ -311,6 +312,19 @@ def test_eventstream_errors_name_the_byte_where_the_message_starts():
         list(engine.eventstream_chunks([body[: second + 30]]))
     with pytest.raises(engine.TransportError, match=f"^byte {second}: a message cut short"):
         list(engine.eventstream_chunks([body[: second + 5]]))
+
+
+def test_an_eventstream_header_value_cut_short_is_an_error_not_a_shorter_value():
+    """Both CRCs hold (a faulty encoder, not a damaged body), but the header states more bytes
+    of value than the headers hold: refused at the message's byte, never taken cut."""
+    name = b":event-type"
+    headers = bytes([len(name)]) + name + struct.pack(">BH", 7, 50) + b"messageStart"
+    payload = b"{}"
+    prelude = struct.pack(">II", 16 + len(headers) + len(payload), len(headers))
+    body = prelude + struct.pack(">I", zlib.crc32(prelude)) + headers + payload
+    message = body + struct.pack(">I", zlib.crc32(body))
+    with pytest.raises(engine.TransportError, match="^byte 0: header ':event-type': 50 bytes"):
+        list(engine.eventstream_chunks([message]))
 
 
 def test_chunks_are_read_once():

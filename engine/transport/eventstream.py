@@ -217,6 +217,9 @@ def _decode_headers(raw: bytes, at: int) -> dict[str, object]:
                 pos += 2
             value = raw[pos : pos + length]
             pos += length
+            if len(value) < length:  # (a slice past the end is only shorter: say it)
+                cut = f"{length} bytes of value stated, {len(value)} left in the headers"
+                raise EventStreamError(at, f"header {name!r}: {cut}")
             if kind == _HEADER_TYPE_STRING:
                 headers[name] = value.decode("utf-8")
             else:  # a boolean's value is its type (0: true); the others' raw bytes
