@@ -230,3 +230,19 @@ def test_a_built_in_read_by_a_plain_yaml_loader_compiles(name):
     assert True in data["events"]  # the loader's reading, which the strategy takes as "on"
     strategy = ExtractionStrategy(data)
     assert strategy.descriptor == engine.load_format(name).descriptor
+
+
+@pytest.mark.parametrize("key", ["name", "recognize", "events"])
+def test_a_dict_without_a_key_every_wire_compiles_from_is_refused_at_the_root(key):
+    """A dict may leave out a file's header and sections it has no use for (``docs``,
+    ``calls``), but not what a wire compiles from: a DescriptorError naming the key, not a
+    bare KeyError out of the compile."""
+    data = dict(engine.load_format("openai_chat").descriptor)
+    del data[key]
+    with pytest.raises(engine.DescriptorError, match=f"/: missing required key '{key}'"):
+        ExtractionStrategy(data)
+    del data["calls"], data["docs"]
+    if key != "name":  # (without its own error in the way, the rest still compiles)
+        return
+    data["name"] = "text_only"
+    assert ExtractionStrategy(data).name == "text_only"

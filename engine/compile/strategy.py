@@ -643,9 +643,10 @@ class ExtractionStrategy:
         if problems is None:  # a dict no validator saw: asked of the schema first, as a file is
             descriptor = _as_yaml_1_2(descriptor)
             # A dict need not carry a file's header (``title``, ``docs``) nor every section:
-            # a top-level key it lacks (``required`` at the root) is no problem of it.
+            # a top-level key it lacks (``required`` at the root) is no problem of it, unless
+            # nothing compiles without it (``_A_WIRE_NEEDS``).
             said = schema_problems(descriptor)  # each (pointer, message, rule, ...)
-            checked = [problem[:3] for problem in said if problem[0] or problem[2] != "required"]
+            checked = [problem[:3] for problem in said if _of_a_dict(problem, descriptor)]
             if checked:
                 raise DescriptorError([Problem(file, 0, 0, *problem) for problem in checked])
             if "codec" in descriptor:  # no wire: what compiles a codec is engine.text's
@@ -885,6 +886,19 @@ class ExtractionStrategy:
 
     def message_of(self, asm: Assembly) -> dict[str, Any]:
         return cast("dict[str, Any]", materialize(asm.root))  # the root is a dict
+
+
+_A_WIRE_NEEDS = ("name", "recognize", "events")  # the top-level keys a wire compiles from
+
+
+def _of_a_dict(problem: tuple[Any, ...], descriptor: dict[str, Any]) -> bool:
+    """Is a schema problem one of a dict too? All are but a top-level key it lacks (a root
+    ``required``), unless a wire compiles from it (``_A_WIRE_NEEDS``; a codec's keys are
+    engine.text's to ask)."""
+    pointer, message, rule = problem[:3]
+    if pointer or rule != "required":
+        return True
+    return "codec" not in descriptor and any(message.endswith(f"key {k!r}") for k in _A_WIRE_NEEDS)
 
 
 def _text_or_none(value: Any) -> str | None:
