@@ -153,12 +153,20 @@ def examples(written: int) -> int:
     return written if FULL_EXAMPLES else min(written, max(25, written // 4))
 
 
+@functools.cache
+def _cuts_inside(n: int) -> st.SearchStrategy[list[int]]:
+    """Up to four points inside a fragment of ``n`` characters: one strategy per length,
+    built once (a strategy is immutable; building one per fragment cost most of a drawn
+    re-split, far more than the draws it makes)."""
+    return st.lists(st.integers(1, max(1, n - 1)), max_size=4)
+
+
 def drawn_cuts(data: st.DataObject) -> Callable[[int], list[int]]:
     """Cuts for ``resplit``: up to four points inside a fragment of ``n`` characters, drawn
     by hypothesis (so a failing split shrinks and is printed)."""
 
     def cuts(n: int) -> list[int]:
-        return data.draw(st.lists(st.integers(1, max(1, n - 1)), max_size=4))
+        return data.draw(_cuts_inside(n))
 
     return cuts
 
