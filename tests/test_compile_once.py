@@ -241,8 +241,12 @@ def test_a_dict_without_a_key_every_wire_compiles_from_is_refused_at_the_root(ke
     del data[key]
     with pytest.raises(engine.DescriptorError, match=f"/: missing required key '{key}'"):
         ExtractionStrategy(data)
-    del data["calls"], data["docs"]
-    if key != "name":  # (without its own error in the way, the rest still compiles)
-        return
+
+
+def test_a_dict_without_a_header_or_an_unused_section_still_compiles():
+    """What a dict may leave out, a file may not: its header's ``docs`` and ``title``, and a
+    section such as ``calls`` (a text-only wire)."""
+    data = dict(engine.load_format("openai_chat").descriptor)
+    del data["calls"], data["docs"], data["title"]
     data["name"] = "text_only"
     assert ExtractionStrategy(data).name == "text_only"

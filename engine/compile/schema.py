@@ -309,7 +309,7 @@ def _said(err: ValidationError, pointer: str) -> Iterator[Said]:
     elif keyword == "required":
         # A rule that requires a key only in some cases (a results mode) says which.
         for key in (key for key in expected if key not in instance):
-            message = custom if isinstance(custom, str) else f"missing required key {key!r}"
+            message = custom if isinstance(custom, str) else missing_key(key)
             yield (pointer, message, "required", True)
     else:
         for key, needs in expected.items():
@@ -319,6 +319,12 @@ def _said(err: ValidationError, pointer: str) -> Iterator[Said]:
 
 
 _UNKNOWN = ("additionalProperties", "unevaluatedProperties")
+def missing_key(key: str) -> str:
+    """What the schema says of a required key an object lacks: the one wording, which a
+    caller that weighs such a problem by its key (a dict's compile) compares with."""
+    return f"missing required key {key!r}"
+
+
 _PER_KEY = (*_UNKNOWN, "required", "dependentRequired")  # a problem per key of the object
 
 

@@ -27,7 +27,7 @@ from .ops import CompileContext, RuleProblem, Run, TextPlace, any_where
 from .paths import compile_read, is_plain, items_of, one_field, parse_chain, pattern_parts
 from .predicates import Predicate, compile_predicate
 from .results import check_sections, result_messages, tool_declarations
-from .schema import schema_problems, with_defaults
+from .schema import missing_key, schema_problems, with_defaults
 from .turn import TurnSpec, compile_turn
 
 
@@ -898,7 +898,7 @@ def _of_a_dict(problem: tuple[Any, ...], descriptor: dict[str, Any]) -> bool:
     pointer, message, rule = problem[:3]
     if pointer or rule != "required":
         return True
-    return "codec" not in descriptor and any(message.endswith(f"key {k!r}") for k in _A_WIRE_NEEDS)
+    return "codec" not in descriptor and message in map(missing_key, _A_WIRE_NEEDS)
 
 
 def _text_or_none(value: Any) -> str | None:

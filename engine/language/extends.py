@@ -28,6 +28,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ..compile.schema import missing_key
 from ..errors import Problem, escape
 from .yamlsource import EXTENDS as KEY
 from .yamlsource import SourceMap, YAMLSourceError, load
@@ -35,9 +36,10 @@ from .yamlsource import SourceMap, YAMLSourceError, load
 #: Keys a child must give itself: a variant is a different format, never its parent again.
 OWN_KEYS = ("name", "title")
 
-_OWN_MISSING = (
-    "missing required key {key!r} (a descriptor that extends another gives its own {key})"
-)
+def _own_missing(key: str) -> str:
+    return f"{missing_key(key)} (a descriptor that extends another gives its own {key})"
+
+
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
@@ -62,7 +64,7 @@ def resolve(data: Any, source: SourceMap, file: str) -> tuple[Any, SourceMap, li
     if not isinstance(data, dict) or KEY not in data:
         return data, source, []
     problems = [
-        source.problem(file, "", _OWN_MISSING.format(key=key), "required", at_key=True)
+        source.problem(file, "", _own_missing(key), "required", at_key=True)
         for key in OWN_KEYS
         if data.get(key) is None
     ]
